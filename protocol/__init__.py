@@ -1,0 +1,95 @@
+"""evalport.protocol: the wire types, run model, digests and errors of protocol v1.
+
+Needs only msgspec. The server and the client both build on it; it imports neither.
+``openapi.yaml`` at the top of the repository is the source of truth these types follow,
+and a test keeps the two in step.
+"""
+
+from .codec import decode_request, decode_response, decode_run, encode, normalize_run
+from .digest import DEFAULT_PREVIEW_BYTES, compact_json, digest, is_digest, matches_digest
+from .extras import MissingExtraError, require
+from .messages import (
+    AgentInfo,
+    ApprovalDecision,
+    ApprovalsRequest,
+    CreateSessionRequest,
+    CreateSessionResponse,
+    FieldError,
+    Health,
+    Problem,
+    RunEnvelope,
+    TurnRequest,
+)
+from .models import (
+    AgentRun,
+    Approval,
+    ApprovalState,
+    ErrorInfo,
+    Event,
+    FinishReason,
+    LlmProfile,
+    Message,
+    PendingApproval,
+    RunStatus,
+    Step,
+    StepType,
+    StopReason,
+    StopSignal,
+    ToolCall,
+    ToolExecution,
+    ToolRecord,
+    Usage,
+    tool_record,
+)
+from .problems import PROBLEM_CONTENT_TYPE, ProblemType, ProtocolError, RequestError
+from .version import PROTOCOL_VERSION, __version__
+
+__all__ = [
+    "DEFAULT_PREVIEW_BYTES",
+    "PROBLEM_CONTENT_TYPE",
+    "PROTOCOL_VERSION",
+    "AgentInfo",
+    "AgentRun",
+    "Approval",
+    "ApprovalDecision",
+    "ApprovalState",
+    "ApprovalsRequest",
+    "CreateSessionRequest",
+    "CreateSessionResponse",
+    "ErrorInfo",
+    "Event",
+    "FieldError",
+    "FinishReason",
+    "Health",
+    "LlmProfile",
+    "Message",
+    "MissingExtraError",
+    "PendingApproval",
+    "Problem",
+    "ProblemType",
+    "ProtocolError",
+    "RequestError",
+    "RunEnvelope",
+    "RunStatus",
+    "Step",
+    "StepType",
+    "StopReason",
+    "StopSignal",
+    "ToolCall",
+    "ToolExecution",
+    "ToolRecord",
+    "TurnRequest",
+    "Usage",
+    "__version__",
+    "compact_json",
+    "decode_request",
+    "decode_response",
+    "decode_run",
+    "digest",
+    "encode",
+    "is_digest",
+    "matches_digest",
+    "normalize_run",
+    "require",
+    "tool_record",
+]

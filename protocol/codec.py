@@ -1,0 +1,170 @@
+"""Encoding and decoding of protocol bodies.
+
+Rules:
+
+- The server decodes requests **strictly** (:func:`decode_request`): malformed JSON is a
+  400 ``malformed-json`` problem, a body of the wrong shape a 422 ``invalid-body`` problem
+  naming the JSON path of the field.
+- The client decodes responses **leniently** (:func:`decode_run`, :func:`decode_response`):
+  unknown fields are ignored, enumerated values are kept as text, a run may come wrapped as
+  ``{"run": ...}`` or bare, tool arguments sent as a JSON string become a map, and a server
+  that sends only ``steps`` gets ``tools`` derived from them. Anything it still cannot use
+  is a :class:`ProtocolError` naming the field and quoting the start of the body.
+- Everything is encoded with one shared msgspec encoder.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final, TypeVar
+
+import msgspec
+
+from .models import AgentRun, PendingApproval, Step, ToolCall, ToolExecution
+from .problems import ProblemType, ProtocolError, RequestError
+
+__all__ = [
+    "decode_request",
+    "decode_response",
+    "decode_run",
+    "encode",
+    "excerpt",
+    "normalize_run",
+]
+
+T = TypeVar("T")
+
+EXCERPT_BYTES: Final = 512
+
+_encoder = msgspec.json.Encoder()
+_decoders: dict[type[Any], msgspec.json.Decoder[Any]] = {}
+
+
+def encode(value: Any) -> bytes:
+    """Compact JSON bytes of a Struct or a plain value."""
+    return _encoder.encode(value)
+
+
+def _decoder(kind: type[T]) -> msgspec.json.Decoder[T]:
+    decoder = _decoders.get(kind)
+    if decoder is None:
+        decoder = _decoders[kind] = msgspec.json.Decoder(kind)
+    return decoder
+
+
+def _path_of(error: msgspec.ValidationError) -> str | None:
+    text = str(error)
+    marker = " - at `"
+    if marker in text:
+        return text.rsplit(marker, 1)[1].rstrip("`")
+    return None
+
+
+def decode_request(data: bytes, kind: type[T]) -> T:
+    """Decode a request body strictly; raises :class:`RequestError` (400 or 422)."""
+    try:
+        return _decoder(kind).decode(data)
+    except msgspec.ValidationError as error:
+        raise RequestError(ProblemType.INVALID_BODY, str(error), _path_of(error)) from None
+    except msgspec.DecodeError as error:
+        raise RequestError(ProblemType.MALFORMED_JSON, f"Malformed JSON: {error}") from None
+
+
+def excerpt(data: bytes, limit: int = EXCERPT_BYTES) -> str:
+    """The first ``limit`` bytes of a body as text, for error messages."""
+    return data[:limit].decode(errors="replace")
+
+
+def decode_response(data: bytes, kind: type[T]) -> T:
+    """Decode a response body leniently into ``kind``; raises :class:`ProtocolError`."""
+    try:
+        return _decoder(kind).decode(data)
+    except msgspec.ValidationError as error:
+        path = _path_of(error)
+        raise ProtocolError(
+            f"unusable {kind.__name__} response: {error}", path=path, excerpt=excerpt(data)
+        ) from None
+    except msgspec.DecodeError as error:
+        raise ProtocolError(f"response is not JSON: {error}", excerpt=excerpt(data)) from None
+
+
+class _RunOrEnvelope(AgentRun, kw_only=True, rename="camel", gc=False):
+    """A bare run, or ``{"run": run}``: one decode pass serves both shapes."""
+
+    run: AgentRun | None = None
+
+
+def decode_run(data: bytes) -> AgentRun:
+    """Decode a turn, attach or approvals response into its accumulated run."""
+    decoded = decode_response(data, _RunOrEnvelope)
+    run = decoded.run
+    if run is None:
+        run = AgentRun(
+            **{field: getattr(decoded, field) for field in AgentRun.__struct_fields__}
+        )
+    return normalize_run(run)
+
+
+def _arguments(value: dict[str, Any] | str, path: str) -> dict[str, Any]:
+    if isinstance(value, dict):
+        return value
+    if not value:
+        return {}
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        raise ProtocolError(
+            f"tool arguments at {path} are a string that is not JSON", path=path
+        ) from None
+    if not isinstance(parsed, dict):
+        raise ProtocolError(f"tool arguments at {path} are not a JSON object", path=path)
+    return parsed
+
+
+def _normalize_call(call: ToolCall, path: str) -> None:
+    if not isinstance(call.arguments, dict):
+        call.arguments = _arguments(call.arguments, path)
+
+
+def _normalize_execution(execution: ToolExecution, path: str) -> None:
+    if not isinstance(execution.arguments, dict):
+        execution.arguments = _arguments(execution.arguments, path)
+    if execution.error not in (None, "") and not execution.has_error:
+        execution.has_error = True
+
+
+def _normalize_step(step: Step, position: int) -> None:
+    base = f"$.steps[{position}]"
+    for index, call in enumerate(step.requested_tool_calls):
+        _normalize_call(call, f"{base}.requestedToolCalls[{index}].arguments")
+    for index, execution in enumerate(step.tool_executions):
+        _normalize_execution(execution, f"{base}.toolExecutions[{index}].arguments")
+    for message in step.output_messages:
+        for call in message.tool_calls or ():
+            _normalize_call(call, f"{base}.outputMessages.toolCalls.arguments")
+    if step.errors and not step.has_errors:
+        step.has_errors = True
+
+
+def _normalize_pending(pending: PendingApproval, position: int) -> None:
+    if not isinstance(pending.arguments, dict):
+        pending.arguments = _arguments(
+            pending.arguments, f"$.pendingApprovals[{position}].arguments"
+        )
+
+
+def normalize_run(run: AgentRun) -> AgentRun:
+    """Make a leniently decoded run uniform (maps for arguments, ``tools`` present)."""
+    has_executions = False
+    for position, step in enumerate(run.steps):
+        _normalize_step(step, position)
+        has_executions = has_executions or bool(step.tool_executions)
+    if has_executions and not run.tools:
+        run.sync_tools()
+    for index, record in enumerate(run.tools):
+        _normalize_call(record.tool_call, f"$.tools[{index}].tool_call.arguments")
+    for position, pending in enumerate(run.pending_approvals):
+        _normalize_pending(pending, position)
+    if run.steps and run.usage.total == 0:
+        run.sync_usage()
+    return run

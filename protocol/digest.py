@@ -1,0 +1,102 @@
+"""Digests: a value replaced by its hash, size and shape.
+
+Format (shared with Instructor's ``EvalTracePolicy::safe()``, byte for byte)::
+
+    {"hash": "sha256:<64 hex>", "bytes": N, "preview": "<shape>"}
+
+- The hash and ``bytes`` are over the value's compact JSON: no spaces, ``/`` and non-ASCII
+  left unescaped. A string is hashed with its quotes.
+- The preview is the value's *shape* encoded the same way: a string becomes
+  ``"<string:N>"`` (N UTF-8 bytes), numbers ``"<int>"``/``"<float>"``, ``"<bool>"``,
+  ``"<null>"``, a list ``"<array:N>"``, a map keeps its keys and shapes its values down to
+  depth 6, deeper maps become ``"<object:N>"``. It is cut to ``preview_bytes`` at a UTF-8
+  character boundary.
+- A value already in digest shape passes through unchanged, so digesting is idempotent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Final
+
+import msgspec
+
+__all__ = ["DEFAULT_PREVIEW_BYTES", "compact_json", "digest", "is_digest", "matches_digest"]
+
+DEFAULT_PREVIEW_BYTES: Final = 120
+_MAX_DEPTH: Final = 6
+_DIGEST_KEYS: Final = frozenset(("hash", "bytes", "preview"))
+_encode = msgspec.json.encode
+
+
+def compact_json(value: Any) -> bytes:
+    """The compact JSON bytes that digests hash.
+
+    msgspec writes the same bytes as ``json.dumps(..., ensure_ascii=False,
+    separators=(",", ":"))`` for JSON values, only faster; values it cannot encode (for
+    example non-finite floats or non-string keys) fall back to the standard library.
+    """
+    try:
+        return _encode(value)
+    except (TypeError, msgspec.EncodeError):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def is_digest(value: Any) -> bool:
+    """Whether ``value`` is already a digest (exactly ``hash``, ``bytes``, ``preview``)."""
+    return (
+        type(value) is dict
+        and len(value) == 3
+        and value.keys() == _DIGEST_KEYS
+        and isinstance(value["hash"], str)
+        and value["hash"].startswith("sha256:")
+    )
+
+
+def _shape(value: Any, depth: int) -> Any:
+    kind = type(value)
+    if kind is str:
+        return f"<string:{len(value.encode())}>"
+    if kind is bool:
+        return "<bool>"
+    if kind is int:
+        return "<int>"
+    if kind is float:
+        return "<float>"
+    if value is None:
+        return "<null>"
+    if kind is list or kind is tuple:
+        return f"<array:{len(value)}>"
+    if kind is dict:
+        if depth >= _MAX_DEPTH:
+            return f"<object:{len(value)}>"
+        return {str(key): _shape(item, depth + 1) for key, item in value.items()}
+    return f"<{kind.__name__}>"
+
+
+def _cut(data: bytes, limit: int) -> str:
+    if len(data) <= limit:
+        return data.decode()
+    return data[:limit].decode(errors="ignore")
+
+
+def digest(value: Any, preview_bytes: int = DEFAULT_PREVIEW_BYTES) -> Any:
+    """Digest ``value``; a value that is already a digest is returned unchanged."""
+    if is_digest(value):
+        return value
+    data = compact_json(value)
+    return {
+        "hash": "sha256:" + hashlib.sha256(data).hexdigest(),
+        "bytes": len(data),
+        "preview": _cut(compact_json(_shape(value, 0)), preview_bytes),
+    }
+
+
+def matches_digest(value: Any, recorded: Any) -> bool:
+    """Whether a plain ``value`` is what ``recorded`` (a digest, or a plain value) holds."""
+    if is_digest(recorded):
+        if is_digest(value):
+            return bool(value["hash"] == recorded["hash"])
+        return "sha256:" + hashlib.sha256(compact_json(value)).hexdigest() == recorded["hash"]
+    return bool(value == recorded)

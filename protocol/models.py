@@ -1,0 +1,321 @@
+"""The run model: what an agent did in a session, as it travels on the wire.
+
+Rules (they hold for every Struct in this module):
+
+- Field names are snake_case in Python and camelCase on the wire, except inside a flat
+  ``tools`` entry, whose ``tool_call`` key is snake_case because Instructor's decoder reads
+  it that way. ``ErrorInfo.error_class`` is ``class`` on the wire.
+- Enumerated values (run status, step type, finish reason, stop reason, approval state)
+  are plain ``str`` so that a client keeps a value a newer server invents; the known
+  values are the constants of the classes :class:`RunStatus`, :class:`StepType`,
+  :class:`FinishReason`, :class:`StopReason` and :class:`ApprovalState`.
+- Timestamps are ISO-8601 strings in UTC; durations are seconds as floats.
+- Payloads (tool arguments, results, error texts) are ``Any``: verbatim JSON values, or a
+  digest (``{"hash", "bytes", "preview"}``) once a trace policy redacted them. Argument
+  maps stay maps: a policy keeps their keys in clear and digests each value.
+- ``AgentRun`` is always the run **accumulated** over every turn of its session.
+- ``AgentRun.tools`` is the flat list of every tool execution across steps, in order; it is
+  derived from the steps (:meth:`AgentRun.sync_tools`) and never edited by hand.
+- Structs are ``gc=False``: they hold JSON data only and never form reference cycles.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+__all__ = [
+    "AgentRun",
+    "Approval",
+    "ApprovalState",
+    "ErrorInfo",
+    "Event",
+    "FinishReason",
+    "LlmProfile",
+    "Message",
+    "PendingApproval",
+    "RunStatus",
+    "Step",
+    "StepType",
+    "StopReason",
+    "StopSignal",
+    "ToolCall",
+    "ToolExecution",
+    "ToolRecord",
+    "Usage",
+]
+
+
+class RunStatus:
+    """Known values of ``AgentRun.status`` (Instructor decodes exactly these five)."""
+
+    PENDING = "pending"
+    IN_PROGRESS = "in_progress"
+    COMPLETED = "completed"
+    STOPPED = "stopped"
+    FAILED = "failed"
+    ALL = (PENDING, IN_PROGRESS, COMPLETED, STOPPED, FAILED)
+
+
+class StepType:
+    """Known values of ``Step.type``."""
+
+    TOOL_EXECUTION = "tool_execution"
+    FINAL_RESPONSE = "final_response"
+    ERROR = "error"
+    ALL = (TOOL_EXECUTION, FINAL_RESPONSE, ERROR)
+
+
+class FinishReason:
+    """Known values of ``Step.finish_reason``."""
+
+    STOP = "stop"
+    LENGTH = "length"
+    TOOL_CALLS = "tool_calls"
+    CONTENT_FILTER = "content_filter"
+    ERROR = "error"
+    OTHER = "other"
+    ALL = (STOP, LENGTH, TOOL_CALLS, CONTENT_FILTER, ERROR, OTHER)
+
+
+class StopReason:
+    """Known values of ``StopSignal.reason``; Instructor rejects any other value."""
+
+    COMPLETED = "completed"
+    STEPS_LIMIT = "steps_limit"
+    TOKEN_LIMIT = "token_limit"
+    TIME_LIMIT = "time_limit"
+    RETRY_LIMIT = "retry_limit"
+    ERROR = "error"
+    STOP_REQUESTED = "stop_requested"
+    FINISH_REASON = "finish_reason"
+    USER_REQUESTED = "user_requested"
+    UNKNOWN = "unknown"
+    ALL = (
+        COMPLETED,
+        STEPS_LIMIT,
+        TOKEN_LIMIT,
+        TIME_LIMIT,
+        RETRY_LIMIT,
+        ERROR,
+        STOP_REQUESTED,
+        FINISH_REASON,
+        USER_REQUESTED,
+        UNKNOWN,
+    )
+
+
+class ApprovalState:
+    """Known values of ``Approval.state``."""
+
+    PENDING = "pending"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    ALL = (PENDING, APPROVED, REJECTED)
+
+
+class _Wire(msgspec.Struct, kw_only=True, rename="camel", gc=False):
+    """Base of every run-model Struct: camelCase on the wire, no GC tracking."""
+
+
+class Usage(_Wire):
+    """Token usage of one step, or of a whole run."""
+
+    input: int = 0
+    output: int = 0
+    cache_write: int = 0
+    cache_read: int = 0
+    reasoning: int = 0
+
+    @property
+    def total(self) -> int:
+        """Every kind of token added up, as Instructor counts them."""
+        return self.input + self.output + self.cache_write + self.cache_read + self.reasoning
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input=self.input + other.input,
+            output=self.output + other.output,
+            cache_write=self.cache_write + other.cache_write,
+            cache_read=self.cache_read + other.cache_read,
+            reasoning=self.reasoning + other.reasoning,
+        )
+
+
+class ToolCall(_Wire):
+    """A tool call the model requested. ``arguments`` may arrive as a JSON string."""
+
+    id: str | None = None
+    name: str = ""
+    arguments: dict[str, Any] | str = msgspec.field(default_factory=dict)
+
+
+class Approval(_Wire):
+    """The approval state of a gated tool call."""
+
+    state: str = ApprovalState.PENDING
+    reason: str | None = None
+    decided_at: str | None = None
+
+
+class ToolExecution(_Wire):
+    """One tool execution inside a step."""
+
+    id: str = ""
+    name: str = ""
+    tool_call_id: str | None = None
+    arguments: dict[str, Any] | str = msgspec.field(default_factory=dict)
+    has_error: bool = False
+    error: Any = None
+    result: Any = None
+    started_at: str | None = None
+    completed_at: str | None = None
+    approval: Approval | None = None
+
+
+class ToolRecord(_Wire):
+    """An entry of the flat ``tools`` list (the only tool source Instructor reads)."""
+
+    id: str = ""
+    tool_call: ToolCall = msgspec.field(default_factory=ToolCall, name="tool_call")
+    result: Any = None
+    error: Any = None
+    started_at: str | None = None
+    completed_at: str | None = None
+    turn: int = 0
+    approval: Approval | None = None
+
+
+class Message(_Wire):
+    """A message a step produced (assistant text, assistant tool calls, tool results)."""
+
+    role: str = "assistant"
+    content: Any = None
+    name: str | None = None
+    tool_calls: list[ToolCall] | None = None
+    tool_call_id: str | None = None
+
+
+class ErrorInfo(_Wire):
+    """An error. ``class`` stays neutral on the wire; the Python type goes in ``type``."""
+
+    message: Any = ""
+    error_class: str | None = msgspec.field(default=None, name="class")
+    type: str | None = None
+    error_id: str | None = None
+
+
+class StopSignal(_Wire):
+    """Why the agent stopped (``reason`` is one of :class:`StopReason`)."""
+
+    reason: str = StopReason.COMPLETED
+    message: str = ""
+    context: dict[str, Any] = msgspec.field(default_factory=dict)
+    source: str | None = None
+
+
+class LlmProfile(_Wire):
+    """The model behind the agent. Integers stay integers (Instructor requires it)."""
+
+    driver: str | None = None
+    model: str | None = None
+    max_tokens: int | None = None
+    context_length: int | None = None
+    max_output_length: int | None = None
+
+
+class Step(_Wire):
+    """One model step: a response, the tool calls it requested and their executions."""
+
+    id: str = ""
+    turn: int = 0
+    index: int = 0
+    type: str = StepType.FINAL_RESPONSE
+    output_messages: list[Message] = msgspec.field(default_factory=list)
+    requested_tool_calls: list[ToolCall] = msgspec.field(default_factory=list)
+    tool_executions: list[ToolExecution] = msgspec.field(default_factory=list)
+    finish_reason: str | None = None
+    usage: Usage = msgspec.field(default_factory=Usage)
+    started_at: str | None = None
+    completed_at: str | None = None
+    duration: float = 0.0
+    stop_signal: StopSignal | None = None
+    errors: list[ErrorInfo] = msgspec.field(default_factory=list)
+    has_errors: bool = False
+
+
+class Event(_Wire):
+    """A named event the agent emitted (evalport addition)."""
+
+    name: str = ""
+    turn: int = 0
+    at: str | None = None
+    data: Any = None
+
+
+class PendingApproval(_Wire):
+    """A tool call waiting for a human decision (evalport addition)."""
+
+    call_id: str = ""
+    tool: str = ""
+    arguments: dict[str, Any] | str = msgspec.field(default_factory=dict)
+    turn: int = 0
+    reason: str | None = None
+    requested_at: str | None = None
+
+
+class AgentRun(_Wire):
+    """The accumulated run of a session.
+
+    The first eight fields are what Instructor's ``HttpAgentTarget`` reads; the rest are
+    evalport additions that older clients ignore.
+    """
+
+    reply: str = ""
+    status: str = RunStatus.PENDING
+    turns: int = 0
+    errors: str = ""
+    tools: list[ToolRecord] = msgspec.field(default_factory=list)
+    steps: list[Step] = msgspec.field(default_factory=list)
+    stop_signal: StopSignal | None = None
+    llm_profile: LlmProfile | None = None
+    session_id: str | None = None
+    user_messages: list[str] = msgspec.field(default_factory=list)
+    events: list[Event] = msgspec.field(default_factory=list)
+    pending_approvals: list[PendingApproval] = msgspec.field(default_factory=list)
+    usage: Usage = msgspec.field(default_factory=Usage)
+    error_details: list[ErrorInfo] = msgspec.field(default_factory=list)
+
+    def sync_tools(self) -> None:
+        """Rebuild ``tools`` from the steps' executions (the steps are the source)."""
+        self.tools = [
+            tool_record(step, execution) for step in self.steps for execution in step.tool_executions
+        ]
+
+    def sync_usage(self) -> None:
+        """Recompute ``usage`` as the sum of the steps' usage."""
+        total = Usage()
+        for step in self.steps:
+            total = total + step.usage
+        self.usage = total
+
+    def steps_of_turn(self, turn: int) -> list[Step]:
+        """The steps recorded during turn number ``turn`` (1-based)."""
+        return [step for step in self.steps if step.turn == turn]
+
+
+def tool_record(step: Step, execution: ToolExecution) -> ToolRecord:
+    """The flat ``tools`` entry for one execution of ``step``."""
+    return ToolRecord(
+        id=execution.id,
+        tool_call=ToolCall(
+            id=execution.tool_call_id, name=execution.name, arguments=execution.arguments
+        ),
+        result=execution.result,
+        error=execution.error,
+        started_at=execution.started_at,
+        completed_at=execution.completed_at,
+        turn=step.turn,
+        approval=execution.approval,
+    )
