@@ -99,9 +99,7 @@ def decode_run(data: bytes) -> AgentRun:
     decoded = decode_response(data, _RunOrEnvelope)
     run = decoded.run
     if run is None:
-        run = AgentRun(
-            **{field: getattr(decoded, field) for field in AgentRun.__struct_fields__}
-        )
+        run = AgentRun(**{field: getattr(decoded, field) for field in AgentRun.__struct_fields__})
     return normalize_run(run)
 
 

@@ -290,7 +290,9 @@ class AgentRun(_Wire):
     def sync_tools(self) -> None:
         """Rebuild ``tools`` from the steps' executions (the steps are the source)."""
         self.tools = [
-            tool_record(step, execution) for step in self.steps for execution in step.tool_executions
+            tool_record(step, execution)
+            for step in self.steps
+            for execution in step.tool_executions
         ]
 
     def sync_usage(self) -> None:
