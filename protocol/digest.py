@@ -98,5 +98,5 @@ def matches_digest(value: Any, recorded: Any) -> bool:
     if is_digest(recorded):
         if is_digest(value):
             return bool(value["hash"] == recorded["hash"])
-        return "sha256:" + hashlib.sha256(compact_json(value)).hexdigest() == recorded["hash"]
+        return bool("sha256:" + hashlib.sha256(compact_json(value)).hexdigest() == recorded["hash"])
     return bool(value == recorded)
