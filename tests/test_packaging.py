@@ -1,0 +1,192 @@
+"""The distribution as users get it: a wheel installed into fresh virtual environments.
+
+The wheel is built offline (no build isolation) from a copy of the sources, then installed
+``--no-deps`` into two bare venvs. Each venv sees only the dependencies of one extra:
+instead of downloading them, the test links the already installed distributions (and
+their requirement closure) from this interpreter's site-packages through a ``.pth`` file.
+
+- ``server`` venv: msgspec + starlette, no httpx. ``evalport.server`` imports; importing
+  ``evalport.client`` names ``pip install 'evalport[client]'``.
+- ``client`` venv: msgspec + httpx + pyyaml, no starlette. The mirror image.
+- Both: ``evalport.protocol`` imports, the ``evalport`` console script runs, and nothing is
+  installed as a top-level ``protocol``, ``server`` or ``client`` module.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import venv
+import zipfile
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+
+ROOT = Path(__file__).resolve().parents[1]
+PIP = (sys.executable, "-m", "pip", "-q", "--disable-pip-version-check")
+
+
+def _closure(names: list[str]) -> set[str]:
+    """The installed distributions ``names`` need, transitively (markers honoured)."""
+    seen: set[str] = set()
+    todo = list(names)
+    while todo:
+        name = todo.pop()
+        key = name.lower().replace("_", "-")
+        if key in seen:
+            continue
+        seen.add(key)
+        for line in metadata.requires(name) or ():
+            requirement = Requirement(line)
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                todo.append(requirement.name)
+    return seen
+
+
+def _link_site(target: Path, names: list[str]) -> Path:
+    """A folder holding links to exactly the top-level files of ``names``' closure."""
+    target.mkdir()
+    for name in _closure(names):
+        dist = metadata.distribution(name)
+        for file in dist.files or ():
+            top = file.parts[0]
+            source = Path(dist.locate_file(top))
+            link = target / top
+            if top.endswith(".pth") or link.exists() or not source.exists():
+                continue
+            if top == "..":  # console scripts live in bin/, outside site-packages
+                continue
+            link.symlink_to(source)
+    return target
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    work = tmp_path_factory.mktemp("wheel")
+    source = work / "src"
+    source.mkdir()
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for folder in ("protocol", "server", "client"):
+        shutil.copytree(ROOT / folder, source / folder, ignore=ignore)
+    for file in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / file, source / file)
+    out = work / "dist"
+    subprocess.run(
+        [
+            *PIP,
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "-w",
+            str(out),
+            str(source),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    (built,) = out.glob("evalport-*.whl")
+    return built
+
+
+def _venv(tmp: Path, wheel: Path, deps: list[str]) -> Path:
+    """A fresh venv with the wheel installed and only ``deps`` importable; its python."""
+    env_dir = tmp / "venv"
+    venv.EnvBuilder(with_pip=False).create(env_dir)
+    python = env_dir / "bin" / "python"
+    subprocess.run(
+        [*PIP, "--python", str(python), "install", "--no-deps", "--no-index", str(wheel)],
+        check=True,
+        capture_output=True,
+    )
+    site = Path(
+        subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    )
+    (site / "_deps.pth").write_text(str(_link_site(tmp / "deps", deps)) + "\n")
+    return python
+
+
+def _run(python: Path, code: str) -> subprocess.CompletedProcess[str]:
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    return subprocess.run(
+        [str(python), "-I", "-c", code], capture_output=True, text=True, env=env, cwd="/"
+    )
+
+
+def test_wheel_holds_only_the_evalport_namespace(wheel: Path) -> None:
+    names = zipfile.ZipFile(wheel).namelist()
+    tops = {name.split("/", 1)[0] for name in names}
+    assert tops == {"evalport", "evalport-0.1.0.dist-info"}
+    for part in ("protocol", "server", "client"):
+        assert f"evalport/{part}/__init__.py" in names
+        assert f"evalport/{part}/py.typed" in names
+    entry_points = next(n for n in names if n.endswith("entry_points.txt"))
+    assert (
+        "evalport = evalport.protocol.cli:main"
+        in zipfile.ZipFile(wheel).read(entry_points).decode()
+    )
+    metadata_text = (
+        zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("/METADATA"))).decode()
+    )
+    base = [
+        line
+        for line in metadata_text.splitlines()
+        if line.startswith("Requires-Dist:") and "extra ==" not in line
+    ]
+    assert [line.split()[1].split(">")[0] for line in base] == ["msgspec"]
+    for extra in ("server", "client", "all", "dev"):
+        assert f"Provides-Extra: {extra}" in metadata_text
+
+
+def test_server_extra_venv(wheel: Path, tmp_path: Path) -> None:
+    python = _venv(tmp_path, wheel, ["msgspec", "starlette"])
+    done = _run(
+        python,
+        "import importlib.util as u, evalport.protocol as p, evalport.server\n"
+        "assert u.find_spec('httpx') is None, 'httpx leaked into the server venv'\n"
+        "for name in ('protocol', 'server', 'client'):\n"
+        "    assert u.find_spec(name) is None, name\n"
+        "print(p.__version__, p.PROTOCOL_VERSION)\n"
+        "try:\n"
+        "    import evalport.client\n"
+        "except ImportError as e:\n"
+        "    print('ERR', e)\n",
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "0.1.0 1"
+    assert lines[1].startswith("ERR ") and "pip install 'evalport[client]'" in lines[1]
+    script = python.parent / "evalport"
+    version = subprocess.run([str(script), "--version"], capture_output=True, text=True)
+    assert version.returncode == 0, version.stderr
+    assert version.stdout.strip() == "evalport 0.1.0 (protocol 1)"
+
+
+def test_client_extra_venv(wheel: Path, tmp_path: Path) -> None:
+    python = _venv(tmp_path, wheel, ["msgspec", "httpx", "pyyaml"])
+    done = _run(
+        python,
+        "import importlib.util as u, evalport.protocol, evalport.client\n"
+        "assert u.find_spec('starlette') is None, 'starlette leaked into the client venv'\n"
+        "try:\n"
+        "    import evalport.server\n"
+        "except ImportError as e:\n"
+        "    print('ERR', e)\n",
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("ERR ")
+    assert "pip install 'evalport[server]'" in done.stdout
+    serve = subprocess.run(
+        [str(python.parent / "evalport"), "serve"], capture_output=True, text=True
+    )
+    assert serve.returncode == 2
+    assert "pip install 'evalport[server]'" in serve.stderr
