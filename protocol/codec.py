@@ -52,12 +52,28 @@ def _decoder(kind: type[T]) -> msgspec.json.Decoder[T]:
     return decoder
 
 
-def _path_of(error: msgspec.ValidationError) -> str | None:
+_FIELD_ERRORS: Final = ("Object missing required field `", "Object contains unknown field `")
+
+
+def _split(error: msgspec.ValidationError) -> tuple[str, str]:
+    """The error text without its location, and the JSON path it is about.
+
+    The path goes down to a missing or unknown field itself.
+
+    msgspec reports ``... - at `$.a.b``` (``$`` alone is left out) and names a missing or
+    unknown field apart; both are joined here: ``$.decisions[...].decision``. Map keys
+    show as ``[...]``, as msgspec writes them.
+    """
     text = str(error)
+    path = "$"
     marker = " - at `"
     if marker in text:
-        return text.rsplit(marker, 1)[1].rstrip("`")
-    return None
+        text, path = text.rsplit(marker, 1)
+        path = path.rstrip("`")
+    for prefix in _FIELD_ERRORS:
+        if text.startswith(prefix):
+            return text, f"{path}.{text[len(prefix) :].rstrip('`')}"
+    return text, path
 
 
 def decode_request(data: bytes, kind: type[T]) -> T:
@@ -65,7 +81,8 @@ def decode_request(data: bytes, kind: type[T]) -> T:
     try:
         return _decoder(kind).decode(data)
     except msgspec.ValidationError as error:
-        raise RequestError(ProblemType.INVALID_BODY, str(error), _path_of(error)) from None
+        text, path = _split(error)
+        raise RequestError(ProblemType.INVALID_BODY, f"{text} at {path}", path) from None
     except msgspec.DecodeError as error:
         raise RequestError(ProblemType.MALFORMED_JSON, f"Malformed JSON: {error}") from None
 
@@ -75,14 +92,19 @@ def excerpt(data: bytes, limit: int = EXCERPT_BYTES) -> str:
     return data[:limit].decode(errors="replace")
 
 
-def decode_response(data: bytes, kind: type[T]) -> T:
-    """Decode a response body leniently into ``kind``; raises :class:`ProtocolError`."""
+def decode_response(data: bytes, kind: type[T], *, what: str | None = None) -> T:
+    """Decode a response body leniently into ``kind``; raises :class:`ProtocolError`.
+
+    ``what`` names the body in error messages (default: the name of ``kind``).
+    """
     try:
         return _decoder(kind).decode(data)
     except msgspec.ValidationError as error:
-        path = _path_of(error)
+        text, path = _split(error)
         raise ProtocolError(
-            f"unusable {kind.__name__} response: {error}", path=path, excerpt=excerpt(data)
+            f"unusable {what or kind.__name__} response at {path}: {text}",
+            path=path,
+            excerpt=excerpt(data),
         ) from None
     except msgspec.DecodeError as error:
         raise ProtocolError(f"response is not JSON: {error}", excerpt=excerpt(data)) from None
@@ -91,14 +113,14 @@ def decode_response(data: bytes, kind: type[T]) -> T:
 class _RunOrEnvelope(AgentRun, kw_only=True, rename="camel", gc=False):
     """A bare run, or ``{"run": run}``: one decode pass serves both shapes."""
 
-    run: AgentRun | None = None
+    run: AgentRun | msgspec.UnsetType = msgspec.UNSET
 
 
 def decode_run(data: bytes) -> AgentRun:
     """Decode a turn, attach or approvals response into its accumulated run."""
-    decoded = decode_response(data, _RunOrEnvelope)
+    decoded = decode_response(data, _RunOrEnvelope, what="run")
     run = decoded.run
-    if run is None:
+    if isinstance(run, msgspec.UnsetType):
         run = AgentRun(**{field: getattr(decoded, field) for field in AgentRun.__struct_fields__})
     return normalize_run(run)
 
@@ -137,9 +159,9 @@ def _normalize_step(step: Step, position: int) -> None:
         _normalize_call(call, f"{base}.requestedToolCalls[{index}].arguments")
     for index, execution in enumerate(step.tool_executions):
         _normalize_execution(execution, f"{base}.toolExecutions[{index}].arguments")
-    for message in step.output_messages:
-        for call in message.tool_calls or ():
-            _normalize_call(call, f"{base}.outputMessages.toolCalls.arguments")
+    for number, message in enumerate(step.output_messages):
+        for index, call in enumerate(message.tool_calls or ()):
+            _normalize_call(call, f"{base}.outputMessages[{number}].toolCalls[{index}].arguments")
     if step.errors and not step.has_errors:
         step.has_errors = True
 

@@ -174,8 +174,12 @@ class ToolExecution(_Wire):
     approval: Approval | None = None
 
 
-class ToolRecord(_Wire):
-    """An entry of the flat ``tools`` list (the only tool source Instructor reads)."""
+class ToolRecord(_Wire, omit_defaults=True):
+    """An entry of the flat ``tools`` list (the only tool source Instructor reads).
+
+    Fields at their defaults are left out on the wire: Instructor requires ``id`` to be a
+    UUID whenever the key is present, so an entry without an id must not send ``"id": ""``.
+    """
 
     id: str = ""
     tool_call: ToolCall = msgspec.field(default_factory=ToolCall, name="tool_call")
@@ -198,7 +202,12 @@ class Message(_Wire):
 
 
 class ErrorInfo(_Wire):
-    """An error. ``class`` stays neutral on the wire; the Python type goes in ``type``."""
+    """An error. ``class`` stays neutral on the wire; the Python type goes in ``type``.
+
+    Instructor instantiates ``class`` reflectively when it names a PHP Throwable, and
+    Python's exception names (``ValueError``, ``TypeError``, ``Exception``) are PHP
+    Throwables too: ``class`` is never a Python exception name.
+    """
 
     message: Any = ""
     error_class: str | None = msgspec.field(default=None, name="class")
