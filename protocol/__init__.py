@@ -5,6 +5,15 @@ Needs only msgspec. The server and the client both build on it; it imports neith
 and a test keeps the two in step.
 """
 
+from .agent import (
+    AgentIdentity,
+    SessionInfo,
+    TurnHandler,
+    agent_identity,
+    as_factory,
+    as_turn_function,
+    session_factory,
+)
 from .codec import decode_request, decode_response, decode_run, encode, normalize_run
 from .digest import DEFAULT_PREVIEW_BYTES, compact_json, digest, is_digest, matches_digest
 from .extras import MissingExtraError, require
@@ -42,20 +51,35 @@ from .models import (
     tool_record,
 )
 from .problems import PROBLEM_CONTENT_TYPE, ProblemType, ProtocolError, RequestError
+from .recorder import ApprovalRejected, ApprovalResult, ToolRun, TurnContext, current_context, tool
+from .runtime import (
+    AgentSession,
+    DecisionError,
+    NotSuspended,
+    SessionBusy,
+    SessionClosed,
+    SessionSuspended,
+    TurnTimeout,
+)
 from .version import PROTOCOL_VERSION, __version__
 
 __all__ = [
     "DEFAULT_PREVIEW_BYTES",
     "PROBLEM_CONTENT_TYPE",
     "PROTOCOL_VERSION",
+    "AgentIdentity",
     "AgentInfo",
     "AgentRun",
+    "AgentSession",
     "Approval",
     "ApprovalDecision",
+    "ApprovalRejected",
+    "ApprovalResult",
     "ApprovalState",
     "ApprovalsRequest",
     "CreateSessionRequest",
     "CreateSessionResponse",
+    "DecisionError",
     "ErrorInfo",
     "Event",
     "FieldError",
@@ -64,6 +88,7 @@ __all__ = [
     "LlmProfile",
     "Message",
     "MissingExtraError",
+    "NotSuspended",
     "PendingApproval",
     "Problem",
     "ProblemType",
@@ -71,6 +96,10 @@ __all__ = [
     "RequestError",
     "RunEnvelope",
     "RunStatus",
+    "SessionBusy",
+    "SessionClosed",
+    "SessionInfo",
+    "SessionSuspended",
     "Step",
     "StepType",
     "StopReason",
@@ -78,10 +107,18 @@ __all__ = [
     "ToolCall",
     "ToolExecution",
     "ToolRecord",
+    "ToolRun",
+    "TurnContext",
+    "TurnHandler",
     "TurnRequest",
+    "TurnTimeout",
     "Usage",
     "__version__",
+    "agent_identity",
+    "as_factory",
+    "as_turn_function",
     "compact_json",
+    "current_context",
     "decode_request",
     "decode_response",
     "decode_run",
@@ -91,5 +128,7 @@ __all__ = [
     "matches_digest",
     "normalize_run",
     "require",
+    "session_factory",
+    "tool",
     "tool_record",
 ]

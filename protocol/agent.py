@@ -1,0 +1,234 @@
+"""The agent interface: what the server adapter and ``LocalTarget`` both drive.
+
+Three shapes are accepted, and :func:`session_factory` turns each into one async
+session factory:
+
+1. **A session factory**: a callable (a class works) taking one :class:`SessionInfo` and
+   returning a *turn handler*, an object whose ``turn(message, ctx)`` method (sync or
+   async) returns the reply. It is called once per session, so the handler may keep the
+   conversation's state in its attributes.
+2. **A turn function**: ``async def agent(message, history, ctx) -> str`` (or sync);
+   ``history`` lists the session's earlier user and assistant messages. Per-session state
+   goes in ``ctx.state``.
+3. **A turn handler** instance: its ``turn`` method serves every session (shared state).
+
+Which one a callable is follows from its required positional parameters: one means a
+factory, three a turn function. :func:`as_factory` and :func:`as_turn_function` mark a
+callable explicitly when its signature says neither.
+
+Sync code runs in a worker thread, so it never blocks the event loop; the turn context
+is current there too. A reply must be a ``str`` (``None`` counts as ``""``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeAlias, runtime_checkable
+
+from .models import Message
+from .recorder import TurnContext
+
+__all__ = [
+    "AgentIdentity",
+    "AsyncTurnHandler",
+    "SessionFactory",
+    "SessionInfo",
+    "TurnFunction",
+    "TurnHandler",
+    "agent_identity",
+    "as_factory",
+    "as_turn_function",
+    "session_factory",
+]
+
+_SHAPE_ATTR = "__evalport_shape__"
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """What a session factory learns about a new session."""
+
+    session_id: str
+    case_id: str | None = None
+    description: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class TurnHandler(Protocol):
+    """One session's agent: ``turn`` answers one user message (sync or async)."""
+
+    def turn(self, message: str, ctx: TurnContext) -> Any: ...
+
+
+TurnFunction: TypeAlias = Callable[[str, list[Message], TurnContext], Any]
+SessionFactory: TypeAlias = Callable[[SessionInfo], Any]
+
+
+class AsyncTurnHandler:
+    """A turn handler normalized to ``async turn(message, ctx) -> str``."""
+
+    __slots__ = ("_async", "_turn")
+
+    def __init__(self, turn: Callable[[str, TurnContext], Any]) -> None:
+        self._turn = turn
+        self._async = _is_async(turn)
+
+    async def turn(self, message: str, ctx: TurnContext) -> str:
+        if self._async:
+            reply = await self._turn(message, ctx)
+        else:
+            reply = await asyncio.to_thread(_call_in_context, self._turn, message, ctx)
+            if inspect.isawaitable(reply):
+                reply = await reply
+        if reply is None:
+            return ""
+        if not isinstance(reply, str):
+            raise TypeError(f"the agent's turn returned {type(reply).__name__}, expected str")
+        return reply
+
+
+def _call_in_context(
+    turn: Callable[[str, TurnContext], Any], message: str, ctx: TurnContext
+) -> Any:
+    ctx._activate()
+    return turn(message, ctx)
+
+
+def _is_async(function: Callable[..., Any]) -> bool:
+    call = getattr(function, "__call__", None)  # noqa: B004 - objects with async __call__
+    return inspect.iscoroutinefunction(function) or (
+        call is not None and inspect.iscoroutinefunction(call)
+    )
+
+
+def as_factory(function: Callable[[SessionInfo], Any]) -> Callable[[SessionInfo], Any]:
+    """Mark ``function`` as a session factory (shape 1), whatever its signature."""
+    setattr(function, _SHAPE_ATTR, "factory")
+    return function
+
+
+def as_turn_function(function: TurnFunction) -> TurnFunction:
+    """Mark ``function`` as a turn function (shape 2), whatever its signature."""
+    setattr(function, _SHAPE_ATTR, "function")
+    return function
+
+
+def _required_positionals(function: Callable[..., Any]) -> int | None:
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        return None
+    count = 0
+    for parameter in signature.parameters.values():
+        if parameter.kind is inspect.Parameter.VAR_POSITIONAL:
+            return None
+        if (
+            parameter.kind
+            in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+            and parameter.default is inspect.Parameter.empty
+        ):
+            count += 1
+    return count
+
+
+def _shape(agent: object) -> str:
+    marked = getattr(agent, _SHAPE_ATTR, None)
+    if isinstance(marked, str):
+        return marked
+    if not inspect.isclass(agent) and callable(getattr(agent, "turn", None)):
+        return "handler"
+    if not callable(agent):
+        raise TypeError(
+            f"{agent!r} is not an agent: pass a session factory, a turn function "
+            "'async def agent(message, history, ctx) -> str', or an object with a turn method"
+        )
+    count = _required_positionals(agent)
+    if count == 1:
+        return "factory"
+    if count == 3:
+        return "function"
+    raise TypeError(
+        f"cannot tell what {agent!r} is from its signature: a session factory takes one "
+        "argument (SessionInfo), a turn function three (message, history, ctx); mark it "
+        "with evalport.protocol.as_factory or as_turn_function"
+    )
+
+
+def _adapt_handler(handler: object) -> AsyncTurnHandler:
+    turn = getattr(handler, "turn", None)
+    if not callable(turn):
+        raise TypeError(f"the session factory returned {handler!r}, which has no turn method")
+    return AsyncTurnHandler(turn)
+
+
+def session_factory(agent: object) -> Callable[[SessionInfo], Awaitable[AsyncTurnHandler]]:
+    """Adapt any accepted agent shape into ``async (SessionInfo) -> AsyncTurnHandler``.
+
+    Raises :class:`TypeError` at once (not at the first session) for anything else.
+    """
+    shape = _shape(agent)
+    if shape == "handler":
+        shared = _adapt_handler(agent)
+
+        async def shared_handler(info: SessionInfo) -> AsyncTurnHandler:
+            return shared
+
+        return shared_handler
+
+    function = agent
+    assert callable(function)
+
+    if shape == "function":
+
+        def turn(message: str, ctx: TurnContext) -> Any:
+            return function(message, list(ctx.history), ctx)
+
+        turn_async = _is_async(function)
+
+        async def turn_coroutine(message: str, ctx: TurnContext) -> Any:
+            return await function(message, list(ctx.history), ctx)
+
+        handler = AsyncTurnHandler(turn_coroutine if turn_async else turn)
+
+        async def per_function(info: SessionInfo) -> AsyncTurnHandler:
+            return handler
+
+        return per_function
+
+    async def per_session(info: SessionInfo) -> AsyncTurnHandler:
+        if _is_async(function):
+            made = await function(info)
+        else:
+            made = function(info)
+            if inspect.isawaitable(made):
+                made = await made
+        return _adapt_handler(made)
+
+    return per_session
+
+
+@dataclass(frozen=True, slots=True)
+class AgentIdentity:
+    """The agent's name and version, as ``/health`` and reports show them."""
+
+    name: str
+    version: str
+
+
+def agent_identity(
+    agent: object, name: str | None = None, version: str | None = None
+) -> AgentIdentity:
+    """``name``/``version`` if given, else the agent's own attributes, else its qualified name."""
+    found_name = name or getattr(agent, "agent_name", None) or getattr(agent, "name", None)
+    if not isinstance(found_name, str) or not found_name:
+        found_name = getattr(agent, "__qualname__", None) or type(agent).__qualname__
+    found_version = (
+        version or getattr(agent, "agent_version", None) or getattr(agent, "version", None)
+    )
+    if not isinstance(found_version, str) or not found_version:
+        found_version = "0"
+    return AgentIdentity(name=str(found_name), version=found_version)

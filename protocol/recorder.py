@@ -1,0 +1,602 @@
+"""The turn context: what an agent records about one turn, straight into its session's run.
+
+Rules:
+
+- One :class:`TurnContext` per turn. The runtime creates it, makes it the *current* context
+  (a context variable, so module-level tool functions find it, in tasks and worker threads
+  alike) and finalizes it when the turn ends.
+- Steps are model steps. :meth:`TurnContext.model_step` starts one (closing the previous);
+  requested tool calls, tool executions and usage attach to the open step, and a tool that
+  runs with no open step opens an implicit one. Every execution has a matching requested
+  call in its step (added when the agent did not declare one), so ``tools`` and ``steps``
+  never disagree.
+- Step, execution and call ids are UUIDs; timestamps are ISO-8601 UTC with milliseconds.
+- Tool arguments and results are stored as JSON values (``msgspec.to_builtins``; values it
+  cannot convert are stored as their ``repr``).
+- Errors become :class:`~evalport.protocol.models.ErrorInfo` with a neutral ``class``
+  (``"AgentError"`` or ``"ToolError"``) and the Python type in ``type``; never a traceback.
+- Gated tools: :meth:`TurnContext.request_approval` suspends the turn until the session's
+  owner posts a decision; the :func:`tool` decorator and ``async with ctx.tool_execution()``
+  do it for you and record the approval state on the execution. A rejection raises
+  :class:`ApprovalRejected`, whose ``reason`` is the approver's.
+- Outside a turn the :func:`tool` decorator is transparent: the function just runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
+from datetime import UTC, datetime
+from typing import Any, Final, ParamSpec, Protocol, TypeVar, cast, overload
+
+import msgspec
+
+from .models import (
+    AgentRun,
+    Approval,
+    ApprovalState,
+    ErrorInfo,
+    Event,
+    LlmProfile,
+    Message,
+    PendingApproval,
+    Step,
+    StepType,
+    StopSignal,
+    ToolCall,
+    ToolExecution,
+    Usage,
+)
+
+__all__ = [
+    "ApprovalRejected",
+    "ApprovalResult",
+    "ToolRun",
+    "TurnContext",
+    "current_context",
+    "error_info",
+    "new_id",
+    "tool",
+    "utc_now",
+]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+AGENT_ERROR_CLASS: Final = "AgentError"
+TOOL_ERROR_CLASS: Final = "ToolError"
+
+_current: ContextVar[TurnContext | None] = ContextVar("evalport_turn_context", default=None)
+
+
+def current_context() -> TurnContext | None:
+    """The context of the turn running in this task or thread, if any."""
+    return _current.get()
+
+
+def new_id() -> str:
+    """A random UUID (122 random bits) as text."""
+    return str(uuid.uuid4())
+
+
+def utc_now() -> str:
+    """Now as ISO-8601 UTC with milliseconds, ``2026-01-31T12:00:00.123Z``."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _json_value(value: Any) -> Any:
+    try:
+        return msgspec.to_builtins(value, str_keys=True)
+    except (TypeError, ValueError, msgspec.EncodeError):
+        return repr(value)
+
+
+def _arguments(arguments: Mapping[str, Any] | None) -> dict[str, Any]:
+    if not arguments:
+        return {}
+    converted = _json_value(dict(arguments))
+    return converted if isinstance(converted, dict) else {"value": converted}
+
+
+def error_info(error: BaseException, error_class: str = AGENT_ERROR_CLASS) -> ErrorInfo:
+    """An exception as the run records it: message and type, no traceback."""
+    kind = type(error)
+    name = (
+        kind.__qualname__
+        if kind.__module__ == "builtins"
+        else f"{kind.__module__}.{kind.__qualname__}"
+    )
+    return ErrorInfo(message=str(error) or kind.__name__, error_class=error_class, type=name)
+
+
+class ApprovalResult(msgspec.Struct, frozen=True, gc=False):
+    """The decision on one approval request."""
+
+    approved: bool
+    reason: str | None = None
+
+
+class ApprovalRejected(Exception):
+    """Raised into the agent when an approver rejects a gated tool call."""
+
+    def __init__(self, tool: str, reason: str | None) -> None:
+        super().__init__(f"{tool} was rejected" + (f": {reason}" if reason else ""))
+        self.tool = tool
+        self.reason = reason
+
+
+class _Approvals(Protocol):
+    """What the runtime gives a context so that it can suspend its turn."""
+
+    def register(self, pending: PendingApproval) -> asyncio.Future[ApprovalResult]: ...
+
+
+class ToolRun:
+    """A tool execution in progress; set :attr:`result` before the block ends."""
+
+    __slots__ = ("_started", "execution", "result")
+
+    def __init__(self, execution: ToolExecution) -> None:
+        self.execution = execution
+        self.result: Any = None
+        self._started = time.perf_counter()
+
+
+class _ToolExecutionBlock:
+    """``with`` records a tool execution; ``async with`` may also ask for approval first."""
+
+    __slots__ = ("_approval", "_ctx", "_run")
+
+    def __init__(self, ctx: TurnContext, run: ToolRun, approval: bool) -> None:
+        self._ctx = ctx
+        self._run = run
+        self._approval = approval
+
+    def __enter__(self) -> ToolRun:
+        if self._approval:
+            raise RuntimeError("a tool execution that needs approval must use 'async with'")
+        return self._run
+
+    def __exit__(self, kind: Any, error: BaseException | None, tb: Any) -> None:
+        self._ctx._finish_execution(self._run, error)
+
+    async def __aenter__(self) -> ToolRun:
+        if self._approval:
+            try:
+                await self._ctx._gate(self._run)
+            except BaseException as error:
+                self._ctx._finish_execution(self._run, error)
+                raise
+        return self._run
+
+    async def __aexit__(self, kind: Any, error: BaseException | None, tb: Any) -> None:
+        self._ctx._finish_execution(self._run, error)
+
+
+class TurnContext:
+    """Records one turn of an agent into the session's accumulated :class:`AgentRun`.
+
+    ``state`` is a dict that lives as long as the session (the same object every turn);
+    ``history`` holds the earlier user and assistant messages of the session.
+    """
+
+    def __init__(
+        self,
+        *,
+        run: AgentRun,
+        turn: int,
+        message: str,
+        session_id: str = "",
+        history: list[Message] | None = None,
+        state: dict[str, Any] | None = None,
+        approvals: _Approvals | None = None,
+        loop: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
+        self.run = run
+        self.turn = turn
+        self.message = message
+        self.session_id = session_id
+        self.history: list[Message] = history if history is not None else []
+        self.state: dict[str, Any] = state if state is not None else {}
+        self.stop_signal: StopSignal | None = None
+        self.started_at = utc_now()
+        self._approvals = approvals
+        self._loop = loop
+        self._step: Step | None = None
+        self._step_started = time.perf_counter()
+        self._last_end = self.started_at
+        self._closed = False
+
+    # -- steps --------------------------------------------------------------------------
+
+    def model_step(
+        self,
+        *,
+        content: Any = None,
+        tool_calls: list[ToolCall] | None = None,
+        finish_reason: str | None = None,
+        usage: Usage | None = None,
+        started_at: str | None = None,
+    ) -> Step:
+        """Record a model response; tool executions that follow attach to this step."""
+        self._close_step()
+        calls = list(tool_calls or ())
+        for call in calls:
+            if not call.id:
+                call.id = new_id()
+            call.arguments = (
+                _arguments(call.arguments) if isinstance(call.arguments, dict) else call.arguments
+            )
+        step = self._open_step(started_at)
+        if content is not None or calls:
+            step.output_messages.append(
+                Message(role="assistant", content=_json_value(content), tool_calls=calls or None)
+            )
+        step.requested_tool_calls.extend(calls)
+        if calls:
+            step.type = StepType.TOOL_EXECUTION
+        step.finish_reason = finish_reason or ("tool_calls" if calls else None)
+        if usage is not None:
+            step.usage = step.usage + usage
+        return step
+
+    def request_tool_call(
+        self, name: str, arguments: Mapping[str, Any] | None = None, *, call_id: str | None = None
+    ) -> ToolCall:
+        """Record a tool call the model requested in the open step; returns it (with its id)."""
+        call = ToolCall(id=call_id or new_id(), name=name, arguments=_arguments(arguments))
+        step = self._current_step()
+        step.requested_tool_calls.append(call)
+        step.type = StepType.TOOL_EXECUTION
+        return call
+
+    def usage(
+        self,
+        input: int = 0,
+        output: int = 0,
+        *,
+        cache_write: int = 0,
+        cache_read: int = 0,
+        reasoning: int = 0,
+    ) -> None:
+        """Add token usage to the open step."""
+        step = self._current_step()
+        step.usage = step.usage + Usage(
+            input=input,
+            output=output,
+            cache_write=cache_write,
+            cache_read=cache_read,
+            reasoning=reasoning,
+        )
+
+    def llm_profile(
+        self,
+        *,
+        driver: str | None = None,
+        model: str | None = None,
+        max_tokens: int | None = None,
+        context_length: int | None = None,
+        max_output_length: int | None = None,
+    ) -> None:
+        """Declare the model behind the agent (kept on the run)."""
+        self.run.llm_profile = LlmProfile(
+            driver=driver,
+            model=model,
+            max_tokens=max_tokens,
+            context_length=context_length,
+            max_output_length=max_output_length,
+        )
+
+    def event(self, name: str, data: Any = None) -> None:
+        """Record a named event of this turn."""
+        if not self._closed:
+            self.run.events.append(
+                Event(name=name, turn=self.turn, at=utc_now(), data=_json_value(data))
+            )
+
+    def stop(
+        self, reason: str, message: str = "", *, context: Mapping[str, Any] | None = None
+    ) -> None:
+        """Signal why the agent stopped; a turn that ends with a stop signal is ``stopped``.
+
+        ``reason`` should be one of :class:`~evalport.protocol.models.StopReason`.
+        """
+        self.stop_signal = StopSignal(
+            reason=reason, message=message, context=_arguments(context), source="agent"
+        )
+
+    # -- tools --------------------------------------------------------------------------
+
+    def tool_execution(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        call_id: str | None = None,
+        approval: bool = False,
+    ) -> _ToolExecutionBlock:
+        """Record a tool execution around a block: ``with ctx.tool_execution(...) as run:``.
+
+        Set ``run.result`` in the block; an exception is recorded as the execution's error
+        and propagates. With ``approval=True`` use ``async with``: the turn suspends until
+        a decision arrives, and a rejection raises :class:`ApprovalRejected`.
+        """
+        return _ToolExecutionBlock(self, self._start_execution(name, arguments, call_id), approval)
+
+    async def request_approval(
+        self,
+        tool: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        call_id: str | None = None,
+        reason: str | None = None,
+    ) -> ApprovalResult:
+        """Suspend the turn until someone approves or rejects this call; returns the decision."""
+        if self._approvals is None:
+            raise RuntimeError("this turn cannot suspend: its runtime takes no approvals")
+        pending = PendingApproval(
+            call_id=call_id or new_id(),
+            tool=tool,
+            arguments=_arguments(arguments),
+            turn=self.turn,
+            reason=reason,
+            requested_at=utc_now(),
+        )
+        if self._loop is not None and _running_loop() is not self._loop:
+            # A sync agent in a worker thread: wait on the event loop that owns the session.
+            future = asyncio.run_coroutine_threadsafe(self._await_decision(pending), self._loop)
+            return await asyncio.wrap_future(future)
+        return await self._await_decision(pending)
+
+    def request_approval_sync(
+        self,
+        tool: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        call_id: str | None = None,
+        reason: str | None = None,
+    ) -> ApprovalResult:
+        """:meth:`request_approval` for sync agents (they run in a worker thread)."""
+        if self._loop is None or _running_loop() is not None:
+            raise RuntimeError("request_approval_sync works only in a sync agent's worker thread")
+        coroutine = self._await_decision_on_loop(tool, arguments, call_id, reason)
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+
+    async def _await_decision_on_loop(
+        self,
+        tool: str,
+        arguments: Mapping[str, Any] | None,
+        call_id: str | None,
+        reason: str | None,
+    ) -> ApprovalResult:
+        return await self.request_approval(tool, arguments, call_id=call_id, reason=reason)
+
+    async def _await_decision(self, pending: PendingApproval) -> ApprovalResult:
+        assert self._approvals is not None
+        return await self._approvals.register(pending)
+
+    async def _gate(self, run: ToolRun) -> None:
+        execution = run.execution
+        execution.approval = Approval(state=ApprovalState.PENDING)
+        decision = await self.request_approval(
+            execution.name,
+            execution.arguments if isinstance(execution.arguments, dict) else None,
+            call_id=execution.tool_call_id,
+        )
+        self._decided(run, decision)
+
+    def _gate_sync(self, run: ToolRun) -> None:
+        execution = run.execution
+        execution.approval = Approval(state=ApprovalState.PENDING)
+        decision = self.request_approval_sync(
+            execution.name,
+            execution.arguments if isinstance(execution.arguments, dict) else None,
+            call_id=execution.tool_call_id,
+        )
+        self._decided(run, decision)
+
+    def _decided(self, run: ToolRun, decision: ApprovalResult) -> None:
+        execution = run.execution
+        state = ApprovalState.APPROVED if decision.approved else ApprovalState.REJECTED
+        execution.approval = Approval(state=state, reason=decision.reason, decided_at=utc_now())
+        if not decision.approved:
+            raise ApprovalRejected(execution.name, decision.reason)
+        run._started = time.perf_counter()
+        execution.started_at = utc_now()
+
+    def _start_execution(
+        self, name: str, arguments: Mapping[str, Any] | None, call_id: str | None
+    ) -> ToolRun:
+        args = _arguments(arguments)
+        step = self._current_step()
+        if call_id is None or not any(call.id == call_id for call in step.requested_tool_calls):
+            call = ToolCall(id=call_id or new_id(), name=name, arguments=args)
+            step.requested_tool_calls.append(call)
+            call_id = call.id
+        step.type = StepType.TOOL_EXECUTION
+        execution = ToolExecution(
+            id=new_id(), name=name, tool_call_id=call_id, arguments=args, started_at=utc_now()
+        )
+        if not self._closed:
+            step.tool_executions.append(execution)
+        return ToolRun(execution)
+
+    def _finish_execution(self, run: ToolRun, error: BaseException | None) -> None:
+        if self._closed:
+            return
+        execution = run.execution
+        execution.completed_at = utc_now()
+        if isinstance(error, ApprovalRejected):
+            execution.has_error = True
+            execution.error = (
+                f"rejected by approver: {error.reason}" if error.reason else "rejected by approver"
+            )
+        elif error is not None:
+            execution.has_error = True
+            execution.error = str(error) or type(error).__name__
+            if self._step is not None and not self._closed:
+                self._step.errors.append(error_info(error, TOOL_ERROR_CLASS))
+                self._step.has_errors = True
+        else:
+            execution.result = _json_value(run.result)
+
+    # -- internals used by the runtime ---------------------------------------------------
+
+    def _open_step(self, started_at: str | None = None) -> Step:
+        step = Step(
+            id=new_id(),
+            turn=self.turn,
+            index=len(self.run.steps),
+            type=StepType.FINAL_RESPONSE,
+            started_at=started_at or self._last_end,
+        )
+        if not self._closed:
+            self.run.steps.append(step)
+        self._step = step
+        self._step_started = time.perf_counter()
+        return step
+
+    def _current_step(self) -> Step:
+        return self._step if self._step is not None else self._open_step()
+
+    def _close_step(self) -> None:
+        step = self._step
+        if step is None:
+            return
+        now = utc_now()
+        step.completed_at = now
+        step.duration = round(time.perf_counter() - self._step_started, 6)
+        self._last_end = now
+        self._step = None
+
+    def _final_step(self, reply: str) -> Step:
+        """Close the turn's steps so that its last step is the final response."""
+        step = self._step
+        if step is None or step.type != StepType.FINAL_RESPONSE:
+            self._close_step()
+            step = self._open_step()
+            step.finish_reason = "stop"
+        if not step.output_messages:
+            step.output_messages.append(Message(role="assistant", content=reply))
+        if step.finish_reason is None:
+            step.finish_reason = "stop"
+        step.stop_signal = self.stop_signal
+        self._close_step()
+        return step
+
+    def _error_step(self, info: ErrorInfo) -> Step:
+        step = self._step
+        if step is None:
+            step = self._open_step()
+        step.type = StepType.ERROR
+        step.finish_reason = "error"
+        step.errors.append(info)
+        step.has_errors = True
+        step.stop_signal = self.stop_signal
+        self._close_step()
+        return step
+
+    def _activate(self) -> Any:
+        return _current.set(self)
+
+    def _close(self) -> None:
+        self._closed = True
+        self._step = None
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def _bound_arguments(
+    signature: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> dict[str, Any]:
+    try:
+        bound = signature.bind(*args, **kwargs)
+    except TypeError:
+        return {"args": list(args), **kwargs}
+    bound.apply_defaults()
+    return {
+        key: value for key, value in bound.arguments.items() if key not in ("self", "cls", "ctx")
+    }
+
+
+Gate = bool | Callable[..., bool]
+
+
+@overload
+def tool(fn: Callable[P, R], /) -> Callable[P, R]: ...
+
+
+@overload
+def tool(
+    *, name: str | None = None, approval: Gate = False
+) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
+
+
+def tool(
+    fn: Callable[P, R] | None = None, /, *, name: str | None = None, approval: Gate = False
+) -> Callable[P, R] | Callable[[Callable[P, R]], Callable[P, R]]:
+    """Record every call of a tool function (sync or async) in the current turn.
+
+    Arguments are recorded by parameter name, with defaults applied; the result or the
+    error (which propagates) and the timings go into the execution. ``approval`` gates
+    the tool: ``True`` always asks, a predicate receiving the call's arguments asks when it
+    returns true. A gated tool must be async, or sync and called from a sync agent.
+    """
+
+    def decorate(function: Callable[P, R]) -> Callable[P, R]:
+        tool_name = name or function.__name__
+        signature = inspect.signature(function)
+
+        def needs_approval(arguments: dict[str, Any]) -> bool:
+            if callable(approval):
+                return bool(approval(**arguments))
+            return approval
+
+        if inspect.iscoroutinefunction(function):
+            async_function = cast(Callable[P, Awaitable[Any]], function)
+
+            @functools.wraps(function)
+            async def run_async(*args: P.args, **kwargs: P.kwargs) -> Any:
+                ctx = _current.get()
+                if ctx is None:
+                    return await async_function(*args, **kwargs)
+                arguments = _bound_arguments(signature, args, kwargs)
+                block = ctx.tool_execution(tool_name, arguments, approval=needs_approval(arguments))
+                async with block as run:
+                    run.result = await async_function(*args, **kwargs)
+                return run.result
+
+            return cast(Callable[P, R], run_async)
+
+        @functools.wraps(function)
+        def run_sync(*args: P.args, **kwargs: P.kwargs) -> R:
+            ctx = _current.get()
+            if ctx is None:
+                return function(*args, **kwargs)
+            arguments = _bound_arguments(signature, args, kwargs)
+            block = ctx.tool_execution(tool_name, arguments)
+            if needs_approval(arguments):
+                try:
+                    ctx._gate_sync(block._run)
+                except BaseException as error:
+                    ctx._finish_execution(block._run, error)
+                    raise
+            with block as run:
+                run.result = function(*args, **kwargs)
+            return cast(R, run.result)
+
+        return run_sync
+
+    if fn is not None:
+        return decorate(fn)
+    return decorate

@@ -1,0 +1,362 @@
+"""The turn runtime: one agent session, its accumulated run, one turn at a time.
+
+Rules:
+
+- :meth:`AgentSession.open` calls the agent's session factory once; every turn of the
+  session goes to the handler it returned.
+- A turn runs as an asyncio task. :meth:`AgentSession.send` returns when that task
+  completes **or suspends** on approval requests; :meth:`AgentSession.decide` answers every
+  pending request and returns at the next completion or suspension. Cancelling the caller
+  of ``send`` or ``decide`` never cancels the turn (it is shielded); only a timeout or
+  :meth:`AgentSession.close` does.
+- One turn at a time: ``send`` during a turn raises :class:`SessionBusy`, ``send`` while
+  suspended :class:`SessionSuspended`, ``decide`` with nothing pending
+  :class:`NotSuspended`. ``decide`` must cover exactly the pending call ids, otherwise
+  :class:`DecisionError` names the missing and unknown ids and nothing is resumed.
+- A turn's run status: ``completed``, ``stopped`` (the agent gave a stop signal),
+  ``failed`` (the agent raised: the error's type and message are recorded, with an error
+  id that is also logged, never a traceback), ``in_progress`` while suspended (with
+  ``pendingApprovals``).
+- Timeout (``timeout=`` seconds of agent time; time spent suspended does not count): the
+  turn's task is cancelled, the turn is recorded as ``failed`` with a ``time_limit`` stop
+  signal and a ``TurnTimeout`` error, pending approvals are dropped, the session is idle
+  again and usable, and :class:`TurnTimeout` is raised carrying the run. A sync agent's
+  worker thread cannot be cancelled: it finishes in the background, and new steps, tool
+  executions and events it records after the timeout are discarded.
+- ``tools`` is re-derived from the steps whenever a turn completes or suspends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import msgspec
+
+from .agent import AsyncTurnHandler, SessionInfo, session_factory
+from .messages import ApprovalDecision
+from .models import AgentRun, Message, PendingApproval, RunStatus, StopReason, StopSignal
+from .recorder import ApprovalResult, TurnContext, error_info
+
+__all__ = [
+    "AgentSession",
+    "DecisionError",
+    "NotSuspended",
+    "RuntimeStateError",
+    "SessionBusy",
+    "SessionClosed",
+    "SessionSuspended",
+    "TurnTimeout",
+]
+
+logger = logging.getLogger("evalport.agent")
+
+
+class RuntimeStateError(RuntimeError):
+    """A call the session cannot take in its current state."""
+
+
+class SessionBusy(RuntimeStateError):
+    """A turn is already running on this session."""
+
+
+class SessionSuspended(RuntimeStateError):
+    """The session waits for approval decisions; a new turn must wait."""
+
+
+class NotSuspended(RuntimeStateError):
+    """Decisions were posted but nothing is pending."""
+
+
+class SessionClosed(RuntimeStateError):
+    """The session was closed."""
+
+
+class DecisionError(ValueError):
+    """Decisions that do not match the pending call ids exactly."""
+
+    def __init__(self, missing: list[str], unknown: list[str]) -> None:
+        parts = []
+        if missing:
+            parts.append("no decision for pending call id(s): " + ", ".join(missing))
+        if unknown:
+            parts.append("decision(s) for unknown call id(s): " + ", ".join(unknown))
+        super().__init__("; ".join(parts))
+        self.missing = missing
+        self.unknown = unknown
+
+
+class TurnTimeout(TimeoutError):
+    """The agent did not finish the turn in time; ``run`` records the timed-out turn."""
+
+    def __init__(self, timeout: float, run: AgentRun) -> None:
+        super().__init__(f"the turn did not finish within {timeout:g} s")
+        self.timeout = timeout
+        self.run = run
+
+
+Decision = ApprovalDecision | ApprovalResult | str | tuple[str, str]
+
+
+def _result_of(decision: Decision) -> ApprovalResult:
+    if isinstance(decision, ApprovalResult):
+        return decision
+    if isinstance(decision, ApprovalDecision):
+        return ApprovalResult(approved=decision.decision == "approve", reason=decision.reason)
+    if isinstance(decision, str):
+        if decision not in ("approve", "reject"):
+            raise ValueError(f"a decision is 'approve' or 'reject', not {decision!r}")
+        return ApprovalResult(approved=decision == "approve")
+    verdict, reason = decision
+    if verdict not in ("approve", "reject"):
+        raise ValueError(f"a decision is 'approve' or 'reject', not {verdict!r}")
+    return ApprovalResult(approved=verdict == "approve", reason=reason)
+
+
+class AgentSession:
+    """One session of an agent: its handler, its accumulated run, its turn task."""
+
+    __slots__ = (
+        "_checkpoint",
+        "_closed",
+        "_ctx",
+        "_futures",
+        "_handler",
+        "_history",
+        "_task",
+        "info",
+        "run",
+        "state",
+    )
+
+    def __init__(
+        self, handler: AsyncTurnHandler, info: SessionInfo, run: AgentRun | None = None
+    ) -> None:
+        self._handler = handler
+        self.info = info
+        self.run = run if run is not None else AgentRun(session_id=info.session_id)
+        self.state: dict[str, Any] = {}
+        self._history: list[Message] = []
+        self._task: asyncio.Task[None] | None = None
+        self._ctx: TurnContext | None = None
+        self._checkpoint: asyncio.Future[None] | None = None
+        self._futures: dict[str, asyncio.Future[ApprovalResult]] = {}
+        self._closed = False
+
+    @classmethod
+    async def open(
+        cls,
+        agent: object | Callable[[SessionInfo], Any],
+        info: SessionInfo,
+    ) -> AgentSession:
+        """Start a session: adapt ``agent`` (any accepted shape) and call its factory."""
+        factory = session_factory(agent)
+        return cls(await factory(info), info)
+
+    @classmethod
+    async def from_factory(
+        cls, factory: Callable[[SessionInfo], Any], info: SessionInfo
+    ) -> AgentSession:
+        """Start a session from a factory already adapted by :func:`session_factory`."""
+        return cls(await factory(info), info)
+
+    # -- state ----------------------------------------------------------------------------
+
+    @property
+    def busy(self) -> bool:
+        """A turn is running (not suspended)."""
+        return self._task is not None and not self._futures
+
+    @property
+    def suspended(self) -> bool:
+        """The turn waits for approval decisions."""
+        return bool(self._futures)
+
+    @property
+    def pending(self) -> list[PendingApproval]:
+        return list(self.run.pending_approvals)
+
+    def snapshot(self) -> AgentRun:
+        """A deep copy of the accumulated run."""
+        return msgspec.json.decode(msgspec.json.encode(self.run), type=AgentRun)
+
+    # -- turns ----------------------------------------------------------------------------
+
+    async def send(self, message: str, *, timeout: float | None = None) -> AgentRun:
+        """Run one turn; returns the accumulated run once it completes or suspends."""
+        if self._closed:
+            raise SessionClosed("the session is closed")
+        if self._futures:
+            raise SessionSuspended("the session waits for approval decisions")
+        if self._task is not None:
+            raise SessionBusy("a turn is already running on this session")
+        run = self.run
+        run.turns += 1
+        run.user_messages.append(message)
+        run.status = RunStatus.IN_PROGRESS
+        loop = asyncio.get_running_loop()
+        ctx = TurnContext(
+            run=run,
+            turn=run.turns,
+            message=message,
+            session_id=self.info.session_id,
+            history=self._history,
+            state=self.state,
+            approvals=self,
+            loop=loop,
+        )
+        self._ctx = ctx
+        self._checkpoint = loop.create_future()
+        self._task = loop.create_task(self._turn(ctx, message))
+        return await self._drive(timeout)
+
+    async def decide(
+        self, decisions: Mapping[str, Decision], *, timeout: float | None = None
+    ) -> AgentRun:
+        """Answer every pending approval and resume the turn; returns at its next stop."""
+        if self._closed:
+            raise SessionClosed("the session is closed")
+        if not self._futures:
+            raise NotSuspended("no approval is pending on this session")
+        missing = [call_id for call_id in self._futures if call_id not in decisions]
+        unknown = [call_id for call_id in decisions if call_id not in self._futures]
+        if missing or unknown:
+            raise DecisionError(missing, unknown)
+        results = {call_id: _result_of(decision) for call_id, decision in decisions.items()}
+        futures, self._futures = self._futures, {}
+        self.run.pending_approvals = []
+        self.run.status = RunStatus.IN_PROGRESS
+        self._checkpoint = asyncio.get_running_loop().create_future()
+        for call_id, future in futures.items():
+            if not future.done():
+                future.set_result(results[call_id])
+        return await self._drive(timeout)
+
+    async def close(self) -> None:
+        """Cancel a running or suspended turn and refuse further calls."""
+        self._closed = True
+        task = self._task
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._release()
+
+    # -- approvals (the recorder calls this) ------------------------------------------------
+
+    def register(self, pending: PendingApproval) -> asyncio.Future[ApprovalResult]:
+        """Record a pending approval and suspend the turn until it is decided."""
+        future: asyncio.Future[ApprovalResult] = asyncio.get_running_loop().create_future()
+        if pending.call_id in self._futures:
+            pending.call_id = str(uuid.uuid4())
+        self._futures[pending.call_id] = future
+        self.run.pending_approvals.append(pending)
+        checkpoint = self._checkpoint
+        if checkpoint is not None and not checkpoint.done():
+            # Let approvals requested in the same scheduling pass join this suspension.
+            loop = asyncio.get_running_loop()
+            loop.call_soon(loop.call_soon, _resolve, checkpoint)
+        return future
+
+    # -- internals --------------------------------------------------------------------------
+
+    async def _drive(self, timeout: float | None) -> AgentRun:
+        task, checkpoint = self._task, self._checkpoint
+        assert task is not None and checkpoint is not None
+        done, _ = await asyncio.wait(
+            {task, checkpoint}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+        )
+        if not done:
+            await self._time_out(task, timeout or 0.0)
+        if task.done():
+            self._release()
+            return self.run
+        self.run.status = RunStatus.IN_PROGRESS
+        self.run.sync_tools()
+        return self.run
+
+    async def _time_out(self, task: asyncio.Task[None], timeout: float) -> None:
+        ctx = self._ctx
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        if ctx is not None:
+            error = TimeoutError(f"the turn did not finish within {timeout:g} s")
+            info = error_info(error)
+            info.type = "TurnTimeout"
+            ctx.stop_signal = StopSignal(
+                reason=StopReason.TIME_LIMIT, message=str(error), source="runtime"
+            )
+            self._fail(ctx, info)
+            ctx._close()
+        self._futures.clear()
+        self.run.pending_approvals = []
+        self._release()
+        raise TurnTimeout(timeout, self.run)
+
+    def _release(self) -> None:
+        self._task = None
+        self._ctx = None
+        self._checkpoint = None
+        self.run.sync_tools()
+
+    async def _turn(self, ctx: TurnContext, message: str) -> None:
+        ctx._activate()
+        try:
+            reply = await self._handler.turn(message, ctx)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # agent behaviour, not a transport failure
+            info = error_info(error)
+            info.error_id = str(uuid.uuid4())
+            logger.error(
+                "agent error %s in session %s turn %d: %s: %s",
+                info.error_id,
+                self.info.session_id,
+                ctx.turn,
+                info.type,
+                info.message,
+                exc_info=error,
+            )
+            self._fail(ctx, info)
+            ctx._close()
+            return
+        self._complete(ctx, message, reply)
+        ctx._close()
+
+    def _complete(self, ctx: TurnContext, message: str, reply: str) -> None:
+        run = self.run
+        ctx._final_step(reply)
+        run.reply = reply
+        run.stop_signal = ctx.stop_signal or StopSignal(
+            reason=StopReason.COMPLETED, source="runtime"
+        )
+        run.status = RunStatus.STOPPED if ctx.stop_signal is not None else RunStatus.COMPLETED
+        self._history.append(Message(role="user", content=message))
+        self._history.append(Message(role="assistant", content=reply))
+        run.sync_usage()
+
+    def _fail(self, ctx: TurnContext, info: Any) -> None:
+        run = self.run
+        if ctx.stop_signal is None:
+            ctx.stop_signal = StopSignal(
+                reason=StopReason.ERROR, message=str(info.message), source="runtime"
+            )
+        ctx._error_step(info)
+        run.reply = ""
+        run.status = RunStatus.FAILED
+        run.stop_signal = ctx.stop_signal
+        run.error_details.append(info)
+        text = f"{info.type}: {info.message}"
+        run.errors = f"{run.errors}\n{text}" if run.errors else text
+        self._history.append(Message(role="user", content=ctx.message))
+        run.sync_usage()
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
