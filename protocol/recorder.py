@@ -508,6 +508,10 @@ class TurnContext:
         self._closed = True
         self._step = None
 
+    def _reopen(self) -> None:
+        # The runtime records a timeout into a turn whose agent was cut off.
+        self._closed = False
+
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
     try:

@@ -29,11 +29,10 @@ Rules:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 
@@ -54,6 +53,11 @@ __all__ = [
 ]
 
 logger = logging.getLogger("evalport.agent")
+
+_DONE: Final = "done"
+_SUSPENDED: Final = "suspended"
+_TIMED_OUT: Final = "timed out"
+_CANCEL_GRACE: Final = 1.0
 
 
 class RuntimeStateError(RuntimeError):
@@ -143,7 +147,7 @@ class AgentSession:
         self._history: list[Message] = []
         self._task: asyncio.Task[None] | None = None
         self._ctx: TurnContext | None = None
-        self._checkpoint: asyncio.Future[None] | None = None
+        self._checkpoint: asyncio.Future[str] | None = None
         self._futures: dict[str, asyncio.Future[ApprovalResult]] = {}
         self._closed = False
 
@@ -210,9 +214,10 @@ class AgentSession:
             loop=loop,
         )
         self._ctx = ctx
-        self._checkpoint = loop.create_future()
-        self._task = loop.create_task(self._turn(ctx, message))
-        return await self._drive(timeout)
+        self._checkpoint = checkpoint = loop.create_future()
+        task = self._task = loop.create_task(self._turn(ctx, message))
+        task.add_done_callback(self._turn_done)
+        return await self._drive(checkpoint, timeout)
 
     async def decide(
         self, decisions: Mapping[str, Decision], *, timeout: float | None = None
@@ -230,26 +235,27 @@ class AgentSession:
         futures, self._futures = self._futures, {}
         self.run.pending_approvals = []
         self.run.status = RunStatus.IN_PROGRESS
-        self._checkpoint = asyncio.get_running_loop().create_future()
+        self._checkpoint = checkpoint = asyncio.get_running_loop().create_future()
         for call_id, future in futures.items():
             if not future.done():
                 future.set_result(results[call_id])
-        return await self._drive(timeout)
+        return await self._drive(checkpoint, timeout)
 
     async def close(self) -> None:
         """Cancel a running or suspended turn and refuse further calls."""
         self._closed = True
+        self._futures.clear()
         task = self._task
         if task is not None and not task.done():
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        self._release()
+            await asyncio.wait({task}, timeout=_CANCEL_GRACE)
 
     # -- approvals (the recorder calls this) ------------------------------------------------
 
     def register(self, pending: PendingApproval) -> asyncio.Future[ApprovalResult]:
         """Record a pending approval and suspend the turn until it is decided."""
+        if self._closed:
+            raise SessionClosed("the session is closed")
         future: asyncio.Future[ApprovalResult] = asyncio.get_running_loop().create_future()
         if pending.call_id in self._futures:
             pending.call_id = str(uuid.uuid4())
@@ -259,31 +265,36 @@ class AgentSession:
         if checkpoint is not None and not checkpoint.done():
             # Let approvals requested in the same scheduling pass join this suspension.
             loop = asyncio.get_running_loop()
-            loop.call_soon(loop.call_soon, _resolve, checkpoint)
+            loop.call_soon(loop.call_soon, _resolve, checkpoint, _SUSPENDED)
         return future
 
     # -- internals --------------------------------------------------------------------------
 
-    async def _drive(self, timeout: float | None) -> AgentRun:
-        task, checkpoint = self._task, self._checkpoint
-        assert task is not None and checkpoint is not None
-        done, _ = await asyncio.wait(
-            {task, checkpoint}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
-        )
-        if not done:
-            await self._time_out(task, timeout or 0.0)
-        if task.done():
-            self._release()
-            return self.run
-        self.run.status = RunStatus.IN_PROGRESS
-        self.run.sync_tools()
+    async def _drive(self, checkpoint: asyncio.Future[str], timeout: float | None) -> AgentRun:
+        # The checkpoint is ours alone: a cancelled caller cancels it, never the turn.
+        handle = None
+        if timeout is not None:
+            handle = asyncio.get_running_loop().call_later(
+                timeout, _resolve, checkpoint, _TIMED_OUT
+            )
+        try:
+            outcome = await checkpoint
+        finally:
+            if handle is not None:
+                handle.cancel()
+        if outcome == _TIMED_OUT and self._task is not None:
+            await self._time_out(self._task, timeout or 0.0)
+        elif outcome == _SUSPENDED:
+            self.run.status = RunStatus.IN_PROGRESS
+            self.run.sync_tools()
         return self.run
 
     async def _time_out(self, task: asyncio.Task[None], timeout: float) -> None:
         ctx = self._ctx
+        self._futures.clear()
+        self.run.pending_approvals = []
         task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await asyncio.wait({task}, timeout=_CANCEL_GRACE)
         if ctx is not None:
             error = TimeoutError(f"the turn did not finish within {timeout:g} s")
             info = error_info(error)
@@ -291,24 +302,27 @@ class AgentSession:
             ctx.stop_signal = StopSignal(
                 reason=StopReason.TIME_LIMIT, message=str(error), source="runtime"
             )
+            ctx._reopen()
             self._fail(ctx, info)
             ctx._close()
-        self._futures.clear()
-        self.run.pending_approvals = []
-        self._release()
+            self.run.sync_tools()
         raise TurnTimeout(timeout, self.run)
 
-    def _release(self) -> None:
-        self._task = None
-        self._ctx = None
-        self._checkpoint = None
+    def _turn_done(self, task: asyncio.Task[None]) -> None:
+        if self._task is task:
+            self._task = None
+            self._ctx = None
         self.run.sync_tools()
+        checkpoint = self._checkpoint
+        if checkpoint is not None:
+            _resolve(checkpoint, _DONE)
 
     async def _turn(self, ctx: TurnContext, message: str) -> None:
         ctx._activate()
         try:
             reply = await self._handler.turn(message, ctx)
         except asyncio.CancelledError:
+            ctx._close()
             raise
         except Exception as error:  # agent behaviour, not a transport failure
             info = error_info(error)
@@ -357,6 +371,6 @@ class AgentSession:
         run.sync_usage()
 
 
-def _resolve(future: asyncio.Future[None]) -> None:
+def _resolve(future: asyncio.Future[str], outcome: str) -> None:
     if not future.done():
-        future.set_result(None)
+        future.set_result(outcome)

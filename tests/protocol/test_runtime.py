@@ -295,6 +295,8 @@ async def test_cancelling_the_caller_does_not_cancel_the_turn() -> None:
         await asyncio.sleep(0)
     assert session.run.reply == "finished"
     assert session.run.status == "completed"
+    assert not session.busy  # released by the turn itself, not by its (gone) caller
+    assert (await session.send("2")).turns == 2
 
 
 async def test_timeout_records_a_failed_turn_and_frees_the_session() -> None:
