@@ -36,6 +36,7 @@ class ProblemType:
     UNSUPPORTED_MEDIA_TYPE = _BASE + "unsupported-media-type"  # 415
     INVALID_BODY = _BASE + "invalid-body"  # 422
     IDEMPOTENCY_MISMATCH = _BASE + "idempotency-key-reused"  # 422
+    RATE_LIMITED = _BASE + "rate-limited"  # 429 (+ Retry-After): too many requests
     SESSION_LIMIT = _BASE + "session-limit"  # 503 (+ Retry-After)
     DRAINING = _BASE + "draining"  # 503 (+ Retry-After)
     STORE_UNAVAILABLE = _BASE + "store-unavailable"  # 503 (+ Retry-After)
@@ -55,6 +56,7 @@ class ProblemType:
         UNSUPPORTED_MEDIA_TYPE: 415,
         INVALID_BODY: 422,
         IDEMPOTENCY_MISMATCH: 422,
+        RATE_LIMITED: 429,
         SESSION_LIMIT: 503,
         DRAINING: 503,
         STORE_UNAVAILABLE: 503,

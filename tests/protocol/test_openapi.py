@@ -1,0 +1,314 @@
+"""openapi.yaml: a valid OpenAPI 3.1 document that says what evalport.protocol does.
+
+The schema comparison (``test_schemas_match_the_structs``) derives JSON Schema components
+from every wire Struct that :mod:`evalport.protocol` exports (those of ``models`` and
+``messages``) (``msgspec.json.schema_components``)
+and compares them with ``components/schemas`` of the spec, recursively:
+
+- both sides have the same set of schemas (the spec may add only ``SPEC_ONLY`` ones), and
+  each schema the same property names, ``required`` set, types, nullability (``anyOf``
+  branches in order), ``$ref`` targets, array items, map values, ``additionalProperties``
+  and defaults. A field renamed, added or removed on either side fails.
+- the spec may add annotations the code cannot express: ``description``, ``title``,
+  ``examples``, ``format``, ``pattern``, ``x-*``; and an ``enum`` on a field that is a plain
+  ``str`` in the code (the run model keeps enumerated values as text so that clients keep
+  values a newer server invents). Where the code has an ``enum`` (a ``Literal``), the
+  spec's must be identical.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import evalport.protocol as protocol
+import jsonschema
+import msgspec
+import pytest
+import yaml
+from evalport.protocol import (
+    ApprovalsRequest,
+    CreateSessionRequest,
+    CreateSessionResponse,
+    Health,
+    Problem,
+    ProblemType,
+    RunEnvelope,
+    TurnRequest,
+    decode_request,
+    decode_response,
+    decode_run,
+)
+from openapi_spec_validator import validate
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
+
+SPEC_PATH = Path(__file__).resolve().parents[2] / "openapi.yaml"
+SPEC: dict[str, Any] = yaml.safe_load(SPEC_PATH.read_text())
+SCHEMAS: dict[str, Any] = SPEC["components"]["schemas"]
+SPEC_ONLY = {"Digest"}
+ANNOTATIONS = {"description", "title", "examples", "format", "pattern"}
+REF = "#/components/schemas/"
+# The modules whose Structs travel on the wire (others, such as the recorder's, do not).
+WIRE_MODULES = {"evalport.protocol.models", "evalport.protocol.messages"}
+
+# Every route of DESIGN.md's table: request body, success status and body, problem statuses.
+ROUTES: dict[tuple[str, str], tuple[type | None, str, type | None, set[int]]] = {
+    ("/health", "get"): (None, "200", Health, {401, 503}),
+    ("/evals/sessions", "post"): (
+        CreateSessionRequest,
+        "201",
+        CreateSessionResponse,
+        {400, 401, 413, 415, 422, 429, 503},
+    ),
+    ("/evals/sessions/{sessionId}/turns", "post"): (
+        TurnRequest,
+        "200",
+        RunEnvelope,
+        {400, 401, 404, 409, 413, 415, 422, 429, 503, 504},
+    ),
+    ("/evals/sessions/{sessionId}", "get"): (None, "200", RunEnvelope, {401, 404, 429, 503}),
+    ("/evals/sessions/{sessionId}", "delete"): (None, "204", None, {401, 404, 409, 429, 503}),
+    ("/evals/sessions/{sessionId}/approvals", "post"): (
+        ApprovalsRequest,
+        "200",
+        RunEnvelope,
+        {400, 401, 404, 409, 413, 415, 422, 429, 503, 504},
+    ),
+}
+
+
+def _resolve(node: dict[str, Any]) -> dict[str, Any]:
+    """Follow a local ``$ref`` (responses, examples, parameters, headers)."""
+    while "$ref" in node:
+        target: Any = SPEC
+        for part in node["$ref"].removeprefix("#/").split("/"):
+            target = target[part]
+        node = target
+    return node
+
+
+def _operations() -> list[tuple[str, str, dict[str, Any]]]:
+    return [
+        (path, method, operation)
+        for path, item in SPEC["paths"].items()
+        for method, operation in item.items()
+        if method in {"get", "post", "put", "patch", "delete"}
+    ]
+
+
+def _code_components() -> dict[str, Any]:
+    structs = [
+        value
+        for name in protocol.__all__
+        if isinstance(value := getattr(protocol, name), type)
+        and issubclass(value, msgspec.Struct)
+        and value.__module__ in WIRE_MODULES
+    ]
+    _, components = msgspec.json.schema_components(structs, ref_template=REF + "{name}")
+    return components
+
+
+def _compare(code: Any, spec: Any, where: str) -> list[str]:
+    if not isinstance(code, dict) or not isinstance(spec, dict):
+        return [] if code == spec else [f"{where}: code {code!r} != spec {spec!r}"]
+    problems: list[str] = []
+    keys = (set(code) | set(spec)) - ANNOTATIONS
+    for key in sorted(keys):
+        if key.startswith("x-"):
+            continue
+        if key == "enum" and key not in code and code.get("type") == "string":
+            continue
+        if key not in code or key not in spec:
+            if key == "required" and not code.get(key) and not spec.get(key):
+                continue
+            side = "spec" if key not in code else "code"
+            problems.append(f"{where}: {key!r} only in the {side}")
+            continue
+        if key == "properties":
+            names_code, names_spec = set(code[key]), set(spec[key])
+            if names_code != names_spec:
+                problems.append(
+                    f"{where}: properties only in code {sorted(names_code - names_spec)}, "
+                    f"only in spec {sorted(names_spec - names_code)}"
+                )
+            for name in sorted(names_code & names_spec):
+                problems += _compare(code[key][name], spec[key][name], f"{where}.{name}")
+        elif key == "required":
+            if set(code[key]) != set(spec[key]):
+                problems.append(f"{where}: required {code[key]} != {spec[key]}")
+        elif key == "anyOf":
+            if len(code[key]) != len(spec[key]):
+                problems.append(f"{where}: anyOf {code[key]} != {spec[key]}")
+            for index, (left, right) in enumerate(zip(code[key], spec[key], strict=False)):
+                problems += _compare(left, right, f"{where}|{index}")
+        else:
+            problems += _compare(code[key], spec[key], f"{where}/{key}")
+    return problems
+
+
+def test_spec_is_valid_openapi_3_1() -> None:
+    assert SPEC["openapi"].startswith("3.1.")
+    validate(SPEC)
+
+
+def test_schemas_match_the_structs() -> None:
+    code = _code_components()
+    assert set(code) == set(SCHEMAS) - SPEC_ONLY
+    problems: list[str] = []
+    for name in sorted(code):
+        problems += _compare(code[name], SCHEMAS[name], name)
+    assert problems == []
+
+
+def test_comparison_catches_drift() -> None:
+    code = _code_components()["TurnRequest"]
+    renamed = {**SCHEMAS["TurnRequest"], "properties": {"text": {"type": "string"}}}
+    assert _compare(code, renamed, "TurnRequest")
+    retyped = {**SCHEMAS["TurnRequest"], "properties": {"message": {"type": "integer"}}}
+    assert _compare(code, retyped, "TurnRequest")
+    optional = {key: value for key, value in SCHEMAS["TurnRequest"].items() if key != "required"}
+    assert _compare(code, optional, "TurnRequest")
+    run = _code_components()["AgentRun"]
+    not_nullable = dict(SCHEMAS["AgentRun"])
+    not_nullable["properties"] = {**not_nullable["properties"], "stopSignal": {"$ref": REF + "X"}}
+    assert _compare(run, not_nullable, "AgentRun")
+
+
+def test_every_route_of_the_design_with_its_bodies_and_statuses() -> None:
+    found = {(path, method) for path, method, _ in _operations()}
+    assert found == set(ROUTES)
+    for (path, method), (request, success, response, errors) in ROUTES.items():
+        operation = SPEC["paths"][path][method]
+        assert operation["operationId"]
+        if request is None:
+            assert "requestBody" not in operation
+        else:
+            body = operation["requestBody"]["content"]["application/json"]["schema"]
+            assert body == {"$ref": REF + request.__name__}
+        statuses = {int(status) for status in operation["responses"]}
+        assert statuses == {int(success)} | errors, (path, method)
+        ok = operation["responses"][success]
+        if response is None:
+            assert "content" not in ok
+        else:
+            schema = ok["content"]["application/json"]["schema"]
+            assert schema == {"$ref": REF + response.__name__}
+        for status in errors:
+            problem = _resolve(operation["responses"][str(status)])
+            media = problem["content"]["application/problem+json"]
+            assert media["schema"] == {"$ref": REF + "Problem"}
+
+
+def test_problem_types_statuses_and_headers() -> None:
+    assert SPEC["components"]["x-problem-types"] == ProblemType.STATUS
+    responses = SPEC["components"]["responses"]
+    documented = {int(status) for status in responses}
+    routed = {status for *_, errors in ROUTES.values() for status in errors}
+    assert documented == routed
+    # Every problem a route can return is documented, except the two that have no route:
+    # 404 not-found (unknown path), 405 (wrong method) and 500 (a server bug).
+    unrouted = {
+        ProblemType.NOT_FOUND,
+        ProblemType.METHOD_NOT_ALLOWED,
+        ProblemType.INTERNAL,
+    }
+    for problem_type, status in ProblemType.STATUS.items():
+        if problem_type in unrouted:
+            continue
+        assert status in documented, problem_type
+        examples = responses[str(status)]["content"]["application/problem+json"]["examples"]
+        described = responses[str(status)]["description"]
+        slug = problem_type.rsplit(":", 1)[1]
+        assert slug in described or any(
+            example["value"]["type"] == problem_type for example in examples.values()
+        ), problem_type
+    for status in (429, 503):
+        assert set(responses[str(status)]["headers"]) == {"Retry-After"}
+    assert set(responses["401"]["headers"]) == {"WWW-Authenticate"}
+
+
+def test_security_and_idempotency_key() -> None:
+    scheme = SPEC["components"]["securitySchemes"]["bearerAuth"]
+    assert (scheme["type"], scheme["scheme"]) == ("http", "bearer")
+    assert SPEC["security"] == [{"bearerAuth": []}]
+    turn = SPEC["paths"]["/evals/sessions/{sessionId}/turns"]["post"]
+    (parameter,) = [_resolve(p) for p in turn["parameters"]]
+    assert (parameter["name"], parameter["in"]) == ("Idempotency-Key", "header")
+
+
+def _registry() -> Registry:
+    resource = Resource.from_contents(SPEC, default_specification=DRAFT202012)
+    return Registry().with_resource("urn:evalport:openapi", resource)
+
+
+def _examples() -> list[tuple[str, str, int | None, Any, Any]]:
+    """(operation id, media type, status or None for a request, schema, example value)."""
+    found = []
+    for _, _, operation in _operations():
+        bodies: list[tuple[int | None, dict[str, Any]]] = []
+        if "requestBody" in operation:
+            bodies.append((None, operation["requestBody"]))
+        bodies += [(int(s), _resolve(r)) for s, r in operation["responses"].items()]
+        for status, body in bodies:
+            for media_type, media in body.get("content", {}).items():
+                examples = media.get("examples", {})
+                assert examples, (operation["operationId"], status, media_type)
+                for example in examples.values():
+                    value = _resolve(example)["value"]
+                    found.append(
+                        (operation["operationId"], media_type, status, media["schema"], value)
+                    )
+    return found
+
+
+EXAMPLES = _examples()
+
+
+def _kept(again: Any, value: Any) -> bool:
+    """Whether ``again`` holds everything ``value`` holds (it may add fields at defaults)."""
+    if isinstance(value, dict):
+        return isinstance(again, dict) and all(
+            key in again and _kept(again[key], item) for key, item in value.items()
+        )
+    return bool(again == value)
+
+
+def test_every_operation_has_examples() -> None:
+    operations = {operation["operationId"] for _, _, operation in _operations()}
+    assert {operation for operation, *_ in EXAMPLES} == operations
+    for _, _, operation in _operations():
+        for status, response in operation["responses"].items():
+            if status.startswith("2") and status != "204":
+                assert "examples" in response["content"]["application/json"]
+
+
+@pytest.mark.parametrize(
+    ("operation", "media_type", "status", "schema", "value"),
+    EXAMPLES,
+    ids=[f"{e[0]}-{e[2] or 'request'}-{i}" for i, e in enumerate(EXAMPLES)],
+)
+def test_examples_validate_and_decode(
+    operation: str, media_type: str, status: int | None, schema: Any, value: Any
+) -> None:
+    ref = {"$ref": "urn:evalport:openapi" + schema["$ref"]}
+    jsonschema.Draft202012Validator(ref, registry=_registry()).validate(value)
+    kind = getattr(protocol, schema["$ref"].removeprefix(REF))
+    data = msgspec.json.encode(value)
+    if status is None:
+        decoded = decode_request(data, kind)
+    elif kind is RunEnvelope:
+        decoded = decode_run(data)
+        assert msgspec.to_builtins(decoded) == value["run"]
+    else:
+        decoded = decode_response(data, kind)
+    if kind is not RunEnvelope and kind is not Problem:
+        # Re-encoded, every field of the example is still there with its value.
+        assert _kept(msgspec.json.decode(protocol.encode(decoded)), value)
+
+
+def test_digest_schema_matches_digest_function() -> None:
+    validator = jsonschema.Draft202012Validator(SCHEMAS["Digest"])
+    for value in ("found A1049", {"id": "A1049"}, [1, 2.5, None], "é" * 200):
+        validator.validate(protocol.digest(value))
+    assert protocol.is_digest(SCHEMAS["Digest"]["examples"][0])
