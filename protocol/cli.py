@@ -21,6 +21,7 @@ __all__ = ["COMMANDS", "main"]
 
 COMMANDS: Final[dict[str, tuple[str, str, str]]] = {
     "serve": ("evalport.server.cli", "server", "serve an agent over the eval protocol"),
+    "judge": ("evalport.client.judges.cli", "client", "calibrate judges against human labels"),
 }
 
 
