@@ -1,0 +1,45 @@
+"""Reports of a run: console progress, the JSON run folder, JUnit XML, Markdown, HTML.
+
+Every reporter implements some hooks of :class:`Reporter`; custom reporters are named in
+configuration (``reporters = ["package.module:Name"]``) and loaded with
+:func:`load_reporter`. All of them read the same :class:`RunSummary`, so the numbers agree
+across reports.
+"""
+
+from .base import Reporter, Reporters, RunPlan, RunReport, load_reporter
+from .compare import Change, Comparison, compare, merge
+from .console import ConsoleReporter
+from .files import JsonReporter, RunFolderReporter, load_summary, write_run_folder
+from .html import HtmlReporter, html_report
+from .junit import JUnitReporter, junit_xml
+from .markdown import MarkdownReporter, markdown_summary
+from .summary import CaseSummary, Provenance, RunSummary, TagSummary, summarize, summarize_case
+
+__all__ = [
+    "CaseSummary",
+    "Change",
+    "Comparison",
+    "ConsoleReporter",
+    "HtmlReporter",
+    "JUnitReporter",
+    "JsonReporter",
+    "MarkdownReporter",
+    "Provenance",
+    "Reporter",
+    "Reporters",
+    "RunFolderReporter",
+    "RunPlan",
+    "RunReport",
+    "RunSummary",
+    "TagSummary",
+    "compare",
+    "html_report",
+    "junit_xml",
+    "load_reporter",
+    "load_summary",
+    "markdown_summary",
+    "merge",
+    "summarize",
+    "summarize_case",
+    "write_run_folder",
+]
