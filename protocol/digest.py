@@ -54,24 +54,35 @@ def is_digest(value: Any) -> bool:
     )
 
 
+_SCALAR_SHAPES: Final[dict[type[Any], str]] = {
+    bool: "<bool>",
+    int: "<int>",
+    float: "<float>",
+    type(None): "<null>",
+}
+
+
 def _shape(value: Any, depth: int) -> Any:
     kind = type(value)
     if kind is str:
         return f"<string:{len(value.encode())}>"
-    if kind is bool:
-        return "<bool>"
-    if kind is int:
-        return "<int>"
-    if kind is float:
-        return "<float>"
-    if value is None:
-        return "<null>"
+    scalar = _SCALAR_SHAPES.get(kind)
+    if scalar is not None:
+        return scalar
     if kind is list or kind is tuple:
         return f"<array:{len(value)}>"
     if kind is dict:
         if depth >= _MAX_DEPTH:
             return f"<object:{len(value)}>"
-        return {str(key): _shape(item, depth + 1) for key, item in value.items()}
+        shapes = {}
+        for key, item in value.items():
+            item_kind = type(item)
+            if item_kind is str:
+                shapes[str(key)] = f"<string:{len(item.encode())}>"
+            else:
+                scalar = _SCALAR_SHAPES.get(item_kind)
+                shapes[str(key)] = scalar if scalar is not None else _shape(item, depth + 1)
+        return shapes
     return f"<{kind.__name__}>"
 
 
@@ -81,16 +92,32 @@ def _cut(data: bytes, limit: int) -> str:
     return data[:limit].decode(errors="ignore")
 
 
+def digest_encoded(value: Any, data: bytes, preview_bytes: int = DEFAULT_PREVIEW_BYTES) -> Any:
+    """The digest of ``value`` whose compact JSON (:func:`compact_json`) is ``data``.
+
+    For callers that already hold the encoded bytes (a memo keyed by them, for example);
+    ``value`` must not itself be a digest.
+    """
+    kind = type(value)
+    if kind is dict or kind is list or kind is tuple:
+        preview = _cut(compact_json(_shape(value, 0)), preview_bytes)
+    else:
+        # The shape of a scalar is ASCII: characters are bytes.
+        preview = '"' + _shape(value, 0) + '"'
+        if len(preview) > preview_bytes:
+            preview = preview[:preview_bytes]
+    return {
+        "hash": "sha256:" + hashlib.sha256(data).hexdigest(),
+        "bytes": len(data),
+        "preview": preview,
+    }
+
+
 def digest(value: Any, preview_bytes: int = DEFAULT_PREVIEW_BYTES) -> Any:
     """Digest ``value``; a value that is already a digest is returned unchanged."""
     if is_digest(value):
         return value
-    data = compact_json(value)
-    return {
-        "hash": "sha256:" + hashlib.sha256(data).hexdigest(),
-        "bytes": len(data),
-        "preview": _cut(compact_json(_shape(value, 0)), preview_bytes),
-    }
+    return digest_encoded(value, compact_json(value), preview_bytes)
 
 
 def matches_digest(value: Any, recorded: Any) -> bool:

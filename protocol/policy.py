@@ -1,0 +1,343 @@
+"""Trace policies: what of a run's payloads stays readable, and what becomes a digest.
+
+Rules (they hold wherever a policy is applied, on the client or on the server):
+
+- :meth:`TracePolicy.safe` is the default. It digests tool **payloads**: argument values,
+  results and error texts, wherever they appear (``steps[].toolExecutions``,
+  ``steps[].requestedToolCalls``, the flat ``tools`` list, ``pendingApprovals``, and tool
+  calls and tool results inside ``steps[].outputMessages``, which Instructor leaves in
+  clear). It also digests error texts: each line of the run-level ``errors`` string and the
+  ``message`` of every :class:`~evalport.protocol.ErrorInfo`.
+- Names, ids, order, error flags, timings, usage, finish reasons, stop signals, events,
+  the user's messages, the reply and the status stay in clear.
+- An argument map keeps its **keys** in clear and digests each value, so an argument
+  check still works on a redacted run (:func:`~evalport.protocol.matches_digest`). A map
+  that arrives digested as a whole passes through as it is.
+- A value already in digest shape passes through unchanged, so applying a policy twice,
+  or to a run a server already redacted, changes nothing. ``None`` stays ``None``, and an
+  empty error text stays empty: there is nothing in them to hide.
+- The run-level ``errors`` field is text, so each of its lines is replaced by the compact
+  JSON of its digest (:func:`digest_text`); :func:`matches_digest_text` checks a line.
+- Allow-lists keep chosen payloads verbatim: by tool name (arguments, result, error of
+  that tool) and by argument key (that key's value in any tool's arguments).
+- :meth:`TracePolicy.verbatim` is an explicit opt-in: it returns runs untouched.
+- :meth:`TracePolicy.apply` never modifies the run it is given; it returns a redacted
+  copy that shares the parts it did not need to change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import msgspec
+
+from .digest import (
+    DEFAULT_PREVIEW_BYTES,
+    compact_json,
+    digest,
+    digest_encoded,
+    is_digest,
+    matches_digest,
+)
+from .models import AgentRun, Message, Step
+
+__all__ = ["TracePolicy", "digest_text", "matches_digest_text"]
+
+_DIGEST_TEXT_PREFIX: Final = '{"hash":"sha256:'
+_TOOL_CALL_PARTS: Final = frozenset(("tool_use", "tool_call", "function_call"))
+_TOOL_RESULT_PARTS: Final = frozenset(("tool_result", "function_call_output"))
+
+
+def _digest_of_text(text: str) -> dict[str, Any] | None:
+    if not text.startswith(_DIGEST_TEXT_PREFIX):
+        return None
+    try:
+        value = msgspec.json.decode(text)
+    except msgspec.DecodeError:
+        return None
+    return value if is_digest(value) else None
+
+
+def digest_text(text: str, preview_bytes: int = DEFAULT_PREVIEW_BYTES) -> str:
+    """A line of error text as the compact JSON of its digest (a digest line is kept)."""
+    if _digest_of_text(text) is not None:
+        return text
+    return compact_json(digest(text, preview_bytes)).decode()
+
+
+def matches_digest_text(value: str, recorded: str) -> bool:
+    """Whether the plain text ``value`` is what the line ``recorded`` holds."""
+    recorded_digest = _digest_of_text(recorded)
+    if recorded_digest is None:
+        return value == recorded
+    return matches_digest(value, recorded_digest)
+
+
+@dataclass(frozen=True, slots=True)
+class TracePolicy:
+    """Which payloads of a run stay verbatim; everything else is digested.
+
+    Build one with :meth:`safe` (the default) or :meth:`verbatim`; refine it with
+    :meth:`allowing`.
+    """
+
+    verbatim_payloads: bool = False
+    allowed_tools: frozenset[str] = field(default_factory=frozenset)
+    allowed_argument_keys: frozenset[str] = field(default_factory=frozenset)
+    preview_bytes: int = DEFAULT_PREVIEW_BYTES
+
+    def __post_init__(self) -> None:
+        if self.preview_bytes < 0:
+            raise ValueError(f"preview_bytes must be >= 0, got {self.preview_bytes}")
+
+    @classmethod
+    def safe(
+        cls,
+        *,
+        allow_tools: Iterable[str] = (),
+        allow_argument_keys: Iterable[str] = (),
+        preview_bytes: int = DEFAULT_PREVIEW_BYTES,
+    ) -> TracePolicy:
+        """Digest every payload except the allow-listed ones (the default everywhere)."""
+        return cls(
+            allowed_tools=frozenset(allow_tools),
+            allowed_argument_keys=frozenset(allow_argument_keys),
+            preview_bytes=preview_bytes,
+        )
+
+    @classmethod
+    def verbatim(cls) -> TracePolicy:
+        """Keep every payload verbatim. An explicit opt-in: runs may then hold secrets."""
+        return cls(verbatim_payloads=True)
+
+    def allowing(
+        self, *, tools: Iterable[str] = (), argument_keys: Iterable[str] = ()
+    ) -> TracePolicy:
+        """This policy with more tools and argument keys kept verbatim."""
+        return TracePolicy(
+            verbatim_payloads=self.verbatim_payloads,
+            allowed_tools=self.allowed_tools | frozenset(tools),
+            allowed_argument_keys=self.allowed_argument_keys | frozenset(argument_keys),
+            preview_bytes=self.preview_bytes,
+        )
+
+    def describe(self) -> str:
+        """A short stable text for reports and provenance."""
+        if self.verbatim_payloads:
+            return "verbatim"
+        parts = []
+        if self.allowed_tools:
+            parts.append("tools=" + ",".join(sorted(self.allowed_tools)))
+        if self.allowed_argument_keys:
+            parts.append("keys=" + ",".join(sorted(self.allowed_argument_keys)))
+        if self.preview_bytes != DEFAULT_PREVIEW_BYTES:
+            parts.append(f"preview={self.preview_bytes}")
+        return "safe(" + ";".join(parts) + ")"
+
+    def redact_value(self, value: Any, tool: str | None = None) -> Any:
+        """One payload value (a result, an error) of ``tool`` as this policy keeps it."""
+        if self.verbatim_payloads or (tool is not None and tool in self.allowed_tools):
+            return value
+        return _Redactor(self).value(value)
+
+    def redact_arguments(self, arguments: Any, tool: str | None = None) -> Any:
+        """An argument map of ``tool`` as this policy keeps it (keys stay in clear)."""
+        if self.verbatim_payloads:
+            return arguments
+        return _Redactor(self).arguments(arguments, tool)
+
+    def apply(self, run: AgentRun, *, in_place: bool = False) -> AgentRun:
+        """The run as this policy lets it be seen.
+
+        ``run`` itself is left unchanged unless ``in_place`` is set, which skips copying
+        for a caller that owns the run alone (a client's freshly decoded response).
+        """
+        if self.verbatim_payloads:
+            return run
+        if not in_place:
+            run = _copy_run(run)
+        _Redactor(self).run(run)
+        return run
+
+
+_copy = msgspec.structs.replace
+
+
+def _copy_message(message: Message) -> Message:
+    if message.tool_calls:
+        return _copy(message, tool_calls=[_copy(call) for call in message.tool_calls])
+    return _copy(message)
+
+
+def _copy_step(step: Step) -> Step:
+    return _copy(
+        step,
+        output_messages=[_copy_message(message) for message in step.output_messages],
+        requested_tool_calls=[_copy(call) for call in step.requested_tool_calls],
+        tool_executions=[_copy(execution) for execution in step.tool_executions],
+        errors=[_copy(info) for info in step.errors],
+    )
+
+
+def _copy_run(run: AgentRun) -> AgentRun:
+    """A copy of every part of ``run`` a redaction may change; the rest is shared."""
+    return _copy(
+        run,
+        steps=[_copy_step(step) for step in run.steps],
+        tools=[_copy(record, tool_call=_copy(record.tool_call)) for record in run.tools],
+        pending_approvals=[_copy(pending) for pending in run.pending_approvals],
+        error_details=[_copy(info) for info in run.error_details],
+    )
+
+
+class _Redactor:
+    """One application of a safe policy to a run it may change in place.
+
+    It remembers the digest of every value and argument map it saw, keyed by the value's
+    compact JSON: a payload recurs in a run (a call's arguments sit in the requested call,
+    the execution, the output message and ``tools``), and its digest is computed once.
+    """
+
+    __slots__ = ("encoded", "keys", "maps", "preview", "strings", "tools")
+
+    def __init__(self, policy: TracePolicy) -> None:
+        self.tools = policy.allowed_tools
+        self.keys = policy.allowed_argument_keys
+        self.preview = policy.preview_bytes
+        self.strings: dict[str, Any] = {}
+        self.encoded: dict[bytes, Any] = {}
+        self.maps: dict[bytes, Any] = {}
+
+    def value(self, value: Any) -> Any:
+        if value is None:
+            return None
+        kind = type(value)
+        if kind is str:
+            found = self.strings.get(value)
+            if found is None:
+                found = self.strings[value] = digest_encoded(
+                    value, compact_json(value), self.preview
+                )
+            return found
+        if kind is dict and is_digest(value):
+            return value
+        data = compact_json(value)
+        found = self.encoded.get(data)
+        if found is None:
+            found = self.encoded[data] = digest_encoded(value, data, self.preview)
+        return found
+
+    def error(self, value: Any) -> Any:
+        return value if value is None or value == "" else self.value(value)
+
+    def arguments(self, arguments: Any, tool: str | None) -> Any:
+        if tool in self.tools:
+            return arguments
+        if type(arguments) is not dict:
+            # A JSON string nobody parsed: its keys are unknown, so digest it whole.
+            return self.value(arguments) if arguments else arguments
+        data = compact_json(arguments)
+        found = self.maps.get(data)
+        if found is None:
+            if is_digest(arguments):
+                found = arguments
+            else:
+                keys = self.keys
+                value = self.value
+                found = {
+                    key: (item if key in keys else value(item)) for key, item in arguments.items()
+                }
+            self.maps[data] = found
+        return found
+
+    def content_part(self, part: Any, tool_names: dict[str, str]) -> Any:
+        """A content block of a message: tool-use and tool-result blocks are redacted."""
+        if type(part) is not dict:
+            return part
+        kind = part.get("type")
+        if kind in _TOOL_CALL_PARTS:
+            name = part.get("name")
+            return {
+                key: (self.arguments(item, name) if key in ("input", "arguments") else item)
+                for key, item in part.items()
+            }
+        if kind in _TOOL_RESULT_PARTS:
+            call_id = str(part.get("tool_use_id", part.get("call_id")))
+            if tool_names.get(call_id, "") in self.tools:
+                return part
+            return {
+                key: (self.value(item) if key in ("content", "output") else item)
+                for key, item in part.items()
+            }
+        return part
+
+    def messages(self, step: Step) -> None:
+        names: dict[str, str] | None = None
+        tools = self.tools
+        for message in step.output_messages:
+            for call in message.tool_calls or ():
+                call.arguments = self.arguments(call.arguments, call.name)
+            content = message.content
+            if content is None or content == "":
+                continue
+            if message.role == "tool" or message.tool_call_id is not None:
+                name = message.name
+                if name is None:
+                    names = names if names is not None else _tool_names(step)
+                    name = names.get(message.tool_call_id or "")
+                if name is None or name not in tools:
+                    message.content = self.value(content)
+            elif type(content) is list:
+                names = names if names is not None else _tool_names(step)
+                message.content = [self.content_part(part, names) for part in content]
+
+    def run(self, run: AgentRun) -> None:
+        tools = self.tools
+        arguments = self.arguments
+        value = self.value
+        error = self.error
+        for step in run.steps:
+            for call in step.requested_tool_calls:
+                call.arguments = arguments(call.arguments, call.name)
+            for execution in step.tool_executions:
+                if execution.name not in tools:
+                    execution.arguments = arguments(execution.arguments, None)
+                    execution.result = value(execution.result)
+                    execution.error = error(execution.error)
+            if step.output_messages:
+                self.messages(step)
+            for info in step.errors:
+                info.message = error(info.message)
+        for record in run.tools:
+            call = record.tool_call
+            if call.name not in tools:
+                call.arguments = arguments(call.arguments, None)
+                record.result = value(record.result)
+                record.error = error(record.error)
+        for pending in run.pending_approvals:
+            pending.arguments = arguments(pending.arguments, pending.tool)
+        for info in run.error_details:
+            info.message = error(info.message)
+        if run.errors:
+            preview = self.preview
+            run.errors = "\n".join(
+                digest_text(line, preview) if line else line for line in run.errors.split("\n")
+            )
+
+
+def _tool_names(step: Step) -> dict[str, str]:
+    """Call id -> tool name, so a tool-result message can be matched to its tool."""
+    names: dict[str, str] = {}
+    for call in step.requested_tool_calls:
+        if call.id:
+            names[call.id] = call.name
+    for execution in step.tool_executions:
+        if execution.tool_call_id:
+            names[execution.tool_call_id] = execution.name
+    for message in step.output_messages:
+        for call in message.tool_calls or ():
+            if call.id:
+                names[call.id] = call.name
+    return names
