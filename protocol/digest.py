@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import re
 from typing import Any, Final
 
 import msgspec
@@ -30,17 +32,45 @@ _DIGEST_KEYS: Final = frozenset(("hash", "bytes", "preview"))
 _encode = msgspec.json.encode
 
 
+# msgspec and the standard library differ on two things only: a float in exponent form
+# (msgspec ``1e16``, ``1e-7``; Python ``1e+16``, ``1e-07``) and a non-finite float (msgspec
+# ``null``; Python ``NaN``, ``Infinity``). The pattern finds a number with an exponent after
+# a JSON delimiter; inside a string it can match too, which only costs the slower path.
+_EXPONENT: Final = re.compile(rb'(?:^|[\[:,"])-?[0-9]+(?:\.[0-9]+)?e')
+
+
+def _has_non_finite(value: Any) -> bool:
+    kind = type(value)
+    if kind is float:
+        return not math.isfinite(value)
+    if kind is dict:
+        return any(_has_non_finite(key) or _has_non_finite(item) for key, item in value.items())
+    if kind is list or kind is tuple:
+        return any(_has_non_finite(item) for item in value)
+    return False
+
+
+def _standard(value: Any) -> bytes:
+    return json.dumps(
+        value, ensure_ascii=False, separators=(",", ":"), default=msgspec.to_builtins
+    ).encode()
+
+
 def compact_json(value: Any) -> bytes:
     """The compact JSON bytes that digests hash.
 
-    msgspec writes the same bytes as ``json.dumps(..., ensure_ascii=False,
-    separators=(",", ":"))`` for JSON values, only faster; values it cannot encode (for
-    example non-finite floats or non-string keys) fall back to the standard library.
+    Exactly ``json.dumps(value, ensure_ascii=False, separators=(",", ":"))``: msgspec writes
+    it (faster) unless the value holds a float in exponent form or a non-finite float, or
+    has keys msgspec refuses; then the standard library does. Values neither knows natively
+    (Structs, datetimes) are converted with ``msgspec.to_builtins`` first.
     """
     try:
-        return _encode(value)
+        data = _encode(value)
     except (TypeError, msgspec.EncodeError):
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+        return _standard(value)
+    if _EXPONENT.search(data) or (b"null" in data and _has_non_finite(value)):
+        return _standard(value)
+    return data
 
 
 def is_digest(value: Any) -> bool:

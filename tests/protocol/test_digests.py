@@ -1,0 +1,178 @@
+"""Digests: Instructor's test vectors byte for byte, and the properties that make them safe.
+
+- ``compact_json`` writes exactly ``json.dumps(value, ensure_ascii=False, separators=(",",
+  ":"))`` (what Instructor's hashes reproduce) for every JSON value, floats and control
+  characters included: that is the byte-for-byte claim.
+- ``digest`` is deterministic, idempotent (a digest passes through unchanged), and its
+  preview never exceeds the byte budget nor splits a UTF-8 character.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from typing import Any
+
+import pytest
+from evalport.protocol import (
+    DEFAULT_PREVIEW_BYTES,
+    compact_json,
+    digest,
+    is_digest,
+    matches_digest,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+# Text without lone surrogates: those cannot be UTF-8 encoded by anyone.
+TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=40)
+SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | TEXT
+)
+JSON = st.recursive(
+    SCALARS,
+    lambda inner: st.lists(inner, max_size=6) | st.dictionaries(TEXT, inner, max_size=6),
+    max_leaves=40,
+)
+
+
+def reference_json(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+@pytest.mark.parametrize(
+    ("value", "size", "hash_hex"),
+    [
+        ({"id": "A1049"}, 14, "eeed0884e001b29968b8aaafb5df5b7a62d20169acde3325d7cf204812e1098c"),
+        ("found A1049", 13, "cca20afd098f7d7d93bae2191aa3f7d3d5fdc10050928bd2aab4f9b8ce67e252"),
+    ],
+)
+def test_instructor_hash_vectors(value: Any, size: int, hash_hex: str) -> None:
+    result = digest(value)
+    assert result["bytes"] == size
+    assert result["hash"] == f"sha256:{hash_hex}"
+    assert list(result) == ["hash", "bytes", "preview"]
+
+
+@pytest.mark.parametrize(
+    ("value", "size", "preview"),
+    [
+        ({"card": "SECRET-4111111111111111"}, 34, '{"card":"<string:23>"}'),
+        (
+            {"user": {"id": 7, "ssn": "123-45-6789"}, "rows": [1, 2, 3]},
+            None,
+            '{"user":{"id":"<int>","ssn":"<string:11>"},"rows":"<array:3>"}',
+        ),
+    ],
+)
+def test_instructor_preview_vectors(value: Any, size: int | None, preview: str) -> None:
+    result = digest(value)
+    assert result["preview"] == preview
+    if size is not None:
+        assert result["bytes"] == size
+
+
+@pytest.mark.parametrize(
+    ("value", "preview"),
+    [
+        ("héllo", '"<string:6>"'),
+        (3, '"<int>"'),
+        (2.5, '"<float>"'),
+        (True, '"<bool>"'),
+        (None, '"<null>"'),
+        ([], '"<array:0>"'),
+        ({}, "{}"),
+        ({"a": {"b": {"c": {"d": {"e": {"f": {"g": 1}}}}}}}, None),
+    ],
+)
+def test_shapes(value: Any, preview: str | None) -> None:
+    result = digest(value)
+    if preview is not None:
+        assert result["preview"] == preview
+    else:  # maps are kept to depth 6; the seventh becomes "<object:N>"
+        assert result["preview"] == ('{"a":{"b":{"c":{"d":{"e":{"f":"<object:1>"}}}}}}')
+
+
+def test_slashes_and_non_ascii_stay_unescaped() -> None:
+    assert compact_json({"url": "a/b", "name": "Zoë"}) == '{"url":"a/b","name":"Zoë"}'.encode()
+    assert digest("Zoë")["bytes"] == len('"Zoë"'.encode())
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        *(1e16, 1e-07, 1e22, 1.7976931348623157e308, 5e-324, -0.0, float("nan"), float("inf")),
+        *({"1e16": 1e16}, [1.5e300, "x:1e5"], 2**70, {1: "int key"}, {2.5: "float key"}),
+    ],
+)
+def test_compact_json_edge_values(value: Any) -> None:
+    assert compact_json(value) == reference_json(value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSON)
+def test_compact_json_is_json_dumps_byte_for_byte(value: Any) -> None:
+    assert compact_json(value) == reference_json(value)
+
+
+@settings(max_examples=200, deadline=None)
+@given(JSON)
+def test_digest_is_deterministic_and_hashes_the_compact_json(value: Any) -> None:
+    first = digest(value)
+    assert digest(copy.deepcopy(value)) == first
+    data = reference_json(value)
+    assert first["hash"] == "sha256:" + hashlib.sha256(data).hexdigest()
+    assert first["bytes"] == len(data)
+    assert is_digest(first)
+    assert matches_digest(copy.deepcopy(value), first)
+
+
+@settings(max_examples=200, deadline=None)
+@given(JSON, st.integers(min_value=0, max_value=200))
+def test_a_digest_passes_through_unchanged(value: Any, budget: int) -> None:
+    once = digest(value, budget)
+    assert digest(once) is once
+    assert digest(once, 5) == once
+    assert matches_digest(value, once)
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSON, st.integers(min_value=0, max_value=200))
+def test_preview_fits_the_budget_and_never_splits_a_character(value: Any, budget: int) -> None:
+    preview = digest(value, budget)["preview"]
+    encoded = preview.encode()  # a split character would not survive as text
+    assert len(encoded) <= budget
+    full = digest(value, 10**9)["preview"].encode()
+    assert full.startswith(encoded)
+    if len(encoded) < len(full):
+        # Cut at the last character boundary that fits: one more character would not.
+        rest = full[len(encoded) :].decode()
+        assert len(encoded) + len(rest[0].encode()) > budget
+
+
+def test_default_budget_is_120_bytes() -> None:
+    assert DEFAULT_PREVIEW_BYTES == 120
+    wide = {f"key{i}": "é" * i for i in range(40)}
+    preview = digest(wide)["preview"]
+    assert 110 < len(preview.encode()) <= 120
+
+
+def test_is_digest_is_exact() -> None:
+    good = {"hash": "sha256:" + "0" * 64, "bytes": 2, "preview": '"<int>"'}
+    assert is_digest(good)
+    assert not is_digest({**good, "extra": 1})
+    assert not is_digest({**good, "hash": "md5:00"})
+    assert not is_digest({"hash": "sha256:0", "bytes": 1})
+    assert not is_digest('{"hash": "sha256:0", "bytes": 1, "preview": ""}')
+
+
+def test_matches_digest_against_plain_values() -> None:
+    assert matches_digest("A1", "A1")
+    assert not matches_digest("A1", "A2")
+    assert not matches_digest("A2", digest("A1"))
+    assert matches_digest(digest("A1"), digest("A1"))
