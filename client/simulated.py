@@ -60,8 +60,7 @@ class SimulatedUserError(Exception):
 class UserSimulator(Protocol):
     """What the eval context's ``simulate`` drives."""
 
-    @property
-    def max_turns(self) -> int: ...
+    max_turns: int
 
     async def next_message(self, transcript: Sequence[tuple[str, str]]) -> str | None: ...
 
@@ -81,18 +80,14 @@ class ScriptedUser:
 
     def __init__(self, messages: Iterable[str], *, max_turns: int | None = None) -> None:
         self.messages = list(messages)
-        self._max_turns = _check_cap(max_turns if max_turns is not None else len(self.messages))
+        self.max_turns = _check_cap(max_turns if max_turns is not None else len(self.messages))
         self.stop_reason: str | None = None
         self.calls = 0
-
-    @property
-    def max_turns(self) -> int:
-        return self._max_turns
 
     async def next_message(self, transcript: Sequence[tuple[str, str]]) -> str | None:
         self.calls += 1
         sent = len(_user_turns(transcript))
-        if sent >= self._max_turns:
+        if sent >= self.max_turns:
             self.stop_reason = "max_turns"
             return None
         if sent >= len(self.messages):
@@ -146,7 +141,7 @@ class SimulatedUser:
             raise ValueError("a simulated user needs a non-empty persona and goal")
         self.persona = persona
         self.goal = goal
-        self._max_turns = _check_cap(max_turns)
+        self.max_turns = _check_cap(max_turns)
         self.malformed_retries = malformed_retries
         self.stop_reason: str | None = None
         self.usage = JudgeUsage()
@@ -161,10 +156,6 @@ class SimulatedUser:
             params=params,
             transport=transport,
         )
-
-    @property
-    def max_turns(self) -> int:
-        return self._max_turns
 
     @property
     def model(self) -> str:
@@ -189,7 +180,7 @@ class SimulatedUser:
 
     async def next_message(self, transcript: Sequence[tuple[str, str]]) -> str | None:
         earlier = _user_turns(transcript)
-        if len(earlier) >= self._max_turns:
+        if len(earlier) >= self.max_turns:
             self.stop_reason = "max_turns"
             return None
         problem = ""
