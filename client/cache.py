@@ -61,6 +61,16 @@ class Recording(msgspec.Struct, kw_only=True):
     turns: list[RecordedTurn] = msgspec.field(default_factory=list)
 
 
+def _plain(value: Any) -> Any:
+    """JSON data of a dataset row (a mapping, a Struct, plain data; else its repr)."""
+    if isinstance(value, Mapping):
+        value = {str(key): item for key, item in value.items()}
+    try:
+        return msgspec.to_builtins(value)
+    except TypeError:
+        return repr(value)
+
+
 def _decisions(decisions: Mapping[str, ApprovalDecision]) -> dict[str, Any]:
     return {call: msgspec.to_builtins(decision) for call, decision in sorted(decisions.items())}
 
@@ -79,7 +89,7 @@ class RunCache:
         material = compact_json(
             {
                 "case": case_id,
-                "row": msgspec.to_builtins(row),
+                "row": _plain(row),
                 "trial": trial,
                 "target": identity.key(),
                 "evalport": __version__,
@@ -224,13 +234,14 @@ class CachingSession:
             return self._live
         session = await self._owner.inner.open(**self._open_kwargs)
         self._live = session
-        for recorded in list(self._done):  # bring the fresh session to the same point
+        replayed, self._done = self._done, []
+        for recorded in replayed:  # bring the fresh session to the same point, live
             if recorded.kind == "send":
-                await session.send(recorded.message)
+                turn = await session.send(recorded.message)
             else:
                 decisions = msgspec.convert(recorded.decisions, dict[str, ApprovalDecision])
-                await session.decide(decisions)
-        self._done = []
+                turn = await session.decide(decisions)
+            self._remember(recorded.kind, recorded.message, recorded.decisions, turn)
         return session
 
     def _remember(self, kind: str, message: str, decisions: Any, turn: Turn) -> None:
