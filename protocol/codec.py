@@ -120,9 +120,14 @@ def decode_run(data: bytes) -> AgentRun:
     """Decode a turn, attach or approvals response into its accumulated run."""
     decoded = decode_response(data, _RunOrEnvelope, what="run")
     run = decoded.run
+    at = "$.run"
     if isinstance(run, msgspec.UnsetType):
         run = AgentRun(**{field: getattr(decoded, field) for field in AgentRun.__struct_fields__})
-    return normalize_run(run)
+        at = "$"
+    try:
+        return normalize_run(run, at)
+    except ProtocolError as error:
+        raise ProtocolError(str(error), path=error.path, excerpt=excerpt(data)) from None
 
 
 def _arguments(value: dict[str, Any] | str, path: str) -> dict[str, Any]:
@@ -153,8 +158,7 @@ def _normalize_execution(execution: ToolExecution, path: str) -> None:
         execution.has_error = True
 
 
-def _normalize_step(step: Step, position: int) -> None:
-    base = f"$.steps[{position}]"
+def _normalize_step(step: Step, base: str) -> None:
     for index, call in enumerate(step.requested_tool_calls):
         _normalize_call(call, f"{base}.requestedToolCalls[{index}].arguments")
     for index, execution in enumerate(step.tool_executions):
@@ -166,25 +170,26 @@ def _normalize_step(step: Step, position: int) -> None:
         step.has_errors = True
 
 
-def _normalize_pending(pending: PendingApproval, position: int) -> None:
+def _normalize_pending(pending: PendingApproval, path: str) -> None:
     if not isinstance(pending.arguments, dict):
-        pending.arguments = _arguments(
-            pending.arguments, f"$.pendingApprovals[{position}].arguments"
-        )
+        pending.arguments = _arguments(pending.arguments, path)
 
 
-def normalize_run(run: AgentRun) -> AgentRun:
-    """Make a leniently decoded run uniform (maps for arguments, ``tools`` present)."""
+def normalize_run(run: AgentRun, at: str = "$") -> AgentRun:
+    """Make a leniently decoded run uniform (maps for arguments, ``tools`` present).
+
+    ``at`` is the JSON path of the run in its body, for error messages.
+    """
     has_executions = False
     for position, step in enumerate(run.steps):
-        _normalize_step(step, position)
+        _normalize_step(step, f"{at}.steps[{position}]")
         has_executions = has_executions or bool(step.tool_executions)
     if has_executions and not run.tools:
         run.sync_tools()
     for index, record in enumerate(run.tools):
-        _normalize_call(record.tool_call, f"$.tools[{index}].tool_call.arguments")
+        _normalize_call(record.tool_call, f"{at}.tools[{index}].tool_call.arguments")
     for position, pending in enumerate(run.pending_approvals):
-        _normalize_pending(pending, position)
+        _normalize_pending(pending, f"{at}.pendingApprovals[{position}].arguments")
     if run.steps and run.usage.total == 0:
         run.sync_usage()
     return run
