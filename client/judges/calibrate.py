@@ -86,6 +86,10 @@ def _criterion(row: dict[str, Any], where: str, default: str | None) -> Criterio
         row = {**row, "criteria": default}
     parameters = inspect.signature(builder).parameters
     arguments = {name: row[name] for name in parameters if name in row}
+    for name, parameter in parameters.items():
+        required = parameter.default is inspect.Parameter.empty
+        if required and parameter.kind is not parameter.KEYWORD_ONLY and name not in row:
+            raise ValueError(f"{where}: field {name!r} is required for kind {kind!r}")
     try:
         return builder(**arguments)
     except (TypeError, ValueError) as error:
