@@ -1,0 +1,111 @@
+"""The assertion catalogue: small classes with one ``evaluate(subject)`` method.
+
+Use them on their own against a run (``CalledTool("refund").evaluate(run)``) or through
+the eval context (``ctx.called_tool("refund")``), which evaluates them on the run so far
+and returns a handle with ``soft()``, ``gate()``, ``at_least(t)`` and ``label(s)``.
+Each module's docstring states its rules.
+"""
+
+from .approvals import ToolWasApproved, ToolWasRejected
+from .base import Assertion, AssertionTypeError, run_of, text_of
+from .events import EventNotSeen, EventSeen, EventsInOrder
+from .matchers import (
+    Count,
+    Exact,
+    Matcher,
+    Predicate,
+    Regex,
+    Subset,
+    any_value,
+    at_least,
+    at_most,
+    between,
+    exactly,
+    one_of,
+)
+from .outcome import Failed, Stopped, StopReasonIs, Succeeded
+from .similarity import (
+    Embedder,
+    EmbedderError,
+    EmbeddingSimilarity,
+    HashingEmbedder,
+    OpenAIEmbedder,
+)
+from .steps import MaxSteps, StepCount, TokensAtMost, TotalTokensAtMost
+from .text import (
+    Contains,
+    ContainsAll,
+    ContainsAny,
+    EndsWith,
+    Equals,
+    IsValidJson,
+    LengthBetween,
+    LevenshteinDistance,
+    MatchesJsonSchema,
+    MatchesRegex,
+    StartsWith,
+)
+from .tools import (
+    CalledTool,
+    MaxToolCalls,
+    NoFailedActions,
+    NotCalledTool,
+    ToolOrder,
+    ToolOrderMode,
+    UsedNoTools,
+)
+
+__all__ = [
+    "Assertion",
+    "AssertionTypeError",
+    "CalledTool",
+    "Contains",
+    "ContainsAll",
+    "ContainsAny",
+    "Count",
+    "Embedder",
+    "EmbedderError",
+    "EmbeddingSimilarity",
+    "EndsWith",
+    "Equals",
+    "EventNotSeen",
+    "EventSeen",
+    "EventsInOrder",
+    "Exact",
+    "Failed",
+    "HashingEmbedder",
+    "IsValidJson",
+    "LengthBetween",
+    "LevenshteinDistance",
+    "Matcher",
+    "MatchesJsonSchema",
+    "MatchesRegex",
+    "MaxSteps",
+    "MaxToolCalls",
+    "NoFailedActions",
+    "NotCalledTool",
+    "OpenAIEmbedder",
+    "Predicate",
+    "Regex",
+    "StartsWith",
+    "StepCount",
+    "StopReasonIs",
+    "Stopped",
+    "Subset",
+    "Succeeded",
+    "TokensAtMost",
+    "ToolOrder",
+    "ToolOrderMode",
+    "ToolWasApproved",
+    "ToolWasRejected",
+    "TotalTokensAtMost",
+    "UsedNoTools",
+    "any_value",
+    "at_least",
+    "at_most",
+    "between",
+    "exactly",
+    "one_of",
+    "run_of",
+    "text_of",
+]

@@ -1,0 +1,310 @@
+"""Matchers for tool arguments, results and event data, and count predicates.
+
+Rules:
+
+- A matcher answers ``True`` (matches), ``False`` (does not) or ``None`` (cannot tell,
+  because the value was redacted and the matcher needs it verbatim).
+- A plain value matches by equality, and matches a digest when the digest is that
+  value's digest (:func:`evalport.protocol.matches_digest`). So
+  ``called_tool("refund", args={"order_id": "A1"})`` works on runs redacted by
+  ``TracePolicy.safe()``, which keeps argument keys in clear and digests each value.
+- A mapping given for arguments is a **subset** match: every key given must be present
+  and match, other keys are ignored. :class:`Exact` demands the same key set. Inside the
+  mapping each value may itself be a matcher or a callable (a per-argument matcher).
+- A callable (``lambda args: args["amount"] <= 100``) is a predicate: it needs verbatim
+  data, and on a redacted value it answers ``None``, which the assertion reports as
+  "not evaluable" with a message that says which policy to use. A predicate that raises
+  (say, ``KeyError`` on a call without that key) counts as not matching.
+- Counts: an ``int`` means exactly that many; :func:`at_least`, :func:`at_most`,
+  :func:`between` and :func:`exactly` build the others.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+import msgspec
+from evalport.protocol import is_digest, matches_digest
+
+__all__ = [
+    "VERBATIM_HINT",
+    "AnyValue",
+    "Count",
+    "Equals",
+    "Exact",
+    "Matcher",
+    "OneOf",
+    "Predicate",
+    "Regex",
+    "Subset",
+    "any_value",
+    "as_count",
+    "as_matcher",
+    "at_least",
+    "at_most",
+    "between",
+    "exactly",
+    "has_digest",
+    "one_of",
+]
+
+VERBATIM_HINT: Final = (
+    "needs verbatim data but the run was redacted (digests only); evaluate with "
+    "TracePolicy.verbatim() or allow-list this tool/argument in the trace policy"
+)
+
+
+def has_digest(value: Any) -> bool:
+    """Whether ``value`` is a digest or holds one anywhere inside."""
+    if is_digest(value):
+        return True
+    if type(value) is dict:
+        return any(has_digest(item) for item in value.values())
+    if type(value) is list:
+        return any(has_digest(item) for item in value)
+    return False
+
+
+class Matcher:
+    """Base class: :meth:`match` returns ``True``, ``False`` or ``None`` (cannot tell)."""
+
+    def match(self, value: Any) -> bool | None:
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        return type(self).__name__
+
+
+@dataclass(frozen=True, slots=True)
+class Equals(Matcher):
+    """Equal to ``expected``, or a digest of it."""
+
+    expected: Any
+
+    def match(self, value: Any) -> bool | None:
+        return matches_digest(self.expected, value)
+
+    def describe(self) -> str:
+        return _short(self.expected)
+
+
+@dataclass(frozen=True, slots=True)
+class AnyValue(Matcher):
+    """Present, whatever the value (redacted or not)."""
+
+    def match(self, value: Any) -> bool | None:
+        return True
+
+    def describe(self) -> str:
+        return "<any>"
+
+
+@dataclass(frozen=True, slots=True)
+class OneOf(Matcher):
+    """Equal to one of ``options`` (digests compared by hash)."""
+
+    options: tuple[Any, ...]
+
+    def match(self, value: Any) -> bool | None:
+        return any(matches_digest(option, value) for option in self.options)
+
+    def describe(self) -> str:
+        return "one of " + ", ".join(_short(option) for option in self.options)
+
+
+@dataclass(frozen=True, slots=True)
+class Predicate(Matcher):
+    """A callable over the verbatim value; ``None`` on redacted data."""
+
+    func: Callable[[Any], Any]
+
+    def match(self, value: Any) -> bool | None:
+        if has_digest(value):
+            return None
+        try:
+            return bool(self.func(value))
+        except Exception:  # e.g. a key the predicate expects is absent from this call
+            return False
+
+    def describe(self) -> str:
+        return getattr(self.func, "__name__", "predicate")
+
+
+@dataclass(frozen=True, slots=True)
+class Regex(Matcher):
+    """A string searched with a regular expression (needs verbatim data)."""
+
+    pattern: str
+
+    def match(self, value: Any) -> bool | None:
+        if has_digest(value):
+            return None
+        return isinstance(value, str) and re.search(self.pattern, value) is not None
+
+    def describe(self) -> str:
+        return f"/{self.pattern}/"
+
+
+def _combine(answers: list[bool | None]) -> bool | None:
+    if False in answers:
+        return False
+    if None in answers:
+        return None
+    return True
+
+
+def _as_map(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            decoded = msgspec.json.decode(value)
+        except msgspec.DecodeError:
+            return value
+        return decoded if isinstance(decoded, dict) else value
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Subset(Matcher):
+    """Every given key is present and matches; other keys are ignored."""
+
+    expected: Mapping[str, Any]
+
+    def match(self, value: Any) -> bool | None:
+        value = _as_map(value)
+        if is_digest(value):
+            return None  # the whole map was digested: keys are unknown
+        if not isinstance(value, dict):
+            return False
+        answers: list[bool | None] = []
+        for key, spec in self.expected.items():
+            if key not in value:
+                return False
+            answers.append(as_matcher(spec).match(value[key]))
+        return _combine(answers)
+
+    def describe(self) -> str:
+        return _describe_map(self.expected, "⊆")
+
+
+@dataclass(frozen=True, slots=True)
+class Exact(Matcher):
+    """The same keys, each matching; a map digested whole matches by its own digest."""
+
+    expected: Mapping[str, Any]
+
+    def match(self, value: Any) -> bool | None:
+        value = _as_map(value)
+        if is_digest(value):
+            if any(callable(spec) or isinstance(spec, Matcher) for spec in self.expected.values()):
+                return None
+            return matches_digest(dict(self.expected), value)
+        if not isinstance(value, dict) or set(value) != set(self.expected):
+            return False
+        return Subset(self.expected).match(value)
+
+    def describe(self) -> str:
+        return _describe_map(self.expected, "==")
+
+
+def as_matcher(spec: Any) -> Matcher:
+    """A matcher for ``spec``: matchers as they are, callables as predicates, mappings
+    as subset matches, anything else by equality."""
+    if isinstance(spec, Matcher):
+        return spec
+    if callable(spec):
+        return Predicate(spec)
+    if isinstance(spec, Mapping):
+        return Subset(spec)
+    return Equals(spec)
+
+
+def any_value() -> AnyValue:
+    """Matches any value, redacted or not (the key only has to be present)."""
+    return AnyValue()
+
+
+def one_of(*options: Any) -> OneOf:
+    """Matches a value equal to one of ``options``."""
+    return OneOf(tuple(options))
+
+
+def _short(value: Any) -> str:
+    try:
+        text = msgspec.json.encode(value).decode()
+    except (TypeError, msgspec.EncodeError):
+        text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _describe_map(expected: Mapping[str, Any], relation: str) -> str:
+    parts = []
+    for key, spec in expected.items():
+        shown = (
+            spec.describe()
+            if isinstance(spec, Matcher)
+            else (getattr(spec, "__name__", "predicate") if callable(spec) else _short(spec))
+        )
+        parts.append(f"{key}={shown}")
+    return f"args {relation} {{{', '.join(parts)}}}"
+
+
+# -- counts -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Count:
+    """A predicate over a number of calls: ``low <= n <= high`` (``high`` None = no cap)."""
+
+    low: int = 1
+    high: int | None = None
+
+    def check(self, count: int) -> bool:
+        return count >= self.low and (self.high is None or count <= self.high)
+
+    def describe(self) -> str:
+        if self.high is None:
+            return f"at least {self.low}"
+        if self.low == self.high:
+            return f"exactly {self.low}"
+        if self.low == 0:
+            return f"at most {self.high}"
+        return f"between {self.low} and {self.high}"
+
+
+def exactly(count: int) -> Count:
+    return Count(_non_negative(count), count)
+
+
+def at_least(count: int) -> Count:
+    return Count(_non_negative(count), None)
+
+
+def at_most(count: int) -> Count:
+    return Count(0, _non_negative(count))
+
+
+def between(low: int, high: int) -> Count:
+    """``low`` to ``high`` calls, both included."""
+    if _non_negative(low) > _non_negative(high):
+        raise ValueError(f"between({low}, {high}): low must not exceed high")
+    return Count(low, high)
+
+
+def as_count(spec: int | Count | None, default: Count | None = None) -> Count:
+    """An ``int`` means exactly; ``None`` means ``default`` (at least one)."""
+    if spec is None:
+        return default or Count(1, None)
+    if isinstance(spec, Count):
+        return spec
+    if isinstance(spec, bool) or not isinstance(spec, int):
+        raise TypeError(f"count must be an int or a Count (at_least(...)), got {spec!r}")
+    return exactly(spec)
+
+
+def _non_negative(count: int) -> int:
+    if count < 0:
+        raise ValueError(f"a count cannot be negative, got {count}")
+    return count

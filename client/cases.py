@@ -1,0 +1,199 @@
+"""Cases: plain functions that receive an eval context, declared with ``@eval_case``.
+
+Rules:
+
+- ``@eval_case`` (bare, or with a description and options) marks a function ``f(ctx)``,
+  sync or async, as a case, and returns the function unchanged. Options: ``tags``, a
+  per-case ``judge`` (wins over the suite's), a ``timeout`` in seconds, an
+  ``approval_policy``, an explicit ``id``, and a ``dataset``.
+- With ``dataset=`` the function takes ``f(ctx, row)`` and expands into one case per row;
+  a dataset is a :class:`~evalport.client.datasets.Dataset`, a list of mappings, or a
+  path (relative paths are resolved against the file that defines the function). The
+  description may name row fields (``"refund: {prompt}"``).
+- A case's id is ``<prefix><name>`` where the name is the explicit ``id`` or the
+  function's name, and ``[<row id>]`` is appended per dataset row. Discovery gives the
+  prefix ``<path relative to the root, without .py>::``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, TypeVar, overload
+
+from .conversation import ApprovalPolicy
+from .datasets import Dataset, DatasetRow
+
+__all__ = ["Case", "CaseSpec", "cases_from", "eval_case", "run_trial"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+MARK: Final = "__eval_case__"
+
+
+@dataclass(frozen=True, slots=True)
+class CaseSpec:
+    """What ``@eval_case`` records on a function."""
+
+    description: str | None = None
+    tags: tuple[str, ...] = ()
+    judge: Any = None
+    timeout: float | None = None
+    dataset: Dataset | Sequence[Mapping[str, Any]] | str | Path | None = None
+    id: str | None = None
+    approval_policy: ApprovalPolicy | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    """One runnable case (a dataset row of a function is a case of its own)."""
+
+    id: str
+    func: Callable[..., Any]
+    description: str = ""
+    tags: tuple[str, ...] = ()
+    judge: Any = None
+    timeout: float | None = None
+    row: DatasetRow | None = None
+    source: str = ""
+    approval_policy: ApprovalPolicy | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_async(self) -> bool:
+        return inspect.iscoroutinefunction(self.func)
+
+    def arguments(self, ctx: Any) -> tuple[Any, ...]:
+        """The positional arguments for the case function."""
+        return (ctx,) if self.row is None else (ctx, self.row)
+
+
+@overload
+def eval_case(func: F, /) -> F: ...
+
+
+@overload
+def eval_case(
+    description: str | None = None,
+    /,
+    *,
+    tags: Iterable[str] = (),
+    judge: Any = None,
+    timeout: float | None = None,
+    dataset: Dataset | Sequence[Mapping[str, Any]] | str | Path | None = None,
+    id: str | None = None,
+    approval_policy: ApprovalPolicy | None = None,
+) -> Callable[[F], F]: ...
+
+
+def eval_case(
+    description: Any = None,
+    /,
+    *,
+    tags: Iterable[str] = (),
+    judge: Any = None,
+    timeout: float | None = None,
+    dataset: Dataset | Sequence[Mapping[str, Any]] | str | Path | None = None,
+    id: str | None = None,
+    approval_policy: ApprovalPolicy | None = None,
+) -> Any:
+    """Mark a function as an eval case (see the module rules)."""
+    if callable(description):
+        return eval_case()(description)
+    if isinstance(tags, str):
+        raise TypeError("tags takes a list of strings, e.g. tags=['smoke']")
+    if timeout is not None and timeout <= 0:
+        raise ValueError(f"timeout must be positive, got {timeout}")
+    spec = CaseSpec(
+        description=description,
+        tags=tuple(tags),
+        judge=judge,
+        timeout=timeout,
+        dataset=dataset,
+        id=id,
+        approval_policy=approval_policy,
+    )
+
+    def mark(func: F) -> F:
+        if not callable(func):
+            raise TypeError(f"@eval_case decorates a function, got {type(func).__name__}")
+        setattr(func, MARK, spec)
+        return func
+
+    return mark
+
+
+def spec_of(func: Any) -> CaseSpec | None:
+    spec = getattr(func, MARK, None)
+    return spec if isinstance(spec, CaseSpec) else None
+
+
+def _source(func: Callable[..., Any]) -> str:
+    try:
+        return f"{inspect.getsourcefile(func)}:{inspect.getsourcelines(func)[1]}"
+    except (TypeError, OSError):
+        return getattr(func, "__qualname__", repr(func))
+
+
+def _dataset(spec: CaseSpec, func: Callable[..., Any]) -> Dataset | None:
+    data = spec.dataset
+    if data is None or isinstance(data, Dataset):
+        return data
+    if isinstance(data, str | Path):
+        path = Path(data)
+        if not path.is_absolute():
+            defined_in = inspect.getsourcefile(func)
+            if defined_in:
+                path = Path(defined_in).parent / path
+        return Dataset.load(path)
+    return Dataset.from_list(data, source=f"dataset of {func.__qualname__}")
+
+
+def _describe(template: str, row: DatasetRow | None) -> str:
+    if row is None:
+        return template
+    try:
+        return template.format_map(row.to_dict())
+    except (KeyError, IndexError, ValueError, AttributeError):
+        return template
+
+
+def cases_from(func: Callable[..., Any], *, prefix: str = "") -> list[Case]:
+    """The cases a marked function declares (one per dataset row)."""
+    spec = spec_of(func)
+    if spec is None:
+        raise TypeError(f"{getattr(func, '__qualname__', func)!r} is not marked with @eval_case")
+    name = spec.id or func.__name__
+    doc = inspect.getdoc(func)
+    template = spec.description or (doc.splitlines()[0] if doc else name)
+    base = Case(
+        id=prefix + name,
+        func=func,
+        description=template,
+        tags=spec.tags,
+        judge=spec.judge,
+        timeout=spec.timeout,
+        source=_source(func),
+        approval_policy=spec.approval_policy,
+    )
+    dataset = _dataset(spec, func)
+    if dataset is None:
+        return [base]
+    return [
+        Case(
+            id=f"{base.id}[{row.id}]",
+            func=func,
+            description=_describe(template, row),
+            tags=base.tags,
+            judge=base.judge,
+            timeout=base.timeout,
+            row=row,
+            source=base.source,
+            approval_policy=base.approval_policy,
+        )
+        for row in dataset
+    ]
+
+
+from .trial import run_trial  # noqa: E402  (re-exported: the runner's default trial function)
