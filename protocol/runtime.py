@@ -202,6 +202,7 @@ class AgentSession:
         run.turns += 1
         run.user_messages.append(message)
         run.status = RunStatus.IN_PROGRESS
+        run.reply = ""  # until this turn replies; a suspended turn has none yet
         loop = asyncio.get_running_loop()
         ctx = TurnContext(
             run=run,

@@ -1,0 +1,206 @@
+"""A customer-support agent for an online shop: deterministic rules, real tools, no LLM.
+
+It is the agent the README serves and evaluates::
+
+    EVALPORT_TOKEN=dev-token evalport serve examples/support_agent.py:agent
+
+What it does, turn by turn (state carries across turns of a session):
+
+- finds a customer's orders by e-mail or name (``search_orders``);
+- tells where an order is (``order_status``);
+- handles refunds in two steps: it looks the order up and proposes the refund, then on
+  "yes" it calls ``refund_order``. Refunds above ``REFUND_LIMIT`` are **gated**: the turn
+  suspends until a human approves or rejects the call; on a rejection the agent says it
+  cannot refund and why.
+
+Every session gets its own copy of the order database, so refunds in one evaluation never
+leak into another.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from evalport.protocol import ApprovalRejected, SessionInfo, TurnContext, tool
+
+__all__ = ["ORDERS", "REFUND_LIMIT", "SupportAgent", "agent"]
+
+REFUND_LIMIT: Final = 100.0
+"""Refunds above this amount need a human's approval."""
+
+
+@dataclass
+class Order:
+    id: str
+    customer: str
+    email: str
+    items: list[str]
+    total: float
+    status: str
+    carrier: str | None = None
+    refunded: float = 0.0
+    history: list[str] = field(default_factory=list)
+
+
+ORDERS: Final = {
+    "A1049": Order(
+        "A1049", "Ada Lovelace", "ada@example.com", ["espresso machine"], 349.0, "shipped", "DHL"
+    ),
+    "A1050": Order(
+        "A1050", "Ada Lovelace", "ada@example.com", ["coffee beans 1kg"], 24.5, "delivered", "UPS"
+    ),
+    "A1051": Order(
+        "A1051", "Alan Turing", "alan@example.com", ["milk frother"], 59.0, "processing"
+    ),
+    "123": Order(
+        "123", "Grace Hopper", "grace@example.com", ["grinder", "scale"], 180.0, "delivered", "DPD"
+    ),
+}
+
+_ORDER_ID = re.compile(r"#?\b([A-Z]\d{4}|\d{3,6})\b", re.IGNORECASE)
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+")
+_YES = re.compile(r"^\s*(yes|yep|sure|ok(ay)?|please do|go ahead|do it)\b", re.IGNORECASE)
+_NO = re.compile(r"^\s*(no|nope|don't|do not|cancel that)\b", re.IGNORECASE)
+
+
+class SupportAgent:
+    """One conversation: its own order database and what it is in the middle of."""
+
+    name = "support-agent"
+    version = "1.0.0"
+
+    def __init__(self, session: SessionInfo) -> None:
+        self.session = session
+        self.orders = copy.deepcopy(ORDERS)
+        self.current_order: str | None = None
+        self.proposed_refund: tuple[str, float] | None = None
+
+    # -- tools (recorded in the run by @tool) ------------------------------------------------
+
+    @tool
+    def search_orders(self, query: str) -> list[dict[str, Any]]:
+        """Orders whose id, customer e-mail or customer name matches ``query``."""
+        needle = query.strip().lstrip("#").lower()
+        return [
+            {
+                "order_id": order.id,
+                "customer": order.customer,
+                "total": order.total,
+                "status": order.status,
+            }
+            for order in self.orders.values()
+            if needle in (order.id.lower(), order.email.lower()) or needle in order.customer.lower()
+        ]
+
+    @tool
+    def order_status(self, order_id: str) -> dict[str, Any]:
+        """Status and carrier of one order."""
+        order = self._order(order_id)
+        return {"order_id": order.id, "status": order.status, "carrier": order.carrier}
+
+    @tool(approval=lambda order_id, amount, reason: amount > REFUND_LIMIT)
+    async def refund_order(self, order_id: str, amount: float, reason: str) -> dict[str, Any]:
+        """Refund ``amount`` on an order (gated above ``REFUND_LIMIT``)."""
+        order = self._order(order_id)
+        if amount <= 0 or amount > order.total - order.refunded:
+            raise ValueError(
+                f"cannot refund {amount:.2f} on {order.id}: {order.total - order.refunded:.2f} is refundable"
+            )
+        order.refunded += amount
+        order.history.append(f"refunded {amount:.2f}: {reason}")
+        return {
+            "order_id": order.id,
+            "refunded": amount,
+            "refundable_left": order.total - order.refunded,
+        }
+
+    def _order(self, order_id: str) -> Order:
+        order = self.orders.get(order_id.lstrip("#").upper()) or self.orders.get(
+            order_id.lstrip("#")
+        )
+        if order is None:
+            raise LookupError(f"no order {order_id}")
+        return order
+
+    # -- the turn --------------------------------------------------------------------------------
+
+    async def turn(self, message: str, ctx: TurnContext) -> str:
+        text = message.strip()
+        lowered = text.lower()
+        if self.proposed_refund is not None:
+            if _YES.match(text):
+                return await self._refund(ctx)
+            if _NO.match(text):
+                self.proposed_refund = None
+                return "Alright, I won't refund it. Anything else?"
+        order_id = self._mentioned_order(text)
+        if order_id is not None:
+            self.current_order = order_id
+        if "refund" in lowered or "money back" in lowered:
+            return self._propose_refund(ctx)
+        if any(word in lowered for word in ("where", "status", "track", "shipped", "arrive")):
+            return self._status()
+        email = _EMAIL.search(text)
+        if email or "my orders" in lowered:
+            query = email.group(0) if email else self.session.metadata.get("email", "")
+            return self._list_orders(str(query))
+        if any(word in lowered for word in ("hi", "hello", "hey")):
+            return "Hi! I can find your orders, tell you where they are, and handle refunds."
+        return "I can help with order status and refunds. What is your order number?"
+
+    def _mentioned_order(self, text: str) -> str | None:
+        for match in _ORDER_ID.finditer(text):
+            candidate = match.group(1).upper()
+            if candidate in self.orders:
+                return candidate
+        return None
+
+    def _status(self) -> str:
+        if self.current_order is None:
+            return "Which order do you mean? Please give me its number."
+        status = self.order_status(self.current_order)
+        carrier = f" with {status['carrier']}" if status["carrier"] else ""
+        return f"Order {status['order_id']} is {status['status']}{carrier}."
+
+    def _list_orders(self, query: str) -> str:
+        if not query:
+            return "Please tell me the e-mail address you ordered with."
+        found = self.search_orders(query)
+        if not found:
+            return f"I found no orders for {query}."
+        listed = ", ".join(f"{o['order_id']} ({o['status']}, {o['total']:.2f})" for o in found)
+        return f"I found {len(found)} order(s): {listed}."
+
+    def _propose_refund(self, ctx: TurnContext) -> str:
+        if self.current_order is None:
+            return "I can help with a refund. What is the order number?"
+        found = self.search_orders(self.current_order)
+        if not found:
+            return f"I could not find order {self.current_order}."
+        order = self.orders[found[0]["order_id"]]
+        amount = order.total - order.refunded
+        if amount <= 0:
+            return f"Order {order.id} has already been refunded in full."
+        self.proposed_refund = (order.id, amount)
+        ctx.event("refund.proposed", {"order_id": order.id, "amount": amount})
+        return f"Order {order.id} ({', '.join(order.items)}) came to {amount:.2f}. Shall I refund it in full?"
+
+    async def _refund(self, ctx: TurnContext) -> str:
+        assert self.proposed_refund is not None
+        order_id, amount = self.proposed_refund
+        self.proposed_refund = None
+        try:
+            await self.refund_order(order_id, amount, reason="customer request")
+        except ApprovalRejected as rejected:
+            why = f": {rejected.reason}" if rejected.reason else "."
+            return f"I'm sorry, I cannot refund order {order_id}{why}"
+        except (LookupError, ValueError) as error:
+            return f"I'm sorry, I cannot refund order {order_id}: {error}"
+        return f"Done: I refunded {amount:.2f} on order {order_id}. It reaches your account in 3-5 days."
+
+
+agent = SupportAgent
+"""The agent to serve: a session factory (one :class:`SupportAgent` per session)."""

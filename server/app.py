@@ -1,0 +1,282 @@
+"""The adapter: protocol routes over an agent, to mount in any Starlette or FastAPI app.
+
+Rules:
+
+- :meth:`EvalAdapter.routes` is the primitive: a list of Starlette routes under a prefix,
+  which a host adds to its own routes (``Mount`` works too). :meth:`EvalAdapter.app` wraps
+  them in a standalone Starlette app whose unknown routes and methods are problems too.
+- Nothing depends on a lifespan: state is created with the adapter, expired sessions are
+  purged lazily, so mounting under a host that never sends lifespan events is fine.
+- Every error is ``application/problem+json`` (see :mod:`evalport.server.problems`),
+  produced by the adapter itself, so a host's exception handlers never reformat it.
+  Unexpected failures are a 500 ``internal`` problem with an error id that the log repeats.
+- Requests are decoded strictly: a body that is not JSON is 400, a body of the wrong
+  shape or with unknown fields 422 naming the field's JSON path, a body above
+  ``Limits.max_body_bytes`` 413, a ``Content-Type`` that is not JSON 415.
+- Auth (``token``) is required unless ``token=None`` says the host authenticates.
+  ``/health`` needs the token too unless ``public_health=True``.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Final, TypeVar
+
+from evalport.protocol import (
+    PROBLEM_CONTENT_TYPE,
+    AgentInfo,
+    ApprovalsRequest,
+    CreateSessionRequest,
+    CreateSessionResponse,
+    FieldError,
+    Health,
+    ProblemType,
+    RequestError,
+    TurnRequest,
+    agent_identity,
+    decode_request,
+    encode,
+)
+from evalport.protocol.version import PROTOCOL_VERSION
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from .auth import BearerAuth
+from .limits import Limits
+from .problems import HTTPProblem, problem_response
+from .sessions import Outcome, RunPolicy, SessionManager
+from .stores import SessionStore
+
+__all__ = ["EvalAdapter"]
+
+logger = logging.getLogger("evalport.server")
+
+_JSON: Final = "application/json"
+# Every path takes every common method, so that a wrong one is our 405 problem, not the host's.
+_METHODS: Final = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+_MAX_KEY: Final = 255
+Handler = Callable[[Request], Awaitable[Response]]
+T = TypeVar("T")
+
+
+class EvalAdapter:
+    """Serve ``agent`` (any shape :func:`evalport.protocol.session_factory` accepts)."""
+
+    def __init__(
+        self,
+        agent: object,
+        *,
+        token: str | None,
+        name: str | None = None,
+        version: str | None = None,
+        limits: Limits | None = None,
+        store: SessionStore | None = None,
+        policy: RunPolicy | None = None,
+        public_health: bool = False,
+        approvals: bool = True,
+    ) -> None:
+        self.limits = limits or Limits()
+        self.sessions = SessionManager(agent, limits=self.limits, store=store, policy=policy)
+        self._auth = BearerAuth(token) if token is not None else None
+        self._public_health = public_health
+        self._approvals = approvals
+        identity = agent_identity(agent, name, version)
+        capabilities = ["attach", "delete", "idempotency"]
+        if approvals:
+            capabilities.append("approvals")
+        if policy is not None:
+            capabilities.append("redaction")
+        self._health = encode(
+            Health(
+                status="ok",
+                protocol=PROTOCOL_VERSION,
+                agent=AgentInfo(name=identity.name, version=identity.version),
+                capabilities=capabilities,
+            )
+        )
+
+    # -- assembly --------------------------------------------------------------------------------
+
+    def routes(self, prefix: str = "") -> list[BaseRoute]:
+        """The protocol routes under ``prefix`` (``""`` or ``/path`` without a trailing slash)."""
+        if prefix and (not prefix.startswith("/") or prefix.endswith("/")):
+            raise ValueError(f"prefix must look like '/agent' (or be empty), not {prefix!r}")
+        sessions = f"{prefix}/evals/sessions"
+        session = sessions + "/{session_id}"
+        routes: list[BaseRoute] = [
+            Route(
+                f"{prefix}/health",
+                self._guard({"GET": self._health_endpoint}, public=self._public_health),
+            ),
+            Route(sessions, self._guard({"POST": self._create}), methods=_METHODS),
+            Route(
+                session,
+                self._guard({"GET": self._attach, "DELETE": self._delete}),
+                methods=_METHODS,
+            ),
+            Route(session + "/turns", self._guard({"POST": self._turn}), methods=_METHODS),
+        ]
+        if self._approvals:
+            routes.append(
+                Route(session + "/approvals", self._guard({"POST": self._decide}), methods=_METHODS)
+            )
+        return routes
+
+    def app(self, prefix: str = "") -> Starlette:
+        """A standalone Starlette app serving :meth:`routes`; unknown routes are problems."""
+        return Starlette(
+            routes=self.routes(prefix),
+            exception_handlers={HTTPException: _http_exception},
+        )
+
+    async def aclose(self) -> None:
+        """Close every live session (cancelling suspended turns) and the store."""
+        await self.sessions.aclose()
+
+    # -- plumbing ----------------------------------------------------------------------------------
+
+    def _guard(self, endpoints: dict[str, Handler], *, public: bool = False) -> Handler:
+        """One path's endpoint: method dispatch, auth, and every error as a problem."""
+        auth = None if public else self._auth
+        if "GET" in endpoints:
+            endpoints = {**endpoints, "HEAD": endpoints["GET"]}
+        allow = ", ".join(endpoints)
+
+        async def guarded(request: Request) -> Response:
+            try:
+                if auth is not None:
+                    auth.check(request.headers.get("authorization"))
+                endpoint = endpoints.get(request.method)
+                if endpoint is None:
+                    raise HTTPProblem(
+                        ProblemType.METHOD_NOT_ALLOWED,
+                        f"{request.method} is not allowed here; use {allow}.",
+                        headers={"Allow": allow},
+                    )
+                return await endpoint(request)
+            except HTTPProblem as problem:
+                return problem.response(request.url.path)
+            except Exception:
+                error_id = str(uuid.uuid4())
+                logger.exception(
+                    "internal error %s on %s %s", error_id, request.method, request.url.path
+                )
+                return problem_response(
+                    ProblemType.INTERNAL,
+                    f"The server failed unexpectedly (error id {error_id}).",
+                    instance=request.url.path,
+                )
+
+        return guarded
+
+    async def _body(self, request: Request) -> bytes:
+        limit = self.limits.max_body_bytes
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            raise _too_large(limit)
+        content_type = request.headers.get("content-type")
+        if content_type is not None and not _is_json(content_type):
+            raise HTTPProblem(
+                ProblemType.UNSUPPORTED_MEDIA_TYPE,
+                f"Send application/json, not {content_type.split(';')[0].strip()!r}.",
+            )
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise _too_large(limit)
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    # -- endpoints ---------------------------------------------------------------------------------
+
+    async def _health_endpoint(self, request: Request) -> Response:
+        return Response(self._health, media_type=_JSON)
+
+    async def _create(self, request: Request) -> Response:
+        body = await self._body(request)
+        create = _decode(body, CreateSessionRequest) if body.strip() else CreateSessionRequest()
+        session_id, expires_at = await self.sessions.create(create)
+        location = f"{request.url.path.rstrip('/')}/{session_id}"
+        return Response(
+            encode(CreateSessionResponse(session_id=session_id, expires_at=expires_at)),
+            201,
+            headers={"Location": location},
+            media_type=_JSON,
+        )
+
+    async def _attach(self, request: Request) -> Response:
+        return Response(
+            await self.sessions.attach(request.path_params["session_id"]), media_type=_JSON
+        )
+
+    async def _delete(self, request: Request) -> Response:
+        await self.sessions.delete(request.path_params["session_id"])
+        return Response(status_code=204)
+
+    async def _turn(self, request: Request) -> Response:
+        key = request.headers.get("idempotency-key")
+        if key is not None and not 0 < len(key) <= _MAX_KEY:
+            raise HTTPProblem(
+                ProblemType.INVALID_BODY,
+                f"The Idempotency-Key header must have 1 to {_MAX_KEY} characters.",
+                errors=[FieldError(path="header:Idempotency-Key", message="1 to 255 characters")],
+            )
+        turn = _decode(await self._body(request), TurnRequest)
+        outcome = await self.sessions.turn(request.path_params["session_id"], turn.message, key)
+        return _respond(outcome)
+
+    async def _decide(self, request: Request) -> Response:
+        decide = _decode(await self._body(request), ApprovalsRequest)
+        outcome = await self.sessions.decide(request.path_params["session_id"], decide.decisions)
+        return _respond(outcome)
+
+
+def _respond(outcome: Outcome) -> Response:
+    media_type = PROBLEM_CONTENT_TYPE if outcome.is_problem else _JSON
+    return Response(outcome.body, outcome.status, media_type=media_type)
+
+
+def _decode(body: bytes, kind: type[T]) -> T:
+    try:
+        return decode_request(body, kind)
+    except RequestError as error:
+        errors = None
+        if error.path:
+            message = error.detail.removesuffix(f" at {error.path}").removesuffix(
+                f" - at `{error.path}`"
+            )
+            errors = [FieldError(path=error.path, message=message)]
+        raise HTTPProblem(error.problem_type, error.detail, errors=errors) from None
+
+
+def _is_json(content_type: str) -> bool:
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == _JSON or (media.startswith("application/") and media.endswith("+json"))
+
+
+def _too_large(limit: int) -> HTTPProblem:
+    return HTTPProblem(ProblemType.PAYLOAD_TOO_LARGE, f"The body exceeds {limit} bytes.")
+
+
+_HTTP_PROBLEMS: Final = {404: ProblemType.NOT_FOUND, 405: ProblemType.METHOD_NOT_ALLOWED}
+
+
+async def _http_exception(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    problem_type = _HTTP_PROBLEMS.get(exc.status_code, ProblemType.NOT_FOUND)
+    detail = (
+        "No such route." if exc.status_code == 404 else f"{request.method} is not allowed here."
+    )
+    return problem_response(
+        problem_type,
+        detail,
+        instance=request.url.path,
+        headers=exc.headers,
+    )

@@ -1,0 +1,178 @@
+"""``evalport serve TARGET``: serve an agent over the eval protocol with uvicorn.
+
+Rules:
+
+- ``TARGET`` is ``package.module:attr`` or ``path/to/file.py:attr``; ``attr`` is any agent
+  shape :func:`evalport.protocol.session_factory` accepts (a file's folder goes on
+  ``sys.path`` so that its sibling imports work).
+- The bearer token is read from the environment variable named by ``--token-env``
+  (``EVALPORT_TOKEN`` by default), never from the command line, where ``ps`` would show it.
+  Without a token the server refuses to start, unless ``--insecure-no-auth`` is given
+  **and** the host is a loopback address.
+- Binds ``127.0.0.1`` by default. On SIGTERM or Ctrl-C it stops accepting connections and
+  lets turns in flight finish (up to the turn timeout) before it exits.
+- Exit codes: 0 after a clean shutdown, 2 for a usage or start-up error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import ipaddress
+import os
+import sys
+from pathlib import Path
+from typing import Final
+
+from .app import EvalAdapter
+from .limits import Limits
+
+__all__ = ["add_arguments", "load_target", "main"]
+
+DEFAULT_TOKEN_ENV: Final = "EVALPORT_TOKEN"
+_DEFAULTS: Final = Limits()
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``serve`` options."""
+    parser.add_argument("target", metavar="TARGET", help="module:attr or path/to/file.py:attr")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8765, help="port to bind (default 8765)")
+    parser.add_argument(
+        "--token-env",
+        default=DEFAULT_TOKEN_ENV,
+        metavar="VAR",
+        help=f"environment variable holding the bearer token (default {DEFAULT_TOKEN_ENV})",
+    )
+    parser.add_argument("--prefix", default="", help="path prefix of the routes, e.g. /agent")
+    parser.add_argument(
+        "--insecure-no-auth",
+        action="store_true",
+        help="serve without a token; allowed only on a loopback host",
+    )
+    parser.add_argument("--public-health", action="store_true", help="serve /health without auth")
+    parser.add_argument("--name", help="agent name shown by /health")
+    parser.add_argument("--agent-version", help="agent version shown by /health")
+    parser.add_argument(
+        "--turn-timeout",
+        type=float,
+        default=_DEFAULTS.turn_timeout,
+        help=f"seconds a turn may run (default {_DEFAULTS.turn_timeout:g})",
+    )
+    parser.add_argument(
+        "--session-ttl",
+        type=float,
+        default=_DEFAULTS.session_ttl,
+        help=f"idle seconds before a session expires (default {_DEFAULTS.session_ttl:g})",
+    )
+    parser.add_argument(
+        "--max-sessions",
+        type=int,
+        default=_DEFAULTS.max_sessions,
+        help=f"live sessions at most (default {_DEFAULTS.max_sessions})",
+    )
+    parser.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=_DEFAULTS.max_body_bytes,
+        help=f"largest request body (default {_DEFAULTS.max_body_bytes})",
+    )
+    parser.add_argument("--log-level", default="info", help="uvicorn log level (default info)")
+
+
+def load_target(target: str) -> object:
+    """Import ``module:attr`` or ``path/to/file.py:attr``; raises ``ValueError`` if unusable."""
+    location, sep, attr = target.rpartition(":")
+    if not sep or not location or not attr:
+        raise ValueError(f"TARGET must be module:attr or path/to/file.py:attr, not {target!r}")
+    if location.endswith(".py") or os.sep in location or "/" in location:
+        path = Path(location).resolve()
+        if not path.is_file():
+            raise ValueError(f"no such file: {location}")
+        folder = str(path.parent)
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
+        spec = importlib.util.spec_from_file_location(f"_evalport_target_{path.stem}", path)
+        if spec is None or spec.loader is None:
+            raise ValueError(f"cannot import {location}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+    else:
+        if "" not in sys.path and os.getcwd() not in sys.path:
+            sys.path.insert(0, os.getcwd())
+        try:
+            module = importlib.import_module(location)
+        except ModuleNotFoundError as error:
+            raise ValueError(f"cannot import module {location!r}: {error}") from None
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        raise ValueError(f"{location} has no attribute {attr!r}") from None
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address (or ``localhost``)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _fail(message: str) -> int:
+    print(f"evalport serve: {message}", file=sys.stderr)
+    return 2
+
+
+def main(args: argparse.Namespace) -> int:
+    """Serve until interrupted; returns the exit code."""
+    token = os.environ.get(args.token_env) or None
+    if token is None and not args.insecure_no_auth:
+        return _fail(
+            f"no bearer token: set ${args.token_env} (or pass --token-env VAR); "
+            "--insecure-no-auth serves without one, on a loopback host only"
+        )
+    if token is None and not is_loopback(args.host):
+        return _fail(f"--insecure-no-auth is refused on {args.host}: bind a loopback address")
+    try:
+        limits = Limits(
+            max_body_bytes=args.max_body_bytes,
+            turn_timeout=args.turn_timeout if args.turn_timeout > 0 else None,
+            session_ttl=args.session_ttl,
+            max_sessions=args.max_sessions,
+        )
+        agent = load_target(args.target)
+        adapter = EvalAdapter(
+            agent,
+            token=token,
+            name=args.name,
+            version=args.agent_version,
+            limits=limits,
+            public_health=args.public_health,
+        )
+        app = adapter.app(args.prefix)
+    except (ValueError, TypeError, ImportError) as error:
+        return _fail(str(error))
+
+    import uvicorn
+
+    grace = (limits.turn_timeout or 60.0) + 5.0
+    auth = f"bearer token from ${args.token_env}" if token else "NO AUTH (loopback only)"
+    print(
+        f"evalport serve: {args.target} at http://{args.host}:{args.port}{args.prefix} ({auth})",
+        file=sys.stderr,
+    )
+    config = uvicorn.Config(
+        app,
+        host=args.host,
+        port=args.port,
+        lifespan="off",
+        log_level=args.log_level,
+        timeout_graceful_shutdown=int(grace),
+    )
+    server = uvicorn.Server(config)
+    server.run()
+    return 0 if server.started else 2

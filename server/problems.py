@@ -1,0 +1,118 @@
+"""Problem responses (RFC 9457): every error the adapter returns.
+
+Rules:
+
+- The body is ``application/problem+json`` with a stable ``type`` from
+  :class:`~evalport.protocol.ProblemType`; ``title`` is fixed per type, ``detail`` says
+  what happened in this request. Never a stack trace.
+- Handlers raise :class:`HTTPProblem`; the adapter turns it into a response itself, so a
+  host application's exception handlers are never involved.
+- 503 (and 429) carry ``Retry-After`` both as a header and as ``retryAfter``; 401 carries
+  ``WWW-Authenticate``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+from evalport.protocol import PROBLEM_CONTENT_TYPE, FieldError, Problem, ProblemType, encode
+from starlette.responses import Response
+
+__all__ = ["TITLES", "HTTPProblem", "problem_body", "problem_response"]
+
+TITLES: Final[dict[str, str]] = {
+    ProblemType.MALFORMED_JSON: "Malformed JSON",
+    ProblemType.UNAUTHORIZED: "Unauthorized",
+    ProblemType.NOT_FOUND: "Not found",
+    ProblemType.SESSION_NOT_FOUND: "Session not found",
+    ProblemType.METHOD_NOT_ALLOWED: "Method not allowed",
+    ProblemType.SESSION_BUSY: "Session busy",
+    ProblemType.SESSION_SUSPENDED: "Session suspended",
+    ProblemType.NOT_SUSPENDED: "Not suspended",
+    ProblemType.PAYLOAD_TOO_LARGE: "Payload too large",
+    ProblemType.UNSUPPORTED_MEDIA_TYPE: "Unsupported media type",
+    ProblemType.INVALID_BODY: "Invalid body",
+    ProblemType.IDEMPOTENCY_MISMATCH: "Idempotency key reused",
+    ProblemType.SESSION_LIMIT: "Session limit reached",
+    ProblemType.DRAINING: "Draining",
+    ProblemType.STORE_UNAVAILABLE: "Store unavailable",
+    ProblemType.TURN_TIMEOUT: "Turn timed out",
+    ProblemType.INTERNAL: "Internal error",
+}
+
+
+class HTTPProblem(Exception):
+    """An error response to send, as a problem document."""
+
+    def __init__(
+        self,
+        problem_type: str,
+        detail: str | None = None,
+        *,
+        errors: list[FieldError] | None = None,
+        retry_after: int | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(detail or TITLES.get(problem_type, problem_type))
+        self.problem_type = problem_type
+        self.status = ProblemType.STATUS[problem_type]
+        self.detail = detail
+        self.errors = errors
+        self.retry_after = retry_after
+        self.headers = dict(headers or {})
+
+    def body(self, instance: str | None = None) -> bytes:
+        return problem_body(
+            self.problem_type,
+            self.detail,
+            instance=instance,
+            errors=self.errors,
+            retry_after=self.retry_after,
+        )
+
+    def response(self, instance: str | None = None) -> Response:
+        headers = dict(self.headers)
+        if self.retry_after is not None:
+            headers["Retry-After"] = str(self.retry_after)
+        return Response(
+            self.body(instance), self.status, headers=headers, media_type=PROBLEM_CONTENT_TYPE
+        )
+
+
+def problem_body(
+    problem_type: str,
+    detail: str | None = None,
+    *,
+    instance: str | None = None,
+    errors: list[FieldError] | None = None,
+    retry_after: int | None = None,
+) -> bytes:
+    """The encoded problem document."""
+    return encode(
+        Problem(
+            type=problem_type,
+            title=TITLES.get(problem_type, "Error"),
+            status=ProblemType.STATUS[problem_type],
+            detail=detail,
+            instance=instance,
+            errors=errors,
+            retry_after=retry_after,
+        )
+    )
+
+
+def problem_response(
+    problem_type: str,
+    detail: str | None = None,
+    *,
+    instance: str | None = None,
+    errors: list[FieldError] | None = None,
+    retry_after: int | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> Response:
+    """A problem as a Starlette response."""
+    error = HTTPProblem(
+        problem_type, detail, errors=errors, retry_after=retry_after, headers=headers
+    )
+    return error.response(instance)

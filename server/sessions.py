@@ -1,0 +1,415 @@
+"""Sessions of the adapter: live agents in this process, their records in a store.
+
+Rules:
+
+- Creating a session draws an id with 192 random bits, calls the agent's session factory
+  and stores the session (the store enforces the cap: 503 ``session-limit``).
+- A turn takes the session's lease in the store (409 ``session-busy`` when another turn
+  holds it) and runs as a task of its own: a client that disconnects does not cancel it.
+  The task stores the new run, the idempotency record (when the request had a key) and
+  releases the lease, whatever happens to the request.
+- Idempotency: a repeated key with the same message answers the stored response (or
+  waits for the turn still running under that key) without running the agent again; the
+  same key with another message is 422 ``idempotency-key-reused``. Keys are per session.
+- A turn that times out (504 ``turn-timeout``) leaves the session idle and usable; its run
+  records the turn as ``failed`` with a ``time_limit`` stop signal (attach shows it).
+- A suspended session refuses new turns (409 ``session-suspended``) until its approvals
+  are decided; it still expires with its idle TTL, which cancels the suspended turn.
+- Expired sessions are purged lazily (at most once a second, on any request) and their
+  live agents closed; no background task, so nothing depends on the host's lifespan.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import secrets
+import time
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any, Final, Protocol
+
+import msgspec
+from evalport.protocol import (
+    AgentRun,
+    AgentSession,
+    ApprovalDecision,
+    CreateSessionRequest,
+    DecisionError,
+    FieldError,
+    NotSuspended,
+    ProblemType,
+    RunEnvelope,
+    SessionBusy,
+    SessionClosed,
+    SessionInfo,
+    SessionSuspended,
+    TurnTimeout,
+    encode,
+    session_factory,
+)
+
+from .limits import Limits
+from .problems import HTTPProblem, problem_body
+from .stores import Lease, MemoryStore, SessionStore
+
+__all__ = ["Outcome", "RunPolicy", "SessionManager", "new_session_id"]
+
+logger = logging.getLogger("evalport.server")
+
+_SWEEP_EVERY: Final = 1.0
+_IDLE: Final = "idle"
+_SUSPENDED: Final = "suspended"
+
+
+class RunPolicy(Protocol):
+    """A trace policy, applied to every run before it leaves the service."""
+
+    def apply(self, run: AgentRun) -> AgentRun: ...
+
+
+class Outcome(msgspec.Struct, frozen=True, gc=False):
+    """A finished request's answer: status and body (JSON or problem JSON)."""
+
+    status: int
+    body: bytes
+
+    @property
+    def is_problem(self) -> bool:
+        return self.status >= 400
+
+
+class _Idempotency(msgspec.Struct, frozen=True, gc=False):
+    fingerprint: str
+    status: int
+    body: bytes
+
+
+class _Meta(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
+    case_id: str | None = None
+    description: str | None = None
+    metadata: dict[str, Any] | None = None
+    created_at: str = ""
+
+
+_encode_meta = msgspec.json.Encoder()
+_decode_idempotency = msgspec.json.Decoder(_Idempotency)
+
+
+def new_session_id() -> str:
+    """A session id: 192 random bits, URL-safe."""
+    return secrets.token_urlsafe(24)
+
+
+def _iso(seconds: float) -> str:
+    moment = datetime.fromtimestamp(seconds, UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def fingerprint(message: str) -> str:
+    """What an idempotency key is bound to: the turn's message."""
+    return hashlib.sha256(message.encode()).hexdigest()
+
+
+class _InFlight:
+    __slots__ = ("fingerprint", "task")
+
+    def __init__(self, fingerprint: str, task: asyncio.Task[Outcome]) -> None:
+        self.fingerprint = fingerprint
+        self.task = task
+
+
+class SessionManager:
+    """Live sessions of one adapter over a :class:`SessionStore`."""
+
+    def __init__(
+        self,
+        agent: object,
+        *,
+        limits: Limits,
+        store: SessionStore | None = None,
+        policy: RunPolicy | None = None,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._factory = session_factory(agent)
+        self.limits = limits
+        self.store: SessionStore = store if store is not None else MemoryStore()
+        self.policy = policy
+        self._wall_clock = wall_clock
+        self._live: dict[str, AgentSession] = {}
+        self._inflight: dict[tuple[str, str], _InFlight] = {}
+        self._next_sweep = 0.0
+
+    @property
+    def live_count(self) -> int:
+        """Sessions whose agent lives in this process."""
+        return len(self._live)
+
+    def envelope(self, run: AgentRun) -> bytes:
+        """The response body of a run: ``{"run": ...}``, redacted by the policy if any."""
+        if self.policy is not None:
+            run = self.policy.apply(run)
+        return encode(RunEnvelope(run=run))
+
+    # -- sessions -----------------------------------------------------------------------------
+
+    async def create(self, request: CreateSessionRequest) -> tuple[str, str]:
+        """Open a session; returns its id and ``expiresAt``."""
+        await self.sweep()
+        limits = self.limits
+        session_id = new_session_id()
+        info = SessionInfo(
+            session_id=session_id,
+            case_id=request.case_id,
+            description=request.description,
+            metadata=request.metadata or {},
+        )
+        now = self._wall_clock()
+        meta = _encode_meta.encode(
+            _Meta(
+                case_id=request.case_id,
+                description=request.description,
+                metadata=request.metadata,
+                created_at=_iso(now),
+            )
+        )
+        live = await AgentSession.from_factory(self._factory, info)
+        body = self.envelope(live.run)
+        created = await self.store.create(
+            session_id, meta, body, ttl=limits.session_ttl, limit=limits.max_sessions
+        )
+        if not created:
+            await live.close()
+            raise HTTPProblem(
+                ProblemType.SESSION_LIMIT,
+                f"The server holds its maximum of {limits.max_sessions} live sessions; retry later.",
+                retry_after=limits.retry_after,
+            )
+        self._live[session_id] = live
+        return session_id, _iso(now + limits.session_ttl)
+
+    async def attach(self, session_id: str) -> bytes:
+        """The session's latest accumulated run (renews its TTL)."""
+        await self.sweep()
+        stored = await self.store.read(session_id, ttl=self.limits.session_ttl)
+        if stored is None:
+            await self._forget(session_id)
+            raise _not_found(session_id)
+        return stored.run
+
+    async def delete(self, session_id: str) -> None:
+        """Close the session; a running turn is a 409, a suspended one is cancelled."""
+        token = secrets.token_hex(16)
+        lease = await self.store.acquire(session_id, token, lease=5.0, ttl=self.limits.session_ttl)
+        if lease is Lease.MISSING:
+            await self._forget(session_id)
+            raise _not_found(session_id)
+        if lease is Lease.BUSY:
+            raise HTTPProblem(
+                ProblemType.SESSION_BUSY, "A turn is in flight on this session; delete it after."
+            )
+        await self.store.delete(session_id)
+        await self._forget(session_id)
+
+    async def sweep(self) -> None:
+        """Purge expired sessions and close their agents (at most once a second)."""
+        now = time.monotonic()
+        if now < self._next_sweep:
+            return
+        self._next_sweep = now + _SWEEP_EVERY
+        for session_id in await self.store.purge_expired():
+            await self._forget(session_id)
+
+    async def aclose(self) -> None:
+        """Close every live agent and the store."""
+        for task in [flight.task for flight in self._inflight.values()]:
+            await asyncio.wait({task}, timeout=1.0)
+        for session_id in list(self._live):
+            await self._forget(session_id)
+        await self.store.aclose()
+
+    async def _forget(self, session_id: str) -> None:
+        live = self._live.pop(session_id, None)
+        if live is not None:
+            await live.close()
+
+    def _live_session(self, session_id: str) -> AgentSession:
+        live = self._live.get(session_id)
+        if live is None:
+            raise _not_found(session_id)
+        return live
+
+    # -- turns ----------------------------------------------------------------------------------
+
+    async def turn(self, session_id: str, message: str, key: str | None) -> Outcome:
+        """Run one turn (or replay it by idempotency key)."""
+        await self.sweep()
+        digest = fingerprint(message) if key is not None else ""
+        if key is not None:
+            replay = await self._replay(session_id, key, digest)
+            if replay is not None:
+                return replay
+        live = self._live_session(session_id)
+        if live.suspended:
+            raise _suspended(live)
+        token = await self._acquire(session_id)
+        job = asyncio.get_running_loop().create_task(
+            self._turn_job(session_id, live, message, key, digest, token)
+        )
+        if key is not None:
+            self._inflight[(session_id, key)] = _InFlight(digest, job)
+        return await asyncio.shield(job)
+
+    async def decide(self, session_id: str, decisions: Mapping[str, ApprovalDecision]) -> Outcome:
+        """Answer the pending approvals of a suspended session and resume its turn."""
+        await self.sweep()
+        live = self._live_session(session_id)
+        if not live.suspended:
+            if live.busy:
+                raise HTTPProblem(ProblemType.SESSION_BUSY, "A turn is in flight on this session.")
+            raise HTTPProblem(ProblemType.NOT_SUSPENDED, "The session has no pending approvals.")
+        pending = {approval.call_id for approval in live.run.pending_approvals}
+        missing = sorted(pending - decisions.keys())
+        unknown = sorted(decisions.keys() - pending)
+        if missing or unknown:
+            raise _decision_problem(DecisionError(missing, unknown))
+        token = await self._acquire(session_id)
+        job = asyncio.get_running_loop().create_task(
+            self._decide_job(session_id, live, decisions, token)
+        )
+        return await asyncio.shield(job)
+
+    async def _replay(self, session_id: str, key: str, digest: str) -> Outcome | None:
+        flight = self._inflight.get((session_id, key))
+        if flight is not None:
+            if flight.fingerprint != digest:
+                raise _key_reused()
+            return await asyncio.shield(flight.task)
+        stored = await self.store.get_result(session_id, key)
+        if stored is None:
+            return None
+        record = _decode_idempotency.decode(stored)
+        if record.fingerprint != digest:
+            raise _key_reused()
+        return Outcome(status=record.status, body=record.body)
+
+    async def _acquire(self, session_id: str) -> str:
+        token = secrets.token_hex(16)
+        lease = await self.store.acquire(
+            session_id, token, lease=self.limits.lease_seconds, ttl=self.limits.session_ttl
+        )
+        if lease is Lease.ACQUIRED:
+            return token
+        if lease is Lease.MISSING:
+            await self._forget(session_id)
+            raise _not_found(session_id)
+        raise HTTPProblem(ProblemType.SESSION_BUSY, "A turn is already in flight on this session.")
+
+    async def _turn_job(
+        self,
+        session_id: str,
+        live: AgentSession,
+        message: str,
+        key: str | None,
+        digest: str,
+        token: str,
+    ) -> Outcome:
+        try:
+            outcome = await self._drive(
+                session_id, live, live.send(message, timeout=self.limits.turn_timeout)
+            )
+            if key is not None:
+                record = encode(
+                    _Idempotency(fingerprint=digest, status=outcome.status, body=outcome.body)
+                )
+                await self.store.put_result(
+                    session_id, key, record, keep=self.limits.idempotency_keys
+                )
+            return outcome
+        finally:
+            if key is not None:
+                self._inflight.pop((session_id, key), None)
+            await self.store.release(session_id, token)
+
+    async def _decide_job(
+        self,
+        session_id: str,
+        live: AgentSession,
+        decisions: Mapping[str, ApprovalDecision],
+        token: str,
+    ) -> Outcome:
+        try:
+            return await self._drive(
+                session_id, live, live.decide(decisions, timeout=self.limits.turn_timeout)
+            )
+        finally:
+            await self.store.release(session_id, token)
+
+    async def _drive(self, session_id: str, live: AgentSession, step: Any) -> Outcome:
+        try:
+            run = await step
+        except TurnTimeout as timeout:
+            await self._save(session_id, live, self.envelope(timeout.run))
+            return Outcome(
+                status=504,
+                body=problem_body(
+                    ProblemType.TURN_TIMEOUT,
+                    f"The turn did not finish within {timeout.timeout:g} seconds; "
+                    "it was cancelled and recorded as failed, and the session is usable.",
+                ),
+            )
+        except DecisionError as error:
+            raise _decision_problem(error) from None
+        except SessionSuspended:
+            raise _suspended(live) from None
+        except (SessionBusy, NotSuspended) as error:
+            problem_type = (
+                ProblemType.SESSION_BUSY
+                if isinstance(error, SessionBusy)
+                else ProblemType.NOT_SUSPENDED
+            )
+            raise HTTPProblem(problem_type, str(error)) from None
+        except SessionClosed:
+            raise _not_found(session_id) from None
+        body = self.envelope(run)
+        await self._save(session_id, live, body)
+        return Outcome(status=200, body=body)
+
+    async def _save(self, session_id: str, live: AgentSession, body: bytes) -> None:
+        state = _SUSPENDED if live.suspended else _IDLE
+        await self.store.write(session_id, body, state=state, ttl=self.limits.session_ttl)
+
+
+def _not_found(session_id: str) -> HTTPProblem:
+    return HTTPProblem(
+        ProblemType.SESSION_NOT_FOUND,
+        f"No live session {session_id!r}; it may have expired or been deleted.",
+    )
+
+
+def _suspended(live: AgentSession) -> HTTPProblem:
+    ids = ", ".join(approval.call_id for approval in live.run.pending_approvals)
+    return HTTPProblem(
+        ProblemType.SESSION_SUSPENDED,
+        f"The session waits for approval decisions on {ids}; post them to its approvals first.",
+    )
+
+
+def _key_reused() -> HTTPProblem:
+    return HTTPProblem(
+        ProblemType.IDEMPOTENCY_MISMATCH,
+        "The Idempotency-Key was already used on this session with a different message.",
+        errors=[FieldError(path="$.message", message="differs from the first use of this key")],
+    )
+
+
+def _decision_problem(error: DecisionError) -> HTTPProblem:
+    errors = [
+        FieldError(path=f"$.decisions[{call_id!r}]", message="missing: this call is pending")
+        for call_id in error.missing
+    ] + [
+        FieldError(path=f"$.decisions[{call_id!r}]", message="unknown: no such pending call")
+        for call_id in error.unknown
+    ]
+    return HTTPProblem(ProblemType.INVALID_BODY, str(error), errors=errors)

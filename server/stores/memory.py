@@ -1,0 +1,138 @@
+"""The in-process session store (the default): a dict, a clock and nothing else.
+
+It follows every rule of :mod:`evalport.server.stores.base`. Each coroutine runs to
+completion without awaiting, so every operation is atomic on the event loop. Suitable for
+one process; services with several replicas need a shared store.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from .base import Lease, StoredSession
+
+__all__ = ["MemoryStore"]
+
+
+class _Entry:
+    __slots__ = ("expires", "lease_expires", "lease_token", "meta", "results", "run", "state")
+
+    def __init__(self, meta: bytes, run: bytes, expires: float) -> None:
+        self.meta = meta
+        self.run = run
+        self.state = "idle"
+        self.expires = expires
+        self.lease_token: str | None = None
+        self.lease_expires = 0.0
+        self.results: dict[str, bytes] | None = None
+
+
+class MemoryStore:
+    """Sessions in a dict. ``clock`` (monotonic seconds) is replaceable for tests."""
+
+    def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._entries: dict[str, _Entry] = {}
+
+    def _live(self, session_id: str, now: float) -> _Entry | None:
+        entry = self._entries.get(session_id)
+        if entry is None:
+            return None
+        if entry.expires <= now and not self._leased(entry, now):
+            del self._entries[session_id]
+            return None
+        return entry
+
+    @staticmethod
+    def _leased(entry: _Entry, now: float) -> bool:
+        return entry.lease_token is not None and entry.lease_expires > now
+
+    async def create(
+        self, session_id: str, meta: bytes, run: bytes, *, ttl: float, limit: int
+    ) -> bool:
+        now = self._clock()
+        if len(self._entries) >= limit:
+            self._purge(now)
+            if len(self._entries) >= limit:
+                return False
+        self._entries[session_id] = _Entry(meta, run, now + ttl)
+        return True
+
+    async def read(self, session_id: str, *, ttl: float | None = None) -> StoredSession | None:
+        now = self._clock()
+        entry = self._live(session_id, now)
+        if entry is None:
+            return None
+        if ttl is not None:
+            entry.expires = now + ttl
+        return StoredSession(meta=entry.meta, run=entry.run, state=entry.state)
+
+    async def write(self, session_id: str, run: bytes, *, state: str, ttl: float) -> bool:
+        now = self._clock()
+        entry = self._live(session_id, now)
+        if entry is None:
+            return False
+        entry.run = run
+        entry.state = state
+        entry.expires = now + ttl
+        return True
+
+    async def delete(self, session_id: str) -> bool:
+        return self._entries.pop(session_id, None) is not None
+
+    async def acquire(self, session_id: str, token: str, *, lease: float, ttl: float) -> Lease:
+        now = self._clock()
+        entry = self._live(session_id, now)
+        if entry is None:
+            return Lease.MISSING
+        if self._leased(entry, now):
+            return Lease.BUSY
+        entry.lease_token = token
+        entry.lease_expires = now + lease
+        entry.expires = now + ttl
+        return Lease.ACQUIRED
+
+    async def release(self, session_id: str, token: str) -> None:
+        entry = self._entries.get(session_id)
+        if entry is not None and entry.lease_token == token:
+            entry.lease_token = None
+            entry.expires = max(entry.expires, self._clock())
+
+    async def get_result(self, session_id: str, key: str) -> bytes | None:
+        entry = self._live(session_id, self._clock())
+        if entry is None or entry.results is None:
+            return None
+        return entry.results.get(key)
+
+    async def put_result(self, session_id: str, key: str, record: bytes, *, keep: int) -> None:
+        entry = self._live(session_id, self._clock())
+        if entry is None:
+            return
+        results = entry.results
+        if results is None:
+            results = entry.results = {}
+        results.pop(key, None)
+        results[key] = record
+        while len(results) > keep:
+            del results[next(iter(results))]
+
+    async def count(self) -> int:
+        self._purge(self._clock())
+        return len(self._entries)
+
+    async def purge_expired(self) -> list[str]:
+        return self._purge(self._clock())
+
+    def _purge(self, now: float) -> list[str]:
+        expired = [
+            session_id
+            for session_id, entry in self._entries.items()
+            if entry.expires <= now and not self._leased(entry, now)
+        ]
+        for session_id in expired:
+            del self._entries[session_id]
+        return expired
+
+    async def aclose(self) -> None:
+        self._entries.clear()
