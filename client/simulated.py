@@ -19,7 +19,8 @@ Rules:
   :class:`SimulatedUserError` is raised.
 - The assistant's words are untrusted data: they reach the model inside the same
   random-nonce fences as judge material (:func:`evalport.client.judges.prompts.fence`).
-- :class:`ScriptedUser` is the offline fake: fixed messages, then stop.
+- :class:`ScriptedUser` is the offline fake: fixed messages, then stop
+  (``stop_reason="script_done"``, or ``"max_turns"`` when the cap comes first).
 """
 
 from __future__ import annotations
@@ -87,11 +88,11 @@ class ScriptedUser:
     async def next_message(self, transcript: Sequence[tuple[str, str]]) -> str | None:
         self.calls += 1
         sent = len(_user_turns(transcript))
+        if sent >= len(self.messages):
+            self.stop_reason = "script_done"
+            return None
         if sent >= self.max_turns:
             self.stop_reason = "max_turns"
-            return None
-        if sent >= len(self.messages):
-            self.stop_reason = "goal_met"
             return None
         return self.messages[sent]
 
