@@ -94,7 +94,7 @@ def _now() -> str:
 
 
 def _default_trial_function() -> TrialFunction:
-    from .cases import run_trial
+    from .trial import run_trial
 
     function: TrialFunction = run_trial
     return function
@@ -209,9 +209,12 @@ class Runner:
         if self.cache is not None:
             target = self.cache.wrap(tracking, case_id=case_id, row=_row(case), trial=trial)
         timeout = getattr(case, "timeout", None) or self.options.timeout
+        # The trial function bounds the case itself; this outer bound, a little later,
+        # also covers opening and closing sessions and a trial function that ignores it.
+        hard = None if timeout is None else timeout + min(2.0, 0.5 * timeout)
         started = time.perf_counter()
         try:
-            async with asyncio.timeout(timeout):
+            async with asyncio.timeout(hard):
                 result = await self.trial_function(
                     case,
                     target,

@@ -21,6 +21,10 @@ __all__ = ["COMMANDS", "main"]
 
 COMMANDS: Final[dict[str, tuple[str, str, str]]] = {
     "serve": ("evalport.server.cli", "server", "serve an agent over the eval protocol"),
+    "run": ("evalport.client.cli.run", "client", "run eval cases against a target"),
+    "check": ("evalport.client.cli.check", "client", "check a server's protocol conformance"),
+    "compare": ("evalport.client.cli.compare", "client", "compare two runs' results"),
+    "merge": ("evalport.client.cli.merge", "client", "merge the results of sharded runs"),
     "judge": ("evalport.client.judges.cli", "client", "calibrate judges against human labels"),
 }
 

@@ -1,0 +1,123 @@
+"""Building the target and the judge that ``evalport run`` was told to use.
+
+Rules: ``--target URL`` is an :class:`~evalport.client.http.HttpTarget` whose ``/health``
+is read first (:meth:`PreparedTarget.prepare`): a server that cannot be reached raises
+:class:`TargetUnreachable` (exit 3); a refused token or another protocol version is a
+:class:`~evalport.client.config.ConfigError` (exit 2). ``--local module:attr`` (or
+``path/to/file.py:attr``) is a :class:`~evalport.client.local.LocalTarget` over that
+agent. The token is read from the environment only, never from the command line.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..config import ConfigError, Settings
+from ..errors import AuthFailed, ProtocolError, TargetError, TargetUnavailable
+from ..target import Target
+
+__all__ = ["PreparedTarget", "TargetUnreachable", "build_judge", "build_target", "load_object"]
+
+
+class TargetUnreachable(Exception):
+    """The target could not be reached before the run started."""
+
+
+class PreparedTarget:
+    """A target plus what must happen before (health) and after (closing) the run."""
+
+    def __init__(self, target: Target, *, url: str | None = None) -> None:
+        self.target = target
+        self.url = url
+
+    async def prepare(self) -> None:
+        check = getattr(self.target, "check", None)
+        if self.url is None or check is None:
+            return
+        try:
+            await check()
+        except TargetUnavailable as error:
+            raise TargetUnreachable(f"{self.url} is unreachable: {error}") from None
+        except AuthFailed as error:
+            raise ConfigError(
+                f"{self.url} refused the token ({error}); check --token-env"
+            ) from None
+        except ProtocolError as error:
+            raise ConfigError(f"{self.url} does not speak the evalport protocol: {error}") from None
+        except TargetError as error:
+            raise TargetUnreachable(f"{self.url}/health failed: {error}") from None
+
+    async def aclose(self) -> None:
+        await self.target.aclose()
+
+
+def load_object(spec: str) -> Any:
+    """Import ``module:attr`` or ``path/to/file.py:attr``."""
+    location, sep, attribute = spec.rpartition(":")
+    if not sep or not location or not attribute:
+        raise ConfigError(f"--local {spec!r}: write it as module:attr or path/to/file.py:attr")
+    if location.endswith(".py") or "/" in location or os.sep in location:
+        path = Path(location).resolve()
+        if not path.is_file():
+            raise ConfigError(f"--local {spec!r}: no such file {location}")
+        if str(path.parent) not in sys.path:
+            sys.path.insert(0, str(path.parent))
+        module_spec = importlib.util.spec_from_file_location(f"_evalport_local_{path.stem}", path)
+        if module_spec is None or module_spec.loader is None:
+            raise ConfigError(f"--local {spec!r}: cannot import {location}")
+        module = importlib.util.module_from_spec(module_spec)
+        sys.modules[module_spec.name] = module
+        module_spec.loader.exec_module(module)
+    else:
+        if os.getcwd() not in sys.path:
+            sys.path.insert(0, os.getcwd())
+        try:
+            module = importlib.import_module(location)
+        except ImportError as error:
+            raise ConfigError(f"--local {spec!r}: cannot import {location}: {error}") from None
+    try:
+        return getattr(module, attribute)
+    except AttributeError:
+        raise ConfigError(f"--local {spec!r}: {location} has no attribute {attribute!r}") from None
+
+
+def build_target(settings: Settings) -> PreparedTarget:
+    """The target named by ``--target`` or ``--local``."""
+    if settings.target:
+        from ..http import HttpTarget
+
+        token = None
+        if settings.token_env:
+            token = os.environ.get(settings.token_env)
+            if not token:
+                raise ConfigError(f"--token-env {settings.token_env}: the variable is not set")
+        try:
+            target = HttpTarget(settings.target, token=token)
+        except ValueError as error:
+            raise ConfigError(f"--target: {error}") from None
+        return PreparedTarget(target, url=settings.target)
+    if settings.local:
+        from ..local import LocalTarget
+
+        agent = load_object(settings.local)
+        return PreparedTarget(LocalTarget(agent))
+    raise ConfigError("give --target URL or --local module:attr")
+
+
+def build_judge(settings: Settings) -> Any:
+    """The judge configured under ``[tool.evalport.judge]``, or ``None``."""
+    if not settings.judge.model:
+        return None
+    from ..judges import OpenAIJudge
+
+    options: dict[str, Any] = {"model": settings.judge.model}
+    if settings.judge.base_url:
+        options["base_url"] = settings.judge.base_url
+    if settings.judge.api_key_env:
+        options["api_key_env"] = settings.judge.api_key_env
+    return OpenAIJudge(**options)
