@@ -20,7 +20,7 @@ from typing import Any, Final, TypeVar
 
 import msgspec
 
-from .models import AgentRun, PendingApproval, Step, ToolCall, ToolExecution
+from .models import AgentRun, Step
 from .problems import ProblemType, ProtocolError, RequestError
 
 __all__ = [
@@ -146,33 +146,42 @@ def _arguments(value: dict[str, Any] | str, path: str) -> dict[str, Any]:
     return parsed
 
 
-def _normalize_call(call: ToolCall, path: str) -> None:
-    if not isinstance(call.arguments, dict):
-        call.arguments = _arguments(call.arguments, path)
+# Normalisation runs over every step of every decoded run. The common case (maps already,
+# flags consistent) is one check per item in ``_uniform``; paths are only formatted for a
+# step that needs fixing.
 
 
-def _normalize_execution(execution: ToolExecution, path: str) -> None:
-    if not isinstance(execution.arguments, dict):
-        execution.arguments = _arguments(execution.arguments, path)
-    if execution.error not in (None, "") and not execution.has_error:
-        execution.has_error = True
+def _uniform(step: Step) -> bool:
+    for call in step.requested_tool_calls:
+        if type(call.arguments) is not dict:
+            return False
+    for execution in step.tool_executions:
+        if type(execution.arguments) is not dict:
+            return False
+        if not execution.has_error and execution.error is not None and execution.error != "":
+            return False
+    for message in step.output_messages:
+        for call in message.tool_calls or ():
+            if type(call.arguments) is not dict:
+                return False
+    return not step.errors or step.has_errors
 
 
 def _normalize_step(step: Step, base: str) -> None:
     for index, call in enumerate(step.requested_tool_calls):
-        _normalize_call(call, f"{base}.requestedToolCalls[{index}].arguments")
+        path = f"{base}.requestedToolCalls[{index}].arguments"
+        call.arguments = _arguments(call.arguments, path)
     for index, execution in enumerate(step.tool_executions):
-        _normalize_execution(execution, f"{base}.toolExecutions[{index}].arguments")
+        path = f"{base}.toolExecutions[{index}].arguments"
+        execution.arguments = _arguments(execution.arguments, path)
+        if execution.error is not None and execution.error != "":
+            execution.has_error = True
     for number, message in enumerate(step.output_messages):
         for index, call in enumerate(message.tool_calls or ()):
-            _normalize_call(call, f"{base}.outputMessages[{number}].toolCalls[{index}].arguments")
-    if step.errors and not step.has_errors:
+            path = f"{base}.outputMessages[{number}].toolCalls[{index}].arguments"
+            call.arguments = _arguments(call.arguments, path)
+    if step.errors:
         step.has_errors = True
-
-
-def _normalize_pending(pending: PendingApproval, path: str) -> None:
-    if not isinstance(pending.arguments, dict):
-        pending.arguments = _arguments(pending.arguments, path)
 
 
 def normalize_run(run: AgentRun, at: str = "$") -> AgentRun:
@@ -180,16 +189,20 @@ def normalize_run(run: AgentRun, at: str = "$") -> AgentRun:
 
     ``at`` is the JSON path of the run in its body, for error messages.
     """
-    has_executions = False
     for position, step in enumerate(run.steps):
-        _normalize_step(step, f"{at}.steps[{position}]")
-        has_executions = has_executions or bool(step.tool_executions)
-    if has_executions and not run.tools:
+        if not _uniform(step):
+            _normalize_step(step, f"{at}.steps[{position}]")
+    if not run.tools and any(step.tool_executions for step in run.steps):
         run.sync_tools()
     for index, record in enumerate(run.tools):
-        _normalize_call(record.tool_call, f"{at}.tools[{index}].tool_call.arguments")
+        call = record.tool_call
+        if type(call.arguments) is not dict:
+            path = f"{at}.tools[{index}].tool_call.arguments"
+            call.arguments = _arguments(call.arguments, path)
     for position, pending in enumerate(run.pending_approvals):
-        _normalize_pending(pending, f"{at}.pendingApprovals[{position}].arguments")
+        if type(pending.arguments) is not dict:
+            path = f"{at}.pendingApprovals[{position}].arguments"
+            pending.arguments = _arguments(pending.arguments, path)
     if run.steps and run.usage.total == 0:
         run.sync_usage()
     return run
