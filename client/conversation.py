@@ -8,6 +8,9 @@ Rules:
   decides: a callable ``policy(request, trajectory)`` (sync or async) that receives an
   :class:`ApprovalRequest` and the :class:`~evalport.client.trajectory.Trajectory` so
   far, and returns a decision per pending call id, so decisions can depend on arguments.
+  The arguments are as redacted as the run: with ``TracePolicy.safe()`` they are digests,
+  which ``request.matches(call_id, key=value)`` compares; a policy that must read them
+  needs a verbatim or allow-listing trace policy.
   The context posts them (``Session.decide``) and repeats until nothing is pending.
 - Fail loud: a suspension with no policy set, a policy that leaves a pending id
   undecided, or one that decides an id that is not pending raises
@@ -29,7 +32,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, TypeAlias, runtime_checkable
 
-from evalport.protocol import AgentRun, ApprovalDecision, PendingApproval
+from evalport.protocol import AgentRun, ApprovalDecision, PendingApproval, matches_digest
 
 from .target import Session, Turn
 from .trajectory import Trajectory
@@ -80,6 +83,17 @@ class ApprovalRequest:
             if item.call_id == call_id:
                 return item.arguments
         raise KeyError(f"no pending call {call_id!r}; pending: {self.ids}")
+
+    def matches(self, call_id: str, **expected: Any) -> bool:
+        """Whether call ``call_id``'s arguments hold ``expected`` (digest-aware), e.g.
+        ``request.matches(id, order_id="A1")`` works on redacted runs too."""
+        arguments = self.arguments(call_id)
+        if not isinstance(arguments, Mapping):
+            return False
+        return all(
+            key in arguments and matches_digest(value, arguments[key])
+            for key, value in expected.items()
+        )
 
 
 ApprovalPolicy: TypeAlias = Callable[
