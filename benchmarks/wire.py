@@ -1,8 +1,8 @@
 """Wire benchmark: decode a large accumulated run into typed Structs, and encode it back.
 
-The run has 800 steps (about 750 KB of JSON): every fourth step carries an assistant message; every step a
-requested tool call, its execution with arguments and a result, usage and timestamps, as an
-agent that loops over tools produces them. The benchmark times
+The run has 800 steps (about 850 KB of JSON): every step a requested tool call, its
+execution with arguments and a result, usage and timestamps, every fourth one an assistant
+message too, as an agent that loops over tools produces them. The benchmark times
 
 - ``msgspec.json.decode`` of the bytes into plain builtins (dicts and lists): the baseline;
 - the typed decode into :class:`evalport.protocol.AgentRun` (one ``msgspec`` decoder);
