@@ -1,0 +1,48 @@
+import re
+
+import pytest
+from chromium import chromium_binary, load_page
+from evalport.client.reports import HtmlReporter, html_report
+from report_data import sample_report
+
+
+def test_html_is_self_contained_and_escapes_transcripts():
+    page = html_report(sample_report())
+    assert "<script>alert(1)</script>" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", page)
+    assert "@import" not in page and "url(" not in page
+    for case_id in ("refund_ok", "refund_denied", "lookup", "staging_only", "tone"):
+        assert f"evals/test_support.py::{case_id}" in page
+    assert "lookup_order · 120.0 ms" in page  # tool timeline
+    assert "target tokens: input 100, output 20; judge tokens: 55" in page
+    assert "from the run cache" in page
+
+
+@pytest.mark.skipif(chromium_binary() is None, reason="chromium is not installed (CI installs it)")
+async def test_html_renders_in_headless_chromium_without_console_errors(tmp_path):
+    report = sample_report()
+    path = tmp_path / "report.html"
+    HtmlReporter(path).finish(report)
+    page = await load_page(path)
+    assert page.errors == []
+    assert [
+        line for line in page.console if line.split(":")[0] in ("error", "warning", "assert")
+    ] == []
+    assert page.requests == []
+    for result in report.results:
+        assert result.case_id in page.text
+    assert "transcript" in page.text and "tool timeline" in page.text
+    assert "refund" in page.text and "helpfulness" in page.text
+
+
+@pytest.mark.skipif(chromium_binary() is None, reason="chromium is not installed (CI installs it)")
+async def test_the_chromium_check_catches_console_errors(tmp_path):
+    path = tmp_path / "broken.html"
+    path.write_text(
+        "<!DOCTYPE html><html><body><p>x</p><script>console.error('bad thing');"
+        "undefinedFunction();</script></body></html>"
+    )
+    page = await load_page(path)
+    assert page.console == ["error: bad thing"]
+    assert "undefinedFunction is not defined" in page.errors[0]

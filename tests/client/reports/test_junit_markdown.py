@@ -1,0 +1,72 @@
+import xml.etree.ElementTree as ET
+
+from evalport.client.reports import MarkdownReporter, junit_xml, markdown_summary
+from evalport.client.reports.compare import compare
+from report_data import sample_report
+
+
+def _cases(root):
+    return {element.get("name"): element for element in root.iter("testcase")}
+
+
+def test_junit_has_a_testcase_per_case_with_pass_rates():
+    root = ET.fromstring(junit_xml(sample_report().summary))
+    suite = root.find("testsuite")
+    assert suite.get("tests") == "5" and suite.get("failures") == "1"
+    assert suite.get("errors") == "1" and suite.get("skipped") == "1"
+    cases = _cases(root)
+    assert set(cases) == {"refund_ok", "refund_denied", "lookup", "staging_only", "tone"}
+    assert cases["refund_ok"].get("classname") == "evals.test_support"
+    properties = {p.get("name"): p.get("value") for p in cases["refund_ok"].iter("property")}
+    assert properties["passes"] == "4" and properties["trials"] == "5"
+    assert properties["pass_rate"] == "0.8000" and properties["flaky"] == "true"
+    assert float(properties["wilson_low"]) < 0.8 < float(properties["wilson_high"])
+    assert cases["refund_ok"].find("failure") is None
+    failure = cases["refund_denied"].find("failure")
+    assert failure.get("message") == "2/5 trials passed (needed 4)"
+    assert "reply lacks 'refund'" in failure.text
+    assert cases["lookup"].find("error").get("message") == "ConnectError: refused"
+    assert cases["staging_only"].find("skipped") is not None
+    assert cases["tone"].find("failure") is None  # scored passes unless strict
+    suite_props = {p.get("name"): p.get("value") for p in suite.find("properties")}
+    assert suite_props["agent"] == "support@1.2" and suite_props["cached_trials"] == "1"
+
+
+def test_junit_strict_fails_scored_and_lists_load_errors():
+    summary = sample_report(strict=True).summary
+    summary.load_errors = ["evals/broken.py: SyntaxError: invalid syntax (line 3)"]
+    root = ET.fromstring(junit_xml(summary))
+    suite = root.find("testsuite")
+    assert suite.get("failures") == "2" and suite.get("errors") == "2" and suite.get("tests") == "6"
+    assert _cases(root)["tone"].find("failure").get("type") == "scored"
+    assert _cases(root)["load error"].find("error").get("type") == "load"
+
+
+def test_markdown_summary_table_and_reasons():
+    text = markdown_summary(sample_report().summary)
+    assert "✅ 1 passed · ❌ 1 failed · 💥 1 error · ⏭️ 1 skipped · 🟡 1 scored" in text
+    assert "5 cases, 13 trials, 1 from the run cache" in text
+    assert (
+        "| `evals/test_support.py::refund_ok` | ✅ passed | 4/5 (need 4) | 0.38..0.96 | 1.00 (k=5) | 0.00 | flaky, judge 0.75±0.00 |"
+        in text
+    )
+    assert "- `evals/test_support.py::lookup`: TargetUnavailable: ConnectError: refused" in text
+
+
+def test_markdown_includes_the_baseline_and_appends_to_the_step_summary(tmp_path, monkeypatch):
+    base = sample_report().summary
+    new = sample_report()
+    new.summary.cases[0].verdict = "failed"
+    step = tmp_path / "step.md"
+    step.write_text("# earlier step\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
+    MarkdownReporter(step, baseline=base).finish(new)
+    text = step.read_text()
+    assert text.startswith("# earlier step\n## evalport results")
+    assert "### Compared with the baseline" in text
+    assert "regression evals/test_support.py::refund_ok: passed -> failed" in text
+    other = tmp_path / "summary.md"
+    other.write_text("old")
+    MarkdownReporter(other).finish(new)
+    assert other.read_text().startswith("## evalport results")
+    assert compare(base, new.summary).regressions[0].case_id.endswith("refund_ok")
