@@ -16,6 +16,8 @@ Rules:
   callers then fall back to plain JSON parsing or to the chosen answer alone.
 - A 200 whose body is not a chat completion raises :class:`MalformedAnswer`, which the
   callers count against their bounded retries on malformed output.
+- At most ``concurrency`` requests are in flight per client (judges run in parallel
+  trials; this keeps a local server or a rate limit from being flooded).
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ class ChatClient:
         temperature: float = 0.0,
         params: Mapping[str, str] | None = None,
         auth_header: str = "Authorization",
+        concurrency: int = 8,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         if not model:
@@ -76,6 +79,7 @@ class ChatClient:
         self.auth_header = auth_header
         self.structured_output = True
         self.logprobs = True
+        self._slots = asyncio.Semaphore(max(1, concurrency))
         self._client = httpx.AsyncClient(
             timeout=timeout, transport=transport, params=dict(params or {})
         )
@@ -130,6 +134,17 @@ class ChatClient:
     ) -> ChatCompletion:
         """One completion; see the module rules for retries and fallbacks."""
         headers = self._headers()
+        async with self._slots:
+            return await self._complete(messages, headers, schema, max_tokens, top_logprobs)
+
+    async def _complete(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        headers: Mapping[str, str],
+        schema: Mapping[str, Any] | None,
+        max_tokens: int | None,
+        top_logprobs: int,
+    ) -> ChatCompletion:
         attempt = 0
         while True:
             body = self._body(messages, schema, max_tokens, top_logprobs)

@@ -47,7 +47,7 @@ __all__ = ["DEFAULT_THRESHOLD", "JudgeAssertions", "JudgeExpectation", "JudgeHos
 DEFAULT_THRESHOLD: Final = 0.7
 NO_JUDGE: Final = (
     "no judge configured: pass one to t.judge(judge), set one on the case or the suite, "
-    "or configure EVALPORT_JUDGE_MODEL"
+    "or configure [tool.evalport.judge] model"
 )
 SampleMode = Literal["mean", "majority"]
 
@@ -77,6 +77,11 @@ class _TurnView:
     message: str
     reply: str
     steps: list[Step]
+
+
+def _model(judge: Any) -> str | None:
+    model = getattr(judge, "model", None)
+    return model if isinstance(model, str) else None
 
 
 def _copy(value: Any, kind: Any) -> Any:
@@ -220,7 +225,7 @@ class JudgeExpectation:
             "criterion": self._criterion.name,
             "reason": first.reason,
             "evidence": first.evidence,
-            "model": first.model or judge.model,
+            "model": first.model or _model(judge),
             "cached": all(verdict.cached for verdict in good),
         }
         if len(good) > 1:
@@ -237,7 +242,7 @@ class JudgeExpectation:
         except Exception as error:  # any failure of the judge is reported, never a pass
             message = f"{type(error).__name__}: {error}"
             self._host.record_judge(
-                JudgeRecord(criterion=name, score=None, model=judge.model, error=message)
+                JudgeRecord(criterion=name, score=None, model=_model(judge), error=message)
             )
             return message
         self._host.record_judge(
@@ -245,7 +250,7 @@ class JudgeExpectation:
                 criterion=name,
                 score=verdict.score,
                 reason=verdict.reason,
-                model=verdict.model or judge.model,
+                model=verdict.model or _model(judge),
                 input_tokens=verdict.usage.input_tokens,
                 output_tokens=verdict.usage.output_tokens,
                 cached=verdict.cached,

@@ -60,6 +60,7 @@ class OpenAIJudge:
         cache: JudgeCache | str | os.PathLike[str] | None = None,
         params: Mapping[str, str] | None = None,
         auth_header: str = "Authorization",
+        concurrency: int = 8,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self._chat = ChatClient(
@@ -72,6 +73,7 @@ class OpenAIJudge:
             temperature=temperature,
             params=params,
             auth_header=auth_header,
+            concurrency=concurrency,
             transport=transport,
         )
         self.malformed_retries = malformed_retries

@@ -50,6 +50,7 @@ __all__ = [
 
 CACHE_NONCE: Final = "0" * 16
 _RUNS = re.compile(r"<{3,}|>{3,}")
+_NAME = re.compile(r"[^a-z0-9_]")
 
 VERDICT_SCHEMA: Final[dict[str, Any]] = {
     "type": "object",
@@ -77,9 +78,10 @@ def neutralise(data: str, nonce: str) -> str:
 
 
 def fence(name: str, data: str, nonce: str) -> str:
-    """``data`` inside a fence named ``name`` (``name`` is ours, never data)."""
+    """``data`` inside a fence named ``name`` (reduced to ``[a-z0-9_]``; never data)."""
     body = neutralise(data, nonce)
-    return f'<<<DATA-{nonce} name="{name}">>>\n{body}\n<<<END-{nonce}>>>'
+    label = _NAME.sub("_", name.lower())
+    return f'<<<DATA-{nonce} name="{label}">>>\n{body}\n<<<END-{nonce}>>>'
 
 
 def _system(nonce: str, answer: str) -> str:
@@ -111,7 +113,7 @@ def _materials(request: JudgeRequest, nonce: str) -> list[str]:
         parts.append("The user's input:\n" + fence("input", request.input, nonce))
     if criterion.reference is not None:
         label = criterion.reference_label
-        parts.append(f"The {label}:\n" + fence(label.replace(" ", "_"), criterion.reference, nonce))
+        parts.append(f"The {label}:\n" + fence(label, criterion.reference, nonce))
     if criterion.scope == "trajectory" and request.transcript is not None:
         parts.append(
             "The whole conversation (user and assistant turns, tool calls and their results, "

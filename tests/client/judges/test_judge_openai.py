@@ -248,3 +248,29 @@ def test_judge_config() -> None:
     )
     with pytest.raises(ValueError, match=r"judge: .*modle"):
         JudgeConfig.from_mapping({"model": "m", "modle": "typo"})
+
+
+async def test_concurrency_is_bounded_per_client() -> None:
+    import asyncio
+
+    in_flight = peak = 0
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        await asyncio.sleep(0.01)
+        in_flight -= 1
+        return httpx.Response(200, content=verdict(0.5)["body"])
+
+    judge = OpenAIJudge(
+        "m",
+        base_url="http://judge.test/v1",
+        api_key_env=None,
+        concurrency=2,
+        transport=httpx.MockTransport(handler),
+    )
+    async with judge:
+        results = await asyncio.gather(*(judge.judge(_request(sample=i)) for i in range(6)))
+    assert [r.score for r in results] == [0.5] * 6
+    assert peak == 2
