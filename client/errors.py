@@ -1,0 +1,262 @@
+"""The errors a target raises, and how their texts are kept free of secrets.
+
+Rules:
+
+- Every error a target raises is a :class:`TargetError`; its subclass says what went
+  wrong, so callers branch on the class (or ``status``/``problem_type``), never on text:
+  :class:`TargetUnavailable` (cannot reach it, 5xx, 429/503 after the retries),
+  :class:`AuthFailed` (401/403), :class:`SessionNotFound` (404),
+  :class:`SessionBusy`, :class:`SessionSuspended`, :class:`NotSuspended` (409s, all
+  :class:`SessionConflict`), :class:`TurnTimedOut` (504), :class:`RequestRejected` (any
+  other 4xx) and :class:`ProtocolError` (a response the client cannot use; it is also an
+  :class:`evalport.protocol.ProtocolError`).
+- No secret reaches an error text: a :class:`Secrets` scrubs the token and the values of
+  credential headers from every message, and a body excerpt is shape-only unless the
+  target's trace policy is verbatim (:func:`body_excerpt`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from typing import Any, Final
+
+import httpx
+import msgspec
+from evalport.protocol import Problem, ProblemType
+from evalport.protocol import ProtocolError as _WireProtocolError
+from evalport.protocol.codec import EXCERPT_BYTES
+from evalport.protocol.digest import _shape, compact_json
+
+__all__ = [
+    "AuthFailed",
+    "NotSuspended",
+    "ProtocolError",
+    "RequestRejected",
+    "SessionBusy",
+    "SessionConflict",
+    "SessionNotFound",
+    "SessionSuspended",
+    "TargetError",
+    "TargetUnavailable",
+    "TurnTimedOut",
+    "body_excerpt",
+    "error_for",
+]
+
+_SCRUBBED: Final = "[redacted]"
+
+
+class TargetError(Exception):
+    """Base of every error a target raises.
+
+    ``status`` is the HTTP status (``None`` when no response came), ``problem_type`` the
+    RFC 9457 ``type`` the server sent, ``detail`` its ``detail``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        problem_type: str | None = None,
+        detail: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.problem_type = problem_type
+        self.detail = detail
+
+
+class TargetUnavailable(TargetError):
+    """The target cannot be reached or cannot serve now (after any retries)."""
+
+
+class AuthFailed(TargetError):
+    """The target refused the credentials (401 or 403)."""
+
+
+class SessionNotFound(TargetError):
+    """The session does not exist (any more): unknown, expired or deleted."""
+
+
+class SessionConflict(TargetError):
+    """The session cannot take this call in its current state (409)."""
+
+
+class SessionBusy(SessionConflict):
+    """A turn is already running on the session."""
+
+
+class SessionSuspended(SessionConflict):
+    """The session waits for approval decisions (``Session.decide``) before a new turn."""
+
+
+class NotSuspended(SessionConflict):
+    """Decisions were sent but nothing is pending."""
+
+
+class TurnTimedOut(TargetError):
+    """The agent did not finish the turn within the server's turn timeout (504)."""
+
+
+class RequestRejected(TargetError):
+    """The target refused the request as sent (400, 413, 415, 422, ...)."""
+
+
+class ProtocolError(TargetError, _WireProtocolError):
+    """A response the client cannot use. Names the field; the excerpt is redacted."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        excerpt: str = "",
+        status: int | None = None,
+    ) -> None:
+        text = message if not excerpt else f"{message}; body starts: {excerpt}"
+        TargetError.__init__(self, text, status=status)
+        self.path = path
+        self.excerpt = excerpt
+
+
+class Secrets:
+    """The secrets of one target, and :meth:`scrub` to take them out of a text."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self, values: Iterable[str | None]) -> None:
+        # Longest first, so a secret that contains another is replaced whole.
+        found = {value for value in values if value and len(value) >= 4}
+        self._values = sorted(found, key=len, reverse=True)
+
+    def scrub(self, text: str) -> str:
+        for value in self._values:
+            if value in text:
+                text = text.replace(value, _SCRUBBED)
+        return text
+
+
+# A JSON string literal, and whether a ':' follows it (then it is a key and stays).
+_STRING: Final = re.compile(r'"((?:[^"\\]|\\.)*)"(\s*:)?')
+_NUMBER: Final = re.compile(r"(?<![\w.<])-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
+
+
+def _shape_text(text: str) -> str:
+    """Shape-only form of JSON-like text that may be cut or malformed."""
+
+    def string(match: re.Match[str]) -> str:
+        if match.group(2):
+            return match.group(0)
+        return f'"<string:{len(match.group(1).encode())}>"'
+
+    return _NUMBER.sub("<number>", _STRING.sub(string, text))
+
+
+def body_excerpt(
+    data: bytes, secrets: Secrets, *, verbatim: bool = False, limit: int = EXCERPT_BYTES
+) -> str:
+    """The start of a response body, fit for an error message.
+
+    Unless ``verbatim``, a JSON body shows its shape only: keys stay, every value becomes
+    ``"<string:N>"``, ``"<int>"``... (the preview form of a digest), so a payload the
+    trace policy would digest never leaks through an error. Text that is not JSON (a
+    proxy's HTML page) is shown as it is. Secrets are scrubbed either way.
+    """
+    text: str
+    if verbatim:
+        text = data[:limit].decode(errors="replace")
+    else:
+        try:
+            value = msgspec.json.decode(data)
+        except msgspec.DecodeError:
+            head = data[:limit].decode(errors="replace")
+            text = _shape_text(head) if head.lstrip()[:1] in ("{", "[", '"') else head
+        else:
+            text = compact_json(_shape(value, 0)).decode()[:limit]
+    return secrets.scrub(text)
+
+
+def _said(problem: Problem | None, excerpt: str) -> str:
+    if problem is None:
+        return f"body: {excerpt}" if excerpt else "no body"
+    parts = [part for part in (problem.title, problem.detail) if part]
+    for field_error in problem.errors or ():
+        parts.append(f"at {field_error.path}: {field_error.message}")
+    if not parts and excerpt:
+        parts.append(f"body: {excerpt}")
+    return "; ".join(parts) or "no detail"
+
+
+def _where(location: str | None) -> str:
+    if not location:
+        return "an address it did not give"
+    try:
+        url = httpx.URL(location)
+    except httpx.InvalidURL:
+        return "an invalid address"
+    return str(url.copy_with(username=None, password=None, query=None, fragment=None))
+
+
+def error_for(
+    *,
+    method: str,
+    url: str,
+    status: int,
+    problem: Problem | None,
+    excerpt: str,
+    scrub: Callable[[str], str],
+    location: str | None = None,
+    retry_after: str | None = None,
+    session_id: str | None = None,
+    attempts: int = 1,
+) -> TargetError:
+    """The typed error for a non-2xx answer; every text is passed through ``scrub``."""
+    kind = problem.type if problem is not None and problem.type != "about:blank" else None
+    said = _said(problem, excerpt)
+    head = f"{method} {url} answered {status}"
+    fields: dict[str, Any] = {
+        "status": status,
+        "problem_type": kind,
+        "detail": scrub(problem.detail) if problem is not None and problem.detail else None,
+    }
+    if 300 <= status < 400:
+        return ProtocolError(
+            scrub(
+                f"{head}, a redirect to {_where(location)}; evalport never follows "
+                "redirects, so credentials cannot travel to another address: set base_url "
+                "to the final address"
+            ),
+            status=status,
+        )
+    if status in (401, 403):
+        return AuthFailed(
+            scrub(f"{head}: the target refused the credentials ({said}); check the token"),
+            **fields,
+        )
+    if status == 404:
+        if session_id is not None and kind in (None, ProblemType.SESSION_NOT_FOUND):
+            return SessionNotFound(
+                scrub(f"session {session_id!r} not found (unknown, expired or deleted): {said}"),
+                **fields,
+            )
+        return RequestRejected(
+            scrub(f"{head}: no such route ({said}); is base_url the adapter's address?"),
+            **fields,
+        )
+    if status == 409:
+        conflict: type[SessionConflict] = {
+            ProblemType.SESSION_SUSPENDED: SessionSuspended,
+            ProblemType.NOT_SUSPENDED: NotSuspended,
+        }.get(kind or "", SessionBusy)
+        return conflict(scrub(f"{head}: {said}"), **fields)
+    if status == 504 or kind == ProblemType.TURN_TIMEOUT:
+        return TurnTimedOut(scrub(f"{head}: the turn did not finish in time ({said})"), **fields)
+    if status in (429, 503) or status >= 500:
+        wait = f"; Retry-After: {retry_after}" if retry_after else ""
+        return TargetUnavailable(
+            scrub(f"{head} after {attempts} attempt(s): {said}{wait}"), **fields
+        )
+    return RequestRejected(scrub(f"{head}: {said}"), **fields)

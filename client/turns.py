@@ -1,0 +1,60 @@
+"""What both targets share: a turn cut from two accumulated runs, and decision input.
+
+Rules:
+
+- A turn's index is the run's ``turns`` (as Instructor shows it). A turn's own steps are
+  the steps the accumulated run gained during the call; a server whose runs do not grow
+  step by step falls back to the steps numbered with the turn.
+- A turn answered by ``decide`` is the suspended turn resumed: its message is the user
+  message that started it, its steps those recorded since the decisions.
+- Decisions are :class:`~evalport.protocol.ApprovalDecision` values, or the shorthand
+  ``"approve"`` / ``"reject"`` / ``("reject", reason)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TypeAlias
+
+from evalport.protocol import AgentRun, ApprovalDecision, Step
+
+from .target import Turn
+
+__all__ = ["DecisionInput", "decisions_of", "next_turn"]
+
+DecisionInput: TypeAlias = ApprovalDecision | str | tuple[str, str | None]
+
+
+def _steps_since(previous: AgentRun, run: AgentRun) -> list[Step]:
+    before = len(previous.steps)
+    if len(run.steps) >= before and all(
+        old.id == new.id for old, new in zip(previous.steps, run.steps, strict=False)
+    ):
+        return run.steps[before:]
+    return run.steps_of_turn(run.turns)
+
+
+def next_turn(previous: AgentRun, run: AgentRun, message: str | None = None) -> Turn:
+    """The turn between ``previous`` and ``run``; ``message=None`` for a resumed turn."""
+    index = run.turns
+    if message is None:
+        message = run.user_messages[index - 1] if 0 < index <= len(run.user_messages) else ""
+    return Turn(index=index, message=message, run=run, steps=_steps_since(previous, run))
+
+
+def _decision(call_id: str, value: DecisionInput) -> ApprovalDecision:
+    if isinstance(value, ApprovalDecision):
+        return value
+    verdict, reason = (value, None) if isinstance(value, str) else value
+    if verdict not in ("approve", "reject"):
+        raise ValueError(
+            f"the decision for call {call_id!r} is {verdict!r}; use 'approve' or 'reject'"
+        )
+    return ApprovalDecision(decision="approve" if verdict == "approve" else "reject", reason=reason)
+
+
+def decisions_of(decisions: Mapping[str, DecisionInput]) -> dict[str, ApprovalDecision]:
+    """Decisions as the protocol sends them; an empty mapping is refused."""
+    if not decisions:
+        raise ValueError("decide() needs a decision for every pending call id; none given")
+    return {call_id: _decision(call_id, value) for call_id, value in decisions.items()}
