@@ -7,16 +7,15 @@ from collections.abc import Iterator
 import pytest
 from judge_fake_server import FakeChatServer
 from judge_host import Host
+from support.servers import running_server
 
 
 @pytest.fixture(scope="session")
 def _chat_server() -> Iterator[FakeChatServer]:
     server = FakeChatServer()
-    server.start()
-    try:
+    with running_server(server.app) as url:
+        server.base_url = f"{url}/v1"
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""A small fake OpenAI-compatible chat server (Starlette, served by real uvicorn on loopback).
+"""A small fake OpenAI-compatible chat server (Starlette; the fixture serves it with real
+uvicorn on loopback through ``support.servers.running_server``).
 
 It answers ``POST /v1/chat/completions`` from a script of replies, in order, and keeps
 every request it received. A reply is built with :func:`completion`, :func:`status` or
@@ -8,14 +9,10 @@ makes more calls than it scripted fails loudly.
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from collections import deque
 from typing import Any
 
 import msgspec
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -81,10 +78,7 @@ class FakeChatServer:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.app = Starlette(routes=[Route("/v1/chat/completions", self.chat, methods=["POST"])])
-        self.base_url = ""
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
-        self._socket: socket.socket | None = None
+        self.base_url = ""  # set by the fixture that serves the app
 
     def reset(self, *replies: dict[str, Any]) -> None:
         self.script = deque(replies)
@@ -103,31 +97,3 @@ class FakeChatServer:
             headers=reply["headers"],
             media_type="application/json",
         )
-
-    def start(self) -> None:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.bind(("127.0.0.1", 0))
-        self._socket = sock
-        port = sock.getsockname()[1]
-        config = uvicorn.Config(
-            self.app, log_level="error", lifespan="off", ws="none", http="h11", loop="asyncio"
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [sock]}, daemon=True
-        )
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if time.monotonic() > deadline:
-                raise RuntimeError("fake chat server did not start")
-            time.sleep(0.01)
-        self.base_url = f"http://127.0.0.1:{port}/v1"
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        if self._socket is not None:
-            self._socket.close()
