@@ -7,9 +7,10 @@ Rules:
   alike) and finalizes it when the turn ends.
 - Steps are model steps. :meth:`TurnContext.model_step` starts one (closing the previous);
   requested tool calls, tool executions and usage attach to the open step, and a tool that
-  runs with no open step opens an implicit one. Every execution has a matching requested
-  call in its step (added when the agent did not declare one), so ``tools`` and ``steps``
-  never disagree.
+  runs with no open step opens an implicit one. An execution without a call id takes the
+  first call of the same tool its step requested and nothing executed yet; every execution
+  has a matching requested call in its step (added when the agent did not declare one),
+  and the runtime re-derives ``tools`` from the steps, so the two never disagree.
 - Step, execution and call ids are UUIDs; timestamps are ISO-8601 UTC with milliseconds.
 - Tool arguments and results are stored as JSON values (``msgspec.to_builtins``; values it
   cannot convert are stored as their ``repr``).
@@ -414,6 +415,8 @@ class TurnContext:
     ) -> ToolRun:
         args = _arguments(arguments)
         step = self._current_step()
+        if call_id is None:
+            call_id = _unexecuted_call(step, name)
         if call_id is None or not any(call.id == call_id for call in step.requested_tool_calls):
             call = ToolCall(id=call_id or new_id(), name=name, arguments=args)
             step.requested_tool_calls.append(call)
@@ -511,6 +514,15 @@ class TurnContext:
     def _reopen(self) -> None:
         # The runtime records a timeout into a turn whose agent was cut off.
         self._closed = False
+
+
+def _unexecuted_call(step: Step, name: str) -> str | None:
+    """The first call of ``name`` the step requested that has no execution yet."""
+    executed = {execution.tool_call_id for execution in step.tool_executions}
+    for call in step.requested_tool_calls:
+        if call.name == name and call.id not in executed:
+            return call.id
+    return None
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

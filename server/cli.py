@@ -11,7 +11,8 @@ Rules:
   **and** the host is a loopback address.
 - Binds ``127.0.0.1`` by default. On SIGTERM or Ctrl-C it stops accepting connections and
   lets turns in flight finish (up to the turn timeout) before it exits.
-- Exit codes: 0 after a clean shutdown, 2 for a usage or start-up error.
+- Exit codes: 2 for a usage or start-up error; after a graceful shutdown on a signal the
+  process ends with that signal's status (uvicorn re-raises it), else 0.
 """
 
 from __future__ import annotations
