@@ -127,8 +127,17 @@ def test_wheel_holds_only_the_evalport_namespace(wheel: Path) -> None:
     tops = {name.split("/", 1)[0] for name in names}
     assert tops == {"evalport", "evalport-0.1.0.dist-info"}
     for part in ("protocol", "server", "client"):
-        assert f"evalport/{part}/__init__.py" in names
         assert f"evalport/{part}/py.typed" in names
+    # Every module of the source tree is in the wheel (a package folder missing from
+    # pyproject's [tool.setuptools] packages would silently be left out).
+    for part in ("protocol", "server", "client"):
+        for module in sorted((ROOT / part).rglob("*.py")):
+            if "__pycache__" in module.parts:
+                continue
+            inside = f"evalport/{module.relative_to(ROOT).as_posix()}"
+            assert inside in names, (
+                f"{inside} is not in the wheel: add its package to [tool.setuptools] packages"
+            )
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert (
         "evalport = evalport.protocol.cli:main"
