@@ -74,6 +74,7 @@ class JudgeHost(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class _TurnView:
+    index: int
     message: str
     reply: str
     steps: list[Step]
@@ -99,7 +100,8 @@ class JudgeExpectation:
         turns = list(host.turns)
         self._run: AgentRun = _copy(run, AgentRun)
         self._turns = [
-            _TurnView(turn.message, turn.reply, _copy(turn.steps, list[Step])) for turn in turns
+            _TurnView(turn.index, turn.message, turn.reply, _copy(turn.steps, list[Step]))
+            for turn in turns
         ]
         if turns:
             self._output, self._input = turns[-1].reply, turns[-1].message or None

@@ -67,15 +67,20 @@ def render_transcript(run: AgentRun, turns: Sequence[Any] = ()) -> str:
     """Render ``run`` as a transcript.
 
     ``turns`` are the context's :class:`~evalport.client.target.Turn` objects, when known:
-    they give each turn's message and reply. Without them the run's ``user_messages``
-    and the steps' ``turn`` numbers are used, and the run's reply closes the last turn.
+    they give each turn's message and reply; its steps are read from ``run`` by turn
+    number (complete even for a turn resumed after an approval), else from the turn.
+    Without turns the run's ``user_messages`` and the steps' ``turn`` numbers are used,
+    and the run's reply closes the last turn.
     """
     lines: list[str] = []
     if turns:
+        shown: set[int] = set()
         for turn in turns:
             if turn.message:
                 lines.append(f"USER: {turn.message}")
-            for step in turn.steps:
+            steps = [] if turn.index in shown else run.steps_of_turn(turn.index)
+            shown.add(turn.index)
+            for step in steps or turn.steps:
                 lines += _step_lines(step)
             if turn.reply:
                 lines.append(f"ASSISTANT: {turn.reply}")
