@@ -170,6 +170,13 @@ class JudgeExpectation:
         self._samples, self._mode = n, mode
         return self
 
+    def __repr__(self) -> str:
+        state = "pending" if self._result is None else f"score={self._result.score:.2f}"
+        return (
+            f"<JudgeExpectation {self._criterion.name} {self._severity} "
+            f">= {self._threshold:g} {state}>"
+        )
+
     # -- reading --------------------------------------------------------------------------
     @property
     def criterion(self) -> Criterion:
