@@ -8,6 +8,8 @@ Rules:
 - Runs arrive already redacted by the trace policy. A digest is shown as what it is,
   ``<redacted sha256:1f2e3d4c... 23 bytes, shape {"card":"<string:23>"}>``, never as if it
   were the value; an argument map shows its keys in clear.
+- Payloads longer than 2,000 characters are cut; a transcript longer than ``max_chars``
+  keeps its first third and its last two thirds of the budget, with the cut marked.
 - The transcript is data for the judge; :mod:`.prompts` fences it. Nothing here trusts it.
 """
 
@@ -21,6 +23,7 @@ from evalport.protocol import AgentRun, Step, compact_json, is_digest
 __all__ = ["render_transcript", "render_value"]
 
 _MAX_VALUE_CHARS = 2000
+MAX_TRANSCRIPT_CHARS = 60_000
 
 
 def render_value(value: Any) -> str:
@@ -63,7 +66,9 @@ def _assistant_text(step: Step) -> list[str]:
     return texts
 
 
-def render_transcript(run: AgentRun, turns: Sequence[Any] = ()) -> str:
+def render_transcript(
+    run: AgentRun, turns: Sequence[Any] = (), *, max_chars: int = MAX_TRANSCRIPT_CHARS
+) -> str:
     """Render ``run`` as a transcript.
 
     ``turns`` are the context's :class:`~evalport.client.target.Turn` objects, when known:
@@ -105,4 +110,9 @@ def render_transcript(run: AgentRun, turns: Sequence[Any] = ()) -> str:
     if run.errors:
         lines.append(f"RUN ERRORS: {run.errors}")
     lines.append(f"RUN STATUS: {run.status}")
-    return "\n".join(lines)
+    text = "\n".join(lines)
+    if len(text) <= max_chars:
+        return text
+    head, tail = max_chars // 3, max_chars - max_chars // 3
+    omitted = len(text) - head - tail
+    return f"{text[:head]}\n[... {omitted} characters omitted ...]\n{text[-tail:]}"

@@ -130,3 +130,16 @@ def test_transcript_from_a_run_without_turn_objects() -> None:
         "RUN ERRORS: tool timeout",
         "RUN STATUS: in_progress",
     ]
+
+
+def test_long_transcripts_are_cut_in_the_middle() -> None:
+    run = AgentRun(
+        reply="final", user_messages=[f"message {i} " + "x" * 50 for i in range(100)], turns=100
+    )
+    text = render_transcript(run, max_chars=900)
+    assert text.startswith("USER: message 0 ") and text.endswith("RUN STATUS: pending")
+    assert "characters omitted ...]" in text and len(text) < 1000
+    long_value = render_transcript(
+        AgentRun(steps=[Step(turn=1, tool_executions=[ToolExecution(name="t", result="y" * 5000)])])
+    )
+    assert "... [3000 more chars]" in long_value
