@@ -4,7 +4,7 @@ Rules:
 
 - The server decodes requests **strictly** (:func:`decode_request`): malformed JSON is a
   400 ``malformed-json`` problem, a body of the wrong shape a 422 ``invalid-body`` problem
-  naming the JSON path of the field.
+  naming the JSON path of the field (:func:`~evalport.protocol.paths.error_path`).
 - The client decodes responses **leniently** (:func:`decode_run`, :func:`decode_response`):
   unknown fields are ignored, enumerated values are kept as text, a run may come wrapped as
   ``{"run": ...}`` or bare, tool arguments sent as a JSON string become a map, and a server
@@ -21,6 +21,7 @@ from typing import Any, Final, TypeVar
 import msgspec
 
 from .models import AgentRun, Step
+from .paths import error_path
 from .problems import ProblemType, ProtocolError, RequestError
 
 __all__ = [
@@ -52,36 +53,12 @@ def _decoder(kind: type[T]) -> msgspec.json.Decoder[T]:
     return decoder
 
 
-_FIELD_ERRORS: Final = ("Object missing required field `", "Object contains unknown field `")
-
-
-def _split(error: msgspec.ValidationError) -> tuple[str, str]:
-    """The error text without its location, and the JSON path it is about.
-
-    The path goes down to a missing or unknown field itself.
-
-    msgspec reports ``... - at `$.a.b``` (``$`` alone is left out) and names a missing or
-    unknown field apart; both are joined here: ``$.decisions[...].decision``. Map keys
-    show as ``[...]``, as msgspec writes them.
-    """
-    text = str(error)
-    path = "$"
-    marker = " - at `"
-    if marker in text:
-        text, path = text.rsplit(marker, 1)
-        path = path.rstrip("`")
-    for prefix in _FIELD_ERRORS:
-        if text.startswith(prefix):
-            return text, f"{path}.{text[len(prefix) :].rstrip('`')}"
-    return text, path
-
-
 def decode_request(data: bytes, kind: type[T]) -> T:
     """Decode a request body strictly; raises :class:`RequestError` (400 or 422)."""
     try:
         return _decoder(kind).decode(data)
     except msgspec.ValidationError as error:
-        text, path = _split(error)
+        text, path = error_path(error, data, kind)
         raise RequestError(ProblemType.INVALID_BODY, f"{text} at {path}", path) from None
     except msgspec.DecodeError as error:
         raise RequestError(ProblemType.MALFORMED_JSON, f"Malformed JSON: {error}") from None
@@ -100,7 +77,7 @@ def decode_response(data: bytes, kind: type[T], *, what: str | None = None) -> T
     try:
         return _decoder(kind).decode(data)
     except msgspec.ValidationError as error:
-        text, path = _split(error)
+        text, path = error_path(error, data, kind)
         raise ProtocolError(
             f"unusable {what or kind.__name__} response at {path}: {text}",
             path=path,
