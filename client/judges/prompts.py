@@ -22,6 +22,8 @@ Rules:
   be exactly one JSON object (optionally inside one Markdown code fence); text around it,
   a second object, a missing field or a score outside [0, 1] make the answer malformed.
   A score is never searched for inside free text.
+- The JSON schema sent as ``response_format`` uses only keywords every strict-mode server
+  accepts; the range of the score is checked by :func:`parse_verdict`, not by the schema.
 - Cache keys are computed on the prompt rendered with the fixed nonce :data:`CACHE_NONCE`,
   so equal requests share a cache entry while each real call still gets a fresh nonce.
 """
@@ -57,7 +59,7 @@ VERDICT_SCHEMA: Final[dict[str, Any]] = {
     "properties": {
         "reason": {"type": "string"},
         "evidence": {"type": "array", "items": {"type": "string"}},
-        "score": {"type": "number", "minimum": 0, "maximum": 1},
+        "score": {"type": "number"},
     },
     "required": ["reason", "evidence", "score"],
     "additionalProperties": False,
