@@ -6,9 +6,10 @@ Rules (they hold wherever a policy is applied, on the client or on the server):
   results and error texts, wherever they appear (``steps[].toolExecutions``,
   ``steps[].requestedToolCalls``, the flat ``tools`` list, ``pendingApprovals``, and tool
   calls and tool results inside ``steps[].outputMessages``, which Instructor leaves in
-  clear). It also digests error texts: each line of the run-level ``errors`` string and the
-  ``message`` of every :class:`~evalport.protocol.ErrorInfo`.
-- Names, ids, order, error flags, timings, usage, finish reasons, stop signals, events,
+  clear). It also digests error texts: each line of the run-level ``errors`` string, the
+  ``message`` of every :class:`~evalport.protocol.ErrorInfo`, and the message of a stop
+  signal whose reason is ``error`` (it repeats the error's text).
+- Names, ids, order, error flags, timings, usage, finish reasons, other stop signals, events,
   the user's messages, the reply and the status stay in clear.
 - An argument map keeps its **keys** in clear and digests each value, so an argument
   check still works on a redacted run (:func:`~evalport.protocol.matches_digest`). A map
@@ -41,7 +42,7 @@ from .digest import (
     is_digest,
     matches_digest,
 )
-from .models import AgentRun, Message, Step
+from .models import AgentRun, Message, Step, StopReason, StopSignal
 
 __all__ = ["TracePolicy", "digest_text", "matches_digest_text"]
 
@@ -252,6 +253,12 @@ class _Redactor:
             self.maps[data] = found
         return found
 
+    def stop_signal(self, signal: StopSignal) -> StopSignal:
+        """An ``error`` stop signal's message is the error's text: it is digested too."""
+        if signal.reason != StopReason.ERROR or not signal.message:
+            return signal
+        return _copy(signal, message=digest_text(signal.message, self.preview))
+
     def content_part(self, part: Any, tool_names: dict[str, str]) -> Any:
         """A content block of a message: tool-use and tool-result blocks are redacted."""
         if type(part) is not dict:
@@ -310,6 +317,8 @@ class _Redactor:
                 self.messages(step)
             for info in step.errors:
                 info.message = error(info.message)
+            if step.stop_signal is not None:
+                step.stop_signal = self.stop_signal(step.stop_signal)
         for record in run.tools:
             call = record.tool_call
             if call.name not in tools:
@@ -320,6 +329,8 @@ class _Redactor:
             pending.arguments = arguments(pending.arguments, pending.tool)
         for info in run.error_details:
             info.message = error(info.message)
+        if run.stop_signal is not None:
+            run.stop_signal = self.stop_signal(run.stop_signal)
         if run.errors:
             preview = self.preview
             run.errors = "\n".join(
