@@ -99,8 +99,14 @@ class JudgeExpectation:
         run = host.run
         turns = list(host.turns)
         self._run: AgentRun = _copy(run, AgentRun)
+        trajectory = criterion.scope == "trajectory"  # only then are the steps rendered
         self._turns = [
-            _TurnView(turn.index, turn.message, turn.reply, _copy(turn.steps, list[Step]))
+            _TurnView(
+                turn.index,
+                turn.message,
+                turn.reply,
+                _copy(turn.steps, list[Step]) if trajectory else [],
+            )
             for turn in turns
         ]
         if turns:
