@@ -15,8 +15,8 @@ Rules:
   "stop", "message", "reason"}``), a leading ``User:`` label is dropped, the message is
   cut where it starts writing another role's part (``Assistant:``, ``System:``), and a
   message that repeats an earlier user message (a restart or a loop) is refused.
-  A refused or malformed answer is asked again a bounded number of times, then
-  :class:`SimulatedUserError` is raised.
+  A refused or malformed answer is asked again, saying why, a bounded number of times;
+  then :class:`SimulatedUserError` is raised.
 - The assistant's words are untrusted data: they reach the model inside the same
   random-nonce fences as judge material (:func:`evalport.client.judges.prompts.fence`).
 - :class:`ScriptedUser` is the offline fake: fixed messages, then stop
@@ -51,6 +51,12 @@ _ANSWER_SCHEMA: Final[dict[str, Any]] = {
     "required": ["action", "message", "reason"],
     "additionalProperties": False,
 }
+
+
+_REFUSED: Final = (
+    "Your last answer was refused ({problem}). Write only the user's next message, in "
+    "the user's voice, as one JSON object."
+)
 
 
 class SimulatedUserError(Exception):
@@ -187,9 +193,10 @@ class SimulatedUser:
         problem = ""
         for _ in range(self.malformed_retries + 1):
             try:
-                completion = await self._chat.complete(
-                    self.messages(transcript, new_nonce()), schema=_ANSWER_SCHEMA
-                )
+                messages = self.messages(transcript, new_nonce())
+                if problem:
+                    messages.append({"role": "user", "content": _REFUSED.format(problem=problem)})
+                completion = await self._chat.complete(messages, schema=_ANSWER_SCHEMA)
             except JudgeError as error:
                 if not isinstance(error, MalformedAnswer):
                     raise SimulatedUserError(f"simulated user model failed: {error}") from error

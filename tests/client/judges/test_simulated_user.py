@@ -108,6 +108,8 @@ async def test_restart_and_pure_leak_are_refused_then_error(chat_server: FakeCha
     finally:
         await user.aclose()
     assert len(chat_server.requests) == 3
+    retry = chat_server.requests[1]["messages"]
+    assert len(retry) == 3 and "repeats an earlier user message" in retry[2]["content"]
 
 
 async def test_malformed_then_valid(chat_server: FakeChatServer) -> None:
