@@ -1,0 +1,176 @@
+"""The pytest plugin: evaluate agents from an existing test suite, with the same assertions.
+
+Rules:
+
+- Options (or ini keys of the same name without dashes): ``--evalport-target URL`` or
+  ``--evalport-local module:attr`` names the agent; ``--evalport-token-env VAR`` (default
+  ``EVALPORT_TOKEN``) names the variable holding the bearer token. A test that asks for a
+  fixture while no target is configured is **skipped** with a message saying what to pass.
+- ``evalport_target`` is the target (function-scoped: it lives on the test's event loop).
+- ``evalport`` is an :class:`~evalport.client.context.EvalContext` on a fresh session of
+  that target, the context eval cases receive: ``await evalport.send(...)``, then the same
+  assertion methods. A failed gate fails the test when it ends, with each failure listed.
+  Deferred and judged assertions are resolved at teardown at the latest (a failure there
+  is a teardown error); ``await evalport.verify()`` resolves everything made so far,
+  judges included, inside the test. Nothing passes unverified; the session is closed in
+  every case.
+- ``@pytest.mark.evalport(approval_policy=..., judge=..., strict=...)`` sets those for the
+  test's context. ``strict`` makes failed soft assertions fail too.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from .context import EvalContext
+    from .results import AssertionResult
+
+__all__: list[str] = []
+
+_DEFAULT_TOKEN_ENV = "EVALPORT_TOKEN"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("evalport", "evaluate agents with evalport")
+    group.addoption(
+        "--evalport-target", metavar="URL", help="base URL of the agent's eval protocol"
+    )
+    group.addoption("--evalport-local", metavar="TARGET", help="in-process agent: module:attr")
+    group.addoption("--evalport-token-env", metavar="VAR", help="variable holding the token")
+    parser.addini("evalport_target", "base URL of the agent's eval protocol", default="")
+    parser.addini("evalport_local", "in-process agent: module:attr", default="")
+    parser.addini("evalport_token_env", "variable holding the bearer token", default="")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "evalport(approval_policy=None, judge=None, strict=False): options of the evalport context",
+    )
+
+
+def _setting(config: pytest.Config, name: str) -> str | None:
+    value = config.getoption(f"evalport_{name}") or config.getini(f"evalport_{name}")
+    return str(value) if value else None
+
+
+class _Verification:
+    """The assertions of one test's context, and how many were verified already."""
+
+    def __init__(self, context: EvalContext) -> None:
+        self.context = context
+        self.verified = 0
+
+    def _failure(self, result: AssertionResult) -> str | None:
+        if result.failed_gate or (self.context.strict and result.failed_soft):
+            label = result.label or result.name
+            return f"{label}: {result.message or 'failed'} (score {result.score:.2f})"
+        return None
+
+    async def verify(self) -> None:
+        """Resolve what is pending (judges included); fail the test on failed gates."""
+        pending = self.context.expectations[self.verified :]
+        self.verified += len(pending)
+        failures = [self._failure(await expectation.resolve()) for expectation in pending]
+        _fail([failure for failure in failures if failure])
+
+    def settled_failures(self) -> list[str]:
+        """Failed gates among pending assertions already evaluated (no I/O needed)."""
+        from .handles import AssertionHandle
+
+        failures = []
+        expectations = self.context.expectations
+        while self.verified < len(expectations):
+            handle = expectations[self.verified]
+            if not isinstance(handle, AssertionHandle):
+                break  # a deferred or judged assertion: verified at teardown, in order
+            failure = self._failure(handle.result)
+            if failure:
+                failures.append(failure)
+            self.verified += 1
+        return failures
+
+
+def _fail(failures: list[str]) -> None:
+    if failures:
+        pytest.fail(_message(failures), pytrace=False)
+
+
+def _message(failures: list[str]) -> str:
+    return "evalport assertions failed:\n  " + "\n  ".join(failures)
+
+
+_VERIFICATION = pytest.StashKey[_Verification]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    verification = item.stash.get(_VERIFICATION, None)
+    if verification is not None and report.when == "call" and report.passed:
+        failures = verification.settled_failures()
+        if failures:
+            report.outcome = "failed"
+            report.longrepr = _message(failures)
+    return report
+
+
+@pytest.fixture
+async def evalport_target(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
+    """The configured target; the test is skipped when none is configured."""
+    from .cli.targets import TargetUnreachable, build_target
+    from .config import ConfigError, Settings
+
+    config = request.config
+    url, local = _setting(config, "target"), _setting(config, "local")
+    if not url and not local:
+        pytest.skip(
+            "no evalport target: pass --evalport-target URL or --evalport-local module:attr"
+        )
+    token_env = _setting(config, "token_env")
+    if token_env is None and os.environ.get(_DEFAULT_TOKEN_ENV):
+        token_env = _DEFAULT_TOKEN_ENV  # else: a server without auth (loopback)
+    try:
+        prepared = build_target(Settings(target=url, local=local, token_env=token_env))
+    except ConfigError as error:
+        pytest.fail(f"evalport: {error}", pytrace=False)
+    try:
+        try:
+            await prepared.prepare()
+        except (TargetUnreachable, ConfigError) as error:
+            pytest.fail(f"evalport: {error}", pytrace=False)
+        yield prepared.target
+    finally:
+        await prepared.aclose()
+
+
+@pytest.fixture
+async def evalport(request: pytest.FixtureRequest, evalport_target: Any) -> AsyncIterator[Any]:
+    """An eval context on a fresh session of the configured target."""
+    from .context import EvalContext
+
+    marker = request.node.get_closest_marker("evalport")
+    options = dict(marker.kwargs) if marker is not None else {}
+    session = await evalport_target.open(case_id=request.node.nodeid)
+    context = EvalContext(
+        evalport_target,
+        session,
+        case_id=request.node.nodeid,
+        case_judge=options.get("judge"),
+        strict=bool(options.get("strict", False)),
+        approval_policy=options.get("approval_policy"),
+    )
+    verification = _Verification(context)
+    context.verify = verification.verify  # type: ignore[attr-defined]
+    request.node.stash[_VERIFICATION] = verification
+    try:
+        yield context
+        await verification.verify()  # deferred and judged assertions, at the latest
+    finally:
+        for opened in context.opened:
+            await opened.close()

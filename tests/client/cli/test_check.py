@@ -1,0 +1,103 @@
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+from evalport.client.cli import check
+from evalport.client.cli.check import Unreachable, check_server
+from evalport.server import EvalAdapter
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples"))
+from support_agent import agent
+
+TOKEN = "check-token-0123456789"
+
+
+async def test_the_real_adapter_passes_every_check():
+    app = EvalAdapter(agent, token=TOKEN).app()
+    results = await check_server(
+        "http://adapter/", token=TOKEN, transport=httpx.ASGITransport(app=app)
+    )
+    failed = [f"{r.name}: {r.detail}" for r in results if not r.ok]
+    assert failed == []
+    assert [r.name for r in results] == [
+        "health",
+        "auth",
+        "create",
+        "turn",
+        "second turn",
+        "attach",
+        "malformed JSON",
+        "invalid body",
+        "unknown session",
+        "delete",
+    ]
+    assert results[0].detail == "support-agent 1.0.0"
+
+
+def _broken_app() -> Starlette:
+    async def health(request):
+        return JSONResponse(
+            {"status": "ok", "protocol": "1", "agent": {"name": "x", "version": "1"}}
+        )
+
+    async def create(request):
+        return JSONResponse({"sessionId": "s1"}, status_code=201)
+
+    async def turn(request):
+        try:
+            json.loads(await request.body())
+        except ValueError:
+            return Response("Traceback (most recent call last): ...", status_code=500)
+        run = {"reply": "hi", "status": "done", "turns": 1, "steps": [{"id": "step-1"}]}
+        return JSONResponse({"run": run})
+
+    async def session(request):
+        return JSONResponse({"run": {"reply": "hi", "status": "completed", "turns": 1}})
+
+    return Starlette(
+        routes=[
+            Route("/health", health),
+            Route("/evals/sessions", create, methods=["POST"]),
+            Route("/evals/sessions/{sid}/turns", turn, methods=["POST"]),
+            Route("/evals/sessions/{sid}", session, methods=["GET", "DELETE"]),
+        ]
+    )
+
+
+async def test_a_broken_server_gets_each_failure_named():
+    results = await check_server("http://broken", transport=httpx.ASGITransport(app=_broken_app()))
+    by_name = {r.name: r for r in results}
+    assert by_name["health"].ok and by_name["create"].ok
+    assert not by_name["turn"].ok and "status 'done'" in by_name["turn"].detail
+    assert (
+        not by_name["malformed JSON"].ok
+        and "HTTP 500, expected 400" in by_name["malformed JSON"].detail
+    )
+    assert not by_name["unknown session"].ok
+    assert not by_name["delete"].ok and "HTTP 200, expected 204" in by_name["delete"].detail
+    assert "second turn" not in by_name  # it builds on a valid first turn
+
+
+async def test_unreachable_server_raises():
+    def refuse(request):
+        raise httpx.ConnectError("connection refused", request=request)
+
+    with pytest.raises(Unreachable, match="refused"):
+        await check_server("http://nowhere", transport=httpx.MockTransport(refuse))
+
+
+def test_cli_exit_codes(capsys, monkeypatch):
+    parser = argparse.ArgumentParser()
+    check.add_arguments(parser)
+    args = parser.parse_args(["http://127.0.0.1:9", "--timeout", "2"])
+    assert check.main(args) == 3
+    assert "is unreachable" in capsys.readouterr().err
+    args = parser.parse_args(["http://127.0.0.1:9", "--token-env", "EVALPORT_NO_SUCH_VAR"])
+    monkeypatch.delenv("EVALPORT_NO_SUCH_VAR", raising=False)
+    assert check.main(args) == 2

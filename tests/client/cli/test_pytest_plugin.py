@@ -1,0 +1,86 @@
+"""The pytest plugin, used the way a team uses it: a test file run by pytest in a subprocess
+against the example agent served by real uvicorn on loopback."""
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from evalport.server import EvalAdapter
+from support.servers import running_server
+
+ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT / "examples"))
+from support_agent import agent  # noqa: E402
+
+TOKEN = "plugin-token-0123456789"
+
+SUITE = """
+import pytest
+from evalport.client.conversation import reject_all
+
+
+async def test_status(evalport):
+    await evalport.send("Where is my order A1049?")
+    evalport.contains("shipped")
+    evalport.called_tool("order_status", {"order_id": "A1049"})
+
+
+async def test_wrong_expectation_fails(evalport):
+    await evalport.send("Where is my order A1049?")
+    evalport.contains("delivered")
+
+
+async def test_verify_inside_the_test(evalport):
+    await evalport.send("hello")
+    evalport.contains("nothing like this")
+    await evalport.verify()
+    raise AssertionError("not reached: verify failed the test")
+
+
+@pytest.mark.evalport(approval_policy=reject_all("too expensive"))
+async def test_rejected_refund(evalport):
+    await evalport.converse(["I want a refund for order A1049", "yes"])
+    evalport.contains("cannot refund")
+    evalport.tool_was_rejected("refund_order", {"order_id": "A1049"})
+"""
+
+
+def run_pytest(
+    tmp_path: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "test_agent_evals.py").write_text(textwrap.dedent(SUITE))
+    (tmp_path / "pytest.ini").write_text(
+        "[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=60,
+    )
+
+
+@pytest.mark.e2e
+def test_plugin_runs_evals_against_a_live_server(tmp_path):
+    app = EvalAdapter(agent, token=TOKEN).app()
+    with running_server(app) as url:
+        done = run_pytest(tmp_path, "--evalport-target", url, env={"EVALPORT_TOKEN": TOKEN})
+    output = done.stdout + done.stderr
+    assert "2 failed, 2 passed in" in output, output
+    assert (
+        "contains('delivered'): 'Order A1049 is shipped with DHL.' lacks 'delivered'" in output
+        and "FAILED test_agent_evals.py::test_wrong_expectation_fails" in output
+    )
+    assert "FAILED test_agent_evals.py::test_verify_inside_the_test" in output
+    assert "not reached" not in output
+
+
+def test_without_a_target_the_eval_tests_are_skipped(tmp_path):
+    done = run_pytest(tmp_path, "-rs")
+    assert "4 skipped" in done.stdout, done.stdout + done.stderr
+    assert "pass --evalport-target URL or --evalport-local module:attr" in done.stdout
