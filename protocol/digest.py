@@ -32,11 +32,13 @@ _DIGEST_KEYS: Final = frozenset(("hash", "bytes", "preview"))
 _encode = msgspec.json.encode
 
 
-# msgspec and the standard library differ on two things only: a float in exponent form
-# (msgspec ``1e16``, ``1e-7``; Python ``1e+16``, ``1e-07``) and a non-finite float (msgspec
-# ``null``; Python ``NaN``, ``Infinity``). The pattern finds a number with an exponent after
-# a JSON delimiter; inside a string it can match too, which only costs the slower path.
-_EXPONENT: Final = re.compile(rb'(?:^|[\[:,"])-?[0-9]+(?:\.[0-9]+)?e')
+# msgspec and the standard library differ on floats only. Python writes a float below 1e-4
+# or from 1e16 up in exponent form (``1e-05``, ``1e+16``); msgspec writes the small ones
+# positionally (``0.00001``) and its exponents without ``+`` or padding (``1e16``); and it
+# writes non-finite floats as ``null`` where Python writes ``NaN``/``Infinity``. The pattern
+# finds either msgspec form after a JSON delimiter; inside a string it can match too, which
+# only costs the slower path.
+_DIFFERS: Final = re.compile(rb'(?:^|[\[:,"])-?(?:[0-9]+(?:\.[0-9]+)?e|0\.0000)')
 
 
 def _has_non_finite(value: Any) -> bool:
@@ -60,15 +62,15 @@ def compact_json(value: Any) -> bytes:
     """The compact JSON bytes that digests hash.
 
     Exactly ``json.dumps(value, ensure_ascii=False, separators=(",", ":"))``: msgspec writes
-    it (faster) unless the value holds a float in exponent form or a non-finite float, or
-    has keys msgspec refuses; then the standard library does. Values neither knows natively
-    (Structs, datetimes) are converted with ``msgspec.to_builtins`` first.
+    it (faster) unless the value holds a float that the two write differently (below 1e-4,
+    from 1e16 up, non-finite) or keys msgspec refuses; then the standard library does.
+    Values neither knows natively (Structs, datetimes) go through ``msgspec.to_builtins``.
     """
     try:
         data = _encode(value)
     except (TypeError, msgspec.EncodeError):
         return _standard(value)
-    if _EXPONENT.search(data) or (b"null" in data and _has_non_finite(value)):
+    if _DIFFERS.search(data) or (b"null" in data and _has_non_finite(value)):
         return _standard(value)
     return data
 

@@ -108,6 +108,7 @@ def test_slashes_and_non_ascii_stay_unescaped() -> None:
     [
         *(1e16, 1e-07, 1e22, 1.7976931348623157e308, 5e-324, -0.0, float("nan"), float("inf")),
         *({"1e16": 1e16}, [1.5e300, "x:1e5"], 2**70, {1: "int key"}, {2.5: "float key"}),
+        *(1e-05, -9.99e-05, 1e-4, 0.00012, 1.5e16, 9999999999999998.0, {1e-05: "key"}),
     ],
 )
 def test_compact_json_edge_values(value: Any) -> None:
@@ -118,6 +119,12 @@ def test_compact_json_edge_values(value: Any) -> None:
 @given(JSON)
 def test_compact_json_is_json_dumps_byte_for_byte(value: Any) -> None:
     assert compact_json(value) == reference_json(value)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.floats(), max_size=8))
+def test_compact_json_writes_every_float_as_python_does(values: list[float]) -> None:
+    assert compact_json(values) == reference_json(values)
 
 
 @settings(max_examples=200, deadline=None)
