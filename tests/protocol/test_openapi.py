@@ -28,12 +28,17 @@ import pytest
 import yaml
 from evalport.protocol import (
     ApprovalsRequest,
+    ApprovalState,
     CreateSessionRequest,
     CreateSessionResponse,
+    FinishReason,
     Health,
     Problem,
     ProblemType,
     RunEnvelope,
+    RunStatus,
+    StepType,
+    StopReason,
     TurnRequest,
     decode_request,
     decode_response,
@@ -161,6 +166,24 @@ def test_schemas_match_the_structs() -> None:
     assert problems == []
 
 
+@pytest.mark.parametrize(
+    ("schema", "prop", "known"),
+    [
+        ("AgentRun", "status", RunStatus.ALL),
+        ("Step", "type", StepType.ALL),
+        ("Step", "finishReason", FinishReason.ALL),
+        ("StopSignal", "reason", StopReason.ALL),
+        ("Approval", "state", ApprovalState.ALL),
+    ],
+)
+def test_enumerated_text_fields_list_the_known_values(
+    schema: str, prop: str, known: tuple[str, ...]
+) -> None:
+    node = SCHEMAS[schema]["properties"][prop]
+    enum = node["anyOf"][0]["enum"] if "anyOf" in node else node["enum"]
+    assert tuple(enum) == known
+
+
 def test_comparison_catches_drift() -> None:
     code = _code_components()["TurnRequest"]
     renamed = {**SCHEMAS["TurnRequest"], "properties": {"text": {"type": "string"}}}
@@ -206,7 +229,7 @@ def test_problem_types_statuses_and_headers() -> None:
     documented = {int(status) for status in responses}
     routed = {status for *_, errors in ROUTES.values() for status in errors}
     assert documented == routed
-    # Every problem a route can return is documented, except the two that have no route:
+    # Every problem a route can return is documented, except those that belong to no route:
     # 404 not-found (unknown path), 405 (wrong method) and 500 (a server bug).
     unrouted = {
         ProblemType.NOT_FOUND,
