@@ -19,8 +19,7 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import msgspec
 from evalport.protocol import AgentRun, Event, Usage
@@ -31,9 +30,8 @@ _CACHE_SIZE: Final = 8
 _cache: dict[int, tuple[AgentRun, tuple[Any, ...], Trajectory]] = {}
 
 
-@dataclass(frozen=True, slots=True)
-class TrajectoryToolCall:
-    """One tool call with its outcome and approval state merged in."""
+class TrajectoryToolCall(NamedTuple):
+    """One tool call with its outcome and approval state merged in (immutable)."""
 
     name: str
     arguments: Any
@@ -87,7 +85,7 @@ def _payload(value: Any) -> str:
 class Trajectory:
     """What the agent did in a session, shaped for assertions and judges."""
 
-    __slots__ = ("_by_name", "_calls", "_usage", "run")
+    __slots__ = ("_by_name", "_calls", "_names", "_usage", "run")
 
     def __init__(self, run: AgentRun) -> None:
         self.run = run
@@ -95,27 +93,28 @@ class Trajectory:
             execution.id
             for step in run.steps
             for execution in step.tool_executions
-            if execution.has_error and execution.id
+            if execution.has_error
         }
         calls: list[TrajectoryToolCall] = []
-        seen_call_ids: set[str] = set()
+        seen_call_ids: set[str | None] = set()
+        make = TrajectoryToolCall
         for record in run.tools:
             call = record.tool_call
             approval = record.approval
-            if call.id:
-                seen_call_ids.add(call.id)
+            seen_call_ids.add(call.id)
             calls.append(
-                TrajectoryToolCall(
-                    name=call.name,
-                    arguments=call.arguments,
-                    result=record.result,
-                    error=record.error,
-                    is_error=bool(record.error) or record.id in failed_ids,
-                    call_id=call.id,
-                    id=record.id,
-                    turn=record.turn,
-                    approval=approval.state if approval else None,
-                    approval_reason=approval.reason if approval else None,
+                make(
+                    call.name,
+                    call.arguments,
+                    record.result,
+                    record.error,
+                    bool(record.error) or (record.id in failed_ids),
+                    call.id,
+                    record.id,
+                    record.turn,
+                    True,
+                    approval.state if approval is not None else None,
+                    approval.reason if approval is not None else None,
                 )
             )
         for pending in run.pending_approvals:
@@ -137,6 +136,7 @@ class Trajectory:
             by_name.setdefault(entry.name, []).append(entry)
         self._calls = calls
         self._by_name = by_name
+        self._names: list[str] | None = None
         if run.steps:
             usage = Usage()
             for step in run.steps:
@@ -175,6 +175,13 @@ class Trajectory:
     def all_calls(self) -> list[TrajectoryToolCall]:
         """Every tool call, not copied (read-only by convention)."""
         return self._calls
+
+    @property
+    def call_names(self) -> list[str]:
+        """The names of every call in order (pending ones included); read-only."""
+        if self._names is None:
+            self._names = [call.name for call in self._calls]
+        return self._names
 
     def last_tool_call(self, name: str | None = None) -> TrajectoryToolCall | None:
         calls = self._calls if name is None else self._by_name.get(name, [])

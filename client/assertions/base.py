@@ -84,8 +84,11 @@ class Assertion:
     @property
     def name(self) -> str:
         """How the assertion appears in reports, e.g. ``called_tool(refund)``."""
-        detail = self.describe()
-        return f"{self.kind}({detail})" if detail else self.kind
+        cached: str | None = self.__dict__.get("_name")
+        if cached is None:
+            detail = self.describe()
+            cached = self.__dict__["_name"] = f"{self.kind}({detail})" if detail else self.kind
+        return cached
 
     def describe(self) -> str:
         """The short argument summary shown in :attr:`name`."""

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import msgspec
-from evalport.protocol import is_digest, matches_digest
+from evalport.protocol import digest, is_digest, matches_digest
 
 __all__ = [
     "VERBATIM_HINT",
@@ -78,17 +78,32 @@ class Matcher:
         return type(self).__name__
 
 
-@dataclass(frozen=True, slots=True)
 class Equals(Matcher):
-    """Equal to ``expected``, or a digest of it."""
+    """Equal to ``expected``, or a digest of it (the expected hash is computed once)."""
 
-    expected: Any
+    __slots__ = ("_hash", "expected")
+
+    def __init__(self, expected: Any) -> None:
+        self.expected = expected
+        self._hash: str | None = None
 
     def match(self, value: Any) -> bool | None:
-        return matches_digest(self.expected, value)
+        if type(value) is dict and is_digest(value):
+            if is_digest(self.expected):
+                return bool(self.expected["hash"] == value["hash"])
+            if self._hash is None:
+                self._hash = digest(self.expected)["hash"]
+            return bool(self._hash == value["hash"])
+        return bool(self.expected == value)
 
     def describe(self) -> str:
         return _short(self.expected)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Equals) and other.expected == self.expected
+
+    def __hash__(self) -> int:
+        return hash(repr(self.expected))
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +124,7 @@ class OneOf(Matcher):
     options: tuple[Any, ...]
 
     def match(self, value: Any) -> bool | None:
-        return any(matches_digest(option, value) for option in self.options)
+        return any(Equals(option).match(value) for option in self.options)
 
     def describe(self) -> str:
         return "one of " + ", ".join(_short(option) for option in self.options)
@@ -148,14 +163,6 @@ class Regex(Matcher):
         return f"/{self.pattern}/"
 
 
-def _combine(answers: list[bool | None]) -> bool | None:
-    if False in answers:
-        return False
-    if None in answers:
-        return None
-    return True
-
-
 def _as_map(value: Any) -> Any:
     if isinstance(value, str):
         try:
@@ -166,44 +173,63 @@ def _as_map(value: Any) -> Any:
     return value
 
 
-@dataclass(frozen=True, slots=True)
 class Subset(Matcher):
     """Every given key is present and matches; other keys are ignored."""
 
-    expected: Mapping[str, Any]
+    __slots__ = ("_matchers", "_plain", "expected")
+
+    def __init__(self, expected: Mapping[str, Any]) -> None:
+        self.expected = expected
+        self._matchers = tuple((key, as_matcher(spec)) for key, spec in expected.items())
+        self._plain = all(type(m) is Equals for _, m in self._matchers)
 
     def match(self, value: Any) -> bool | None:
-        value = _as_map(value)
+        if type(value) is not dict:
+            value = _as_map(value)
+            if not isinstance(value, dict):
+                return False
         if is_digest(value):
-            return None  # the whole map was digested: keys are unknown
-        if not isinstance(value, dict):
-            return False
-        answers: list[bool | None] = []
-        for key, spec in self.expected.items():
+            # the whole map was digested: its keys are unknown, unless it is exactly ours
+            if self._plain and matches_digest(dict(self.expected), value):
+                return True
+            return None
+        undecided = False
+        for key, matcher in self._matchers:
             if key not in value:
                 return False
-            answers.append(as_matcher(spec).match(value[key]))
-        return _combine(answers)
+            answer = matcher.match(value[key])
+            if answer is False:
+                return False
+            if answer is None:
+                undecided = True
+        return None if undecided else True
 
     def describe(self) -> str:
         return _describe_map(self.expected, "⊆")
 
 
-@dataclass(frozen=True, slots=True)
 class Exact(Matcher):
     """The same keys, each matching; a map digested whole matches by its own digest."""
 
-    expected: Mapping[str, Any]
+    __slots__ = ("_keys", "_subset", "expected")
+
+    def __init__(self, expected: Mapping[str, Any]) -> None:
+        self.expected = expected
+        self._keys = frozenset(expected)
+        self._subset = Subset(expected)
 
     def match(self, value: Any) -> bool | None:
-        value = _as_map(value)
+        if type(value) is not dict:
+            value = _as_map(value)
+            if not isinstance(value, dict):
+                return False
         if is_digest(value):
             if any(callable(spec) or isinstance(spec, Matcher) for spec in self.expected.values()):
                 return None
             return matches_digest(dict(self.expected), value)
-        if not isinstance(value, dict) or set(value) != set(self.expected):
+        if len(value) != len(self._keys) or not self._keys.issuperset(value):
             return False
-        return Subset(self.expected).match(value)
+        return self._subset.match(value)
 
     def describe(self) -> str:
         return _describe_map(self.expected, "==")

@@ -5,13 +5,23 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-__all__ = ["lcs_length", "multiset_overlap"]
+__all__ = ["is_subsequence", "lcs_length", "multiset_overlap"]
+
+
+def is_subsequence(expected: Sequence[str], actual: Sequence[str]) -> bool:
+    """Whether ``expected`` occurs in ``actual`` in order, gaps allowed (linear time)."""
+    remaining = iter(actual)
+    return all(any(item == other for other in remaining) for item in expected)
 
 
 def lcs_length(expected: Sequence[str], actual: Sequence[str]) -> int:
     """The length of the longest common subsequence (order kept, gaps allowed)."""
     if not expected or not actual:
         return 0
+    if is_subsequence(expected, actual):
+        return len(expected)
+    if is_subsequence(actual, expected):
+        return len(actual)
     previous = [0] * (len(actual) + 1)
     for item in expected:
         current = [0]

@@ -6,8 +6,9 @@ Rules:
   waiting for approval counts; use :mod:`.approvals` to assert on decisions).
 - ``args=`` is a matcher (see :mod:`.matchers`): a mapping is a subset match, ``Exact``
   an exact one, a callable a predicate, and values inside a mapping may be per-argument
-  matchers. ``result=`` works the same on the call's result; ``is_error=`` on its error
-  flag. Plain values match digests of themselves, so all of this works on redacted runs;
+  matchers. ``result=`` matches the call's result *whole* (a plain mapping means equality,
+  because a redacted result is one digest; ``Subset({...})`` matches part of a verbatim
+  one); ``is_error=`` matches its error flag. Plain values match digests of themselves, so all of this works on redacted runs;
   a predicate that needs verbatim data makes the assertion *not evaluable*, with a
   message saying so, unless the calls that could be read already settle it.
 - ``count=`` is exact for an ``int``, else a predicate: ``at_least(n)``, ``at_most(n)``,
@@ -38,7 +39,16 @@ from typing import Any, Final
 from ..results import AssertionResult
 from ..trajectory import Trajectory, TrajectoryToolCall
 from .base import Assertion, run_of
-from .matchers import VERBATIM_HINT, Count, Matcher, _short, as_count, as_matcher, at_most
+from .matchers import (
+    VERBATIM_HINT,
+    Count,
+    Equals,
+    Matcher,
+    _short,
+    as_count,
+    as_matcher,
+    at_most,
+)
 from .sequence import lcs_length, multiset_overlap
 from .steps import budget_score
 
@@ -79,10 +89,16 @@ def match_calls(
     args: Matcher | None = None,
     result: Matcher | None = None,
     is_error: bool | None = None,
+    enough: int | None = None,
 ) -> tuple[int, int]:
-    """``(matched, undecided)``: calls that match, and calls that could not be read."""
+    """``(matched, undecided)``: calls that match, and calls that could not be read.
+
+    With ``enough``, counting stops once that many calls matched.
+    """
     matched = undecided = 0
     for call in calls:
+        if matched == enough:
+            break
         if is_error is not None and call.is_error != is_error:
             continue
         answers = []
@@ -97,6 +113,15 @@ def match_calls(
         else:
             matched += 1
     return matched, undecided
+
+
+def _result_matcher(spec: Any) -> Matcher:
+    """Results are compared whole: a plain mapping means equality, not a subset, because
+    a redacted result is one digest of the whole value. Pass ``Subset({...})`` to match
+    part of a verbatim result."""
+    if isinstance(spec, Matcher) or callable(spec):
+        return as_matcher(spec)
+    return Equals(spec)
 
 
 def _settle(count: Count, matched: int, undecided: int) -> bool | None:
@@ -123,7 +148,7 @@ class CalledTool(Assertion):
     ) -> None:
         self.tool = name
         self.args = None if args is None else as_matcher(args)
-        self.expected_result = None if result is _UNSET else as_matcher(result)
+        self.expected_result = None if result is _UNSET else _result_matcher(result)
         self.is_error = is_error
         self.count = as_count(count)
 
@@ -141,7 +166,11 @@ class CalledTool(Assertion):
 
     def evaluate(self, subject: Any) -> AssertionResult:
         calls = Trajectory.of(run_of(subject, self.kind)).calls_of(self.tool)
-        matched, undecided = match_calls(calls, self.args, self.expected_result, self.is_error)
+        count = self.count
+        enough = count.low if count.high is None else count.high + 1
+        matched, undecided = match_calls(
+            calls, self.args, self.expected_result, self.is_error, enough
+        )
         verdict = _settle(self.count, matched, undecided)
         context = {"calls": len(calls), "matched": matched, "undecided": undecided}
         if verdict is None:
@@ -174,7 +203,7 @@ class NotCalledTool(Assertion):
 
     def evaluate(self, subject: Any) -> AssertionResult:
         calls = Trajectory.of(run_of(subject, self.kind)).calls_of(self.tool)
-        matched, undecided = match_calls(calls, self.args)
+        matched, undecided = match_calls(calls, self.args, enough=1)
         verdict = _settle(at_most(0), matched, undecided)
         if verdict is None:
             return self.not_evaluable(f"calls of {self.tool!r}: the matcher {VERBATIM_HINT}")
@@ -186,8 +215,10 @@ class UsedNoTools(Assertion):
     kind = "used_no_tools"
 
     def evaluate(self, subject: Any) -> AssertionResult:
-        names = [call.name for call in Trajectory.of(run_of(subject, self.kind)).all_calls]
-        return self.result(not names, f"tools were called: {names!r}" if names else "")
+        calls = Trajectory.of(run_of(subject, self.kind)).all_calls
+        if not calls:
+            return self.result(True)
+        return self.result(False, f"tools were called: {[call.name for call in calls][:20]!r}")
 
 
 class MaxToolCalls(Assertion):
@@ -241,7 +272,7 @@ class ToolOrder(Assertion):
         return f"{self.mode}: {' > '.join(self.names)}"
 
     def evaluate(self, subject: Any) -> AssertionResult:
-        actual = [call.name for call in Trajectory.of(run_of(subject, self.kind)).all_calls]
+        actual = Trajectory.of(run_of(subject, self.kind)).call_names
         expected = self.names
         mode = self.mode
         if mode == ToolOrderMode.STRICT:

@@ -80,6 +80,21 @@ def test_result_and_error_matchers(run) -> None:
     assert not CalledTool("notify", is_error=True).evaluate(run).passed
 
 
+@pytest.mark.parametrize("run", RUNS, ids=IDS)
+def test_results_compare_whole_values(run) -> None:
+    expected = {"status": "delivered", "total": 40}
+    assert CalledTool("lookup_order", result=expected).evaluate(run).passed
+    assert not CalledTool("lookup_order", result={"status": "delivered"}).evaluate(run).passed
+
+
+def test_subset_of_a_result_needs_it_verbatim() -> None:
+    from evalport.client.assertions import Subset
+
+    partial = CalledTool("lookup_order", result=Subset({"status": "delivered"}))
+    assert partial.evaluate(RUN).passed
+    assert not partial.evaluate(redacted(RUN)).evaluated
+
+
 def test_callable_predicates_on_verbatim_runs() -> None:
     assert CalledTool("refund", lambda a: a["amount"] <= 100).evaluate(RUN).passed
     assert not CalledTool("refund", lambda a: a["amount"] > 100).evaluate(RUN).passed
