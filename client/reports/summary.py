@@ -39,7 +39,7 @@ __all__ = [
 SCHEMA = "evalport.run/1"
 
 
-class Provenance(msgspec.Struct, kw_only=True, omit_defaults=True):
+class Provenance(msgspec.Struct, kw_only=True):
     """Where a run's results come from."""
 
     evalport_version: str
