@@ -14,6 +14,8 @@ Rules (every store implements them; the memory store is the reference):
 - Idempotency records are kept per session, the newest ``keep`` of them; they go with it.
 - Expired sessions read as absent. :meth:`SessionStore.purge_expired` deletes them and
   returns their ids so that the adapter can close their live agents.
+- A store that cannot reach its backend raises :class:`StoreUnavailable` (a 503
+  ``store-unavailable`` problem with ``Retry-After``), never a backend's own exception.
 """
 
 from __future__ import annotations
@@ -22,8 +24,20 @@ import enum
 from typing import Protocol, runtime_checkable
 
 import msgspec
+from evalport.protocol import ProblemType
 
-__all__ = ["Lease", "SessionStore", "StoredSession"]
+from ..problems import HTTPProblem
+
+__all__ = ["Lease", "SessionStore", "StoreUnavailable", "StoredSession"]
+
+STORE_RETRY_AFTER = 1
+
+
+class StoreUnavailable(HTTPProblem):
+    """The store's backend cannot be reached: 503 ``store-unavailable`` with ``Retry-After``."""
+
+    def __init__(self, detail: str, *, retry_after: int = STORE_RETRY_AFTER) -> None:
+        super().__init__(ProblemType.STORE_UNAVAILABLE, detail, retry_after=retry_after)
 
 
 class Lease(enum.Enum):

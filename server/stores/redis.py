@@ -1,0 +1,324 @@
+"""The Redis session store: sessions shared by every replica of a service.
+
+It follows every rule of :mod:`evalport.server.stores.base`; each operation is one Lua
+script, so it is atomic across replicas. Install with ``pip install 'evalport[redis]'``.
+
+Rules:
+
+- Keys (``prefix`` defaults to ``evalport:``): ``s:{id}`` a hash of ``meta``, ``run`` and
+  ``state``; ``l:{id}`` the turn lease (its token, with a Redis expiry); ``r:{id}`` and
+  ``o:{id}`` the idempotency records and their order; ``index`` a sorted set of live ids
+  scored by their expiry; ``gone`` a sorted set of recently expired or deleted ids.
+- Expiry is Redis's own (``PEXPIRE``): every renewal sets the session's keys to
+  ``max(ttl, lease left)``, so a session whose lease is held outlives the lease. Times
+  come from the Redis server's clock (``TIME``), never from a replica's.
+- The cap counts the ``index`` after dropping the ids whose keys Redis has expired.
+- Leases: ``acquire`` sets ``l:{id}`` with the token only if it is absent (taking it again
+  with the same token succeeds, so a retried call is safe); ``release`` deletes it only if
+  it still holds the caller's token.
+- :meth:`RedisStore.purge_expired` returns the ids that expired **or were deleted** since
+  this store object last asked (kept ``gone_seconds``), so every replica closes its own
+  live agents of sessions that ended elsewhere.
+- A Redis that cannot be reached (refused, reset, timed out, loading, read-only) raises
+  :class:`~evalport.server.stores.base.StoreUnavailable`, which the adapter answers with
+  503 ``store-unavailable`` and ``Retry-After``. Nothing is half written: a script runs
+  whole or not at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Final, TypeVar
+
+from evalport.protocol import require
+
+from .base import Lease, StoredSession, StoreUnavailable
+
+require("redis", "redis", "evalport.server.stores.redis")
+
+import redis.asyncio as aioredis  # noqa: E402
+import redis.exceptions as redis_errors  # noqa: E402
+
+__all__ = ["RedisStore"]
+
+T = TypeVar("T")
+
+# Shared by every script: KEYS are never computed inside Lua except from the prefix in
+# ARGV[1], so the scripts work on a single Redis (not a cluster, whose slots they ignore).
+_COMMON: Final = """
+local prefix = ARGV[1]
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local index = prefix .. 'index'
+local gone = prefix .. 'gone'
+local function keys_of(id)
+  return prefix .. 's:' .. id, prefix .. 'l:' .. id, prefix .. 'r:' .. id, prefix .. 'o:' .. id
+end
+local function renew(id, ttl)
+  local s, l, r, o = keys_of(id)
+  local ms = ttl
+  local left = redis.call('PTTL', l)
+  if left > ms then ms = left end
+  redis.call('PEXPIRE', s, ms)
+  redis.call('PEXPIRE', r, ms)
+  redis.call('PEXPIRE', o, ms)
+  redis.call('ZADD', index, now + ms, id)
+end
+local function sweep()
+  local due = redis.call('ZRANGEBYSCORE', index, '-inf', now, 'LIMIT', 0, 1000)
+  for _, id in ipairs(due) do
+    local s = prefix .. 's:' .. id
+    local left = redis.call('PTTL', s)
+    if left > 0 then
+      redis.call('ZADD', index, now + left, id)
+    else
+      redis.call('ZREM', index, id)
+      redis.call('ZADD', gone, now, id)
+    end
+  end
+end
+"""
+
+_CREATE: Final = (
+    _COMMON
+    + """
+local id, meta, run, ttl, limit = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
+local s = keys_of(id)
+if redis.call('EXISTS', s) == 0 then
+  sweep()
+  if redis.call('ZCARD', index) >= limit then return 0 end
+end
+redis.call('HSET', s, 'meta', meta, 'run', run, 'state', 'idle')
+renew(id, ttl)
+return 1
+"""
+)
+
+_READ: Final = (
+    _COMMON
+    + """
+local id, ttl = ARGV[2], tonumber(ARGV[3])
+local s = keys_of(id)
+local found = redis.call('HMGET', s, 'meta', 'run', 'state')
+if not found[1] then return false end
+if ttl > 0 then renew(id, ttl) end
+return found
+"""
+)
+
+_WRITE: Final = (
+    _COMMON
+    + """
+local id, run, state, ttl = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
+local s = keys_of(id)
+if redis.call('EXISTS', s) == 0 then return 0 end
+redis.call('HSET', s, 'run', run, 'state', state)
+renew(id, ttl)
+return 1
+"""
+)
+
+_DELETE: Final = (
+    _COMMON
+    + """
+local id = ARGV[2]
+local s, l, r, o = keys_of(id)
+local existed = redis.call('EXISTS', s)
+redis.call('DEL', s, l, r, o)
+redis.call('ZREM', index, id)
+if existed == 1 then redis.call('ZADD', gone, now, id) end
+return existed
+"""
+)
+
+_ACQUIRE: Final = (
+    _COMMON
+    + """
+local id, token, lease, ttl = ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
+local s, l = keys_of(id)
+if redis.call('EXISTS', s) == 0 then return 'missing' end
+local holder = redis.call('GET', l)
+if holder and holder ~= token then return 'busy' end
+redis.call('SET', l, token, 'PX', lease)
+renew(id, ttl)
+return 'acquired'
+"""
+)
+
+_RELEASE: Final = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+_PUT_RESULT: Final = (
+    _COMMON
+    + """
+local id, key, record, keep = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
+local s, l, r, o = keys_of(id)
+local left = redis.call('PTTL', s)
+if left <= 0 then return 0 end
+redis.call('HSET', r, key, record)
+redis.call('LREM', o, 0, key)
+redis.call('RPUSH', o, key)
+while redis.call('LLEN', o) > keep do
+  redis.call('HDEL', r, redis.call('LPOP', o))
+end
+redis.call('PEXPIRE', r, left)
+redis.call('PEXPIRE', o, left)
+return 1
+"""
+)
+
+_GET_RESULT: Final = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return false end
+return redis.call('HGET', KEYS[2], ARGV[1])
+"""
+
+_COUNT: Final = (
+    _COMMON
+    + """
+sweep()
+return redis.call('ZCARD', index)
+"""
+)
+
+_PURGE: Final = (
+    _COMMON
+    + """
+local since, keep = tonumber(ARGV[2]), tonumber(ARGV[3])
+sweep()
+redis.call('ZREMRANGEBYSCORE', gone, '-inf', now - keep)
+local ids = {}
+if since >= 0 then ids = redis.call('ZRANGEBYSCORE', gone, since, '+inf') end
+return {now, ids}
+"""
+)
+
+_UNAVAILABLE: Final = (
+    redis_errors.ConnectionError,
+    redis_errors.TimeoutError,
+    redis_errors.BusyLoadingError,
+    redis_errors.ReadOnlyError,
+    redis_errors.ClusterDownError,
+    redis_errors.TryAgainError,
+    ConnectionError,
+    TimeoutError,
+    OSError,
+)
+
+
+def _ms(seconds: float) -> int:
+    return max(1, int(seconds * 1000))
+
+
+class RedisStore:
+    """Sessions in Redis, shared by several replicas.
+
+    Pass a URL (``redis://host:6379/0``, ``rediss://``, ``unix://``) or an existing
+    ``redis.asyncio.Redis`` client (the store then leaves closing it to you). Keys start
+    with ``prefix``; ``gone_seconds`` is how long ended ids are kept for other replicas.
+    """
+
+    def __init__(
+        self,
+        redis: str | aioredis.Redis,
+        *,
+        prefix: str = "evalport:",
+        gone_seconds: float = 3600.0,
+        timeout: float = 5.0,
+    ) -> None:
+        if isinstance(redis, str):
+            self._redis = aioredis.Redis.from_url(
+                redis,
+                socket_timeout=timeout,
+                socket_connect_timeout=timeout,
+                health_check_interval=30,
+            )
+            self._owned = True
+            self.url: str | None = redis
+        else:
+            self._redis = redis
+            self._owned = False
+            self.url = None
+        self.prefix = prefix
+        self._gone_ms = _ms(gone_seconds)
+        self._since = -1
+        register = self._redis.register_script
+        self._create = register(_CREATE)
+        self._read = register(_READ)
+        self._write = register(_WRITE)
+        self._delete = register(_DELETE)
+        self._acquire = register(_ACQUIRE)
+        self._release = register(_RELEASE)
+        self._put_result = register(_PUT_RESULT)
+        self._get_result = register(_GET_RESULT)
+        self._count = register(_COUNT)
+        self._purge = register(_PURGE)
+
+    def __repr__(self) -> str:
+        return f"RedisStore({self.url or self._redis!r}, prefix={self.prefix!r})"
+
+    async def _call(self, operation: Callable[[], Awaitable[T]]) -> T:
+        try:
+            return await operation()
+        except _UNAVAILABLE as error:
+            raise StoreUnavailable(
+                f"the session store (Redis) is unavailable: {type(error).__name__}"
+            ) from error
+
+    async def _run(self, script: Any, *args: Any, keys: list[str] | None = None) -> Any:
+        return await self._call(lambda: script(keys=keys or [], args=args))
+
+    async def ping(self) -> bool:
+        """Whether Redis answers (raises :class:`StoreUnavailable` otherwise)."""
+        return bool(await self._call(lambda: self._redis.ping()))
+
+    async def create(
+        self, session_id: str, meta: bytes, run: bytes, *, ttl: float, limit: int
+    ) -> bool:
+        created = await self._run(self._create, self.prefix, session_id, meta, run, _ms(ttl), limit)
+        return bool(created)
+
+    async def read(self, session_id: str, *, ttl: float | None = None) -> StoredSession | None:
+        found = await self._run(self._read, self.prefix, session_id, 0 if ttl is None else _ms(ttl))
+        if not found:
+            return None
+        meta, run, state = found
+        return StoredSession(meta=meta, run=run, state=state.decode())
+
+    async def write(self, session_id: str, run: bytes, *, state: str, ttl: float) -> bool:
+        return bool(await self._run(self._write, self.prefix, session_id, run, state, _ms(ttl)))
+
+    async def delete(self, session_id: str) -> bool:
+        return bool(await self._run(self._delete, self.prefix, session_id))
+
+    async def acquire(self, session_id: str, token: str, *, lease: float, ttl: float) -> Lease:
+        outcome = await self._run(
+            self._acquire, self.prefix, session_id, token, _ms(lease), _ms(ttl)
+        )
+        return Lease(outcome.decode())
+
+    async def release(self, session_id: str, token: str) -> None:
+        await self._run(self._release, token, keys=[f"{self.prefix}l:{session_id}"])
+
+    async def get_result(self, session_id: str, key: str) -> bytes | None:
+        prefix = self.prefix
+        found = await self._run(
+            self._get_result, key, keys=[f"{prefix}s:{session_id}", f"{prefix}r:{session_id}"]
+        )
+        return bytes(found) if found else None
+
+    async def put_result(self, session_id: str, key: str, record: bytes, *, keep: int) -> None:
+        await self._run(self._put_result, self.prefix, session_id, key, record, keep)
+
+    async def count(self) -> int:
+        return int(await self._run(self._count, self.prefix))
+
+    async def purge_expired(self) -> list[str]:
+        now, ids = await self._run(self._purge, self.prefix, self._since, self._gone_ms)
+        self._since = int(now)
+        return [session_id.decode() for session_id in ids]
+
+    async def aclose(self) -> None:
+        if self._owned:
+            await self._redis.aclose()

@@ -1,0 +1,32 @@
+"""Choose a session store by a string: ``memory`` or a Redis URL.
+
+``evalport serve --store URL`` and ``EvalAdapter(store=URL)`` both come here. ``memory``
+(the default) is the in-process store; ``redis://``, ``rediss://`` and ``unix://`` URLs
+open a :class:`~evalport.server.stores.redis.RedisStore` (the ``redis`` extra). Anything
+else is a ``ValueError`` that names the accepted forms.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from .base import SessionStore
+from .memory import MemoryStore
+
+__all__ = ["open_store"]
+
+_REDIS_SCHEMES: Final = ("redis://", "rediss://", "unix://")
+
+
+def open_store(spec: str) -> SessionStore:
+    """The store that ``spec`` names (``memory`` or ``redis://host:port/db``)."""
+    if spec == "memory":
+        return MemoryStore()
+    if spec.startswith(_REDIS_SCHEMES):
+        from .redis import RedisStore
+
+        return RedisStore(spec)
+    raise ValueError(
+        f"unknown session store {spec!r}: use 'memory' or a Redis URL such as "
+        "redis://127.0.0.1:6379/0"
+    )

@@ -1,0 +1,151 @@
+"""The store contract, run against the memory store and a real Redis store alike."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+from evalport.server.stores import Lease, MemoryStore, SessionStore, StoreUnavailable, open_store
+from evalport.server.stores.redis import RedisStore
+from support.redis import RedisServer
+
+
+@pytest.fixture(params=["memory", "redis"])
+async def store(request: pytest.FixtureRequest) -> AsyncIterator[SessionStore]:
+    if request.param == "memory":
+        made: SessionStore = MemoryStore()
+    else:
+        server: RedisServer = request.getfixturevalue("redis_server")
+        made = RedisStore(server.url, prefix=f"t{uuid.uuid4().hex[:8]}:")
+    yield made
+    await made.aclose()
+
+
+async def test_create_read_write_delete(store: SessionStore) -> None:
+    assert await store.create("a", b"meta", b"run0", ttl=10, limit=5)
+    stored = await store.read("a")
+    assert stored is not None
+    assert (stored.meta, stored.run, stored.state) == (b"meta", b"run0", "idle")
+    assert await store.write("a", b"run1", state="suspended", ttl=10)
+    stored = await store.read("a", ttl=10)
+    assert stored is not None and (stored.run, stored.state) == (b"run1", "suspended")
+    assert await store.delete("a")
+    assert await store.read("a") is None
+    assert not await store.delete("a")
+    assert not await store.write("a", b"x", state="idle", ttl=10)
+    assert await store.acquire("a", "t", lease=5, ttl=10) is Lease.MISSING
+
+
+async def test_cap_counts_live_sessions(store: SessionStore) -> None:
+    for n in range(3):
+        assert await store.create(f"s{n}", b"m", b"r", ttl=10, limit=3)
+    assert not await store.create("s3", b"m", b"r", ttl=10, limit=3)
+    assert await store.count() == 3
+    await store.delete("s0")
+    assert await store.create("s3", b"m", b"r", ttl=10, limit=3)
+
+
+async def test_lease_has_one_holder_and_only_its_token_releases_it(store: SessionStore) -> None:
+    await store.create("a", b"m", b"r", ttl=10, limit=5)
+    assert await store.acquire("a", "one", lease=5, ttl=10) is Lease.ACQUIRED
+    assert await store.acquire("a", "two", lease=5, ttl=10) is Lease.BUSY
+    await store.release("a", "two")  # not the holder: nothing happens
+    assert await store.acquire("a", "two", lease=5, ttl=10) is Lease.BUSY
+    await store.release("a", "one")
+    assert await store.acquire("a", "two", lease=5, ttl=10) is Lease.ACQUIRED
+
+
+async def test_concurrent_acquires_have_exactly_one_winner(store: SessionStore) -> None:
+    await store.create("a", b"m", b"r", ttl=10, limit=5)
+    outcomes = await asyncio.gather(
+        *(store.acquire("a", f"token{n}", lease=5, ttl=10) for n in range(20))
+    )
+    assert outcomes.count(Lease.ACQUIRED) == 1
+    assert outcomes.count(Lease.BUSY) == 19
+
+
+async def test_idempotency_records_keep_the_newest(store: SessionStore) -> None:
+    await store.create("a", b"m", b"r", ttl=10, limit=5)
+    for n in range(4):
+        await store.put_result("a", f"k{n}", f"rec{n}".encode(), keep=2)
+    assert await store.get_result("a", "k0") is None
+    assert await store.get_result("a", "k1") is None
+    assert await store.get_result("a", "k3") == b"rec3"
+    await store.put_result("a", "k2", b"again", keep=2)  # re-put moves it to the newest
+    await store.put_result("a", "k4", b"rec4", keep=2)
+    assert await store.get_result("a", "k2") == b"again"
+    assert await store.get_result("a", "k3") is None
+    await store.delete("a")
+    assert await store.get_result("a", "k2") is None
+    await store.put_result("a", "k9", b"x", keep=2)  # absent session: ignored
+    assert await store.get_result("a", "k9") is None
+
+
+async def test_ttl_expiry_and_purge(store: SessionStore) -> None:
+    await store.create("short", b"m", b"r", ttl=0.15, limit=5)
+    await store.create("long", b"m", b"r", ttl=10, limit=5)
+    await store.purge_expired()  # a first sweep (the Redis store counts from here)
+    await store.put_result("short", "k", b"rec", keep=2)
+    await asyncio.sleep(0.3)
+    assert "short" in await store.purge_expired()
+    assert await store.read("short") is None
+    assert await store.get_result("short", "k") is None
+    assert await store.count() == 1
+    assert await store.read("long") is not None
+
+
+async def test_a_held_lease_keeps_the_session_alive(store: SessionStore) -> None:
+    await store.create("a", b"m", b"r", ttl=0.1, limit=5)
+    assert await store.acquire("a", "t", lease=1.0, ttl=0.1) is Lease.ACQUIRED
+    await asyncio.sleep(0.25)
+    assert await store.read("a") is not None
+    assert await store.write("a", b"r2", state="idle", ttl=10)
+    await store.release("a", "t")
+    assert await store.read("a") is not None
+
+
+async def test_an_expired_lease_frees_the_session(store: SessionStore) -> None:
+    await store.create("a", b"m", b"r", ttl=10, limit=5)
+    assert await store.acquire("a", "crashed", lease=0.1, ttl=10) is Lease.ACQUIRED
+    await asyncio.sleep(0.2)
+    assert await store.acquire("a", "next", lease=5, ttl=10) is Lease.ACQUIRED
+
+
+async def test_redis_store_reports_deletions_to_every_replica(redis_server: RedisServer) -> None:
+    prefix = f"t{uuid.uuid4().hex[:8]}:"
+    one, two = (
+        RedisStore(redis_server.url, prefix=prefix),
+        RedisStore(redis_server.url, prefix=prefix),
+    )
+    try:
+        assert await one.purge_expired() == [] and await two.purge_expired() == []
+        await one.create("a", b"m", b"r", ttl=10, limit=5)
+        assert await two.acquire("a", "same", lease=5, ttl=10) is Lease.ACQUIRED
+        assert await two.acquire("a", "same", lease=5, ttl=10) is Lease.ACQUIRED  # a retry
+        await two.release("a", "same")
+        await one.delete("a")
+        assert await two.purge_expired() == ["a"]
+        assert await two.purge_expired() in ([], ["a"])  # same millisecond at most
+    finally:
+        await one.aclose()
+        await two.aclose()
+
+
+async def test_unreachable_redis_is_store_unavailable() -> None:
+    from support.servers import free_port
+
+    store = open_store(f"redis://127.0.0.1:{free_port()}/0")
+    try:
+        with pytest.raises(StoreUnavailable) as caught:
+            await store.read("a")
+        assert caught.value.status == 503 and caught.value.retry_after is not None
+    finally:
+        await store.aclose()
+
+
+def test_open_store_names_the_accepted_forms() -> None:
+    assert isinstance(open_store("memory"), MemoryStore)
+    with pytest.raises(ValueError, match="redis://"):
+        open_store("postgres://db")
