@@ -1,0 +1,44 @@
+"""Framework adapters: serve a pydantic-ai, OpenAI Agents SDK or LangGraph agent as is.
+
+Each adapter is a session factory, so it goes wherever evalport takes an agent::
+
+    from evalport.server import EvalAdapter
+    from evalport.server.adapters import PydanticAIAgent
+
+    app = EvalAdapter(PydanticAIAgent(agent), token=token).app()
+
+Every model step, tool call (arguments, result, error), token count and approval is
+recorded from the framework's own objects; the agent's code does not change. Each adapter
+lives in its own module and needs its own extra (``evalport[pydantic-ai]``,
+``evalport[openai-agents]``, ``evalport[langgraph]``); importing this package imports no
+framework, and a name is resolved only when it is used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .langgraph import LangGraphAgent
+    from .openai_agents import OpenAIAgentsAgent
+    from .pydantic_ai import PydanticAIAgent
+
+__all__ = ["LangGraphAgent", "OpenAIAgentsAgent", "PydanticAIAgent"]
+
+_MODULES = {
+    "LangGraphAgent": ".langgraph",
+    "OpenAIAgentsAgent": ".openai_agents",
+    "PydanticAIAgent": ".pydantic_ai",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module, __name__), name)
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

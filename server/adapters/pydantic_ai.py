@@ -1,0 +1,230 @@
+"""Serve a pydantic-ai ``Agent`` over the eval protocol (``pip install 'evalport[pydantic-ai]'``).
+
+``PydanticAIAgent(agent)`` is a session factory, so it goes wherever evalport takes an
+agent: ``EvalAdapter(PydanticAIAgent(agent), token=...)`` or ``LocalTarget(...)``.
+
+Rules:
+
+- Each session keeps its own message history (``result.all_messages()`` of its last
+  turn) and passes it to the next run; ``deps`` (a callable taking the
+  :class:`~evalport.protocol.SessionInfo`) gives each session its own dependencies.
+- Recording is live, through a pydantic-ai capability added to every run: each model
+  response is a step (its text, its function tool calls with their ids and arguments,
+  its finish reason and token usage, the model and provider names as the run's LLM
+  profile); each tool execution is recorded around the tool itself, with its result or
+  the error it raised (a ``ModelRetry`` or ``ToolFailed`` counts as an error). Output
+  tools are pydantic-ai's way of returning structured output, not tool calls, so they
+  are left out.
+- Approvals: the run also accepts ``DeferredToolRequests`` as output. When tools ask for
+  approval (``requires_approval=True`` or ``ApprovalRequired``), every such call becomes
+  a pending approval of the turn at once; after the decisions the run resumes with
+  ``DeferredToolResults`` in the same turn. A rejection sends the approver's reason to
+  the model as ``ToolDenied`` and is recorded on the call; an approval is recorded on the
+  execution that follows. Calls deferred for *external* execution cannot be served and
+  fail the turn with a clear error.
+- A reply that is not ``str`` (structured output) is sent as compact JSON.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from evalport.protocol import ApprovalResult, SessionInfo, ToolCall, TurnContext, require
+from evalport.protocol.recorder import utc_now
+
+from ._recording import (
+    ApprovalAsk,
+    ask_all,
+    mark_decision,
+    record_execution,
+    reply_text,
+    settle,
+    step_usage,
+)
+
+require("pydantic_ai", "pydantic-ai", "evalport.server.adapters.pydantic_ai")
+
+import pydantic_core  # noqa: E402
+from pydantic_ai import Agent, RunContext  # noqa: E402
+from pydantic_ai.capabilities import AbstractCapability  # noqa: E402
+from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart  # noqa: E402
+from pydantic_ai.tools import (  # noqa: E402
+    DeferredToolRequests,
+    DeferredToolResults,
+    ToolDenied,
+)
+
+if TYPE_CHECKING:
+    from pydantic_ai.models import ModelRequestContext
+
+__all__ = ["PydanticAIAgent"]
+
+_DENIED = "The tool call was denied."
+
+
+class PydanticAIAgent:
+    """A session factory serving a pydantic-ai ``Agent``; one message history per session."""
+
+    def __init__(
+        self,
+        agent: Agent[Any, Any],
+        *,
+        deps: Callable[[SessionInfo], Any] | None = None,
+        name: str | None = None,
+        version: str | None = None,
+    ) -> None:
+        if not isinstance(agent, Agent):
+            raise TypeError(f"PydanticAIAgent serves a pydantic_ai.Agent, not {agent!r}")
+        self.agent = agent
+        self.deps = deps
+        self.agent_name = name or agent.name or "pydantic-ai-agent"
+        self.agent_version = version or "0"
+        self._output_type = _with_deferred(agent.output_type)
+
+    def __call__(self, info: SessionInfo) -> _Session:
+        return _Session(self, self.deps(info) if self.deps is not None else None)
+
+
+class _Session:
+    """One session: its message history and dependencies."""
+
+    __slots__ = ("_adapter", "deps", "history")
+
+    def __init__(self, adapter: PydanticAIAgent, deps: Any) -> None:
+        self._adapter = adapter
+        self.deps = deps
+        self.history: list[ModelMessage] = []
+
+    async def turn(self, message: str, ctx: TurnContext) -> str:
+        await settle()
+        agent = self._adapter.agent
+        recorder = _Recorder(ctx)
+        prompt: str | None = message
+        history = self.history
+        results: DeferredToolResults | None = None
+        while True:
+            result = await agent.run(
+                prompt,
+                message_history=history,
+                deferred_tool_results=results,
+                output_type=self._adapter._output_type,
+                deps=self.deps,
+                capabilities=[recorder],
+            )
+            history = result.all_messages()
+            output = result.output
+            if not isinstance(output, DeferredToolRequests):
+                break
+            results = await _decide(ctx, output, recorder)
+            prompt = None
+        self.history = history
+        return reply_text(pydantic_core.to_jsonable_python(output))
+
+
+async def _decide(
+    ctx: TurnContext, requests: DeferredToolRequests, recorder: _Recorder
+) -> DeferredToolResults:
+    if requests.calls:
+        names = ", ".join(sorted({call.tool_name for call in requests.calls}))
+        raise RuntimeError(
+            f"the agent deferred {names} for external execution, which a served agent cannot "
+            "do; let the tool run in process or ask for approval instead"
+        )
+    asks = [
+        ApprovalAsk(
+            call.tool_call_id,
+            call.tool_name,
+            call.args_as_dict(),
+            _reason(requests.metadata.get(call.tool_call_id)),
+        )
+        for call in requests.approvals
+    ]
+    decisions = await ask_all(ctx, asks)
+    recorder.decisions.update(decisions)
+    approvals: dict[str, bool | ToolDenied] = {}
+    for call in requests.approvals:
+        decision = decisions[call.tool_call_id]
+        if decision.approved:
+            approvals[call.tool_call_id] = True
+            continue
+        approvals[call.tool_call_id] = ToolDenied(decision.reason or _DENIED)
+        record_execution(
+            ctx,
+            call.tool_name,
+            call.args_as_dict(),
+            call_id=call.tool_call_id,
+            decision=decision,
+        )
+    return DeferredToolResults(approvals=approvals)
+
+
+def _reason(metadata: dict[str, Any] | None) -> str | None:
+    reason = (metadata or {}).get("reason")
+    return reason if isinstance(reason, str) else None
+
+
+def _with_deferred(output_type: Any) -> Any:
+    """The agent's output type, also accepting ``DeferredToolRequests``."""
+    types = list(output_type) if isinstance(output_type, list | tuple) else [output_type]
+    if DeferredToolRequests in types:
+        return output_type
+    return [*types, DeferredToolRequests]
+
+
+class _Recorder(AbstractCapability[Any]):
+    """Records model responses and tool executions into the turn context as they happen."""
+
+    def __init__(self, ctx: TurnContext) -> None:
+        self.ctx = ctx
+        self.decisions: dict[str, ApprovalResult] = {}
+
+    async def wrap_model_request(
+        self,
+        ctx: RunContext[Any],
+        *,
+        request_context: ModelRequestContext,
+        handler: Any,
+    ) -> ModelResponse:
+        started_at = utc_now()
+        response: ModelResponse = await handler(request_context)
+        output_tools = {tool.name for tool in request_context.model_request_parameters.output_tools}
+        calls = [
+            ToolCall(id=part.tool_call_id, name=part.tool_name, arguments=part.args_as_dict())
+            for part in response.parts
+            if isinstance(part, ToolCallPart) and part.tool_name not in output_tools
+        ]
+        usage = response.usage
+        self.ctx.model_step(
+            content=response.text,
+            tool_calls=calls,
+            finish_reason=response.finish_reason,
+            usage=step_usage(
+                usage.input_tokens,
+                usage.output_tokens,
+                cache_read=usage.cache_read_tokens,
+                cache_write=usage.cache_write_tokens,
+                reasoning=usage.output_reasoning_tokens,
+            ),
+            started_at=started_at,
+        )
+        if response.model_name:
+            self.ctx.llm_profile(driver=response.provider_name, model=response.model_name)
+        return response
+
+    async def wrap_tool_execute(
+        self,
+        ctx: RunContext[Any],
+        *,
+        call: ToolCallPart,
+        tool_def: Any,
+        args: Any,
+        handler: Any,
+    ) -> Any:
+        block = self.ctx.tool_execution(
+            call.tool_name, call.args_as_dict(), call_id=call.tool_call_id
+        )
+        with block as run:
+            mark_decision(run.execution, self.decisions.get(call.tool_call_id))
+            run.result = await handler(args)
+        return run.result
