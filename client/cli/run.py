@@ -110,6 +110,8 @@ def resolve_settings(args: argparse.Namespace) -> Settings:
     start = Path(args.path) if args.path else Path.cwd()
     file = Path(args.config) if args.config else None
     settings = load_settings(start if start.exists() else Path.cwd(), file=file)
+    if args.target or args.local:  # the command line names the target: config's is replaced
+        settings.target = settings.local = None
     for name in _SETTINGS:
         value = getattr(args, name, None)
         if value is not None:
@@ -120,11 +122,14 @@ def resolve_settings(args: argparse.Namespace) -> Settings:
 
 
 def _discover(path: str) -> tuple[list[Any], list[str]]:
-    from ..discovery import discover
+    from ..discovery import DuplicateCaseError, discover
 
     if not Path(path).exists():
         raise ConfigError(f"{path}: no such file or folder")
-    cases, errors = discover(path)
+    try:
+        cases, errors = discover(path)
+    except DuplicateCaseError as error:
+        raise ConfigError(str(error)) from None
     return list(cases), [str(error) for error in errors]
 
 

@@ -1,0 +1,160 @@
+"""``evalport run``, ``compare`` and ``merge`` as a team uses them: through the command
+dispatcher, on a suite written to disk, against the example agent in-process (--local)."""
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+from evalport.protocol.cli import main
+from support.servers import free_port
+
+AGENT = str(Path(__file__).resolve().parents[3] / "examples" / "support_agent.py") + ":agent"
+
+SUITE = """
+from evalport.client.cases import eval_case
+
+
+@eval_case("status of A1049", tags=["status"])
+async def status(ctx):
+    await ctx.send("where is order A1049?")
+    ctx.contains("shipped")
+    ctx.called_tool("order_status", {"order_id": "A1049"})
+
+
+@eval_case("greets", tags=["smalltalk"])
+async def greeting(ctx):
+    await ctx.send("hello")
+    ctx.contains("Hi!")
+
+
+@eval_case("expects the wrong thing", tags=["broken"])
+async def wrong(ctx):
+    await ctx.send("where is order A1051?")
+    ctx.contains("delivered")
+"""
+
+REPORTER = """
+import json
+
+
+class CountingReporter:
+    def __init__(self, path):
+        self.path = path
+        self.trials = 0
+
+    def trial_done(self, trial):
+        self.trials += 1
+
+    def finish(self, report):
+        with open(self.path, "w") as file:
+            json.dump({"trials": self.trials, "passed": report.summary.counts["passed"]}, file)
+"""
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "evals" / "support_eval.py").write_text(textwrap.dedent(SUITE))
+    (tmp_path / "my_reporters.py").write_text(textwrap.dedent(REPORTER))
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.evalport]\n"
+        'path = "evals"\n'
+        f'local = "{AGENT}"\n'
+        "concurrency = 4\n"
+        'reporters = [{use = "my_reporters:CountingReporter", path = "counted.json"}]\n'
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return tmp_path
+
+
+def results(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def test_run_from_config_exit_1_on_a_failed_case(project, capsys):
+    code = main(["run", "--json", "out.json", "--out", "run"])
+    output = capsys.readouterr().out
+    assert code == 1
+    assert "FAIL   support_eval::wrong" in output
+    assert "2 passed, 1 failed, 0 error, 0 skipped, 0 scored" in output
+    summary = results(project / "out.json")
+    assert summary["counts"]["failed"] == 1 and summary["provenance"]["concurrency"] == 4
+    assert results(project / "counted.json") == {"trials": 3, "passed": 2}
+    assert (project / "run" / "summary.json").is_file()
+
+
+def test_selection_list_and_exit_0(project, capsys):
+    assert main(["run", "--list", "-k", "not wrong"]) == 0
+    assert capsys.readouterr().out.split() == ["support_eval::status", "support_eval::greeting"]
+    assert (
+        main(["run", "--list", "--tag", "status", "--tag", "broken", "--exclude-tag", "broken"])
+        == 0
+    )
+    assert capsys.readouterr().out.split() == ["support_eval::status"]
+    assert main(["run", "--exclude-tag", "broken", "--repeat", "2", "--json", "ok.json"]) == 0
+    summary = results(project / "ok.json")
+    assert summary["total"] == 2 and summary["trials"] == 4
+
+
+def test_usage_and_configuration_errors_exit_2(project, capsys):
+    assert main(["run", "-k", "status and"]) == 2
+    assert "expected a word" in capsys.readouterr().err
+    assert main(["run", "--pass-rate", "2"]) == 2
+    assert "pass-rate must be within [0, 1]" in capsys.readouterr().err
+    assert main(["run", "missing-folder"]) == 2
+    assert "missing-folder: no such file or folder" in capsys.readouterr().err
+    assert main(["run", "--local", "no_such_module:agent"]) == 2
+    assert "cannot import no_such_module" in capsys.readouterr().err
+    (project / "pyproject.toml").write_text("[tool.evalport]\nrepeats = 2\n")
+    assert main(["run", "evals"]) == 2
+    assert "unknown field `repeats`" in capsys.readouterr().err
+
+
+def test_unreachable_target_exits_3(project, capsys):
+    url = f"http://127.0.0.1:{free_port()}"
+    assert main(["run", "--target", url, "--exclude-tag", "broken"]) == 3
+    assert "unreachable" in capsys.readouterr().err
+
+
+def test_cache_replays_and_marks_cached_trials(project, capsys):
+    args = ["run", "--exclude-tag", "broken", "--cache", "--cache-dir", "rec", "--repeat", "2"]
+    assert main([*args, "--json", "first.json"]) == 0
+    assert results(project / "first.json")["cached_trials"] == 0
+    assert main([*args, "--json", "second.json"]) == 0
+    second = results(project / "second.json")
+    assert second["cached_trials"] == 4
+    assert all(case["cached_trials"] == 2 for case in second["cases"])
+    assert "4 cached" in capsys.readouterr().out
+    assert main([*args, "--fresh", "--json", "third.json"]) == 0
+    assert results(project / "third.json")["cached_trials"] == 0
+
+
+def test_shards_merge_compare_and_baseline(project, capsys):
+    assert main(["run", "--shard", "1/2", "--json", "a.json"]) in (0, 1)
+    assert main(["run", "--shard", "2/2", "--json", "b.json"]) in (0, 1)
+    shard_ids = [
+        c["case_id"] for name in ("a.json", "b.json") for c in results(project / name)["cases"]
+    ]
+    assert sorted(shard_ids) == sorted(
+        ["support_eval::status", "support_eval::greeting", "support_eval::wrong"]
+    )
+    capsys.readouterr()
+    assert main(["merge", "a.json", "b.json", "-o", "all.json", "--junit", "all.xml"]) == 1
+    merged = results(project / "all.json")
+    assert merged["total"] == 3 and merged["counts"]["failed"] == 1
+    assert main(["merge", "a.json", "a.json"]) == 2
+    assert "appears in two shards" in capsys.readouterr().err
+
+    assert main(["run", "--exclude-tag", "broken", "--json", "base.json"]) == 0
+    (project / "evals" / "support_eval.py").write_text(
+        textwrap.dedent(SUITE).replace('ctx.contains("Hi!")', 'ctx.contains("Bye!")')
+    )
+    capsys.readouterr()
+    code = main(["run", "--exclude-tag", "broken", "--baseline", "base.json", "--json", "new.json"])
+    assert code == 1
+    assert "regression support_eval::greeting: passed -> failed" in capsys.readouterr().out
+    assert main(["compare", "base.json", "new.json"]) == 0
+    assert main(["compare", "base.json", "new.json", "--fail-on-regression"]) == 1
+    assert "1 regressed, 0 fixed" in capsys.readouterr().out
