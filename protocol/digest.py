@@ -39,6 +39,10 @@ _encode = msgspec.json.encode
 # finds either msgspec form after a JSON delimiter; inside a string it can match too, which
 # only costs the slower path.
 _DIFFERS: Final = re.compile(rb'(?:^|[\[:,"])-?(?:[0-9]+(?:\.[0-9]+)?e|0\.0000)')
+# A cheaper test that every match of ``_DIFFERS`` passes, run first; and the types whose
+# JSON can hold no float at all.
+_MAY_DIFFER: Final = re.compile(rb"[0-9]e|0\.0000")
+_FLOATLESS: Final = frozenset((str, int, bool, type(None)))
 
 
 def _has_non_finite(value: Any) -> bool:
@@ -70,7 +74,16 @@ def compact_json(value: Any) -> bytes:
         data = _encode(value)
     except (TypeError, msgspec.EncodeError):
         return _standard(value)
-    if _DIFFERS.search(data) or (b"null" in data and _has_non_finite(value)):
+    return exact_json(value, data)
+
+
+def exact_json(value: Any, data: bytes) -> bytes:
+    """:func:`compact_json` of ``value``, given ``data``, msgspec's encoding of it."""
+    if type(value) in _FLOATLESS:
+        return data
+    if _MAY_DIFFER.search(data) is not None and _DIFFERS.search(data) is not None:
+        return _standard(value)
+    if b"null" in data and _has_non_finite(value):
         return _standard(value)
     return data
 
@@ -132,10 +145,13 @@ def digest_encoded(value: Any, data: bytes, preview_bytes: int = DEFAULT_PREVIEW
     """
     kind = type(value)
     if kind is dict or kind is list or kind is tuple:
-        preview = _cut(compact_json(_shape(value, 0)), preview_bytes)
+        # A shape holds strings only, so msgspec's bytes are the exact JSON.
+        preview = _cut(_encode(_shape(value, 0)), preview_bytes)
     else:
         # The shape of a scalar is ASCII: characters are bytes.
-        preview = '"' + _shape(value, 0) + '"'
+        preview = (
+            f'"<string:{len(value.encode())}>"' if kind is str else '"' + _shape(value, 0) + '"'
+        )
         if len(preview) > preview_bytes:
             preview = preview[:preview_bytes]
     return {

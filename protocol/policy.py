@@ -36,15 +36,19 @@ import msgspec
 
 from .digest import (
     DEFAULT_PREVIEW_BYTES,
+    _has_non_finite,
     compact_json,
     digest,
     digest_encoded,
+    exact_json,
     is_digest,
     matches_digest,
 )
 from .models import AgentRun, Message, Step, StopReason, StopSignal
 
 __all__ = ["TracePolicy", "digest_text", "matches_digest_text"]
+
+_encode = msgspec.json.encode
 
 _DIGEST_TEXT_PREFIX: Final = '{"hash":"sha256:'
 _TOOL_CALL_PARTS: Final = frozenset(("tool_use", "tool_call", "function_call"))
@@ -222,12 +226,16 @@ class _Redactor:
                     value, compact_json(value), self.preview
                 )
             return found
-        if kind is dict and is_digest(value):
+        if kind is dict and len(value) == 3 and is_digest(value):
             return value
-        data = compact_json(value)
+        data = _memo_key(value)
+        if data is None:
+            return digest(value, self.preview)
         found = self.encoded.get(data)
         if found is None:
-            found = self.encoded[data] = digest_encoded(value, data, self.preview)
+            found = self.encoded[data] = digest_encoded(
+                value, exact_json(value, data), self.preview
+            )
         return found
 
     def error(self, value: Any) -> Any:
@@ -239,8 +247,8 @@ class _Redactor:
         if type(arguments) is not dict:
             # A JSON string nobody parsed: its keys are unknown, so digest it whole.
             return self.value(arguments) if arguments else arguments
-        data = compact_json(arguments)
-        found = self.maps.get(data)
+        key = _memo_key(arguments)
+        found = None if key is None else self.maps.get(key)
         if found is None:
             if is_digest(arguments):
                 found = arguments
@@ -250,7 +258,8 @@ class _Redactor:
                 found = {
                     key: (item if key in keys else value(item)) for key, item in arguments.items()
                 }
-            self.maps[data] = found
+            if key is not None:
+                self.maps[key] = found
         return found
 
     def stop_signal(self, signal: StopSignal) -> StopSignal:
@@ -336,6 +345,21 @@ class _Redactor:
             run.errors = "\n".join(
                 digest_text(line, preview) if line else line for line in run.errors.split("\n")
             )
+
+
+def _memo_key(value: Any) -> bytes | None:
+    """msgspec's encoding of ``value``, a memo key: equal keys, equal digests.
+
+    ``None`` (do not memoize) for the rare value msgspec cannot encode, or one holding a
+    non-finite float, which msgspec writes as ``null`` like ``None``.
+    """
+    try:
+        data = _encode(value)
+    except (TypeError, msgspec.EncodeError):
+        return None
+    if b"null" in data and _has_non_finite(value):
+        return None
+    return data
 
 
 def _tool_names(step: Step) -> dict[str, str]:
