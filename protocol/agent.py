@@ -18,6 +18,13 @@ callable explicitly when its signature says neither.
 
 Sync code runs in a worker thread, so it never blocks the event loop; the turn context
 is current there too. A reply must be a ``str`` (``None`` counts as ``""``).
+
+Several replicas (a shared session store): when a turn reaches a process that has not
+seen the session, the factory is called again and, if the handler has a
+``restore(history, run)`` method (sync or async), it receives the session's earlier
+messages (:func:`history_of`) and its accumulated run, to rebuild per-session state.
+In-process state stays the fast path; a turn function gets the history every turn, but
+its ``ctx.state`` starts empty in such a process.
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
-from .models import Message
+from .models import AgentRun, Message, StepType
 from .recorder import TurnContext
 
 __all__ = [
@@ -41,6 +48,7 @@ __all__ = [
     "agent_identity",
     "as_factory",
     "as_turn_function",
+    "history_of",
     "session_factory",
 ]
 
@@ -71,11 +79,28 @@ SessionFactory: TypeAlias = Callable[[SessionInfo], Any]
 class AsyncTurnHandler:
     """A turn handler normalized to ``async turn(message, ctx) -> str``."""
 
-    __slots__ = ("_async", "_turn")
+    __slots__ = ("_async", "_restore", "_turn")
 
-    def __init__(self, turn: Callable[[str, TurnContext], Any]) -> None:
+    def __init__(
+        self,
+        turn: Callable[[str, TurnContext], Any],
+        restore: Callable[[list[Message], AgentRun], Any] | None = None,
+    ) -> None:
         self._turn = turn
         self._async = _is_async(turn)
+        self._restore = restore
+
+    async def restore(self, history: list[Message], run: AgentRun) -> None:
+        """Call the handler's ``restore(history, run)`` hook, if it has one."""
+        hook = self._restore
+        if hook is None:
+            return
+        if _is_async(hook):
+            await hook(history, run)
+        else:
+            done = await asyncio.to_thread(hook, history, run)
+            if inspect.isawaitable(done):
+                await done
 
     async def turn(self, message: str, ctx: TurnContext) -> str:
         if self._async:
@@ -162,7 +187,34 @@ def _adapt_handler(handler: object) -> AsyncTurnHandler:
     turn = getattr(handler, "turn", None)
     if not callable(turn):
         raise TypeError(f"the session factory returned {handler!r}, which has no turn method")
-    return AsyncTurnHandler(turn)
+    restore = getattr(handler, "restore", None)
+    return AsyncTurnHandler(turn, restore if callable(restore) else None)
+
+
+def history_of(run: AgentRun) -> list[Message]:
+    """The session's user and assistant messages, as a turn's ``ctx.history`` lists them.
+
+    Each turn contributes its user message and, unless it failed, its reply: the text of
+    the turn's last final-response step (the run's ``reply`` for the latest turn).
+    """
+    replies: dict[int, str] = {}
+    for step in run.steps:
+        if step.type != StepType.FINAL_RESPONSE or step.has_errors:
+            continue
+        for message in reversed(step.output_messages):
+            if message.role == "assistant" and isinstance(message.content, str):
+                replies[step.turn] = message.content
+                break
+        else:
+            replies.setdefault(step.turn, "")
+    if run.turns and run.turns in replies and run.status != "in_progress":
+        replies[run.turns] = run.reply
+    history: list[Message] = []
+    for turn, text in enumerate(run.user_messages, start=1):
+        history.append(Message(role="user", content=text))
+        if turn in replies:
+            history.append(Message(role="assistant", content=replies[turn]))
+    return history
 
 
 def session_factory(agent: object) -> Callable[[SessionInfo], Awaitable[AsyncTurnHandler]]:

@@ -28,11 +28,10 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import os
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
-from datetime import UTC, datetime
 from typing import Any, Final, ParamSpec, Protocol, TypeVar, cast, overload
 
 import msgspec
@@ -80,14 +79,28 @@ def current_context() -> TurnContext | None:
     return _current.get()
 
 
+_VARIANT: Final = "89ab89ab89ab89ab"
+
+
 def new_id() -> str:
-    """A random UUID (122 random bits) as text."""
-    return str(uuid.uuid4())
+    """A random (version 4) UUID as canonical text: 122 random bits."""
+    h = os.urandom(16).hex()
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{_VARIANT[int(h[16], 16)]}{h[17:20]}-{h[20:]}"
+
+
+_second: tuple[int, str] = (0, "")
 
 
 def utc_now() -> str:
     """Now as ISO-8601 UTC with milliseconds, ``2026-01-31T12:00:00.123Z``."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    global _second
+    now = time.time()
+    second = int(now)
+    cached_second, prefix = _second
+    if second != cached_second:
+        prefix = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+        _second = (second, prefix)
+    return f"{prefix}.{int((now - second) * 1000):03d}Z"
 
 
 def _json_value(value: Any) -> Any:

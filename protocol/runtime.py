@@ -29,14 +29,15 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import uuid
-from collections.abc import Callable, Mapping
-from typing import Any, Final
+from collections.abc import Callable, Coroutine, Generator, Mapping
+from typing import Any, Final, TypeVar, cast
 
 import msgspec
 
-from .agent import AsyncTurnHandler, SessionInfo, session_factory
+from .agent import AsyncTurnHandler, SessionInfo, history_of, session_factory
 from .messages import ApprovalDecision
 from .models import AgentRun, Message, PendingApproval, RunStatus, StopReason, StopSignal
 from .recorder import ApprovalResult, TurnContext, error_info
@@ -50,6 +51,7 @@ __all__ = [
     "SessionClosed",
     "SessionSuspended",
     "TurnTimeout",
+    "start_eagerly",
 ]
 
 logger = logging.getLogger("evalport.agent")
@@ -58,6 +60,56 @@ _DONE: Final = "done"
 _SUSPENDED: Final = "suspended"
 _TIMED_OUT: Final = "timed out"
 _CANCEL_GRACE: Final = 1.0
+
+
+T = TypeVar("T")
+
+
+def start_eagerly(
+    coroutine: Coroutine[Any, Any, T],
+) -> tuple[bool, T | None, asyncio.Task[T] | None]:
+    """Run ``coroutine`` until it first suspends, then continue it as a task.
+
+    Returns ``(True, result, None)`` when it finished without suspending (no task was
+    created: the common case of a turn that does no I/O), else ``(False, None, task)``.
+    An exception raised before the first suspension propagates. The coroutine runs in a
+    copy of the current context, so context variables it sets never leak to the caller.
+    """
+    context = contextvars.copy_context()
+    try:
+        yielded = context.run(coroutine.send, None)
+    except StopIteration as stop:
+        return True, stop.value, None
+    task = asyncio.get_running_loop().create_task(_resume(coroutine, yielded), context=context)
+    return False, None, task
+
+
+class _Yield:
+    """Hands a value the coroutine yielded (a future, or None) to the task running us."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __await__(self) -> Generator[Any, None, None]:
+        yield self.value
+
+
+async def _resume(coroutine: Coroutine[Any, Any, T], yielded: Any) -> T:
+    while True:
+        try:
+            await _Yield(yielded)
+        except BaseException as error:  # cancellation or the awaited future's error
+            try:
+                yielded = coroutine.throw(error)
+            except StopIteration as stop:
+                return cast(T, stop.value)
+            continue
+        try:
+            yielded = coroutine.send(None)
+        except StopIteration as stop:
+            return cast(T, stop.value)
 
 
 class RuntimeStateError(RuntimeError):
@@ -168,6 +220,22 @@ class AgentSession:
         """Start a session from a factory already adapted by :func:`session_factory`."""
         return cls(await factory(info), info)
 
+    @classmethod
+    async def restore(
+        cls, factory: Callable[[SessionInfo], Any], info: SessionInfo, run: AgentRun
+    ) -> AgentSession:
+        """Rebuild a session another process started, from its accumulated ``run``.
+
+        Calls the factory again, then the handler's ``restore(history, run)`` hook (if
+        any) with :func:`~evalport.protocol.agent.history_of` the run; the next turn
+        continues that run.
+        """
+        handler: AsyncTurnHandler = await factory(info)
+        session = cls(handler, info, run)
+        session._history = history_of(run)
+        await handler.restore(list(session._history), session.snapshot())
+        return session
+
     # -- state ----------------------------------------------------------------------------
 
     @property
@@ -216,8 +284,15 @@ class AgentSession:
         )
         self._ctx = ctx
         self._checkpoint = checkpoint = loop.create_future()
-        task = self._task = loop.create_task(self._turn(ctx, message))
-        task.add_done_callback(self._turn_done)
+        # Most turns of a no-I/O agent finish before they first await: run them eagerly,
+        # with no task at all; a turn that does suspend continues as a task.
+        finished, _, task = start_eagerly(self._turn(ctx, message))
+        if finished:
+            self._settled(None)
+            return self.run
+        assert task is not None
+        self._task = task
+        task.add_done_callback(self._settled)
         return await self._drive(checkpoint, timeout)
 
     async def decide(
@@ -309,12 +384,12 @@ class AgentSession:
             self.run.sync_tools()
         raise TurnTimeout(timeout, self.run)
 
-    def _turn_done(self, task: asyncio.Task[None]) -> None:
+    def _settled(self, task: asyncio.Task[None] | None) -> None:
         if self._task is task:
             self._task = None
             self._ctx = None
         self.run.sync_tools()
-        checkpoint = self._checkpoint
+        checkpoint, self._checkpoint = self._checkpoint, None
         if checkpoint is not None:
             _resolve(checkpoint, _DONE)
 

@@ -5,9 +5,10 @@ Rules:
 - Creating a session draws an id with 192 random bits, calls the agent's session factory
   and stores the session (the store enforces the cap: 503 ``session-limit``).
 - A turn takes the session's lease in the store (409 ``session-busy`` when another turn
-  holds it) and runs as a task of its own: a client that disconnects does not cancel it.
-  The task stores the new run, the idempotency record (when the request had a key) and
-  releases the lease, whatever happens to the request.
+  holds it). Its job (run the agent, store the new run and the idempotency record when
+  the request had a key, release the lease) starts eagerly and, once it first waits,
+  continues as a task of its own that the request only watches: a client that
+  disconnects does not cancel it.
 - Idempotency: a repeated key with the same message answers the stored response (or
   waits for the turn still running under that key) without running the agent again; the
   same key with another message is 422 ``idempotency-key-reused``. Keys are per session.
@@ -15,6 +16,12 @@ Rules:
   records the turn as ``failed`` with a ``time_limit`` stop signal (attach shows it).
 - A suspended session refuses new turns (409 ``session-suspended``) until its approvals
   are decided; it still expires with its idle TTL, which cancels the suspended turn.
+- Several replicas (a shared store such as Redis): after taking the lease, a turn reads
+  the stored run; if this process has not seen the session, or another replica has
+  moved it on since, the agent is rebuilt from the stored run (its factory again, then
+  the handler's ``restore(history, run)`` hook). A session suspended on another replica
+  refuses turns (409 ``session-suspended``) and approvals (409 ``session-busy``): the
+  suspended turn lives in that replica's memory, so approvals must be routed to it.
 - Expired sessions are purged lazily (at most once a second, on any request) and their
   live agents closed; no background task, so nothing depends on the host's lifespan.
 """
@@ -49,6 +56,7 @@ from evalport.protocol import (
     encode,
     session_factory,
 )
+from evalport.protocol.runtime import start_eagerly
 
 from .limits import Limits
 from .problems import HTTPProblem, problem_body
@@ -95,6 +103,8 @@ class _Meta(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
 
 _encode_meta = msgspec.json.Encoder()
 _decode_idempotency = msgspec.json.Decoder(_Idempotency)
+_decode_meta = msgspec.json.Decoder(_Meta)
+_decode_envelope = msgspec.json.Decoder(RunEnvelope)
 
 
 def new_session_id() -> str:
@@ -138,6 +148,7 @@ class SessionManager:
         self.policy = policy
         self._wall_clock = wall_clock
         self._live: dict[str, AgentSession] = {}
+        self._seen: dict[str, bytes] = {}  # the stored run each live agent has reached
         self._inflight: dict[tuple[str, str], _InFlight] = {}
         self._next_sweep = 0.0
 
@@ -187,6 +198,7 @@ class SessionManager:
                 retry_after=limits.retry_after,
             )
         self._live[session_id] = live
+        self._seen[session_id] = body
         return session_id, _iso(now + limits.session_ttl)
 
     async def attach(self, session_id: str) -> bytes:
@@ -230,15 +242,54 @@ class SessionManager:
         await self.store.aclose()
 
     async def _forget(self, session_id: str) -> None:
+        self._seen.pop(session_id, None)
         live = self._live.pop(session_id, None)
         if live is not None:
             await live.close()
 
-    def _live_session(self, session_id: str) -> AgentSession:
-        live = self._live.get(session_id)
-        if live is None:
+    async def _current(self, session_id: str, live: AgentSession | None) -> AgentSession:
+        """The session's agent, rebuilt from the store unless this process is up to date."""
+        stored = await self.store.read(session_id)
+        if stored is None:
+            await self._forget(session_id)
             raise _not_found(session_id)
+        if live is not None and self._seen.get(session_id) == stored.run:
+            return live
+        if stored.state == _SUSPENDED:
+            raise HTTPProblem(
+                ProblemType.SESSION_SUSPENDED,
+                "The session waits for approval decisions on another replica; "
+                "post them to that replica first.",
+            )
+        await self._forget(session_id)
+        meta = _decode_meta.decode(stored.meta)
+        info = SessionInfo(
+            session_id=session_id,
+            case_id=meta.case_id,
+            description=meta.description,
+            metadata=meta.metadata or {},
+        )
+        run = _decode_envelope.decode(stored.run).run
+        live = await AgentSession.restore(self._factory, info, run)
+        self._live[session_id] = live
+        self._seen[session_id] = stored.run
         return live
+
+    async def _elsewhere(self, session_id: str, live: AgentSession | None) -> HTTPProblem:
+        """Why approvals cannot be decided here (the session is not suspended here)."""
+        if live is not None and live.busy:
+            return HTTPProblem(ProblemType.SESSION_BUSY, "A turn is in flight on this session.")
+        stored = await self.store.read(session_id)
+        if stored is None:
+            await self._forget(session_id)
+            return _not_found(session_id)
+        if stored.state == _SUSPENDED:
+            return HTTPProblem(
+                ProblemType.SESSION_BUSY,
+                "The suspended turn of this session lives on another replica; approvals "
+                "must reach the replica that suspended it (route requests by session id).",
+            )
+        return HTTPProblem(ProblemType.NOT_SUSPENDED, "The session has no pending approvals.")
 
     # -- turns ----------------------------------------------------------------------------------
 
@@ -250,13 +301,22 @@ class SessionManager:
             replay = await self._replay(session_id, key, digest)
             if replay is not None:
                 return replay
-        live = self._live_session(session_id)
-        if live.suspended:
+        live = self._live.get(session_id)
+        if live is not None and live.suspended:
             raise _suspended(live)
         token = await self._acquire(session_id)
-        job = asyncio.get_running_loop().create_task(
+        try:
+            live = await self._current(session_id, live)
+        except BaseException:
+            await self.store.release(session_id, token)
+            raise
+        finished, outcome, job = start_eagerly(
             self._turn_job(session_id, live, message, key, digest, token)
         )
+        if finished:
+            assert outcome is not None
+            return outcome
+        assert job is not None
         if key is not None:
             self._inflight[(session_id, key)] = _InFlight(digest, job)
         return await asyncio.shield(job)
@@ -264,20 +324,20 @@ class SessionManager:
     async def decide(self, session_id: str, decisions: Mapping[str, ApprovalDecision]) -> Outcome:
         """Answer the pending approvals of a suspended session and resume its turn."""
         await self.sweep()
-        live = self._live_session(session_id)
-        if not live.suspended:
-            if live.busy:
-                raise HTTPProblem(ProblemType.SESSION_BUSY, "A turn is in flight on this session.")
-            raise HTTPProblem(ProblemType.NOT_SUSPENDED, "The session has no pending approvals.")
+        live = self._live.get(session_id)
+        if live is None or not live.suspended:
+            raise await self._elsewhere(session_id, live)
         pending = {approval.call_id for approval in live.run.pending_approvals}
         missing = sorted(pending - decisions.keys())
         unknown = sorted(decisions.keys() - pending)
         if missing or unknown:
             raise _decision_problem(DecisionError(missing, unknown))
         token = await self._acquire(session_id)
-        job = asyncio.get_running_loop().create_task(
-            self._decide_job(session_id, live, decisions, token)
-        )
+        finished, outcome, job = start_eagerly(self._decide_job(session_id, live, decisions, token))
+        if finished:
+            assert outcome is not None
+            return outcome
+        assert job is not None
         return await asyncio.shield(job)
 
     async def _replay(self, session_id: str, key: str, digest: str) -> Outcome | None:
@@ -379,6 +439,7 @@ class SessionManager:
     async def _save(self, session_id: str, live: AgentSession, body: bytes) -> None:
         state = _SUSPENDED if live.suspended else _IDLE
         await self.store.write(session_id, body, state=state, ttl=self.limits.session_ttl)
+        self._seen[session_id] = body
 
 
 def _not_found(session_id: str) -> HTTPProblem:

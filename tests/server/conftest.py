@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
 from evalport.server import EvalAdapter
-from serverkit import AUTH, TOKEN, echo_agent
-
-Build = Callable[..., tuple[EvalAdapter, httpx.AsyncClient]]
+from serverkit import AUTH, TOKEN, Build, echo_agent
 
 
 @pytest.fixture

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 from evalport.protocol import Message, TurnContext, tool
+from evalport.server import EvalAdapter
 
 TOKEN = "test-token-0123456789"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -29,3 +31,7 @@ async def open_session(client: httpx.AsyncClient, **body: Any) -> str:
     response = await client.post("/evals/sessions", json=body)
     assert response.status_code == 201, response.text
     return str(response.json()["sessionId"])
+
+
+Build = Callable[..., tuple[EvalAdapter, httpx.AsyncClient]]
+"""The ``build`` fixture: ``build(agent, headers=..., prefix=..., **adapter_options)``."""
