@@ -120,8 +120,9 @@ class EvalContext(AssertionMethods):
         """Send one user message; approvals are settled by the policy before returning."""
         if not isinstance(message, str):
             raise TypeError(f"send() takes a str, got {type(message).__name__}")
+        previous = self._session.run
         turn = await self._session.send(message)
-        turn = await settle_approvals(self._session, turn, self.approval_policy)
+        turn = await settle_approvals(self._session, turn, self.approval_policy, previous)
         self.turns.append(turn)
         return turn
 
@@ -185,6 +186,8 @@ class EvalContext(AssertionMethods):
     def require(self, condition: Any, message: str = "") -> None:
         """Stop the case unless ``condition`` holds (a handle, a result, or a truth value)."""
         if isinstance(condition, AssertionHandle):
+            if not any(expectation is condition for expectation in self.expectations):
+                self.register(condition)
             condition.gate()
             if not condition.passed:
                 raise RequirementFailed(

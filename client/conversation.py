@@ -3,7 +3,8 @@
 Rules:
 
 - Scripted turns are delivered in order, each one only after the previous turn completed,
-  approvals included.
+  approvals included. The turn ``send`` returns covers the whole exchange: its message,
+  the final run, and the steps recorded before and after every suspension.
 - When a turn suspends (the run lists ``pendingApprovals``), the **approval policy**
   decides: a callable ``policy(request, trajectory)`` (sync or async) that receives an
   :class:`ApprovalRequest` and the :class:`~evalport.client.trajectory.Trajectory` so
@@ -36,6 +37,7 @@ from evalport.protocol import AgentRun, ApprovalDecision, PendingApproval, match
 
 from .target import Session, Turn
 from .trajectory import Trajectory
+from .turns import next_turn
 
 __all__ = [
     "MAX_APPROVAL_ROUNDS",
@@ -137,9 +139,20 @@ def _describe(pending: tuple[PendingApproval, ...], ids: list[str]) -> str:
     return ", ".join(f"{call_id} ({tools.get(call_id, '?')})" for call_id in ids)
 
 
-async def settle_approvals(session: Session, turn: Turn, policy: ApprovalPolicy | None) -> Turn:
-    """Answer suspensions of ``turn`` with ``policy`` until nothing is pending."""
+async def settle_approvals(
+    session: Session,
+    turn: Turn,
+    policy: ApprovalPolicy | None,
+    previous: AgentRun | None = None,
+) -> Turn:
+    """Answer suspensions of ``turn`` with ``policy`` until nothing is pending.
+
+    Returns the whole turn: the message that started it, the final run, and the steps
+    the run gained since ``previous`` (the run before the message was sent), across every
+    suspension.
+    """
     rounds = 0
+    started = turn
     while turn.run.pending_approvals:
         pending = tuple(turn.run.pending_approvals)
         ids = [item.call_id for item in pending]
@@ -174,7 +187,11 @@ async def settle_approvals(session: Session, turn: Turn, policy: ApprovalPolicy 
             raise ApprovalError("the approval policy " + "; ".join(parts))
         decisions = {call_id: to_decision(answer[call_id], call_id) for call_id in ids}
         turn = await session.decide(decisions)
-    return turn
+    if turn is started:
+        return turn
+    if previous is None:
+        return Turn(index=turn.index, message=started.message, run=turn.run, steps=turn.steps)
+    return next_turn(previous, turn.run, started.message)
 
 
 # -- ready-made policies ------------------------------------------------------------------

@@ -263,3 +263,15 @@ async def test_a_simulated_user_without_a_policy_still_fails_loud(target) -> Non
 
     result = await run_trial(case_of(simulated), target)
     assert result.verdict == Verdict.ERROR and result.error_type == "ApprovalError"
+
+
+async def test_the_turn_send_returns_spans_its_suspensions(target) -> None:
+    async def spans(ctx: EvalContext) -> None:
+        turn = await ctx.send("refund B2 300")
+        assert turn.message == "refund B2 300" and turn.index == 1
+        names = [e.name for step in turn.steps for e in step.tool_executions]
+        assert names == ["lookup", "refund"]
+        assert ctx.turns == [turn]
+
+    result = await run_trial(case_of(spans, approval_policy=approve_all()), target)
+    assert result.verdict == Verdict.PASSED, result.error
