@@ -13,6 +13,8 @@ Rules:
 - Requests are decoded strictly: a body that is not JSON is 400, a body of the wrong
   shape or with unknown fields 422 naming the field's JSON path, a body above
   ``Limits.max_body_bytes`` 413, a ``Content-Type`` that is not JSON 415.
+- ``store`` is a :class:`~evalport.server.stores.SessionStore` or a string for
+  :func:`~evalport.server.stores.open_store` (``"memory"``, ``"redis://host:6379/0"``).
 - Auth (``token``) is required unless ``token=None`` says the host authenticates.
   ``/health`` needs the token too unless ``public_health=True``.
 """
@@ -50,7 +52,7 @@ from .auth import BearerAuth
 from .limits import Limits
 from .problems import HTTPProblem, problem_response
 from .sessions import Outcome, RunPolicy, SessionManager
-from .stores import SessionStore
+from .stores import SessionStore, open_store
 
 __all__ = ["EvalAdapter"]
 
@@ -75,12 +77,14 @@ class EvalAdapter:
         name: str | None = None,
         version: str | None = None,
         limits: Limits | None = None,
-        store: SessionStore | None = None,
+        store: SessionStore | str | None = None,
         policy: RunPolicy | None = None,
         public_health: bool = False,
         approvals: bool = True,
     ) -> None:
         self.limits = limits or Limits()
+        if isinstance(store, str):
+            store = open_store(store)
         self.sessions = SessionManager(agent, limits=self.limits, store=store, policy=policy)
         self._auth = BearerAuth(token) if token is not None else None
         self._public_health = public_health

@@ -9,6 +9,8 @@ Rules:
   (``EVALPORT_TOKEN`` by default), never from the command line, where ``ps`` would show it.
   Without a token the server refuses to start, unless ``--insecure-no-auth`` is given
   **and** the host is a loopback address.
+- ``--store`` picks the session store: ``memory`` (default) or ``redis://HOST:PORT/DB``,
+  which replicas behind a load balancer share (the ``redis`` extra).
 - Binds ``127.0.0.1`` by default. On SIGTERM or Ctrl-C it stops accepting connections and
   lets turns in flight finish (up to the turn timeout) before it exits.
 - Exit codes: 2 for a usage or start-up error; after a graceful shutdown on a signal the
@@ -78,6 +80,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=_DEFAULTS.max_body_bytes,
         help=f"largest request body (default {_DEFAULTS.max_body_bytes})",
+    )
+    parser.add_argument(
+        "--store",
+        default="memory",
+        metavar="URL",
+        help="session store: memory (default) or redis://HOST:PORT/DB shared by replicas",
     )
     parser.add_argument("--log-level", default="info", help="uvicorn log level (default info)")
 
@@ -153,6 +161,7 @@ def main(args: argparse.Namespace) -> int:
             version=args.agent_version,
             limits=limits,
             public_health=args.public_health,
+            store=args.store,
         )
         app = adapter.app(args.prefix)
     except (ValueError, TypeError, ImportError) as error:
