@@ -275,3 +275,17 @@ async def test_the_turn_send_returns_spans_its_suspensions(target) -> None:
 
     result = await run_trial(case_of(spans, approval_policy=approve_all()), target)
     assert result.verdict == Verdict.PASSED, result.error
+
+
+async def test_the_simulated_users_of_the_judges_package_plug_in(target) -> None:
+    from evalport.client.simulated import ScriptedUser
+
+    user = ScriptedUser(["hello", "refund B2 300", "hello"], max_turns=2)
+
+    async def scripted(ctx: EvalContext) -> None:
+        turns = await ctx.simulate(user)
+        assert [t.message for t in turns] == ["hello", "refund B2 300"]
+        ctx.tool_was_approved("refund")
+
+    result = await run_trial(case_of(scripted, approval_policy=approve_all()), target)
+    assert result.verdict == Verdict.PASSED, (result.error, result.assertions)

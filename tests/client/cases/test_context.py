@@ -267,3 +267,17 @@ async def test_opening_a_session_can_fail_without_raising() -> None:
 
     result = await run_trial(case_of(lambda ctx: None), Down(shop_agent))
     assert result.verdict == Verdict.ERROR and "connection refused" in (result.error or "")
+
+
+async def test_judges_from_a_sync_case(target) -> None:
+    from evalport.client.judges.fakes import FakeJudge
+
+    judge = FakeJudge(default=0.9)
+
+    def sync_judged(ctx) -> None:
+        ctx.send("hello")
+        ctx.judge().closed_qa("Does it greet the user?").gate()
+
+    result = await run_trial(case_of(sync_judged), target, judge=judge)
+    assert result.verdict == Verdict.PASSED, result.assertions
+    assert judge.calls == 1 and len(result.judges) == 1
