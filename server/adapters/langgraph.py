@@ -1,0 +1,284 @@
+"""Serve a compiled LangGraph graph over the eval protocol (``evalport[langgraph]``).
+
+``LangGraphAgent(graph)`` is a session factory, so it goes wherever evalport takes an
+agent: ``EvalAdapter(LangGraphAgent(graph), token=...)`` or ``LocalTarget(...)``. The
+graph's state holds its conversation under ``messages`` (``MessagesState``, or any state
+with an ``add_messages`` key named by ``messages_key``).
+
+Rules:
+
+- Each session is one LangGraph thread (``thread_id`` is ``evalport-<session id>``), so
+  the graph's checkpointer keeps the session's history and a turn sends only the new
+  user message. A graph compiled without a checkpointer is served from a copy with an
+  in-memory one (its threads live as long as the process).
+- Recording is live, through a LangChain callback handler added to the run's config:
+  each chat model response is a step (text, tool calls with ids and arguments, token
+  usage from ``usage_metadata``, finish reason, model name); each tool run is an
+  execution with its output (a ``ToolMessage``'s content, failed when its status is
+  ``error``) or the error it raised, whatever node runs it.
+- The reply is the text of the last message in the state after the turn; non-text
+  content is sent as compact JSON.
+- Approvals: an ``interrupt(value)`` pauses the graph; every pending interrupt becomes a
+  pending approval of the turn at once. An interrupt raised inside a tool is asked under
+  that tool's name, arguments and call id; otherwise ``value`` names it when it is a
+  mapping with ``tool`` (or ``name``) and ``args`` (or ``arguments``), else it is asked as
+  ``interrupt`` with ``{"value": value}``. The graph resumes in the same turn with
+  ``Command(resume=...)``, each interrupt receiving ``{"approved": bool, "reason":
+  str | None}``, which ``interrupt()`` returns to the node; the decision is recorded on
+  the tool's execution when the node runs it again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+from uuid import UUID
+
+from evalport.protocol import ApprovalResult, SessionInfo, ToolCall, TurnContext, require
+from evalport.protocol.recorder import utc_now
+
+from ._recording import (
+    ApprovalAsk,
+    arguments_of,
+    ask_all,
+    mark_decision,
+    record_execution,
+    reply_text,
+    settle,
+    step_usage,
+)
+
+require("langgraph", "langgraph", "evalport.server.adapters.langgraph")
+
+from langchain_core.callbacks import AsyncCallbackHandler  # noqa: E402
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage  # noqa: E402
+from langchain_core.outputs import ChatGeneration, LLMResult  # noqa: E402
+from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
+from langgraph.errors import GraphInterrupt  # noqa: E402
+from langgraph.pregel import Pregel  # noqa: E402
+from langgraph.types import Command, Interrupt  # noqa: E402
+
+__all__ = ["LangGraphAgent"]
+
+
+class LangGraphAgent:
+    """A session factory serving a compiled LangGraph graph; one thread per session."""
+
+    def __init__(
+        self,
+        graph: Pregel[Any, Any, Any, Any],
+        *,
+        messages_key: str = "messages",
+        config: Mapping[str, Any] | None = None,
+        name: str | None = None,
+        version: str | None = None,
+    ) -> None:
+        if not isinstance(graph, Pregel):
+            raise TypeError(
+                f"LangGraphAgent serves a compiled graph (graph.compile()), not {graph!r}"
+            )
+        if not graph.checkpointer:
+            graph = graph.copy(update={"checkpointer": InMemorySaver()})
+        self.graph = graph
+        self.messages_key = messages_key
+        self.config = dict(config or {})
+        self.agent_name = name or graph.name or "langgraph-agent"
+        self.agent_version = version or "0"
+
+    def __call__(self, info: SessionInfo) -> _Session:
+        return _Session(self, f"evalport-{info.session_id}")
+
+
+class _Session:
+    """One session: one thread of the graph."""
+
+    __slots__ = ("_adapter", "thread_id")
+
+    def __init__(self, adapter: LangGraphAgent, thread_id: str) -> None:
+        self._adapter = adapter
+        self.thread_id = thread_id
+
+    async def turn(self, message: str, ctx: TurnContext) -> str:
+        await settle()
+        adapter = self._adapter
+        recorder = _Recorder(ctx)
+        base = adapter.config
+        config: dict[str, Any] = {
+            **base,
+            "configurable": {**base.get("configurable", {}), "thread_id": self.thread_id},
+            "callbacks": [*base.get("callbacks", []), recorder],
+        }
+        payload: Any = {adapter.messages_key: [HumanMessage(message)]}
+        while True:
+            await adapter.graph.ainvoke(payload, config)
+            snapshot = await adapter.graph.aget_state(config)
+            if not snapshot.interrupts:
+                break
+            payload = Command(resume=await _decide(ctx, snapshot.interrupts, recorder))
+        messages = snapshot.values.get(adapter.messages_key) or []
+        return _reply(messages[-1]) if messages else ""
+
+
+async def _decide(
+    ctx: TurnContext, interrupts: tuple[Interrupt, ...], recorder: _Recorder
+) -> dict[str, Any]:
+    asks = [recorder.ask_for(interrupt) for interrupt in interrupts]
+    decisions = await ask_all(ctx, asks)
+    recorder.decisions.update(decisions)
+    return {
+        interrupt.id: {
+            "approved": decisions[ask.call_id].approved,
+            "reason": decisions[ask.call_id].reason,
+        }
+        for interrupt, ask in zip(interrupts, asks, strict=True)
+    }
+
+
+def _reply(message: Any) -> str:
+    if isinstance(message, BaseMessage):
+        content = message.content
+        if isinstance(content, str):
+            return content
+        return message.text or reply_text(content)
+    return reply_text(message)
+
+
+class _Recorder(AsyncCallbackHandler):
+    """Records chat model responses and tool runs into the turn context as they happen."""
+
+    raise_error = True
+
+    def __init__(self, ctx: TurnContext) -> None:
+        self.ctx = ctx
+        self.decisions: dict[str, ApprovalResult] = {}
+        self._model_started: dict[UUID, str] = {}
+        self._tools: dict[UUID, tuple[str, dict[str, Any], str | None, str]] = {}
+        self._interrupted: dict[str, tuple[str, dict[str, Any], str | None]] = {}
+
+    def ask_for(self, interrupt: Interrupt) -> ApprovalAsk:
+        """The approval request for one interrupt (the tool's call when a tool raised it)."""
+        in_tool = self._interrupted.get(interrupt.id)
+        if in_tool is not None:
+            name, arguments, call_id = in_tool
+            return ApprovalAsk(call_id or interrupt.id, name, arguments)
+        value = interrupt.value
+        if isinstance(value, Mapping):
+            tool = value.get("tool", value.get("name"))
+            if isinstance(tool, str):
+                args = value.get("args", value.get("arguments"))
+                reason = value.get("reason", value.get("description"))
+                return ApprovalAsk(
+                    interrupt.id,
+                    tool,
+                    arguments_of(args),
+                    reason if isinstance(reason, str) else None,
+                )
+        return ApprovalAsk(interrupt.id, "interrupt", {"value": value})
+
+    async def on_chat_model_start(
+        self,
+        serialized: dict[str, Any],
+        messages: list[list[BaseMessage]],
+        *,
+        run_id: UUID,
+        **kwargs: Any,
+    ) -> None:
+        self._model_started[run_id] = utc_now()
+
+    async def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
+        started_at = self._model_started.pop(run_id, None)
+        for generations in response.generations:
+            for generation in generations:
+                if isinstance(generation, ChatGeneration) and isinstance(
+                    generation.message, AIMessage
+                ):
+                    self._step(generation.message, started_at)
+
+    def _step(self, message: AIMessage, started_at: str | None) -> None:
+        calls = [
+            ToolCall(id=call.get("id") or None, name=call["name"], arguments=dict(call["args"]))
+            for call in message.tool_calls
+        ]
+        usage = message.usage_metadata or {}
+        inputs = usage.get("input_token_details") or {}
+        outputs = usage.get("output_token_details") or {}
+        metadata = message.response_metadata or {}
+        content = message.content if isinstance(message.content, str) else message.text
+        self.ctx.model_step(
+            content=content or None,
+            tool_calls=calls,
+            finish_reason=metadata.get("finish_reason") or metadata.get("stop_reason"),
+            usage=step_usage(
+                usage.get("input_tokens"),
+                usage.get("output_tokens"),
+                cache_read=inputs.get("cache_read"),
+                cache_write=inputs.get("cache_creation"),
+                reasoning=outputs.get("reasoning"),
+            ),
+            started_at=started_at,
+        )
+        model = metadata.get("model_name") or metadata.get("model")
+        if isinstance(model, str) and model:
+            provider = metadata.get("model_provider") or metadata.get("ls_provider")
+            self.ctx.llm_profile(
+                driver=provider if isinstance(provider, str) else None, model=model
+            )
+
+    async def on_tool_start(
+        self,
+        serialized: dict[str, Any],
+        input_str: str,
+        *,
+        run_id: UUID,
+        inputs: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        name = kwargs.get("name") or (serialized or {}).get("name") or "tool"
+        arguments = dict(inputs) if inputs is not None else arguments_of(input_str)
+        call_id = kwargs.get("tool_call_id")
+        self._tools[run_id] = (str(name), arguments, call_id, utc_now())
+
+    async def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        started = self._tools.pop(run_id, None)
+        if started is None:
+            return
+        name, arguments, call_id, started_at = started
+        result, error = output, None
+        if isinstance(output, ToolMessage):
+            result = output.content
+            if output.status == "error":
+                result, error = None, _reply(output)
+        self._record(name, arguments, call_id, started_at, result=result, error=error)
+
+    async def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        started = self._tools.pop(run_id, None)
+        if started is None:
+            return
+        name, arguments, call_id, started_at = started
+        if isinstance(error, GraphInterrupt):
+            # Not a failure: the tool waits for a decision and runs again after it.
+            for interrupt in error.args[0] if error.args else ():
+                self._interrupted[interrupt.id] = (name, arguments, call_id)
+            return
+        self._record(name, arguments, call_id, started_at, error=str(error) or type(error).__name__)
+
+    def _record(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        call_id: str | None,
+        started_at: str,
+        *,
+        result: Any = None,
+        error: str | None = None,
+    ) -> None:
+        execution = record_execution(
+            self.ctx,
+            name,
+            arguments,
+            call_id=call_id,
+            result=result,
+            error=error,
+            started_at=started_at,
+        )
+        mark_decision(execution, self.decisions.get(call_id or ""))

@@ -1,0 +1,245 @@
+"""Serve an OpenAI Agents SDK ``Agent`` over the eval protocol (``evalport[openai-agents]``).
+
+``OpenAIAgentsAgent(agent)`` is a session factory, so it goes wherever evalport takes an
+agent: ``EvalAdapter(OpenAIAgentsAgent(agent), token=...)`` or ``LocalTarget(...)``.
+
+Rules:
+
+- Each session keeps its own conversation (``result.to_input_list()`` of its last turn)
+  and sends it, with the new message, as the next run's input; ``context`` (a callable
+  taking the :class:`~evalport.protocol.SessionInfo`) gives each session its own run
+  context object.
+- Recording is live, through the SDK's run hooks: each model response (``on_llm_end``)
+  is a step with its text, function calls (call ids, arguments), token usage and the
+  response id; each local tool invocation (``on_tool_start`` / ``on_tool_end``) is an
+  execution with its result. A tool that raised is recorded as failed with the exception's
+  text: the adapter wraps ``RunConfig.tool_error_formatter`` (yours still decides what the
+  model sees). Tools with their own ``failure_error_function`` report failures as results.
+- Hand-offs are events (``handoff`` with ``from`` and ``to``); the model is the run's LLM
+  profile when the agent names it.
+- Approvals: when a run stops with ``interruptions`` (tools with ``needs_approval``),
+  every pending call becomes a pending approval of the turn at once; the decisions go to
+  ``RunState.approve`` / ``reject`` (the approver's reason is the rejection message the
+  model sees) and the run resumes in the same turn. The rejection is recorded on the
+  call; an approval on the execution that follows.
+- A final output that is not ``str`` is sent as compact JSON.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from evalport.protocol import (
+    ApprovalResult,
+    SessionInfo,
+    ToolCall,
+    ToolRun,
+    TurnContext,
+    require,
+)
+from evalport.protocol.recorder import utc_now
+
+from ._recording import (
+    ApprovalAsk,
+    ToolCallFailed,
+    arguments_of,
+    ask_all,
+    mark_decision,
+    record_execution,
+    reply_text,
+    settle,
+    step_usage,
+)
+
+require("agents", "openai-agents", "evalport.server.adapters.openai_agents")
+
+import pydantic_core  # noqa: E402
+from agents import Agent, RunConfig, RunContextWrapper, RunHooks, Runner  # noqa: E402
+from agents.items import ModelResponse, ToolApprovalItem, TResponseInputItem  # noqa: E402
+from agents.run_config import ToolErrorFormatterArgs  # noqa: E402
+from agents.tool import Tool  # noqa: E402
+from agents.tool_context import ToolContext  # noqa: E402
+from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage  # noqa: E402
+
+__all__ = ["OpenAIAgentsAgent"]
+
+
+class OpenAIAgentsAgent:
+    """A session factory serving an Agents SDK ``Agent``; one conversation per session."""
+
+    def __init__(
+        self,
+        agent: Agent[Any],
+        *,
+        context: Callable[[SessionInfo], Any] | None = None,
+        run_config: RunConfig | None = None,
+        max_turns: int | None = None,
+        name: str | None = None,
+        version: str | None = None,
+    ) -> None:
+        if not isinstance(agent, Agent):
+            raise TypeError(f"OpenAIAgentsAgent serves an agents.Agent, not {agent!r}")
+        self.agent = agent
+        self.context = context
+        self.run_config = run_config or RunConfig()
+        self.max_turns = max_turns
+        self.agent_name = name or agent.name
+        self.agent_version = version or "0"
+
+    def __call__(self, info: SessionInfo) -> _Session:
+        return _Session(self, self.context(info) if self.context is not None else None)
+
+
+class _Session:
+    """One session: its conversation items and run context."""
+
+    __slots__ = ("_adapter", "context", "history")
+
+    def __init__(self, adapter: OpenAIAgentsAgent, context: Any) -> None:
+        self._adapter = adapter
+        self.context = context
+        self.history: list[TResponseInputItem] = []
+
+    async def turn(self, message: str, ctx: TurnContext) -> str:
+        await settle()
+        adapter = self._adapter
+        hooks = _Hooks(ctx)
+        config = dataclasses.replace(
+            adapter.run_config,
+            tool_error_formatter=_formatter(hooks, adapter.run_config.tool_error_formatter),
+        )
+        options: dict[str, Any] = {"hooks": hooks, "run_config": config, "context": self.context}
+        if adapter.max_turns is not None:
+            options["max_turns"] = adapter.max_turns
+        first: list[TResponseInputItem] = [{"role": "user", "content": message}]
+        result = await Runner.run(adapter.agent, [*self.history, *first], **options)
+        while result.interruptions:
+            state = result.to_state()
+            await _decide(ctx, state, result.interruptions, hooks)
+            result = await Runner.run(adapter.agent, state, **options)
+        self.history = result.to_input_list()
+        return reply_text(pydantic_core.to_jsonable_python(result.final_output))
+
+
+async def _decide(
+    ctx: TurnContext, state: Any, items: list[ToolApprovalItem], hooks: _Hooks
+) -> None:
+    asks = [
+        ApprovalAsk(item.call_id or "", item.name or "tool", arguments_of(item.arguments))
+        for item in items
+    ]
+    decisions = await ask_all(ctx, asks)
+    hooks.decisions.update(decisions)
+    for ask, item in zip(asks, items, strict=True):
+        decision = decisions[ask.call_id]
+        if decision.approved:
+            state.approve(item)
+            continue
+        state.reject(item, rejection_message=decision.reason)
+        record_execution(ctx, ask.tool, ask.arguments, call_id=ask.call_id, decision=decision)
+
+
+def _formatter(hooks: _Hooks, inner: Any) -> Callable[[ToolErrorFormatterArgs[Any]], Any]:
+    async def format_error(args: ToolErrorFormatterArgs[Any]) -> str | None:
+        if args.kind == "tool_exception" and args.error is not None:
+            hooks.failures[args.call_id] = str(args.error) or type(args.error).__name__
+        if inner is None:
+            return None
+        message = inner(args)
+        return await message if inspect.isawaitable(message) else message
+
+    return format_error
+
+
+class _Hooks(RunHooks[Any]):
+    """Records model responses, tool invocations and hand-offs into the turn context."""
+
+    def __init__(self, ctx: TurnContext) -> None:
+        self.ctx = ctx
+        self.decisions: dict[str, ApprovalResult] = {}
+        self.failures: dict[str, str] = {}
+        self._running: dict[str, tuple[Any, ToolRun]] = {}
+        self._llm_started: str | None = None
+
+    async def on_llm_start(
+        self,
+        context: RunContextWrapper[Any],
+        agent: Agent[Any],
+        system_prompt: str | None,
+        input_items: list[TResponseInputItem],
+    ) -> None:
+        self._llm_started = utc_now()
+
+    async def on_llm_end(
+        self, context: RunContextWrapper[Any], agent: Agent[Any], response: ModelResponse
+    ) -> None:
+        texts: list[str] = []
+        calls: list[ToolCall] = []
+        for item in response.output:
+            if isinstance(item, ResponseOutputMessage):
+                texts.extend(
+                    part.text if hasattr(part, "text") else getattr(part, "refusal", "")
+                    for part in item.content
+                )
+            elif isinstance(item, ResponseFunctionToolCall):
+                calls.append(
+                    ToolCall(
+                        id=item.call_id, name=item.name, arguments=arguments_of(item.arguments)
+                    )
+                )
+        usage = response.usage
+        self.ctx.model_step(
+            content="".join(texts) or None,
+            tool_calls=calls,
+            usage=step_usage(
+                usage.input_tokens,
+                usage.output_tokens,
+                cache_read=usage.input_tokens_details.cached_tokens,
+                cache_write=getattr(usage.input_tokens_details, "cache_write_tokens", 0),
+                reasoning=usage.output_tokens_details.reasoning_tokens,
+            ),
+            started_at=self._llm_started,
+        )
+        if isinstance(agent.model, str):
+            self.ctx.llm_profile(driver="openai-agents", model=agent.model)
+
+    async def on_tool_start(
+        self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool
+    ) -> None:
+        call_id, name, arguments = _tool_call(context, tool)
+        block = self.ctx.tool_execution(name, arguments, call_id=call_id)
+        run = block.__enter__()
+        mark_decision(run.execution, self.decisions.get(call_id or ""))
+        self._running[call_id or name] = (block, run)
+
+    async def on_tool_end(
+        self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool, result: object
+    ) -> None:
+        call_id, name, arguments = _tool_call(context, tool)
+        started = self._running.pop(call_id or name, None)
+        failure = self.failures.pop(call_id or "", None)
+        if started is None:  # a tool the SDK ran without announcing its start
+            record_execution(
+                self.ctx, name, arguments, call_id=call_id, result=result, error=failure
+            )
+            return
+        block, run = started
+        if failure is None:
+            run.result = result
+            block.__exit__(None, None, None)
+        else:
+            block.__exit__(ToolCallFailed, ToolCallFailed(failure), None)
+
+    async def on_handoff(
+        self, context: RunContextWrapper[Any], from_agent: Agent[Any], to_agent: Agent[Any]
+    ) -> None:
+        self.ctx.event("handoff", {"from": from_agent.name, "to": to_agent.name})
+
+
+def _tool_call(context: RunContextWrapper[Any], tool: Tool) -> tuple[str | None, str, Any]:
+    if isinstance(context, ToolContext):
+        return context.tool_call_id, context.tool_name, arguments_of(context.tool_arguments)
+    return None, getattr(tool, "name", type(tool).__name__), {}
