@@ -20,8 +20,9 @@ Rules:
   rounds in one turn is an error too.
 - A decision is ``"approve"``, ``"reject"``, ``True``/``False``, ``("reject", reason)``,
   ``{"decision": ..., "reason": ...}`` or an :class:`ApprovalDecision`.
-- Simulated users (``next_message(transcript) -> str | None`` and ``max_turns``) plug
-  into the same loop; they only ever write user messages, never approval decisions.
+- Simulated users (:class:`evalport.client.simulated.UserSimulator`:
+  ``next_message(transcript) -> str | None`` and ``max_turns``) plug into the same loop
+  through ``ctx.simulate``; they only ever write user messages, never approval decisions.
 - Targets do not matter: the loop only uses the :class:`~evalport.client.target.Session`
   protocol, so it runs the same on ``LocalTarget`` and ``HttpTarget``.
 """
@@ -31,7 +32,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Final, TypeAlias
 
 from evalport.protocol import AgentRun, ApprovalDecision, PendingApproval, matches_digest
 
@@ -45,7 +46,6 @@ __all__ = [
     "ApprovalPolicy",
     "ApprovalRequest",
     "DecisionLike",
-    "SimulatedUser",
     "approve_all",
     "decide_by_tool",
     "reject_all",
@@ -102,15 +102,6 @@ ApprovalPolicy: TypeAlias = Callable[
     [ApprovalRequest, Trajectory],
     Mapping[str, DecisionLike] | Awaitable[Mapping[str, DecisionLike]],
 ]
-
-
-@runtime_checkable
-class SimulatedUser(Protocol):
-    """Plays the user: the next message from the transcript so far, or None to stop."""
-
-    max_turns: int
-
-    async def next_message(self, transcript: list[tuple[str, str]]) -> str | None: ...
 
 
 def to_decision(value: DecisionLike, call_id: str) -> ApprovalDecision:
