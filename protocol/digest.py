@@ -39,9 +39,10 @@ _encode = msgspec.json.encode
 # finds either msgspec form after a JSON delimiter; inside a string it can match too, which
 # only costs the slower path.
 _DIFFERS: Final = re.compile(rb'(?:^|[\[:,"])-?(?:[0-9]+(?:\.[0-9]+)?e|0\.0000)')
-# A cheaper test that every match of ``_DIFFERS`` passes, run first; and the types whose
-# JSON can hold no float at all.
-_MAY_DIFFER: Final = re.compile(rb"[0-9]e|0\.0000")
+# A cheap first test that every float ``_DIFFERS`` is about passes (an exponent is followed
+# by a digit or a sign; a small float starts ``0.0000``); and the types whose JSON can hold
+# no float at all.
+_EXPONENT: Final = re.compile(rb"e[-+0-9]")
 _FLOATLESS: Final = frozenset((str, int, bool, type(None)))
 
 
@@ -81,7 +82,9 @@ def exact_json(value: Any, data: bytes) -> bytes:
     """:func:`compact_json` of ``value``, given ``data``, msgspec's encoding of it."""
     if type(value) in _FLOATLESS:
         return data
-    if _MAY_DIFFER.search(data) is not None and _DIFFERS.search(data) is not None:
+    if (b"0.0000" in data or _EXPONENT.search(data) is not None) and _DIFFERS.search(
+        data
+    ) is not None:
         return _standard(value)
     if b"null" in data and _has_non_finite(value):
         return _standard(value)
@@ -123,7 +126,8 @@ def _shape(value: Any, depth: int) -> Any:
         for key, item in value.items():
             item_kind = type(item)
             if item_kind is str:
-                shapes[str(key)] = f"<string:{len(item.encode())}>"
+                size = len(item) if item.isascii() else len(item.encode())
+                shapes[str(key)] = f"<string:{size}>"
             else:
                 scalar = _SCALAR_SHAPES.get(item_kind)
                 shapes[str(key)] = scalar if scalar is not None else _shape(item, depth + 1)

@@ -247,8 +247,13 @@ class _Redactor:
         if type(arguments) is not dict:
             # A JSON string nobody parsed: its keys are unknown, so digest it whole.
             return self.value(arguments) if arguments else arguments
-        key = _memo_key(arguments)
-        found = None if key is None else self.maps.get(key)
+        try:
+            data = _encode(arguments)
+        except (TypeError, msgspec.EncodeError):
+            data = b""
+        # No memo for what msgspec cannot write, or writes like null (NaN): see _memo_key.
+        memo = data if data and not (b"null" in data and _has_non_finite(arguments)) else None
+        found = None if memo is None else self.maps.get(memo)
         if found is None:
             if is_digest(arguments):
                 found = arguments
@@ -256,10 +261,11 @@ class _Redactor:
                 keys = self.keys
                 value = self.value
                 found = {
-                    key: (item if key in keys else value(item)) for key, item in arguments.items()
+                    name: (item if name in keys else value(item))
+                    for name, item in arguments.items()
                 }
-            if key is not None:
-                self.maps[key] = found
+            if memo is not None:
+                self.maps[memo] = found
         return found
 
     def stop_signal(self, signal: StopSignal) -> StopSignal:
@@ -293,6 +299,13 @@ class _Redactor:
         names: dict[str, str] | None = None
         tools = self.tools
         for message in step.output_messages:
+            if not (
+                message.tool_calls
+                or message.tool_call_id is not None
+                or message.role == "tool"
+                or type(message.content) is list
+            ):
+                continue  # plain assistant text: nothing to redact
             for call in message.tool_calls or ():
                 call.arguments = self.arguments(call.arguments, call.name)
             content = message.content
@@ -320,10 +333,19 @@ class _Redactor:
             for execution in step.tool_executions:
                 if execution.name not in tools:
                     execution.arguments = arguments(execution.arguments, None)
-                    execution.result = value(execution.result)
-                    execution.error = error(execution.error)
-            if step.output_messages:
-                self.messages(step)
+                    if execution.result is not None:
+                        execution.result = value(execution.result)
+                    if execution.error is not None:
+                        execution.error = error(execution.error)
+            for message in step.output_messages:
+                if (
+                    message.tool_calls
+                    or message.tool_call_id is not None
+                    or message.role == "tool"
+                    or type(message.content) is list
+                ):
+                    self.messages(step)
+                    break
             for info in step.errors:
                 info.message = error(info.message)
             if step.stop_signal is not None:
@@ -332,8 +354,10 @@ class _Redactor:
             call = record.tool_call
             if call.name not in tools:
                 call.arguments = arguments(call.arguments, None)
-                record.result = value(record.result)
-                record.error = error(record.error)
+                if record.result is not None:
+                    record.result = value(record.result)
+                if record.error is not None:
+                    record.error = error(record.error)
         for pending in run.pending_approvals:
             pending.arguments = arguments(pending.arguments, pending.tool)
         for info in run.error_details:

@@ -1,0 +1,166 @@
+"""Benchmark: decoding and redacting one large turn response, as HttpTarget does.
+
+The body is what evalport's own server sends for one long turn: an agent recorded by the
+real turn runtime takes 800 model steps, every third one calling an order-lookup tool
+(arguments and a JSON result, both digested by the safe policy), the others thinking
+aloud; the accumulated run is encoded as the adapter encodes it (~720 KB).
+
+On the same bytes it times, best of N:
+
+- baseline: ``msgspec.json.decode(body)`` into builtins, no checks, no redaction;
+- evalport: :func:`evalport.protocol.decode_run` (lenient typed decode) plus
+  ``TracePolicy.safe().apply(run, in_place=True)``, exactly HttpTarget's path;
+- naive: the same decode, then a walk that digests every payload value with
+  ``json.dumps`` and no memo (a reference point, not a product path).
+
+It prints the ratio baseline / evalport (1.0 would make validation and redaction free;
+the target is >= 0.5) and never gates CI. Run: ``python benchmarks/client.py``;
+``--every 1`` makes every step a tool step (the densest case).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+from evalport.protocol import (
+    AgentRun,
+    AgentSession,
+    RunEnvelope,
+    SessionInfo,
+    ToolCall,
+    TurnContext,
+    Usage,
+    decode_run,
+    encode,
+    is_digest,
+)
+from evalport.protocol.policy import TracePolicy
+
+STEPS = 800
+EVERY = 3
+
+
+def turn_response(steps: int = STEPS, every: int = EVERY) -> bytes:
+    """The response body of one turn of ``steps`` model steps, recorded for real."""
+
+    async def agent(message: str, history: list[Any], ctx: TurnContext) -> str:
+        for index in range(steps):
+            if index % every:
+                ctx.model_step(
+                    content=f"Order A{10_000 + index} shipped; checking the promised date "
+                    "against the carrier's estimate before answering the customer.",
+                    usage=Usage(input=900, output=60),
+                )
+                continue
+            arguments = {"order_id": f"A{10_000 + index}", "fields": ["status", "eta"]}
+            ctx.model_step(
+                content="Looking the order up.",
+                tool_calls=[ToolCall(name="orders_lookup", arguments=arguments)],
+                usage=Usage(input=800, output=30, cache_read=500),
+            )
+            with ctx.tool_execution("orders_lookup", arguments) as run:
+                run.result = {
+                    "status": "shipped",
+                    "eta": f"2026-12-0{index % 9 + 1}",
+                    "carrier": "DHL",
+                    "tracking": f"JD0{index:09d}",
+                }
+        return "All orders were looked up."
+
+    async def record() -> bytes:
+        session = await AgentSession.open(agent, SessionInfo(session_id="bench"))
+        await session.send("look every order up")
+        return encode(RunEnvelope(run=session.run))
+
+    return asyncio.run(record())
+
+
+def evalport_path(body: bytes, policy: TracePolicy) -> AgentRun:
+    return policy.apply(decode_run(body), in_place=True)
+
+
+# -- the naive reference -------------------------------------------------------------------
+
+
+def _naive_shape(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _naive_shape(item) for key, item in value.items()}
+    if isinstance(value, str):
+        return f"<string:{len(value.encode())}>"
+    if isinstance(value, list):
+        return f"<array:{len(value)}>"
+    return f"<{type(value).__name__}>"
+
+
+def _naive_digest(value: Any) -> Any:
+    if value is None or is_digest(value):
+        return value
+    data = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+    preview = json.dumps(_naive_shape(value), ensure_ascii=False, separators=(",", ":"))
+    return {
+        "hash": "sha256:" + hashlib.sha256(data).hexdigest(),
+        "bytes": len(data),
+        "preview": preview.encode()[:120].decode(errors="ignore"),
+    }
+
+
+def _naive_arguments(arguments: Any) -> Any:
+    return {key: _naive_digest(item) for key, item in arguments.items()}
+
+
+def naive_path(body: bytes) -> AgentRun:
+    run = decode_run(body)
+    for step in run.steps:
+        for call in step.requested_tool_calls:
+            call.arguments = _naive_arguments(call.arguments)
+        for execution in step.tool_executions:
+            execution.arguments = _naive_arguments(execution.arguments)
+            execution.result = _naive_digest(execution.result)
+        for message in step.output_messages:
+            for call in message.tool_calls or ():
+                call.arguments = _naive_arguments(call.arguments)
+    for record in run.tools:
+        record.tool_call.arguments = _naive_arguments(record.tool_call.arguments)
+        record.result = _naive_digest(record.result)
+    return run
+
+
+def best_of(function: Callable[[], Any], repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        started = time.perf_counter()
+        function()
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=40)
+    parser.add_argument("--steps", type=int, default=STEPS)
+    parser.add_argument("--every", type=int, default=EVERY, help="one tool step in N")
+    options = parser.parse_args()
+    body = turn_response(options.steps, options.every)
+    policy = TracePolicy.safe()
+    ours = evalport_path(body, policy)
+    assert encode(ours) == encode(naive_path(body)), "the naive walk must redact the same way"
+    baseline = best_of(lambda: msgspec.json.decode(body), options.repeat)
+    fast = best_of(lambda: evalport_path(body, policy), options.repeat)
+    naive = best_of(lambda: naive_path(body), max(3, options.repeat // 4))
+    tools = sum(len(step.tool_executions) for step in ours.steps)
+    print(f"body: {len(body) / 1000:.0f} KB, {len(ours.steps)} steps, {tools} tool executions")
+    print(f"msgspec.json.decode into builtins:  {baseline * 1e3:7.2f} ms   1.00x")
+    print(f"evalport decode_run + safe policy:  {fast * 1e3:7.2f} ms   {baseline / fast:.2f}x")
+    print(f"naive json.dumps digest walk:       {naive * 1e3:7.2f} ms   {baseline / naive:.2f}x")
+    print("target: evalport >= 0.50x")
+
+
+if __name__ == "__main__":
+    main()
