@@ -9,9 +9,11 @@ Rules:
   ``state``; ``l:{id}`` the turn lease (its token, with a Redis expiry); ``r:{id}`` and
   ``o:{id}`` the idempotency records and their order; ``index`` a sorted set of live ids
   scored by their expiry; ``gone`` a sorted set of recently expired or deleted ids.
-- Expiry is Redis's own (``PEXPIRE``): every renewal sets the session's keys to
-  ``max(ttl, lease left)``, so a session whose lease is held outlives the lease. Times
-  come from the Redis server's clock (``TIME``), never from a replica's.
+- Expiry is Redis's own (``PEXPIRE``): every renewal records the idle deadline
+  (``now + ttl``) and sets the session's keys to expire at the later of it and the
+  lease's end, so a session whose lease is held outlives the lease; releasing the lease
+  brings the expiry back to the idle deadline. Times come from the Redis server's clock
+  (``TIME``), never from a replica's.
 - The cap counts the ``index`` after dropping the ids whose keys Redis has expired.
 - Leases: ``acquire`` sets ``l:{id}`` with the token only if it is absent (taking it again
   with the same token succeeds, so a retried call is safe); ``release`` deletes it only if
@@ -54,15 +56,20 @@ local gone = prefix .. 'gone'
 local function keys_of(id)
   return prefix .. 's:' .. id, prefix .. 'l:' .. id, prefix .. 'r:' .. id, prefix .. 'o:' .. id
 end
-local function renew(id, ttl)
+local function expire_in(id, ms)
   local s, l, r, o = keys_of(id)
-  local ms = ttl
-  local left = redis.call('PTTL', l)
-  if left > ms then ms = left end
   redis.call('PEXPIRE', s, ms)
   redis.call('PEXPIRE', r, ms)
   redis.call('PEXPIRE', o, ms)
   redis.call('ZADD', index, now + ms, id)
+end
+local function renew(id, ttl)
+  local s, l = keys_of(id)
+  redis.call('HSET', s, 'idle', now + ttl)
+  local ms = ttl
+  local left = redis.call('PTTL', l)
+  if left > ms then ms = left end
+  expire_in(id, ms)
 end
 local function sweep()
   local due = redis.call('ZRANGEBYSCORE', index, '-inf', now, 'LIMIT', 0, 1000)
@@ -145,10 +152,22 @@ return 'acquired'
 """
 )
 
-_RELEASE: Final = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
+_RELEASE: Final = (
+    _COMMON
+    + """
+local id, token = ARGV[2], ARGV[3]
+local s, l = keys_of(id)
+if redis.call('GET', l) ~= token then return 0 end
+redis.call('DEL', l)
+local idle = tonumber(redis.call('HGET', s, 'idle'))
+if idle then
+  local ms = idle - now
+  if ms < 1 then ms = 1 end
+  expire_in(id, ms)
+end
+return 1
 """
+)
 
 _PUT_RESULT: Final = (
     _COMMON
@@ -299,7 +318,7 @@ class RedisStore:
         return Lease(outcome.decode())
 
     async def release(self, session_id: str, token: str) -> None:
-        await self._run(self._release, token, keys=[f"{self.prefix}l:{session_id}"])
+        await self._run(self._release, self.prefix, session_id, token)
 
     async def get_result(self, session_id: str, key: str) -> bytes | None:
         prefix = self.prefix

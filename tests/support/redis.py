@@ -21,7 +21,7 @@ from collections.abc import Iterator
 
 from support.servers import free_port
 
-__all__ = ["REDIS_SERVER", "RedisServer", "running_redis"]
+__all__ = ["REDIS_SERVER", "RedisServer", "redis_fixture", "running_redis", "save_snapshot"]
 
 REDIS_SERVER = shutil.which("redis-server")
 
@@ -108,3 +108,10 @@ def redis_fixture() -> Iterator[RedisServer]:
     """Body of a session-scoped ``redis_server`` fixture (import it into a conftest)."""
     with running_redis() as server:
         yield server
+
+
+def save_snapshot(server: RedisServer) -> None:
+    """``SAVE`` now (automatic snapshots are off), so a restart comes back with this data."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+        sock.sendall(b"SAVE\r\n")
+        assert sock.recv(64).startswith(b"+OK")

@@ -106,6 +106,14 @@ async def test_a_held_lease_keeps_the_session_alive(store: SessionStore) -> None
     assert await store.read("a") is not None
 
 
+async def test_releasing_the_lease_brings_back_the_idle_ttl(store: SessionStore) -> None:
+    await store.create("a", b"m", b"r", ttl=0.2, limit=5)
+    assert await store.acquire("a", "t", lease=30, ttl=0.2) is Lease.ACQUIRED
+    await store.release("a", "t")
+    await asyncio.sleep(0.35)
+    assert await store.read("a") is None
+
+
 async def test_an_expired_lease_frees_the_session(store: SessionStore) -> None:
     await store.create("a", b"m", b"r", ttl=10, limit=5)
     assert await store.acquire("a", "crashed", lease=0.1, ttl=10) is Lease.ACQUIRED
