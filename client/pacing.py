@@ -145,17 +145,6 @@ class TrackingTarget:
         self.sessions.append(session)
         return session
 
-    async def close_all(self, timeout: float = 10.0) -> list[str]:
-        """Close every session; returns the errors (closing must not fail a trial)."""
-        errors: list[str] = []
-        for session in self.sessions:
-            try:
-                async with asyncio.timeout(timeout):
-                    await session.close()
-            except Exception as error:
-                errors.append(f"closing session {session.id}: {type(error).__name__}: {error}")
-        return errors
-
     async def aclose(self) -> None:
         """The wrapped target belongs to the runner."""
 

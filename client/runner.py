@@ -41,6 +41,9 @@ from .target import Target
 
 __all__ = ["RunOptions", "Runner", "TrialFunction", "git_sha", "run_cases"]
 
+CLOSE_TIMEOUT = 10.0
+"""Seconds to close a session the trial left open after a timeout or an error."""
+
 
 class RunnableCase(Protocol):
     """What the runner reads from a case (see :mod:`evalport.client.cases`)."""
@@ -209,27 +212,26 @@ class Runner:
         if self.cache is not None:
             target = self.cache.wrap(tracking, case_id=case_id, row=_row(case), trial=trial)
         timeout = getattr(case, "timeout", None) or self.options.timeout
-        # The trial function bounds the case itself; this outer bound, a little later,
-        # also covers opening and closing sessions and a trial function that ignores it.
-        hard = None if timeout is None else timeout + min(2.0, 0.5 * timeout)
         started = time.perf_counter()
+        close_errors: list[str] | None = None
         try:
-            async with asyncio.timeout(hard):
+            # One timer bounds the whole trial (open, turns, assertions, judges, closing);
+            # on expiry the trial's work is cancelled where it waits.
+            async with asyncio.timeout(timeout):
                 result = await self.trial_function(
-                    case,
-                    target,
-                    trial=trial,
-                    judge=self.judge,
-                    strict=self.options.strict,
-                    timeout=timeout,
+                    case, target, trial=trial, judge=self.judge, strict=self.options.strict
                 )
+                close_errors = await _close(target, tracking)
         except TimeoutError as error:
             result = _error_trial(case_id, trial, error, time.perf_counter() - started)
             result.error = f"timed out after {timeout:g}s (the trial was cancelled)"
         except Exception as error:
             result = _error_trial(case_id, trial, error, time.perf_counter() - started)
-        finally:
-            close_errors = await _close(target, tracking)
+        except asyncio.CancelledError:  # the run itself was cancelled
+            await _close(target, tracking, bound=CLOSE_TIMEOUT)
+            raise
+        if close_errors is None:  # the trial ended early: close what it left open
+            close_errors = await _close(target, tracking, bound=CLOSE_TIMEOUT)
         if isinstance(target, CachingTarget):
             result.cached = target.cached
         result.logs.extend(close_errors)
@@ -253,16 +255,21 @@ class Runner:
         return result, summary
 
 
-async def _close(target: Any, tracking: TrackingTarget) -> list[str]:
+async def _close(target: Any, tracking: TrackingTarget, bound: float | None = None) -> list[str]:
+    """Close every session of a trial (closing twice is harmless); returns the errors."""
+    sessions: list[Any] = list(target.sessions) if isinstance(target, CachingTarget) else []
+    sessions += tracking.sessions  # caching sessions first: closing them records what went live
     errors: list[str] = []
-    if isinstance(target, CachingTarget):  # closing records what went live
-        for session in target.sessions:
-            try:
-                async with asyncio.timeout(10.0):
+    for session in sessions:
+        try:
+            if bound is None:
+                await session.close()
+            else:
+                async with asyncio.timeout(bound):
                     await session.close()
-            except Exception as error:
-                errors.append(f"closing session {session.id}: {type(error).__name__}: {error}")
-    return errors + await tracking.close_all()
+        except Exception as error:
+            errors.append(f"closing session {session.id}: {type(error).__name__}: {error}")
+    return errors
 
 
 def _row(case: Any) -> Any:

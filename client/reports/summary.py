@@ -21,7 +21,7 @@ from typing import Any
 import msgspec
 
 from ..results import CaseResult, TrialResult, Verdict
-from ..stats import flaky, k_values, mean_std, pass_at_k, pass_hat_k, wilson
+from ..stats import k_values, mean_std, pass_at_k, pass_hat_k, wilson
 
 __all__ = [
     "SCHEMA",
@@ -125,45 +125,59 @@ def trial_tokens(trial: TrialResult) -> int:
     if isinstance(run, dict):
         usage = run.get("usage")
         if isinstance(usage, dict):
-            return sum(int(value) for value in usage.values() if isinstance(value, int))
+            return sum(value for value in usage.values() if type(value) is int)
     return 0
 
 
-def _failures(trials: list[TrialResult]) -> list[str]:
-    seen: list[str] = []
-    for trial in trials:
-        texts = [f"{trial.error_type or 'Error'}: {trial.error}"] if trial.error else []
-        texts += [
-            f"{result.label or result.name}: {result.message}".rstrip(": ")
-            for result in trial.assertions
-            if not result.passed
-        ]
-        for text in texts:
+def _failures(trial: TrialResult, seen: list[str]) -> None:
+    if trial.error:
+        text = f"{trial.error_type or 'Error'}: {trial.error}"
+        if text not in seen:
+            seen.append(text)
+    for result in trial.assertions:
+        if not result.passed:
+            text = f"{result.label or result.name}: {result.message}".rstrip(": ")
             if text not in seen:
                 seen.append(text)
-    return seen[:20]
 
 
 def summarize_case(result: CaseResult, *, min_lower_bound: float | None = None) -> CaseSummary:
     """Statistics of one case; ``min_lower_bound`` fails a passed case whose interval is low."""
-    verdicts = [trial.verdict for trial in result.trials]
-    samples = [verdict for verdict in verdicts if verdict != Verdict.SKIPPED]
-    n = len(samples)
-    c = sum(verdict == Verdict.PASSED for verdict in samples)
+    # One pass over the trials: this runs once per case, on the runner's hot path.
+    verdicts: list[str] = []
+    failures: list[str] = []
+    scores: list[float] = []
+    n = c = cached = target_tokens = judge_tokens = 0
+    duration = 0.0
+    error: str | None = None
+    for trial in result.trials:
+        verdict = trial.verdict
+        verdicts.append(verdict)
+        if verdict != Verdict.SKIPPED:
+            n += 1
+            if verdict == Verdict.PASSED:
+                c += 1
+            elif len(failures) < 20:
+                _failures(trial, failures)
+        cached += trial.cached
+        duration += trial.duration
+        if trial.run is not None:
+            target_tokens += trial_tokens(trial)
+        for judge in trial.judges:
+            judge_tokens += judge.input_tokens + judge.output_tokens
+            if judge.score is not None:
+                scores.append(judge.score)
+        if error is None and trial.error:
+            error = trial.error
     low, high = wilson(c, n)
     ks = k_values(n)
-    scores = [
-        judge.score for trial in result.trials for judge in trial.judges if judge.score is not None
-    ]
     judge_mean, judge_std = mean_std(scores)
     verdict = result.verdict
-    failures = _failures(result.trials)
     if min_lower_bound is not None and verdict == Verdict.PASSED and n and low < min_lower_bound:
         verdict = Verdict.FAILED
         failures.insert(
             0, f"Wilson lower bound {low:.3f} is below the required {min_lower_bound:.3f}"
         )
-    errors = [trial.error for trial in result.trials if trial.error]
     return CaseSummary(
         case_id=result.case_id,
         verdict=verdict,
@@ -179,18 +193,14 @@ def summarize_case(result: CaseResult, *, min_lower_bound: float | None = None) 
         wilson_high=high,
         pass_at_k={str(k): pass_at_k(n, c, k) for k in ks},
         pass_hat_k={str(k): pass_hat_k(n, c, k) for k in ks},
-        flaky=flaky(c, n),
+        flaky=0 < c < n,
         judge_mean=judge_mean,
         judge_std=judge_std,
-        cached_trials=sum(trial.cached for trial in result.trials),
-        duration=sum(trial.duration for trial in result.trials),
-        target_tokens=sum(trial_tokens(trial) for trial in result.trials),
-        judge_tokens=sum(
-            judge.input_tokens + judge.output_tokens
-            for trial in result.trials
-            for judge in trial.judges
-        ),
-        error=errors[0] if errors else None,
+        cached_trials=cached,
+        duration=duration,
+        target_tokens=target_tokens,
+        judge_tokens=judge_tokens,
+        error=error,
         failures=failures,
     )
 

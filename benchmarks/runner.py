@@ -1,0 +1,193 @@
+"""Benchmark: the runner's overhead, against the ideal and against pydantic-evals.
+
+Workloads (all in one process, one after the other):
+
+1. ``N`` single-turn cases (2,000) against an in-process agent that answers after 50 ms,
+   at concurrency 50. The ideal wall time is ``N / concurrency x latency`` (2.0 s); the
+   benchmark prints evalport's wall time over the ideal (target: at most 1.05x) and the
+   same workload through pydantic-evals' ``Dataset.evaluate`` (its task calls the same
+   agent function, one ``Contains`` evaluator per case).
+2. The same cases against an instant agent: cases per second for both (target: evalport
+   at least 2x pydantic-evals).
+3. Cases per second over HTTP: ``evalport serve`` in a subprocess on a loopback port
+   (the real server), the instant agent, the runner at concurrency 50.
+
+evalport's side is the whole product path: ``LocalTarget`` (the turn runtime, encode,
+lenient decode, safe redaction) or ``HttpTarget``, a fresh session per trial, a
+``contains`` assertion, trial and case verdicts, statistics. pydantic-evals is optional:
+``.venv/bin/pip install pydantic-evals``; without it its rows are skipped with a message.
+Run: ``python benchmarks/runner.py`` (``--cases``, ``--concurrency``, ``--latency``).
+Machines here are noisy and shared; compare ratios, and it never gates CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from evalport.client.cases import Case
+from evalport.client.http import HttpTarget
+from evalport.client.local import LocalTarget
+from evalport.client.runner import Runner, RunOptions
+
+LATENCY = 0.05
+AGENT_FILE = Path(__file__).resolve()
+
+
+async def slow_agent(message: str, history: list[Any], ctx: Any) -> str:
+    """The agent under test: answers after ``LATENCY`` seconds."""
+    await asyncio.sleep(LATENCY)
+    return f"echo: {message}"
+
+
+async def instant_agent(message: str, history: list[Any], ctx: Any) -> str:
+    return f"echo: {message}"
+
+
+async def one_turn(ctx: Any) -> None:
+    turn = await ctx.send(f"question {ctx.case_id}")
+    ctx.contains(turn.reply[:6])
+
+
+def make_cases(count: int) -> list[Case]:
+    return [Case(id=f"bench::case[{index}]", func=one_turn) for index in range(count)]
+
+
+async def evalport_wall(target: Any, cases: list[Case], concurrency: int) -> float:
+    runner = Runner(target, RunOptions(concurrency=concurrency, timeout=60))
+    started = time.perf_counter()
+    report = await runner.run(cases)
+    wall = time.perf_counter() - started
+    passed = report.summary.counts["passed"]
+    if passed != len(cases):
+        raise SystemExit(f"benchmark: only {passed} of {len(cases)} cases passed")
+    return wall
+
+
+def pydantic_evals_wall(agent: Any, count: int, concurrency: int) -> float | None:
+    try:
+        from pydantic_evals import Case as PECase
+        from pydantic_evals import Dataset
+        from pydantic_evals.evaluators import Contains
+    except ImportError:
+        print("  pydantic-evals is not installed (.venv/bin/pip install pydantic-evals): skipped")
+        return None
+
+    async def task(question: str) -> str:
+        return await agent(question, [], None)
+
+    dataset = Dataset(
+        name="bench",
+        cases=[
+            PECase(name=f"case-{index}", inputs=f"question {index}", evaluators=[Contains("echo:")])
+            for index in range(count)
+        ],
+    )
+    started = time.perf_counter()
+    report = dataset.evaluate_sync(task, max_concurrency=concurrency, progress=False)
+    wall = time.perf_counter() - started
+    if len(report.cases) != count:
+        raise SystemExit(f"benchmark: pydantic-evals ran {len(report.cases)} of {count} cases")
+    return wall
+
+
+def serve(port: int, token: str) -> subprocess.Popen[bytes]:
+    command = [
+        sys.executable,
+        "-m",
+        "evalport.protocol.cli",
+        "serve",
+        f"{AGENT_FILE}:instant_agent",
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
+    ]
+    process = subprocess.Popen(command, env={**os.environ, "EVALPORT_TOKEN": token})
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1):
+                return process
+        except urllib.error.HTTPError as error:
+            error.close()
+            return process
+        except OSError:
+            if time.monotonic() > deadline or process.poll() is not None:
+                process.kill()
+                raise SystemExit("benchmark: evalport serve did not start") from None
+            time.sleep(0.1)
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def over_http(cases: list[Case], concurrency: int) -> float:
+    token = secrets.token_urlsafe(24)
+    port = free_port()
+    process = serve(port, token)
+    try:
+        async with HttpTarget(f"http://127.0.0.1:{port}", token=token) as target:
+            await target.check()
+            return await evalport_wall(target, cases, concurrency)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def main() -> None:
+    global LATENCY
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cases", type=int, default=2000)
+    parser.add_argument("--concurrency", type=int, default=50)
+    parser.add_argument("--latency", type=float, default=0.05)
+    parser.add_argument("--http-cases", type=int, default=1000)
+    args = parser.parse_args()
+    LATENCY = args.latency
+    n, c = args.cases, args.concurrency
+    ideal = n / c * LATENCY
+    cases = make_cases(n)
+
+    print(f"1. {n} single-turn cases, {LATENCY * 1000:.0f} ms agent, concurrency {c}:")
+    print(f"  ideal (N / concurrency x latency): {ideal:.3f} s")
+    wall = asyncio.run(evalport_wall(LocalTarget(slow_agent), cases, c))
+    print(f"  evalport runner:        {wall:.3f} s = {wall / ideal:.3f}x ideal (target <= 1.05x)")
+    pe_wall = pydantic_evals_wall(slow_agent, n, c)
+    if pe_wall is not None:
+        print(f"  pydantic-evals evaluate: {pe_wall:.3f} s = {pe_wall / ideal:.3f}x ideal")
+
+    print(f"2. {n} cases, instant agent, concurrency {c}:")
+    wall = asyncio.run(evalport_wall(LocalTarget(instant_agent), cases, c))
+    print(f"  evalport runner:        {n / wall:,.0f} cases/s")
+    pe_wall = pydantic_evals_wall(instant_agent, n, c)
+    if pe_wall is not None:
+        print(f"  pydantic-evals evaluate: {n / pe_wall:,.0f} cases/s")
+        print(f"  evalport / pydantic-evals: {pe_wall / wall:.2f}x (target >= 2x)")
+
+    http_cases = make_cases(args.http_cases)
+    print(f"3. {len(http_cases)} cases over HTTP (evalport serve, instant agent), concurrency {c}:")
+    wall = asyncio.run(over_http(http_cases, c))
+    print(f"  evalport runner + HttpTarget: {len(http_cases) / wall:,.0f} cases/s")
+
+
+if __name__ == "__main__":
+    main()
