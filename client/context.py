@@ -11,9 +11,14 @@ Rules:
   opens a fresh session (the case starts with one) and ``await ctx.attach(session_id)``
   continues one opened elsewhere; both reset ``turns``. Sessions the context opened are
   closed when the trial ends; attached ones are left alone.
-- ``ctx.log(text)`` keeps a line for the report; ``ctx.skip(reason)`` ends the case as
-  skipped; ``ctx.require(handle_or_bool, message)`` ends the case when the condition
-  failed, recording it as a failed gate.
+- ``ctx.log(text, context)`` keeps a line for the report; ``ctx.skip(reason)`` ends the
+  case as skipped; ``ctx.require(handle_or_bool, message)`` (or Instructor's
+  ``require(name, passed, message)``) ends the case when the condition failed, recorded
+  as a failed gate.
+- Instructor's method names exist in snake_case (``message_includes``,
+  ``output_equals``, ``output_matches``, ``event``, ``not_event``, ``event_order``,
+  ``events_satisfy``, ``expect(value)``, ``check(name, passed, message)``) beside the
+  catalogue's own.
 - A sync case function runs in a worker thread and receives a :class:`SyncEvalContext`:
   the same API, with ``send``/``converse``/``simulate``/``new_session``/``attach``
   blocking instead of awaitable.
@@ -26,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import json
 from collections.abc import Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -178,14 +184,28 @@ class EvalContext(AssertionMethods):
 
     # -- case control -----------------------------------------------------------------
 
-    def log(self, text: str) -> None:
-        self.logs.append(str(text))
+    def log(self, text: str, context: Mapping[str, Any] | None = None) -> None:
+        """Keep a line for the report (``context`` is appended as JSON); no effect on
+        the verdict."""
+        line = str(text)
+        if context:
+            line += " " + json.dumps(dict(context), default=repr, ensure_ascii=False)
+        self.logs.append(line)
 
     def skip(self, reason: str) -> None:
         raise SkipCase(reason)
 
-    def require(self, condition: Any, message: str = "") -> None:
-        """Stop the case unless ``condition`` holds (a handle, a result, or a truth value)."""
+    def require(self, condition: Any, message: Any = "", detail: str = "") -> None:
+        """Stop the case unless ``condition`` holds.
+
+        ``condition`` is the handle an assertion method returned (it becomes a gate), or a
+        truth value recorded as a check named ``require``; Instructor's form
+        ``require(name, passed, message)`` works too.
+        """
+        if isinstance(condition, str) and isinstance(message, bool):
+            condition, message, name = message, detail, condition
+        else:
+            name = "require"
         if isinstance(condition, AssertionHandle):
             if not any(expectation is condition for expectation in self.expectations):
                 self.register(condition)
@@ -202,12 +222,12 @@ class EvalContext(AssertionMethods):
                 "require() needs a result now; a deferred or judged expectation is only "
                 "known when the case ends"
             )
-        if not condition:
-            failed = AssertionResult(
-                name="require", score=0.0, passed=False, message=message or "requirement failed"
-            )
-            self.register(AssertionHandle(failed))
-            raise RequirementFailed(failed.message)
+        passed = bool(condition)
+        text = str(message) if message else ("" if passed else "requirement failed")
+        recorded = AssertionResult(name=name, score=float(passed), passed=passed, message=text)
+        self.register(AssertionHandle(recorded))
+        if not passed:
+            raise RequirementFailed(text)
 
     # -- the judge host ---------------------------------------------------------------
 
@@ -275,8 +295,8 @@ class SyncEvalContext(AssertionMethods):
     def record_judge(self, record: JudgeRecord) -> None:
         self._inner.record_judge(record)
 
-    def require(self, condition: Any, message: str = "") -> None:
-        self._inner.require(condition, message)
+    def require(self, condition: Any, message: Any = "", detail: str = "") -> None:
+        self._inner.require(condition, message, detail)
 
     def trajectory(self) -> Trajectory:
         return self._inner.trajectory()

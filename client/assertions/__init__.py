@@ -8,7 +8,8 @@ Each module's docstring states its rules.
 
 from .approvals import ToolWasApproved, ToolWasRejected
 from .base import Assertion, AssertionTypeError, run_of, text_of
-from .events import EventNotSeen, EventSeen, EventsInOrder
+from .events import EventNotSeen, EventSeen, EventsInOrder, EventsSatisfy
+from .expect import ValueEquals, ValueExpectation, ValueIncludes, ValueSatisfies
 from .matchers import (
     Count,
     Exact,
@@ -71,6 +72,7 @@ __all__ = [
     "EventNotSeen",
     "EventSeen",
     "EventsInOrder",
+    "EventsSatisfy",
     "Exact",
     "Failed",
     "HashingEmbedder",
@@ -100,6 +102,10 @@ __all__ = [
     "ToolWasRejected",
     "TotalTokensAtMost",
     "UsedNoTools",
+    "ValueEquals",
+    "ValueExpectation",
+    "ValueIncludes",
+    "ValueSatisfies",
     "any_value",
     "at_least",
     "at_most",

@@ -3,8 +3,11 @@
 Rules:
 
 - ``EventSeen(name)`` passes when an event of that name exists; ``data=`` narrows it with
-  a matcher (a mapping is a subset match, digests compare by hash); ``count=`` takes an
-  exact number or a count predicate.
+  a matcher (a mapping is a subset match, digests compare by hash), ``where=`` with a
+  predicate over the whole :class:`~evalport.protocol.Event`; ``count=`` takes an exact
+  number or a count predicate.
+- ``EventsSatisfy(predicate)`` passes when ``predicate(events)`` is true for the list of
+  every event (Instructor's escape hatch).
 - ``EventsInOrder(names)`` passes when the names appear in this order, other events may
   come between; partial credit is the longest in-order subsequence of ``names`` that was
   found, over ``len(names)``.
@@ -12,23 +15,33 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
+
+from evalport.protocol import Event
 
 from ..results import AssertionResult
 from .base import Assertion, run_of
 from .matchers import VERBATIM_HINT, Count, as_count, as_matcher
 from .sequence import lcs_length
 
-__all__ = ["EventNotSeen", "EventSeen", "EventsInOrder"]
+__all__ = ["EventNotSeen", "EventSeen", "EventsInOrder", "EventsSatisfy"]
 
 
 class EventSeen(Assertion):
     kind = "event_seen"
 
-    def __init__(self, name: str, *, data: Any = None, count: int | Count | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        *,
+        data: Any = None,
+        where: Callable[[Event], Any] | None = None,
+        count: int | Count | None = None,
+    ) -> None:
         self.event = name
         self.data = None if data is None else as_matcher(data)
+        self.where = where
         self.count = as_count(count)
 
     def describe(self) -> str:
@@ -36,6 +49,8 @@ class EventSeen(Assertion):
 
     def evaluate(self, subject: Any) -> AssertionResult:
         events = [e for e in run_of(subject, self.kind).events if e.name == self.event]
+        if self.where is not None:
+            events = [e for e in events if self.where(e)]
         if self.data is None:
             matched, undecided = len(events), 0
         else:
@@ -90,3 +105,18 @@ class EventsInOrder(Assertion):
             else (f"only {found} of {len(self.names)} events in order; seen {actual!r}")
         )
         return self.result(score, message, seen=actual)
+
+
+class EventsSatisfy(Assertion):
+    kind = "events_satisfy"
+
+    def __init__(self, predicate: Callable[[list[Event]], Any]) -> None:
+        self.predicate = predicate
+
+    def describe(self) -> str:
+        return getattr(self.predicate, "__name__", "predicate")
+
+    def evaluate(self, subject: Any) -> AssertionResult:
+        events = run_of(subject, self.kind).events
+        ok = bool(self.predicate(list(events)))
+        return self.result(ok, "" if ok else f"the predicate rejected {len(events)} event(s)")

@@ -13,15 +13,16 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from evalport.protocol import AgentRun
+from evalport.protocol import AgentRun, Event
 
 from ..handles import AssertionHandle, Expectation
 from ..results import AssertionResult, Severity
 from . import approvals, events, outcome, similarity, steps, text, tools
 from .base import Assertion
+from .expect import ValueEquals, ValueExpectation
 from .matchers import Count
 
 __all__ = ["AssertionMethods", "DeferredHandle"]
@@ -87,8 +88,22 @@ class AssertionMethods:
     def register(self, expectation: Expectation) -> None:
         raise NotImplementedError
 
-    def check(self, assertion: Assertion, subject: Any = None) -> AssertionHandle | DeferredHandle:
-        """Evaluate ``assertion`` on ``subject`` (default: the run so far) and register it."""
+    def check(
+        self, assertion: Assertion | str, subject: Any = None, message: str = ""
+    ) -> AssertionHandle | DeferredHandle:
+        """Evaluate ``assertion`` on ``subject`` (default: the run so far) and register it.
+
+        Instructor's form ``check(name, passed, message)`` records a plain boolean check.
+        """
+        if isinstance(assertion, str):
+            if not isinstance(subject, bool):
+                raise TypeError("check(name, passed, message) takes passed as a bool")
+            result = AssertionResult(
+                name=assertion, score=float(subject), passed=subject, message=message
+            )
+            plain = AssertionHandle(result)
+            self.register(plain)
+            return plain
         if not isinstance(assertion, Assertion):
             raise TypeError(f"check() takes an Assertion, got {type(assertion).__name__}")
         target = self.run if subject is None else subject
@@ -205,9 +220,19 @@ class AssertionMethods:
         return self._on_run(tools.NoFailedActions())
 
     def tool_order(
-        self, names: Sequence[str], mode: str = tools.ToolOrderMode.SUBSET
+        self, *names: str | Sequence[str], mode: str = tools.ToolOrderMode.SUBSET
     ) -> AssertionHandle:
-        return self._on_run(tools.ToolOrder(names, mode))
+        """``tool_order(["a", "b"], mode="strict")``, or Instructor's ``tool_order("a", "b")``
+        (subset: in this order, extra calls allowed)."""
+        if names and not isinstance(names[0], str):
+            if len(names) == 2 and names[1] in tools.ToolOrderMode.ALL:
+                mode = str(names[1])
+            elif len(names) != 1:
+                raise TypeError("tool_order takes one list of names, or the names themselves")
+            flat = [str(name) for name in names[0]]
+        else:
+            flat = [str(name) for name in names]
+        return self._on_run(tools.ToolOrder(flat, mode))
 
     def tool_was_approved(self, name: str, args: Any = None) -> AssertionHandle:
         return self._on_run(approvals.ToolWasApproved(name, args))
@@ -233,12 +258,57 @@ class AssertionMethods:
     # -- events -------------------------------------------------------------------------
 
     def event_seen(
-        self, name: str, *, data: Any = None, count: int | Count | None = None
+        self,
+        name: str,
+        *,
+        data: Any = None,
+        where: Callable[[Event], Any] | None = None,
+        count: int | Count | None = None,
     ) -> AssertionHandle:
-        return self._on_run(events.EventSeen(name, data=data, count=count))
+        return self._on_run(events.EventSeen(name, data=data, where=where, count=count))
 
     def event_not_seen(self, name: str) -> AssertionHandle:
         return self._on_run(events.EventNotSeen(name))
 
     def events_in_order(self, names: Sequence[str]) -> AssertionHandle:
         return self._on_run(events.EventsInOrder(names))
+
+    def events_satisfy(self, predicate: Callable[[list[Event]], Any]) -> AssertionHandle:
+        return self._on_run(events.EventsSatisfy(predicate))
+
+    # -- Instructor's names -------------------------------------------------------------
+
+    def message_includes(self, text: str) -> AssertionHandle:
+        """Instructor's ``messageIncludes``: :meth:`contains`."""
+        return self.contains(text)
+
+    def output_equals(self, expected: Any) -> AssertionHandle:
+        """Instructor's ``outputEquals``: the reply equals ``expected`` (or its matcher)."""
+        if isinstance(expected, str):
+            return self.equals(expected)
+        return self._reply(ValueEquals(expected))
+
+    def output_matches(self, pattern: str) -> AssertionHandle:
+        """Instructor's ``outputMatches``: :meth:`matches_regex`."""
+        return self.matches_regex(pattern)
+
+    def event(
+        self,
+        name: str,
+        predicate: Callable[[Event], Any] | None = None,
+        count: int | Count | None = None,
+    ) -> AssertionHandle:
+        """Instructor's ``event``: :meth:`event_seen` with a predicate over the event."""
+        return self.event_seen(name, where=predicate, count=count)
+
+    def not_event(self, name: str) -> AssertionHandle:
+        """Instructor's ``notEvent``: :meth:`event_not_seen`."""
+        return self.event_not_seen(name)
+
+    def event_order(self, *names: str) -> AssertionHandle:
+        """Instructor's ``eventOrder``: :meth:`events_in_order`."""
+        return self.events_in_order(list(names))
+
+    def expect(self, value: Any) -> ValueExpectation:
+        """Grade any value: ``ctx.expect(x).includes(...).similarity(...).at_least(0.9)``."""
+        return ValueExpectation(self, value)

@@ -243,15 +243,20 @@ class MaxToolCalls(Assertion):
 
 
 class NoFailedActions(Assertion):
-    """No tool call failed; partial credit is the share of calls that succeeded."""
+    """No tool call failed and the run recorded no error (as in Instructor); partial
+    credit is the share of calls that succeeded (0 when the run itself has errors)."""
 
     kind = "no_failed_actions"
 
     def evaluate(self, subject: Any) -> AssertionResult:
-        calls = Trajectory.of(run_of(subject, self.kind)).all_calls
+        run = run_of(subject, self.kind)
+        calls = Trajectory.of(run).all_calls
         failed = [call.name for call in calls if call.is_error]
+        if run.errors:
+            message = f"the run recorded errors: {run.errors[:200]}"
+            return self.result(0.0, message, failed=failed, run_errors=True)
         if not failed:
-            return self.result(True, calls=len(calls))
+            return self.result(True, "", calls=len(calls))
         score = 1.0 - len(failed) / len(calls)
         return self.result(score, f"failed tool calls: {failed!r}", failed=failed)
 
