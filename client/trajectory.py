@@ -22,7 +22,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, Final, NamedTuple
 
 import msgspec
-from evalport.protocol import AgentRun, Event, Usage
+from evalport.protocol import AgentRun, Event, Message, Usage
 
 __all__ = ["Trajectory", "TrajectoryToolCall"]
 
@@ -227,6 +227,25 @@ class Trajectory:
     @property
     def status(self) -> str:
         return self.run.status
+
+    def messages(self) -> list[Message]:
+        """The conversation as messages: each turn's user message, then the messages its
+        steps produced (assistant text, tool calls, tool results), in order."""
+        users = self.run.user_messages
+        by_turn: dict[int, list[Message]] = {}
+        for step in self.run.steps:
+            by_turn.setdefault(step.turn, []).extend(step.output_messages)
+        turns = max(self.run.turns, len(users), max(by_turn, default=0))
+        messages: list[Message] = []
+        for turn in range(1, turns + 1):
+            if turn <= len(users):
+                messages.append(Message(role="user", content=users[turn - 1]))
+            messages.extend(by_turn.get(turn, ()))
+        return messages
+
+    def to_transcript(self) -> str:
+        """Neuron's name for :meth:`transcript`."""
+        return self.transcript()
 
     def transcript(self) -> str:
         """A readable transcript: user turns, tool calls with outcomes, assistant text."""

@@ -74,3 +74,30 @@ def test_of_memoises_per_run_state() -> None:
     run.sync_tools()
     again = Trajectory.of(run)
     assert again is not first and again.tool_names() == ["b"]
+
+
+def test_messages_interleave_user_turns_and_step_output() -> None:
+    from evalport.protocol import Message
+
+    messages = Trajectory(RUN).messages()
+    assert messages[0] == Message(role="user", content="Where is A1?")
+    assert [m.role for m in messages].count("user") == 2
+    assert messages[-1].content == "I could not refund it."
+    assert Trajectory(RUN).to_transcript() == Trajectory(RUN).transcript()
+
+
+def test_neuron_aliases_port_an_evaluate_method() -> None:
+    from evalport.client.assertions.neuron import (
+        Mode,
+        StringContains,
+        ToolWasCalled,
+        ToolWasRejected,
+        TrajectoryMatches,
+    )
+
+    view = Trajectory(RUN)
+    assert TrajectoryMatches(["lookup", "refund"], Mode.Subset).evaluate(view).passed
+    assert not TrajectoryMatches(["refund", "lookup"], Mode.Strict).evaluate(view).passed
+    assert ToolWasCalled("lookup", {"order_id": "A1"}).evaluate(view).passed
+    assert ToolWasRejected("refund").evaluate(view).passed
+    assert StringContains("refund").evaluate(view.final_answer).passed
