@@ -6,7 +6,9 @@ Rules:
   :func:`record_execution`: its result, or its error (``has_error`` with the framework's
   text), or a rejection (recorded exactly as the turn context records one of its own).
 - Approvals: :func:`ask_all` asks every pending call at once, so the turn suspends once
-  and the approver answers them together; the decisions come back keyed by call id.
+  and the approver answers them together; the decisions come back keyed by call id, and
+  each is also an ``approval.decided`` event (``callId``, ``tool``, ``approved``,
+  ``reason``), so a decision that gated no tool execution still shows in the run.
 - A reply that is not text is sent as compact JSON (the framework's structured output).
 - Token counts: the frameworks count inclusively (input includes cache reads and writes,
   output includes reasoning); a step's :class:`~evalport.protocol.Usage` is disjoint, as
@@ -33,7 +35,10 @@ from evalport.protocol import (
 )
 from evalport.protocol.recorder import utc_now
 
+DECIDED_EVENT = "approval.decided"
+
 __all__ = [
+    "DECIDED_EVENT",
     "ApprovalAsk",
     "ToolCallFailed",
     "arguments_of",
@@ -122,6 +127,16 @@ async def ask_all(ctx: TurnContext, asks: Sequence[ApprovalAsk]) -> dict[str, Ap
             for ask in asks
         )
     )
+    for ask, decision in zip(asks, decisions, strict=True):
+        ctx.event(
+            DECIDED_EVENT,
+            {
+                "callId": ask.call_id,
+                "tool": ask.tool,
+                "approved": decision.approved,
+                "reason": decision.reason,
+            },
+        )
     return {ask.call_id: decision for ask, decision in zip(asks, decisions, strict=True)}
 
 

@@ -14,8 +14,9 @@ Rules:
 - Recording is live, through a LangChain callback handler added to the run's config:
   each chat model response is a step (text, tool calls with ids and arguments, token
   usage from ``usage_metadata``, finish reason, model name); each tool run is an
-  execution with its output (a ``ToolMessage``'s content, failed when its status is
-  ``error``) or the error it raised, whatever node runs it.
+  execution with its output (a ``ToolMessage``'s content, JSON text parsed back into the
+  dict or list the tool returned; failed when its status is ``error``) or the error it
+  raised, whatever node runs it.
 - The reply is the text of the last message in the state after the turn; non-text
   content is sent as compact JSON.
 - Approvals: an ``interrupt(value)`` pauses the graph; every pending interrupt becomes a
@@ -30,8 +31,9 @@ Rules:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 from uuid import UUID
 
 from evalport.protocol import ApprovalResult, SessionInfo, ToolCall, TurnContext, require
@@ -53,6 +55,7 @@ require("langgraph", "langgraph", "evalport.server.adapters.langgraph")
 from langchain_core.callbacks import AsyncCallbackHandler  # noqa: E402
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage  # noqa: E402
 from langchain_core.outputs import ChatGeneration, LLMResult  # noqa: E402
+from langchain_core.runnables import RunnableConfig  # noqa: E402
 from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
 from langgraph.errors import GraphInterrupt  # noqa: E402
 from langgraph.pregel import Pregel  # noqa: E402
@@ -103,11 +106,14 @@ class _Session:
         adapter = self._adapter
         recorder = _Recorder(ctx)
         base = adapter.config
-        config: dict[str, Any] = {
-            **base,
-            "configurable": {**base.get("configurable", {}), "thread_id": self.thread_id},
-            "callbacks": [*base.get("callbacks", []), recorder],
-        }
+        config = cast(
+            RunnableConfig,
+            {
+                **base,
+                "configurable": {**base.get("configurable", {}), "thread_id": self.thread_id},
+                "callbacks": [*(base.get("callbacks") or []), recorder],
+            },
+        )
         payload: Any = {adapter.messages_key: [HumanMessage(message)]}
         while True:
             await adapter.graph.ainvoke(payload, config)
@@ -132,6 +138,16 @@ async def _decide(
         }
         for interrupt, ask in zip(interrupts, asks, strict=True)
     }
+
+
+def _content_value(content: Any) -> Any:
+    """A tool message's content; JSON text LangChain made of a dict or list is parsed back."""
+    if isinstance(content, str) and content[:1] in ("{", "["):
+        try:
+            return json.loads(content)
+        except ValueError:
+            return content
+    return content
 
 
 def _reply(message: Any) -> str:
@@ -199,7 +215,7 @@ class _Recorder(AsyncCallbackHandler):
             ToolCall(id=call.get("id") or None, name=call["name"], arguments=dict(call["args"]))
             for call in message.tool_calls
         ]
-        usage = message.usage_metadata or {}
+        usage: Mapping[str, Any] = message.usage_metadata or {}
         inputs = usage.get("input_token_details") or {}
         outputs = usage.get("output_token_details") or {}
         metadata = message.response_metadata or {}
@@ -245,7 +261,7 @@ class _Recorder(AsyncCallbackHandler):
         name, arguments, call_id, started_at = started
         result, error = output, None
         if isinstance(output, ToolMessage):
-            result = output.content
+            result = _content_value(output.content)
             if output.status == "error":
                 result, error = None, _reply(output)
         self._record(name, arguments, call_id, started_at, result=result, error=error)

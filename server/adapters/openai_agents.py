@@ -149,7 +149,9 @@ def _formatter(hooks: _Hooks, inner: Any) -> Callable[[ToolErrorFormatterArgs[An
         if inner is None:
             return None
         message = inner(args)
-        return await message if inspect.isawaitable(message) else message
+        if inspect.isawaitable(message):
+            message = await message
+        return message if isinstance(message, str) else None
 
     return format_error
 

@@ -52,6 +52,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart  # no
 from pydantic_ai.tools import (  # noqa: E402
     DeferredToolRequests,
     DeferredToolResults,
+    ToolApproved,
     ToolDenied,
 )
 
@@ -142,7 +143,7 @@ async def _decide(
     ]
     decisions = await ask_all(ctx, asks)
     recorder.decisions.update(decisions)
-    approvals: dict[str, bool | ToolDenied] = {}
+    approvals: dict[str, bool | ToolApproved | ToolDenied] = {}
     for call in requests.approvals:
         decision = decisions[call.tool_call_id]
         if decision.approved:

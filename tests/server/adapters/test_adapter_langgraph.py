@@ -1,0 +1,178 @@
+"""The LangGraph adapter against a graph whose chat model is a LangChain fake (no network)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langgraph")
+
+from adapterkit import TRACK_ERROR, evaluate_all, lookup_result, plan, refund_result, usage_of
+from evalport.protocol import AgentSession, SessionInfo
+from evalport.server.adapters import LangGraphAgent
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.types import interrupt
+
+
+class PlannedChatModel(BaseChatModel):
+    """A fake chat model: answers from :func:`adapterkit.plan` over the messages it gets."""
+
+    calls: int = 0
+
+    @property
+    def _llm_type(self) -> str:
+        return "planned-fake"
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> PlannedChatModel:
+        return self
+
+    async def _agenerate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
+        return self._generate(messages)
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
+        users: list[str] = []
+        results: list[tuple[str, str]] = []
+        for message in messages:
+            if isinstance(message, HumanMessage):
+                users.append(message.text)
+                results = []
+            elif isinstance(message, ToolMessage):
+                results.append((str(message.name), message.text))
+        action = plan(users, results)
+        usage = usage_of(action)
+        self.calls += 1
+        metadata = {
+            "input_tokens": usage.input,
+            "output_tokens": usage.output,
+            "total_tokens": usage.input + usage.output,
+            "input_token_details": {"cache_read": usage.cache_read},
+            "output_token_details": {"reasoning": usage.reasoning},
+        }
+        info = {"model_name": "planned-1", "model_provider": "fake"}
+        if isinstance(action, str):
+            reply = AIMessage(action, usage_metadata=metadata, response_metadata=info)
+        else:
+            calls = [
+                {"name": c.name, "args": c.arguments, "id": f"call-{self.calls}-{n}"}
+                for n, c in enumerate(action)
+            ]
+            reply = AIMessage("", tool_calls=calls, usage_metadata=metadata, response_metadata=info)
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+@tool
+def lookup(order_id: str) -> dict[str, str]:
+    """Find an order."""
+    return lookup_result(order_id)
+
+
+@tool
+def track(order_id: str) -> str:
+    """Track a parcel."""
+    raise RuntimeError(TRACK_ERROR)
+
+
+@tool
+def refund(order_id: str) -> str:
+    """Refund an order (a person approves)."""
+    decision = interrupt({"tool": "refund", "args": {"order_id": order_id}})
+    if not decision["approved"]:
+        return f"refund declined: {decision['reason']}"
+    return refund_result(order_id)
+
+
+def support_graph(*, checkpointer: Any = None) -> Any:
+    model = PlannedChatModel().bind_tools([lookup, track, refund])
+
+    async def call_model(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [await model.ainvoke(state["messages"])]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("model", call_model)
+    graph.add_node("tools", ToolNode([lookup, track, refund], handle_tool_errors=True))
+    graph.add_edge(START, "model")
+    graph.add_conditional_edges("model", tools_condition)
+    graph.add_edge("tools", "model")
+    return graph.compile(name="support", checkpointer=checkpointer)
+
+
+async def test_http_evaluation_of_the_adapted_agent() -> None:
+    await evaluate_all(lambda: LangGraphAgent(support_graph()))
+
+
+async def test_sessions_are_threads_of_the_graphs_own_checkpointer() -> None:
+    saver = InMemorySaver()
+    graph = support_graph(checkpointer=saver)
+    adapter = LangGraphAgent(graph, version="2")
+    assert adapter.graph is graph and (adapter.agent_name, adapter.agent_version) == (
+        "support",
+        "2",
+    )
+    session = await AgentSession.open(adapter, SessionInfo("t-1"))
+    run = await session.send("Where is order F6?")
+    assert run.llm_profile is not None and (run.llm_profile.driver, run.llm_profile.model) == (
+        "fake",
+        "planned-1",
+    )
+    state = await graph.aget_state({"configurable": {"thread_id": "evalport-t-1"}})
+    assert [type(m).__name__ for m in state.values["messages"]] == [
+        "HumanMessage",
+        "AIMessage",
+        "ToolMessage",
+        "ToolMessage",
+        "AIMessage",
+    ]
+    assert state.values["messages"][-1].text == run.reply
+    await session.close()
+
+
+async def test_an_interrupt_outside_a_tool_is_asked_by_its_value() -> None:
+    def confirm(state: MessagesState) -> dict[str, Any]:
+        answer = interrupt({"name": "send_email", "arguments": '{"to": "a@b.c"}', "reason": "mail"})
+        return {"messages": [AIMessage(json.dumps(answer))]}
+
+    def plain(state: MessagesState) -> dict[str, Any]:
+        answer = interrupt("continue?")
+        return {"messages": [AIMessage(f"plain: {answer['approved']}")]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("confirm", confirm)
+    graph.add_node("plain", plain)
+    graph.add_edge(START, "confirm")
+    graph.add_edge("confirm", "plain")
+    session = await AgentSession.open(LangGraphAgent(graph.compile()), SessionInfo("s"))
+    run = await session.send("mail them")
+    (pending,) = run.pending_approvals
+    assert (pending.tool, pending.arguments, pending.reason) == (
+        "send_email",
+        {"to": "a@b.c"},
+        "mail",
+    )
+    run = await session.decide({pending.call_id: ("reject", "no spam")})
+    (pending,) = run.pending_approvals
+    assert (pending.tool, pending.arguments) == ("interrupt", {"value": "continue?"})
+    run = await session.decide({pending.call_id: "approve"})
+    assert run.status == "completed" and run.reply == "plain: True"
+    assert run.tools == [] and run.steps[-1].output_messages[0].content == "plain: True"
+    assert [(e.name, e.data["tool"], e.data["approved"], e.data["reason"]) for e in run.events] == [
+        ("approval.decided", "send_email", False, "no spam"),
+        ("approval.decided", "interrupt", True, None),
+    ]
+
+
+def test_only_a_compiled_graph_is_accepted() -> None:
+    with pytest.raises(TypeError, match=r"compiled graph"):
+        LangGraphAgent(StateGraph(MessagesState))  # type: ignore[arg-type]

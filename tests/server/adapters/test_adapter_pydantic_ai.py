@@ -1,0 +1,172 @@
+"""The pydantic-ai adapter against pydantic-ai's own FunctionModel (no model requests)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+pytest.importorskip("pydantic_ai")
+
+from adapterkit import (
+    TRACK_ERROR,
+    Call,
+    evaluate_all,
+    lookup_result,
+    plan,
+    refund_result,
+    usage_of,
+)
+from evalport.protocol import AgentSession, SessionInfo
+from evalport.server.adapters import PydanticAIAgent
+from pydantic import BaseModel
+from pydantic_ai import Agent, ToolFailed, models
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.usage import RequestUsage
+
+
+@pytest.fixture(autouse=True)
+def no_model_requests() -> Iterator[None]:
+    allowed = models.ALLOW_MODEL_REQUESTS
+    models.ALLOW_MODEL_REQUESTS = False
+    yield
+    models.ALLOW_MODEL_REQUESTS = allowed
+
+
+def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    users: list[str] = []
+    results: list[tuple[str, str]] = []
+    for message in messages:
+        if not isinstance(message, ModelRequest):
+            continue
+        for part in message.parts:
+            if isinstance(part, UserPromptPart) and isinstance(part.content, str):
+                users.append(part.content)
+                results = []
+            elif isinstance(part, ToolReturnPart):
+                results.append((part.tool_name, part.model_response_str()))
+    action = plan(users, results)
+    usage = usage_of(action)
+    request_usage = RequestUsage(
+        input_tokens=usage.input,
+        output_tokens=usage.output,
+        cache_read_tokens=usage.cache_read,
+        output_reasoning_tokens=usage.reasoning,
+    )
+    if isinstance(action, str):
+        return ModelResponse(parts=[TextPart(action)], usage=request_usage)
+    parts = [ToolCallPart(call.name, call.arguments) for call in action]
+    return ModelResponse(parts=parts, usage=request_usage)
+
+
+def support_agent() -> Agent[None, str]:
+    agent = Agent(FunctionModel(respond), name="support")
+
+    @agent.tool_plain
+    def lookup(order_id: str) -> dict[str, str]:
+        """Find an order."""
+        return lookup_result(order_id)
+
+    @agent.tool_plain
+    def track(order_id: str) -> str:
+        """Track a parcel."""
+        raise ToolFailed(TRACK_ERROR)
+
+    @agent.tool_plain(requires_approval=True)
+    def refund(order_id: str) -> str:
+        """Refund an order (a person approves)."""
+        return refund_result(order_id)
+
+    return agent
+
+
+async def test_http_evaluation_of_the_adapted_agent() -> None:
+    await evaluate_all(lambda: PydanticAIAgent(support_agent()))
+
+
+async def test_each_session_keeps_its_own_history_and_records_the_model() -> None:
+    adapter = PydanticAIAgent(support_agent(), name="support-bot", version="3")
+    assert (adapter.agent_name, adapter.agent_version) == ("support-bot", "3")
+    first = await AgentSession.open(adapter, SessionInfo("one"))
+    second = await AgentSession.open(adapter, SessionInfo("two"))
+    await first.send("Where is order C3?")
+    run = await second.send("Please refund it.")
+    assert [p.arguments for p in run.pending_approvals] == [{"order_id": "?"}]
+    assert run.llm_profile is not None and run.llm_profile.model == "function:respond:"
+    await second.close()
+    run = await first.send("Please refund it.")
+    assert [p.arguments for p in run.pending_approvals] == [{"order_id": "C3"}]
+    await first.close()
+
+
+class Answer(BaseModel):
+    order_id: str
+    status: str
+
+
+async def test_structured_output_is_the_reply_as_json_and_output_tools_are_no_tool_calls() -> None:
+    def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        (output_tool,) = info.output_tools
+        args = {"order_id": "D4", "status": "shipped"}
+        return ModelResponse(parts=[ToolCallPart(output_tool.name, args)])
+
+    agent = Agent(FunctionModel(answer), output_type=Answer)
+    session = await AgentSession.open(PydanticAIAgent(agent), SessionInfo("s"))
+    run = await session.send("status of D4?")
+    assert json.loads(run.reply) == {"order_id": "D4", "status": "shipped"}
+    assert run.tools == [] and [step.type for step in run.steps] == ["final_response"]
+    assert run.steps[0].requested_tool_calls == []
+
+
+async def test_a_tool_that_raises_fails_the_turn_and_is_recorded_failed() -> None:
+    def call_broken(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[ToolCallPart("broken", {"n": 1})])
+
+    agent = Agent(FunctionModel(call_broken))
+
+    @agent.tool_plain
+    def broken(n: int) -> int:
+        raise ValueError("disk on fire")
+
+    session = await AgentSession.open(PydanticAIAgent(agent), SessionInfo("s"))
+    run = await session.send("go")
+    assert run.status == "failed" and "disk on fire" in run.errors
+    (tool,) = run.tools
+    assert (tool.tool_call.name, tool.tool_call.arguments, tool.error) == (
+        "broken",
+        {"n": 1},
+        "disk on fire",
+    )
+
+
+async def test_external_deferred_calls_fail_the_turn_with_a_clear_error() -> None:
+    from pydantic_ai.exceptions import CallDeferred
+
+    def call_remote(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[ToolCallPart("remote", {})])
+
+    agent = Agent(FunctionModel(call_remote))
+
+    @agent.tool_plain
+    def remote() -> str:
+        raise CallDeferred
+
+    session = await AgentSession.open(PydanticAIAgent(agent), SessionInfo("s"))
+    run = await session.send("go")
+    assert run.status == "failed"
+    assert "deferred remote for external execution" in run.errors
+
+
+def test_only_a_pydantic_ai_agent_is_accepted() -> None:
+    with pytest.raises(TypeError, match=r"serves a pydantic_ai\.Agent"):
+        PydanticAIAgent(Call("x", {}))  # type: ignore[arg-type]
