@@ -153,9 +153,10 @@ def digest_encoded(value: Any, data: bytes, preview_bytes: int = DEFAULT_PREVIEW
         preview = _cut(_encode(_shape(value, 0)), preview_bytes)
     else:
         # The shape of a scalar is ASCII: characters are bytes.
-        preview = (
-            f'"<string:{len(value.encode())}>"' if kind is str else '"' + _shape(value, 0) + '"'
-        )
+        if kind is str:
+            preview = f'"<string:{len(value) if value.isascii() else len(value.encode())}>"'
+        else:
+            preview = '"' + _shape(value, 0) + '"'
         if len(preview) > preview_bytes:
             preview = preview[:preview_bytes]
     return {

@@ -222,20 +222,20 @@ class _Redactor:
         if kind is str:
             found = self.strings.get(value)
             if found is None:
-                found = self.strings[value] = digest_encoded(
-                    value, compact_json(value), self.preview
-                )
+                try:
+                    data = _encode(value)  # a string's JSON holds no float: it is exact
+                except (msgspec.EncodeError, UnicodeEncodeError):
+                    data = compact_json(value)  # its error, or its fallback
+                found = self.strings[value] = digest_encoded(value, data, self.preview)
             return found
         if kind is dict and len(value) == 3 and is_digest(value):
             return value
-        data = _memo_key(value)
-        if data is None:
+        key = _memo_key(value)
+        if key is None:
             return digest(value, self.preview)
-        found = self.encoded.get(data)
+        found = self.encoded.get(key)
         if found is None:
-            found = self.encoded[data] = digest_encoded(
-                value, exact_json(value, data), self.preview
-            )
+            found = self.encoded[key] = digest_encoded(value, exact_json(value, key), self.preview)
         return found
 
     def error(self, value: Any) -> Any:
