@@ -17,6 +17,7 @@ Rules:
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -62,7 +63,14 @@ class Case:
 
     @property
     def is_async(self) -> bool:
-        return inspect.iscoroutinefunction(self.func)
+        """Whether the function is async (partials and async callables included)."""
+        func: Any = self.func
+        while isinstance(func, functools.partial):
+            func = func.func
+        if inspect.iscoroutinefunction(func):
+            return True
+        call = getattr(func, "__call__", None)  # noqa: B004 - an instance's async __call__
+        return not inspect.isfunction(func) and inspect.iscoroutinefunction(call)
 
     def arguments(self, ctx: Any) -> tuple[Any, ...]:
         """The positional arguments for the case function."""

@@ -182,9 +182,10 @@ class CalledTool(Assertion):
         if not calls:
             message = f"{self.tool!r} was never called"
         else:
+            found = f"more than {count.high}" if matched == enough else str(matched)
             message = (
-                f"{self.tool!r} called {len(calls)} time(s), {matched} matching; "
-                f"expected {self.count.describe()} matching; arguments seen: {_seen(calls)}"
+                f"{self.tool!r} called {len(calls)} time(s), {found} matching; "
+                f"expected {count.describe()} matching; arguments seen: {_seen(calls)}"
             )
         return self.result(False, message, **context)
 

@@ -281,3 +281,30 @@ async def test_judges_from_a_sync_case(target) -> None:
     result = await run_trial(case_of(sync_judged), target, judge=judge)
     assert result.verdict == Verdict.PASSED, result.assertions
     assert judge.calls == 1 and len(result.judges) == 1
+
+
+async def test_async_partials_and_callables_run_on_the_loop(target) -> None:
+    import functools
+
+    async def with_greeting(ctx: EvalContext, greeting: str) -> None:
+        await ctx.send(greeting)
+        ctx.contains("Hello")
+
+    class Callable:
+        async def __call__(self, ctx: EvalContext) -> None:
+            await ctx.send("hello")
+            ctx.event_seen("greeted")
+
+    for func in (functools.partial(with_greeting, greeting="hello"), Callable()):
+        case = Case(id="c", func=func)
+        assert case.is_async
+        assert (await run_trial(case, target)).verdict == Verdict.PASSED
+
+
+async def test_exact_counts_say_when_there_were_too_many(target) -> None:
+    async def twice(ctx: EvalContext) -> None:
+        await ctx.converse(["refund A1 40", "refund A1 40", "refund A1 40"])
+        ctx.called_tool("refund", count=2)
+
+    (result,) = (await run_trial(case_of(twice), target)).assertions
+    assert not result.passed and "more than 2 matching" in result.message
