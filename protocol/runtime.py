@@ -38,7 +38,7 @@ from typing import Any, Final, TypeVar, cast
 import msgspec
 
 from .agent import AsyncTurnHandler, SessionInfo, history_of, session_factory
-from .messages import ApprovalDecision
+from .messages import ApprovalDecision, RunEnvelope
 from .models import AgentRun, Message, PendingApproval, RunStatus, StopReason, StopSignal
 from .recorder import ApprovalResult, TurnContext, error_info
 
@@ -55,6 +55,9 @@ __all__ = [
 ]
 
 logger = logging.getLogger("evalport.agent")
+
+_encode_envelope = msgspec.json.Encoder().encode
+_decode_envelope = msgspec.json.Decoder(RunEnvelope).decode
 
 _DONE: Final = "done"
 _SUSPENDED: Final = "suspended"
@@ -183,9 +186,10 @@ class AgentSession:
         "_futures",
         "_handler",
         "_history",
+        "_parked",
+        "_run",
         "_task",
         "info",
-        "run",
         "state",
     )
 
@@ -194,7 +198,10 @@ class AgentSession:
     ) -> None:
         self._handler = handler
         self.info = info
-        self.run = run if run is not None else AgentRun(session_id=info.session_id)
+        self._run: AgentRun | None = run
+        self._parked = b""
+        if run is None:
+            self._parked = _encode_envelope(RunEnvelope(run=AgentRun(session_id=info.session_id)))
         self.state: dict[str, Any] = {}
         self._history: list[Message] = []
         self._task: asyncio.Task[None] | None = None
@@ -239,6 +246,35 @@ class AgentSession:
     # -- state ----------------------------------------------------------------------------
 
     @property
+    def run(self) -> AgentRun:
+        """The accumulated run.
+
+        Between turns the session keeps it only encoded (:attr:`run_envelope`): idle
+        sessions then hold a few bytes objects instead of a tree of Python objects, which
+        keeps memory and garbage-collection pauses small with many sessions. Reading this
+        property decodes it again.
+        """
+        run = self._run
+        if run is None:
+            run = self._run = _decode_envelope(self._parked).run
+        return run
+
+    @property
+    def run_envelope(self) -> bytes:
+        """The accumulated run as the protocol sends it, ``{"run": ...}`` (no copy when idle)."""
+        if self._run is None:
+            return self._parked
+        return _encode_envelope(RunEnvelope(run=self._run))
+
+    def _park(self) -> AgentRun:
+        # Between turns, keep the run only encoded; returns the run object as it was.
+        run = self.run
+        if self._task is None and not self._futures and not self._closed:
+            self._parked = _encode_envelope(RunEnvelope(run=run))
+            self._run = None
+        return run
+
+    @property
     def busy(self) -> bool:
         """A turn is running (not suspended)."""
         return self._task is not None and not self._futures
@@ -254,7 +290,7 @@ class AgentSession:
 
     def snapshot(self) -> AgentRun:
         """A deep copy of the accumulated run."""
-        return msgspec.json.decode(msgspec.json.encode(self.run), type=AgentRun)
+        return _decode_envelope(self.run_envelope).run
 
     # -- turns ----------------------------------------------------------------------------
 
@@ -283,16 +319,18 @@ class AgentSession:
             loop=loop,
         )
         self._ctx = ctx
-        self._checkpoint = checkpoint = loop.create_future()
         # Most turns of a no-I/O agent finish before they first await: run them eagerly,
         # with no task at all; a turn that does suspend continues as a task.
         finished, _, task = start_eagerly(self._turn(ctx, message))
         if finished:
             self._settled(None)
-            return self.run
+            return self._park()
         assert task is not None
         self._task = task
         task.add_done_callback(self._settled)
+        checkpoint = self._checkpoint  # created already if the turn asked for approval
+        if checkpoint is None:
+            checkpoint = self._checkpoint = loop.create_future()
         return await self._drive(checkpoint, timeout)
 
     async def decide(
@@ -337,10 +375,12 @@ class AgentSession:
             pending.call_id = str(uuid.uuid4())
         self._futures[pending.call_id] = future
         self.run.pending_approvals.append(pending)
+        loop = asyncio.get_running_loop()
         checkpoint = self._checkpoint
-        if checkpoint is not None and not checkpoint.done():
+        if checkpoint is None:
+            checkpoint = self._checkpoint = loop.create_future()
+        if not checkpoint.done():
             # Let approvals requested in the same scheduling pass join this suspension.
-            loop = asyncio.get_running_loop()
             loop.call_soon(loop.call_soon, _resolve, checkpoint, _SUSPENDED)
         return future
 
@@ -363,7 +403,8 @@ class AgentSession:
         elif outcome == _SUSPENDED:
             self.run.status = RunStatus.IN_PROGRESS
             self.run.sync_tools()
-        return self.run
+            return self.run
+        return self._park()
 
     async def _time_out(self, task: asyncio.Task[None], timeout: float) -> None:
         ctx = self._ctx
@@ -382,7 +423,7 @@ class AgentSession:
             self._fail(ctx, info)
             ctx._close()
             self.run.sync_tools()
-        raise TurnTimeout(timeout, self.run)
+        raise TurnTimeout(timeout, self._park())
 
     def _settled(self, task: asyncio.Task[None] | None) -> None:
         if self._task is task:

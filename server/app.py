@@ -62,7 +62,24 @@ _JSON: Final = "application/json"
 # Every path takes every common method, so that a wrong one is our 405 problem, not the host's.
 _METHODS: Final = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 _MAX_KEY: Final = 255
-Handler = Callable[[Request], Awaitable[Response]]
+_Headers = dict[bytes, str]
+Handler = Callable[[Request, _Headers], Awaitable[Response]]
+Endpoint = Callable[[Request], Awaitable[Response]]
+_WANTED: Final = frozenset(
+    (b"authorization", b"content-length", b"content-type", b"idempotency-key")
+)
+
+
+def _headers(raw: list[tuple[bytes, bytes]]) -> _Headers:
+    """The few request headers the adapter reads, in one pass (first value wins)."""
+    found: _Headers = {}
+    for name, value in raw:
+        name = name.lower()
+        if name in _WANTED and name not in found:
+            found[name] = value.decode("latin-1")
+    return found
+
+
 T = TypeVar("T")
 
 
@@ -112,18 +129,19 @@ class EvalAdapter:
             raise ValueError(f"prefix must look like '/agent' (or be empty), not {prefix!r}")
         sessions = f"{prefix}/evals/sessions"
         session = sessions + "/{session_id}"
-        routes: list[BaseRoute] = [
-            Route(
-                f"{prefix}/health",
-                self._guard({"GET": self._health_endpoint}, public=self._public_health),
-            ),
-            Route(sessions, self._guard({"POST": self._create}), methods=_METHODS),
+        routes: list[BaseRoute] = [  # the hot route first: hosts match in order
+            Route(session + "/turns", self._guard({"POST": self._turn}), methods=_METHODS),
             Route(
                 session,
                 self._guard({"GET": self._attach, "DELETE": self._delete}),
                 methods=_METHODS,
             ),
-            Route(session + "/turns", self._guard({"POST": self._turn}), methods=_METHODS),
+            Route(sessions, self._guard({"POST": self._create}), methods=_METHODS),
+            Route(
+                f"{prefix}/health",
+                self._guard({"GET": self._health_endpoint}, public=self._public_health),
+                methods=_METHODS,
+            ),
         ]
         if self._approvals:
             routes.append(
@@ -144,7 +162,7 @@ class EvalAdapter:
 
     # -- plumbing ----------------------------------------------------------------------------------
 
-    def _guard(self, endpoints: dict[str, Handler], *, public: bool = False) -> Handler:
+    def _guard(self, endpoints: dict[str, Handler], *, public: bool = False) -> Endpoint:
         """One path's endpoint: method dispatch, auth, and every error as a problem."""
         auth = None if public else self._auth
         if "GET" in endpoints:
@@ -153,8 +171,9 @@ class EvalAdapter:
 
         async def guarded(request: Request) -> Response:
             try:
+                headers = _headers(request.scope["headers"])
                 if auth is not None:
-                    auth.check(request.headers.get("authorization"))
+                    auth.check(headers.get(b"authorization"))
                 endpoint = endpoints.get(request.method)
                 if endpoint is None:
                     raise HTTPProblem(
@@ -162,7 +181,7 @@ class EvalAdapter:
                         f"{request.method} is not allowed here; use {allow}.",
                         headers={"Allow": allow},
                     )
-                return await endpoint(request)
+                return await endpoint(request, headers)
             except HTTPProblem as problem:
                 return problem.response(request.url.path)
             except Exception:
@@ -178,12 +197,12 @@ class EvalAdapter:
 
         return guarded
 
-    async def _body(self, request: Request) -> bytes:
+    async def _body(self, request: Request, headers: _Headers) -> bytes:
         limit = self.limits.max_body_bytes
-        declared = request.headers.get("content-length")
+        declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
             raise _too_large(limit)
-        content_type = request.headers.get("content-type")
+        content_type = headers.get(b"content-type")
         if content_type is not None and not _is_json(content_type):
             raise HTTPProblem(
                 ProblemType.UNSUPPORTED_MEDIA_TYPE,
@@ -191,20 +210,26 @@ class EvalAdapter:
             )
         chunks: list[bytes] = []
         size = 0
-        async for chunk in request.stream():
+        receive = request.receive
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                raise HTTPProblem(ProblemType.MALFORMED_JSON, "The client went away mid-body.")
+            chunk = message.get("body", b"")
             size += len(chunk)
             if size > limit:
                 raise _too_large(limit)
             chunks.append(chunk)
-        return b"".join(chunks)
+            if not message.get("more_body", False):
+                return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     # -- endpoints ---------------------------------------------------------------------------------
 
-    async def _health_endpoint(self, request: Request) -> Response:
+    async def _health_endpoint(self, request: Request, headers: _Headers) -> Response:
         return Response(self._health, media_type=_JSON)
 
-    async def _create(self, request: Request) -> Response:
-        body = await self._body(request)
+    async def _create(self, request: Request, headers: _Headers) -> Response:
+        body = await self._body(request, headers)
         create = _decode(body, CreateSessionRequest) if body.strip() else CreateSessionRequest()
         session_id, expires_at = await self.sessions.create(create)
         location = f"{request.url.path.rstrip('/')}/{session_id}"
@@ -215,29 +240,29 @@ class EvalAdapter:
             media_type=_JSON,
         )
 
-    async def _attach(self, request: Request) -> Response:
+    async def _attach(self, request: Request, headers: _Headers) -> Response:
         return Response(
             await self.sessions.attach(request.path_params["session_id"]), media_type=_JSON
         )
 
-    async def _delete(self, request: Request) -> Response:
+    async def _delete(self, request: Request, headers: _Headers) -> Response:
         await self.sessions.delete(request.path_params["session_id"])
         return Response(status_code=204)
 
-    async def _turn(self, request: Request) -> Response:
-        key = request.headers.get("idempotency-key")
+    async def _turn(self, request: Request, headers: _Headers) -> Response:
+        key = headers.get(b"idempotency-key")
         if key is not None and not 0 < len(key) <= _MAX_KEY:
             raise HTTPProblem(
                 ProblemType.INVALID_BODY,
                 f"The Idempotency-Key header must have 1 to {_MAX_KEY} characters.",
                 errors=[FieldError(path="header:Idempotency-Key", message="1 to 255 characters")],
             )
-        turn = _decode(await self._body(request), TurnRequest)
+        turn = _decode(await self._body(request, headers), TurnRequest)
         outcome = await self.sessions.turn(request.path_params["session_id"], turn.message, key)
         return _respond(outcome)
 
-    async def _decide(self, request: Request) -> Response:
-        decide = _decode(await self._body(request), ApprovalsRequest)
+    async def _decide(self, request: Request, headers: _Headers) -> Response:
+        decide = _decode(await self._body(request, headers), ApprovalsRequest)
         outcome = await self.sessions.decide(request.path_params["session_id"], decide.decisions)
         return _respond(outcome)
 

@@ -151,11 +151,24 @@ class SessionManager:
         self._seen: dict[str, bytes] = {}  # the stored run each live agent has reached
         self._inflight: dict[tuple[str, str], _InFlight] = {}
         self._next_sweep = 0.0
+        self._lease_prefix = secrets.token_hex(8) + "-"
+        self._leases = 0
+
+    def _lease_token(self) -> str:
+        # Unique per acquisition and per process (the prefix is random), cheap to make.
+        self._leases += 1
+        return f"{self._lease_prefix}{self._leases}"
 
     @property
     def live_count(self) -> int:
         """Sessions whose agent lives in this process."""
         return len(self._live)
+
+    def body_of(self, live: AgentSession, run: AgentRun | None = None) -> bytes:
+        """The response body of a session's run (``run``: the object a turn returned)."""
+        if self.policy is None:
+            return live.run_envelope
+        return self.envelope(run if run is not None else live.run)
 
     def envelope(self, run: AgentRun) -> bytes:
         """The response body of a run: ``{"run": ...}``, redacted by the policy if any."""
@@ -186,7 +199,7 @@ class SessionManager:
             )
         )
         live = await AgentSession.from_factory(self._factory, info)
-        body = self.envelope(live.run)
+        body = self.body_of(live)
         created = await self.store.create(
             session_id, meta, body, ttl=limits.session_ttl, limit=limits.max_sessions
         )
@@ -212,7 +225,7 @@ class SessionManager:
 
     async def delete(self, session_id: str) -> None:
         """Close the session; a running turn is a 409, a suspended one is cancelled."""
-        token = secrets.token_hex(16)
+        token = self._lease_token()
         lease = await self.store.acquire(session_id, token, lease=5.0, ttl=self.limits.session_ttl)
         if lease is Lease.MISSING:
             await self._forget(session_id)
@@ -355,7 +368,7 @@ class SessionManager:
         return Outcome(status=record.status, body=record.body)
 
     async def _acquire(self, session_id: str) -> str:
-        token = secrets.token_hex(16)
+        token = self._lease_token()
         lease = await self.store.acquire(
             session_id, token, lease=self.limits.lease_seconds, ttl=self.limits.session_ttl
         )
@@ -410,7 +423,7 @@ class SessionManager:
         try:
             run = await step
         except TurnTimeout as timeout:
-            await self._save(session_id, live, self.envelope(timeout.run))
+            await self._save(session_id, live, self.body_of(live, timeout.run))
             return Outcome(
                 status=504,
                 body=problem_body(
@@ -432,7 +445,7 @@ class SessionManager:
             raise HTTPProblem(problem_type, str(error)) from None
         except SessionClosed:
             raise _not_found(session_id) from None
-        body = self.envelope(run)
+        body = self.body_of(live, run)
         await self._save(session_id, live, body)
         return Outcome(status=200, body=body)
 
