@@ -1,0 +1,73 @@
+"""RetryPolicy and Retry-After parsing; both targets satisfy the Target protocol."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+
+import pytest
+from evalport.client.http import HttpSession, HttpTarget
+from evalport.client.local import LocalSession, LocalTarget
+from evalport.client.retry import RetryPolicy, parse_retry_after
+from evalport.client.sync import SyncTarget
+from evalport.client.target import Session, Target
+from target_agents import SupportAgent
+
+
+def test_backoff_doubles_up_to_the_cap_and_stops_after_the_attempts() -> None:
+    policy = RetryPolicy(attempts=5, backoff=0.5, max_backoff=1.5, jitter=False)
+    assert [policy.delay(retry) for retry in range(1, 6)] == [0.5, 1.0, 1.5, 1.5, None]
+    assert RetryPolicy.never().delay(1) is None
+
+
+def test_jitter_stays_within_half_and_full_delay() -> None:
+    policy = RetryPolicy(backoff=1.0, max_backoff=1.0)
+    assert all(0.5 <= (policy.delay(1) or 0) <= 1.0 for _ in range(50))
+
+
+def test_retry_after_wins_unless_it_is_too_long() -> None:
+    policy = RetryPolicy(max_retry_after=10)
+    assert policy.delay(1, retry_after=7.0) == 7.0
+    assert policy.delay(1, retry_after=11.0) is None
+
+
+def test_retry_after_parsing() -> None:
+    now = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+    assert parse_retry_after("3") == 3.0
+    later = format_datetime(now + timedelta(seconds=30), usegmt=True)
+    assert parse_retry_after(later, now=now.timestamp()) == pytest.approx(30.0)
+    earlier = format_datetime(now - timedelta(seconds=30), usegmt=True)
+    assert parse_retry_after(earlier, now=now.timestamp()) == 0.0
+    assert parse_retry_after("soon") is None
+    assert parse_retry_after(None) is None
+
+
+def test_invalid_retry_policies_are_refused() -> None:
+    with pytest.raises(ValueError, match="attempts"):
+        RetryPolicy(attempts=0)
+    with pytest.raises(ValueError, match="backoff"):
+        RetryPolicy(backoff=-1)
+
+
+async def test_both_targets_and_their_sessions_are_targets_and_sessions() -> None:
+    http = HttpTarget("http://agent.test/")
+    local = LocalTarget(SupportAgent)
+    assert isinstance(http, Target) and isinstance(local, Target)
+    session = await local.open()
+    assert isinstance(session, Session) and isinstance(session, LocalSession)
+    assert isinstance(HttpSession(http, "s", session.run), Session)
+    assert "tok" not in repr(HttpTarget("http://agent.test/", token="tok-1234567"))
+    await http.aclose()
+    await local.aclose()
+
+
+def test_sync_facade_over_a_local_target() -> None:
+    with SyncTarget(LocalTarget(SupportAgent)) as target:
+        session = target.open(case_id="sync-local")
+        turn = session.send("refund it")
+        [pending] = turn.run.pending_approvals
+        resumed = session.decide({pending.call_id: "approve"})
+        assert resumed.run.status == "completed" and resumed.index == 1
+        assert target.attach(session.id).run.turns == 1
+        session.close()
+        assert target.identity.kind == "local"
