@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from evalport.protocol import AgentRun
 
 from .assertions.methods import AssertionMethods
-from .conversation import ApprovalPolicy, settle_approvals
+from .conversation import ApprovalPolicy, SimulatedUser, settle_approvals
 from .handles import AssertionHandle, Expectation
 from .results import AssertionResult, JudgeRecord
 from .target import Session, Target, Turn
@@ -46,7 +46,6 @@ from .trajectory import Trajectory
 
 if TYPE_CHECKING:
     from .judges import JudgeAssertions
-    from .simulated import UserSimulator
 
 __all__ = ["CaseStopped", "EvalContext", "RequirementFailed", "SkipCase", "SyncEvalContext"]
 
@@ -139,7 +138,7 @@ class EvalContext(AssertionMethods):
             raise TypeError("converse() takes a list of messages, not one string")
         return [await self.send(message) for message in messages]
 
-    async def simulate(self, user: UserSimulator, *, max_turns: int | None = None) -> list[Turn]:
+    async def simulate(self, user: SimulatedUser, *, max_turns: int | None = None) -> list[Turn]:
         """Let ``user`` write the user turns until it stops or the turn cap is reached.
 
         The simulated user sees the visible conversation only; approvals stay with the
@@ -312,7 +311,7 @@ class SyncEvalContext(AssertionMethods):
     def converse(self, messages: Sequence[str]) -> list[Turn]:
         return self._block(self._inner.converse(messages))
 
-    def simulate(self, user: UserSimulator, *, max_turns: int | None = None) -> list[Turn]:
+    def simulate(self, user: SimulatedUser, *, max_turns: int | None = None) -> list[Turn]:
         return self._block(self._inner.simulate(user, max_turns=max_turns))
 
     def new_session(

@@ -30,9 +30,9 @@ Rules:
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, TypeAlias
+from typing import Any, Final, Protocol, TypeAlias, runtime_checkable
 
 from evalport.protocol import AgentRun, ApprovalDecision, PendingApproval, matches_digest
 
@@ -46,6 +46,7 @@ __all__ = [
     "ApprovalPolicy",
     "ApprovalRequest",
     "DecisionLike",
+    "SimulatedUser",
     "approve_all",
     "decide_by_tool",
     "reject_all",
@@ -102,6 +103,17 @@ ApprovalPolicy: TypeAlias = Callable[
     [ApprovalRequest, Trajectory],
     Mapping[str, DecisionLike] | Awaitable[Mapping[str, DecisionLike]],
 ]
+
+
+@runtime_checkable
+class SimulatedUser(Protocol):
+    """What ``ctx.simulate`` drives: the next user message from the visible transcript
+    (``None`` to stop) under a required turn cap. ``evalport.client.simulated`` provides
+    ``ScriptedUser`` and the LLM-backed ``SimulatedUser`` that satisfy it."""
+
+    max_turns: int
+
+    async def next_message(self, transcript: Sequence[tuple[str, str]]) -> str | None: ...
 
 
 def to_decision(value: DecisionLike, call_id: str) -> ApprovalDecision:
