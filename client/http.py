@@ -21,15 +21,13 @@ Rules:
 from __future__ import annotations
 
 import contextlib
-import logging
 import uuid
 from collections.abc import Mapping
 from types import TracebackType
-from typing import Any, Final, Literal
+from typing import Any, Final
 from urllib.parse import quote
 
 import httpx
-import msgspec
 from evalport.protocol import (
     PROTOCOL_VERSION,
     AgentRun,
@@ -37,62 +35,20 @@ from evalport.protocol import (
     CreateSessionRequest,
     CreateSessionResponse,
     Health,
-    Problem,
     TurnRequest,
-    decode_response,
-    decode_run,
     encode,
 )
-from evalport.protocol import ProtocolError as WireProtocolError
 from evalport.protocol.policy import TracePolicy
 
-from .errors import (
-    ProtocolError,
-    Secrets,
-    SessionNotFound,
-    TargetError,
-    TargetUnavailable,
-    body_excerpt,
-    error_for,
-)
-from .retry import RetryPolicy, parse_retry_after
+from .channel import DEFAULT_TIMEOUT, Channel
+from .errors import ProtocolError, SessionNotFound
+from .retry import RetryPolicy
 from .target import TargetIdentity, Turn
 from .turns import DecisionInput, decisions_of, next_turn
 
 __all__ = ["DEFAULT_TIMEOUT", "IDEMPOTENCY_CAPABILITY", "HttpSession", "HttpTarget"]
 
-logger = logging.getLogger("evalport.client")
-
-DEFAULT_TIMEOUT: Final = httpx.Timeout(connect=5.0, read=300.0, write=30.0, pool=30.0)
 IDEMPOTENCY_CAPABILITY: Final = "idempotency"
-_SENSITIVE_HEADER_PARTS: Final = ("auth", "token", "key", "secret", "cookie", "session")
-
-Mode = Literal["idempotent", "create", "keyed", "once"]
-
-
-def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
-    return (url.scheme, url.host, url.port)
-
-
-class _OriginBoundHeaders(httpx.Auth):
-    """Adds the credentials to requests for the base URL's origin, and to no other."""
-
-    def __init__(self, origin: tuple[str, str, int | None], headers: dict[str, str]) -> None:
-        self._origin = origin
-        self._headers = headers
-
-    def auth_flow(self, request: httpx.Request) -> Any:
-        if _origin(request.url) == self._origin:
-            request.headers.update(self._headers)
-        yield request
-
-
-def _timeout_of(timeout: float | httpx.Timeout | None) -> httpx.Timeout:
-    if timeout is None:
-        return DEFAULT_TIMEOUT
-    if isinstance(timeout, httpx.Timeout):
-        return timeout
-    return httpx.Timeout(timeout, connect=min(float(timeout), 5.0))
 
 
 class HttpTarget:
@@ -111,44 +67,32 @@ class HttpTarget:
         retry: RetryPolicy | None = None,
         limits: httpx.Limits | None = None,
     ) -> None:
-        url = httpx.URL(base_url)
-        if url.scheme not in ("http", "https") or not url.host:
-            raise ValueError(
-                f"base_url must be an absolute http(s) URL such as https://agent.example/, "
-                f"got {url.copy_with(username=None, password=None)!s}"
-            )
-        credentials: dict[str, str] = {}
-        plain: dict[str, str] = {"Accept": "application/json"}
-        for name, value in (headers or {}).items():
-            sensitive = any(part in name.lower() for part in _SENSITIVE_HEADER_PARTS)
-            (credentials if sensitive else plain)[name] = value
-        if token:
-            credentials["Authorization"] = (
-                token if token.lower().startswith("bearer ") else f"Bearer {token}"
-            )
-        self._secrets = Secrets(
-            [
-                token,
-                url.password,
-                *credentials.values(),
-                *(v.split(" ", 1)[-1] for v in credentials.values()),
-            ]
-        )
-        clean = url.copy_with(username=None, password=None, query=None, fragment=None)
-        self.base_url = str(clean).rstrip("/") + "/"
-        self.policy = policy if policy is not None else TracePolicy.safe()
-        self.health_check = health_check
-        self.retry = retry if retry is not None else RetryPolicy()
-        self.health: Health | None = None
-        self._client = httpx.AsyncClient(
-            base_url=self.base_url,
-            headers=plain,
-            auth=_OriginBoundHeaders(_origin(clean), credentials),
-            timeout=_timeout_of(timeout),
+        self._channel = Channel(
+            base_url,
+            token=token,
+            headers=headers,
+            timeout=timeout,
+            policy=policy if policy is not None else TracePolicy.safe(),
+            retry=retry if retry is not None else RetryPolicy(),
             transport=transport,
-            limits=limits or httpx.Limits(max_connections=100, max_keepalive_connections=20),
-            follow_redirects=False,
+            limits=limits,
         )
+        self.health_check = health_check
+        self.health: Health | None = None
+
+    @property
+    def base_url(self) -> str:
+        """The base URL, normalized (trailing slash; no credentials, query or fragment)."""
+        return self._channel.base_url
+
+    @property
+    def policy(self) -> TracePolicy:
+        """The trace policy every run goes through before anyone sees it."""
+        return self._channel.policy
+
+    @property
+    def retry(self) -> RetryPolicy:
+        return self._channel.retry
 
     def __repr__(self) -> str:
         return f"HttpTarget({self.base_url!r}, policy={self.policy.describe()})"
@@ -172,8 +116,8 @@ class HttpTarget:
 
     async def check(self) -> Health:
         """``GET /health``: the protocol version must match; records the agent's identity."""
-        response = await self._request("GET", "health", mode="idempotent")
-        health = self._decode_health(response)
+        channel = self._channel
+        health = channel.health(await channel.request("GET", "health", mode="idempotent"))
         major = health.protocol.split(".", 1)[0]
         if major != PROTOCOL_VERSION:
             raise ProtocolError(
@@ -200,8 +144,9 @@ class HttpTarget:
                 metadata=dict(metadata) if metadata is not None else None,
             )
         )
-        response = await self._request("POST", "evals/sessions", body=body, mode="create")
-        created = self._decode(response, CreateSessionResponse, "session")
+        channel = self._channel
+        response = await channel.request("POST", "evals/sessions", body=body, mode="create")
+        created = channel.decode(response, CreateSessionResponse, "session")
         if not created.session_id:
             raise ProtocolError(
                 "POST /evals/sessions answered an empty sessionId",
@@ -222,7 +167,7 @@ class HttpTarget:
 
     async def aclose(self) -> None:
         """Close the connection pool (sessions stay open on the server)."""
-        await self._client.aclose()
+        await self._channel.aclose()
 
     async def __aenter__(self) -> HttpTarget:
         return self
@@ -243,153 +188,6 @@ class HttpTarget:
 
     def _session_path(self, session_id: str, tail: str = "") -> str:
         return f"evals/sessions/{quote(session_id, safe='')}{tail}"
-
-    def _scrubbed(self, text: str) -> str:
-        return self._secrets.scrub(text)
-
-    async def _request(
-        self,
-        method: str,
-        path: str,
-        *,
-        body: bytes | None = None,
-        mode: Mode,
-        headers: Mapping[str, str] | None = None,
-        session_id: str | None = None,
-    ) -> httpx.Response:
-        """Send one call with the retries its ``mode`` allows; raises for non-2xx."""
-        request_headers = dict(headers or {})
-        if body is not None:
-            request_headers["Content-Type"] = "application/json"
-        retry = 0
-        while True:
-            try:
-                response = await self._client.request(
-                    method, path, content=body, headers=request_headers
-                )
-            except httpx.TransportError as error:
-                retry += 1
-                delay = self.retry.delay(retry) if _retriable(error, mode) else None
-                if delay is None:
-                    raise TargetUnavailable(
-                        self._scrubbed(
-                            f"{method} {self.base_url}{path} failed after {retry} "
-                            f"attempt(s): {type(error).__name__}: {error}"
-                        )
-                    ) from None
-                logger.info(
-                    "retrying %s /%s in %.2fs after %s", method, path, delay, type(error).__name__
-                )
-                await self.retry.sleep(delay)
-                continue
-            if response.status_code in (429, 503) and mode != "once":
-                retry += 1
-                wait = parse_retry_after(response.headers.get("Retry-After"))
-                delay = self.retry.delay(retry, wait)
-                if delay is not None:
-                    logger.info(
-                        "retrying %s /%s in %.2fs after %d",
-                        method,
-                        path,
-                        delay,
-                        response.status_code,
-                    )
-                    await self.retry.sleep(delay)
-                    continue
-            if response.is_success:
-                return response
-            raise self._error(method, path, response, session_id, attempts=retry + 1)
-
-    def _error(
-        self,
-        method: str,
-        path: str,
-        response: httpx.Response,
-        session_id: str | None,
-        attempts: int,
-    ) -> TargetError:
-        problem: Problem | None = None
-        if response.content.lstrip()[:1] == b"{":
-            try:
-                problem = decode_response(response.content, Problem)
-            except WireProtocolError:
-                problem = None
-        excerpt = ""
-        if problem is None or not (problem.title or problem.detail):
-            excerpt = body_excerpt(
-                response.content, self._secrets, verbatim=self.policy.verbatim_payloads
-            )
-        return error_for(
-            method=method,
-            url=f"{self.base_url}{path}",
-            status=response.status_code,
-            problem=problem,
-            excerpt=excerpt,
-            location=response.headers.get("Location"),
-            retry_after=response.headers.get("Retry-After"),
-            session_id=session_id,
-            attempts=attempts,
-            scrub=self._scrubbed,
-        )
-
-    def _wrap(self, error: WireProtocolError, response: httpx.Response) -> ProtocolError:
-        text = str(error)
-        if error.excerpt:
-            text = text.removesuffix(f"; body starts: {error.excerpt}")
-        excerpt = body_excerpt(
-            response.content, self._secrets, verbatim=self.policy.verbatim_payloads
-        )
-        request = response.request
-        return ProtocolError(
-            self._scrubbed(f"{request.method} {request.url.path}: {text}"),
-            path=error.path,
-            excerpt=excerpt,
-            status=response.status_code,
-        )
-
-    def _decode(self, response: httpx.Response, kind: type[Any], what: str) -> Any:
-        try:
-            return decode_response(response.content, kind, what=what)
-        except WireProtocolError as error:
-            raise self._wrap(error, response) from None
-
-    def _decode_health(self, response: httpx.Response) -> Health:
-        data = response.content
-        if not data.strip():
-            return Health()
-        try:
-            value = msgspec.json.decode(data)
-        except msgspec.DecodeError:
-            raise self._wrap(
-                WireProtocolError(
-                    "/health did not answer JSON: is base_url the adapter's address?"
-                ),
-                response,
-            ) from None
-        if not isinstance(value, dict):
-            return Health()  # Instructor-style servers may answer any JSON
-        health: Health = self._decode(response, Health, "health")
-        return health
-
-    def _run(self, response: httpx.Response) -> AgentRun:
-        try:
-            run = decode_run(response.content)
-        except WireProtocolError as error:
-            raise self._wrap(error, response) from None
-        return self.policy.apply(run, in_place=True)
-
-
-def _retriable(error: httpx.TransportError, mode: Mode) -> bool:
-    if mode == "once":
-        return False
-    if mode == "idempotent":
-        return True
-    never_sent = isinstance(error, (httpx.ConnectError, httpx.ConnectTimeout))
-    if mode == "create":
-        return never_sent
-    # "keyed": the server deduplicates by Idempotency-Key; a read that timed out means
-    # the turn may still run, and repeating it would only meet a busy session.
-    return never_sent or not isinstance(error, httpx.TimeoutException)
 
 
 class HttpSession:
@@ -427,7 +225,7 @@ class HttpSession:
     async def send(self, message: str) -> Turn:
         """One user message; returns when the agent finished the turn or suspended it."""
         target = self._target
-        response = await target._request(
+        response = await target._channel.request(
             "POST",
             target._session_path(self._id, "/turns"),
             body=encode(TurnRequest(message=message)),
@@ -435,28 +233,28 @@ class HttpSession:
             headers={"Idempotency-Key": uuid.uuid4().hex},
             session_id=self._id,
         )
-        return self._advance(target._run(response), message)
+        return self._advance(target._channel.run(response), message)
 
     async def decide(self, decisions: Mapping[str, DecisionInput]) -> Turn:
         """Answer the pending approvals (call id -> decision) and resume the turn."""
         target = self._target
         body = encode(ApprovalsRequest(decisions=decisions_of(decisions)))
-        response = await target._request(
+        response = await target._channel.request(
             "POST",
             target._session_path(self._id, "/approvals"),
             body=body,
             mode="once",
             session_id=self._id,
         )
-        return self._advance(target._run(response), None)
+        return self._advance(target._channel.run(response), None)
 
     async def refresh(self) -> AgentRun:
         """Read the accumulated run again (what ``attach`` does)."""
         target = self._target
-        response = await target._request(
+        response = await target._channel.request(
             "GET", target._session_path(self._id), mode="idempotent", session_id=self._id
         )
-        self._run = target._run(response)
+        self._run = target._channel.run(response)
         return self._run
 
     async def close(self) -> None:
@@ -465,7 +263,7 @@ class HttpSession:
             return
         target = self._target
         with contextlib.suppress(SessionNotFound):
-            await target._request(
+            await target._channel.request(
                 "DELETE", target._session_path(self._id), mode="idempotent", session_id=self._id
             )
         self.closed = True
