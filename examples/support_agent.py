@@ -13,8 +13,8 @@ What it does, turn by turn (state carries across turns of a session):
   suspends until a human approves or rejects the call; on a rejection the agent says it
   cannot refund and why.
 
-Every session gets its own copy of the order database, so refunds in one evaluation never
-leak into another.
+Every session sees the order database as it was seeded and copies an order before it
+changes it, so refunds in one evaluation never leak into another.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ class SupportAgent:
 
     def __init__(self, session: SessionInfo) -> None:
         self.session = session
-        self.orders = copy.deepcopy(ORDERS)
+        self.orders = dict(ORDERS)  # shared rows, copied on first write (see _own)
         self.current_order: str | None = None
         self.proposed_refund: tuple[str, float] | None = None
 
@@ -104,7 +104,7 @@ class SupportAgent:
     @tool(approval=lambda order_id, amount, reason: amount > REFUND_LIMIT)
     async def refund_order(self, order_id: str, amount: float, reason: str) -> dict[str, Any]:
         """Refund ``amount`` on an order (gated above ``REFUND_LIMIT``)."""
-        order = self._order(order_id)
+        order = self._own(order_id)
         if amount <= 0 or amount > order.total - order.refunded:
             raise ValueError(
                 f"cannot refund {amount:.2f} on {order.id}: {order.total - order.refunded:.2f} is refundable"
@@ -116,6 +116,13 @@ class SupportAgent:
             "refunded": amount,
             "refundable_left": order.total - order.refunded,
         }
+
+    def _own(self, order_id: str) -> Order:
+        """The order, copied into this session before it changes (copy on write)."""
+        order = self._order(order_id)
+        if order is ORDERS.get(order.id):
+            order = self.orders[order.id] = copy.deepcopy(order)
+        return order
 
     def _order(self, order_id: str) -> Order:
         order = self.orders.get(order_id.lstrip("#").upper()) or self.orders.get(

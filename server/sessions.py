@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import logging
 import secrets
 import time
@@ -480,10 +481,14 @@ def _key_reused() -> HTTPProblem:
 
 def _decision_problem(error: DecisionError) -> HTTPProblem:
     errors = [
-        FieldError(path=f"$.decisions[{call_id!r}]", message="missing: this call is pending")
+        FieldError(
+            path=f"$.decisions[{json.dumps(call_id)}]", message="missing: this call is pending"
+        )
         for call_id in error.missing
     ] + [
-        FieldError(path=f"$.decisions[{call_id!r}]", message="unknown: no such pending call")
+        FieldError(
+            path=f"$.decisions[{json.dumps(call_id)}]", message="unknown: no such pending call"
+        )
         for call_id in error.unknown
     ]
     return HTTPProblem(ProblemType.INVALID_BODY, str(error), errors=errors)

@@ -426,3 +426,19 @@ async def test_timeout_does_not_count_time_suspended() -> None:
     await asyncio.sleep(0.6)
     run = await session.decide({run.pending_approvals[0].call_id: "approve"}, timeout=0.5)
     assert run.status == "completed"
+
+
+async def test_an_idle_session_keeps_its_run_encoded_and_decodes_it_on_demand() -> None:
+    async def agent(message: str, history: list[Message], ctx: TurnContext) -> str:
+        lookup(message)
+        return message
+
+    session = await AgentSession.open(agent, info())
+    returned = await session.send("A1")
+    envelope = session.run_envelope
+    assert decode_run(envelope) == returned  # the bytes are the protocol's {"run": ...}
+    assert session.run_envelope is envelope  # idle: served as is, no re-encoding
+    assert session.run == returned and session.snapshot() == returned
+    assert session.snapshot() is not session.run
+    run = await session.send("A2")  # the next turn continues the decoded run
+    assert [t.tool_call.arguments["order_id"] for t in run.tools] == ["A1", "A2"]
