@@ -9,6 +9,8 @@ Rules:
   an ``error``. Sessions a trial opened are closed afterwards in every case.
 - Anything a trial raises (a crash in the case, a target error, a protocol error) is that
   trial's ``error`` and never stops the run. Only cancelling the run itself stops it.
+- Before the first trial a target that learns its identity lazily is asked for it
+  (``HttpTarget.check()``), so that provenance and run-cache keys name the agent version.
 - ``rps`` spaces the target's requests (per target, across all workers); ``attach`` makes
   every case inspect one existing session; ``cache`` replays recorded turns
   (:mod:`evalport.client.cache`) and marks the trials it fully answered as cached.
@@ -167,6 +169,7 @@ class Runner:
     async def run(self, cases: Sequence[Any], *, load_errors: Sequence[str] = ()) -> RunReport:
         """Run every trial of every case; returns the report (reporters already called)."""
         options = self.options
+        await self._learn_identity()
         provenance = self.provenance()
         started = time.perf_counter()
         self.reporters.start(
@@ -203,6 +206,13 @@ class Runner:
         report = RunReport(summary=summary, results=[results[i] for i in ordered])
         self.reporters.finish(report)
         return report
+
+    async def _learn_identity(self) -> None:
+        """Ask a target that learns its agent's identity lazily (``HttpTarget`` reads
+        ``/health`` on first use) to do it now: provenance and cache keys need it."""
+        check = getattr(self.target, "check", None)
+        if check is not None and getattr(self.target, "health", ...) is None:
+            await check()
 
     async def run_trial(self, case: Any, trial: int) -> TrialResult:
         """One trial of one case; never raises (except when the run is cancelled)."""

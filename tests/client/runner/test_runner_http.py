@@ -1,0 +1,75 @@
+"""The runner over the real protocol: HttpTarget -> ASGITransport -> the server adapter
+serving the example agent, with the example suite (multi-turn, approvals, datasets)."""
+
+import sys
+from pathlib import Path
+
+import httpx
+from evalport.client.cache import RunCache
+from evalport.client.discovery import discover
+from evalport.client.http import HttpTarget
+from evalport.client.local import LocalTarget
+from evalport.client.results import Verdict
+from evalport.client.runner import Runner, RunOptions
+from evalport.server import EvalAdapter
+
+ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT / "examples"))
+from support_agent import agent  # noqa: E402
+
+TOKEN = "runner-token-0123456789"
+
+
+class CountingTransport(httpx.AsyncBaseTransport):
+    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
+        self.inner = inner
+        self.paths: list[str] = []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.paths.append(f"{request.method} {request.url.path}")
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def http_target() -> tuple[HttpTarget, CountingTransport]:
+    transport = CountingTransport(httpx.ASGITransport(app=EvalAdapter(agent, token=TOKEN).app()))
+    return HttpTarget("http://agent.test/", token=TOKEN, transport=transport), transport
+
+
+async def test_example_suite_over_http_with_repetition_and_the_run_cache(tmp_path):
+    cases, errors = discover(ROOT / "examples" / "evals")
+    assert errors == [] and len(cases) == 8
+    options = RunOptions(repeat=2, concurrency=8)
+
+    target, transport = http_target()
+    async with target:
+        report = await Runner(target, options, cache=RunCache(tmp_path)).run(cases)
+    assert report.summary.counts[Verdict.PASSED] == 8, [c.failures for c in report.summary.cases]
+    assert report.summary.provenance.target["agent_version"] == "1.0.0"
+    assert report.summary.cached_trials == 0
+    turns = [path for path in transport.paths if path.endswith("/turns")]
+    deletes = [path for path in transport.paths if path.startswith("DELETE")]
+    opens = [path for path in transport.paths if path == "POST /evals/sessions"]
+    assert len(opens) == len(deletes) == 16  # a fresh session per trial, always closed
+    assert len(turns) >= 16
+
+    target, transport = http_target()
+    async with target:
+        again = await Runner(target, options, cache=RunCache(tmp_path)).run(cases)
+    assert again.summary.counts[Verdict.PASSED] == 8
+    assert again.summary.cached_trials == 16
+    assert [path for path in transport.paths if path != "GET /health"] == []
+
+
+async def test_local_and_http_targets_give_the_same_verdicts():
+    cases, _ = discover(ROOT / "examples" / "evals")
+    target, _ = http_target()
+    async with target:
+        remote = await Runner(target).run(cases)
+    local = await Runner(LocalTarget(agent)).run(cases)
+    assert [c.verdict for c in remote.summary.cases] == [c.verdict for c in local.summary.cases]
+    assert [len(r.trials[0].run["tools"]) for r in remote.results] == [
+        len(r.trials[0].run["tools"]) for r in local.results
+    ]
