@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
+import httpx
 import pytest
 from evalport.client.http import HttpSession, HttpTarget
 from evalport.client.local import LocalSession, LocalTarget
@@ -71,3 +72,27 @@ def test_sync_facade_over_a_local_target() -> None:
         assert target.attach(session.id).run.turns == 1
         session.close()
         assert target.identity.kind == "local"
+
+
+async def test_timeouts_are_explicit_and_configurable() -> None:
+    default = HttpTarget("http://agent.test/")
+    timeout = default._channel.client.timeout
+    assert (timeout.connect, timeout.read) == (5.0, 300.0)
+    short = HttpTarget("http://agent.test/", timeout=2.0)
+    assert (short._channel.client.timeout.connect, short._channel.client.timeout.read) == (
+        2.0,
+        2.0,
+    )
+    custom = HttpTarget("http://agent.test/", timeout=httpx.Timeout(10.0, connect=1.0))
+    assert custom._channel.client.timeout.connect == 1.0
+    for target in (default, short, custom):
+        await target.aclose()
+
+
+def test_base_url_is_normalized_and_stripped_of_credentials() -> None:
+    target = HttpTarget("https://user:pw-123456@agent.test/eval?key=abc#x")
+    assert target.base_url == "https://agent.test/eval/"
+    assert target.identity.location == "https://agent.test/eval/"
+    with pytest.raises(ValueError, match="absolute") as raised:
+        HttpTarget("ftp://user:pw-123456@agent.test/?key=abc")
+    assert "pw-123456" not in str(raised.value) and "abc" not in str(raised.value)
