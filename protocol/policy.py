@@ -23,7 +23,8 @@ Rules (they hold wherever a policy is applied, on the client or on the server):
   that tool) and by argument key (that key's value in any tool's arguments).
 - :meth:`TracePolicy.verbatim` is an explicit opt-in: it returns runs untouched.
 - :meth:`TracePolicy.apply` never modifies the run it is given; it returns a redacted
-  copy that shares the parts it did not need to change.
+  copy that shares the parts it did not need to change. Equal payloads get the same digest
+  object (and equal argument maps the same redacted map): treat redacted runs as read-only.
 """
 
 from __future__ import annotations
