@@ -3,74 +3,22 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
 pytest.importorskip("langgraph")
 
-from adapterkit import TRACK_ERROR, evaluate_all, lookup_result, plan, refund_result, usage_of
+from adapterkit import TRACK_ERROR, evaluate_all, lookup_result, plan, refund_result
 from evalport.protocol import AgentSession, SessionInfo
 from evalport.server.adapters import LangGraphAgent
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from fakes import chat_model
+from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import interrupt
-
-
-class PlannedChatModel(BaseChatModel):
-    """A fake chat model: answers from :func:`adapterkit.plan` over the messages it gets."""
-
-    calls: int = 0
-
-    @property
-    def _llm_type(self) -> str:
-        return "planned-fake"
-
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> PlannedChatModel:
-        return self
-
-    async def _agenerate(
-        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
-    ) -> ChatResult:
-        return self._generate(messages)
-
-    def _generate(
-        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
-    ) -> ChatResult:
-        users: list[str] = []
-        results: list[tuple[str, str]] = []
-        for message in messages:
-            if isinstance(message, HumanMessage):
-                users.append(message.text)
-                results = []
-            elif isinstance(message, ToolMessage):
-                results.append((str(message.name), message.text))
-        action = plan(users, results)
-        usage = usage_of(action)
-        self.calls += 1
-        metadata = {
-            "input_tokens": usage.input,
-            "output_tokens": usage.output,
-            "total_tokens": usage.input + usage.output,
-            "input_token_details": {"cache_read": usage.cache_read},
-            "output_token_details": {"reasoning": usage.reasoning},
-        }
-        info = {"model_name": "planned-1", "model_provider": "fake"}
-        if isinstance(action, str):
-            reply = AIMessage(action, usage_metadata=metadata, response_metadata=info)
-        else:
-            calls = [
-                {"name": c.name, "args": c.arguments, "id": f"call-{self.calls}-{n}"}
-                for n, c in enumerate(action)
-            ]
-            reply = AIMessage("", tool_calls=calls, usage_metadata=metadata, response_metadata=info)
-        return ChatResult(generations=[ChatGeneration(message=reply)])
 
 
 @tool
@@ -95,7 +43,7 @@ def refund(order_id: str) -> str:
 
 
 def support_graph(*, checkpointer: Any = None) -> Any:
-    model = PlannedChatModel().bind_tools([lookup, track, refund])
+    model = chat_model(plan).bind_tools([lookup, track, refund])
 
     async def call_model(state: MessagesState) -> dict[str, Any]:
         return {"messages": [await model.ainvoke(state["messages"])]}

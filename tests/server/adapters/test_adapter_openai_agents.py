@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 import pytest
@@ -15,54 +14,14 @@ from adapterkit import (
     lookup_result,
     plan,
     refund_result,
-    usage_of,
 )
 from agents import Agent, RunConfig, function_tool
-from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
-from agents.usage import Usage
+from agents.testing import ScriptedModel, assistant_message, function_call
 from evalport.protocol import AgentSession, SessionInfo
 from evalport.server.adapters import OpenAIAgentsAgent
-from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
+from fakes import scripted_model
 
 NO_TRACING = RunConfig(tracing_disabled=True)
-
-
-def responder() -> Any:
-    ids = itertools.count(1)
-
-    def respond(call: ModelCall) -> ModelStep:
-        items = (
-            [{"role": "user", "content": call.input}] if isinstance(call.input, str) else call.input
-        )
-        names: dict[str, str] = {}
-        users: list[str] = []
-        results: list[tuple[str, str]] = []
-        for item in items:
-            if item.get("role") == "user":
-                users.append(str(item["content"]))
-                results = []
-            elif item.get("type") == "function_call":
-                names[item["call_id"]] = item["name"]
-            elif item.get("type") == "function_call_output":
-                results.append((names[item["call_id"]], str(item["output"])))
-        action = plan(users, results)
-        usage = usage_of(action)
-        step_usage = Usage(
-            requests=1,
-            input_tokens=usage.input,
-            output_tokens=usage.output,
-            total_tokens=usage.input + usage.output,
-            input_tokens_details=InputTokensDetails(
-                cached_tokens=usage.cache_read, cache_write_tokens=0
-            ),
-            output_tokens_details=OutputTokensDetails(reasoning_tokens=usage.reasoning),
-        )
-        if isinstance(action, str):
-            return ModelStep(output=[assistant_message(action)], usage=step_usage)
-        output = [function_call(c.name, c.arguments, call_id=f"call-{next(ids)}") for c in action]
-        return ModelStep(output=output, usage=step_usage)
-
-    return respond
 
 
 @function_tool
@@ -84,7 +43,7 @@ def refund(order_id: str) -> str:
 
 
 def support_agent(model: ScriptedModel | None = None) -> Agent[Any]:
-    model = model or ScriptedModel([ModelStep.respond(responder())] * 12)
+    model = model or scripted_model(plan)
     return Agent(name="support", model=model, tools=[lookup, track, refund])
 
 
@@ -99,7 +58,7 @@ async def test_history_context_and_the_error_formatter_the_model_sees() -> None:
         seen.append(args.kind)
         return f"sorry: {args.tool_name} failed"
 
-    model = ScriptedModel([ModelStep.respond(responder())] * 6)
+    model = scripted_model(plan, calls=6)
     contexts: list[str] = []
     adapter = OpenAIAgentsAgent(
         support_agent(model),

@@ -9,30 +9,18 @@ import pytest
 
 pytest.importorskip("pydantic_ai")
 
-from adapterkit import (
-    TRACK_ERROR,
-    Call,
-    evaluate_all,
-    lookup_result,
-    plan,
-    refund_result,
-    usage_of,
-)
+from adapterkit import TRACK_ERROR, Call, evaluate_all, lookup_result, plan, refund_result
 from evalport.protocol import AgentSession, SessionInfo
 from evalport.server.adapters import PydanticAIAgent
+from fakes import function_model
 from pydantic import BaseModel
 from pydantic_ai import Agent, ToolFailed, models
 from pydantic_ai.messages import (
     ModelMessage,
-    ModelRequest,
     ModelResponse,
-    TextPart,
     ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
-from pydantic_ai.usage import RequestUsage
 
 
 @pytest.fixture(autouse=True)
@@ -43,34 +31,8 @@ def no_model_requests() -> Iterator[None]:
     models.ALLOW_MODEL_REQUESTS = allowed
 
 
-def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-    users: list[str] = []
-    results: list[tuple[str, str]] = []
-    for message in messages:
-        if not isinstance(message, ModelRequest):
-            continue
-        for part in message.parts:
-            if isinstance(part, UserPromptPart) and isinstance(part.content, str):
-                users.append(part.content)
-                results = []
-            elif isinstance(part, ToolReturnPart):
-                results.append((part.tool_name, part.model_response_str()))
-    action = plan(users, results)
-    usage = usage_of(action)
-    request_usage = RequestUsage(
-        input_tokens=usage.input,
-        output_tokens=usage.output,
-        cache_read_tokens=usage.cache_read,
-        output_reasoning_tokens=usage.reasoning,
-    )
-    if isinstance(action, str):
-        return ModelResponse(parts=[TextPart(action)], usage=request_usage)
-    parts = [ToolCallPart(call.name, call.arguments) for call in action]
-    return ModelResponse(parts=parts, usage=request_usage)
-
-
 def support_agent() -> Agent[None, str]:
-    agent = Agent(FunctionModel(respond), name="support")
+    agent = Agent(function_model(plan), name="support")
 
     @agent.tool_plain
     def lookup(order_id: str) -> dict[str, str]:
@@ -102,7 +64,7 @@ async def test_each_session_keeps_its_own_history_and_records_the_model() -> Non
     await first.send("Where is order C3?")
     run = await second.send("Please refund it.")
     assert [p.arguments for p in run.pending_approvals] == [{"order_id": "?"}]
-    assert run.llm_profile is not None and run.llm_profile.model == "function:respond:"
+    assert run.llm_profile is not None and run.llm_profile.model == "planned"
     await second.close()
     run = await first.send("Please refund it.")
     assert [p.arguments for p in run.pending_approvals] == [{"order_id": "C3"}]

@@ -1,0 +1,167 @@
+"""Each framework's own offline test double, driven by a planner.
+
+A planner is ``plan(users, results) -> list[Call] | str``: given every user message the
+model was sent and the ``(tool, output)`` pairs after the last one, it returns the tool
+calls to make or the text to answer (see :func:`adapterkit.plan`). Every response
+reports ``adapterkit.usage_of`` tokens. Each double reads the conversation exactly as
+its framework sent it, so a planner sees the real history and tool results.
+
+- pydantic-ai: ``FunctionModel`` (with ``ALLOW_MODEL_REQUESTS`` off in the tests);
+- OpenAI Agents SDK: ``agents.testing.ScriptedModel`` with a responder step per call;
+- LangGraph: a LangChain ``BaseChatModel`` subclass with ``bind_tools``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from adapterkit import Call, usage_of
+
+Planner = Callable[[Sequence[str], Sequence[tuple[str, str]]], "list[Call] | str"]
+
+
+def function_model(plan: Planner) -> Any:
+    """A pydantic-ai ``FunctionModel`` answering with ``plan``."""
+    from pydantic_ai.messages import (
+        ModelMessage,
+        ModelRequest,
+        ModelResponse,
+        TextPart,
+        ToolCallPart,
+        ToolReturnPart,
+        UserPromptPart,
+    )
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+    from pydantic_ai.usage import RequestUsage
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        users: list[str] = []
+        results: list[tuple[str, str]] = []
+        for message in messages:
+            if not isinstance(message, ModelRequest):
+                continue
+            for part in message.parts:
+                if isinstance(part, UserPromptPart) and isinstance(part.content, str):
+                    users.append(part.content)
+                    results = []
+                elif isinstance(part, ToolReturnPart):
+                    results.append((part.tool_name, part.model_response_str()))
+        action = plan(users, results)
+        usage = usage_of(action)
+        request_usage = RequestUsage(
+            input_tokens=usage.input,
+            output_tokens=usage.output,
+            cache_read_tokens=usage.cache_read,
+            output_reasoning_tokens=usage.reasoning,
+        )
+        if isinstance(action, str):
+            return ModelResponse(parts=[TextPart(action)], usage=request_usage)
+        parts = [ToolCallPart(call.name, call.arguments) for call in action]
+        return ModelResponse(parts=parts, usage=request_usage)
+
+    return FunctionModel(respond, model_name="planned")
+
+
+def scripted_model(plan: Planner, calls: int = 12) -> Any:
+    """An Agents SDK ``ScriptedModel`` whose next ``calls`` steps answer with ``plan``."""
+    from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
+    from agents.usage import Usage
+    from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
+
+    ids = itertools.count(1)
+
+    def respond(call: ModelCall) -> ModelStep:
+        items = (
+            call.input
+            if isinstance(call.input, list)
+            else [{"role": "user", "content": call.input}]
+        )
+        names: dict[str, str] = {}
+        users: list[str] = []
+        results: list[tuple[str, str]] = []
+        for item in items:
+            if item.get("role") == "user":
+                users.append(str(item["content"]))
+                results = []
+            elif item.get("type") == "function_call":
+                names[item["call_id"]] = item["name"]
+            elif item.get("type") == "function_call_output":
+                results.append((names[item["call_id"]], str(item["output"])))
+        action = plan(users, results)
+        usage = usage_of(action)
+        step_usage = Usage(
+            requests=1,
+            input_tokens=usage.input,
+            output_tokens=usage.output,
+            total_tokens=usage.input + usage.output,
+            input_tokens_details=InputTokensDetails(
+                cached_tokens=usage.cache_read, cache_write_tokens=0
+            ),
+            output_tokens_details=OutputTokensDetails(reasoning_tokens=usage.reasoning),
+        )
+        if isinstance(action, str):
+            return ModelStep(output=[assistant_message(action)], usage=step_usage)
+        output = [function_call(c.name, c.arguments, call_id=f"call-{next(ids)}") for c in action]
+        return ModelStep(output=output, usage=step_usage)
+
+    return ScriptedModel([ModelStep.respond(respond)] * calls)
+
+
+def chat_model(plan: Planner) -> Any:
+    """A LangChain chat model (tool calling included) answering with ``plan``."""
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+
+    class PlannedChatModel(BaseChatModel):
+        calls: int = 0
+
+        @property
+        def _llm_type(self) -> str:
+            return "planned-fake"
+
+        def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> PlannedChatModel:
+            return self
+
+        async def _agenerate(
+            self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+        ) -> ChatResult:
+            return self._generate(messages)
+
+        def _generate(
+            self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+        ) -> ChatResult:
+            users: list[str] = []
+            results: list[tuple[str, str]] = []
+            for message in messages:
+                if isinstance(message, HumanMessage):
+                    users.append(message.text)
+                    results = []
+                elif isinstance(message, ToolMessage):
+                    results.append((str(message.name), message.text))
+            action = plan(users, results)
+            usage = usage_of(action)
+            self.calls += 1
+            metadata: Any = {
+                "input_tokens": usage.input,
+                "output_tokens": usage.output,
+                "total_tokens": usage.input + usage.output,
+                "input_token_details": {"cache_read": usage.cache_read},
+                "output_token_details": {"reasoning": usage.reasoning},
+            }
+            info = {"model_name": "planned-1", "model_provider": "fake"}
+            if isinstance(action, str):
+                reply = AIMessage(action, usage_metadata=metadata, response_metadata=info)
+            else:
+                calls = [
+                    {"name": c.name, "args": c.arguments, "id": f"call-{self.calls}-{n}"}
+                    for n, c in enumerate(action)
+                ]
+                reply = AIMessage(
+                    "", tool_calls=calls, usage_metadata=metadata, response_metadata=info
+                )
+            return ChatResult(generations=[ChatGeneration(message=reply)])
+
+    return PlannedChatModel()
