@@ -244,3 +244,26 @@ async def test_the_example_agent_refund_conversation(
         f"/evals/sessions/{other}/turns", json={"message": "refund A1050 please"}
     )
     assert "came to 24.50" in decode_run(fresh.content).reply
+
+
+async def test_a_server_policy_digests_payloads_before_they_leave(build: Build) -> None:
+    from evalport.protocol import matches_digest
+    from evalport.protocol.policy import TracePolicy
+
+    _, client = build(refunds, policy=TracePolicy.safe())
+    health = (await client.get("/health")).json()
+    assert "redaction" in health["capabilities"]
+    session_id, run = await suspend(client, "refund A7 900")
+    (pending,) = run.pending_approvals
+    assert set(pending.arguments) == {"order_id", "amount"}  # keys stay in clear
+    assert matches_digest("A7", pending.arguments["order_id"])
+    assert "A7" not in (await client.get(f"/evals/sessions/{session_id}")).text.replace(
+        "refund A7 900", ""
+    )
+    decided = await client.post(
+        f"/evals/sessions/{session_id}/approvals",
+        json={"decisions": {pending.call_id: {"decision": "approve"}}},
+    )
+    done = decode_run(decided.content)
+    assert done.reply == "refunded 900 on A7"  # the reply stays in clear
+    assert matches_digest("refunded 900 on A7", done.tools[0].result)

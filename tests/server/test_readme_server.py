@@ -100,3 +100,13 @@ def test_the_serve_block_names_the_example_and_a_token_variable() -> None:
     (serve,) = section_blocks("server", "bash")
     assert "evalport serve examples/support_agent.py:agent" in serve
     assert "EVALPORT_TOKEN" in serve
+
+
+async def test_the_approvals_section_runs() -> None:
+    gate, wire = section_blocks("approvals", "python")[:2]
+    namespace = run_block(gate)
+    exec(compile(wire, "README.md", "exec"), namespace)
+    assert await namespace["refund_rejected"]() == "I cannot refund A1: over the limit"
+    session = await AgentSession.open(namespace["agent"], SessionInfo(session_id="s"))
+    assert (await session.send("A1 50")).reply == "Refunded 50 on A1."
+    await namespace["adapter"].aclose()
