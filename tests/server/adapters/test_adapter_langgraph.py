@@ -42,14 +42,17 @@ def refund(order_id: str) -> str:
     return refund_result(order_id)
 
 
-def support_graph(*, checkpointer: Any = None) -> Any:
+def support_graph(*, checkpointer: Any = None, sync: bool = False) -> Any:
     model = chat_model(plan).bind_tools([lookup, track, refund])
 
     async def call_model(state: MessagesState) -> dict[str, Any]:
         return {"messages": [await model.ainvoke(state["messages"])]}
 
+    def call_model_sync(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [model.invoke(state["messages"])]}
+
     graph = StateGraph(MessagesState)
-    graph.add_node("model", call_model)
+    graph.add_node("model", call_model_sync if sync else call_model)
     graph.add_node("tools", ToolNode([lookup, track, refund], handle_tool_errors=True))
     graph.add_edge(START, "model")
     graph.add_conditional_edges("model", tools_condition)
@@ -57,8 +60,9 @@ def support_graph(*, checkpointer: Any = None) -> Any:
     return graph.compile(name="support", checkpointer=checkpointer)
 
 
-async def test_http_evaluation_of_the_adapted_agent() -> None:
-    await evaluate_all(lambda: LangGraphAgent(support_graph()))
+@pytest.mark.parametrize("sync", [False, True], ids=["async nodes", "sync nodes"])
+async def test_http_evaluation_of_the_adapted_agent(sync: bool) -> None:
+    await evaluate_all(lambda: LangGraphAgent(support_graph(sync=sync)))
 
 
 async def test_sessions_are_threads_of_the_graphs_own_checkpointer() -> None:
