@@ -425,3 +425,25 @@ def test_an_adapter_needs_an_explicit_auth_decision() -> None:
     with pytest.raises(TypeError, match="token"):
         EvalAdapter(echo_agent)  # type: ignore[call-arg]
     assert AUTH  # the suite's token is what the fixtures send
+
+
+async def test_an_unexpected_failure_is_a_500_problem_with_an_error_id(
+    build: Build, caplog: pytest.LogCaptureFixture
+) -> None:
+    from evalport.server import MemoryStore
+
+    class BrokenStore(MemoryStore):
+        async def write(self, session_id: str, run: bytes, *, state: str, ttl: float) -> bool:
+            raise RuntimeError("disk on fire")
+
+    _, client = build(store=BrokenStore())
+    session_id = await open_session(client)
+    with caplog.at_level(logging.ERROR, logger="evalport.server"):
+        response = await client.post(f"/evals/sessions/{session_id}/turns", json={"message": "x"})
+    body = assert_problem(response, 500, "internal")
+    error_id = body["detail"].rsplit("error id ", 1)[1].rstrip(").")
+    assert error_id in caplog.text and "disk on fire" in caplog.text
+    assert "disk on fire" not in response.text
+    # The lease was released: the session takes the next turn (and fails the same way).
+    again = await client.post(f"/evals/sessions/{session_id}/turns", json={"message": "y"})
+    assert again.status_code == 500
