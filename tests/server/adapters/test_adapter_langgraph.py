@@ -9,10 +9,10 @@ import pytest
 
 pytest.importorskip("langgraph")
 
+from adapterfakes import chat_model
 from adapterkit import TRACK_ERROR, evaluate_all, lookup_result, plan, refund_result
 from evalport.protocol import AgentSession, SessionInfo
 from evalport.server.adapters import LangGraphAgent
-from fakes import chat_model
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver

@@ -8,6 +8,7 @@ import pytest
 
 pytest.importorskip("agents")
 
+from adapterfakes import scripted_model
 from adapterkit import (
     TRACK_ERROR,
     evaluate_all,
@@ -19,7 +20,6 @@ from agents import Agent, RunConfig, function_tool
 from agents.testing import ScriptedModel, assistant_message, function_call
 from evalport.protocol import AgentSession, SessionInfo
 from evalport.server.adapters import OpenAIAgentsAgent
-from fakes import scripted_model
 
 NO_TRACING = RunConfig(tracing_disabled=True)
 

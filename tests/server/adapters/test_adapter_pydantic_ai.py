@@ -9,10 +9,10 @@ import pytest
 
 pytest.importorskip("pydantic_ai")
 
+from adapterfakes import function_model
 from adapterkit import TRACK_ERROR, Call, evaluate_all, lookup_result, plan, refund_result
 from evalport.protocol import AgentSession, SessionInfo
 from evalport.server.adapters import PydanticAIAgent
-from fakes import function_model
 from pydantic import BaseModel
 from pydantic_ai import Agent, ToolFailed, models
 from pydantic_ai.messages import (

@@ -25,12 +25,12 @@ pytest.importorskip("pydantic_ai")
 pytest.importorskip("agents")
 pytest.importorskip("langgraph")
 
+from adapterfakes import chat_model, function_model, scripted_model
 from adapterkit import TOKEN, Call, passed, trial
 from evalport.client.context import EvalContext
 from evalport.client.conversation import approve_all
 from evalport.client.http import HttpTarget
 from evalport.protocol import MissingExtraError
-from fakes import chat_model, function_model, scripted_model
 from support.servers import running_server
 
 ROOT = Path(__file__).parents[3]
