@@ -11,7 +11,9 @@ Rules:
   disconnects does not cancel it.
 - Idempotency: a repeated key with the same message answers the stored response (or
   waits for the turn still running under that key) without running the agent again; the
-  same key with another message is 422 ``idempotency-key-reused``. Keys are per session.
+  same key with another message is 422 ``idempotency-key-reused``. Keys are per session;
+  the stored answer is the response as first sent (a 504, or the suspended run of a turn
+  that asked for approval), never a later state of the session.
 - A turn that times out (504 ``turn-timeout``) leaves the session idle and usable; its run
   records the turn as ``failed`` with a ``time_limit`` stop signal (attach shows it).
 - A suspended session refuses new turns (409 ``session-suspended``) until its approvals

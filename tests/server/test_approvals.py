@@ -267,3 +267,24 @@ async def test_a_server_policy_digests_payloads_before_they_leave(build: Build) 
     done = decode_run(decided.content)
     assert done.reply == "refunded 900 on A7"  # the reply stays in clear
     assert matches_digest("refunded 900 on A7", done.tools[0].result)
+
+
+async def test_deleting_a_suspended_session_cancels_its_turn(build: Build) -> None:
+    cancelled = asyncio.Event()
+
+    @tool(approval=True)
+    async def close_account(user: str) -> str:
+        return "closed"
+
+    async def agent(message: str, history: list[Message], ctx: TurnContext) -> str:
+        try:
+            return await close_account(message)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    adapter, client = build(agent)
+    session_id, _ = await suspend(client, "u-2")
+    assert (await client.delete(f"/evals/sessions/{session_id}")).status_code == 204
+    await asyncio.wait_for(cancelled.wait(), 1)
+    assert adapter.sessions.live_count == 0
