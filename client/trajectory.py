@@ -18,6 +18,7 @@ Rules:
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Sequence
 from typing import Any, Final, NamedTuple
 
@@ -28,6 +29,7 @@ __all__ = ["Trajectory", "TrajectoryToolCall"]
 
 _CACHE_SIZE: Final = 8
 _cache: dict[int, tuple[AgentRun, tuple[Any, ...], Trajectory]] = {}
+_lock = threading.Lock()
 
 
 class TrajectoryToolCall(NamedTuple):
@@ -154,9 +156,10 @@ class Trajectory:
         if cached is not None and cached[0] is run and cached[1] == fingerprint:
             return cached[2]
         view = cls(run)
-        if len(_cache) >= _CACHE_SIZE:
-            _cache.pop(next(iter(_cache)))
-        _cache[key] = (run, fingerprint, view)
+        with _lock:  # sync cases assert from worker threads
+            if len(_cache) >= _CACHE_SIZE:
+                _cache.pop(next(iter(_cache)))
+            _cache[key] = (run, fingerprint, view)
         return view
 
     # -- tool calls ---------------------------------------------------------------------
