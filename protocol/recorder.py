@@ -199,6 +199,23 @@ class TurnContext:
     ``history`` holds the earlier user and assistant messages of the session.
     """
 
+    __slots__ = (
+        "_approvals",
+        "_closed",
+        "_last_end",
+        "_loop",
+        "_step",
+        "_step_started",
+        "history",
+        "message",
+        "run",
+        "session_id",
+        "started_at",
+        "state",
+        "stop_signal",
+        "turn",
+    )
+
     def __init__(
         self,
         *,

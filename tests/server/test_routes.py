@@ -10,7 +10,6 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import Build
 from evalport.protocol import (
     PROBLEM_CONTENT_TYPE,
     CreateSessionResponse,
@@ -21,7 +20,7 @@ from evalport.protocol import (
     decode_run,
 )
 from evalport.server import Limits
-from serverkit import AUTH, echo_agent, open_session
+from serverkit import AUTH, Build, echo_agent, open_session
 
 PROBLEM = "urn:evalport:problem:"
 
