@@ -217,3 +217,25 @@ def test_serve_names_a_bad_target(
     monkeypatch.chdir(ROOT)
     assert serve(target) == 2
     assert message in capsys.readouterr().err
+
+
+def test_evalport_serve_without_auth_on_loopback_when_told_so() -> None:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    args = [
+        sys.executable,
+        "-m",
+        "evalport.protocol.cli",
+        "serve",
+        "examples/support_agent.py:agent",
+    ]
+    args += ["--port", str(port), "--insecure-no-auth", "--log-level", "warning"]
+    env = {"EVALPORT_TOKEN": ""}
+    with (
+        running_process(args, health_url=f"{base}/health", env=env, cwd=str(ROOT)) as process,
+        httpx.Client(base_url=base) as http,
+    ):
+        assert http.get("/health").status_code == 200
+        assert http.post("/evals/sessions").status_code == 201
+        assert process.stderr is not None
+        assert "NO AUTH (loopback only)" in process.stderr.readline()
