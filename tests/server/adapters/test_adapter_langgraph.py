@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 import pytest
 
@@ -14,9 +14,11 @@ from adapterkit import TRACK_ERROR, evaluate_all, lookup_result, plan, refund_re
 from evalport.protocol import AgentSession, SessionInfo
 from evalport.server.adapters import LangGraphAgent
 from langchain_core.messages import AIMessage
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.graph.message import add_messages
 from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import interrupt
 
@@ -128,3 +130,24 @@ async def test_an_interrupt_outside_a_tool_is_asked_by_its_value() -> None:
 def test_only_a_compiled_graph_is_accepted() -> None:
     with pytest.raises(TypeError, match=r"compiled graph"):
         LangGraphAgent(StateGraph(MessagesState))  # type: ignore[arg-type]
+
+
+class ChatState(TypedDict):
+    chat: Annotated[list[Any], add_messages]
+
+
+async def test_config_is_merged_and_messages_key_names_the_conversation() -> None:
+    def answer(state: ChatState, config: RunnableConfig) -> dict[str, Any]:
+        configurable = config["configurable"]
+        text = f"{configurable['shop']} {configurable['thread_id']} {len(state['chat'])}"
+        return {"chat": [AIMessage(text)]}
+
+    graph = StateGraph(ChatState)
+    graph.add_node("answer", answer)
+    graph.add_edge(START, "answer")
+    adapter = LangGraphAgent(
+        graph.compile(), messages_key="chat", config={"configurable": {"shop": "north"}}
+    )
+    session = await AgentSession.open(adapter, SessionInfo("k"))
+    assert (await session.send("hi")).reply == "north evalport-k 1"
+    assert (await session.send("again")).reply == "north evalport-k 3"

@@ -14,12 +14,8 @@ from adapterkit import TRACK_ERROR, Call, evaluate_all, lookup_result, plan, ref
 from evalport.protocol import AgentSession, SessionInfo
 from evalport.server.adapters import PydanticAIAgent
 from pydantic import BaseModel
-from pydantic_ai import Agent, ToolFailed, models
-from pydantic_ai.messages import (
-    ModelMessage,
-    ModelResponse,
-    ToolCallPart,
-)
+from pydantic_ai import Agent, RunContext, ToolFailed, models
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 
@@ -132,3 +128,28 @@ async def test_external_deferred_calls_fail_the_turn_with_a_clear_error() -> Non
 def test_only_a_pydantic_ai_agent_is_accepted() -> None:
     with pytest.raises(TypeError, match=r"serves a pydantic_ai\.Agent"):
         PydanticAIAgent(Call("x", {}))  # type: ignore[arg-type]
+
+
+async def test_deps_are_made_once_per_session() -> None:
+    def whoami(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if isinstance(messages[-1].parts[-1], ToolReturnPart):
+            return ModelResponse(parts=[TextPart(str(messages[-1].parts[-1].content))])
+        return ModelResponse(parts=[ToolCallPart("whoami_tool", {})])
+
+    agent = Agent(FunctionModel(whoami), deps_type=dict)
+
+    @agent.tool
+    def whoami_tool(ctx: RunContext[dict[str, str]]) -> str:
+        return ctx.deps["session"]
+
+    made: list[str] = []
+
+    def deps(info: SessionInfo) -> dict[str, str]:
+        made.append(info.session_id)
+        return {"session": info.session_id}
+
+    adapter = PydanticAIAgent(agent, deps=deps)
+    session = await AgentSession.open(adapter, SessionInfo("s-9"))
+    assert (await session.send("who am I?")).reply == "s-9"
+    assert (await session.send("and now?")).reply == "s-9"
+    assert made == ["s-9"]
