@@ -62,6 +62,10 @@ def decode_request(data: bytes, kind: type[T]) -> T:
         raise RequestError(ProblemType.INVALID_BODY, f"{text} at {path}", path) from None
     except msgspec.DecodeError as error:
         raise RequestError(ProblemType.MALFORMED_JSON, f"Malformed JSON: {error}") from None
+    except RecursionError:
+        raise RequestError(
+            ProblemType.INVALID_BODY, "The body nests arrays or objects too deeply."
+        ) from None
 
 
 def excerpt(data: bytes, limit: int = EXCERPT_BYTES) -> str:

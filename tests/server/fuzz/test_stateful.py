@@ -1,0 +1,100 @@
+"""Schemathesis, stateful: create -> turn -> get -> delete chains (OpenAPI links) on real uvicorn.
+
+Every response must be free of 5xx and conform to openapi.yaml (status code, content type,
+headers, body schema), for generated valid and invalid inputs alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import schemathesis
+from evalport.server import EvalAdapter, Limits
+from hypothesis import HealthCheck, settings
+from schemathesis.core.failures import FailureGroup
+from schemathesis.generation.stateful.state_machine import APIStateMachine
+from serverkit import AUTH, TOKEN, echo_agent
+from support.servers import running_server
+
+pytestmark = pytest.mark.e2e
+
+SPEC = Path(__file__).resolve().parents[3] / "openapi.yaml"
+
+
+@pytest.fixture(scope="module")
+def base_url() -> Iterator[str]:
+    adapter = EvalAdapter(echo_agent, token=TOKEN, limits=Limits(turn_timeout=5))
+    with running_server(adapter.app()) as url:
+        yield url
+
+
+def test_the_spec_links_create_turn_get_and_delete() -> None:
+    schema = schemathesis.openapi.from_path(SPEC)
+    links = schema.raw_schema["paths"]["/evals/sessions"]["post"]["responses"]["201"]["links"]
+    assert {link["operationId"] for link in links.values()} == {
+        "sendTurn",
+        "getSession",
+        "deleteSession",
+    }
+
+
+def run_workflow(base_url: str, max_examples: int) -> list[tuple[str, int]]:
+    """Run the stateful workflow against ``base_url``; returns (operation, status) seen."""
+    schema = schemathesis.openapi.from_path(SPEC)
+    seen: list[tuple[str, int]] = []
+
+    class Workflow(schema.as_state_machine()):  # type: ignore[misc]
+        def get_call_kwargs(self, case: Any) -> dict[str, Any]:
+            return {"base_url": base_url, "headers": dict(AUTH), "timeout": 10}
+
+        def validate_response(self, response: Any, case: Any, **kwargs: Any) -> None:
+            seen.append((case.operation.label, response.status_code))
+            assert response.status_code < 500, (case.operation.label, response.text)
+            super().validate_response(response, case, **kwargs)
+
+    machine: type[APIStateMachine] = Workflow
+    machine.run(
+        settings=settings(
+            max_examples=max_examples,
+            stateful_step_count=6,
+            deadline=None,
+            database=None,
+            suppress_health_check=list(HealthCheck),
+        )
+    )
+    return seen
+
+
+def test_stateful_sequences_never_5xx_nor_violate_the_spec(base_url: str) -> None:
+    seen = run_workflow(base_url, 40)
+    operations = {label for label, status in seen if status < 400}
+    assert "POST /evals/sessions" in operations
+    assert "POST /evals/sessions/{sessionId}/turns" in operations
+    assert "GET /evals/sessions/{sessionId}" in operations
+    assert "DELETE /evals/sessions/{sessionId}" in operations
+
+
+def test_the_workflow_catches_a_response_that_breaks_the_spec() -> None:
+    adapter = EvalAdapter(echo_agent, token=TOKEN)
+    inner = adapter.app()
+
+    async def broken(scope: Any, receive: Any, send: Any) -> None:
+        async def corrupt(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                headers = [(k, v) for k, v in message["headers"] if k != b"content-length"]
+                message = {**message, "headers": headers}
+            if message["type"] == "http.response.body" and b'"turns":' in message["body"]:
+                message = {
+                    **message,
+                    "body": message["body"].replace(b'"turns":', b'"turns":"x","t":'),
+                }
+            await send(message)
+
+        await inner(scope, receive, corrupt)
+
+    with running_server(broken) as url, pytest.raises(FailureGroup) as caught:
+        run_workflow(url, 10)
+    assert any("violates schema" in str(failure) for failure in caught.value.exceptions)
