@@ -69,6 +69,7 @@ def test_configuration_and_custom_reporter(tmp_path, monkeypatch):
     (tmp_path / "evals").mkdir()
     (tmp_path / "evals" / "support_eval.py").write_text(block("python", "# evals/support_eval.py"))
     monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "my_reporters", raising=False)  # restored afterwards
     settings = load_settings(tmp_path)
     assert (settings.repeat, settings.pass_rate, settings.concurrency) == (5, 0.8, 16)
     assert settings.exclude_tags == ["slow"] and settings.judge.model == "gpt-4o-mini"

@@ -56,13 +56,13 @@ class CountingReporter:
 def project(tmp_path, monkeypatch):
     (tmp_path / "evals").mkdir()
     (tmp_path / "evals" / "support_eval.py").write_text(textwrap.dedent(SUITE))
-    (tmp_path / "my_reporters.py").write_text(textwrap.dedent(REPORTER))
+    (tmp_path / "counting_reporters.py").write_text(textwrap.dedent(REPORTER))
     (tmp_path / "pyproject.toml").write_text(
         "[tool.evalport]\n"
         'path = "evals"\n'
         f'local = "{AGENT}"\n'
         "concurrency = 4\n"
-        'reporters = [{use = "my_reporters:CountingReporter", path = "counted.json"}]\n'
+        'reporters = [{use = "counting_reporters:CountingReporter", path = "counted.json"}]\n'
     )
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
