@@ -51,7 +51,7 @@ from .models import (
     tool_record,
 )
 from .problems import PROBLEM_CONTENT_TYPE, ProblemType, ProtocolError, RequestError
-from .recorder import ApprovalRejected, ApprovalResult, ToolRun, TurnContext, current_context, tool
+from .recorder import ApprovalRejected, ApprovalResult, ToolRun, TurnContext, current_context
 from .runtime import (
     AgentSession,
     DecisionError,
@@ -61,6 +61,7 @@ from .runtime import (
     SessionSuspended,
     TurnTimeout,
 )
+from .tools import tool
 from .version import PROTOCOL_VERSION, __version__
 
 __all__ = [

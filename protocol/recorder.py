@@ -17,22 +17,20 @@ Rules:
 - Errors become :class:`~evalport.protocol.models.ErrorInfo` with a neutral ``class``
   (``"AgentError"`` or ``"ToolError"``) and the Python type in ``type``; never a traceback.
 - Gated tools: :meth:`TurnContext.request_approval` suspends the turn until the session's
-  owner posts a decision; the :func:`tool` decorator and ``async with ctx.tool_execution()``
+  owner posts a decision; the ``@tool`` decorator and ``async with ctx.tool_execution()``
   do it for you and record the approval state on the execution. A rejection raises
   :class:`ApprovalRejected`, whose ``reason`` is the approver's.
-- Outside a turn the :func:`tool` decorator is transparent: the function just runs.
+- :mod:`evalport.protocol.tools` holds the ``@tool`` decorator, :mod:`evalport.protocol.stamps`
+  the ids, timestamps and error records used here.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
-import inspect
-import os
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from contextvars import ContextVar
-from typing import Any, Final, ParamSpec, Protocol, TypeVar, cast, overload
+from typing import Any, Protocol
 
 import msgspec
 
@@ -52,6 +50,7 @@ from .models import (
     ToolExecution,
     Usage,
 )
+from .stamps import TOOL_ERROR_CLASS, arguments_of, error_info, json_value, new_id, utc_now
 
 __all__ = [
     "ApprovalRejected",
@@ -61,15 +60,8 @@ __all__ = [
     "current_context",
     "error_info",
     "new_id",
-    "tool",
     "utc_now",
 ]
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
-AGENT_ERROR_CLASS: Final = "AgentError"
-TOOL_ERROR_CLASS: Final = "ToolError"
 
 _current: ContextVar[TurnContext | None] = ContextVar("evalport_turn_context", default=None)
 
@@ -77,55 +69,6 @@ _current: ContextVar[TurnContext | None] = ContextVar("evalport_turn_context", d
 def current_context() -> TurnContext | None:
     """The context of the turn running in this task or thread, if any."""
     return _current.get()
-
-
-_VARIANT: Final = "89ab89ab89ab89ab"
-
-
-def new_id() -> str:
-    """A random (version 4) UUID as canonical text: 122 random bits."""
-    h = os.urandom(16).hex()
-    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{_VARIANT[int(h[16], 16)]}{h[17:20]}-{h[20:]}"
-
-
-_second: tuple[int, str] = (0, "")
-
-
-def utc_now() -> str:
-    """Now as ISO-8601 UTC with milliseconds, ``2026-01-31T12:00:00.123Z``."""
-    global _second
-    now = time.time()
-    second = int(now)
-    cached_second, prefix = _second
-    if second != cached_second:
-        prefix = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
-        _second = (second, prefix)
-    return f"{prefix}.{int((now - second) * 1000):03d}Z"
-
-
-def _json_value(value: Any) -> Any:
-    try:
-        return msgspec.to_builtins(value, str_keys=True)
-    except (TypeError, ValueError, msgspec.EncodeError):
-        return repr(value)
-
-
-def _arguments(arguments: Mapping[str, Any] | None) -> dict[str, Any]:
-    if not arguments:
-        return {}
-    converted = _json_value(dict(arguments))
-    return converted if isinstance(converted, dict) else {"value": converted}
-
-
-def error_info(error: BaseException, error_class: str = AGENT_ERROR_CLASS) -> ErrorInfo:
-    """An exception as the run records it: message and type, no traceback."""
-    kind = type(error)
-    name = (
-        kind.__qualname__
-        if kind.__module__ == "builtins"
-        else f"{kind.__module__}.{kind.__qualname__}"
-    )
-    return ErrorInfo(message=str(error) or kind.__name__, error_class=error_class, type=name)
 
 
 class ApprovalResult(msgspec.Struct, frozen=True, gc=False):
@@ -261,12 +204,12 @@ class TurnContext:
             if not call.id:
                 call.id = new_id()
             call.arguments = (
-                _arguments(call.arguments) if isinstance(call.arguments, dict) else call.arguments
+                arguments_of(call.arguments) if isinstance(call.arguments, dict) else call.arguments
             )
         step = self._open_step(started_at)
         if content is not None or calls:
             step.output_messages.append(
-                Message(role="assistant", content=_json_value(content), tool_calls=calls or None)
+                Message(role="assistant", content=json_value(content), tool_calls=calls or None)
             )
         step.requested_tool_calls.extend(calls)
         if calls:
@@ -280,7 +223,7 @@ class TurnContext:
         self, name: str, arguments: Mapping[str, Any] | None = None, *, call_id: str | None = None
     ) -> ToolCall:
         """Record a tool call the model requested in the open step; returns it (with its id)."""
-        call = ToolCall(id=call_id or new_id(), name=name, arguments=_arguments(arguments))
+        call = ToolCall(id=call_id or new_id(), name=name, arguments=arguments_of(arguments))
         step = self._current_step()
         step.requested_tool_calls.append(call)
         step.type = StepType.TOOL_EXECUTION
@@ -327,7 +270,7 @@ class TurnContext:
         """Record a named event of this turn."""
         if not self._closed:
             self.run.events.append(
-                Event(name=name, turn=self.turn, at=utc_now(), data=_json_value(data))
+                Event(name=name, turn=self.turn, at=utc_now(), data=json_value(data))
             )
 
     def stop(
@@ -338,7 +281,7 @@ class TurnContext:
         ``reason`` should be one of :class:`~evalport.protocol.models.StopReason`.
         """
         self.stop_signal = StopSignal(
-            reason=reason, message=message, context=_arguments(context), source="agent"
+            reason=reason, message=message, context=arguments_of(context), source="agent"
         )
 
     # -- tools --------------------------------------------------------------------------
@@ -373,7 +316,7 @@ class TurnContext:
         pending = PendingApproval(
             call_id=call_id or new_id(),
             tool=tool,
-            arguments=_arguments(arguments),
+            arguments=arguments_of(arguments),
             turn=self.turn,
             reason=reason,
             requested_at=utc_now(),
@@ -443,7 +386,7 @@ class TurnContext:
     def _start_execution(
         self, name: str, arguments: Mapping[str, Any] | None, call_id: str | None
     ) -> ToolRun:
-        args = _arguments(arguments)
+        args = arguments_of(arguments)
         step = self._current_step()
         if call_id is None:
             call_id = _unexecuted_call(step, name)
@@ -476,7 +419,7 @@ class TurnContext:
                 self._step.errors.append(error_info(error, TOOL_ERROR_CLASS))
                 self._step.has_errors = True
         else:
-            execution.result = _json_value(run.result)
+            execution.result = json_value(run.result)
 
     # -- internals used by the runtime ---------------------------------------------------
 
@@ -560,89 +503,3 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return asyncio.get_running_loop()
     except RuntimeError:
         return None
-
-
-def _bound_arguments(
-    signature: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> dict[str, Any]:
-    try:
-        bound = signature.bind(*args, **kwargs)
-    except TypeError:
-        return {"args": list(args), **kwargs}
-    bound.apply_defaults()
-    return {
-        key: value for key, value in bound.arguments.items() if key not in ("self", "cls", "ctx")
-    }
-
-
-Gate = bool | Callable[..., bool]
-
-
-@overload
-def tool(fn: Callable[P, R], /) -> Callable[P, R]: ...
-
-
-@overload
-def tool(
-    *, name: str | None = None, approval: Gate = False
-) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
-
-
-def tool(
-    fn: Callable[P, R] | None = None, /, *, name: str | None = None, approval: Gate = False
-) -> Callable[P, R] | Callable[[Callable[P, R]], Callable[P, R]]:
-    """Record every call of a tool function (sync or async) in the current turn.
-
-    Arguments are recorded by parameter name, with defaults applied; the result or the
-    error (which propagates) and the timings go into the execution. ``approval`` gates
-    the tool: ``True`` always asks, a predicate receiving the call's arguments asks when it
-    returns true. A gated tool must be async, or sync and called from a sync agent.
-    """
-
-    def decorate(function: Callable[P, R]) -> Callable[P, R]:
-        tool_name = name or function.__name__
-        signature = inspect.signature(function)
-
-        def needs_approval(arguments: dict[str, Any]) -> bool:
-            if callable(approval):
-                return bool(approval(**arguments))
-            return approval
-
-        if inspect.iscoroutinefunction(function):
-            async_function = cast(Callable[P, Awaitable[Any]], function)
-
-            @functools.wraps(function)
-            async def run_async(*args: P.args, **kwargs: P.kwargs) -> Any:
-                ctx = _current.get()
-                if ctx is None:
-                    return await async_function(*args, **kwargs)
-                arguments = _bound_arguments(signature, args, kwargs)
-                block = ctx.tool_execution(tool_name, arguments, approval=needs_approval(arguments))
-                async with block as run:
-                    run.result = await async_function(*args, **kwargs)
-                return run.result
-
-            return cast(Callable[P, R], run_async)
-
-        @functools.wraps(function)
-        def run_sync(*args: P.args, **kwargs: P.kwargs) -> R:
-            ctx = _current.get()
-            if ctx is None:
-                return function(*args, **kwargs)
-            arguments = _bound_arguments(signature, args, kwargs)
-            block = ctx.tool_execution(tool_name, arguments)
-            if needs_approval(arguments):
-                try:
-                    ctx._gate_sync(block._run)
-                except BaseException as error:
-                    ctx._finish_execution(block._run, error)
-                    raise
-            with block as run:
-                run.result = function(*args, **kwargs)
-            return cast(R, run.result)
-
-        return run_sync
-
-    if fn is not None:
-        return decorate(fn)
-    return decorate

@@ -40,7 +40,8 @@ import msgspec
 from .agent import AsyncTurnHandler, SessionInfo, history_of, session_factory
 from .messages import ApprovalDecision, RunEnvelope
 from .models import AgentRun, Message, PendingApproval, RunStatus, StopReason, StopSignal
-from .recorder import ApprovalResult, TurnContext, error_info
+from .recorder import ApprovalResult, TurnContext
+from .stamps import error_info
 
 __all__ = [
     "AgentSession",

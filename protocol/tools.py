@@ -1,0 +1,114 @@
+"""The ``@tool`` decorator: every call of a tool function recorded in the current turn.
+
+Rules:
+
+- Works on sync and async functions (and methods: ``self``, ``cls`` and ``ctx`` are not
+  recorded as arguments). Arguments are recorded by parameter name, defaults applied.
+- The result, or the error (which propagates unchanged), and the timings go into the
+  execution of the current turn's open step (see :class:`~evalport.protocol.TurnContext`).
+- ``approval`` gates the tool: ``True`` always asks, a predicate receiving the call's
+  arguments asks when it returns true. The turn suspends until a decision arrives; a
+  rejection raises :class:`~evalport.protocol.ApprovalRejected` without running the tool.
+  A gated tool must be async, or sync and called from a sync agent (a worker thread).
+- Outside a turn the decorator is transparent: the function just runs.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Awaitable, Callable
+from typing import Any, ParamSpec, TypeVar, cast, overload
+
+from .recorder import current_context
+
+__all__ = ["Gate", "tool"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _bound_arguments(
+    signature: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> dict[str, Any]:
+    try:
+        bound = signature.bind(*args, **kwargs)
+    except TypeError:
+        return {"args": list(args), **kwargs}
+    bound.apply_defaults()
+    return {
+        key: value for key, value in bound.arguments.items() if key not in ("self", "cls", "ctx")
+    }
+
+
+Gate = bool | Callable[..., bool]
+
+
+@overload
+def tool(fn: Callable[P, R], /) -> Callable[P, R]: ...
+
+
+@overload
+def tool(
+    *, name: str | None = None, approval: Gate = False
+) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
+
+
+def tool(
+    fn: Callable[P, R] | None = None, /, *, name: str | None = None, approval: Gate = False
+) -> Callable[P, R] | Callable[[Callable[P, R]], Callable[P, R]]:
+    """Record every call of a tool function (sync or async) in the current turn.
+
+    Arguments are recorded by parameter name, with defaults applied; the result or the
+    error (which propagates) and the timings go into the execution. ``approval`` gates
+    the tool: ``True`` always asks, a predicate receiving the call's arguments asks when it
+    returns true. A gated tool must be async, or sync and called from a sync agent.
+    """
+
+    def decorate(function: Callable[P, R]) -> Callable[P, R]:
+        tool_name = name or function.__name__
+        signature = inspect.signature(function)
+
+        def needs_approval(arguments: dict[str, Any]) -> bool:
+            if callable(approval):
+                return bool(approval(**arguments))
+            return approval
+
+        if inspect.iscoroutinefunction(function):
+            async_function = cast(Callable[P, Awaitable[Any]], function)
+
+            @functools.wraps(function)
+            async def run_async(*args: P.args, **kwargs: P.kwargs) -> Any:
+                ctx = current_context()
+                if ctx is None:
+                    return await async_function(*args, **kwargs)
+                arguments = _bound_arguments(signature, args, kwargs)
+                block = ctx.tool_execution(tool_name, arguments, approval=needs_approval(arguments))
+                async with block as run:
+                    run.result = await async_function(*args, **kwargs)
+                return run.result
+
+            return cast(Callable[P, R], run_async)
+
+        @functools.wraps(function)
+        def run_sync(*args: P.args, **kwargs: P.kwargs) -> R:
+            ctx = current_context()
+            if ctx is None:
+                return function(*args, **kwargs)
+            arguments = _bound_arguments(signature, args, kwargs)
+            block = ctx.tool_execution(tool_name, arguments)
+            if needs_approval(arguments):
+                try:
+                    ctx._gate_sync(block._run)
+                except BaseException as error:
+                    ctx._finish_execution(block._run, error)
+                    raise
+            with block as run:
+                run.result = function(*args, **kwargs)
+            return cast(R, run.result)
+
+        return run_sync
+
+    if fn is not None:
+        return decorate(fn)
+    return decorate
