@@ -158,3 +158,21 @@ def test_shards_merge_compare_and_baseline(project, capsys):
     assert main(["compare", "base.json", "new.json"]) == 0
     assert main(["compare", "base.json", "new.json", "--fail-on-regression"]) == 1
     assert "1 regressed, 0 fixed" in capsys.readouterr().out
+
+
+def test_a_file_that_fails_to_load_is_reported_and_fails_the_run(project, capsys):
+    (project / "evals" / "broken_eval.py").write_text("import no_such_dependency\n")
+    code = main(["run", "--exclude-tag", "broken", "--junit", "junit.xml", "--json", "r.json"])
+    assert code == 1
+    output = capsys.readouterr().out
+    assert "LOAD ERROR" in output and "no_such_dependency" in output
+    assert "broken_eval.py: ModuleNotFoundError" in results(project / "r.json")["load_errors"][0]
+    assert 'name="load error"' in (project / "junit.xml").read_text()
+
+
+def test_explicit_config_file(project, tmp_path_factory):
+    other = tmp_path_factory.mktemp("elsewhere") / "pyproject.toml"
+    other.write_text(f'[tool.evalport]\nlocal = "{AGENT}"\nrepeat = 3\n')
+    assert main(["run", "evals", "--config", str(other), "-k", "status", "--json", "c.json"]) == 0
+    summary = results(project / "c.json")
+    assert summary["trials"] == 3 and summary["provenance"]["repeat"] == 3
