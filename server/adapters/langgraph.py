@@ -19,14 +19,15 @@ Rules:
   raised, whatever node runs it.
 - The reply is the text of the last message in the state after the turn; non-text
   content is sent as compact JSON.
-- Approvals: an ``interrupt(value)`` pauses the graph; every pending interrupt becomes a
-  pending approval of the turn at once. An interrupt raised inside a tool is asked under
-  that tool's name, arguments and call id; otherwise ``value`` names it when it is a
-  mapping with ``tool`` (or ``name``) and ``args`` (or ``arguments``), else it is asked as
-  ``interrupt`` with ``{"value": value}``. The graph resumes in the same turn with
-  ``Command(resume=...)``, each interrupt receiving ``{"approved": bool, "reason":
-  str | None}``, which ``interrupt()`` returns to the node; the decision is recorded on
-  the tool's execution when the node runs it again.
+- Approvals: an ``interrupt(value)`` pauses the graph; every pending interrupt becomes
+  pending approvals of the turn at once, and the graph resumes in the same turn with
+  ``Command(resume=...)``. LangChain's ``HumanInTheLoopMiddleware`` (batched or per call)
+  is understood: each gated tool call is asked under its name, arguments and call id,
+  and answered with the middleware's ``approve`` / ``reject`` decisions (the reason is
+  the rejection message). Any other interrupt is one approval, answered with
+  ``{"approved": bool, "reason": str | None}`` (see :mod:`._interrupts` for how it is
+  named). Decisions are recorded on the tool's execution when it runs; a rejection the
+  middleware answers without running the tool is recorded as a rejected execution.
 """
 
 from __future__ import annotations
@@ -39,8 +40,8 @@ from uuid import UUID
 from evalport.protocol import ApprovalResult, SessionInfo, ToolCall, TurnContext, require
 from evalport.protocol.recorder import utc_now
 
+from ._interrupts import InterruptPlan, ToolCallInfo, plan_interrupt
 from ._recording import (
-    ApprovalAsk,
     arguments_of,
     ask_all,
     mark_decision,
@@ -128,16 +129,19 @@ class _Session:
 async def _decide(
     ctx: TurnContext, interrupts: tuple[Interrupt, ...], recorder: _Recorder
 ) -> dict[str, Any]:
-    asks = [recorder.ask_for(interrupt) for interrupt in interrupts]
-    decisions = await ask_all(ctx, asks)
+    plans = [recorder.plan_for(interrupt) for interrupt in interrupts]
+    decisions = await ask_all(ctx, [ask for plan in plans for ask in plan.asks])
     recorder.decisions.update(decisions)
-    return {
-        interrupt.id: {
-            "approved": decisions[ask.call_id].approved,
-            "reason": decisions[ask.call_id].reason,
-        }
-        for interrupt, ask in zip(interrupts, asks, strict=True)
-    }
+    for plan in plans:
+        if not plan.skips_rejected:
+            continue
+        for ask in plan.asks:
+            decision = decisions[ask.call_id]
+            if not decision.approved:
+                record_execution(
+                    ctx, ask.tool, ask.arguments, call_id=ask.call_id, decision=decision
+                )
+    return {plan.interrupt_id: plan.resume(decisions) for plan in plans}
 
 
 def _content_value(content: Any) -> Any:
@@ -169,27 +173,17 @@ class _Recorder(AsyncCallbackHandler):
         self.decisions: dict[str, ApprovalResult] = {}
         self._model_started: dict[UUID, str] = {}
         self._tools: dict[UUID, tuple[str, dict[str, Any], str | None, str]] = {}
-        self._interrupted: dict[str, tuple[str, dict[str, Any], str | None]] = {}
+        self._interrupted: dict[str, ToolCallInfo] = {}
+        self._last_calls: list[ToolCall] = []
 
-    def ask_for(self, interrupt: Interrupt) -> ApprovalAsk:
-        """The approval request for one interrupt (the tool's call when a tool raised it)."""
-        in_tool = self._interrupted.get(interrupt.id)
-        if in_tool is not None:
-            name, arguments, call_id = in_tool
-            return ApprovalAsk(call_id or interrupt.id, name, arguments)
-        value = interrupt.value
-        if isinstance(value, Mapping):
-            tool = value.get("tool", value.get("name"))
-            if isinstance(tool, str):
-                args = value.get("args", value.get("arguments"))
-                reason = value.get("reason", value.get("description"))
-                return ApprovalAsk(
-                    interrupt.id,
-                    tool,
-                    arguments_of(args),
-                    reason if isinstance(reason, str) else None,
-                )
-        return ApprovalAsk(interrupt.id, "interrupt", {"value": value})
+    def plan_for(self, interrupt: Interrupt) -> InterruptPlan:
+        """The approvals one interrupt asks for (see :mod:`._interrupts`)."""
+        return plan_interrupt(
+            interrupt.id,
+            interrupt.value,
+            raised_in=self._interrupted.get(interrupt.id),
+            pending_calls=self._last_calls,
+        )
 
     async def on_chat_model_start(
         self,
@@ -220,6 +214,7 @@ class _Recorder(AsyncCallbackHandler):
         outputs = usage.get("output_token_details") or {}
         metadata = message.response_metadata or {}
         content = message.content if isinstance(message.content, str) else message.text
+        self._last_calls = calls
         self.ctx.model_step(
             content=content or None,
             tool_calls=calls,
@@ -274,7 +269,7 @@ class _Recorder(AsyncCallbackHandler):
         if isinstance(error, GraphInterrupt):
             # Not a failure: the tool waits for a decision and runs again after it.
             for interrupt in error.args[0] if error.args else ():
-                self._interrupted[interrupt.id] = (name, arguments, call_id)
+                self._interrupted[interrupt.id] = ToolCallInfo(name, arguments, call_id)
             return
         self._record(name, arguments, call_id, started_at, error=str(error) or type(error).__name__)
 

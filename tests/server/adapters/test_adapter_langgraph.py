@@ -10,7 +10,20 @@ import pytest
 pytest.importorskip("langgraph")
 
 from adapterfakes import chat_model
-from adapterkit import TRACK_ERROR, evaluate_all, lookup_result, plan, refund_result
+from adapterkit import (
+    APPROVE,
+    REJECT,
+    TRACK_ERROR,
+    evaluate_all,
+    http_target,
+    lookup_result,
+    passed,
+    plan,
+    refund_rejected,
+    refund_result,
+    trial,
+)
+from evalport.client.context import EvalContext
 from evalport.protocol import AgentSession, SessionInfo
 from evalport.server.adapters import LangGraphAgent
 from langchain_core.messages import AIMessage
@@ -151,3 +164,45 @@ async def test_config_is_merged_and_messages_key_names_the_conversation() -> Non
     session = await AgentSession.open(adapter, SessionInfo("k"))
     assert (await session.send("hi")).reply == "north evalport-k 1"
     assert (await session.send("again")).reply == "north evalport-k 3"
+
+
+@tool("refund")
+def refund_plain(order_id: str) -> str:
+    """Refund an order (the middleware asks a person first)."""
+    return refund_result(order_id)
+
+
+async def refund_approved_once(ctx: EvalContext) -> None:
+    await ctx.send("Please refund order B7.")
+    ctx.tool_was_approved("refund", {"order_id": "B7"})
+    ctx.called_tool("refund", {"order_id": "B7"}, result=refund_result("B7"))
+    ctx.contains(refund_result("B7"))
+
+
+@pytest.mark.parametrize("mode", ["batched", "per_call"])
+async def test_langchain_human_in_the_loop_middleware_over_http(mode: str) -> None:
+    agents = pytest.importorskip("langchain.agents")
+    middleware = pytest.importorskip("langchain.agents.middleware")
+
+    def make() -> LangGraphAgent:
+        agent = agents.create_agent(
+            chat_model(plan),
+            tools=[lookup, refund_plain],
+            middleware=[
+                middleware.HumanInTheLoopMiddleware(
+                    interrupt_on={"refund": {"allowed_decisions": ["approve", "reject"]}},
+                    interrupt_mode=mode,
+                )
+            ],
+            name="support",
+        )
+        return LangGraphAgent(agent)
+
+    async for target in http_target(make()):
+        approved = await trial(target, refund_approved_once, approval_policy=APPROVE)
+        passed(approved)
+        rejected = await trial(target, refund_rejected, approval_policy=REJECT)
+        passed(rejected)
+        (refund_call,) = rejected.run["tools"]
+        assert refund_call["tool_call"]["id"].startswith("call-")  # the model's own call id
+        assert refund_call["approval"]["state"] == "rejected"

@@ -1,0 +1,120 @@
+"""LangGraph interrupts as approval requests, and decisions as the values that resume them.
+
+Three shapes of interrupt value are understood:
+
+- **LangChain's** ``HumanInTheLoopMiddleware``, batched: ``{"action_requests": [{"name",
+  "args", "description"?}, ...], "review_configs": [...]}`` asks one approval per action
+  (under the call id of the model's matching tool call) and resumes with ``{"decisions":
+  [...]}`` in the same order;
+- the middleware **per call**: ``{"type": "tool_approval", "tool_call_id", "name",
+  "args", "description"}`` asks one approval and resumes with one decision. A decision is
+  ``{"type": "approve"}`` or ``{"type": "reject", "message": reason}``;
+- **anything else** is one approval: named after the tool that raised it when a tool did,
+  else after the value's ``tool`` (or ``name``) with its ``args`` (or ``arguments``) when
+  it is such a mapping, else ``interrupt`` with ``{"value": value}``. It resumes with
+  ``{"approved": bool, "reason": str | None}``, which ``interrupt()`` returns.
+
+The middleware does not run a rejected tool, so :attr:`InterruptPlan.skips_rejected` tells
+the adapter to record the rejection itself; any other interrupt leaves a rejection to the
+code that called ``interrupt()``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, NamedTuple
+
+from evalport.protocol import ApprovalResult, ToolCall
+
+from ._recording import ApprovalAsk, arguments_of
+
+__all__ = ["InterruptPlan", "ToolCallInfo", "plan_interrupt"]
+
+_BATCHED: Final = "batched"
+_PER_CALL: Final = "per_call"
+_PLAIN: Final = "plain"
+
+
+class ToolCallInfo(NamedTuple):
+    """The tool run that raised an interrupt: its name, arguments and call id."""
+
+    name: str
+    arguments: dict[str, Any]
+    call_id: str | None
+
+
+class InterruptPlan(NamedTuple):
+    """The approvals one interrupt asks for, and how to answer it."""
+
+    interrupt_id: str
+    asks: list[ApprovalAsk]
+    kind: str
+
+    @property
+    def skips_rejected(self) -> bool:
+        """The framework skips a rejected tool: the adapter records the rejection."""
+        return self.kind != _PLAIN
+
+    def resume(self, decisions: Mapping[str, ApprovalResult]) -> Any:
+        """The value this interrupt resumes with, given the decisions by call id."""
+        answers = [decisions[ask.call_id] for ask in self.asks]
+        if self.kind == _BATCHED:
+            return {"decisions": [_middleware_decision(answer) for answer in answers]}
+        if self.kind == _PER_CALL:
+            return _middleware_decision(answers[0])
+        return {"approved": answers[0].approved, "reason": answers[0].reason}
+
+
+def _middleware_decision(answer: ApprovalResult) -> dict[str, str]:
+    if answer.approved:
+        return {"type": "approve"}
+    if answer.reason:
+        return {"type": "reject", "message": answer.reason}
+    return {"type": "reject"}
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def plan_interrupt(
+    interrupt_id: str,
+    value: Any,
+    *,
+    raised_in: ToolCallInfo | None = None,
+    pending_calls: Sequence[ToolCall] = (),
+) -> InterruptPlan:
+    """The approvals for one interrupt; ``pending_calls`` are the model's latest tool calls."""
+    if isinstance(value, Mapping) and isinstance(value.get("action_requests"), list):
+        asks: list[ApprovalAsk] = []
+        unmatched = list(pending_calls)
+        for index, action in enumerate(value["action_requests"]):
+            name = str(action.get("name", "tool"))
+            arguments = arguments_of(action.get("args"))
+            call = next((c for c in unmatched if c.name == name and c.arguments == arguments), None)
+            if call is not None:
+                unmatched.remove(call)
+            call_id = call.id if call is not None and call.id else f"{interrupt_id}:{index}"
+            asks.append(ApprovalAsk(call_id, name, arguments, _text(action.get("description"))))
+        return InterruptPlan(interrupt_id, asks, _BATCHED)
+    if isinstance(value, Mapping) and value.get("type") == "tool_approval":
+        ask = ApprovalAsk(
+            str(value.get("tool_call_id") or interrupt_id),
+            str(value.get("name", "tool")),
+            arguments_of(value.get("args")),
+            _text(value.get("description")),
+        )
+        return InterruptPlan(interrupt_id, [ask], _PER_CALL)
+    if raised_in is not None:
+        ask = ApprovalAsk(raised_in.call_id or interrupt_id, raised_in.name, raised_in.arguments)
+        return InterruptPlan(interrupt_id, [ask], _PLAIN)
+    if isinstance(value, Mapping):
+        tool = value.get("tool", value.get("name"))
+        if isinstance(tool, str):
+            args = value.get("args", value.get("arguments"))
+            reason = _text(value.get("reason", value.get("description")))
+            ask = ApprovalAsk(interrupt_id, tool, arguments_of(args), reason)
+            return InterruptPlan(interrupt_id, [ask], _PLAIN)
+    return InterruptPlan(
+        interrupt_id, [ApprovalAsk(interrupt_id, "interrupt", {"value": value})], _PLAIN
+    )
