@@ -29,15 +29,15 @@ Rules:
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import logging
 import uuid
-from collections.abc import Callable, Coroutine, Generator, Mapping
-from typing import Any, Final, TypeVar, cast
+from collections.abc import Callable, Mapping
+from typing import Any, Final
 
 import msgspec
 
 from .agent import AsyncTurnHandler, SessionInfo, history_of, session_factory
+from .eager import start_eagerly
 from .messages import ApprovalDecision, RunEnvelope
 from .models import AgentRun, Message, PendingApproval, RunStatus, StopReason, StopSignal
 from .recorder import ApprovalResult, TurnContext
@@ -52,7 +52,6 @@ __all__ = [
     "SessionClosed",
     "SessionSuspended",
     "TurnTimeout",
-    "start_eagerly",
 ]
 
 logger = logging.getLogger("evalport.agent")
@@ -64,56 +63,6 @@ _DONE: Final = "done"
 _SUSPENDED: Final = "suspended"
 _TIMED_OUT: Final = "timed out"
 _CANCEL_GRACE: Final = 1.0
-
-
-T = TypeVar("T")
-
-
-def start_eagerly(
-    coroutine: Coroutine[Any, Any, T],
-) -> tuple[bool, T | None, asyncio.Task[T] | None]:
-    """Run ``coroutine`` until it first suspends, then continue it as a task.
-
-    Returns ``(True, result, None)`` when it finished without suspending (no task was
-    created: the common case of a turn that does no I/O), else ``(False, None, task)``.
-    An exception raised before the first suspension propagates. The coroutine runs in a
-    copy of the current context, so context variables it sets never leak to the caller.
-    """
-    context = contextvars.copy_context()
-    try:
-        yielded = context.run(coroutine.send, None)
-    except StopIteration as stop:
-        return True, stop.value, None
-    task = asyncio.get_running_loop().create_task(_resume(coroutine, yielded), context=context)
-    return False, None, task
-
-
-class _Yield:
-    """Hands a value the coroutine yielded (a future, or None) to the task running us."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: Any) -> None:
-        self.value = value
-
-    def __await__(self) -> Generator[Any, None, None]:
-        yield self.value
-
-
-async def _resume(coroutine: Coroutine[Any, Any, T], yielded: Any) -> T:
-    while True:
-        try:
-            await _Yield(yielded)
-        except BaseException as error:  # cancellation or the awaited future's error
-            try:
-                yielded = coroutine.throw(error)
-            except StopIteration as stop:
-                return cast(T, stop.value)
-            continue
-        try:
-            yielded = coroutine.send(None)
-        except StopIteration as stop:
-            return cast(T, stop.value)
 
 
 class RuntimeStateError(RuntimeError):

@@ -59,7 +59,7 @@ from evalport.protocol import (
     encode,
     session_factory,
 )
-from evalport.protocol.runtime import start_eagerly
+from evalport.protocol.eager import start_eagerly
 
 from .limits import Limits
 from .problems import HTTPProblem, problem_body
