@@ -231,6 +231,10 @@ class Runner:
                 result = await self.trial_function(
                     case, target, trial=trial, judge=self.judge, strict=self.options.strict
                 )
+                if not isinstance(result, TrialResult):
+                    raise TypeError(
+                        f"the trial function returned {type(result).__name__}, not a TrialResult"
+                    )
                 close_errors = await _close(target, tracking)
         except TimeoutError as error:
             result = _error_trial(case_id, trial, error, time.perf_counter() - started)

@@ -40,6 +40,8 @@ from ..reports.markdown import MarkdownReporter
 from ..runner import Runner, RunOptions
 from ..selection import parse_shard, select
 from .common import EXIT_FAILED, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE, fail
+
+EXIT_INTERRUPTED = 130
 from .targets import TargetUnreachable, build_judge, build_target
 
 __all__ = ["add_arguments", "main"]
@@ -221,3 +223,5 @@ def main(args: argparse.Namespace) -> int:
         return asyncio.run(_run(args, settings, cases, errors))
     except ConfigError as error:
         return fail("run", str(error), EXIT_USAGE)
+    except KeyboardInterrupt:
+        return fail("run", "interrupted; open sessions were closed", EXIT_INTERRUPTED)

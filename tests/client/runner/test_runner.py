@@ -193,3 +193,32 @@ async def test_outcomes_stay_distinct_in_the_summary(memory_target):
     report = await Runner(memory_target, trial_function=fixed).run(cases)
     assert report.summary.counts == dict.fromkeys(Verdict.ALL, 1)
     assert {c.case_id: c.verdict for c in report.summary.cases} == {v: v for v in verdicts}
+
+
+async def test_a_trial_function_that_returns_nonsense_is_an_error(memory_target):
+    async def broken(case, target, **kwargs):
+        return {"verdict": "passed"}
+
+    report = await Runner(memory_target, trial_function=broken).run(
+        [SimpleCase(id="a", messages=[])]
+    )
+    trial = report.results[0].trials[0]
+    assert trial.verdict == Verdict.ERROR and trial.error_type == "TypeError"
+    assert "returned dict, not a TrialResult" in trial.error
+
+
+async def test_cancelling_the_run_closes_open_sessions():
+    async def careless(case, target, **kwargs):
+        session = await target.open(case_id=case.id)  # never closed by the case itself
+        await session.send("hi")
+
+    target = MemoryTarget(delay=10.0)
+    cases = [SimpleCase(id=f"c{i}", messages=["hi"]) for i in range(4)]
+    run = Runner(target, RunOptions(concurrency=4), trial_function=careless)
+    task = asyncio.create_task(run.run(cases))
+    while len(target.opened) < 4:
+        await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert all(session.closed for session in target.opened)
