@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 
@@ -11,11 +12,18 @@ pytest.importorskip("pydantic_ai")
 
 from adapterfakes import function_model
 from adapterkit import TRACK_ERROR, Call, evaluate_all, lookup_result, plan, refund_result
-from evalport.protocol import AgentSession, SessionInfo
+from evalport.protocol import AgentSession, SessionInfo, TurnTimeout
 from evalport.server.adapters import PydanticAIAgent
 from pydantic import BaseModel
 from pydantic_ai import Agent, RunContext, ToolFailed, models
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 
@@ -153,3 +161,22 @@ async def test_deps_are_made_once_per_session() -> None:
     assert (await session.send("who am I?")).reply == "s-9"
     assert (await session.send("and now?")).reply == "s-9"
     assert made == ["s-9"]
+
+
+async def test_a_turn_timeout_cancels_the_run_and_the_session_goes_on() -> None:
+    async def slow_once(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        prompt = messages[-1].parts[-1]
+        if isinstance(prompt, UserPromptPart) and prompt.content == "take your time":
+            await asyncio.sleep(30)
+        return ModelResponse(parts=[TextPart(f"seen {len(messages)} message(s)")])
+
+    session = await AgentSession.open(
+        PydanticAIAgent(Agent(FunctionModel(slow_once))), SessionInfo("s")
+    )
+    with pytest.raises(TurnTimeout) as timed_out:
+        await session.send("take your time", timeout=0.2)
+    assert timed_out.value.run.status == "failed"
+    run = await session.send("quick")
+    # the cancelled run left nothing in the session's history
+    assert (run.status, run.reply) == ("completed", "seen 1 message(s)")
+    await session.close()
