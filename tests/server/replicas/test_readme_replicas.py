@@ -1,0 +1,74 @@
+"""The README's `replicas` section runs here: its command line and its two-replica example."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import redis
+from evalport.server.cli import add_arguments
+from evalport.server.stores.redis import RedisStore
+from support.redis import RedisServer
+
+ROOT = Path(__file__).parents[3]
+TOKEN = "readme-replicas-token"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+def section_blocks(language: str) -> list[str]:
+    text = (ROOT / "README.md").read_text()
+    start = text.index("<!-- section:replicas -->")
+    end = text.index("<!-- /section:replicas -->")
+    return re.findall(rf"```{language}\n(.*?)```", text[start:end], flags=re.DOTALL)
+
+
+def test_the_serve_command_line_parses() -> None:
+    [command] = section_blocks("bash")
+    words = shlex.split(command)
+    words = words[words.index("serve") + 1 :]
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(words)
+    assert args.store == "redis://redis:6379/0" and args.host == "0.0.0.0"
+
+
+async def test_the_example_continues_a_session_on_another_replica(
+    redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = redis_server.url.rsplit("/", 1)[0] + "/5"
+    with redis.Redis.from_url(url) as plain:
+        plain.flushdb()
+    monkeypatch.setenv("EVALPORT_TOKEN", TOKEN)
+    monkeypatch.setenv("REDIS_URL", url)
+    [code] = section_blocks("python")
+    replicas: list[dict[str, Any]] = []
+    for _ in range(2):
+        namespace: dict[str, Any] = {"__name__": "readme_block"}
+        exec(compile(code, "README.md", "exec"), namespace)
+        replicas.append(namespace)
+    a, b = (
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=ns["app"]), base_url="http://svc", headers=AUTH
+        )
+        for ns in replicas
+    )
+    try:
+        assert isinstance(replicas[0]["adapter"].sessions.store, RedisStore)
+        created = await a.post("/evals/sessions", json={})
+        turns = f"/evals/sessions/{created.json()['sessionId']}/turns"
+        first = await a.post(turns, json={"message": "A1"})
+        assert first.json()["run"]["reply"] == "orders so far: A1"
+        second = await b.post(turns, json={"message": "A2"})
+        assert second.json()["run"]["reply"] == "orders so far: A1, A2"
+        third = await a.post(turns, json={"message": "and?"})
+        assert third.json()["run"]["reply"] == "orders so far: A1, A2"
+        assert third.json()["run"]["turns"] == 3
+    finally:
+        for client, namespace in zip((a, b), replicas, strict=True):
+            await client.aclose()
+            await namespace["adapter"].aclose()
