@@ -30,6 +30,7 @@ DEFAULT_PREVIEW_BYTES: Final = 120
 _MAX_DEPTH: Final = 6
 _DIGEST_KEYS: Final = frozenset(("hash", "bytes", "preview"))
 _encode = msgspec.json.encode
+_sha256 = hashlib.sha256
 
 
 # msgspec and the standard library differ on floats only. Python writes a float below 1e-4
@@ -108,12 +109,20 @@ _SCALAR_SHAPES: Final[dict[type[Any], str]] = {
     float: "<float>",
     type(None): "<null>",
 }
+# The shapes of strings up to this many UTF-8 bytes, made once: shaping is then a lookup.
+_SHAPED_SIZES: Final = 512
+_STRING_SHAPES: Final = tuple(f"<string:{size}>" for size in range(_SHAPED_SIZES))
+
+
+def _string_shape(value: str) -> str:
+    size = len(value) if value.isascii() else len(value.encode())
+    return _STRING_SHAPES[size] if size < _SHAPED_SIZES else f"<string:{size}>"
 
 
 def _shape(value: Any, depth: int) -> Any:
     kind = type(value)
     if kind is str:
-        return f"<string:{len(value.encode())}>"
+        return _string_shape(value)
     scalar = _SCALAR_SHAPES.get(kind)
     if scalar is not None:
         return scalar
@@ -122,23 +131,48 @@ def _shape(value: Any, depth: int) -> Any:
     if kind is dict:
         if depth >= _MAX_DEPTH:
             return f"<object:{len(value)}>"
-        shapes = {}
-        for key, item in value.items():
-            item_kind = type(item)
-            if item_kind is str:
-                size = len(item) if item.isascii() else len(item.encode())
-                shapes[str(key)] = f"<string:{size}>"
-            else:
-                scalar = _SCALAR_SHAPES.get(item_kind)
-                shapes[str(key)] = scalar if scalar is not None else _shape(item, depth + 1)
-        return shapes
+        return _map_shape(value, depth)
     return f"<{kind.__name__}>"
+
+
+def _map_shape(value: dict[Any, Any], depth: int) -> dict[str, Any]:
+    shapes: dict[str, Any] = {}
+    scalars = _SCALAR_SHAPES
+    strings = _STRING_SHAPES
+    for key, item in value.items():
+        name = key if type(key) is str else str(key)
+        item_kind = type(item)
+        if item_kind is str:
+            size = len(item) if item.isascii() else len(item.encode())
+            shapes[name] = strings[size] if size < _SHAPED_SIZES else f"<string:{size}>"
+        else:
+            shapes[name] = scalars.get(item_kind) or _shape(item, depth + 1)
+    return shapes
 
 
 def _cut(data: bytes, limit: int) -> str:
     if len(data) <= limit:
         return data.decode()
     return data[:limit].decode(errors="ignore")
+
+
+def _string_preview(value: str, preview_bytes: int) -> str:
+    # The shape of a string is ASCII: its characters are its bytes.
+    preview = f'"{_string_shape(value)}"'
+    return preview if len(preview) <= preview_bytes else preview[:preview_bytes]
+
+
+def digest_string(value: str, preview_bytes: int = DEFAULT_PREVIEW_BYTES) -> dict[str, Any]:
+    """:func:`digest` of a string: its JSON holds no float, so msgspec's is exact."""
+    try:
+        data = _encode(value)
+    except (msgspec.EncodeError, UnicodeEncodeError):
+        data = compact_json(value)  # its error, or its fallback
+    return {
+        "hash": "sha256:" + _sha256(data).hexdigest(),
+        "bytes": len(data),
+        "preview": _string_preview(value, preview_bytes),
+    }
 
 
 def digest_encoded(value: Any, data: bytes, preview_bytes: int = DEFAULT_PREVIEW_BYTES) -> Any:
@@ -148,22 +182,40 @@ def digest_encoded(value: Any, data: bytes, preview_bytes: int = DEFAULT_PREVIEW
     ``value`` must not itself be a digest.
     """
     kind = type(value)
-    if kind is dict or kind is list or kind is tuple:
+    if kind is dict:
         # A shape holds strings only, so msgspec's bytes are the exact JSON.
-        preview = _cut(_encode(_shape(value, 0)), preview_bytes)
+        preview = _cut(_encode(_map_shape(value, 0)), preview_bytes)
+    elif kind is list or kind is tuple:
+        preview = f'"<array:{len(value)}>"'
+        if len(preview) > preview_bytes:
+            preview = preview[:preview_bytes]
+    elif kind is str:
+        preview = _string_preview(value, preview_bytes)
     else:
         # The shape of a scalar is ASCII: characters are bytes.
-        if kind is str:
-            preview = f'"<string:{len(value) if value.isascii() else len(value.encode())}>"'
-        else:
-            preview = '"' + _shape(value, 0) + '"'
+        preview = '"' + _shape(value, 0) + '"'
         if len(preview) > preview_bytes:
             preview = preview[:preview_bytes]
     return {
-        "hash": "sha256:" + hashlib.sha256(data).hexdigest(),
+        "hash": "sha256:" + _sha256(data).hexdigest(),
         "bytes": len(data),
         "preview": preview,
     }
+
+
+def digest_msgspec(value: Any, data: bytes, preview_bytes: int = DEFAULT_PREVIEW_BYTES) -> Any:
+    """:func:`digest_encoded` given ``data``, msgspec's encoding of ``value``.
+
+    The caller has checked that ``value`` holds no non-finite float (``data`` has no
+    ``null``, or :func:`_has_non_finite` said so); only the float forms are left to check.
+    """
+    if (
+        type(value) not in _FLOATLESS
+        and (b"0.0000" in data or _EXPONENT.search(data) is not None)
+        and _DIFFERS.search(data) is not None
+    ):
+        data = _standard(value)
+    return digest_encoded(value, data, preview_bytes)
 
 
 def digest(value: Any, preview_bytes: int = DEFAULT_PREVIEW_BYTES) -> Any:

@@ -40,8 +40,8 @@ from .digest import (
     _has_non_finite,
     compact_json,
     digest,
-    digest_encoded,
-    exact_json,
+    digest_msgspec,
+    digest_string,
     is_digest,
     matches_digest,
 )
@@ -206,37 +206,38 @@ class _Redactor:
     the execution, the output message and ``tools``), and its digest is computed once.
     """
 
-    __slots__ = ("encoded", "keys", "maps", "preview", "strings", "tools")
+    __slots__ = ("encoded", "keys", "maps", "nulls", "preview", "strings", "tools")
 
     def __init__(self, policy: TracePolicy) -> None:
         self.tools = policy.allowed_tools
         self.keys = policy.allowed_argument_keys
         self.preview = policy.preview_bytes
         self.strings: dict[str, Any] = {}
+        # Memos keyed by msgspec's encoding. msgspec writes a non-finite float as ``null``
+        # like ``None``, so a key holding ``null`` is checked, then kept apart in ``nulls``:
+        # a hit in ``encoded`` or ``maps`` needs no check at all.
         self.encoded: dict[bytes, Any] = {}
         self.maps: dict[bytes, Any] = {}
+        self.nulls: dict[tuple[bool, bytes], Any] = {}
 
     def value(self, value: Any) -> Any:
-        if value is None:
-            return None
         kind = type(value)
         if kind is str:
             found = self.strings.get(value)
             if found is None:
-                try:
-                    data = _encode(value)  # a string's JSON holds no float: it is exact
-                except (msgspec.EncodeError, UnicodeEncodeError):
-                    data = compact_json(value)  # its error, or its fallback
-                found = self.strings[value] = digest_encoded(value, data, self.preview)
+                found = self.strings[value] = digest_string(value, self.preview)
             return found
+        if value is None:
+            return None
         if kind is dict and len(value) == 3 and is_digest(value):
             return value
-        key = _memo_key(value)
-        if key is None:
-            return digest(value, self.preview)
+        try:
+            key = _encode(value)
+        except (TypeError, msgspec.EncodeError):
+            return digest(value, self.preview)  # no memo for what msgspec cannot write
         found = self.encoded.get(key)
         if found is None:
-            found = self.encoded[key] = digest_encoded(value, exact_json(value, key), self.preview)
+            found = self.remember(False, value, key)
         return found
 
     def error(self, value: Any) -> Any:
@@ -249,25 +250,45 @@ class _Redactor:
             # A JSON string nobody parsed: its keys are unknown, so digest it whole.
             return self.value(arguments) if arguments else arguments
         try:
-            data = _encode(arguments)
+            key = _encode(arguments)
         except (TypeError, msgspec.EncodeError):
-            data = b""
-        # No memo for what msgspec cannot write, or writes like null (NaN): see _memo_key.
-        memo = data if data and not (b"null" in data and _has_non_finite(arguments)) else None
-        found = None if memo is None else self.maps.get(memo)
+            return self.map(arguments)  # no memo for what msgspec cannot write
+        found = self.maps.get(key)
         if found is None:
-            if is_digest(arguments):
-                found = arguments
-            else:
-                keys = self.keys
-                value = self.value
-                found = {
-                    name: (item if name in keys else value(item))
-                    for name, item in arguments.items()
-                }
-            if memo is not None:
-                self.maps[memo] = found
+            found = self.remember(True, arguments, key)
         return found
+
+    def remember(self, is_map: bool, value: Any, key: bytes) -> Any:
+        """Redact a value (``is_map``: an argument map) not in its memo yet; memoize it."""
+        if key.find(b"null") < 0:
+            memo = self.maps if is_map else self.encoded
+            found = memo[key] = self.redact(is_map, value, key)
+            return found
+        if _has_non_finite(value):
+            return self.redact(is_map, value, None)  # not memoized: see __init__
+        found = self.nulls.get((is_map, key))
+        if found is None:
+            found = self.nulls[is_map, key] = self.redact(is_map, value, key)
+        return found
+
+    def redact(self, is_map: bool, value: Any, key: bytes | None) -> Any:
+        if is_map:
+            return self.map(value)
+        if key is None:
+            return digest(value, self.preview)
+        return digest_msgspec(value, key, self.preview)
+
+    def map(self, arguments: dict[str, Any]) -> Any:
+        """An argument map with each value digested (but allow-listed keys')."""
+        if len(arguments) == 3 and is_digest(arguments):
+            return arguments
+        keys = self.keys
+        value = self.value
+        if keys:
+            return {
+                name: (item if name in keys else value(item)) for name, item in arguments.items()
+            }
+        return {name: value(item) for name, item in arguments.items()}
 
     def stop_signal(self, signal: StopSignal) -> StopSignal:
         """An ``error`` stop signal's message is the error's text: it is digested too."""
@@ -370,21 +391,6 @@ class _Redactor:
             run.errors = "\n".join(
                 digest_text(line, preview) if line else line for line in run.errors.split("\n")
             )
-
-
-def _memo_key(value: Any) -> bytes | None:
-    """msgspec's encoding of ``value``, a memo key: equal keys, equal digests.
-
-    ``None`` (do not memoize) for the rare value msgspec cannot encode, or one holding a
-    non-finite float, which msgspec writes as ``null`` like ``None``.
-    """
-    try:
-        data = _encode(value)
-    except (TypeError, msgspec.EncodeError):
-        return None
-    if b"null" in data and _has_non_finite(value):
-        return None
-    return data
 
 
 def _tool_names(step: Step) -> dict[str, str]:
