@@ -115,11 +115,15 @@ class _Session:
         if adapter.max_turns is not None:
             options["max_turns"] = adapter.max_turns
         first: list[TResponseInputItem] = [{"role": "user", "content": message}]
-        result = await Runner.run(adapter.agent, [*self.history, *first], **options)
-        while result.interruptions:
-            state = result.to_state()
-            await _decide(ctx, state, result.interruptions, hooks)
-            result = await Runner.run(adapter.agent, state, **options)
+        try:
+            result = await Runner.run(adapter.agent, [*self.history, *first], **options)
+            while result.interruptions:
+                state = result.to_state()
+                await _decide(ctx, state, result.interruptions, hooks)
+                result = await Runner.run(adapter.agent, state, **options)
+        except Exception as error:
+            hooks.abandon(error)
+            raise
         self.history = result.to_input_list()
         return reply_text(pydantic_core.to_jsonable_python(result.final_output))
 
@@ -234,6 +238,13 @@ class _Hooks(RunHooks[Any]):
             block.__exit__(None, None, None)
         else:
             block.__exit__(ToolCallFailed, ToolCallFailed(failure), None)
+
+    def abandon(self, error: BaseException) -> None:
+        """The run raised: tools still running failed with it (their end never comes)."""
+        running, self._running = self._running, {}
+        for block, _ in running.values():
+            text = str(error) or type(error).__name__
+            block.__exit__(ToolCallFailed, ToolCallFailed(text), None)
 
     async def on_handoff(
         self, context: RunContextWrapper[Any], from_agent: Agent[Any], to_agent: Agent[Any]

@@ -106,3 +106,21 @@ async def test_a_handoff_is_an_event() -> None:
 def test_only_an_agents_sdk_agent_is_accepted() -> None:
     with pytest.raises(TypeError, match=r"serves an agents\.Agent"):
         OpenAIAgentsAgent(object())  # type: ignore[arg-type]
+
+
+async def test_a_tool_error_that_escapes_fails_the_turn_and_the_execution() -> None:
+    @function_tool(failure_error_function=None)
+    def fragile(order_id: str) -> str:
+        """Breaks loudly."""
+        raise RuntimeError("disk on fire")
+
+    model = ScriptedModel([{"output": [function_call("fragile", {"order_id": "Z"}, call_id="f1")]}])
+    agent = Agent(name="fragile", model=model, tools=[fragile])
+    session = await AgentSession.open(
+        OpenAIAgentsAgent(agent, run_config=NO_TRACING), SessionInfo("s")
+    )
+    run = await session.send("go")
+    assert run.status == "failed" and "disk on fire" in run.errors
+    (tool,) = run.tools
+    assert (tool.tool_call.id, tool.tool_call.arguments) == ("f1", {"order_id": "Z"})
+    assert tool.error is not None and "disk on fire" in tool.error
