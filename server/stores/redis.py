@@ -236,6 +236,8 @@ class RedisStore:
     Pass a URL (``redis://host:6379/0``, ``rediss://``, ``unix://``) or an existing
     ``redis.asyncio.Redis`` client (the store then leaves closing it to you). Keys start
     with ``prefix``; ``gone_seconds`` is how long ended ids are kept for other replicas.
+    A URL opens at most ``max_connections`` connections; a call waits up to ``timeout``
+    seconds for one, to connect and for each answer.
     """
 
     def __init__(
@@ -245,14 +247,20 @@ class RedisStore:
         prefix: str = "evalport:",
         gone_seconds: float = 3600.0,
         timeout: float = 5.0,
+        max_connections: int = 64,
     ) -> None:
         if isinstance(redis, str):
-            self._redis = aioredis.Redis.from_url(
+            # A blocking pool: under a burst, callers wait for one of ``max_connections``
+            # connections (up to ``timeout``) instead of failing at once.
+            pool = aioredis.BlockingConnectionPool.from_url(
                 redis,
+                max_connections=max_connections,
+                timeout=timeout,
                 socket_timeout=timeout,
                 socket_connect_timeout=timeout,
                 health_check_interval=30,
             )
+            self._redis = aioredis.Redis(connection_pool=pool)
             self._owned = True
             self.url: str | None = redis
         else:
