@@ -167,3 +167,25 @@ def test_a_missing_framework_names_the_extra_to_install(
     monkeypatch.delitem(sys.modules, f"evalport.server.adapters{module}", raising=False)
     with pytest.raises(MissingExtraError, match=re.escape(f"pip install 'evalport[{extra}]'")):
         getattr(adapters, name)
+
+
+@pytest.mark.parametrize("module", ["pydantic_ai_agent", "openai_agents_agent", "langgraph_agent"])
+async def test_every_example_app_serves_its_agent(
+    module: str, examples: dict[str, ModuleType]
+) -> None:
+    models = {
+        "pydantic_ai_agent": lambda: function_model(shop_plan),
+        "openai_agents_agent": lambda: scripted_model(shop_plan),
+        "langgraph_agent": lambda: chat_model(shop_plan),
+    }
+    app = examples[module].create_app(models[module]())
+    async with HttpTarget(
+        "http://shop.test", token=TOKEN, transport=httpx.ASGITransport(app=app)
+    ) as target:
+        health = await target.check()
+        assert health.agent.name == "shop-support" and "approvals" in health.capabilities
+        session = await target.open()
+        turn = await session.send("Where is order A1049?")
+        await session.close()
+    assert "shipped" in turn.run.reply and "DHL" in turn.run.reply
+    assert [tool.tool_call.name for tool in turn.run.tools] == ["order_status"]
