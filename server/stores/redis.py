@@ -260,7 +260,7 @@ class RedisStore:
                 socket_connect_timeout=timeout,
                 health_check_interval=30,
             )
-            self._redis = aioredis.Redis(connection_pool=pool)
+            self._redis = aioredis.Redis.from_pool(pool)  # closing the client closes the pool
             self._owned = True
             self.url: str | None = redis
         else:
