@@ -9,6 +9,8 @@ Rules:
   ``/health`` is read before anything runs: unreachable is exit ``3``; a refused token or
   a server speaking another protocol is exit ``2``.
 - ``--list`` prints the selected case ids and exits without a target.
+- Selecting no case at all is a usage error (exit ``2``), not a green run; an empty
+  shard is fine.
 - Reports: the console always; the run folder (``--out``, default
   ``.evalport/runs/<UTC time>``); ``--json``, ``--junit``, ``--md``, ``--html`` files;
   custom reporters from ``reporters`` in the configuration. ``--baseline F`` adds the
@@ -218,6 +220,12 @@ def main(args: argparse.Namespace) -> int:
             for error in errors:
                 print(f"load error: {error}", file=sys.stderr)
             return EXIT_FAILED if errors else EXIT_OK
+        if not cases and not errors and shard is None:
+            return fail(
+                "run",
+                f"no case to run under {settings.path} (eval files are named *_eval.py or "
+                "eval_*.py; check --tag, --exclude-tag and -k)",
+            )
         if not settings.target and not settings.local:
             return fail("run", "give --target URL or --local module:attr (or set one in config)")
         return asyncio.run(_run(args, settings, cases, errors))
