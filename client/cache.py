@@ -18,7 +18,8 @@ Rules:
   turn raised: a failed conversation is never stored. ``fresh`` skips reading and still
   records (re-record everything).
 - Recordings are JSON files under the cache folder, written atomically; a recording that
-  cannot be read counts as a miss and is replaced.
+  cannot be read counts as a miss and is replaced. ``attach`` is never cached: it reads a
+  session that lives elsewhere.
 """
 
 from __future__ import annotations
