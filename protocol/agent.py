@@ -85,9 +85,11 @@ class AsyncTurnHandler:
         self,
         turn: Callable[[str, TurnContext], Any],
         restore: Callable[[list[Message], AgentRun], Any] | None = None,
+        *,
+        is_async: bool | None = None,
     ) -> None:
         self._turn = turn
-        self._async = _is_async(turn)
+        self._async = _is_async(turn) if is_async is None else is_async
         self._restore = restore
 
     async def restore(self, history: list[Message], run: AgentRun) -> None:
@@ -239,12 +241,8 @@ def session_factory(agent: object) -> Callable[[SessionInfo], Awaitable[AsyncTur
         def turn(message: str, ctx: TurnContext) -> Any:
             return function(message, list(ctx.history), ctx)
 
-        turn_async = _is_async(function)
-
-        async def turn_coroutine(message: str, ctx: TurnContext) -> Any:
-            return await function(message, list(ctx.history), ctx)
-
-        handler = AsyncTurnHandler(turn_coroutine if turn_async else turn)
+        # An async function's call returns its coroutine, which the handler awaits directly.
+        handler = AsyncTurnHandler(turn, is_async=_is_async(function))
 
         async def per_function(info: SessionInfo) -> AsyncTurnHandler:
             return handler

@@ -39,7 +39,16 @@ import msgspec
 from .agent import AsyncTurnHandler, SessionInfo, history_of, session_factory
 from .eager import start_eagerly
 from .messages import ApprovalDecision, RunEnvelope
-from .models import AgentRun, Message, PendingApproval, RunStatus, StopReason, StopSignal
+from .models import (
+    AgentRun,
+    Message,
+    PendingApproval,
+    RunStatus,
+    StopReason,
+    StopSignal,
+    Usage,
+    tool_record,
+)
 from .recorder import ApprovalResult, TurnContext
 from .stamps import error_info
 
@@ -139,6 +148,7 @@ class AgentSession:
         "_parked",
         "_run",
         "_task",
+        "_usage_before",
         "info",
         "state",
     )
@@ -159,6 +169,7 @@ class AgentSession:
         self._checkpoint: asyncio.Future[str] | None = None
         self._futures: dict[str, asyncio.Future[ApprovalResult]] = {}
         self._closed = False
+        self._usage_before = Usage()
 
     @classmethod
     async def open(
@@ -257,6 +268,7 @@ class AgentSession:
         run.user_messages.append(message)
         run.status = RunStatus.IN_PROGRESS
         run.reply = ""  # until this turn replies; a suspended turn has none yet
+        self._usage_before = run.usage
         loop = asyncio.get_running_loop()
         ctx = TurnContext(
             run=run,
@@ -352,7 +364,7 @@ class AgentSession:
             await self._time_out(self._task, timeout or 0.0)
         elif outcome == _SUSPENDED:
             self.run.status = RunStatus.IN_PROGRESS
-            self.run.sync_tools()
+            _sync_turn(self.run, self._usage_before)
             return self.run
         return self._park()
 
@@ -372,14 +384,14 @@ class AgentSession:
             ctx._reopen()
             self._fail(ctx, info)
             ctx._close()
-            self.run.sync_tools()
+            _sync_turn(self.run, self._usage_before)
         raise TurnTimeout(timeout, self._park())
 
     def _settled(self, task: asyncio.Task[None] | None) -> None:
         if self._task is task:
             self._task = None
             self._ctx = None
-        self.run.sync_tools()
+        _sync_turn(self.run, self._usage_before)
         checkpoint, self._checkpoint = self._checkpoint, None
         if checkpoint is not None:
             _resolve(checkpoint, _DONE)
@@ -419,7 +431,7 @@ class AgentSession:
         run.status = RunStatus.STOPPED if ctx.stop_signal is not None else RunStatus.COMPLETED
         self._history.append(Message(role="user", content=message))
         self._history.append(Message(role="assistant", content=reply))
-        run.sync_usage()
+        _sync_turn(run, self._usage_before)
 
     def _fail(self, ctx: TurnContext, info: Any) -> None:
         run = self.run
@@ -435,7 +447,31 @@ class AgentSession:
         text = f"{info.type}: {info.message}"
         run.errors = f"{run.errors}\n{text}" if run.errors else text
         self._history.append(Message(role="user", content=ctx.message))
-        run.sync_usage()
+        _sync_turn(run, self._usage_before)
+
+
+def _sync_turn(run: AgentRun, usage_before: Usage) -> None:
+    """Re-derive the latest turn's ``tools`` entries and the usage total from its steps.
+
+    Earlier turns never change, so this costs what the latest turn recorded, not what the
+    whole session did (``AgentRun.sync_tools`` and ``sync_usage`` redo everything).
+    ``usage_before`` is the total of the earlier turns.
+    """
+    turn = run.turns
+    steps = run.steps
+    first = len(steps)
+    while first and steps[first - 1].turn == turn:
+        first -= 1
+    tools = run.tools
+    keep = len(tools)
+    while keep and tools[keep - 1].turn == turn:
+        keep -= 1
+    del tools[keep:]
+    usage = usage_before
+    for step in steps[first:]:
+        tools.extend(tool_record(step, execution) for execution in step.tool_executions)
+        usage = usage + step.usage
+    run.usage = usage
 
 
 def _resolve(future: asyncio.Future[str], outcome: str) -> None:

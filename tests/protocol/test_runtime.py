@@ -442,3 +442,25 @@ async def test_an_idle_session_keeps_its_run_encoded_and_decodes_it_on_demand() 
     assert session.snapshot() is not session.run
     run = await session.send("A2")  # the next turn continues the decoded run
     assert [t.tool_call.arguments["order_id"] for t in run.tools] == ["A1", "A2"]
+
+
+async def test_incremental_tools_and_usage_match_a_full_rebuild() -> None:
+    async def agent(message: str, history: list[Message], ctx: TurnContext) -> str:
+        ctx.model_step(usage=Usage(input=10, output=2))
+        lookup(message)
+        if message == "gated":
+            with contextlib.suppress(ApprovalRejected):
+                await refund("A1", 500)
+        ctx.model_step(content="ok", usage=Usage(input=5, output=1, reasoning=3))
+        return "ok"
+
+    session = await AgentSession.open(agent, info())
+    await session.send("A1")
+    run = await session.send("gated")
+    run = await session.decide({run.pending_approvals[0].call_id: "reject"})
+    run = await session.send("A2")
+    rebuilt = session.snapshot()
+    rebuilt.sync_tools()
+    rebuilt.sync_usage()
+    assert run.tools == rebuilt.tools and len(run.tools) == 4
+    assert run.usage == rebuilt.usage == Usage(input=45, output=9, reasoning=9)
