@@ -13,8 +13,9 @@ Configurations:
   them, so every turn lands on a worker that must rebuild the session (the worst case).
 
 For each it prints throughput (turns per second), p50 and p99 turn latency, errors (any
-non-2xx answer or transport failure; must be 0) and the servers' RSS growth from start to
-the end of the run (after every session was deleted). The client runs in this process on
+non-2xx answer or transport failure; must be 0) and the servers' RSS growth over the run
+(every session deleted at its end), then over a second identical run ("again"): memory
+that the allocator keeps after the first run is reused, so a leak shows as growth again. The client runs in this process on
 the same machine, so on a small machine it competes with the servers for CPU: compare
 configurations, not absolute numbers. It prints figures; it never fails a build.
 
@@ -266,18 +267,22 @@ def run_config(name: str, sessions: int, turns: int) -> dict[str, Any]:
         store = "memory" if name == "memory" else stack.enter_context(redis_server())
         count = 2 if name.startswith("two") else 1
         started = stack.enter_context(servers(count, store))
-        before = sum(rss_mb(pid) for _, pid in started)
         urls = [url for url, _ in started]
-        tally, elapsed = _run(drive(urls, sessions, turns, name == "two-alternating"))
+        alternate = name == "two-alternating"
+        before = sum(rss_mb(pid) for _, pid in started)
+        tally, elapsed = _run(drive(urls, sessions, turns, alternate))
         after = sum(rss_mb(pid) for _, pid in started)
+        again, _ = _run(drive(urls, sessions, turns, alternate))  # a leak would grow again
+        final = sum(rss_mb(pid) for _, pid in started)
     return {
         "config": name,
         "turns_per_s": len(tally.latencies) / elapsed,
         "p50_ms": percentile(tally.latencies, 0.50) * 1000,
         "p99_ms": percentile(tally.latencies, 0.99) * 1000,
-        "errors": len(tally.errors),
-        "first_error": tally.errors[0] if tally.errors else "",
+        "errors": len(tally.errors) + len(again.errors),
+        "first_error": (tally.errors + again.errors or [""])[0],
         "rss_growth_mb": after - before,
+        "rss_growth_again_mb": final - after,
         "elapsed_s": elapsed,
     }
 
@@ -289,12 +294,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--configs", default=",".join(CONFIGS))
     args = parser.parse_args(argv)
     print(f"{args.sessions} concurrent sessions x {args.turns} turns, {os.cpu_count()} CPUs")
-    print(f"{'config':<16} {'turns/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'errors':>6} {'RSS +MB':>8}")
+    print(
+        f"{'config':<16} {'turns/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'errors':>6} "
+        f"{'RSS +MB':>8} {'again':>6}"
+    )
     for name in args.configs.split(","):
         row = run_config(name.strip(), args.sessions, args.turns)
         print(
             f"{row['config']:<16} {row['turns_per_s']:>8.0f} {row['p50_ms']:>8.1f} "
-            f"{row['p99_ms']:>8.1f} {row['errors']:>6} {row['rss_growth_mb']:>8.1f}"
+            f"{row['p99_ms']:>8.1f} {row['errors']:>6} {row['rss_growth_mb']:>8.1f} "
+            f"{row['rss_growth_again_mb']:>6.1f}"
         )
         if row["errors"]:
             print(f"  first error: {row['first_error']}")
