@@ -46,3 +46,31 @@ async def test_the_chromium_check_catches_console_errors(tmp_path):
     page = await load_page(path)
     assert page.console == ["error: bad thing"]
     assert "undefinedFunction is not defined" in page.errors[0]
+
+
+@pytest.mark.skipif(chromium_binary() is None, reason="chromium is not installed (CI installs it)")
+async def test_report_of_a_real_run_renders_every_case_and_transcript(tmp_path):
+    import sys
+    from pathlib import Path
+
+    from evalport.client.discovery import discover
+    from evalport.client.local import LocalTarget
+    from evalport.client.runner import Runner, RunOptions
+
+    root = Path(__file__).resolve().parents[3]
+    sys.path.insert(0, str(root / "examples"))
+    from support_agent import agent
+
+    cases, errors = discover(root / "examples" / "evals")
+    assert errors == []
+    path = tmp_path / "report.html"
+    report = await Runner(
+        LocalTarget(agent), RunOptions(repeat=2), reporters=[HtmlReporter(path)]
+    ).run(cases)
+    page = await load_page(path)
+    assert page.errors == [] and page.requests == []
+    assert [line for line in page.console if not line.startswith(("info", "verbose"))] == []
+    for case in report.summary.cases:
+        assert case.case_id in page.text
+    assert "user I want a refund for order A1049" in page.text
+    assert "refund_order ·" in page.text  # the tool timeline of the refund cases
