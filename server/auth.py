@@ -3,7 +3,9 @@
 Rules:
 
 - A request is authorized when its ``Authorization`` header is ``Bearer <token>`` (scheme
-  case-insensitive) and the token equals the configured one, compared in constant time.
+  case-insensitive) and the token equals the configured one. Both are hashed (SHA-256)
+  and the digests compared with ``hmac.compare_digest``: constant time, and the length of
+  the configured token does not show either.
 - Otherwise the answer is 401 ``unauthorized`` with ``WWW-Authenticate: Bearer
   realm="evalport"`` (and ``error="invalid_token"`` when a token was sent but is wrong).
 - ``token=None`` turns the check off: a host that mounts the routes behind its own auth
@@ -13,6 +15,7 @@ Rules:
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 from typing import Final
 
@@ -28,14 +31,14 @@ _REALM: Final = 'Bearer realm="evalport"'
 class BearerAuth:
     """Checks the bearer token of a request's headers."""
 
-    __slots__ = ("_token",)
+    __slots__ = ("_digest",)
 
     def __init__(self, token: str) -> None:
         if not token or token != token.strip():
             raise ValueError(
                 "the bearer token must be a non-empty string without surrounding spaces"
             )
-        self._token = token.encode()
+        self._digest = hashlib.sha256(token.encode()).digest()
 
     def check(self, authorization: str | None) -> None:
         """Raise a 401 :class:`HTTPProblem` unless ``authorization`` carries the token."""
@@ -46,8 +49,8 @@ class BearerAuth:
                 headers={"WWW-Authenticate": _REALM},
             )
         scheme, _, credentials = authorization.partition(" ")
-        supplied = credentials.strip().encode()
-        if scheme.lower() != "bearer" or not hmac.compare_digest(supplied, self._token):
+        supplied = hashlib.sha256(credentials.strip().encode()).digest()
+        if scheme.lower() != "bearer" or not hmac.compare_digest(supplied, self._digest):
             raise HTTPProblem(
                 ProblemType.UNAUTHORIZED,
                 "The bearer token is not valid.",

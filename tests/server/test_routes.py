@@ -20,7 +20,7 @@ from evalport.protocol import (
     decode_run,
 )
 from evalport.server import Limits
-from serverkit import AUTH, Build, echo_agent, open_session
+from serverkit import AUTH, TOKEN, Build, echo_agent, open_session
 
 PROBLEM = "urn:evalport:problem:"
 
@@ -446,3 +446,29 @@ async def test_an_unexpected_failure_is_a_500_problem_with_an_error_id(
     # The lease was released: the session takes the next turn (and fails the same way).
     again = await client.post(f"/evals/sessions/{session_id}/turns", json={"message": "y"})
     assert again.status_code == 500
+
+
+@pytest.mark.parametrize(
+    "authorization",
+    [None, "", "Bearer", "Bearer wrong", f"Basic {TOKEN}", f"Bearer {TOKEN}x", "bearer"],
+)
+async def test_anything_but_the_bearer_token_is_401(
+    build: Build, authorization: str | None
+) -> None:
+    headers = {} if authorization is None else {"Authorization": authorization}
+    _, client = build(headers=headers)
+    response = await client.post("/evals/sessions", json={})
+    assert_problem(response, 401, "unauthorized")
+    assert response.headers["www-authenticate"].startswith('Bearer realm="evalport"')
+
+
+async def test_the_scheme_is_case_insensitive(build: Build) -> None:
+    _, client = build(headers={"Authorization": f"bEaReR {TOKEN}"})
+    assert (await client.post("/evals/sessions", json={})).status_code == 201
+
+
+def test_a_blank_token_is_refused_at_construction() -> None:
+    from evalport.server import EvalAdapter
+
+    with pytest.raises(ValueError, match="non-empty"):
+        EvalAdapter(echo_agent, token=" ")
