@@ -10,12 +10,14 @@ text. Only redacted runs reach this module.
 
 from __future__ import annotations
 
+import contextlib
 from datetime import datetime
 from html import escape
 from pathlib import Path
 from typing import Any
 
 import msgspec
+from evalport.protocol import is_digest
 
 from ..results import CaseResult, TrialResult, Verdict
 from .base import Reporter, RunReport
@@ -69,6 +71,19 @@ def _text(value: Any) -> str:
     return escape(msgspec.json.encode(value).decode())
 
 
+def _payload(value: Any) -> str:
+    """A tool payload for reading: a digest as its shape and short hash, maps key by key."""
+    if is_digest(value):
+        preview = str(value["preview"])
+        if preview.startswith('"'):  # a JSON string: show its text
+            with contextlib.suppress(msgspec.DecodeError):
+                preview = str(msgspec.json.decode(preview))
+        return escape(f"{preview} #{str(value['hash'])[7:15]}")
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{escape(str(k))}: {_payload(v)}" for k, v in value.items()) + "}"
+    return _text(value)
+
+
 def _time(value: Any) -> float | None:
     if not isinstance(value, str) or not value:
         return None
@@ -88,11 +103,13 @@ def _transcript(run: dict[str, Any]) -> str:
             parts.append(f'<div class="msg user"><b>user</b> {_text(users[turn - 1])}</div>')
         for step in (s for s in steps if s.get("turn") == turn):
             for execution in step.get("toolExecutions") or []:
-                state = " failed" if execution.get("hasError") else ""
+                approval = (execution.get("approval") or {}).get("state")
+                state = f" ({approval})" if approval else ""
+                state += " failed" if execution.get("hasError") else ""
                 parts.append(
                     f'<div class="msg tool">tool {_text(execution.get("name", ""))}{state} '
-                    f"args={_text(execution.get('arguments'))} "
-                    f"result={_text(execution.get('result'))}</div>"
+                    f"args {_payload(execution.get('arguments'))} "
+                    f"result {_payload(execution.get('result'))}</div>"
                 )
             for message in step.get("outputMessages") or []:
                 content = message.get("content")
