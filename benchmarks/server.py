@@ -13,7 +13,10 @@ spreads the turns over the sessions round-robin, so every session takes one or t
 (an accumulated run grows with each turn, and the comparison is about the adapter's
 overhead, not about encoding a longer run) and no two requests in flight share a session
 (a 409 would be counted as an error). The best round of each is compared: throughput
-ratio (target >= 0.85) and p99 latency difference (target <= 1 ms).
+ratio (target >= 0.85) and p99 latency difference (target <= 1 ms). Because the machine
+may be shared, it also reads each server's CPU time from ``/proc`` and prints the CPU
+spent per request: its ratio is the throughput ratio the two would reach on an otherwise
+idle core, and it varies far less than requests per second.
 
 Memory: a separate process measures the RSS that 10,000 idle sessions of the example
 support agent add (target < 50 MB).
