@@ -109,7 +109,9 @@ def main() -> int:
             server.kill()
             server.wait()
     print(f"\nreports in {OUT}: run/ results.json junit.xml summary.md report.html")
-    print(f"server stopped (exit {server.returncode})")
+    # uvicorn drains, then re-raises SIGTERM: -SIGTERM is its clean exit
+    clean = server.returncode in (0, -signal.SIGTERM)
+    print("server stopped" + ("" if clean else f" with exit code {server.returncode}"))
     return code or (1 if checked else 0)
 
 
