@@ -175,31 +175,30 @@ def digest_string(value: str, preview_bytes: int = DEFAULT_PREVIEW_BYTES) -> dic
     }
 
 
+def _preview(value: Any, preview_bytes: int) -> str:
+    kind = type(value)
+    if kind is dict:
+        # A shape holds strings only, so msgspec's bytes are the exact JSON.
+        return _cut(_encode(_map_shape(value, 0)), preview_bytes)
+    if kind is str:
+        return _string_preview(value, preview_bytes)
+    # The shape of anything else is ASCII: characters are bytes.
+    preview = (
+        f'"<array:{len(value)}>"' if kind is list or kind is tuple else f'"{_shape(value, 0)}"'
+    )
+    return preview if len(preview) <= preview_bytes else preview[:preview_bytes]
+
+
 def digest_encoded(value: Any, data: bytes, preview_bytes: int = DEFAULT_PREVIEW_BYTES) -> Any:
     """The digest of ``value`` whose compact JSON (:func:`compact_json`) is ``data``.
 
     For callers that already hold the encoded bytes (a memo keyed by them, for example);
     ``value`` must not itself be a digest.
     """
-    kind = type(value)
-    if kind is dict:
-        # A shape holds strings only, so msgspec's bytes are the exact JSON.
-        preview = _cut(_encode(_map_shape(value, 0)), preview_bytes)
-    elif kind is list or kind is tuple:
-        preview = f'"<array:{len(value)}>"'
-        if len(preview) > preview_bytes:
-            preview = preview[:preview_bytes]
-    elif kind is str:
-        preview = _string_preview(value, preview_bytes)
-    else:
-        # The shape of a scalar is ASCII: characters are bytes.
-        preview = '"' + _shape(value, 0) + '"'
-        if len(preview) > preview_bytes:
-            preview = preview[:preview_bytes]
     return {
         "hash": "sha256:" + _sha256(data).hexdigest(),
         "bytes": len(data),
-        "preview": preview,
+        "preview": _preview(value, preview_bytes),
     }
 
 
@@ -211,11 +210,16 @@ def digest_msgspec(value: Any, data: bytes, preview_bytes: int = DEFAULT_PREVIEW
     """
     if (
         type(value) not in _FLOATLESS
-        and (b"0.0000" in data or _EXPONENT.search(data) is not None)
+        and (data.find(b"0.0000") >= 0 or _EXPONENT.search(data) is not None)
         and _DIFFERS.search(data) is not None
     ):
         data = _standard(value)
-    return digest_encoded(value, data, preview_bytes)
+    if type(value) is dict:  # the common case, inlined
+        shape = _encode(_map_shape(value, 0))
+        preview = shape.decode() if len(shape) <= preview_bytes else _cut(shape, preview_bytes)
+    else:
+        preview = _preview(value, preview_bytes)
+    return {"hash": "sha256:" + _sha256(data).hexdigest(), "bytes": len(data), "preview": preview}
 
 
 def digest(value: Any, preview_bytes: int = DEFAULT_PREVIEW_BYTES) -> Any:

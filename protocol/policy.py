@@ -237,7 +237,10 @@ class _Redactor:
             return digest(value, self.preview)  # no memo for what msgspec cannot write
         found = self.encoded.get(key)
         if found is None:
-            found = self.remember(False, value, key)
+            if key.find(b"null") < 0:
+                found = self.encoded[key] = digest_msgspec(value, key, self.preview)
+            else:
+                found = self.remember(False, value, key)
         return found
 
     def error(self, value: Any) -> Any:
@@ -255,28 +258,21 @@ class _Redactor:
             return self.map(arguments)  # no memo for what msgspec cannot write
         found = self.maps.get(key)
         if found is None:
-            found = self.remember(True, arguments, key)
+            if key.find(b"null") < 0:
+                found = self.maps[key] = self.map(arguments)
+            else:
+                found = self.remember(True, arguments, key)
         return found
 
     def remember(self, is_map: bool, value: Any, key: bytes) -> Any:
-        """Redact a value (``is_map``: an argument map) not in its memo yet; memoize it."""
-        if key.find(b"null") < 0:
-            memo = self.maps if is_map else self.encoded
-            found = memo[key] = self.redact(is_map, value, key)
-            return found
-        if _has_non_finite(value):
-            return self.redact(is_map, value, None)  # not memoized: see __init__
+        """Redact a value (``is_map``: an argument map) whose ``key`` holds ``null``."""
+        if _has_non_finite(value):  # not memoized: see __init__
+            return self.map(value) if is_map else digest(value, self.preview)
         found = self.nulls.get((is_map, key))
         if found is None:
-            found = self.nulls[is_map, key] = self.redact(is_map, value, key)
+            found = self.map(value) if is_map else digest_msgspec(value, key, self.preview)
+            self.nulls[is_map, key] = found
         return found
-
-    def redact(self, is_map: bool, value: Any, key: bytes | None) -> Any:
-        if is_map:
-            return self.map(value)
-        if key is None:
-            return digest(value, self.preview)
-        return digest_msgspec(value, key, self.preview)
 
     def map(self, arguments: dict[str, Any]) -> Any:
         """An argument map with each value digested (but allow-listed keys')."""
@@ -284,11 +280,10 @@ class _Redactor:
             return arguments
         keys = self.keys
         value = self.value
-        if keys:
-            return {
-                name: (item if name in keys else value(item)) for name, item in arguments.items()
-            }
-        return {name: value(item) for name, item in arguments.items()}
+        redacted = {}
+        for name, item in arguments.items():
+            redacted[name] = item if keys and name in keys else value(item)
+        return redacted
 
     def stop_signal(self, signal: StopSignal) -> StopSignal:
         """An ``error`` stop signal's message is the error's text: it is digested too."""
@@ -328,8 +323,10 @@ class _Redactor:
                 or type(message.content) is list
             ):
                 continue  # plain assistant text: nothing to redact
-            for call in message.tool_calls or ():
-                call.arguments = self.arguments(call.arguments, call.name)
+            if message.tool_calls:
+                arguments = self.arguments
+                for call in message.tool_calls:
+                    call.arguments = arguments(call.arguments, call.name)
             content = message.content
             if content is None or content == "":
                 continue
@@ -349,14 +346,15 @@ class _Redactor:
         arguments = self.arguments
         value = self.value
         error = self.error
+        messages = self.messages
         for step in run.steps:
             for call in step.requested_tool_calls:
                 call.arguments = arguments(call.arguments, call.name)
             for execution in step.tool_executions:
                 if execution.name not in tools:
                     execution.arguments = arguments(execution.arguments, None)
-                    if execution.result is not None:
-                        execution.result = value(execution.result)
+                    if (result := execution.result) is not None:
+                        execution.result = value(result)
                     if execution.error is not None:
                         execution.error = error(execution.error)
             for message in step.output_messages:
@@ -366,7 +364,7 @@ class _Redactor:
                     or message.role == "tool"
                     or type(message.content) is list
                 ):
-                    self.messages(step)
+                    messages(step)
                     break
             for info in step.errors:
                 info.message = error(info.message)
@@ -376,8 +374,8 @@ class _Redactor:
             call = record.tool_call
             if call.name not in tools:
                 call.arguments = arguments(call.arguments, None)
-                if record.result is not None:
-                    record.result = value(record.result)
+                if (result := record.result) is not None:
+                    record.result = value(result)
                 if record.error is not None:
                     record.error = error(record.error)
         for pending in run.pending_approvals:
