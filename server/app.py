@@ -15,6 +15,8 @@ Rules:
   ``Limits.max_body_bytes`` 413, a ``Content-Type`` that is not JSON 415.
 - ``store`` is a :class:`~evalport.server.stores.SessionStore` or a string for
   :func:`~evalport.server.stores.open_store` (``"memory"``, ``"redis://host:6379/0"``).
+- :meth:`EvalAdapter.drain` before a shutdown: new sessions, new turns and ``/health``
+  answer 503 ``draining``; work in flight and suspended turns can still finish.
 - Auth (``token``) is required unless ``token=None`` says the host authenticates.
   ``/health`` needs the token too unless ``public_health=True``.
 """
@@ -106,6 +108,7 @@ class EvalAdapter:
         self._auth = BearerAuth(token) if token is not None else None
         self._public_health = public_health
         self._approvals = approvals
+        self._draining = False
         identity = agent_identity(agent, name, version)
         capabilities = ["attach", "delete", "idempotency"]
         if approvals:
@@ -130,16 +133,20 @@ class EvalAdapter:
         sessions = f"{prefix}/evals/sessions"
         session = sessions + "/{session_id}"
         routes: list[BaseRoute] = [  # the hot route first: hosts match in order
-            Route(session + "/turns", self._guard({"POST": self._turn}), methods=_METHODS),
+            Route(
+                session + "/turns", self._guard({"POST": self._turn}, drains=True), methods=_METHODS
+            ),
             Route(
                 session,
                 self._guard({"GET": self._attach, "DELETE": self._delete}),
                 methods=_METHODS,
             ),
-            Route(sessions, self._guard({"POST": self._create}), methods=_METHODS),
+            Route(sessions, self._guard({"POST": self._create}, drains=True), methods=_METHODS),
             Route(
                 f"{prefix}/health",
-                self._guard({"GET": self._health_endpoint}, public=self._public_health),
+                self._guard(
+                    {"GET": self._health_endpoint}, public=self._public_health, drains=True
+                ),
                 methods=_METHODS,
             ),
         ]
@@ -156,14 +163,31 @@ class EvalAdapter:
             exception_handlers={HTTPException: _http_exception},
         )
 
+    @property
+    def draining(self) -> bool:
+        """Whether :meth:`drain` was called."""
+        return self._draining
+
+    def drain(self) -> None:
+        """Stop taking new work before a shutdown; what is in flight finishes.
+
+        Afterwards ``/health``, new sessions and new turns answer 503 ``draining`` with
+        ``Retry-After`` (a load balancer stops routing here); attach, delete and approvals
+        still work, so suspended turns can be finished. Call it from the host's shutdown
+        hook before the server stops accepting connections.
+        """
+        self._draining = True
+
     async def aclose(self) -> None:
         """Close every live session (cancelling suspended turns) and the store."""
         await self.sessions.aclose()
 
     # -- plumbing ----------------------------------------------------------------------------------
 
-    def _guard(self, endpoints: dict[str, Handler], *, public: bool = False) -> Endpoint:
-        """One path's endpoint: method dispatch, auth, and every error as a problem."""
+    def _guard(
+        self, endpoints: dict[str, Handler], *, public: bool = False, drains: bool = False
+    ) -> Endpoint:
+        """One path's endpoint: method dispatch, auth, draining, every error a problem."""
         auth = None if public else self._auth
         if "GET" in endpoints:
             endpoints = {**endpoints, "HEAD": endpoints["GET"]}
@@ -180,6 +204,12 @@ class EvalAdapter:
                         ProblemType.METHOD_NOT_ALLOWED,
                         f"{request.method} is not allowed here; use {allow}.",
                         headers={"Allow": allow},
+                    )
+                if drains and self._draining:
+                    raise HTTPProblem(
+                        ProblemType.DRAINING,
+                        "The server is shutting down; retry on another replica.",
+                        retry_after=self.limits.retry_after,
                     )
                 return await endpoint(request, headers)
             except HTTPProblem as problem:

@@ -11,8 +11,9 @@ Rules:
   **and** the host is a loopback address.
 - ``--store`` picks the session store: ``memory`` (default) or ``redis://HOST:PORT/DB``,
   which replicas behind a load balancer share (the ``redis`` extra).
-- Binds ``127.0.0.1`` by default. On SIGTERM or Ctrl-C it stops accepting connections and
-  lets turns in flight finish (up to the turn timeout) before it exits.
+- Binds ``127.0.0.1`` by default. On SIGTERM or Ctrl-C it drains the adapter (new sessions
+  and turns get 503 ``draining``), stops accepting connections and lets turns in flight
+  finish (up to the turn timeout) before it exits.
 - Exit codes: 2 for a usage or start-up error; after a graceful shutdown on a signal the
   process ends with that signal's status (uvicorn re-raises it), else 0.
 """
@@ -26,12 +27,15 @@ import ipaddress
 import os
 import sys
 from pathlib import Path
+from types import FrameType
 from typing import Final
+
+import uvicorn
 
 from .app import EvalAdapter
 from .limits import Limits
 
-__all__ = ["add_arguments", "load_target", "main"]
+__all__ = ["DrainingServer", "add_arguments", "load_target", "main"]
 
 DEFAULT_TOKEN_ENV: Final = "EVALPORT_TOKEN"
 _DEFAULTS: Final = Limits()
@@ -131,6 +135,18 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+class DrainingServer(uvicorn.Server):
+    """uvicorn that drains the adapter (503 ``draining``) as soon as a signal arrives."""
+
+    def __init__(self, config: uvicorn.Config, adapter: EvalAdapter) -> None:
+        super().__init__(config)
+        self.adapter = adapter
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        self.adapter.drain()
+        super().handle_exit(sig, frame)
+
+
 def _fail(message: str) -> int:
     print(f"evalport serve: {message}", file=sys.stderr)
     return 2
@@ -167,8 +183,6 @@ def main(args: argparse.Namespace) -> int:
     except (ValueError, TypeError, ImportError) as error:
         return _fail(str(error))
 
-    import uvicorn
-
     grace = (limits.turn_timeout or 60.0) + 5.0
     auth = f"bearer token from ${args.token_env}" if token else "NO AUTH (loopback only)"
     print(
@@ -183,6 +197,6 @@ def main(args: argparse.Namespace) -> int:
         log_level=args.log_level,
         timeout_graceful_shutdown=int(grace),
     )
-    server = uvicorn.Server(config)
+    server = DrainingServer(config, adapter)
     server.run()
     return 0 if server.started else 2

@@ -288,3 +288,24 @@ async def test_deleting_a_suspended_session_cancels_its_turn(build: Build) -> No
     assert (await client.delete(f"/evals/sessions/{session_id}")).status_code == 204
     await asyncio.wait_for(cancelled.wait(), 1)
     assert adapter.sessions.live_count == 0
+
+
+async def test_draining_refuses_new_work_and_lets_suspended_turns_finish(build: Build) -> None:
+    adapter, client = build(refunds)
+    session_id, run = await suspend(client)
+    adapter.drain()
+    assert adapter.draining
+    for response in (
+        await client.get("/health"),
+        await client.post("/evals/sessions", json={}),
+        await client.post(f"/evals/sessions/{session_id}/turns", json={"message": "refund A2 5"}),
+    ):
+        assert response.status_code == 503 and problem_type(response) == "draining"
+        assert response.headers["retry-after"] == "5"
+    assert (await client.get(f"/evals/sessions/{session_id}")).status_code == 200
+    decided = await client.post(
+        f"/evals/sessions/{session_id}/approvals",
+        json={"decisions": {run.pending_approvals[0].call_id: {"decision": "approve"}}},
+    )
+    assert decode_run(decided.content).reply == "refunded 500 on A1"
+    assert (await client.delete(f"/evals/sessions/{session_id}")).status_code == 204

@@ -239,3 +239,13 @@ def test_evalport_serve_without_auth_on_loopback_when_told_so() -> None:
         assert http.post("/evals/sessions").status_code == 201
         assert process.stderr is not None
         assert "NO AUTH (loopback only)" in process.stderr.readline()
+
+
+def test_the_serve_command_drains_the_adapter_on_a_signal() -> None:
+    import uvicorn
+    from evalport.server.cli import DrainingServer
+
+    adapter = EvalAdapter(lambda message, history, ctx: message, token=TOKEN)
+    server = DrainingServer(uvicorn.Config(adapter.app()), adapter)
+    server.handle_exit(signal.SIGTERM, None)
+    assert adapter.draining and server.should_exit
