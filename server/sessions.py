@@ -22,8 +22,9 @@ Rules:
   the stored run; if this process has not seen the session, or another replica has
   moved it on since, the agent is rebuilt from the stored run (its factory again, then
   the handler's ``restore(history, run)`` hook). A session suspended on another replica
-  refuses turns (409 ``session-suspended``) and approvals (409 ``session-busy``): the
-  suspended turn lives in that replica's memory, so approvals must be routed to it.
+  refuses turns (409 ``session-suspended``). Approvals posted to another replica are
+  relayed to the holder when the store can (:class:`~.stores.ApprovalRelay`: Redis
+  pub/sub), else refused with 409 ``session-busy`` (route them to the holder).
 - Expired sessions are purged lazily (at most once a second, on any request) and their
   live agents closed; no background task, so nothing depends on the host's lifespan.
 """
@@ -31,6 +32,7 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
@@ -38,6 +40,7 @@ import secrets
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, Final, Protocol
 
 import msgspec
@@ -45,6 +48,7 @@ from evalport.protocol import (
     AgentRun,
     AgentSession,
     ApprovalDecision,
+    ApprovalsRequest,
     CreateSessionRequest,
     DecisionError,
     FieldError,
@@ -56,6 +60,7 @@ from evalport.protocol import (
     SessionInfo,
     SessionSuspended,
     TurnTimeout,
+    decode_request,
     encode,
     session_factory,
 )
@@ -63,7 +68,7 @@ from evalport.protocol.eager import start_eagerly
 
 from .limits import Limits
 from .problems import HTTPProblem, problem_body
-from .stores import Lease, MemoryStore, SessionStore
+from .stores import ApprovalRelay, Lease, MemoryStore, SessionStore, StoreUnavailable
 
 __all__ = ["Outcome", "RunPolicy", "SessionManager", "new_session_id"]
 
@@ -108,6 +113,8 @@ _encode_meta = msgspec.json.Encoder()
 _decode_idempotency = msgspec.json.Decoder(_Idempotency)
 _decode_meta = msgspec.json.Decoder(_Meta)
 _decode_envelope = msgspec.json.Decoder(RunEnvelope)
+_encode_relayed = msgspec.msgpack.Encoder()
+_decode_relayed = msgspec.msgpack.Decoder(Outcome)
 
 
 def new_session_id() -> str:
@@ -148,6 +155,7 @@ class SessionManager:
         self._factory = session_factory(agent)
         self.limits = limits
         self.store: SessionStore = store if store is not None else MemoryStore()
+        self._relay = self.store if isinstance(self.store, ApprovalRelay) else None
         self.policy = policy
         self._wall_clock = wall_clock
         self._live: dict[str, AgentSession] = {}
@@ -259,6 +267,9 @@ class SessionManager:
 
     async def _forget(self, session_id: str) -> None:
         self._seen.pop(session_id, None)
+        if self._relay is not None:
+            with contextlib.suppress(StoreUnavailable):
+                await self._relay.unlisten(session_id)
         live = self._live.pop(session_id, None)
         if live is not None:
             await live.close()
@@ -291,21 +302,58 @@ class SessionManager:
         self._seen[session_id] = stored.run
         return live
 
-    async def _elsewhere(self, session_id: str, live: AgentSession | None) -> HTTPProblem:
-        """Why approvals cannot be decided here (the session is not suspended here)."""
+    async def _decide_elsewhere(
+        self,
+        session_id: str,
+        live: AgentSession | None,
+        decisions: Mapping[str, ApprovalDecision],
+        forward: bool,
+    ) -> Outcome:
+        """Decisions for a session not suspended here: relayed to its holder, or a problem."""
         if live is not None and live.busy:
-            return HTTPProblem(ProblemType.SESSION_BUSY, "A turn is in flight on this session.")
+            raise HTTPProblem(ProblemType.SESSION_BUSY, "A turn is in flight on this session.")
         stored = await self.store.read(session_id)
         if stored is None:
             await self._forget(session_id)
-            return _not_found(session_id)
-        if stored.state == _SUSPENDED:
-            return HTTPProblem(
+            raise _not_found(session_id)
+        if stored.state != _SUSPENDED:
+            raise HTTPProblem(ProblemType.NOT_SUSPENDED, "The session has no pending approvals.")
+        relay = self._relay
+        if relay is None or not forward:
+            raise HTTPProblem(
                 ProblemType.SESSION_BUSY,
                 "The suspended turn of this session lives on another replica; approvals "
                 "must reach the replica that suspended it (route requests by session id).",
             )
-        return HTTPProblem(ProblemType.NOT_SUSPENDED, "The session has no pending approvals.")
+        request = encode(ApprovalsRequest(decisions=dict(decisions)))
+        try:
+            answer = await relay.forward(session_id, request, timeout=self.limits.lease_seconds)
+        except TimeoutError:
+            raise HTTPProblem(
+                ProblemType.TURN_TIMEOUT,
+                "The replica holding the suspended turn did not answer in time.",
+            ) from None
+        if answer is None:
+            raise HTTPProblem(
+                ProblemType.SESSION_BUSY,
+                "The replica that suspended this session's turn is gone, and the turn with "
+                "it; the session expires with its TTL (delete it to start over).",
+            )
+        return _decode_relayed.decode(answer)
+
+    async def _relayed(self, session_id: str, request: bytes) -> bytes:
+        """Answer decisions another replica relayed to this one (which holds the turn)."""
+        try:
+            decisions = decode_request(request, ApprovalsRequest).decisions
+            outcome = await self.decide(session_id, decisions, forward=False)
+        except HTTPProblem as problem:
+            outcome = Outcome(status=problem.status, body=problem.body())
+        except Exception:
+            logger.exception("relayed approvals failed on session %s", session_id)
+            outcome = Outcome(
+                status=500, body=problem_body(ProblemType.INTERNAL, "Relayed approvals failed.")
+            )
+        return _encode_relayed.encode(outcome)
 
     # -- turns ----------------------------------------------------------------------------------
 
@@ -337,12 +385,22 @@ class SessionManager:
             self._inflight[(session_id, key)] = _InFlight(digest, job)
         return await asyncio.shield(job)
 
-    async def decide(self, session_id: str, decisions: Mapping[str, ApprovalDecision]) -> Outcome:
-        """Answer the pending approvals of a suspended session and resume its turn."""
+    async def decide(
+        self,
+        session_id: str,
+        decisions: Mapping[str, ApprovalDecision],
+        *,
+        forward: bool = True,
+    ) -> Outcome:
+        """Answer the pending approvals of a suspended session and resume its turn.
+
+        When another replica holds the suspended turn and the store relays approvals,
+        the decisions go there (unless ``forward`` is false) and its answer comes back.
+        """
         await self.sweep()
         live = self._live.get(session_id)
         if live is None or not live.suspended:
-            raise await self._elsewhere(session_id, live)
+            return await self._decide_elsewhere(session_id, live, decisions, forward)
         pending = {approval.call_id for approval in live.run.pending_approvals}
         missing = sorted(pending - decisions.keys())
         unknown = sorted(decisions.keys() - pending)
@@ -456,6 +514,11 @@ class SessionManager:
         state = _SUSPENDED if live.suspended else _IDLE
         await self.store.write(session_id, body, state=state, ttl=self.limits.session_ttl)
         self._seen[session_id] = body
+        if self._relay is not None:
+            if state == _SUSPENDED:
+                await self._relay.listen(session_id, partial(self._relayed, session_id))
+            else:
+                await self._relay.unlisten(session_id)
 
 
 def _not_found(session_id: str) -> HTTPProblem:

@@ -2,11 +2,12 @@
 :func:`open_store` (``memory`` or a Redis URL; ``RedisStore`` is imported lazily from
 :mod:`evalport.server.stores.redis`, it needs the ``redis`` extra)."""
 
-from .base import Lease, SessionStore, StoredSession, StoreUnavailable
+from .base import ApprovalRelay, Lease, SessionStore, StoredSession, StoreUnavailable
 from .memory import MemoryStore
 from .url import open_store
 
 __all__ = [
+    "ApprovalRelay",
     "Lease",
     "MemoryStore",
     "SessionStore",

@@ -21,6 +21,7 @@ Rules (every store implements them; the memory store is the reference):
 from __future__ import annotations
 
 import enum
+from collections.abc import Awaitable, Callable
 from typing import Protocol, runtime_checkable
 
 import msgspec
@@ -28,7 +29,7 @@ from evalport.protocol import ProblemType
 
 from ..problems import HTTPProblem
 
-__all__ = ["Lease", "SessionStore", "StoreUnavailable", "StoredSession"]
+__all__ = ["ApprovalRelay", "Lease", "SessionStore", "StoreUnavailable", "StoredSession"]
 
 STORE_RETRY_AFTER = 1
 
@@ -104,4 +105,26 @@ class SessionStore(Protocol):
 
     async def aclose(self) -> None:
         """Release the store's resources."""
+        ...
+
+
+@runtime_checkable
+class ApprovalRelay(Protocol):
+    """A store that carries approval decisions to the replica holding a suspended turn.
+
+    The holder listens (:meth:`listen`) while its turn is suspended; any replica may
+    :meth:`forward` a request and get the holder's answer (``None`` if nobody listens).
+    The in-process store needs none of it: one process holds every turn.
+    """
+
+    async def listen(self, session_id: str, handler: Callable[[bytes], Awaitable[bytes]]) -> None:
+        """Answer forwarded requests for ``session_id`` with ``handler``."""
+        ...
+
+    async def unlisten(self, session_id: str) -> None:
+        """Stop answering for ``session_id``."""
+        ...
+
+    async def forward(self, session_id: str, request: bytes, *, timeout: float) -> bytes | None:
+        """The listening replica's answer to ``request``; ``None`` if no replica listens."""
         ...

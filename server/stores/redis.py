@@ -21,6 +21,10 @@ Rules:
 - :meth:`RedisStore.purge_expired` returns the ids that expired **or were deleted** since
   this store object last asked (kept ``gone_seconds``), so every replica closes its own
   live agents of sessions that ended elsewhere.
+- Approvals relay (:class:`~evalport.server.stores.base.ApprovalRelay`): a replica that
+  holds a suspended turn subscribes to ``relay:{id}`` (Redis pub/sub); another replica
+  publishes the decisions there with a reply channel and waits for the answer. A publish
+  that no replica receives means the holder is gone (``forward`` returns ``None``).
 - A Redis that cannot be reached (refused, reset, timed out, loading, read-only) raises
   :class:`~evalport.server.stores.base.StoreUnavailable`, which the adapter answers with
   503 ``store-unavailable`` and ``Retry-After``. Nothing is half written: a script runs
@@ -29,9 +33,14 @@ Rules:
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
+import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, Final, TypeVar
 
+import msgspec
 from evalport.protocol import require
 
 from .base import Lease, StoredSession, StoreUnavailable
@@ -43,7 +52,19 @@ import redis.exceptions as redis_errors  # noqa: E402
 
 __all__ = ["RedisStore"]
 
+logger = logging.getLogger("evalport.server")
+
 T = TypeVar("T")
+Handler = Callable[[bytes], Awaitable[bytes]]
+
+
+class _Forwarded(msgspec.Struct, array_like=True, frozen=True, gc=False):
+    reply: str
+    body: bytes
+
+
+_encode_forwarded = msgspec.msgpack.Encoder()
+_decode_forwarded = msgspec.msgpack.Decoder(_Forwarded)
 
 # Shared by every script: KEYS are never computed inside Lua except from the prefix in
 # ARGV[1], so the scripts work on a single Redis (not a cluster, whose slots they ignore).
@@ -270,6 +291,10 @@ class RedisStore:
         self.prefix = prefix
         self._gone_ms = _ms(gone_seconds)
         self._since = -1
+        self._handlers: dict[str, Handler] = {}
+        self._pubsub: Any = None
+        self._pump: asyncio.Task[None] | None = None
+        self._answers: set[asyncio.Task[None]] = set()
         register = self._redis.register_script
         self._create = register(_CREATE)
         self._read = register(_READ)
@@ -346,6 +371,87 @@ class RedisStore:
         self._since = int(now)
         return [session_id.decode() for session_id in ids]
 
+    # -- approvals relay -----------------------------------------------------------------
+
+    def _channel(self, session_id: str) -> str:
+        return f"{self.prefix}relay:{session_id}"
+
+    async def listen(self, session_id: str, handler: Handler) -> None:
+        """Answer requests :meth:`forward`-ed to ``session_id`` with ``handler``."""
+        self._handlers[session_id] = handler
+        if self._pubsub is None:
+            self._pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
+        channel = self._channel(session_id)
+        await self._call(lambda: self._pubsub.subscribe(channel))
+        if self._pump is None or self._pump.done():
+            self._pump = asyncio.get_running_loop().create_task(self._receive())
+
+    async def unlisten(self, session_id: str) -> None:
+        """Stop answering for ``session_id`` (nothing happens if this store did not)."""
+        if self._handlers.pop(session_id, None) is None or self._pubsub is None:
+            return
+        channel = self._channel(session_id)
+        await self._call(lambda: self._pubsub.unsubscribe(channel))
+
+    async def forward(self, session_id: str, request: bytes, *, timeout: float) -> bytes | None:
+        """Send ``request`` to the replica listening for ``session_id``; its answer.
+
+        ``None`` when no replica listens; :class:`TimeoutError` after ``timeout`` seconds.
+        """
+        reply = f"{self.prefix}reply:{uuid.uuid4().hex}"
+        message = _encode_forwarded.encode(_Forwarded(reply=reply, body=request))
+        pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
+        try:
+            await self._call(lambda: pubsub.subscribe(reply))
+            channel = self._channel(session_id)
+            receivers = await self._call(lambda: self._redis.publish(channel, message))
+            if not receivers:
+                return None
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + timeout
+            while (left := deadline - loop.time()) > 0:
+                answer = await self._call(lambda: pubsub.get_message(timeout=min(left, 1.0)))
+                if answer is not None and answer["type"] == "message":
+                    return bytes(answer["data"])
+            raise TimeoutError(f"no answer for session {session_id} within {timeout:g} s")
+        finally:
+            await pubsub.aclose()  # type: ignore[no-untyped-call]
+
+    async def _receive(self) -> None:
+        while self._handlers:
+            try:
+                message = await self._pubsub.get_message(timeout=1.0)
+            except _UNAVAILABLE:
+                await asyncio.sleep(0.5)  # the pub/sub connection re-subscribes when back
+                continue
+            if message is None or message["type"] != "message":
+                continue
+            session_id = message["channel"].decode().removeprefix(f"{self.prefix}relay:")
+            handler = self._handlers.get(session_id)
+            if handler is not None:
+                task = asyncio.get_running_loop().create_task(
+                    self._answer(handler, _decode_forwarded.decode(message["data"]))
+                )
+                self._answers.add(task)
+                task.add_done_callback(self._answers.discard)
+
+    async def _answer(self, handler: Handler, forwarded: _Forwarded) -> None:
+        try:
+            answer = await handler(forwarded.body)
+            await self._redis.publish(forwarded.reply, answer)
+        except Exception:
+            logger.exception("could not answer a forwarded approvals request")
+
     async def aclose(self) -> None:
+        self._handlers.clear()
+        if self._pump is not None:
+            self._pump.cancel()
+            with contextlib.suppress(asyncio.CancelledError, *_UNAVAILABLE):
+                await self._pump
+        if self._answers:
+            await asyncio.wait(self._answers, timeout=1.0)
+        if self._pubsub is not None:
+            with contextlib.suppress(*_UNAVAILABLE):
+                await self._pubsub.aclose()
         if self._owned:
             await self._redis.aclose()

@@ -95,7 +95,7 @@ async def test_concurrent_turns_on_a_and_b_give_exactly_one_409(
             assert run["turns"] == 1 and run["status"] == "completed"
 
 
-def test_approvals_must_reach_the_replica_holding_the_suspended_turn(
+def test_approvals_posted_to_any_replica_reach_the_one_holding_the_turn(
     replicas: list[Replica],
 ) -> None:
     a, b = replicas
@@ -106,15 +106,42 @@ def test_approvals_must_reach_the_replica_holding_the_suspended_turn(
         refused = turn(on_b, session, "hello")
         assert refused.status_code == 409
         assert refused.json()["type"] == STORE + "session-suspended"
+        wrong = on_b.post(
+            f"/evals/sessions/{session}/approvals",
+            json={"decisions": {"nope": {"decision": "approve"}}},
+        )
+        assert wrong.status_code == 422  # A checked the ids and answered through B
+        assert '$.decisions["nope"]' in {error["path"] for error in wrong.json()["errors"]}
         decisions = {"decisions": {pending["callId"]: {"decision": "approve"}}}
-        elsewhere = on_b.post(f"/evals/sessions/{session}/approvals", json=decisions)
-        assert elsewhere.status_code == 409
-        assert "another replica" in elsewhere.json()["detail"]
-        done = on_a.post(f"/evals/sessions/{session}/approvals", json=decisions)
-        assert done.status_code == 200, done.text
-        assert done.json()["run"]["reply"] == "approved=True #1 on A"
+        relayed = on_b.post(f"/evals/sessions/{session}/approvals", json=decisions)
+        assert relayed.status_code == 200, relayed.text
+        assert relayed.json()["run"]["reply"] == "approved=True #1 on A"
+        again = on_b.post(f"/evals/sessions/{session}/approvals", json=decisions)
+        assert again.status_code == 409
+        assert again.json()["type"] == STORE + "not-suspended"
         after = turn(on_b, session, "next").json()["run"]
         assert after["reply"] == "next #2 on B restored history=2"
+
+
+def test_approvals_for_a_turn_whose_replica_died_are_a_clear_409(
+    redis_server: RedisServer,
+) -> None:
+    url = redis_server.url.rsplit("/", 1)[0] + "/6"
+    with (
+        running_replicas(AGENT, store=url, token=TOKEN) as (a, b),
+        client(a) as on_a,
+        client(b) as on_b,
+    ):
+        session = open_session(on_a)
+        [pending] = turn(on_a, session, "approve").json()["run"]["pendingApprovals"]
+        a.process.kill()
+        a.process.wait(10)
+        decisions = {"decisions": {pending["callId"]: {"decision": "approve"}}}
+        orphan = on_b.post(f"/evals/sessions/{session}/approvals", json=decisions)
+        assert orphan.status_code == 409
+        assert orphan.json()["type"] == STORE + "session-busy"
+        assert "is gone" in orphan.json()["detail"]
+        assert on_b.delete(f"/evals/sessions/{session}").status_code == 204
 
 
 def test_idempotent_retry_on_the_other_replica_replays(replicas: list[Replica]) -> None:
