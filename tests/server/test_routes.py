@@ -472,3 +472,15 @@ def test_a_blank_token_is_refused_at_construction() -> None:
 
     with pytest.raises(ValueError, match="non-empty"):
         EvalAdapter(echo_agent, token=" ")
+
+
+async def test_a_failing_session_factory_is_a_500_and_holds_no_place(build: Build) -> None:
+    def factory(session: Any) -> Any:
+        raise RuntimeError("cannot connect to the model")
+
+    from evalport.protocol import as_factory
+
+    adapter, client = build(as_factory(factory), limits=Limits(max_sessions=1))
+    for _ in range(2):
+        assert_problem(await client.post("/evals/sessions", json={}), 500, "internal")
+    assert adapter.sessions.live_count == 0
