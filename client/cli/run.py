@@ -41,9 +41,7 @@ from ..reports.junit import JUnitReporter
 from ..reports.markdown import MarkdownReporter
 from ..runner import Runner, RunOptions
 from ..selection import parse_shard, select
-from .common import EXIT_FAILED, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE, fail
-
-EXIT_INTERRUPTED = 130
+from .common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE, fail
 from .targets import TargetUnreachable, build_judge, build_target
 
 __all__ = ["add_arguments", "main"]
