@@ -112,6 +112,8 @@ _SCALAR_SHAPES: Final[dict[type[Any], str]] = {
 # The shapes of strings up to this many UTF-8 bytes, made once: shaping is then a lookup.
 _SHAPED_SIZES: Final = 512
 _STRING_SHAPES: Final = tuple(f"<string:{size}>" for size in range(_SHAPED_SIZES))
+# The same in quotes: a string's preview (ASCII, so its characters are its bytes).
+_STRING_PREVIEWS: Final = tuple(f'"{shape}"' for shape in _STRING_SHAPES)
 
 
 def _string_shape(value: str) -> str:
@@ -157,8 +159,8 @@ def _cut(data: bytes, limit: int) -> str:
 
 
 def _string_preview(value: str, preview_bytes: int) -> str:
-    # The shape of a string is ASCII: its characters are its bytes.
-    preview = f'"{_string_shape(value)}"'
+    size = len(value) if value.isascii() else len(value.encode())
+    preview = _STRING_PREVIEWS[size] if size < _SHAPED_SIZES else f'"<string:{size}>"'
     return preview if len(preview) <= preview_bytes else preview[:preview_bytes]
 
 

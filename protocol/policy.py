@@ -316,13 +316,6 @@ class _Redactor:
         names: dict[str, str] | None = None
         tools = self.tools
         for message in step.output_messages:
-            if not (
-                message.tool_calls
-                or message.tool_call_id is not None
-                or message.role == "tool"
-                or type(message.content) is list
-            ):
-                continue  # plain assistant text: nothing to redact
             if message.tool_calls:
                 arguments = self.arguments
                 for call in message.tool_calls:
