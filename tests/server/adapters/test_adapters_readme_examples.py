@@ -145,6 +145,7 @@ def test_the_package_imports_no_framework_until_a_name_is_used() -> None:
     assert done.returncode == 0, done.stderr
     import evalport.server.adapters as adapters
 
+    assert adapters.__all__ == ["LangGraphAgent", "OpenAIAgentsAgent", "PydanticAIAgent"]
     with pytest.raises(AttributeError, match="no attribute 'CrewAIAgent'"):
         adapters.CrewAIAgent  # noqa: B018
 
