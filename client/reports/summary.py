@@ -12,10 +12,13 @@ Rules:
   holds each trial's verdict so that saved results can be compared, merged and re-gated
   without running anything again.
 - Counts are per case verdict and cover all five outcomes, always all five keys.
+- The Structs hold JSON data only and never form cycles, so they are ``gc=False``: a run
+  of many cases keeps its summaries without making every garbage collection slower.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import msgspec
@@ -39,7 +42,7 @@ __all__ = [
 SCHEMA = "evalport.run/1"
 
 
-class Provenance(msgspec.Struct, kw_only=True):
+class Provenance(msgspec.Struct, kw_only=True, gc=False):
     """Where a run's results come from."""
 
     evalport_version: str
@@ -58,7 +61,7 @@ class Provenance(msgspec.Struct, kw_only=True):
     command: list[str] = msgspec.field(default_factory=list)
 
 
-class CaseSummary(msgspec.Struct, kw_only=True):
+class CaseSummary(msgspec.Struct, kw_only=True, gc=False):
     """One case, over its trials."""
 
     case_id: str
@@ -86,7 +89,7 @@ class CaseSummary(msgspec.Struct, kw_only=True):
     failures: list[str] = msgspec.field(default_factory=list)
 
 
-class TagSummary(msgspec.Struct, kw_only=True):
+class TagSummary(msgspec.Struct, kw_only=True, gc=False):
     """Pass figures of the cases that carry one tag."""
 
     cases: int = 0
@@ -94,7 +97,7 @@ class TagSummary(msgspec.Struct, kw_only=True):
     pass_rate: float = 0.0
 
 
-class RunSummary(msgspec.Struct, kw_only=True):
+class RunSummary(msgspec.Struct, kw_only=True, gc=False):
     """``summary.json``: provenance, counts, and one :class:`CaseSummary` per case."""
 
     schema: str = SCHEMA
@@ -141,6 +144,18 @@ def _failures(trial: TrialResult, seen: list[str]) -> None:
                 seen.append(text)
 
 
+@functools.lru_cache(maxsize=1024)
+def _rates(
+    n: int, c: int
+) -> tuple[float, float, tuple[tuple[str, float], ...], tuple[tuple[str, float], ...]]:
+    """Wilson bounds, pass@k and pass^k of ``c`` passes in ``n`` (few distinct pairs)."""
+    low, high = wilson(c, n)
+    ks = k_values(n)
+    at_k = tuple((str(k), pass_at_k(n, c, k)) for k in ks)
+    hat_k = tuple((str(k), pass_hat_k(n, c, k)) for k in ks)
+    return low, high, at_k, hat_k
+
+
 def summarize_case(result: CaseResult, *, min_lower_bound: float | None = None) -> CaseSummary:
     """Statistics of one case; ``min_lower_bound`` fails a passed case whose interval is low."""
     # One pass over the trials: this runs once per case, on the runner's hot path.
@@ -169,8 +184,7 @@ def summarize_case(result: CaseResult, *, min_lower_bound: float | None = None) 
                 scores.append(judge.score)
         if error is None and trial.error:
             error = trial.error
-    low, high = wilson(c, n)
-    ks = k_values(n)
+    low, high, at_k, hat_k = _rates(n, c)
     judge_mean, judge_std = mean_std(scores)
     verdict = result.verdict
     if min_lower_bound is not None and verdict == Verdict.PASSED and n and low < min_lower_bound:
@@ -191,8 +205,8 @@ def summarize_case(result: CaseResult, *, min_lower_bound: float | None = None) 
         trial_verdicts=verdicts,
         wilson_low=low,
         wilson_high=high,
-        pass_at_k={str(k): pass_at_k(n, c, k) for k in ks},
-        pass_hat_k={str(k): pass_hat_k(n, c, k) for k in ks},
+        pass_at_k=dict(at_k),
+        pass_hat_k=dict(hat_k),
         flaky=0 < c < n,
         judge_mean=judge_mean,
         judge_std=judge_std,
