@@ -152,6 +152,28 @@ def _map_shape(value: dict[Any, Any], depth: int) -> dict[str, Any]:
     return shapes
 
 
+def _flat_shape(value: dict[Any, Any]) -> dict[str, str] | None:
+    """The shape of a map of strings, integers, booleans and nulls under string keys.
+
+    ``None`` for any other map. The JSON of such a map holds no float, so msgspec writes it
+    exactly as the standard library does.
+    """
+    shapes: dict[str, str] = {}
+    strings = _STRING_SHAPES
+    for key, item in value.items():
+        if type(key) is not str:
+            return None
+        kind = type(item)
+        if kind is str:
+            size = len(item) if item.isascii() else len(item.encode())
+            shapes[key] = strings[size] if size < _SHAPED_SIZES else f"<string:{size}>"
+        elif kind is int or kind is bool or item is None:
+            shapes[key] = _SCALAR_SHAPES[kind]
+        else:
+            return None
+    return shapes
+
+
 def _cut(data: bytes, limit: int) -> str:
     if len(data) <= limit:
         return data.decode()
@@ -210,14 +232,17 @@ def digest_msgspec(value: Any, data: bytes, preview_bytes: int = DEFAULT_PREVIEW
     The caller has checked that ``value`` holds no non-finite float (``data`` has no
     ``null``, or :func:`_has_non_finite` said so); only the float forms are left to check.
     """
+    kind = type(value)
+    shapes = _flat_shape(value) if kind is dict else None  # the common case: no float
     if (
-        type(value) not in _FLOATLESS
+        shapes is None
+        and kind not in _FLOATLESS
         and (data.find(b"0.0000") >= 0 or _EXPONENT.search(data) is not None)
         and _DIFFERS.search(data) is not None
     ):
         data = _standard(value)
-    if type(value) is dict:  # the common case, inlined
-        shape = _encode(_map_shape(value, 0))
+    if kind is dict:
+        shape = _encode(_map_shape(value, 0) if shapes is None else shapes)
         preview = shape.decode() if len(shape) <= preview_bytes else _cut(shape, preview_bytes)
     else:
         preview = _preview(value, preview_bytes)
