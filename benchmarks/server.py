@@ -73,7 +73,7 @@ def _uvicorn_config(app: Any, port: int) -> Any:
     )
 
 
-async def _serve_adapter(port: int, sessions: int, workdir: Path) -> None:
+async def _serve_adapter(port: int, sessions: int, workdir: Path, http_only: bool) -> None:
     import uvicorn
     from evalport.protocol import CreateSessionRequest
     from evalport.server import EvalAdapter, Limits
@@ -83,11 +83,19 @@ async def _serve_adapter(port: int, sessions: int, workdir: Path) -> None:
     )
     manager = adapter.sessions
     ids = [(await manager.create(CreateSessionRequest()))[0] for _ in range(sessions)]
-    (workdir / "ids.txt").write_text("\n".join(ids) + "\n")
     scratch, _ = await manager.create(CreateSessionRequest())
     await manager.turn(scratch, "ping", None)
     second = await manager.turn(scratch, "ping", None)
-    (workdir / "body.json").write_bytes(second.body)
+    if http_only:
+        # Diagnostic (--layers): the adapter's HTTP layer (auth, strict decoding, problem
+        # handling, routing) answering every turn with the fixed response, no session work.
+        async def fixed_turn(session_id: str, message: str, key: str | None) -> Any:
+            return second
+
+        manager.turn = fixed_turn  # type: ignore[method-assign]
+    else:
+        (workdir / "ids.txt").write_text("\n".join(ids) + "\n")
+        (workdir / "body.json").write_bytes(second.body)
     await uvicorn.Server(_uvicorn_config(adapter.app(), port)).serve()
 
 
@@ -193,12 +201,21 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--sessions", type=int, default=20_000)
-    parser.add_argument("--role", choices=["adapter", "bare", "memory"], help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--layers",
+        action="store_true",
+        help="also measure the adapter's HTTP layer alone (session work replaced by a fixed answer)",
+    )
+    parser.add_argument(
+        "--role", choices=["adapter", "http", "bare", "memory"], help=argparse.SUPPRESS
+    )
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--workdir", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.role == "adapter":
-        asyncio.run(_serve_adapter(args.port, args.sessions, Path(args.workdir)))
+    if args.role in ("adapter", "http"):
+        asyncio.run(
+            _serve_adapter(args.port, args.sessions, Path(args.workdir), args.role == "http")
+        )
         return 0
     if args.role == "bare":
         asyncio.run(_serve_bare(args.port, Path(args.workdir)))
@@ -226,6 +243,7 @@ def main() -> int:
             ]
         )
         bare: subprocess.Popen[bytes] | None = None
+        http: subprocess.Popen[bytes] | None = None
         try:
             _wait(f"http://127.0.0.1:{adapter_port}/health", adapter)
             bare = subprocess.Popen([*me, "--role", "bare", "--port", str(bare_port)])
@@ -239,6 +257,14 @@ def main() -> int:
             print(f"response: {size} bytes; {args.sessions} sessions; wrk -t1 -c{args.connections}")
             results: dict[str, list[Round]] = {"adapter": [], "bare": []}
             servers = {"bare": (bare_port, bare.pid), "adapter": (adapter_port, adapter.pid)}
+            if args.layers:
+                http_port = _free_port()
+                http = subprocess.Popen(
+                    [*me, "--role", "http", "--port", str(http_port), "--sessions", "10"]
+                )
+                _wait(f"http://127.0.0.1:{http_port}/health", http)
+                servers["http"] = (http_port, http.pid)
+                results["http"] = []
             for _ in range(args.rounds):
                 for name, (port, pid) in servers.items():
                     result = _wrk(
@@ -250,7 +276,7 @@ def main() -> int:
                         f"server CPU {result.cpu_us:6.1f} us/req  errors {result.errors}"
                     )
         finally:
-            for process in (adapter, bare):
+            for process in (adapter, bare, http):
                 if process is not None:
                     process.terminate()
                     process.wait(10)
@@ -269,6 +295,11 @@ def main() -> int:
     print(
         f"p99 latency (best round): adapter {p99:+.2f} ms vs bare (target <= +{TARGET_P99_MS} ms)"
     )
+    if "http" in cpu:
+        print(
+            f"adapter HTTP layer alone: {cpu['http']:.1f} us per request "
+            f"({cpu['bare'] / cpu['http']:.2f}x the bare route's throughput at equal CPU)"
+        )
     memory = subprocess.run(
         [sys.executable, __file__, "--role", "memory"], capture_output=True, text=True, check=True
     ).stdout.split()
