@@ -14,10 +14,11 @@ path once, so a burst of load on a shared machine hits all of them alike):
 - naive: the same decode, then a walk that digests every payload value with
   ``json.dumps`` and no memo (a reference point, not a product path).
 
-It prints the median and the best round of each path and the ratio baseline / evalport for
-both (1.0 would make validation and redaction free; the target is >= 0.5, judged on the
-medians) and never gates CI. Run: ``python benchmarks/client.py``; ``--every 1`` makes
-every step a tool step (the densest case).
+It prints each path's median and best time and two ratios baseline / path: the median over
+rounds of the ratio within a round (the target, >= 0.5, is judged on it; 1.0 would make
+validation and redaction free) and the ratio of the best times. It never gates CI. Run:
+``python benchmarks/client.py``; ``--every 1`` makes every step a tool step (the densest
+case).
 """
 
 from __future__ import annotations
@@ -164,18 +165,21 @@ def main() -> None:
         },
         options.repeat,
     )
-    base_median = statistics.median(times["msgspec.json.decode into builtins"])
-    base_best = min(times["msgspec.json.decode into builtins"])
+    base = times["msgspec.json.decode into builtins"]
     tools = sum(len(step.tool_executions) for step in ours.steps)
     print(f"body: {len(body) / 1000:.0f} KB, {len(ours.steps)} steps, {tools} tool executions")
-    print(f"{f'{options.repeat} interleaved rounds':36s}   median (ratio)       best (ratio)")
+    print(
+        f"{f'{options.repeat} interleaved rounds':36s}   median      best   ratio: per round, best"
+    )
     for name, spent in times.items():
-        median, best = statistics.median(spent), min(spent)
+        # The baseline and this path ran back to back in each round: their ratio there is
+        # little moved by load that comes and goes; its median is the figure to read.
+        per_round = statistics.median(b / s for b, s in zip(base, spent, strict=True))
         print(
-            f"{name + ':':36s}{median * 1e3:7.2f} ms ({base_median / median:.2f}x)"
-            f"  {best * 1e3:7.2f} ms ({base_best / best:.2f}x)"
+            f"{name + ':':36s}{statistics.median(spent) * 1e3:7.2f} ms {min(spent) * 1e3:7.2f} ms"
+            f"   {per_round:.2f}x  {min(base) / min(spent):.2f}x"
         )
-    print("target: evalport >= 0.50x (medians)")
+    print("target: evalport >= 0.50x (median of the per-round ratios)")
 
 
 if __name__ == "__main__":
