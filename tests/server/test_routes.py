@@ -484,3 +484,27 @@ async def test_a_failing_session_factory_is_a_500_and_holds_no_place(build: Buil
     for _ in range(2):
         assert_problem(await client.post("/evals/sessions", json={}), 500, "internal")
     assert adapter.sessions.live_count == 0
+
+
+async def test_a_timed_out_turn_is_replayed_by_its_key_not_run_again(build: Build) -> None:
+    calls: list[str] = []
+
+    async def slow(message: str, history: list[Message], ctx: TurnContext) -> str:
+        calls.append(message)
+        await asyncio.sleep(5)
+        return "late"
+
+    _, client = build(slow, limits=Limits(turn_timeout=0.05))
+    session_id = await open_session(client)
+    url = f"/evals/sessions/{session_id}/turns"
+    headers = {"Idempotency-Key": "slow-1"}
+    first = await client.post(url, json={"message": "m"}, headers=headers)
+    again = await client.post(url, json={"message": "m"}, headers=headers)
+    assert_problem(again, 504, "turn-timeout")
+    assert again.content == first.content and calls == ["m"]
+
+
+async def test_head_health(build: Build) -> None:
+    _, client = build()
+    response = await client.head("/health")
+    assert response.status_code == 200 and response.content == b""
