@@ -4,8 +4,9 @@ Rules:
 
 - :meth:`AgentSession.open` calls the agent's session factory once; every turn of the
   session goes to the handler it returned.
-- A turn runs as an asyncio task. :meth:`AgentSession.send` returns when that task
-  completes **or suspends** on approval requests; :meth:`AgentSession.decide` answers every
+- A turn runs as an asyncio task, started eagerly (:mod:`evalport.protocol.eager`): a
+  turn that never waits needs no task at all. :meth:`AgentSession.send` returns when the
+  turn completes **or suspends** on approval requests; :meth:`AgentSession.decide` answers every
   pending request and returns at the next completion or suspension. Cancelling the caller
   of ``send`` or ``decide`` never cancels the turn (it is shielded); only a timeout or
   :meth:`AgentSession.close` does.
@@ -23,7 +24,10 @@ Rules:
   again and usable, and :class:`TurnTimeout` is raised carrying the run. A sync agent's
   worker thread cannot be cancelled: it finishes in the background, and new steps, tool
   executions and events it records after the timeout are discarded.
-- ``tools`` is re-derived from the steps whenever a turn completes or suspends.
+- ``tools`` and the ``usage`` total are re-derived from the latest turn's steps whenever
+  it completes or suspends (earlier turns never change, so this costs one turn's work).
+- Between turns the run is kept only encoded, as the protocol's ``{"run": ...}`` bytes
+  (:attr:`AgentSession.run_envelope`); :attr:`AgentSession.run` decodes it on demand.
 """
 
 from __future__ import annotations
