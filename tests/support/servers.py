@@ -73,12 +73,16 @@ def running_server(app: Any, *, timeout: float = 10.0, **config: Any) -> Iterato
             thread.join(timeout)
 
 
-def wait_for_http(url: str, *, timeout: float = 15.0, process: subprocess.Popen[Any] | None = None) -> None:
+def wait_for_http(
+    url: str, *, timeout: float = 15.0, process: subprocess.Popen[Any] | None = None
+) -> None:
     """Poll ``url`` until any HTTP answer arrives (a 401 counts: the server is up)."""
     deadline = time.monotonic() + timeout
     while True:
         if process is not None and process.poll() is not None:
-            raise RuntimeError(f"the process exited with {process.returncode} before {url} answered")
+            raise RuntimeError(
+                f"the process exited with {process.returncode} before {url} answered"
+            )
         try:
             with urllib.request.urlopen(url, timeout=1.0):
                 return
