@@ -7,7 +7,7 @@ import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -82,6 +82,13 @@ def test_a_client_timeout_then_a_retry_with_the_same_key_runs_the_agent_once(
     assert effects_of(effects, session) == ["slow:0.3"]
 
 
+def wait_until(check: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.02)
+
+
 def test_a_client_that_disconnects_mid_turn_finds_the_result_by_its_key(
     replica: Replica, effects: Path
 ) -> None:
@@ -93,15 +100,22 @@ def test_a_client_that_disconnects_mid_turn_finds_the_result_by_its_key(
         httpx.Client(base_url=replica.url, headers=AUTH) as gone,
         pytest.raises(httpx.ReadTimeout),
     ):
-        gone.post(path, json={"message": "slow:0.2"}, headers=key, timeout=0.05)
-    time.sleep(0.4)  # the turn finishes although nobody waits for it
+        gone.post(path, json={"message": "slow:0.3"}, headers=key, timeout=0.1)
+    # The client is gone; the turn runs on and finishes although nobody waits for it.
+    wait_until(lambda: effects_of(effects, session) == ["slow:0.3"])
     with httpx.Client(base_url=replica.url, headers=AUTH, timeout=5) as http:
+
+        def completed() -> bool:
+            run = http.get(f"/evals/sessions/{session}").json()["run"]
+            return bool(run["status"] == "completed")
+
+        wait_until(completed)
         attached = http.get(f"/evals/sessions/{session}").json()["run"]
-        assert attached["turns"] == 1 and attached["status"] == "completed"
-        found = http.post(path, json={"message": "slow:0.2"}, headers=key)
+        assert attached["turns"] == 1
+        found = http.post(path, json={"message": "slow:0.3"}, headers=key)
         assert found.status_code == 200
         assert found.json()["run"] == attached
-    assert effects_of(effects, session) == ["slow:0.2"]
+    assert effects_of(effects, session) == ["slow:0.3"]
 
 
 def test_a_slow_agent_is_a_504_and_the_session_stays_consistent(replica: Replica) -> None:
