@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import shutil
 from pathlib import Path
 
 import msgspec
@@ -50,8 +51,10 @@ def write_json(path: Path, value: object) -> None:
 
 
 def write_run_folder(report: RunReport, folder: Path) -> Path:
-    """Write the whole run folder; returns it."""
+    """Write the whole run folder; returns it. A ``cases/`` folder left by an earlier run
+    in the same place is replaced, so traces of different runs never mix."""
     folder.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(folder / "cases", ignore_errors=True)
     write_json(folder / "summary.json", report.summary)
     encoder = msgspec.json.Encoder()
     with (folder / "results.jsonl").open("wb") as lines:

@@ -65,3 +65,14 @@ def test_load_summary_names_the_file(tmp_path):
     bad.write_bytes(msgspec.json.encode({"cases": 3}))
     with pytest.raises(ConfigError, match=r"bad.json: not an evalport results file"):
         load_summary(bad)
+
+
+def test_rewriting_a_run_folder_drops_the_traces_of_the_earlier_run(tmp_path):
+    report = sample_report()
+    write_run_folder(report, tmp_path)
+    stale = tmp_path / "cases" / case_slug("evals/gone.py::old_case")
+    stale.mkdir()
+    (stale / "trial-0.json").write_text("{}")
+    write_run_folder(report, tmp_path)
+    assert not stale.exists()
+    assert len(list((tmp_path / "cases").iterdir())) == len(report.results)
