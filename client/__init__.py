@@ -1,10 +1,126 @@
 """evalport.client: drive agents locally or over HTTP, assert on their runs, judge them.
 
-Install with ``pip install 'evalport[client]'``.
+Install with ``pip install 'evalport[client]'``. The names below are the supported API;
+the assertion classes live in :mod:`evalport.client.assertions`, the judge criteria in
+:mod:`evalport.client.judges`, the reporters in :mod:`evalport.client.reports`.
 """
 
 from evalport.protocol import require as _require
 
 _require("httpx", "client", "evalport.client")
 
-__all__: list[str] = []
+from evalport.protocol.policy import TracePolicy  # noqa: E402
+
+from .cache import CachingTarget, RunCache  # noqa: E402
+from .cases import Case, cases_from, eval_case, run_trial  # noqa: E402
+from .context import EvalContext, RequirementFailed, SkipCase, SyncEvalContext  # noqa: E402
+from .conversation import (  # noqa: E402
+    ApprovalError,
+    ApprovalPolicy,
+    ApprovalRequest,
+    approve_all,
+    decide_by_tool,
+    reject_all,
+)
+from .datasets import Dataset, DatasetError, DatasetRow  # noqa: E402
+from .discovery import DuplicateCaseError, LoadError, discover  # noqa: E402
+from .errors import (  # noqa: E402
+    AuthFailed,
+    NotSuspended,
+    ProtocolError,
+    RequestRejected,
+    SessionBusy,
+    SessionConflict,
+    SessionNotFound,
+    SessionSuspended,
+    TargetError,
+    TargetUnavailable,
+    TurnTimedOut,
+)
+from .evaluator import Evaluator, evaluator_cases  # noqa: E402
+from .handles import AssertionHandle, Expectation  # noqa: E402
+from .http import HttpSession, HttpTarget  # noqa: E402
+from .judges import FakeJudge, Judge, JudgeConfig, OpenAIJudge  # noqa: E402
+from .local import LocalSession, LocalTarget  # noqa: E402
+from .results import (  # noqa: E402
+    AssertionResult,
+    CaseResult,
+    JudgeRecord,
+    TrialResult,
+    Verdict,
+)
+from .retry import RetryPolicy  # noqa: E402
+from .runner import Runner, RunOptions, run_cases  # noqa: E402
+from .simulated import ScriptedUser, SimulatedUser  # noqa: E402
+from .sync import SyncSession, SyncTarget, connect  # noqa: E402
+from .target import Session, Target, TargetIdentity, Turn  # noqa: E402
+from .trajectory import Trajectory, TrajectoryToolCall  # noqa: E402
+
+__all__ = [
+    "ApprovalError",
+    "ApprovalPolicy",
+    "ApprovalRequest",
+    "AssertionHandle",
+    "AssertionResult",
+    "AuthFailed",
+    "CachingTarget",
+    "Case",
+    "CaseResult",
+    "Dataset",
+    "DatasetError",
+    "DatasetRow",
+    "DuplicateCaseError",
+    "EvalContext",
+    "Evaluator",
+    "Expectation",
+    "FakeJudge",
+    "HttpSession",
+    "HttpTarget",
+    "Judge",
+    "JudgeConfig",
+    "JudgeRecord",
+    "LoadError",
+    "LocalSession",
+    "LocalTarget",
+    "NotSuspended",
+    "OpenAIJudge",
+    "ProtocolError",
+    "RequestRejected",
+    "RequirementFailed",
+    "RetryPolicy",
+    "RunCache",
+    "RunOptions",
+    "Runner",
+    "ScriptedUser",
+    "Session",
+    "SessionBusy",
+    "SessionConflict",
+    "SessionNotFound",
+    "SessionSuspended",
+    "SimulatedUser",
+    "SkipCase",
+    "SyncEvalContext",
+    "SyncSession",
+    "SyncTarget",
+    "Target",
+    "TargetError",
+    "TargetIdentity",
+    "TargetUnavailable",
+    "TracePolicy",
+    "Trajectory",
+    "TrajectoryToolCall",
+    "TrialResult",
+    "Turn",
+    "TurnTimedOut",
+    "Verdict",
+    "approve_all",
+    "cases_from",
+    "connect",
+    "decide_by_tool",
+    "discover",
+    "eval_case",
+    "evaluator_cases",
+    "reject_all",
+    "run_cases",
+    "run_trial",
+]

@@ -50,6 +50,7 @@ from .models import (
     Usage,
     tool_record,
 )
+from .policy import TracePolicy
 from .problems import PROBLEM_CONTENT_TYPE, ProblemType, ProtocolError, RequestError
 from .recorder import ApprovalRejected, ApprovalResult, ToolRun, TurnContext, current_context
 from .runtime import (
@@ -109,6 +110,7 @@ __all__ = [
     "ToolExecution",
     "ToolRecord",
     "ToolRun",
+    "TracePolicy",
     "TurnContext",
     "TurnHandler",
     "TurnRequest",

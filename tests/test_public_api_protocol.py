@@ -56,6 +56,7 @@ PUBLIC = [
     "ToolExecution",
     "ToolRecord",
     "ToolRun",
+    "TracePolicy",
     "TurnContext",
     "TurnHandler",
     "TurnRequest",
