@@ -178,3 +178,49 @@ def test_explicit_config_file(project, tmp_path_factory):
     assert main(["run", "evals", "--config", str(other), "-k", "status", "--json", "c.json"]) == 0
     summary = results(project / "c.json")
     assert summary["trials"] == 3 and summary["provenance"]["repeat"] == 3
+
+
+ATTACH_SUITE = """
+from evalport.client.cases import eval_case
+
+
+@eval_case("the conversation someone else had")
+async def inspect_existing(ctx):
+    ctx.contains("shipped")
+    ctx.called_tool("order_status", {"order_id": "A1049"})
+"""
+
+
+@pytest.mark.e2e
+def test_attach_evaluates_an_existing_session_over_http(project, monkeypatch, capsys):
+    import asyncio
+    import sys
+
+    from evalport.client.http import HttpTarget
+    from evalport.server import EvalAdapter
+    from support.servers import running_server
+
+    sys.path.insert(0, str(Path(AGENT.rsplit(":", 1)[0]).parent))
+    from support_agent import agent
+
+    (project / "evals" / "support_eval.py").write_text(textwrap.dedent(ATTACH_SUITE))
+    monkeypatch.setenv("EVALPORT_TOKEN", "attach-token-0123456789")
+    with running_server(EvalAdapter(agent, token="attach-token-0123456789").app()) as url:
+
+        async def converse() -> str:
+            async with HttpTarget(url, token="attach-token-0123456789") as target:
+                session = await target.open()
+                await session.send("where is order A1049?")
+                return session.id
+
+        session_id = asyncio.run(converse())
+        args = ["run", "--target", url, "--token-env", "EVALPORT_TOKEN", "--attach", session_id]
+        assert main([*args, "--json", "attached.json"]) == 0
+        summary = results(project / "attached.json")
+        assert summary["counts"]["passed"] == 1
+
+        async def still_there() -> int:
+            async with HttpTarget(url, token="attach-token-0123456789") as target:
+                return (await target.attach(session_id)).run.turns
+
+        assert asyncio.run(still_there()) == 1  # attached, inspected, never deleted
