@@ -256,7 +256,9 @@ class RedisStore:
 
     Pass a URL (``redis://host:6379/0``, ``rediss://``, ``unix://``) or an existing
     ``redis.asyncio.Redis`` client (the store then leaves closing it to you). Keys start
-    with ``prefix``; ``gone_seconds`` is how long ended ids are kept for other replicas.
+    with ``prefix``; ``gone_seconds`` is how long ended ids are kept for other replicas
+    (each sweeps at least once a second while it serves requests; one that was idle for
+    longer closes such an agent when the session is next asked for there).
     A URL opens at most ``max_connections`` connections; a call waits up to ``timeout``
     seconds for one, to connect and for each answer.
     """
@@ -266,7 +268,7 @@ class RedisStore:
         redis: str | aioredis.Redis,
         *,
         prefix: str = "evalport:",
-        gone_seconds: float = 3600.0,
+        gone_seconds: float = 300.0,
         timeout: float = 5.0,
         max_connections: int = 64,
     ) -> None:
