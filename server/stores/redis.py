@@ -228,6 +228,7 @@ _PURGE: Final = (
 local since, keep = tonumber(ARGV[2]), tonumber(ARGV[3])
 sweep()
 redis.call('ZREMRANGEBYSCORE', gone, '-inf', now - keep)
+redis.call('ZREMRANGEBYRANK', gone, 0, -100001)
 local ids = {}
 if since >= 0 then ids = redis.call('ZRANGEBYSCORE', gone, since, '+inf') end
 return {now, ids}
@@ -257,8 +258,9 @@ class RedisStore:
     Pass a URL (``redis://host:6379/0``, ``rediss://``, ``unix://``) or an existing
     ``redis.asyncio.Redis`` client (the store then leaves closing it to you). Keys start
     with ``prefix``; ``gone_seconds`` is how long ended ids are kept for other replicas
-    (each sweeps at least once a second while it serves requests; one that was idle for
-    longer closes such an agent when the session is next asked for there).
+    (at most the newest 100,000). Each replica sweeps at most once a second, on requests;
+    one that serves no request for longer than that keeps the agents of sessions that
+    ended elsewhere meanwhile in memory (never served again) until it restarts.
     A URL opens at most ``max_connections`` connections; a call waits up to ``timeout``
     seconds for one, to connect and for each answer.
     """
@@ -268,7 +270,7 @@ class RedisStore:
         redis: str | aioredis.Redis,
         *,
         prefix: str = "evalport:",
-        gone_seconds: float = 300.0,
+        gone_seconds: float = 3600.0,
         timeout: float = 5.0,
         max_connections: int = 64,
     ) -> None:
