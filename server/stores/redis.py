@@ -43,6 +43,7 @@ from typing import Any, Final, TypeVar
 import msgspec
 from evalport.protocol import require
 
+from . import redis_lua as lua
 from .base import Lease, StoredSession, StoreUnavailable
 
 require("redis", "redis", "evalport.server.stores.redis")
@@ -66,175 +67,6 @@ class _Forwarded(msgspec.Struct, array_like=True, frozen=True, gc=False):
 _encode_forwarded = msgspec.msgpack.Encoder()
 _decode_forwarded = msgspec.msgpack.Decoder(_Forwarded)
 
-# Shared by every script: KEYS are never computed inside Lua except from the prefix in
-# ARGV[1], so the scripts work on a single Redis (not a cluster, whose slots they ignore).
-_COMMON: Final = """
-local prefix = ARGV[1]
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local index = prefix .. 'index'
-local gone = prefix .. 'gone'
-local function keys_of(id)
-  return prefix .. 's:' .. id, prefix .. 'l:' .. id, prefix .. 'r:' .. id, prefix .. 'o:' .. id
-end
-local function expire_in(id, ms)
-  local s, l, r, o = keys_of(id)
-  redis.call('PEXPIRE', s, ms)
-  redis.call('PEXPIRE', r, ms)
-  redis.call('PEXPIRE', o, ms)
-  redis.call('ZADD', index, now + ms, id)
-end
-local function renew(id, ttl)
-  local s, l = keys_of(id)
-  redis.call('HSET', s, 'idle', now + ttl)
-  local ms = ttl
-  local left = redis.call('PTTL', l)
-  if left > ms then ms = left end
-  expire_in(id, ms)
-end
-local function sweep()
-  local due = redis.call('ZRANGEBYSCORE', index, '-inf', now, 'LIMIT', 0, 1000)
-  for _, id in ipairs(due) do
-    local s = prefix .. 's:' .. id
-    local left = redis.call('PTTL', s)
-    if left > 0 then
-      redis.call('ZADD', index, now + left, id)
-    else
-      redis.call('ZREM', index, id)
-      redis.call('ZADD', gone, now, id)
-    end
-  end
-end
-"""
-
-_CREATE: Final = (
-    _COMMON
-    + """
-local id, meta, run, ttl, limit = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
-local s = keys_of(id)
-if redis.call('EXISTS', s) == 0 then
-  sweep()
-  if redis.call('ZCARD', index) >= limit then return 0 end
-end
-redis.call('HSET', s, 'meta', meta, 'run', run, 'state', 'idle')
-renew(id, ttl)
-return 1
-"""
-)
-
-_READ: Final = (
-    _COMMON
-    + """
-local id, ttl = ARGV[2], tonumber(ARGV[3])
-local s = keys_of(id)
-local found = redis.call('HMGET', s, 'meta', 'run', 'state')
-if not found[1] then return false end
-if ttl > 0 then renew(id, ttl) end
-return found
-"""
-)
-
-_WRITE: Final = (
-    _COMMON
-    + """
-local id, run, state, ttl = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
-local s = keys_of(id)
-if redis.call('EXISTS', s) == 0 then return 0 end
-redis.call('HSET', s, 'run', run, 'state', state)
-renew(id, ttl)
-return 1
-"""
-)
-
-_DELETE: Final = (
-    _COMMON
-    + """
-local id = ARGV[2]
-local s, l, r, o = keys_of(id)
-local existed = redis.call('EXISTS', s)
-redis.call('DEL', s, l, r, o)
-redis.call('ZREM', index, id)
-if existed == 1 then redis.call('ZADD', gone, now, id) end
-return existed
-"""
-)
-
-_ACQUIRE: Final = (
-    _COMMON
-    + """
-local id, token, lease, ttl = ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
-local s, l = keys_of(id)
-if redis.call('EXISTS', s) == 0 then return 'missing' end
-local holder = redis.call('GET', l)
-if holder and holder ~= token then return 'busy' end
-redis.call('SET', l, token, 'PX', lease)
-renew(id, ttl)
-return 'acquired'
-"""
-)
-
-_RELEASE: Final = (
-    _COMMON
-    + """
-local id, token = ARGV[2], ARGV[3]
-local s, l = keys_of(id)
-if redis.call('GET', l) ~= token then return 0 end
-redis.call('DEL', l)
-local idle = tonumber(redis.call('HGET', s, 'idle'))
-if idle then
-  local ms = idle - now
-  if ms < 1 then ms = 1 end
-  expire_in(id, ms)
-end
-return 1
-"""
-)
-
-_PUT_RESULT: Final = (
-    _COMMON
-    + """
-local id, key, record, keep = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
-local s, l, r, o = keys_of(id)
-local left = redis.call('PTTL', s)
-if left <= 0 then return 0 end
-redis.call('HSET', r, key, record)
-redis.call('LREM', o, 0, key)
-redis.call('RPUSH', o, key)
-while redis.call('LLEN', o) > keep do
-  redis.call('HDEL', r, redis.call('LPOP', o))
-end
-redis.call('PEXPIRE', r, left)
-redis.call('PEXPIRE', o, left)
-return 1
-"""
-)
-
-_GET_RESULT: Final = """
-if redis.call('EXISTS', KEYS[1]) == 0 then return false end
-return redis.call('HGET', KEYS[2], ARGV[1])
-"""
-
-_COUNT: Final = (
-    _COMMON
-    + """
-sweep()
-return redis.call('ZCARD', index)
-"""
-)
-
-_PURGE: Final = (
-    _COMMON
-    + """
-local since, keep = tonumber(ARGV[2]), tonumber(ARGV[3])
-sweep()
-redis.call('ZREMRANGEBYSCORE', gone, '-inf', now - keep)
-redis.call('ZREMRANGEBYRANK', gone, 0, -100001)
-local ids = {}
-if since >= 0 then ids = redis.call('ZRANGEBYSCORE', gone, since, '+inf') end
-return {now, ids}
-"""
-)
-
 _UNAVAILABLE: Final = (
     redis_errors.ConnectionError,
     redis_errors.TimeoutError,
@@ -246,6 +78,14 @@ _UNAVAILABLE: Final = (
     TimeoutError,
     OSError,
 )
+
+
+def _redacted(url: str) -> str:
+    """``url`` without its credentials (``redis://user:secret@host`` -> ``redis://***@host``)."""
+    scheme, sep, rest = url.partition("://")
+    if "@" in rest:
+        rest = "***@" + rest.rsplit("@", 1)[1]
+    return f"{scheme}{sep}{rest}"
 
 
 def _ms(seconds: float) -> int:
@@ -300,26 +140,26 @@ class RedisStore:
         self._pump: asyncio.Task[None] | None = None
         self._answers: set[asyncio.Task[None]] = set()
         register = self._redis.register_script
-        self._create = register(_CREATE)
-        self._read = register(_READ)
-        self._write = register(_WRITE)
-        self._delete = register(_DELETE)
-        self._acquire = register(_ACQUIRE)
-        self._release = register(_RELEASE)
-        self._put_result = register(_PUT_RESULT)
-        self._get_result = register(_GET_RESULT)
-        self._count = register(_COUNT)
-        self._purge = register(_PURGE)
+        self._create = register(lua.CREATE)
+        self._read = register(lua.READ)
+        self._write = register(lua.WRITE)
+        self._delete = register(lua.DELETE)
+        self._acquire = register(lua.ACQUIRE)
+        self._release = register(lua.RELEASE)
+        self._put_result = register(lua.PUT_RESULT)
+        self._get_result = register(lua.GET_RESULT)
+        self._count = register(lua.COUNT)
+        self._purge = register(lua.PURGE)
 
     def __repr__(self) -> str:
-        return f"RedisStore({self.url or self._redis!r}, prefix={self.prefix!r})"
+        return f"RedisStore({_redacted(self.url) if self.url else self._redis!r}, prefix={self.prefix!r})"
 
     async def _call(self, operation: Callable[[], Awaitable[T]]) -> T:
         try:
             return await operation()
         except _UNAVAILABLE as error:
             raise StoreUnavailable(
-                f"the session store (Redis) is unavailable: {type(error).__name__}"
+                f"The session store (Redis) is unavailable ({type(error).__name__}); retry shortly."
             ) from error
 
     async def _run(self, script: Any, *args: Any, keys: list[str] | None = None) -> Any:

@@ -157,3 +157,11 @@ def test_open_store_names_the_accepted_forms() -> None:
     assert isinstance(open_store("memory"), MemoryStore)
     with pytest.raises(ValueError, match="redis://"):
         open_store("postgres://db")
+
+
+async def test_the_store_repr_hides_credentials() -> None:
+    store = RedisStore("redis://user:s3cret@127.0.0.1:1/0")
+    try:
+        assert "s3cret" not in repr(store) and "***@127.0.0.1:1/0" in repr(store)
+    finally:
+        await store.aclose()

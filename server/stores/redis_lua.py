@@ -1,0 +1,192 @@
+"""The Lua scripts of :class:`~evalport.server.stores.redis.RedisStore`, one per operation.
+
+Each script runs atomically in Redis. ``ARGV[1]`` is always the key prefix; keys are
+built from it inside the script, so the scripts need one Redis server (not a cluster).
+Times come from Redis's ``TIME``. See :mod:`evalport.server.stores.redis` for the rules.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = [
+    "ACQUIRE",
+    "COUNT",
+    "CREATE",
+    "DELETE",
+    "GET_RESULT",
+    "PURGE",
+    "PUT_RESULT",
+    "READ",
+    "RELEASE",
+    "WRITE",
+]
+
+# Shared by the scripts that build their keys from the prefix in ARGV[1] (which is why
+# they need a single Redis: a cluster would need every key declared in KEYS).
+_COMMON: Final = """
+local prefix = ARGV[1]
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local index = prefix .. 'index'
+local gone = prefix .. 'gone'
+local function keys_of(id)
+  return prefix .. 's:' .. id, prefix .. 'l:' .. id, prefix .. 'r:' .. id, prefix .. 'o:' .. id
+end
+local function expire_in(id, ms)
+  local s, l, r, o = keys_of(id)
+  redis.call('PEXPIRE', s, ms)
+  redis.call('PEXPIRE', r, ms)
+  redis.call('PEXPIRE', o, ms)
+  redis.call('ZADD', index, now + ms, id)
+end
+local function renew(id, ttl)
+  local s, l = keys_of(id)
+  redis.call('HSET', s, 'idle', now + ttl)
+  local ms = ttl
+  local left = redis.call('PTTL', l)
+  if left > ms then ms = left end
+  expire_in(id, ms)
+end
+local function sweep()
+  local due = redis.call('ZRANGEBYSCORE', index, '-inf', now, 'LIMIT', 0, 1000)
+  for _, id in ipairs(due) do
+    local s = prefix .. 's:' .. id
+    local left = redis.call('PTTL', s)
+    if left > 0 then
+      redis.call('ZADD', index, now + left, id)
+    else
+      redis.call('ZREM', index, id)
+      redis.call('ZADD', gone, now, id)
+    end
+  end
+end
+"""
+
+CREATE: Final = (
+    _COMMON
+    + """
+local id, meta, run, ttl, limit = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
+local s = keys_of(id)
+if redis.call('EXISTS', s) == 0 then
+  sweep()
+  if redis.call('ZCARD', index) >= limit then return 0 end
+end
+redis.call('HSET', s, 'meta', meta, 'run', run, 'state', 'idle')
+renew(id, ttl)
+return 1
+"""
+)
+
+READ: Final = (
+    _COMMON
+    + """
+local id, ttl = ARGV[2], tonumber(ARGV[3])
+local s = keys_of(id)
+local found = redis.call('HMGET', s, 'meta', 'run', 'state')
+if not found[1] then return false end
+if ttl > 0 then renew(id, ttl) end
+return found
+"""
+)
+
+WRITE: Final = (
+    _COMMON
+    + """
+local id, run, state, ttl = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
+local s = keys_of(id)
+if redis.call('EXISTS', s) == 0 then return 0 end
+redis.call('HSET', s, 'run', run, 'state', state)
+renew(id, ttl)
+return 1
+"""
+)
+
+DELETE: Final = (
+    _COMMON
+    + """
+local id = ARGV[2]
+local s, l, r, o = keys_of(id)
+local existed = redis.call('EXISTS', s)
+redis.call('DEL', s, l, r, o)
+redis.call('ZREM', index, id)
+if existed == 1 then redis.call('ZADD', gone, now, id) end
+return existed
+"""
+)
+
+ACQUIRE: Final = (
+    _COMMON
+    + """
+local id, token, lease, ttl = ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
+local s, l = keys_of(id)
+if redis.call('EXISTS', s) == 0 then return 'missing' end
+local holder = redis.call('GET', l)
+if holder and holder ~= token then return 'busy' end
+redis.call('SET', l, token, 'PX', lease)
+renew(id, ttl)
+return 'acquired'
+"""
+)
+
+RELEASE: Final = (
+    _COMMON
+    + """
+local id, token = ARGV[2], ARGV[3]
+local s, l = keys_of(id)
+if redis.call('GET', l) ~= token then return 0 end
+redis.call('DEL', l)
+local idle = tonumber(redis.call('HGET', s, 'idle'))
+if idle then
+  local ms = idle - now
+  if ms < 1 then ms = 1 end
+  expire_in(id, ms)
+end
+return 1
+"""
+)
+
+PUT_RESULT: Final = (
+    _COMMON
+    + """
+local id, key, record, keep = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
+local s, l, r, o = keys_of(id)
+local left = redis.call('PTTL', s)
+if left <= 0 then return 0 end
+redis.call('HSET', r, key, record)
+redis.call('LREM', o, 0, key)
+redis.call('RPUSH', o, key)
+while redis.call('LLEN', o) > keep do
+  redis.call('HDEL', r, redis.call('LPOP', o))
+end
+redis.call('PEXPIRE', r, left)
+redis.call('PEXPIRE', o, left)
+return 1
+"""
+)
+
+GET_RESULT: Final = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return false end
+return redis.call('HGET', KEYS[2], ARGV[1])
+"""
+
+COUNT: Final = (
+    _COMMON
+    + """
+sweep()
+return redis.call('ZCARD', index)
+"""
+)
+
+PURGE: Final = (
+    _COMMON
+    + """
+local since, keep = tonumber(ARGV[2]), tonumber(ARGV[3])
+sweep()
+redis.call('ZREMRANGEBYSCORE', gone, '-inf', now - keep)
+redis.call('ZREMRANGEBYRANK', gone, 0, -100001)
+local ids = {}
+if since >= 0 then ids = redis.call('ZRANGEBYSCORE', gone, since, '+inf') end
+return {now, ids}
+"""
+)
