@@ -72,3 +72,14 @@ async def test_the_example_continues_a_session_on_another_replica(
         for client, namespace in zip((a, b), replicas, strict=True):
             await client.aclose()
             await namespace["adapter"].aclose()
+
+
+def test_serve_refuses_an_unknown_store(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from evalport.protocol.cli import main
+
+    monkeypatch.setenv("EVALPORT_TOKEN", TOKEN)
+    agent = str(Path(__file__).with_name("agents.py")) + ":agent"
+    assert main(["serve", agent, "--store", "postgres://db/0"]) == 2
+    assert "use 'memory' or a Redis URL" in capsys.readouterr().err
