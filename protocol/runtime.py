@@ -4,12 +4,14 @@ Rules:
 
 - :meth:`AgentSession.open` calls the agent's session factory once; every turn of the
   session goes to the handler it returned.
-- A turn runs as an asyncio task, started eagerly (:mod:`evalport.protocol.eager`): a
-  turn that never waits needs no task at all. :meth:`AgentSession.send` returns when the
-  turn completes **or suspends** on approval requests; :meth:`AgentSession.decide` answers every
-  pending request and returns at the next completion or suspension. Cancelling the caller
-  of ``send`` or ``decide`` never cancels the turn (it is shielded); only a timeout or
-  :meth:`AgentSession.close` does.
+- Every turn runs in an asyncio task of its own, in a copy of the caller's context, never
+  on the caller's task: task-bound scopes an agent enters (an anyio task group or cancel
+  scope, ``asyncio.timeout``) bind to the turn, ``asyncio.current_task()`` is the turn's,
+  and context variables the agent sets stay in the turn. :meth:`AgentSession.send`
+  returns when the turn completes **or suspends** on approval requests;
+  :meth:`AgentSession.decide` answers every pending request and returns at the next
+  completion or suspension. Cancelling the caller of ``send`` or ``decide`` never cancels
+  the turn (it is shielded); only a timeout or :meth:`AgentSession.close` does.
 - One turn at a time: ``send`` during a turn raises :class:`SessionBusy`, ``send`` while
   suspended :class:`SessionSuspended`, ``decide`` with nothing pending
   :class:`NotSuspended`. ``decide`` must cover exactly the pending call ids, otherwise
@@ -41,7 +43,6 @@ from typing import Any, Final
 import msgspec
 
 from .agent import AsyncTurnHandler, SessionInfo, history_of, session_factory
-from .eager import start_eagerly
 from .messages import ApprovalDecision, RunEnvelope
 from .models import (
     AgentRun,
@@ -285,18 +286,9 @@ class AgentSession:
             loop=loop,
         )
         self._ctx = ctx
-        # Most turns of a no-I/O agent finish before they first await: run them eagerly,
-        # with no task at all; a turn that does suspend continues as a task.
-        finished, _, task = start_eagerly(self._turn(ctx, message))
-        if finished:
-            self._settled(None)
-            return self._park()
-        assert task is not None
-        self._task = task
-        task.add_done_callback(self._settled)
-        checkpoint = self._checkpoint  # created already if the turn asked for approval
-        if checkpoint is None:
-            checkpoint = self._checkpoint = loop.create_future()
+        # The task starts at the loop's next pass, so it is ours before the turn runs.
+        self._task = loop.create_task(self._turn(ctx, message))
+        self._checkpoint = checkpoint = loop.create_future()
         return await self._drive(checkpoint, timeout)
 
     async def decide(
@@ -391,16 +383,25 @@ class AgentSession:
             _sync_turn(self.run, self._usage_before)
         raise TurnTimeout(timeout, self._park())
 
-    def _settled(self, task: asyncio.Task[None] | None) -> None:
-        if self._task is task:
-            self._task = None
-            self._ctx = None
-        _sync_turn(self.run, self._usage_before)
+    def _settled(self) -> None:
+        # The turn's task is ending (it runs this last): the session is idle again.
+        self._task = None
+        self._ctx = None
         checkpoint, self._checkpoint = self._checkpoint, None
         if checkpoint is not None:
             _resolve(checkpoint, _DONE)
 
     async def _turn(self, ctx: TurnContext, message: str) -> None:
+        # Runs as the turn's own task; whatever ends it, the session is settled last.
+        try:
+            await self._attempt(ctx, message)
+        except BaseException:
+            _sync_turn(self.run, self._usage_before)
+            raise
+        finally:
+            self._settled()
+
+    async def _attempt(self, ctx: TurnContext, message: str) -> None:
         ctx._activate()
         try:
             reply = await self._handler.turn(message, ctx)

@@ -6,9 +6,8 @@ Rules:
   and stores the session (the store enforces the cap: 503 ``session-limit``).
 - A turn takes the session's lease in the store (409 ``session-busy`` when another turn
   holds it). Its job (run the agent, store the new run and the idempotency record when
-  the request had a key, release the lease) starts eagerly and, once it first waits,
-  continues as a task of its own that the request only watches: a client that
-  disconnects does not cancel it.
+  the request had a key, release the lease) is a task of its own that the request only
+  watches: a client that disconnects does not cancel it.
 - Idempotency: a repeated key with the same message answers the stored response (or
   waits for the turn still running under that key) without running the agent again; the
   same key with another message is 422 ``idempotency-key-reused``. Keys are per session;
@@ -64,7 +63,6 @@ from evalport.protocol import (
     encode,
     session_factory,
 )
-from evalport.protocol.eager import start_eagerly
 
 from .limits import Limits
 from .problems import HTTPProblem, problem_body
@@ -374,13 +372,9 @@ class SessionManager:
         except BaseException:
             await self.store.release(session_id, token)
             raise
-        finished, outcome, job = start_eagerly(
+        job = asyncio.get_running_loop().create_task(
             self._turn_job(session_id, live, message, key, digest, token)
         )
-        if finished:
-            assert outcome is not None
-            return outcome
-        assert job is not None
         if key is not None:
             self._inflight[(session_id, key)] = _InFlight(digest, job)
         return await asyncio.shield(job)
@@ -407,11 +401,9 @@ class SessionManager:
         if missing or unknown:
             raise _decision_problem(DecisionError(missing, unknown))
         token = await self._acquire(session_id)
-        finished, outcome, job = start_eagerly(self._decide_job(session_id, live, decisions, token))
-        if finished:
-            assert outcome is not None
-            return outcome
-        assert job is not None
+        job = asyncio.get_running_loop().create_task(
+            self._decide_job(session_id, live, decisions, token)
+        )
         return await asyncio.shield(job)
 
     async def _replay(self, session_id: str, key: str, digest: str) -> Outcome | None:

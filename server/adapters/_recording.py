@@ -46,7 +46,6 @@ __all__ = [
     "mark_decision",
     "record_execution",
     "reply_text",
-    "settle",
     "step_usage",
 ]
 
@@ -76,16 +75,6 @@ def arguments_of(value: Any) -> dict[str, Any]:
     if isinstance(value, Mapping):
         return dict(value)
     return {"value": value}
-
-
-async def settle() -> None:
-    """Yield to the event loop once, before the framework enters any task-bound scope.
-
-    The runtime may start a turn eagerly, outside a task, and move it into one at its
-    first suspension; a cancel scope (anyio, ``asyncio.timeout``) entered before that
-    would be exited in a different task. Suspending first keeps the framework in one task.
-    """
-    await asyncio.sleep(0)
 
 
 def step_usage(

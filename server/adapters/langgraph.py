@@ -47,7 +47,6 @@ from ._recording import (
     mark_decision,
     record_execution,
     reply_text,
-    settle,
     step_usage,
 )
 
@@ -103,7 +102,6 @@ class _Session:
         self.thread_id = thread_id
 
     async def turn(self, message: str, ctx: TurnContext) -> str:
-        await settle()
         adapter = self._adapter
         recorder = _Recorder(ctx)
         base = adapter.config

@@ -50,7 +50,6 @@ from ._recording import (
     mark_decision,
     record_execution,
     reply_text,
-    settle,
     step_usage,
 )
 
@@ -104,7 +103,6 @@ class _Session:
         self.history: list[TResponseInputItem] = []
 
     async def turn(self, message: str, ctx: TurnContext) -> str:
-        await settle()
         adapter = self._adapter
         hooks = _Hooks(ctx)
         config = dataclasses.replace(

@@ -39,7 +39,6 @@ from ._recording import (
     mark_decision,
     record_execution,
     reply_text,
-    settle,
     step_usage,
 )
 
@@ -98,7 +97,6 @@ class _Session:
         self.history: list[ModelMessage] = []
 
     async def turn(self, message: str, ctx: TurnContext) -> str:
-        await settle()
         agent = self._adapter.agent
         recorder = _Recorder(ctx)
         prompt: str | None = message

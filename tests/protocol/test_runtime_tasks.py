@@ -1,0 +1,85 @@
+"""Every turn runs in a task of its own: task-bound scopes inside agents behave as in any task.
+
+An agent may enter an anyio task group or an ``asyncio.timeout`` before it first waits;
+both bind to the current task, so the turn must already be in its own task then, and a
+timeout that fires inside the agent must cancel the agent, never the caller of ``send``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+
+import anyio
+from evalport.protocol import AgentSession, RunStatus, SessionInfo, TurnContext
+
+marker: contextvars.ContextVar[str] = contextvars.ContextVar("marker", default="caller")
+
+
+async def task_group_agent(message: str, history: list[object], ctx: TurnContext) -> str:
+    parts: list[str] = []
+
+    async def part(text: str) -> None:
+        await anyio.sleep(0)
+        parts.append(text)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(part, "a")
+        group.start_soon(part, "b")
+    return "+".join(sorted(parts))
+
+
+async def own_timeout_agent(message: str, history: list[object], ctx: TurnContext) -> str:
+    try:
+        async with asyncio.timeout(0.01):
+            await asyncio.sleep(5)
+    except TimeoutError:
+        return "gave up on my own"
+    return "slept"
+
+
+def task_reporting_agent(seen: list[asyncio.Task[object] | None]) -> object:
+    async def agent(message: str, history: list[object], ctx: TurnContext) -> str:
+        seen.append(asyncio.current_task())
+        marker.set("agent")  # must not leak into the caller's context
+        return f"{marker.get()} saw {message}"
+
+    return agent
+
+
+async def open_session(agent: object) -> AgentSession:
+    return await AgentSession.open(agent, SessionInfo(session_id="tasks-1"))
+
+
+async def test_an_anyio_task_group_in_a_plain_async_agent_completes_the_turn() -> None:
+    session = await open_session(task_group_agent)
+    for _ in range(2):
+        run = await session.send("go", timeout=5)
+        assert run.status == RunStatus.COMPLETED, run.errors
+        assert run.reply == "a+b"
+    await session.close()
+
+
+async def test_a_timeout_inside_the_agent_cancels_the_agent_not_the_caller() -> None:
+    session = await open_session(own_timeout_agent)
+    run = await session.send("go", timeout=5)
+    assert (run.status, run.reply) == (RunStatus.COMPLETED, "gave up on my own")
+    # the caller was not cancelled: it keeps running and awaiting
+    await asyncio.sleep(0.02)
+    assert asyncio.current_task().cancelling() == 0  # type: ignore[union-attr]
+    await session.close()
+
+
+async def test_the_agent_runs_in_its_own_task_with_a_copy_of_the_context() -> None:
+    seen: list[asyncio.Task[object] | None] = []
+    session = await open_session(task_reporting_agent(seen))
+    marker.set("caller")
+    first = await session.send("one")
+    second = await session.send("two")
+    assert (first.reply, second.reply) == ("agent saw one", "agent saw two")
+    caller = asyncio.current_task()
+    assert len(seen) == 2 and None not in seen
+    assert caller not in seen
+    assert seen[0] is not seen[1]  # one task per turn
+    assert marker.get() == "caller"
+    await session.close()
