@@ -268,6 +268,10 @@ class RedisStore:
             except _UNAVAILABLE:
                 await asyncio.sleep(0.5)  # the pub/sub connection re-subscribes when back
                 continue
+            except Exception:
+                logger.exception("approvals relay: reading Redis pub/sub failed")
+                await asyncio.sleep(0.5)
+                continue
             if message is None or message["type"] != "message":
                 continue
             session_id = message["channel"].decode().removeprefix(f"{self.prefix}relay:")
