@@ -15,7 +15,9 @@ Rules:
   judges included, inside the test. Nothing passes unverified; the session is closed in
   every case.
 - ``@pytest.mark.evalport(approval_policy=..., judge=..., strict=...)`` sets those for the
-  test's context. ``strict`` makes failed soft assertions fail too.
+  test's context. ``strict`` makes failed soft assertions fail too. Without a ``judge``
+  there, the one configured under ``[tool.evalport.judge]`` in the project's
+  ``pyproject.toml`` is used (a fresh client per test, closed afterwards).
 """
 
 from __future__ import annotations
@@ -156,12 +158,16 @@ async def evalport(request: pytest.FixtureRequest, evalport_target: Any) -> Asyn
 
     marker = request.node.get_closest_marker("evalport")
     options = dict(marker.kwargs) if marker is not None else {}
+    judge = options.get("judge")
+    owned_judge = None
+    if judge is None:
+        owned_judge = judge = _configured_judge(request.config)
     session = await evalport_target.open(case_id=request.node.nodeid)
     context = EvalContext(
         evalport_target,
         session,
         case_id=request.node.nodeid,
-        case_judge=options.get("judge"),
+        case_judge=judge,
         strict=bool(options.get("strict", False)),
         approval_policy=options.get("approval_policy"),
     )
@@ -174,3 +180,17 @@ async def evalport(request: pytest.FixtureRequest, evalport_target: Any) -> Asyn
     finally:
         for opened in context.opened:
             await opened.close()
+        aclose = getattr(owned_judge, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+def _configured_judge(config: pytest.Config) -> Any:
+    """The judge of ``[tool.evalport.judge]`` in the project's ``pyproject.toml``, if any."""
+    from .cli.targets import build_judge
+    from .config import ConfigError, load_settings
+
+    try:
+        return build_judge(load_settings(config.rootpath))
+    except ConfigError as error:
+        pytest.fail(f"evalport: {error}", pytrace=False)

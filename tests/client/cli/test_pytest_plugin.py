@@ -84,3 +84,49 @@ def test_without_a_target_the_eval_tests_are_skipped(tmp_path):
     done = run_pytest(tmp_path, "-rs")
     assert "4 skipped" in done.stdout, done.stdout + done.stderr
     assert "pass --evalport-target URL or --evalport-local module:attr" in done.stdout
+
+
+JUDGED = """
+async def test_helpful(evalport):
+    await evalport.send("hello")
+    evalport.judge().helpfulness().gate().at_least(0.8)
+"""
+
+
+@pytest.mark.e2e
+def test_the_judge_comes_from_pyproject(tmp_path):
+    sys.path.insert(0, str(ROOT / "tests" / "client" / "judges"))
+    from judge_fake_server import FakeChatServer, verdict
+
+    chat = FakeChatServer()
+    chat.reset(verdict(0.5, "vague"))
+    (tmp_path / "test_judged.py").write_text(textwrap.dedent(JUDGED))
+    (tmp_path / "pytest.ini").write_text(
+        "[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n"
+    )
+    with running_server(chat.app) as url:
+        (tmp_path / "pyproject.toml").write_text(
+            f'[tool.evalport.judge]\nmodel = "fake-judge"\nbase-url = "{url}/v1"\n'
+            'api-key-env = "FAKE_JUDGE_KEY"\n'
+        )
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "--evalport-local",
+                f"{ROOT / 'examples' / 'support_agent.py'}:agent",
+            ],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "FAKE_JUDGE_KEY": "k-0123456789"},
+        )
+    output = done.stdout + done.stderr
+    assert len(chat.requests) == 1, output
+    assert "1 passed, 1 error" in output, output  # a judged gate fails at teardown
+    assert "helpfulness" in output and "(score 0.50)" in output
