@@ -24,7 +24,7 @@ def test_demo_serves_evaluates_and_reports(tmp_path):
     )
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
-    assert "10 of 10 checks passed" in output
+    assert "11 of 11 checks passed" in output
     assert "8 passed, 0 failed, 0 error, 0 skipped, 0 scored" in output
     assert "server stopped\n" in output  # a clean stop, no exit code to report
     summary = json.loads((tmp_path / "results.json").read_text())

@@ -12,6 +12,8 @@ What is checked, in order (later checks use the session the earlier ones opened)
 - ``malformed JSON`` (400), ``invalid body`` (422 with field errors), ``unknown session``
   (404): each an RFC 9457 problem (``application/problem+json``, ``type``, ``title``,
   ``status`` equal to the HTTP status, no stack trace);
+- ``approvals`` (when ``/health`` lists the capability): decisions posted while nothing
+  is pending are a 409 ``not-suspended`` problem;
 - ``delete``: 204, after which the session is a 404 problem.
 
 Exit ``0`` when everything passed, ``1`` when a check failed, ``3`` when the server cannot
@@ -114,6 +116,7 @@ class _Checker:
         self.results: list[CheckResult] = []
         self.session_id: str | None = None
         self.run: AgentRun | None = None
+        self.capabilities: set[str] = set()
 
     def headers(self, token: str | None = None) -> dict[str, str]:
         token = self.token if token is None else token
@@ -148,6 +151,8 @@ class _Checker:
             isinstance(agent.get(key), str) for key in ("name", "version")
         ):
             raise _Failed("agent must carry a name and a version")
+        capabilities = body.get("capabilities")
+        self.capabilities = set(capabilities) if isinstance(capabilities, list) else set()
         return f"{agent['name']} {agent['version']}"
 
     async def auth(self) -> str:
@@ -220,6 +225,14 @@ class _Checker:
         _problem(response, 404, ProblemType.SESSION_NOT_FOUND)
         return "404 problem"
 
+    async def approvals(self) -> str:
+        decisions = {"decisions": {"evalport-check": {"decision": "approve"}}}
+        response = await self.client.post(
+            self._session_url() + "/approvals", json=decisions, headers=self.headers()
+        )
+        _problem(response, 409, ProblemType.NOT_SUSPENDED)
+        return "409 problem: nothing is waiting for approval"
+
     async def delete(self) -> str:
         response = await self.client.delete(self._session_url(), headers=self.headers())
         if response.status_code != 204:
@@ -240,6 +253,8 @@ class _Checker:
             await self.check("malformed JSON", self.malformed)
             await self.check("invalid body", self.invalid)
             await self.check("unknown session", self.unknown)
+            if "approvals" in self.capabilities:
+                await self.check("approvals", self.approvals)
             await self.check("delete", self.delete)
         return self.results
 

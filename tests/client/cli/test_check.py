@@ -35,6 +35,7 @@ async def test_the_real_adapter_passes_every_check():
         "malformed JSON",
         "invalid body",
         "unknown session",
+        "approvals",
         "delete",
     ]
     assert results[0].detail == "support-agent 1.0.0"
