@@ -52,6 +52,7 @@ from evalport.protocol import (
     DecisionError,
     FieldError,
     NotSuspended,
+    Problem,
     ProblemType,
     RunEnvelope,
     SessionBusy,
@@ -113,6 +114,7 @@ _decode_meta = msgspec.json.Decoder(_Meta)
 _decode_envelope = msgspec.json.Decoder(RunEnvelope)
 _encode_relayed = msgspec.msgpack.Encoder()
 _decode_relayed = msgspec.msgpack.Decoder(Outcome)
+_decode_problem = msgspec.json.Decoder(Problem)
 
 
 def new_session_id() -> str:
@@ -337,7 +339,13 @@ class SessionManager:
                 "The replica that suspended this session's turn is gone, and the turn with "
                 "it; the session expires with its TTL (delete it to start over).",
             )
-        return _decode_relayed.decode(answer)
+        outcome = _decode_relayed.decode(answer)
+        if outcome.is_problem:  # raised again here, so that headers (Retry-After) follow
+            problem = _decode_problem.decode(outcome.body)
+            raise HTTPProblem(
+                problem.type, problem.detail, errors=problem.errors, retry_after=problem.retry_after
+            )
+        return outcome
 
     async def _relayed(self, session_id: str, request: bytes) -> bytes:
         """Answer decisions another replica relayed to this one (which holds the turn)."""

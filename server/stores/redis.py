@@ -80,6 +80,9 @@ _UNAVAILABLE: Final = (
 )
 
 
+_RELAY_GRACE: Final = 3.0
+
+
 def _redacted(url: str) -> str:
     """``url`` without its credentials (``redis://user:secret@host`` -> ``redis://***@host``)."""
     scheme, sep, rest = url.partition("://")
@@ -240,7 +243,8 @@ class RedisStore:
     async def forward(self, session_id: str, request: bytes, *, timeout: float) -> bytes | None:
         """Send ``request`` to the replica listening for ``session_id``; its answer.
 
-        ``None`` when no replica listens; :class:`TimeoutError` after ``timeout`` seconds.
+        ``None`` when no replica listens (for ``_RELAY_GRACE`` seconds: a holder may be
+        reconnecting); :class:`TimeoutError` after ``timeout`` seconds.
         """
         reply = f"{self.prefix}reply:{uuid.uuid4().hex}"
         message = _encode_forwarded.encode(_Forwarded(reply=reply, body=request))
@@ -248,10 +252,14 @@ class RedisStore:
         try:
             await self._call(lambda: pubsub.subscribe(reply))
             channel = self._channel(session_id)
-            receivers = await self._call(lambda: self._redis.publish(channel, message))
-            if not receivers:
-                return None
             loop = asyncio.get_running_loop()
+            # Nobody listening may be a holder that is reconnecting (Redis restarted):
+            # give it a moment before calling it gone.
+            settle = loop.time() + _RELAY_GRACE
+            while not await self._call(lambda: self._redis.publish(channel, message)):
+                if loop.time() >= settle:
+                    return None
+                await asyncio.sleep(0.2)
             deadline = loop.time() + timeout
             while (left := deadline - loop.time()) > 0:
                 answer = await self._call(lambda: pubsub.get_message(timeout=min(left, 1.0)))

@@ -232,3 +232,33 @@ def test_redis_restarted_mid_run_gives_503s_then_recovers_uncorrupted() -> None:
         third = on_a.post(path, json={"message": "three"}).json()["run"]
         assert third["reply"] == "three #3 on A restored history=4"
         assert on_a.post("/evals/sessions", json={}).status_code == 201
+
+
+def test_approvals_relay_works_again_after_a_redis_restart() -> None:
+    with (
+        running_redis() as redis,
+        running_replicas(AGENT, store=redis.url, token=TOKEN) as (a, b),
+        httpx.Client(base_url=a.url, headers=AUTH, timeout=10) as on_a,
+        httpx.Client(base_url=b.url, headers=AUTH, timeout=10) as on_b,
+    ):
+        session = open_session(on_a)
+        turns = f"/evals/sessions/{session}/turns"
+        [pending] = on_a.post(turns, json={"message": "approve"}).json()["run"]["pendingApprovals"]
+        save_snapshot(redis)
+        redis.stop()
+        decisions = {"decisions": {pending["callId"]: {"decision": "approve"}}}
+        down = on_b.post(f"/evals/sessions/{session}/approvals", json=decisions)
+        assert down.status_code == 503
+        redis.start()
+        # A's pub/sub connection reconnects and subscribes again; B's relay waits for it
+        # (a publish nobody receives is retried briefly before the holder counts as gone).
+        # Like a client, honour 503 + Retry-After while the pools reconnect; never a 409.
+        statuses = []
+        for _ in range(20):
+            relayed = on_b.post(f"/evals/sessions/{session}/approvals", json=decisions)
+            statuses.append(relayed.status_code)
+            if relayed.status_code != 503:
+                break
+            time.sleep(float(relayed.headers["Retry-After"]) / 4)
+        assert statuses[-1] == 200 and set(statuses) <= {503, 200}, (statuses, relayed.text)
+        assert relayed.json()["run"]["reply"] == "approved=True #1 on A"
