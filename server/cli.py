@@ -21,16 +21,14 @@ Rules:
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.util
 import ipaddress
 import os
 import sys
-from pathlib import Path
 from types import FrameType
 from typing import Final
 
 import uvicorn
+from evalport.protocol.loader import load_object
 
 from .app import EvalAdapter
 from .limits import Limits
@@ -96,33 +94,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def load_target(target: str) -> object:
     """Import ``module:attr`` or ``path/to/file.py:attr``; raises ``ValueError`` if unusable."""
-    location, sep, attr = target.rpartition(":")
-    if not sep or not location or not attr:
-        raise ValueError(f"TARGET must be module:attr or path/to/file.py:attr, not {target!r}")
-    if location.endswith(".py") or os.sep in location or "/" in location:
-        path = Path(location).resolve()
-        if not path.is_file():
-            raise ValueError(f"no such file: {location}")
-        folder = str(path.parent)
-        if folder not in sys.path:
-            sys.path.insert(0, folder)
-        spec = importlib.util.spec_from_file_location(f"_evalport_target_{path.stem}", path)
-        if spec is None or spec.loader is None:
-            raise ValueError(f"cannot import {location}")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
-    else:
-        if "" not in sys.path and os.getcwd() not in sys.path:
-            sys.path.insert(0, os.getcwd())
-        try:
-            module = importlib.import_module(location)
-        except ModuleNotFoundError as error:
-            raise ValueError(f"cannot import module {location!r}: {error}") from None
-    try:
-        return getattr(module, attr)
-    except AttributeError:
-        raise ValueError(f"{location} has no attribute {attr!r}") from None
+    return load_object(target)
 
 
 def is_loopback(host: str) -> bool:

@@ -10,12 +10,10 @@ agent. The token is read from the environment only, never from the command line.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import os
-import sys
-from pathlib import Path
 from typing import Any
+
+from evalport.protocol.loader import load_object as _load_object
 
 from ..config import ConfigError, Settings
 from ..errors import AuthFailed, ProtocolError, TargetError, TargetUnavailable
@@ -57,33 +55,11 @@ class PreparedTarget:
 
 
 def load_object(spec: str) -> Any:
-    """Import ``module:attr`` or ``path/to/file.py:attr``."""
-    location, sep, attribute = spec.rpartition(":")
-    if not sep or not location or not attribute:
-        raise ConfigError(f"--local {spec!r}: write it as module:attr or path/to/file.py:attr")
-    if location.endswith(".py") or "/" in location or os.sep in location:
-        path = Path(location).resolve()
-        if not path.is_file():
-            raise ConfigError(f"--local {spec!r}: no such file {location}")
-        if str(path.parent) not in sys.path:
-            sys.path.insert(0, str(path.parent))
-        module_spec = importlib.util.spec_from_file_location(f"_evalport_local_{path.stem}", path)
-        if module_spec is None or module_spec.loader is None:
-            raise ConfigError(f"--local {spec!r}: cannot import {location}")
-        module = importlib.util.module_from_spec(module_spec)
-        sys.modules[module_spec.name] = module
-        module_spec.loader.exec_module(module)
-    else:
-        if os.getcwd() not in sys.path:
-            sys.path.insert(0, os.getcwd())
-        try:
-            module = importlib.import_module(location)
-        except ImportError as error:
-            raise ConfigError(f"--local {spec!r}: cannot import {location}: {error}") from None
+    """Import ``module:attr`` or ``path/to/file.py:attr`` (``--local``)."""
     try:
-        return getattr(module, attribute)
-    except AttributeError:
-        raise ConfigError(f"--local {spec!r}: {location} has no attribute {attribute!r}") from None
+        return _load_object(spec)
+    except ValueError as error:
+        raise ConfigError(f"--local {spec!r}: {error}") from None
 
 
 def build_target(settings: Settings) -> PreparedTarget:

@@ -106,7 +106,7 @@ def test_usage_and_configuration_errors_exit_2(project, capsys):
     assert main(["run", "missing-folder"]) == 2
     assert "missing-folder: no such file or folder" in capsys.readouterr().err
     assert main(["run", "--local", "no_such_module:agent"]) == 2
-    assert "cannot import no_such_module" in capsys.readouterr().err
+    assert "cannot import module 'no_such_module'" in capsys.readouterr().err
     assert main(["run", "-k", "nothing_matches_this"]) == 2
     assert "no case to run under" in capsys.readouterr().err
     (project / "pyproject.toml").write_text("[tool.evalport]\nrepeats = 2\n")
