@@ -199,3 +199,41 @@ def test_client_extra_venv(wheel: Path, tmp_path: Path) -> None:
     )
     assert serve.returncode == 2
     assert "pip install 'evalport[server]'" in serve.stderr
+
+
+def test_pytest_runs_in_a_server_only_install(wheel: Path, tmp_path: Path) -> None:
+    """The pytest11 entry point must not break a service's own test suite."""
+    python = _venv(tmp_path, wheel, ["msgspec", "starlette", "pytest"])
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "test_service.py").write_text("def test_ok():\n    assert True\n")
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    done = subprocess.run(
+        [str(python), "-I", "-m", "pytest", "-q", "-p", "no:cacheprovider", str(suite)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=suite,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 passed" in done.stdout
+    assert (
+        "evalport-target"
+        not in subprocess.run(
+            [str(python), "-I", "-m", "pytest", "--help"], capture_output=True, text=True, env=env
+        ).stdout
+    )
+
+
+def test_pytest_plugin_loads_with_the_client(wheel: Path, tmp_path: Path) -> None:
+    python = _venv(tmp_path, wheel, ["msgspec", "httpx", "pyyaml", "pytest"])
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    done = subprocess.run(
+        [str(python), "-I", "-m", "pytest", "--help"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "--evalport-target" in done.stdout
