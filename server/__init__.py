@@ -8,20 +8,45 @@ from evalport.protocol import require as _require
 
 _require("starlette", "server", "evalport.server")
 
+# The agent interface, for agents written against the server: ``from evalport.server
+# import TurnContext, tool``. It lives in evalport.protocol so that the client's
+# LocalTarget drives the same interface without importing the server.
+from evalport.protocol import (  # noqa: E402
+    ApprovalRejected,
+    SessionInfo,
+    TurnContext,
+    tool,
+)
+
 from .app import EvalAdapter  # noqa: E402
 from .limits import Limits  # noqa: E402
 from .problems import HTTPProblem  # noqa: E402
 from .sessions import RunPolicy, SessionManager  # noqa: E402
-from .stores import Lease, MemoryStore, SessionStore, StoredSession  # noqa: E402
+from .stores import (  # noqa: E402
+    ApprovalRelay,
+    Lease,
+    MemoryStore,
+    SessionStore,
+    StoredSession,
+    StoreUnavailable,
+    open_store,
+)
 
 __all__ = [
+    "ApprovalRejected",
+    "ApprovalRelay",
     "EvalAdapter",
     "HTTPProblem",
     "Lease",
     "Limits",
     "MemoryStore",
     "RunPolicy",
+    "SessionInfo",
     "SessionManager",
     "SessionStore",
+    "StoreUnavailable",
     "StoredSession",
+    "TurnContext",
+    "open_store",
+    "tool",
 ]
