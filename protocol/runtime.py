@@ -11,7 +11,9 @@ Rules:
   returns when the turn completes **or suspends** on approval requests;
   :meth:`AgentSession.decide` answers every pending request and returns at the next
   completion or suspension. Cancelling the caller of ``send`` or ``decide`` never cancels
-  the turn (it is shielded); only a timeout or :meth:`AgentSession.close` does.
+  the turn (it is shielded; its timeout goes with that caller); only a timeout or
+  :meth:`AgentSession.close` does. :meth:`AgentSession.wait` follows the turn after such
+  a cancellation, as the cancelled call would have.
 - One turn at a time: ``send`` during a turn raises :class:`SessionBusy`, ``send`` while
   suspended :class:`SessionSuspended`, ``decide`` with nothing pending
   :class:`NotSuspended`. ``decide`` must cover exactly the pending call ids, otherwise
@@ -313,6 +315,18 @@ class AgentSession:
                 future.set_result(results[call_id])
         return await self._drive(checkpoint, timeout)
 
+    async def wait(self, *, timeout: float | None = None) -> AgentRun:
+        """Follow a turn whose caller of :meth:`send` or :meth:`decide` was cancelled.
+
+        Returns (or raises :class:`TurnTimeout`) as that call would have, at the turn's
+        next completion or suspension; ``timeout`` counts from now. Returns the run at
+        once when no turn is running.
+        """
+        checkpoint = self._checkpoint
+        if self._task is None or self._futures or checkpoint is None:
+            return self.run if self._futures else self._park()
+        return await self._drive(checkpoint, timeout)
+
     async def close(self) -> None:
         """Cancel a running or suspended turn and refuse further calls."""
         self._closed = True
@@ -345,7 +359,8 @@ class AgentSession:
     # -- internals --------------------------------------------------------------------------
 
     async def _drive(self, checkpoint: asyncio.Future[str], timeout: float | None) -> AgentRun:
-        # The checkpoint is ours alone: a cancelled caller cancels it, never the turn.
+        # A cancelled caller cancels the checkpoint, never the turn; a fresh checkpoint
+        # lets :meth:`wait` follow the turn afterwards.
         handle = None
         if timeout is not None:
             handle = asyncio.get_running_loop().call_later(
@@ -353,6 +368,10 @@ class AgentSession:
             )
         try:
             outcome = await checkpoint
+        except asyncio.CancelledError:
+            if self._task is not None and self._checkpoint is checkpoint and checkpoint.cancelled():
+                self._checkpoint = asyncio.get_running_loop().create_future()
+            raise
         finally:
             if handle is not None:
                 handle.cancel()

@@ -7,6 +7,8 @@ Rules:
   them in a standalone Starlette app whose unknown routes and methods are problems too.
 - Nothing depends on a lifespan: state is created with the adapter, expired sessions are
   purged lazily, so mounting under a host that never sends lifespan events is fine.
+- Routes are plain ASGI endpoints (no per-request ``Request`` object); the hot answers
+  (turns, approvals) are sent with precomputed headers.
 - Every error is ``application/problem+json`` (see :mod:`evalport.server.problems`),
   produced by the adapter itself, so a host's exception handlers never reformat it.
   Unexpected failures are a 500 ``internal`` problem with an error id that the log repeats.
@@ -45,10 +47,12 @@ from evalport.protocol import (
 )
 from evalport.protocol.version import PROTOCOL_VERSION
 from starlette.applications import Starlette
+from starlette.datastructures import URL
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
+from starlette.types import Receive, Scope, Send
 
 from .auth import BearerAuth
 from .limits import Limits
@@ -65,8 +69,12 @@ _JSON: Final = "application/json"
 _METHODS: Final = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 _MAX_KEY: Final = 255
 _Headers = dict[bytes, str]
-Handler = Callable[[Request, _Headers], Awaitable[Response]]
-Endpoint = Callable[[Request], Awaitable[Response]]
+Answer = Response | Outcome
+Handler = Callable[[Scope, Receive, _Headers], Awaitable[Answer]]
+_CONTENT_TYPES: Final = {
+    False: (b"content-type", _JSON.encode()),
+    True: (b"content-type", PROBLEM_CONTENT_TYPE.encode()),
+}
 _WANTED: Final = frozenset(
     (b"authorization", b"content-length", b"content-type", b"idempotency-key")
 )
@@ -186,61 +194,25 @@ class EvalAdapter:
 
     def _guard(
         self, endpoints: dict[str, Handler], *, public: bool = False, drains: bool = False
-    ) -> Endpoint:
-        """One path's endpoint: method dispatch, auth, draining, every error a problem."""
-        auth = None if public else self._auth
+    ) -> _Endpoint:
+        """One path's ASGI endpoint: method dispatch, auth, draining, every error a problem."""
         if "GET" in endpoints:
             endpoints = {**endpoints, "HEAD": endpoints["GET"]}
-        allow = ", ".join(endpoints)
+        return _Endpoint(self, endpoints, None if public else self._auth, drains)
 
-        async def guarded(request: Request) -> Response:
-            try:
-                headers = _headers(request.scope["headers"])
-                if auth is not None:
-                    auth.check(headers.get(b"authorization"))
-                endpoint = endpoints.get(request.method)
-                if endpoint is None:
-                    raise HTTPProblem(
-                        ProblemType.METHOD_NOT_ALLOWED,
-                        f"{request.method} is not allowed here; use {allow}.",
-                        headers={"Allow": allow},
-                    )
-                if drains and self._draining:
-                    raise HTTPProblem(
-                        ProblemType.DRAINING,
-                        "The server is shutting down; retry on another replica.",
-                        retry_after=self.limits.retry_after,
-                    )
-                return await endpoint(request, headers)
-            except HTTPProblem as problem:
-                return problem.response(request.url.path)
-            except Exception:
-                error_id = str(uuid.uuid4())
-                logger.exception(
-                    "internal error %s on %s %s", error_id, request.method, request.url.path
-                )
-                return problem_response(
-                    ProblemType.INTERNAL,
-                    f"The server failed unexpectedly (error id {error_id}).",
-                    instance=request.url.path,
-                )
-
-        return guarded
-
-    async def _body(self, request: Request, headers: _Headers) -> bytes:
+    async def _body(self, receive: Receive, headers: _Headers) -> bytes:
         limit = self.limits.max_body_bytes
         declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
             raise _too_large(limit)
         content_type = headers.get(b"content-type")
-        if content_type is not None and not _is_json(content_type):
+        if content_type is not None and content_type != _JSON and not _is_json(content_type):
             raise HTTPProblem(
                 ProblemType.UNSUPPORTED_MEDIA_TYPE,
                 f"Send application/json, not {content_type.split(';')[0].strip()!r}.",
             )
         chunks: list[bytes] = []
         size = 0
-        receive = request.receive
         while True:
             message = await receive()
             if message["type"] != "http.request":
@@ -255,14 +227,14 @@ class EvalAdapter:
 
     # -- endpoints ---------------------------------------------------------------------------------
 
-    async def _health_endpoint(self, request: Request, headers: _Headers) -> Response:
+    async def _health_endpoint(self, scope: Scope, receive: Receive, headers: _Headers) -> Answer:
         return Response(self._health, media_type=_JSON)
 
-    async def _create(self, request: Request, headers: _Headers) -> Response:
-        body = await self._body(request, headers)
+    async def _create(self, scope: Scope, receive: Receive, headers: _Headers) -> Answer:
+        body = await self._body(receive, headers)
         create = _decode(body, CreateSessionRequest) if body.strip() else CreateSessionRequest()
         session_id, expires_at = await self.sessions.create(create)
-        location = f"{request.url.path.rstrip('/')}/{session_id}"
+        location = f"{_path(scope).rstrip('/')}/{session_id}"
         return Response(
             encode(CreateSessionResponse(session_id=session_id, expires_at=expires_at)),
             201,
@@ -270,16 +242,16 @@ class EvalAdapter:
             media_type=_JSON,
         )
 
-    async def _attach(self, request: Request, headers: _Headers) -> Response:
+    async def _attach(self, scope: Scope, receive: Receive, headers: _Headers) -> Answer:
         return Response(
-            await self.sessions.attach(request.path_params["session_id"]), media_type=_JSON
+            await self.sessions.attach(scope["path_params"]["session_id"]), media_type=_JSON
         )
 
-    async def _delete(self, request: Request, headers: _Headers) -> Response:
-        await self.sessions.delete(request.path_params["session_id"])
+    async def _delete(self, scope: Scope, receive: Receive, headers: _Headers) -> Answer:
+        await self.sessions.delete(scope["path_params"]["session_id"])
         return Response(status_code=204)
 
-    async def _turn(self, request: Request, headers: _Headers) -> Response:
+    async def _turn(self, scope: Scope, receive: Receive, headers: _Headers) -> Answer:
         key = headers.get(b"idempotency-key")
         if key is not None and not 0 < len(key) <= _MAX_KEY:
             raise HTTPProblem(
@@ -287,19 +259,82 @@ class EvalAdapter:
                 f"The Idempotency-Key header must have 1 to {_MAX_KEY} characters.",
                 errors=[FieldError(path="header:Idempotency-Key", message="1 to 255 characters")],
             )
-        turn = _decode(await self._body(request, headers), TurnRequest)
-        outcome = await self.sessions.turn(request.path_params["session_id"], turn.message, key)
-        return _respond(outcome)
+        turn = _decode(await self._body(receive, headers), TurnRequest)
+        return await self.sessions.turn(scope["path_params"]["session_id"], turn.message, key)
 
-    async def _decide(self, request: Request, headers: _Headers) -> Response:
-        decide = _decode(await self._body(request, headers), ApprovalsRequest)
-        outcome = await self.sessions.decide(request.path_params["session_id"], decide.decisions)
-        return _respond(outcome)
+    async def _decide(self, scope: Scope, receive: Receive, headers: _Headers) -> Answer:
+        decide = _decode(await self._body(receive, headers), ApprovalsRequest)
+        return await self.sessions.decide(scope["path_params"]["session_id"], decide.decisions)
 
 
-def _respond(outcome: Outcome) -> Response:
-    media_type = PROBLEM_CONTENT_TYPE if outcome.is_problem else _JSON
-    return Response(outcome.body, outcome.status, media_type=media_type)
+class _Endpoint:
+    """The ASGI endpoint of one path (Starlette routes a class instance as plain ASGI)."""
+
+    __slots__ = ("_adapter", "_allow", "_auth", "_drains", "_endpoints")
+
+    def __init__(
+        self,
+        adapter: EvalAdapter,
+        endpoints: dict[str, Handler],
+        auth: BearerAuth | None,
+        drains: bool,
+    ) -> None:
+        self._adapter = adapter
+        self._endpoints = endpoints
+        self._auth = auth
+        self._drains = drains
+        self._allow = ", ".join(endpoints)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            headers = _headers(scope["headers"])
+            if self._auth is not None:
+                self._auth.check(headers.get(b"authorization"))
+            method = scope["method"]
+            endpoint = self._endpoints.get(method)
+            if endpoint is None:
+                raise HTTPProblem(
+                    ProblemType.METHOD_NOT_ALLOWED,
+                    f"{method} is not allowed here; use {self._allow}.",
+                    headers={"Allow": self._allow},
+                )
+            if self._drains and self._adapter.draining:
+                raise HTTPProblem(
+                    ProblemType.DRAINING,
+                    "The server is shutting down; retry on another replica.",
+                    retry_after=self._adapter.limits.retry_after,
+                )
+            answer = await endpoint(scope, receive, headers)
+        except HTTPProblem as problem:
+            answer = problem.response(_path(scope))
+        except Exception:
+            error_id = str(uuid.uuid4())
+            logger.exception("internal error %s on %s %s", error_id, scope["method"], _path(scope))
+            answer = problem_response(
+                ProblemType.INTERNAL,
+                f"The server failed unexpectedly (error id {error_id}).",
+                instance=_path(scope),
+            )
+        if isinstance(answer, Outcome):
+            body = answer.body
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": answer.status,
+                    "headers": [
+                        (b"content-length", str(len(body)).encode()),
+                        _CONTENT_TYPES[answer.status >= 400],
+                    ],
+                }
+            )
+            await send({"type": "http.response.body", "body": body})
+        else:
+            await answer(scope, receive, send)
+
+
+def _path(scope: Scope) -> str:
+    """The request's path as Starlette's ``request.url.path`` reads it."""
+    return URL(scope=scope).path
 
 
 def _decode(body: bytes, kind: type[T]) -> T:

@@ -37,7 +37,7 @@ import json
 import logging
 import secrets
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any, Final, Protocol
@@ -133,11 +133,30 @@ def fingerprint(message: str) -> str:
 
 
 class _InFlight:
-    __slots__ = ("fingerprint", "task")
+    """A keyed turn in flight: repeats of its key wait for its outcome."""
 
-    def __init__(self, fingerprint: str, task: asyncio.Task[Outcome]) -> None:
+    __slots__ = ("_waiters", "fingerprint")
+
+    def __init__(self, fingerprint: str) -> None:
         self.fingerprint = fingerprint
-        self.task = task
+        self._waiters: list[asyncio.Future[Outcome]] = []
+
+    def wait(self) -> asyncio.Future[Outcome]:
+        """A future of this waiter's own for the turn's outcome (or its problem)."""
+        future: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
+        self._waiters.append(future)
+        return future
+
+    def settle(self, outcome: Outcome | None, error: BaseException | None = None) -> None:
+        for future in self._waiters:
+            if future.done():
+                continue
+            if outcome is not None:
+                future.set_result(outcome)
+            elif isinstance(error, Exception):
+                future.set_exception(error)
+            else:
+                future.cancel()
 
 
 class SessionManager:
@@ -161,6 +180,10 @@ class SessionManager:
         self._live: dict[str, AgentSession] = {}
         self._seen: dict[str, bytes] = {}  # the stored run each live agent has reached
         self._inflight: dict[tuple[str, str], _InFlight] = {}
+        # A process-local store never waits: a turn's bookkeeping cannot be interrupted,
+        # and only this process moves its sessions on, so a live agent is always current.
+        self._local = type(self.store) is MemoryStore
+        self._followers: set[asyncio.Task[Outcome]] = set()  # jobs whose request went away
         self._next_sweep = 0.0
         self._lease_prefix = secrets.token_hex(8) + "-"
         self._leases = 0
@@ -259,8 +282,12 @@ class SessionManager:
 
     async def aclose(self) -> None:
         """Close every live agent and the store."""
-        for task in [flight.task for flight in self._inflight.values()]:
-            await asyncio.wait({task}, timeout=1.0)
+        waiting: set[asyncio.Future[Outcome]] = {
+            flight.wait() for flight in self._inflight.values()
+        }
+        waiting.update(self._followers)
+        if waiting:
+            await asyncio.wait(waiting, timeout=1.0)
         for session_id in list(self._live):
             await self._forget(session_id)
         await self.store.aclose()
@@ -276,6 +303,8 @@ class SessionManager:
 
     async def _current(self, session_id: str, live: AgentSession | None) -> AgentSession:
         """The session's agent, rebuilt from the store unless this process is up to date."""
+        if live is not None and self._local:
+            return live
         stored = await self.store.read(session_id)
         if stored is None:
             await self._forget(session_id)
@@ -380,11 +409,15 @@ class SessionManager:
         except BaseException:
             await self.store.release(session_id, token)
             raise
-        job = asyncio.get_running_loop().create_task(
-            self._turn_job(session_id, live, message, key, digest, token)
-        )
+        flight = None
         if key is not None:
-            self._inflight[(session_id, key)] = _InFlight(digest, job)
+            flight = self._inflight[(session_id, key)] = _InFlight(digest)
+        if self._local:
+            return await self._turn_here(session_id, live, message, key, flight, token)
+        step = live.send(message, timeout=self.limits.turn_timeout)
+        job = asyncio.get_running_loop().create_task(
+            self._turn_job(session_id, live, step, key, flight, token)
+        )
         return await asyncio.shield(job)
 
     async def decide(
@@ -419,7 +452,7 @@ class SessionManager:
         if flight is not None:
             if flight.fingerprint != digest:
                 raise _key_reused()
-            return await asyncio.shield(flight.task)
+            return await flight.wait()
         stored = await self.store.get_result(session_id, key)
         if stored is None:
             return None
@@ -440,26 +473,65 @@ class SessionManager:
             raise _not_found(session_id)
         raise HTTPProblem(ProblemType.SESSION_BUSY, "A turn is already in flight on this session.")
 
-    async def _turn_job(
+    async def _turn_here(
         self,
         session_id: str,
         live: AgentSession,
         message: str,
         key: str | None,
-        digest: str,
+        flight: _InFlight | None,
         token: str,
     ) -> Outcome:
+        """A turn's job on the request's own task (the agent runs in a task of its own).
+
+        Only the turn itself waits (a process-local store never does), so only there can
+        the request be cancelled; the job then continues as a task that follows the turn.
+        """
+        loop = asyncio.get_running_loop()
+        timeout = self.limits.turn_timeout
+        started = loop.time()
+        step: Awaitable[AgentRun]
         try:
-            outcome = await self._drive(
-                session_id, live, live.send(message, timeout=self.limits.turn_timeout)
-            )
-            if key is not None:
+            step = _ready(await live.send(message, timeout=timeout))
+        except asyncio.CancelledError:
+            left = None if timeout is None else max(started + timeout - loop.time(), 0.0)
+            follow = live.wait(timeout=left)
+            job = loop.create_task(self._turn_job(session_id, live, follow, key, flight, token))
+            self._followers.add(job)
+            job.add_done_callback(self._followers.discard)
+            raise
+        except Exception as error:
+            step = _raise(error)
+        return await self._turn_job(session_id, live, step, key, flight, token)
+
+    async def _turn_job(
+        self,
+        session_id: str,
+        live: AgentSession,
+        step: Awaitable[AgentRun],
+        key: str | None,
+        flight: _InFlight | None,
+        token: str,
+    ) -> Outcome:
+        """Drive the turn, store its run and idempotency record, release the lease."""
+        try:
+            outcome = await self._drive(session_id, live, step)
+            if key is not None and flight is not None:
                 record = encode(
-                    _Idempotency(fingerprint=digest, status=outcome.status, body=outcome.body)
+                    _Idempotency(
+                        fingerprint=flight.fingerprint, status=outcome.status, body=outcome.body
+                    )
                 )
                 await self.store.put_result(
                     session_id, key, record, keep=self.limits.idempotency_keys
                 )
+        except BaseException as error:
+            if flight is not None:
+                flight.settle(None, error)
+            raise
+        else:
+            if flight is not None:
+                flight.settle(outcome)
             return outcome
         finally:
             if key is not None:
@@ -480,7 +552,9 @@ class SessionManager:
         finally:
             await self.store.release(session_id, token)
 
-    async def _drive(self, session_id: str, live: AgentSession, step: Any) -> Outcome:
+    async def _drive(
+        self, session_id: str, live: AgentSession, step: Awaitable[AgentRun]
+    ) -> Outcome:
         try:
             run = await step
         except TurnTimeout as timeout:
@@ -519,6 +593,14 @@ class SessionManager:
                 await self._relay.listen(session_id, partial(self._relayed, session_id))
             else:
                 await self._relay.unlisten(session_id)
+
+
+async def _ready(run: AgentRun) -> AgentRun:
+    return run
+
+
+async def _raise(error: Exception) -> AgentRun:
+    raise error
 
 
 def _not_found(session_id: str) -> HTTPProblem:

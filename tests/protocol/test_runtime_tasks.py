@@ -11,7 +11,8 @@ import asyncio
 import contextvars
 
 import anyio
-from evalport.protocol import AgentSession, RunStatus, SessionInfo, TurnContext
+import pytest
+from evalport.protocol import AgentSession, RunStatus, SessionInfo, TurnContext, TurnTimeout
 
 marker: contextvars.ContextVar[str] = contextvars.ContextVar("marker", default="caller")
 
@@ -82,4 +83,43 @@ async def test_the_agent_runs_in_its_own_task_with_a_copy_of_the_context() -> No
     assert caller not in seen
     assert seen[0] is not seen[1]  # one task per turn
     assert marker.get() == "caller"
+    await session.close()
+
+
+async def test_wait_follows_a_turn_whose_caller_was_cancelled() -> None:
+    go = asyncio.Event()
+
+    async def agent(message: str, history: list[object], ctx: TurnContext) -> str:
+        await go.wait()
+        return "finished"
+
+    session = await open_session(agent)
+    caller = asyncio.create_task(session.send("go", timeout=5))
+    await asyncio.sleep(0.01)
+    caller.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await caller
+    assert session.busy  # the turn goes on
+    go.set()
+    run = await session.wait(timeout=1)
+    assert (run.status, run.reply, session.busy) == (RunStatus.COMPLETED, "finished", False)
+    assert (await session.wait()).reply == "finished"  # idle: the run at once
+    await session.close()
+
+
+async def test_wait_times_the_followed_turn_out() -> None:
+    async def agent(message: str, history: list[object], ctx: TurnContext) -> str:
+        await asyncio.sleep(5)
+        return "never"
+
+    session = await open_session(agent)
+    caller = asyncio.create_task(session.send("go"))
+    await asyncio.sleep(0.01)
+    caller.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await caller
+    with pytest.raises(TurnTimeout) as raised:
+        await session.wait(timeout=0.05)
+    assert raised.value.run.status == RunStatus.FAILED
+    assert not session.busy
     await session.close()

@@ -11,7 +11,9 @@ from typing import Any
 
 import anyio
 import httpx
+import pytest
 from evalport.protocol import TurnContext
+from evalport.server import Limits
 from serverkit import Build, open_session
 
 
@@ -76,3 +78,83 @@ async def test_the_agent_never_runs_on_the_request_task(build: Build) -> None:
     assert len(seen) == 2 and None not in seen
     assert asyncio.current_task() not in seen
     assert seen[0] is not seen[1]
+
+
+class Gate:
+    """An agent that waits for the test to let each turn finish."""
+
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+        self.go = asyncio.Event()
+        self.turns = 0
+
+    async def __call__(self, message: str, history: list[Any], ctx: TurnContext) -> str:
+        self.turns += 1
+        self.started.set()
+        await self.go.wait()
+        return f"done {message}"
+
+
+async def cancel_mid_turn(
+    client: httpx.AsyncClient, gate: Gate, session_id: str, headers: dict[str, str]
+) -> None:
+    request = asyncio.create_task(
+        client.post(
+            f"/evals/sessions/{session_id}/turns", json={"message": "slow"}, headers=headers
+        )
+    )
+    await asyncio.wait_for(gate.started.wait(), 1)
+    request.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await request
+
+
+@pytest.mark.parametrize("key", [None, "k-1"])
+async def test_a_cancelled_request_leaves_its_turn_running_and_recorded(
+    build: Build, key: str | None
+) -> None:
+    gate = Gate()
+    _, client = build(gate)
+    session_id = await open_session(client)
+    headers = {"Idempotency-Key": key} if key else {}
+    await cancel_mid_turn(client, gate, session_id, headers)
+    busy = await client.post(f"/evals/sessions/{session_id}/turns", json={"message": "other"})
+    assert busy.status_code == 409  # the turn still holds the session
+    if key:  # a repeat of the key waits for the running turn instead of running another
+        repeat = asyncio.create_task(
+            client.post(
+                f"/evals/sessions/{session_id}/turns", json={"message": "slow"}, headers=headers
+            )
+        )
+        await asyncio.sleep(0.01)
+        assert not repeat.done()
+    gate.go.set()
+    if key:
+        answer = await repeat
+        assert answer.status_code == 200
+        assert answer.json()["run"]["reply"] == "done slow"
+    for _ in range(100):  # the request's job finishes in a task of its own
+        run = (await client.get(f"/evals/sessions/{session_id}")).json()["run"]
+        if run["status"] == "completed":
+            break
+        await asyncio.sleep(0.01)
+    assert (run["status"], run["reply"], run["turns"]) == ("completed", "done slow", 1)
+    after = await turn(client, session_id, "next")  # the lease was released
+    assert (after["reply"], after["turns"], gate.turns) == ("done next", 2, 2)
+
+
+async def test_a_cancelled_request_keeps_its_turn_timeout(build: Build) -> None:
+    gate = Gate()
+    _, client = build(gate, limits=Limits(turn_timeout=0.2))
+    session_id = await open_session(client)
+    await cancel_mid_turn(client, gate, session_id, {})
+    for _ in range(200):
+        run = (await client.get(f"/evals/sessions/{session_id}")).json()["run"]
+        if run["status"] == "failed":  # stored by the job that followed the turn
+            break
+        await asyncio.sleep(0.01)
+    assert run["status"] == "failed"
+    assert run["stopSignal"]["reason"] == "time_limit"
+    gate.go.set()
+    after = await turn(client, session_id, "next")
+    assert (after["status"], after["turns"]) == ("completed", 2)
