@@ -11,11 +11,16 @@ Rules (the verdicts follow Instructor's, so reports mean the same thing in both)
   ``error`` counts as a failure for exit codes but stays distinct in every report.
 - A case repeated N times with pass rate r needs ``clamp(ceil(r*N - 1e-9), 1, N)`` passed
   trials; only ``passed`` trials count; all trials skipped -> the case is skipped.
+- A trial keeps its redacted run as :class:`RunData`: a read-only mapping of the run's
+  JSON data (what ``msgspec.to_builtins`` gives), held as the JSON text and decoded on
+  first read. Until a report reads it, a kept run is one bytes object the garbage
+  collector never visits: a run of thousands of trials keeps collections cheap.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Mapping
 from typing import Any, Literal
 
 import msgspec
@@ -24,6 +29,7 @@ __all__ = [
     "AssertionResult",
     "CaseResult",
     "JudgeRecord",
+    "RunData",
     "Severity",
     "TrialResult",
     "Verdict",
@@ -81,6 +87,76 @@ class JudgeRecord(msgspec.Struct, kw_only=True):
     error: str | None = None
 
 
+_ENCODER = msgspec.json.Encoder()
+
+
+class _UsageOnly(msgspec.Struct):
+    usage: Any = None
+
+
+_USAGE = msgspec.json.Decoder(_UsageOnly)
+
+
+class RunData(Mapping[str, Any]):
+    """A trial's redacted run as plain JSON data, kept as its JSON text (see the rules).
+
+    It reads like the dict ``msgspec.to_builtins(run)`` gives (``data["turns"]``,
+    ``data.get("usage")``, equality with dicts) but cannot be changed. ``raw`` is the
+    text as a :class:`msgspec.Raw`, for embedding in encoded output unchanged.
+    """
+
+    __slots__ = ("_data", "json")
+
+    def __init__(self, json: bytes) -> None:
+        self.json = json
+        self._data: dict[str, Any] | None = None
+
+    @classmethod
+    def of(cls, run: Any) -> RunData:
+        """The JSON data of ``run`` (an AgentRun, or anything msgspec encodes)."""
+        return cls(_ENCODER.encode(run))
+
+    @property
+    def raw(self) -> msgspec.Raw:
+        return msgspec.Raw(self.json)
+
+    def data(self) -> dict[str, Any]:
+        """The decoded data (decoded once, then kept)."""
+        if self._data is None:
+            data = msgspec.json.decode(self.json)
+            if not isinstance(data, dict):
+                raise TypeError(f"a run is a JSON object, not {type(data).__name__}")
+            self._data = data
+        return self._data
+
+    def usage(self) -> Any:
+        """The run's ``usage`` entry, without decoding the rest when not decoded yet."""
+        if self._data is not None:
+            return self._data.get("usage")
+        return _USAGE.decode(self.json).usage
+
+    def __getitem__(self, key: str) -> Any:
+        return self.data()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.data())
+
+    def __len__(self) -> int:
+        return len(self.data())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, RunData):
+            return self.json == other.json or self.data() == other.data()
+        if isinstance(other, Mapping):
+            return self.data() == other
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # equal to dicts, which are unhashable
+
+    def __repr__(self) -> str:
+        return f"RunData({self.data()!r})"
+
+
 class TrialResult(msgspec.Struct, kw_only=True):
     """One execution of a case."""
 
@@ -96,7 +172,7 @@ class TrialResult(msgspec.Struct, kw_only=True):
     cached: bool = False
     judges: list[JudgeRecord] = msgspec.field(default_factory=list)
     logs: list[str] = msgspec.field(default_factory=list)
-    run: Any = None  # the redacted AgentRun as plain JSON data, for reports
+    run: Any = None  # the redacted AgentRun as RunData (plain JSON data), for reports
 
 
 class CaseResult(msgspec.Struct, kw_only=True):

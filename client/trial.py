@@ -18,7 +18,7 @@ Rules:
   requirement: an errored or skipped case spends no judge tokens.
 - The verdict is :func:`evalport.client.results.trial_verdict`. The result keeps the
   logs, the judge records, the current session's id, and its (already redacted) run as
-  plain JSON data.
+  :class:`~evalport.client.results.RunData` (plain JSON data, kept encoded).
 """
 
 from __future__ import annotations
@@ -27,12 +27,10 @@ import asyncio
 import time
 from typing import TYPE_CHECKING, Any
 
-import msgspec
-
 from .context import EvalContext, RequirementFailed, SkipCase, SyncEvalContext
 from .conversation import ApprovalPolicy
 from .handles import AssertionHandle
-from .results import AssertionResult, TrialResult, trial_verdict
+from .results import AssertionResult, RunData, TrialResult, trial_verdict
 from .target import Target
 
 if TYPE_CHECKING:
@@ -136,9 +134,9 @@ async def run_trial(
     )
 
 
-def _plain(ctx: EvalContext) -> Any:
+def _plain(ctx: EvalContext) -> RunData | None:
     try:
-        return msgspec.to_builtins(ctx.run)
+        return RunData.of(ctx.run)
     except Exception as exc:  # a session that cannot report its run
         ctx.log(f"the run could not be recorded: {exc}")
         return None

@@ -22,7 +22,7 @@ from pathlib import Path
 import msgspec
 
 from ..config import ConfigError
-from ..results import CaseResult
+from ..results import CaseResult, RunData
 from .base import Reporter, RunReport
 from .summary import RunSummary
 
@@ -84,7 +84,7 @@ def _write_case(folder: Path, result: CaseResult) -> None:
                 "errorType": trial.error_type,
                 "assertions": trial.assertions,
                 "logs": trial.logs,
-                "run": trial.run,
+                "run": trial.run.raw if isinstance(trial.run, RunData) else trial.run,
             },
         )
         judges.append({"trial": trial.trial, "judges": trial.judges})

@@ -11,6 +11,7 @@ text. Only redacted runs reach this module.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping
 from datetime import datetime
 from html import escape
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import Any
 import msgspec
 from evalport.protocol import is_digest
 
-from ..results import CaseResult, TrialResult, Verdict
+from ..results import CaseResult, RunData, TrialResult, Verdict
 from .base import Reporter, RunReport
 from .files import case_slug
 from .summary import CaseSummary, RunSummary
@@ -93,7 +94,7 @@ def _time(value: Any) -> float | None:
         return None
 
 
-def _transcript(run: dict[str, Any]) -> str:
+def _transcript(run: Mapping[str, Any]) -> str:
     users = run.get("userMessages") or []
     steps = run.get("steps") or []
     turns = max([int(run.get("turns") or 0), len(users)] + [int(s.get("turn") or 0) for s in steps])
@@ -120,7 +121,7 @@ def _transcript(run: dict[str, Any]) -> str:
     return "".join(parts) or '<p class="muted">no transcript</p>'
 
 
-def _timeline(run: dict[str, Any]) -> str:
+def _timeline(run: Mapping[str, Any]) -> str:
     tools = run.get("tools") or []
     spans = []
     for record in tools:
@@ -175,7 +176,7 @@ def _judges(trial: TrialResult) -> str:
     )
 
 
-def _usage(run: dict[str, Any], trial: TrialResult) -> str:
+def _usage(run: Mapping[str, Any], trial: TrialResult) -> str:
     usage = run.get("usage") or {}
     judge = sum(j.input_tokens + j.output_tokens for j in trial.judges)
     parts = ", ".join(f"{key} {value}" for key, value in usage.items() if value)
@@ -183,7 +184,7 @@ def _usage(run: dict[str, Any], trial: TrialResult) -> str:
 
 
 def _trial(trial: TrialResult) -> str:
-    run = trial.run if isinstance(trial.run, dict) else {}
+    run = trial.run if isinstance(trial.run, RunData | dict) else {}
     flags = " · from the run cache" if trial.cached else ""
     error = (
         f'<p class="msg tool">{_text(trial.error_type or "error")}: {_text(trial.error)}</p>'

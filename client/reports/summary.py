@@ -23,7 +23,7 @@ from typing import Any
 
 import msgspec
 
-from ..results import CaseResult, TrialResult, Verdict
+from ..results import CaseResult, RunData, TrialResult, Verdict
 from ..stats import k_values, mean_std, pass_at_k, pass_hat_k, wilson
 
 __all__ = [
@@ -125,8 +125,8 @@ class RunSummary(msgspec.Struct, kw_only=True, gc=False):
 def trial_tokens(trial: TrialResult) -> int:
     """Tokens the target spent in one trial (from its redacted run's usage)."""
     run = trial.run
-    if isinstance(run, dict):
-        usage = run.get("usage")
+    if isinstance(run, RunData | dict):
+        usage = run.usage() if isinstance(run, RunData) else run.get("usage")
         if isinstance(usage, dict):
             return sum(value for value in usage.values() if type(value) is int)
     return 0
