@@ -15,6 +15,8 @@ Rules (the verdicts follow Instructor's, so reports mean the same thing in both)
   JSON data (what ``msgspec.to_builtins`` gives), held as the JSON text and decoded on
   first read. Until a report reads it, a kept run is one bytes object the garbage
   collector never visits: a run of thousands of trials keeps collections cheap.
+- The result Structs hold JSON-like data only and never form reference cycles, so they
+  are ``gc=False`` (like the summaries): the collector skips them too.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ class Verdict:
     ALL = (PASSED, FAILED, ERROR, SKIPPED, SCORED)
 
 
-class AssertionResult(msgspec.Struct, kw_only=True):
+class AssertionResult(msgspec.Struct, kw_only=True, gc=False):
     """The outcome of evaluating one assertion."""
 
     name: str
@@ -74,7 +76,7 @@ class AssertionResult(msgspec.Struct, kw_only=True):
         return self.severity == "soft" and not self.passed
 
 
-class JudgeRecord(msgspec.Struct, kw_only=True):
+class JudgeRecord(msgspec.Struct, kw_only=True, gc=False):
     """What one judge call saw and said (kept for reports, redacted like the run)."""
 
     criterion: str
@@ -157,7 +159,7 @@ class RunData(Mapping[str, Any]):
         return f"RunData({self.data()!r})"
 
 
-class TrialResult(msgspec.Struct, kw_only=True):
+class TrialResult(msgspec.Struct, kw_only=True, gc=False):
     """One execution of a case."""
 
     case_id: str
@@ -175,7 +177,7 @@ class TrialResult(msgspec.Struct, kw_only=True):
     run: Any = None  # the redacted AgentRun as RunData (plain JSON data), for reports
 
 
-class CaseResult(msgspec.Struct, kw_only=True):
+class CaseResult(msgspec.Struct, kw_only=True, gc=False):
     """A case over all its trials."""
 
     case_id: str
