@@ -493,7 +493,8 @@ def _sync_turn(run: AgentRun, usage_before: Usage) -> None:
     del tools[keep:]
     usage = usage_before
     for step in steps[first:]:
-        tools.extend(tool_record(step, execution) for execution in step.tool_executions)
+        if step.tool_executions:
+            tools.extend(tool_record(step, execution) for execution in step.tool_executions)
         usage = usage + step.usage
     run.usage = usage
 

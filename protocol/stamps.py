@@ -2,7 +2,9 @@
 
 Rules:
 
-- Ids are random version-4 UUIDs in canonical text (Instructor requires UUID ids).
+- Ids are random version-4 UUIDs in canonical text (Instructor requires UUID ids). They
+  name records, they are no secrets: the bits come from a generator seeded from the OS
+  once per process (and again in a forked child), not from a system call per id.
 - Timestamps are ISO-8601 UTC with milliseconds and a ``Z``: ``2026-01-31T12:00:00.123Z``.
 - Payloads become JSON values with ``msgspec.to_builtins``; what it cannot convert is kept
   as its ``repr``, so recording never fails on an odd value.
@@ -14,6 +16,7 @@ Rules:
 from __future__ import annotations
 
 import os
+import random
 import time
 from collections.abc import Mapping
 from typing import Any, Final
@@ -38,9 +41,14 @@ TOOL_ERROR_CLASS: Final = "ToolError"
 _VARIANT: Final = "89ab89ab89ab89ab"
 
 
+_random = random.Random(os.urandom(32))
+_bits = _random.getrandbits
+os.register_at_fork(after_in_child=lambda: _random.seed(os.urandom(32)))
+
+
 def new_id() -> str:
     """A random (version 4) UUID as canonical text: 122 random bits."""
-    h = os.urandom(16).hex()
+    h = f"{_bits(128):032x}"
     return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{_VARIANT[int(h[16], 16)]}{h[17:20]}-{h[20:]}"
 
 

@@ -10,22 +10,23 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+import msgspec
+
 from .base import Lease, StoredSession
 
 __all__ = ["MemoryStore"]
 
 
-class _Entry:
-    __slots__ = ("expires", "lease_expires", "lease_token", "meta", "results", "run", "state")
-
-    def __init__(self, meta: bytes, run: bytes, expires: float) -> None:
-        self.meta = meta
-        self.run = run
-        self.state = "idle"
-        self.expires = expires
-        self.lease_token: str | None = None
-        self.lease_expires = 0.0
-        self.results: dict[str, bytes] | None = None
+class _Entry(msgspec.Struct, gc=False):
+    # Untracked by the garbage collector (it holds bytes, strings, numbers and a dict of
+    # bytes, never a cycle): thousands of idle sessions then add nothing to its full passes.
+    meta: bytes
+    run: bytes
+    expires: float
+    state: str = "idle"
+    lease_token: str | None = None
+    lease_expires: float = 0.0
+    results: dict[str, bytes] | None = None
 
 
 class MemoryStore:

@@ -123,3 +123,25 @@ async def test_wait_times_the_followed_turn_out() -> None:
     assert raised.value.run.status == RunStatus.FAILED
     assert not session.busy
     await session.close()
+
+
+def test_ids_are_uuid4_and_a_forked_child_draws_other_ones() -> None:
+    import os
+    import uuid
+
+    from evalport.protocol.stamps import new_id
+
+    ids = {new_id() for _ in range(2000)}
+    assert len(ids) == 2000
+    assert all(uuid.UUID(i).version == 4 and str(uuid.UUID(i)) == i for i in ids)
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - runs in the child
+        os.write(write, new_id().encode())
+        os._exit(0)
+    os.close(write)
+    os.waitpid(child, 0)
+    with os.fdopen(read) as pipe:
+        theirs = pipe.read()
+    assert uuid.UUID(theirs).version == 4
+    assert theirs != new_id()  # without a reseed both would draw the same next id
