@@ -138,10 +138,12 @@ def spec_of(func: Any) -> CaseSpec | None:
 
 
 def _source(func: Callable[..., Any]) -> str:
-    try:
-        return f"{inspect.getsourcefile(func)}:{inspect.getsourcelines(func)[1]}"
-    except (TypeError, OSError):
-        return getattr(func, "__qualname__", repr(func))
+    """``file:line`` of a case function, from its code object (no source file is read:
+    a function compiled from a string or a notebook has no readable source)."""
+    code = getattr(inspect.unwrap(func), "__code__", None)
+    if code is None:
+        return str(getattr(func, "__qualname__", repr(func)))
+    return f"{code.co_filename}:{code.co_firstlineno}"
 
 
 def _dataset(spec: CaseSpec, func: Callable[..., Any]) -> Dataset | None:
