@@ -252,7 +252,8 @@ class Runner:
         return result
 
     def _finish_case(self, case: Any, trials: list[TrialResult]) -> tuple[CaseResult, CaseSummary]:
-        trials.sort(key=lambda trial: trial.trial)
+        if len(trials) > 1:
+            trials.sort(key=lambda trial: trial.trial)
         verdicts = [trial.verdict for trial in trials]
         result = CaseResult(
             case_id=case.id,

@@ -125,8 +125,8 @@ class RunSummary(msgspec.Struct, kw_only=True, gc=False):
 def trial_tokens(trial: TrialResult) -> int:
     """Tokens the target spent in one trial (from its redacted run's usage)."""
     run = trial.run
-    if isinstance(run, RunData | dict):
-        usage = run.usage() if isinstance(run, RunData) else run.get("usage")
+    if type(run) is RunData or isinstance(run, dict):
+        usage = run.usage() if type(run) is RunData else run.get("usage")
         if isinstance(usage, dict):
             return sum(value for value in usage.values() if type(value) is int)
     return 0
