@@ -9,14 +9,21 @@ default loop and HTTP parser, no access log):
   a session's second turn, so both send the same payload size.
 
 wrk (``apt install wrk``) drives both, alternating, ``--rounds`` times each; its Lua script
-spreads the turns over the sessions round-robin, so every session takes one or two turns
-(an accumulated run grows with each turn, and the comparison is about the adapter's
-overhead, not about encoding a longer run) and no two requests in flight share a session
-(a 409 would be counted as an error). The best round of each is compared: throughput
+spreads the turns over the sessions round-robin, so that no two requests in flight share a
+session (a 409 would be counted as an error). Before each adapter round the sessions are
+replaced by fresh ones (a benchmark-only route of the adapter's process), so every session
+takes only a few turns in a round (printed as turns/session): an accumulated run grows
+with each turn, and the comparison is about the adapter's overhead, not about encoding
+ever longer runs as the rounds go on. The best round of each is compared: throughput
 ratio (target >= 0.85) and p99 latency difference (target <= 1 ms). Because the machine
 may be shared, it also reads each server's CPU time from ``/proc`` and prints the CPU
 spent per request: its ratio is the throughput ratio the two would reach on an otherwise
 idle core, and it varies far less than requests per second.
+
+``--freeze-gc`` (a diagnostic) moves every object alive after start-up (and, in the
+adapter, after each renewal of its sessions) to the collector's permanent generation in
+both servers, so full collections no longer walk the live sessions: the difference it
+makes is what those pauses cost.
 
 Memory: a separate process measures the RSS that 10,000 idle sessions of the example
 support agent add (target < 50 MB).
@@ -46,6 +53,7 @@ TOKEN = "benchmark-token"
 TARGET_RATIO = 0.85
 TARGET_P99_MS = 1.0
 TARGET_MB = 50.0
+FREEZE_GC = "--freeze-gc" in sys.argv
 
 LUA = """
 local ids = {}
@@ -77,12 +85,29 @@ async def _serve_adapter(port: int, sessions: int, workdir: Path, http_only: boo
     import uvicorn
     from evalport.protocol import CreateSessionRequest
     from evalport.server import EvalAdapter, Limits
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route
 
     adapter = EvalAdapter(
         noop_agent, token=TOKEN, limits=Limits(max_sessions=sessions + 10, session_ttl=3600)
     )
     manager = adapter.sessions
-    ids = [(await manager.create(CreateSessionRequest()))[0] for _ in range(sessions)]
+    ids: list[str] = []
+
+    async def renew() -> None:  # fresh sessions, so that the runs stay short
+        for session_id in ids:
+            await manager.delete(session_id)
+        ids[:] = [(await manager.create(CreateSessionRequest()))[0] for _ in range(sessions)]
+        if not http_only:
+            (workdir / "ids.txt").write_text("\n".join(ids) + "\n")
+        _freeze()
+
+    async def renew_route(request: Request) -> Response:
+        await renew()
+        return Response(status_code=204)
+
+    await renew()
     scratch, _ = await manager.create(CreateSessionRequest())
     await manager.turn(scratch, "ping", None)
     second = await manager.turn(scratch, "ping", None)
@@ -94,9 +119,16 @@ async def _serve_adapter(port: int, sessions: int, workdir: Path, http_only: boo
 
         manager.turn = fixed_turn  # type: ignore[method-assign]
     else:
-        (workdir / "ids.txt").write_text("\n".join(ids) + "\n")
         (workdir / "body.json").write_bytes(second.body)
-    await uvicorn.Server(_uvicorn_config(adapter.app(), port)).serve()
+    app = adapter.app()
+    app.router.routes.append(Route("/benchmark/renew", renew_route, methods=["POST"]))
+    await uvicorn.Server(_uvicorn_config(app, port)).serve()
+
+
+def _freeze() -> None:
+    if FREEZE_GC:
+        gc.collect()
+        gc.freeze()
 
 
 async def _serve_bare(port: int, workdir: Path) -> None:
@@ -113,6 +145,7 @@ async def _serve_bare(port: int, workdir: Path) -> None:
         return Response(body, media_type="application/json")
 
     app = Starlette(routes=[Route("/evals/sessions/{session_id}/turns", turn, methods=["POST"])])
+    _freeze()
     await uvicorn.Server(_uvicorn_config(app, port)).serve()
 
 
@@ -173,6 +206,7 @@ class Round(NamedTuple):
     p99_ms: float
     errors: int
     cpu_us: float  # server CPU time per request
+    requests: int
 
 
 def _wrk(url: str, script: Path, seconds: int, connections: int, pid: int) -> Round:
@@ -191,7 +225,11 @@ def _wrk(url: str, script: Path, seconds: int, connections: int, pid: int) -> Ro
     requests = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
     cpu_us = (_cpu_seconds(pid) - cpu_before) / max(requests, 1) * 1e6
     return Round(
-        rps, float(p99_text.group(1)) * scale, int(errors.group(1)) if errors else 0, cpu_us
+        rps,
+        float(p99_text.group(1)) * scale,
+        int(errors.group(1)) if errors else 0,
+        cpu_us,
+        requests,
     )
 
 
@@ -200,11 +238,16 @@ def main() -> int:
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--connections", type=int, default=16)
-    parser.add_argument("--sessions", type=int, default=20_000)
+    parser.add_argument("--sessions", type=int, default=40_000)
     parser.add_argument(
         "--layers",
         action="store_true",
         help="also measure the adapter's HTTP layer alone (session work replaced by a fixed answer)",
+    )
+    parser.add_argument(
+        "--freeze-gc",
+        action="store_true",
+        help="freeze the collector's generations after start-up in both servers (diagnostic)",
     )
     parser.add_argument(
         "--role", choices=["adapter", "http", "bare", "memory"], help=argparse.SUPPRESS
@@ -229,7 +272,7 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
-        me = [sys.executable, __file__, "--workdir", tmp]
+        me = [sys.executable, __file__, "--workdir", tmp, *(["--freeze-gc"] if FREEZE_GC else [])]
         adapter_port, bare_port = _free_port(), _free_port()
         adapter = subprocess.Popen(
             [
@@ -267,13 +310,21 @@ def main() -> int:
                 results["http"] = []
             for _ in range(args.rounds):
                 for name, (port, pid) in servers.items():
+                    if name == "adapter":
+                        renew = f"http://127.0.0.1:{port}/benchmark/renew"
+                        urllib.request.urlopen(urllib.request.Request(renew, method="POST")).close()
                     result = _wrk(
                         f"http://127.0.0.1:{port}", script, args.seconds, args.connections, pid
                     )
                     results[name].append(result)
+                    turns = (
+                        f"  {result.requests / args.sessions:.1f} turns/session"
+                        if name == "adapter"
+                        else ""
+                    )
                     print(
                         f"  {name:8} {result.rps:9.0f} req/s  p99 {result.p99_ms:6.2f} ms  "
-                        f"server CPU {result.cpu_us:6.1f} us/req  errors {result.errors}"
+                        f"server CPU {result.cpu_us:6.1f} us/req  errors {result.errors}{turns}"
                     )
         finally:
             for process in (adapter, bare, http):

@@ -149,12 +149,14 @@ class AgentSession:
         "_checkpoint",
         "_closed",
         "_ctx",
+        "_finished",
         "_futures",
         "_handler",
         "_history",
         "_parked",
         "_run",
         "_task",
+        "_timer",
         "_usage_before",
         "info",
         "state",
@@ -167,11 +169,13 @@ class AgentSession:
         self.info = info
         self._run: AgentRun | None = run
         self._parked = b""
+        self._finished: AgentRun | None = None
         if run is None:
             self._parked = _encode_envelope(RunEnvelope(run=AgentRun(session_id=info.session_id)))
         self.state: dict[str, Any] = {}
         self._history: list[Message] = []
         self._task: asyncio.Task[None] | None = None
+        self._timer: asyncio.TimerHandle | None = None
         self._ctx: TurnContext | None = None
         self._checkpoint: asyncio.Future[str] | None = None
         self._futures: dict[str, asyncio.Future[ApprovalResult]] = {}
@@ -236,6 +240,9 @@ class AgentSession:
 
     def _park(self) -> AgentRun:
         # Between turns, keep the run only encoded; returns the run object as it was.
+        finished, self._finished = self._finished, None
+        if finished is not None and self._run is None:
+            return finished  # encoded already when the turn completed
         run = self.run
         if self._task is None and not self._futures and not self._closed:
             self._parked = _encode_envelope(RunEnvelope(run=run))
@@ -270,26 +277,9 @@ class AgentSession:
             raise SessionSuspended("the session waits for approval decisions")
         if self._task is not None:
             raise SessionBusy("a turn is already running on this session")
-        run = self.run
-        run.turns += 1
-        run.user_messages.append(message)
-        run.status = RunStatus.IN_PROGRESS
-        run.reply = ""  # until this turn replies; a suspended turn has none yet
-        self._usage_before = run.usage
         loop = asyncio.get_running_loop()
-        ctx = TurnContext(
-            run=run,
-            turn=run.turns,
-            message=message,
-            session_id=self.info.session_id,
-            history=self._history,
-            state=self.state,
-            approvals=self,
-            loop=loop,
-        )
-        self._ctx = ctx
         # The task starts at the loop's next pass, so it is ours before the turn runs.
-        self._task = loop.create_task(self._turn(ctx, message))
+        self._task = loop.create_task(self._turn(message))
         self._checkpoint = checkpoint = loop.create_future()
         return await self._drive(checkpoint, timeout)
 
@@ -335,6 +325,8 @@ class AgentSession:
         if task is not None and not task.done():
             task.cancel()
             await asyncio.wait({task}, timeout=_CANCEL_GRACE)
+        if task is not None and task.done() and self._task is task:
+            self._settled(False)  # cancelled before it started: nothing else settles it
 
     # -- approvals (the recorder calls this) ------------------------------------------------
 
@@ -360,21 +352,26 @@ class AgentSession:
 
     async def _drive(self, checkpoint: asyncio.Future[str], timeout: float | None) -> AgentRun:
         # A cancelled caller cancels the checkpoint, never the turn; a fresh checkpoint
-        # lets :meth:`wait` follow the turn afterwards.
-        handle = None
+        # lets :meth:`wait` follow the turn afterwards. The timeout's timer is set only
+        # if the turn is still running after one pass of the loop: a cancelled timer
+        # stays in the loop's heap (with the checkpoint) until the heap is pruned, and
+        # thousands of them would keep the garbage collector busy for nothing.
+        loop = asyncio.get_running_loop()
+        arm = None
         if timeout is not None:
-            handle = asyncio.get_running_loop().call_later(
-                timeout, _resolve, checkpoint, _TIMED_OUT
-            )
+            arm = loop.call_soon(self._arm, checkpoint, loop.time() + timeout)
         try:
             outcome = await checkpoint
         except asyncio.CancelledError:
             if self._task is not None and self._checkpoint is checkpoint and checkpoint.cancelled():
-                self._checkpoint = asyncio.get_running_loop().create_future()
+                self._checkpoint = loop.create_future()
             raise
         finally:
-            if handle is not None:
-                handle.cancel()
+            if arm is not None:
+                arm.cancel()
+                timer, self._timer = self._timer, None
+                if timer is not None:
+                    timer.cancel()
         if outcome == _TIMED_OUT and self._task is not None:
             await self._time_out(self._task, timeout or 0.0)
         elif outcome == _SUSPENDED:
@@ -383,12 +380,19 @@ class AgentSession:
             return self.run
         return self._park()
 
+    def _arm(self, checkpoint: asyncio.Future[str], deadline: float) -> None:
+        if not checkpoint.done():
+            loop = asyncio.get_running_loop()
+            self._timer = loop.call_at(deadline, _resolve, checkpoint, _TIMED_OUT)
+
     async def _time_out(self, task: asyncio.Task[None], timeout: float) -> None:
         ctx = self._ctx
         self._futures.clear()
         self.run.pending_approvals = []
         task.cancel()
         await asyncio.wait({task}, timeout=_CANCEL_GRACE)
+        if task.done() and self._task is task:
+            self._settled(False)
         if ctx is not None:
             error = TimeoutError(f"the turn did not finish within {timeout:g} s")
             info = error_info(error)
@@ -402,23 +406,50 @@ class AgentSession:
             _sync_turn(self.run, self._usage_before)
         raise TurnTimeout(timeout, self._park())
 
-    def _settled(self) -> None:
-        # The turn's task is ending (it runs this last): the session is idle again.
+    def _settled(self, completed: bool) -> None:
+        # The turn's task is ending (it runs this last): the session is idle again. A
+        # completed turn's run is encoded here, in the turn's task, so that the tree of
+        # objects it decoded lives within one pass of the loop; the caller gets the object.
         self._task = None
         self._ctx = None
+        if completed and not self._futures and not self._closed and self._run is not None:
+            self._finished = self._run
+            self._parked = _encode_envelope(RunEnvelope(run=self._run))
+            self._run = None
         checkpoint, self._checkpoint = self._checkpoint, None
         if checkpoint is not None:
             _resolve(checkpoint, _DONE)
 
-    async def _turn(self, ctx: TurnContext, message: str) -> None:
+    def _begin(self, message: str) -> TurnContext:
+        run = self.run
+        run.turns += 1
+        run.user_messages.append(message)
+        run.status = RunStatus.IN_PROGRESS
+        run.reply = ""  # until this turn replies; a suspended turn has none yet
+        self._usage_before = run.usage
+        ctx = self._ctx = TurnContext(
+            run=run,
+            turn=run.turns,
+            message=message,
+            session_id=self.info.session_id,
+            history=self._history,
+            state=self.state,
+            approvals=self,
+            loop=asyncio.get_running_loop(),
+        )
+        return ctx
+
+    async def _turn(self, message: str) -> None:
         # Runs as the turn's own task; whatever ends it, the session is settled last.
+        completed = False
         try:
-            await self._attempt(ctx, message)
+            await self._attempt(self._begin(message), message)
+            completed = True
         except BaseException:
             _sync_turn(self.run, self._usage_before)
             raise
         finally:
-            self._settled()
+            self._settled(completed)
 
     async def _attempt(self, ctx: TurnContext, message: str) -> None:
         ctx._activate()

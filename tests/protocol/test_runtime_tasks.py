@@ -145,3 +145,19 @@ def test_ids_are_uuid4_and_a_forked_child_draws_other_ones() -> None:
         theirs = pipe.read()
     assert uuid.UUID(theirs).version == 4
     assert theirs != new_id()  # without a reseed both would draw the same next id
+
+
+async def test_close_before_the_turn_task_starts_releases_its_caller() -> None:
+    started: list[str] = []
+
+    async def agent(message: str, history: list[object], ctx: TurnContext) -> str:
+        started.append(message)
+        return "ran"
+
+    session = await open_session(agent)
+    caller = asyncio.create_task(session.send("go"))
+    await asyncio.sleep(0)  # the caller has created the turn's task; it has not run yet
+    assert session.busy and not started
+    await session.close()
+    run = await asyncio.wait_for(caller, 1)  # settled, not left waiting forever
+    assert started == [] and run.turns == 0
