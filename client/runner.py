@@ -224,10 +224,11 @@ class Runner:
         timeout = getattr(case, "timeout", None) or self.options.timeout
         started = time.perf_counter()
         close_errors: list[str] | None = None
+        # One timer bounds the whole trial (open, turns, assertions, judges, closing); on
+        # expiry the trial's work is cancelled where it waits.
+        deadline = _Deadline(timeout)
         try:
-            # One timer bounds the whole trial (open, turns, assertions, judges, closing);
-            # on expiry the trial's work is cancelled where it waits.
-            async with asyncio.timeout(timeout):
+            try:
                 result = await self.trial_function(
                     case, target, trial=trial, judge=self.judge, strict=self.options.strict
                 )
@@ -236,14 +237,20 @@ class Runner:
                         f"the trial function returned {type(result).__name__}, not a TrialResult"
                     )
                 close_errors = await _close(target, tracking)
+            finally:
+                deadline.disarm()
         except TimeoutError as error:
             result = _error_trial(case_id, trial, error, time.perf_counter() - started)
             result.error = f"timed out after {timeout:g}s (the trial was cancelled)"
         except Exception as error:
             result = _error_trial(case_id, trial, error, time.perf_counter() - started)
-        except asyncio.CancelledError:  # the run itself was cancelled
-            await _close(target, tracking, bound=CLOSE_TIMEOUT)
-            raise
+        except asyncio.CancelledError as error:
+            if not deadline.caused(error):  # the run itself was cancelled
+                await _close(target, tracking, bound=CLOSE_TIMEOUT)
+                raise
+            result = _error_trial(case_id, trial, TimeoutError(), time.perf_counter() - started)
+            result.error = f"timed out after {timeout:g}s (the trial was cancelled)"
+        deadline.settle()
         if close_errors is None:  # the trial ended early: close what it left open
             close_errors = await _close(target, tracking, bound=CLOSE_TIMEOUT)
         if isinstance(target, CachingTarget):
@@ -268,6 +275,52 @@ class Runner:
         summary = summarize_case(result, min_lower_bound=self.options.min_lower_bound)
         result.verdict = summary.verdict
         return result, summary
+
+
+class _Deadline:
+    """``asyncio.timeout`` for one trial, at a third of its cost (it is on the hot path).
+
+    Same contract: on expiry the current task is cancelled; a cancellation that the expiry
+    caused is the trial's timeout, any other one (the run being cancelled) stays a
+    cancellation. ``disarm`` when the guarded work ended, ``caused`` in the
+    ``CancelledError`` handler, ``settle`` last (it withdraws an expiry's cancellation
+    request that the work swallowed).
+    """
+
+    __slots__ = ("_cancelling", "_handle", "_settled", "_task", "expired")
+
+    def __init__(self, seconds: float | None) -> None:
+        self.expired = self._settled = False
+        self._handle: asyncio.TimerHandle | None = None
+        task = asyncio.current_task()
+        if seconds is None or task is None:
+            return
+        loop = asyncio.get_running_loop()
+        self._task = task
+        self._cancelling = task.cancelling()
+        self._handle = loop.call_at(loop.time() + seconds, self._expire)
+
+    def _expire(self) -> None:
+        self.expired = True
+        self._handle = None
+        self._task.cancel()
+
+    def disarm(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+    def caused(self, error: asyncio.CancelledError) -> bool:
+        """Whether ``error`` is this deadline's cancellation (and nothing else's)."""
+        if not self.expired or self._settled:
+            return False
+        self._settled = True
+        return self._task.uncancel() <= self._cancelling
+
+    def settle(self) -> None:
+        if self.expired and not self._settled:
+            self._settled = True
+            self._task.uncancel()
 
 
 async def _close(target: Any, tracking: TrackingTarget, bound: float | None = None) -> list[str]:
