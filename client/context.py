@@ -128,7 +128,8 @@ class EvalContext(AssertionMethods):
             raise TypeError(f"send() takes a str, got {type(message).__name__}")
         previous = self._session.run
         turn = await self._session.send(message)
-        turn = await settle_approvals(self._session, turn, self.approval_policy, previous)
+        if turn.run.pending_approvals:
+            turn = await settle_approvals(self._session, turn, self.approval_policy, previous)
         self.turns.append(turn)
         return turn
 

@@ -22,7 +22,7 @@ Rules:
 from __future__ import annotations
 
 import secrets
-from collections.abc import Awaitable, Mapping
+from collections.abc import Mapping
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -154,24 +154,27 @@ class LocalTarget:
         if live is not None:
             await live.close()
 
-    async def _drive(self, session_id: str, call: Awaitable[AgentRun]) -> AgentRun:
-        try:
-            return self.seen(await call)
-        except _runtime.RuntimeStateError as error:
-            raise _state_error(session_id, error) from None
-        except _runtime.DecisionError as error:
-            raise RequestRejected(
-                f"decisions for session {session_id!r} do not match its pending calls: {error}",
-                problem_type=ProblemType.INVALID_BODY,
-                detail=str(error),
-            ) from None
-        except _runtime.TurnTimeout as error:
-            raise TurnTimedOut(
-                f"session {session_id!r}: {error}; it was cancelled and recorded as failed, "
-                "and the session is usable",
-                problem_type=ProblemType.TURN_TIMEOUT,
-                detail=str(error),
-            ) from None
+
+_RUNTIME_ERRORS = (_runtime.RuntimeStateError, _runtime.DecisionError, _runtime.TurnTimeout)
+"""What a turn of the runtime raises that a target reports as HttpTarget would."""
+
+
+def _turn_error(session_id: str, error: Exception) -> TargetError:
+    """The target error for one of :data:`_RUNTIME_ERRORS` (raised ``from None``)."""
+    if isinstance(error, _runtime.RuntimeStateError):
+        return _state_error(session_id, error)
+    if isinstance(error, _runtime.DecisionError):
+        return RequestRejected(
+            f"decisions for session {session_id!r} do not match its pending calls: {error}",
+            problem_type=ProblemType.INVALID_BODY,
+            detail=str(error),
+        )
+    return TurnTimedOut(
+        f"session {session_id!r}: {error}; it was cancelled and recorded as failed, "
+        "and the session is usable",
+        problem_type=ProblemType.TURN_TIMEOUT,
+        detail=str(error),
+    )
 
 
 def _state_error(session_id: str, error: _runtime.RuntimeStateError) -> TargetError:
@@ -211,16 +214,22 @@ class LocalSession:
         """One user message; returns when the agent finished the turn or suspended it."""
         target = self._target
         live = target._live(self._id)
-        run = await target._drive(self._id, live.send(message, timeout=target.turn_timeout))
-        return self._advance(run, message)
+        try:  # awaited here, not in a helper coroutine: this is the runner's hot path
+            run = await live.send(message, timeout=target.turn_timeout)
+        except _RUNTIME_ERRORS as error:
+            raise _turn_error(self._id, error) from None
+        return self._advance(target.seen(run), message)
 
     async def decide(self, decisions: Mapping[str, DecisionInput]) -> Turn:
         """Answer the pending approvals (call id -> decision) and resume the turn."""
         target = self._target
         live = target._live(self._id)
         plain = decisions_of(decisions)
-        run = await target._drive(self._id, live.decide(plain, timeout=target.turn_timeout))
-        return self._advance(run, None)
+        try:
+            run = await live.decide(plain, timeout=target.turn_timeout)
+        except _RUNTIME_ERRORS as error:
+            raise _turn_error(self._id, error) from None
+        return self._advance(target.seen(run), None)
 
     async def refresh(self) -> AgentRun:
         """The accumulated run as it stands now."""

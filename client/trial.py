@@ -45,7 +45,10 @@ def _describe(error: BaseException) -> tuple[str, str]:
 
 async def _invoke(case: Case, ctx: EvalContext, limit: float | None) -> None:
     if case.is_async:
-        await asyncio.wait_for(case.func(*case.arguments(ctx)), limit)
+        if limit is None:
+            await case.func(*case.arguments(ctx))
+        else:
+            await asyncio.wait_for(case.func(*case.arguments(ctx)), limit)
         return
     sync = SyncEvalContext(ctx, asyncio.get_running_loop())
     try:
