@@ -36,6 +36,7 @@ __all__ = [
     "TrialResult",
     "Verdict",
     "case_verdict",
+    "enc_hook",
     "required_passes",
     "trial_verdict",
 ]
@@ -157,6 +158,14 @@ class RunData(Mapping[str, Any]):
 
     def __repr__(self) -> str:
         return f"RunData({self.data()!r})"
+
+
+def enc_hook(value: Any) -> Any:
+    """An ``enc_hook`` for msgspec that encodes :class:`RunData` as its data, so results
+    that hold runs encode (``msgspec.json.encode(result, enc_hook=enc_hook)``)."""
+    if isinstance(value, RunData):
+        return value.data()
+    raise NotImplementedError(f"cannot encode {type(value).__name__}")
 
 
 class TrialResult(msgspec.Struct, kw_only=True, gc=False):

@@ -270,7 +270,7 @@ class Runner:
             trials=trials,
             pass_rate=self.options.pass_rate,
             required=required_passes(len(verdicts), self.options.pass_rate),
-            passes=sum(verdict == Verdict.PASSED for verdict in verdicts),
+            passes=verdicts.count(Verdict.PASSED),
         )
         summary = summarize_case(result, min_lower_bound=self.options.min_lower_bound)
         result.verdict = summary.verdict

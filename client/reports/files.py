@@ -22,7 +22,7 @@ from pathlib import Path
 import msgspec
 
 from ..config import ConfigError
-from ..results import CaseResult, RunData
+from ..results import CaseResult, RunData, enc_hook
 from .base import Reporter, RunReport
 from .summary import RunSummary
 
@@ -47,7 +47,8 @@ def case_slug(case_id: str) -> str:
 def write_json(path: Path, value: object) -> None:
     """Write ``value`` (a Struct or plain data) as indented JSON, creating folders."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(msgspec.json.format(msgspec.json.encode(value), indent=2) + b"\n")
+    encoded = msgspec.json.encode(value, enc_hook=enc_hook)
+    path.write_bytes(msgspec.json.format(encoded, indent=2) + b"\n")
 
 
 def write_run_folder(report: RunReport, folder: Path) -> Path:

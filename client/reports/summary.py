@@ -23,7 +23,7 @@ from typing import Any
 
 import msgspec
 
-from ..results import CaseResult, RunData, TrialResult, Verdict
+from ..results import CaseResult, RunData, TrialResult, Verdict, enc_hook
 from ..stats import k_values, mean_std, pass_at_k, pass_hat_k, wilson
 
 __all__ = [
@@ -264,4 +264,4 @@ def summarize(
 
 def to_builtins(value: Any) -> Any:
     """Plain JSON data of a Struct (for templates and custom reporters)."""
-    return msgspec.to_builtins(value)
+    return msgspec.to_builtins(value, enc_hook=enc_hook)
