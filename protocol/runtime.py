@@ -7,7 +7,9 @@ Rules:
 - Every turn runs in an asyncio task of its own, in a copy of the caller's context, never
   on the caller's task: task-bound scopes an agent enters (an anyio task group or cancel
   scope, ``asyncio.timeout``) bind to the turn, ``asyncio.current_task()`` is the turn's,
-  and context variables the agent sets stay in the turn. :meth:`AgentSession.send`
+  and context variables the agent sets stay in the turn. The task starts eagerly
+  (:mod:`evalport.protocol.eager`): a turn that never waits is over before the caller
+  would have had to wait for it. :meth:`AgentSession.send`
   returns when the turn completes **or suspends** on approval requests;
   :meth:`AgentSession.decide` answers every pending request and returns at the next
   completion or suspension. Cancelling the caller of ``send`` or ``decide`` never cancels
@@ -45,6 +47,7 @@ from typing import Any, Final
 import msgspec
 
 from .agent import AsyncTurnHandler, SessionInfo, history_of, session_factory
+from .eager import start_task
 from .messages import ApprovalDecision, RunEnvelope
 from .models import (
     AgentRun,
@@ -277,10 +280,9 @@ class AgentSession:
             raise SessionSuspended("the session waits for approval decisions")
         if self._task is not None:
             raise SessionBusy("a turn is already running on this session")
-        loop = asyncio.get_running_loop()
-        # The task starts at the loop's next pass, so it is ours before the turn runs.
-        self._task = loop.create_task(self._turn(message))
-        self._checkpoint = checkpoint = loop.create_future()
+        self._checkpoint = checkpoint = asyncio.get_running_loop().create_future()
+        # The turn's task starts eagerly: a turn that never waits is over when it returns.
+        start_task(self._turn(message))
         return await self._drive(checkpoint, timeout)
 
     async def decide(
@@ -358,7 +360,7 @@ class AgentSession:
         # thousands of them would keep the garbage collector busy for nothing.
         loop = asyncio.get_running_loop()
         arm = None
-        if timeout is not None:
+        if timeout is not None and not checkpoint.done():
             arm = loop.call_soon(self._arm, checkpoint, loop.time() + timeout)
         try:
             outcome = await checkpoint
@@ -441,6 +443,7 @@ class AgentSession:
 
     async def _turn(self, message: str) -> None:
         # Runs as the turn's own task; whatever ends it, the session is settled last.
+        self._task = asyncio.current_task()
         completed = False
         try:
             await self._attempt(self._begin(message), message)

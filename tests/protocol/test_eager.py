@@ -1,0 +1,107 @@
+"""``start_task``: the first step runs at once, as the new task; the task carries on from it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+
+import pytest
+from evalport.protocol.eager import start_task
+
+var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="outer")
+
+
+async def test_the_first_step_runs_at_once_as_the_new_task_in_its_own_context() -> None:
+    seen: list[object] = []
+
+    async def body() -> str:
+        seen.append(asyncio.current_task())
+        var.set("inner")
+        return "done"
+
+    caller = asyncio.current_task()
+    task = start_task(body())
+    assert seen == [task]  # ran before start_task returned, as the task
+    assert asyncio.current_task() is caller and var.get() == "outer"
+    assert await task == "done"
+
+
+async def test_a_waiting_coroutine_continues_in_the_task_with_its_context() -> None:
+    gate, log = asyncio.Event(), []
+
+    async def body() -> str:
+        var.set("inner")
+        log.append("before")
+        await gate.wait()
+        log.append(f"after {var.get()} {asyncio.current_task() is task}")
+        return "resumed"
+
+    task = start_task(body())
+    assert log == ["before"] and not task.done()
+    gate.set()
+    assert await task == "resumed"
+    assert log == ["before", "after inner True"]
+
+
+async def test_errors_of_the_first_step_and_later_end_the_task_not_the_caller() -> None:
+    async def fails_now() -> None:
+        raise ValueError("now")
+
+    async def fails_later() -> None:
+        await asyncio.sleep(0)
+        raise KeyError("later")
+
+    now = start_task(fails_now())  # does not raise here
+    with pytest.raises(ValueError, match="now"):
+        await now
+    with pytest.raises(KeyError):
+        await start_task(fails_later())
+
+
+@pytest.mark.parametrize("wait_first", [False, True])
+async def test_cancelling_the_task_cancels_the_coroutine_where_it_waits(wait_first: bool) -> None:
+    seen: list[str] = []
+
+    async def sleeper() -> None:
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            seen.append("cancelled")
+            raise
+
+    task = start_task(sleeper())
+    if wait_first:  # else cancelled before the task took its first step
+        await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert seen == ["cancelled"]
+
+
+async def test_a_timeout_entered_in_the_first_step_cancels_the_task_not_the_caller() -> None:
+    async def body() -> str:
+        try:
+            async with asyncio.timeout(0.01):
+                await asyncio.sleep(5)
+        except TimeoutError:
+            return "timed out inside"
+        return "slept"
+
+    assert await start_task(body()) == "timed out inside"
+    await asyncio.sleep(0.02)
+    assert asyncio.current_task().cancelling() == 0  # type: ignore[union-attr]
+
+
+async def test_a_failed_future_is_raised_inside_the_coroutine() -> None:
+    future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+    async def reads() -> str:
+        try:
+            await future
+        except RuntimeError as error:
+            return f"caught {error}"
+        return "no error"
+
+    task = start_task(reads())
+    future.set_exception(RuntimeError("boom"))
+    assert await task == "caught boom"
