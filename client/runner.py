@@ -181,15 +181,19 @@ class Runner:
         jobs = iter([(i, trial) for i in range(len(cases)) for trial in range(options.repeat)])
 
         async def worker() -> None:
-            for index, trial in jobs:
-                result = await self.run_trial(cases[index], trial)
-                trials[index].append(result)
-                self.reporters.trial_done(result)
-                if len(trials[index]) == options.repeat:
-                    results[index], summaries[index] = self._finish_case(
-                        cases[index], trials[index]
-                    )
-                    self.reporters.case_done(results[index], summaries[index])
+            deadline = _Deadline()
+            try:
+                for index, trial in jobs:
+                    result = await self._trial(cases[index], trial, deadline)
+                    trials[index].append(result)
+                    self.reporters.trial_done(result)
+                    if len(trials[index]) == options.repeat:
+                        results[index], summaries[index] = self._finish_case(
+                            cases[index], trials[index]
+                        )
+                        self.reporters.case_done(results[index], summaries[index])
+            finally:
+                deadline.close()
 
         workers = min(options.concurrency, len(cases) * options.repeat) or 1
         async with asyncio.TaskGroup() as group:
@@ -216,6 +220,13 @@ class Runner:
 
     async def run_trial(self, case: Any, trial: int) -> TrialResult:
         """One trial of one case; never raises (except when the run is cancelled)."""
+        deadline = _Deadline()
+        try:
+            return await self._trial(case, trial, deadline)
+        finally:
+            deadline.close()
+
+    async def _trial(self, case: Any, trial: int, deadline: _Deadline) -> TrialResult:
         case_id = case.id
         tracking = TrackingTarget(self._base)
         target: Any = tracking
@@ -226,7 +237,7 @@ class Runner:
         close_errors: list[str] | None = None
         # One timer bounds the whole trial (open, turns, assertions, judges, closing); on
         # expiry the trial's work is cancelled where it waits.
-        deadline = _Deadline(timeout)
+        deadline.arm(timeout)
         try:
             try:
                 result = await self.trial_function(
@@ -278,49 +289,79 @@ class Runner:
 
 
 class _Deadline:
-    """``asyncio.timeout`` for one trial, at a third of its cost (it is on the hot path).
+    """``asyncio.timeout`` for the trials of one worker task (the runner's hot path).
 
-    Same contract: on expiry the current task is cancelled; a cancellation that the expiry
-    caused is the trial's timeout, any other one (the run being cancelled) stays a
-    cancellation. ``disarm`` when the guarded work ended, ``caused`` in the
-    ``CancelledError`` handler, ``settle`` last (it withdraws an expiry's cancellation
-    request that the work swallowed).
+    Same contract: on expiry the task is cancelled; a cancellation that the expiry caused
+    is the trial's timeout, any other one (the run being cancelled) stays a cancellation.
+    Per trial: ``arm(seconds)``, ``disarm()`` when the guarded work ended, ``caused`` in
+    the ``CancelledError`` handler, ``settle()`` last (it withdraws an expiry's
+    cancellation request that the work swallowed). ``close()`` when the worker is done.
+
+    One timer serves many trials: ``disarm`` leaves it pending, and when it fires before
+    the current deadline it is set again for that deadline; so a trial costs two field
+    writes instead of scheduling and cancelling a timer.
     """
 
-    __slots__ = ("_cancelling", "_handle", "_settled", "_task", "expired")
+    __slots__ = ("_cancelling", "_deadline", "_handle", "_settled", "_task", "_when", "expired")
 
-    def __init__(self, seconds: float | None) -> None:
-        self.expired = self._settled = False
+    def __init__(self) -> None:
+        self._task: asyncio.Task[Any] | None = None
         self._handle: asyncio.TimerHandle | None = None
+        self._when = self._deadline = 0.0
+        self._cancelling = 0
+        self.expired = self._settled = False
+
+    def arm(self, seconds: float | None) -> None:
+        self.expired = self._settled = False
+        self._deadline = 0.0
+        if seconds is None:
+            return
         task = asyncio.current_task()
-        if seconds is None or task is None:
+        if task is None:
             return
         loop = asyncio.get_running_loop()
         self._task = task
         self._cancelling = task.cancelling()
-        self._handle = loop.call_at(loop.time() + seconds, self._expire)
+        self._deadline = deadline = loop.time() + seconds
+        if self._handle is None or deadline < self._when:
+            if self._handle is not None:
+                self._handle.cancel()
+            self._when = deadline
+            self._handle = loop.call_at(deadline, self._fire)
 
-    def _expire(self) -> None:
-        self.expired = True
+    def _fire(self) -> None:
         self._handle = None
-        self._task.cancel()
+        deadline = self._deadline
+        if not deadline or self._task is None:
+            return  # no trial is guarded now
+        if deadline <= self._when:
+            self._deadline = 0.0
+            self.expired = True
+            self._task.cancel()
+        else:  # a later trial's deadline: wait for it
+            self._when = deadline
+            self._handle = asyncio.get_running_loop().call_at(deadline, self._fire)
 
     def disarm(self) -> None:
-        if self._handle is not None:
-            self._handle.cancel()
-            self._handle = None
+        self._deadline = 0.0
 
     def caused(self, error: asyncio.CancelledError) -> bool:
         """Whether ``error`` is this deadline's cancellation (and nothing else's)."""
-        if not self.expired or self._settled:
+        if not self.expired or self._settled or self._task is None:
             return False
         self._settled = True
         return self._task.uncancel() <= self._cancelling
 
     def settle(self) -> None:
-        if self.expired and not self._settled:
+        if self.expired and not self._settled and self._task is not None:
             self._settled = True
             self._task.uncancel()
+
+    def close(self) -> None:
+        self._deadline = 0.0
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
 
 
 async def _close(target: Any, tracking: TrackingTarget, bound: float | None = None) -> list[str]:

@@ -62,3 +62,42 @@ async def test_an_expiry_after_errors_is_still_reported_once():
     trial = report.results[0].trials[0]
     assert trial.verdict == Verdict.ERROR
     assert (trial.error_type, trial.error) == ("ValueError", "cleanup failed")
+
+
+async def test_one_worker_timer_serves_trials_with_different_timeouts():
+    """One worker: a long-timeout trial, then a short one that hangs (its earlier
+    deadline must still fire), then trials whose deadline lies past the pending timer
+    (it must wait for theirs, not cancel them early)."""
+
+    async def naps(case, target, **kwargs):
+        await asyncio.sleep(float(case.messages[0]))
+        return TrialResult(case_id=case.id)
+
+    cases = [
+        SimpleCase(id="quick", messages=["0"], timeout=30),
+        SimpleCase(id="hangs", messages=["5"], timeout=0.05),
+        SimpleCase(id="first", messages=["0.06"], timeout=0.1),
+        SimpleCase(id="second", messages=["0.06"], timeout=0.1),
+        SimpleCase(id="late", messages=["5"], timeout=0.1),
+    ]
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    report = await Runner(MemoryTarget(), RunOptions(concurrency=1), trial_function=naps).run(cases)
+    assert loop.time() - started < 2
+    trials = {result.case_id: result.trials[0] for result in report.results}
+    assert [trials[name].verdict for name in ("quick", "first", "second")] == [Verdict.PASSED] * 3
+    assert trials["hangs"].verdict == trials["late"].verdict == Verdict.ERROR
+    assert "timed out after 0.05s" in (trials["hangs"].error or "")
+    assert "timed out after 0.1s" in (trials["late"].error or "")
+    assert trials["late"].duration >= 0.09  # its own deadline, not the earlier trials'
+
+
+async def test_run_trial_alone_has_its_deadline():
+    async def hangs(case, target, **kwargs):
+        await asyncio.sleep(5)
+
+    runner = Runner(MemoryTarget(), RunOptions(timeout=0.05), trial_function=hangs)
+    result = await runner.run_trial(SimpleCase(id="c", messages=[]), 0)
+    assert result.verdict == Verdict.ERROR and "timed out after 0.05s" in (result.error or "")
+    task = asyncio.current_task()
+    assert task is not None and task.cancelling() == 0
