@@ -205,13 +205,15 @@ def trial_verdict(
     """A trial's verdict from its assertions (see the module rules)."""
     if error:
         return Verdict.ERROR
-    if any(result.failed_gate for result in assertions):
-        return Verdict.FAILED
+    failed_soft = False
+    for result in assertions:  # one pass: this runs once per trial
+        if not result.passed:
+            if result.severity == "gate":
+                return Verdict.FAILED
+            failed_soft = failed_soft or result.severity == "soft"
     if skipped:
         return Verdict.SKIPPED
-    if any(result.failed_soft for result in assertions):
-        return Verdict.SCORED
-    return Verdict.PASSED
+    return Verdict.SCORED if failed_soft else Verdict.PASSED
 
 
 def required_passes(trials: int, pass_rate: float) -> int:
@@ -228,12 +230,10 @@ def case_verdict(verdicts: list[str], pass_rate: float = 1.0) -> str:
     trials passed; otherwise it is ``error`` when every trial that missed was an error
     (the agent was never really judged), else ``failed``.
     """
-    if not verdicts:
-        return Verdict.SKIPPED
-    if all(verdict == Verdict.SKIPPED for verdict in verdicts):
-        return Verdict.SKIPPED
     if len(verdicts) == 1:
         return verdicts[0]
+    if not verdicts or all(verdict == Verdict.SKIPPED for verdict in verdicts):
+        return Verdict.SKIPPED
     passes = sum(verdict == Verdict.PASSED for verdict in verdicts)
     if passes >= required_passes(len(verdicts), pass_rate):
         return Verdict.PASSED

@@ -185,7 +185,7 @@ def summarize_case(result: CaseResult, *, min_lower_bound: float | None = None) 
         if error is None and trial.error:
             error = trial.error
     low, high, at_k, hat_k = _rates(n, c)
-    judge_mean, judge_std = mean_std(scores)
+    judge_mean, judge_std = mean_std(scores) if scores else (None, None)
     verdict = result.verdict
     if min_lower_bound is not None and verdict == Verdict.PASSED and n and low < min_lower_bound:
         verdict = Verdict.FAILED
