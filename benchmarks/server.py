@@ -101,6 +101,7 @@ async def _serve_adapter(port: int, sessions: int, workdir: Path, http_only: boo
         ids[:] = [(await manager.create(CreateSessionRequest()))[0] for _ in range(sessions)]
         if not http_only:
             (workdir / "ids.txt").write_text("\n".join(ids) + "\n")
+        gc.collect()  # the renewal's own garbage is not the round's
         _freeze()
 
     async def renew_route(request: Request) -> Response:

@@ -282,7 +282,9 @@ class AgentSession:
             raise SessionBusy("a turn is already running on this session")
         self._checkpoint = checkpoint = asyncio.get_running_loop().create_future()
         # The turn's task starts eagerly: a turn that never waits is over when it returns.
-        start_task(self._turn(message))
+        task = start_task(self._turn(message))
+        if not checkpoint.done():
+            self._task = task
         return await self._drive(checkpoint, timeout)
 
     async def decide(
@@ -443,7 +445,6 @@ class AgentSession:
 
     async def _turn(self, message: str) -> None:
         # Runs as the turn's own task; whatever ends it, the session is settled last.
-        self._task = asyncio.current_task()
         completed = False
         try:
             await self._attempt(self._begin(message), message)
