@@ -105,5 +105,12 @@ class _FirstStep(Coroutine[Any, Any, T]):
     def close(self) -> None:
         self._coroutine.close()
 
+    def __getattr__(self, name: str) -> Any:
+        # Introspection (``cr_frame``, ``cr_running``, ``__qualname__``...) sees the coroutine.
+        return getattr(self._coroutine, name)
+
+    def __repr__(self) -> str:
+        return repr(self._coroutine)
+
     def __await__(self) -> Generator[Any, None, T]:
         raise TypeError("an eager task's coroutine is driven by its task only")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import inspect
 
 import pytest
 from evalport.protocol.eager import start_task
@@ -105,3 +106,19 @@ async def test_a_failed_future_is_raised_inside_the_coroutine() -> None:
     task = start_task(reads())
     future.set_exception(RuntimeError("boom"))
     assert await task == "caught boom"
+
+
+async def test_introspection_sees_the_coroutine() -> None:
+    gate = asyncio.Event()
+
+    async def waiting() -> None:
+        await gate.wait()
+
+    task = start_task(waiting())
+    coroutine = task.get_coro()
+    assert "waiting" in repr(coroutine) and "waiting" in repr(task)
+    await asyncio.sleep(0)
+    assert inspect.getcoroutinestate(coroutine) == inspect.CORO_SUSPENDED  # type: ignore[arg-type]
+    gate.set()
+    await task
+    assert inspect.getcoroutinestate(coroutine) == inspect.CORO_CLOSED  # type: ignore[arg-type]

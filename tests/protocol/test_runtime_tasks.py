@@ -160,3 +160,15 @@ async def test_a_turn_that_never_waits_is_over_before_send_would_wait() -> None:
     assert caller.done() and caller.result().reply == "ran"
     assert ran[0] is not caller and ran[0] is not None
     await session.close()
+
+
+async def test_anyio_move_on_after_inside_the_agent_cancels_only_its_scope() -> None:
+    async def agent(message: str, history: list[object], ctx: TurnContext) -> str:
+        with anyio.move_on_after(0.01) as scope:
+            await anyio.sleep(5)
+        return f"moved on {scope.cancelled_caught}"
+
+    session = await open_session(agent)
+    run = await session.send("go", timeout=5)
+    assert (run.status, run.reply) == (RunStatus.COMPLETED, "moved on True")
+    await session.close()
