@@ -5,9 +5,11 @@ Rules:
 - Creating a session draws an id with 192 random bits, calls the agent's session factory
   and stores the session (the store enforces the cap: 503 ``session-limit``).
 - A turn takes the session's lease in the store (409 ``session-busy`` when another turn
-  holds it). Its job (run the agent, store the new run and the idempotency record when
-  the request had a key, release the lease) is a task of its own that the request only
-  watches: a client that disconnects does not cancel it.
+  holds it). The agent runs in a task of its own; the rest of the job (store the new run
+  and the idempotency record when the request had a key, release the lease) is a task
+  that the request only watches, except with the in-process store, whose operations never
+  wait: there the request does it, and a request cancelled while the agent runs hands it
+  to a task that follows the turn. Either way a client that disconnects cancels nothing.
 - Idempotency: a repeated key with the same message answers the stored response (or
   waits for the turn still running under that key) without running the agent again; the
   same key with another message is 422 ``idempotency-key-reused``. Keys are per session;
