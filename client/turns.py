@@ -5,8 +5,9 @@ Rules:
 - A turn's index is the run's ``turns`` (as Instructor shows it). A turn's own steps are
   the steps the accumulated run gained during the call; a server whose runs do not grow
   step by step falls back to the steps numbered with the turn.
-- A turn answered by ``decide`` is the suspended turn resumed: its message is the user
-  message that started it, its steps those recorded since the decisions.
+- A turn answered by ``decide`` is the suspended turn resumed: its index and message are
+  those of the turn that suspended, and its steps are all of that turn's steps (the step
+  that asked for approval included), so a turn reads the same however often it paused.
 - Decisions are :class:`~evalport.protocol.ApprovalDecision` values, or the shorthand
   ``"approve"`` / ``"reject"`` / ``("reject", reason)``.
 """
@@ -39,7 +40,10 @@ def next_turn(previous: AgentRun, run: AgentRun, message: str | None = None) -> 
     index = run.turns
     if message is None:
         message = run.user_messages[index - 1] if 0 < index <= len(run.user_messages) else ""
-    return Turn(index=index, message=message, run=run, steps=_steps_since(previous, run))
+        steps = run.steps_of_turn(index) or _steps_since(previous, run)
+    else:
+        steps = _steps_since(previous, run)
+    return Turn(index=index, message=message, run=run, steps=steps)
 
 
 def _decision(call_id: str, value: DecisionInput) -> ApprovalDecision:

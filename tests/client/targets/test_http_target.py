@@ -173,7 +173,8 @@ async def test_decide_posts_the_decisions_and_returns_the_resumed_turn(
         }
     }
     assert (resumed.index, resumed.message, resumed.run.status) == (1, "message 1", "completed")
-    assert [step.type for step in resumed.steps] == ["final_response"]
+    # The resumed turn is the whole turn: the step that asked for approval included.
+    assert [step.id for step in resumed.steps] == [step["id"] for step in wire_run(1)["steps"]]
     assert "Idempotency-Key" not in approvals.calls[0].request.headers
     with pytest.raises(ValueError, match="'approve' or 'reject'"):
         await session.decide({"c1": "maybe"})
