@@ -46,6 +46,7 @@ from .results import (  # noqa: E402
     AssertionResult,
     CaseResult,
     JudgeRecord,
+    RunData,
     TrialResult,
     Verdict,
 )
@@ -89,6 +90,7 @@ __all__ = [
     "RequirementFailed",
     "RetryPolicy",
     "RunCache",
+    "RunData",
     "RunOptions",
     "Runner",
     "ScriptedUser",

@@ -44,7 +44,7 @@ from .channel import DEFAULT_TIMEOUT, Channel
 from .errors import ProtocolError, SessionNotFound
 from .retry import RetryPolicy
 from .target import TargetIdentity, Turn
-from .turns import DecisionInput, decisions_of, next_turn
+from .turns import DecisionInput, SessionBase, decisions_of
 
 __all__ = ["DEFAULT_TIMEOUT", "IDEMPOTENCY_CAPABILITY", "HttpSession", "HttpTarget"]
 
@@ -190,7 +190,7 @@ class HttpTarget:
         return f"evals/sessions/{quote(session_id, safe='')}{tail}"
 
 
-class HttpSession:
+class HttpSession(SessionBase["HttpTarget"]):
     """One session on an :class:`HttpTarget`; ``run`` is the accumulated, redacted run."""
 
     def __init__(
@@ -201,26 +201,8 @@ class HttpSession:
         *,
         expires_at: str | None = None,
     ) -> None:
-        self._target = target
-        self._id = session_id
-        self._run = run
+        super().__init__(target, session_id, run)
         self.expires_at = expires_at
-        self.closed = False
-
-    def __repr__(self) -> str:
-        return f"HttpSession({self._id!r}, turns={self._run.turns})"
-
-    @property
-    def id(self) -> str:
-        return self._id
-
-    @property
-    def run(self) -> AgentRun:
-        return self._run
-
-    @property
-    def target(self) -> HttpTarget:
-        return self._target
 
     async def send(self, message: str) -> Turn:
         """One user message; returns when the agent finished the turn or suspended it."""
@@ -267,19 +249,3 @@ class HttpSession:
                 "DELETE", target._session_path(self._id), mode="idempotent", session_id=self._id
             )
         self.closed = True
-
-    async def __aenter__(self) -> HttpSession:
-        return self
-
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        await self.close()
-
-    def _advance(self, run: AgentRun, message: str | None) -> Turn:
-        turn = next_turn(self._run, run, message)
-        self._run = run
-        return turn

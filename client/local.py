@@ -49,7 +49,7 @@ from .errors import (
     TurnTimedOut,
 )
 from .target import TargetIdentity, Turn
-from .turns import DecisionInput, decisions_of, next_turn
+from .turns import DecisionInput, SessionBase, decisions_of
 
 __all__ = ["LocalSession", "LocalTarget"]
 
@@ -190,25 +190,8 @@ def _state_error(session_id: str, error: _runtime.RuntimeStateError) -> TargetEr
     return kind(f"session {session_id!r}: {error}", problem_type=problem_type, detail=str(error))
 
 
-class LocalSession:
+class LocalSession(SessionBase["LocalTarget"]):
     """One session of a :class:`LocalTarget`; ``run`` is the accumulated, redacted run."""
-
-    def __init__(self, target: LocalTarget, session_id: str, run: AgentRun) -> None:
-        self._target = target
-        self._id = session_id
-        self._run = run
-        self.closed = False
-
-    def __repr__(self) -> str:
-        return f"LocalSession({self._id!r}, turns={self._run.turns})"
-
-    @property
-    def id(self) -> str:
-        return self._id
-
-    @property
-    def run(self) -> AgentRun:
-        return self._run
 
     async def send(self, message: str) -> Turn:
         """One user message; returns when the agent finished the turn or suspended it."""
@@ -241,19 +224,3 @@ class LocalSession:
         if not self.closed:
             await self._target._close(self._id)
             self.closed = True
-
-    async def __aenter__(self) -> LocalSession:
-        return self
-
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        await self.close()
-
-    def _advance(self, run: AgentRun, message: str | None) -> Turn:
-        turn = next_turn(self._run, run, message)
-        self._run = run
-        return turn

@@ -15,13 +15,16 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TypeAlias
+from types import TracebackType
+from typing import Generic, Self, TypeAlias, TypeVar
 
 from evalport.protocol import AgentRun, ApprovalDecision, Step
 
 from .target import Turn
 
-__all__ = ["DecisionInput", "decisions_of", "next_turn"]
+__all__ = ["DecisionInput", "SessionBase", "decisions_of", "next_turn"]
+
+T = TypeVar("T")
 
 DecisionInput: TypeAlias = ApprovalDecision | str | tuple[str, str | None]
 
@@ -62,3 +65,49 @@ def decisions_of(decisions: Mapping[str, DecisionInput]) -> dict[str, ApprovalDe
     if not decisions:
         raise ValueError("decide() needs a decision for every pending call id; none given")
     return {call_id: _decision(call_id, value) for call_id, value in decisions.items()}
+
+
+class SessionBase(Generic[T]):
+    """What every target's session shares: its id, its accumulated run, the ``async with``
+    protocol and how a new run becomes a :class:`Turn`. Subclasses add ``send``,
+    ``decide``, ``refresh`` and ``close`` for their transport."""
+
+    def __init__(self, target: T, session_id: str, run: AgentRun) -> None:
+        self._target = target
+        self._id = session_id
+        self._run = run
+        self.closed = False
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._id!r}, turns={self._run.turns})"
+
+    @property
+    def id(self) -> str:
+        return self._id
+
+    @property
+    def run(self) -> AgentRun:
+        return self._run
+
+    @property
+    def target(self) -> T:
+        return self._target
+
+    async def close(self) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    def _advance(self, run: AgentRun, message: str | None) -> Turn:
+        turn = next_turn(self._run, run, message)
+        self._run = run
+        return turn

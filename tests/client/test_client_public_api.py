@@ -44,6 +44,7 @@ PUBLIC = sorted(
         "RequirementFailed",
         "RetryPolicy",
         "RunCache",
+        "RunData",
         "RunOptions",
         "Runner",
         "ScriptedUser",
