@@ -33,6 +33,7 @@ from typing import Any
 
 import msgspec
 from evalport.protocol import AgentRun, ApprovalDecision, Step, __version__, compact_json
+from evalport.protocol.policy import TracePolicy
 
 from .target import Session, Target, TargetIdentity, Turn
 
@@ -85,14 +86,19 @@ class RunCache:
         self.errors: list[str] = []
 
     @staticmethod
-    def key(*, case_id: str, row: Any, trial: int, identity: TargetIdentity) -> str:
-        """The recording key of one trial."""
+    def key(
+        *, case_id: str, row: Any, trial: int, identity: TargetIdentity, policy: str = ""
+    ) -> str:
+        """The recording key of one trial. ``policy`` is the trace policy's description:
+        recordings hold redacted runs, so a run recorded under ``verbatim()`` must never
+        answer a target whose policy is ``safe()``."""
         material = compact_json(
             {
                 "case": case_id,
                 "row": _plain(row),
                 "trial": trial,
                 "target": identity.key(),
+                "policy": policy,
                 "evalport": __version__,
             }
         )
@@ -129,9 +135,26 @@ class RunCache:
         except OSError as error:
             self.errors.append(f"run cache: cannot write {path}: {error}")
 
-    def wrap(self, target: Target, *, case_id: str, row: Any, trial: int) -> CachingTarget:
-        """A target for one trial that replays or records through this cache."""
-        key = self.key(case_id=case_id, row=row, trial=trial, identity=target.identity)
+    def wrap(
+        self,
+        target: Target,
+        *,
+        case_id: str,
+        row: Any,
+        trial: int,
+        policy: TracePolicy | None = None,
+    ) -> CachingTarget:
+        """A target for one trial that replays or records through this cache; ``policy``
+        is the target's trace policy (read from ``target.policy`` when not given)."""
+        if policy is None:
+            policy = getattr(target, "policy", None)
+        key = self.key(
+            case_id=case_id,
+            row=row,
+            trial=trial,
+            identity=target.identity,
+            policy=policy.describe() if isinstance(policy, TracePolicy) else "",
+        )
         return CachingTarget(target, self, key, case_id=case_id, trial=trial)
 
 

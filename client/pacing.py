@@ -141,9 +141,8 @@ class TrackingTarget:
         return session
 
     async def attach(self, session_id: str) -> Session:
-        session = await self.inner.attach(session_id)
-        self.sessions.append(session)
-        return session
+        """A session opened elsewhere: not tracked, so the runner never deletes it."""
+        return await self.inner.attach(session_id)
 
     async def aclose(self) -> None:
         """The wrapped target belongs to the runner."""

@@ -215,7 +215,11 @@ class Runner:
         """Ask a target that learns its agent's identity lazily (``HttpTarget`` reads
         ``/health`` on first use) to do it now: provenance and cache keys need it."""
         check = getattr(self.target, "check", None)
-        if check is not None and getattr(self.target, "health", ...) is None:
+        if (
+            check is not None
+            and getattr(self.target, "health", ...) is None
+            and getattr(self.target, "health_check", True)  # the user turned /health off
+        ):
             await check()
 
     async def run_trial(self, case: Any, trial: int) -> TrialResult:
@@ -230,8 +234,15 @@ class Runner:
         case_id = case.id
         tracking = TrackingTarget(self._base)
         target: Any = tracking
-        if self.cache is not None:
-            target = self.cache.wrap(tracking, case_id=case_id, row=_row(case), trial=trial)
+        if self.cache is not None and self.options.attach is None:
+            # An attached session is inspected, not replayed: it is never cached.
+            target = self.cache.wrap(
+                tracking,
+                case_id=case_id,
+                row=_row(case),
+                trial=trial,
+                policy=getattr(self.target, "policy", None),
+            )
         timeout = getattr(case, "timeout", None) or self.options.timeout
         started = time.perf_counter()
         close_errors: list[str] | None = None
@@ -250,9 +261,6 @@ class Runner:
                 close_errors = await _close(target, tracking)
             finally:
                 deadline.disarm()
-        except TimeoutError as error:
-            result = _error_trial(case_id, trial, error, time.perf_counter() - started)
-            result.error = f"timed out after {timeout:g}s (the trial was cancelled)"
         except Exception as error:
             result = _error_trial(case_id, trial, error, time.perf_counter() - started)
         except asyncio.CancelledError as error:

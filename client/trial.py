@@ -43,18 +43,25 @@ def _describe(error: BaseException) -> tuple[str, str]:
     return type(error).__name__, str(error) or repr(error)
 
 
+class _CaseTimedOut(Exception):
+    """The case outlived its limit (unlike a ``TimeoutError`` the case raised itself)."""
+
+
 async def _invoke(case: Case, ctx: EvalContext, limit: float | None) -> None:
-    if case.is_async:
-        if limit is None:
-            await case.func(*case.arguments(ctx))
-        else:
-            await asyncio.wait_for(case.func(*case.arguments(ctx)), limit)
-        return
-    sync = SyncEvalContext(ctx, asyncio.get_running_loop())
+    scope = asyncio.timeout(limit)
+    sync: SyncEvalContext | None = None
     try:
-        outcome = await asyncio.wait_for(asyncio.to_thread(case.func, *case.arguments(sync)), limit)
-    except (TimeoutError, asyncio.CancelledError):
-        sync.cancel()
+        async with scope:
+            if case.is_async:
+                await case.func(*case.arguments(ctx))
+                return
+            sync = SyncEvalContext(ctx, asyncio.get_running_loop())
+            outcome = await asyncio.to_thread(case.func, *case.arguments(sync))
+    except (TimeoutError, asyncio.CancelledError) as error:
+        if sync is not None:
+            sync.cancel()
+        if isinstance(error, TimeoutError) and scope.expired():
+            raise _CaseTimedOut from None
         raise
     if asyncio.iscoroutine(outcome):
         outcome.close()
@@ -105,8 +112,8 @@ async def run_trial(
             skip_reason = skip.reason or "skipped"
         except RequirementFailed:
             pass  # the failed requirement is a registered gate
-        except TimeoutError:
-            error = ("TimeoutError", f"the case did not finish within {limit} s")
+        except _CaseTimedOut:
+            error = ("TimeoutError", f"the case did not finish within {limit:g} s")
         except Exception as exc:
             error = _describe(exc)
         results: list[AssertionResult] = []
@@ -114,7 +121,7 @@ async def run_trial(
             if type(expectation) is AssertionHandle:  # evaluated already: no await needed
                 results.append(expectation.result)
                 continue
-            if (error or skip_reason) and not isinstance(expectation, AssertionHandle):
+            if error or skip_reason:
                 continue
             try:
                 results.append(await expectation.resolve())

@@ -13,6 +13,8 @@ Rules:
 - ``similarity(text)``: ``1 - levenshtein / max length``, a continuous score; **soft** by
   default, passing at 1.0 unless ``at_least`` lowers it.
 - ``satisfies(predicate)``: any predicate over the value.
+- A redacted value cannot be graded by a predicate (``satisfies``) or looked inside
+  (``includes`` on a digest): the assertion is not evaluable and never passes.
 """
 
 from __future__ import annotations
@@ -20,10 +22,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from evalport.protocol import is_digest
+
 from ..handles import AssertionHandle
 from ..results import AssertionResult
 from .base import Assertion
-from .matchers import VERBATIM_HINT, Equals, as_matcher
+from .matchers import VERBATIM_HINT, Equals, as_matcher, has_digest
 from .text import LevenshteinDistance, MatchesRegex
 
 if TYPE_CHECKING:
@@ -47,6 +51,8 @@ class ValueIncludes(Assertion):
         return _shown(self.expected)
 
     def evaluate(self, subject: Any) -> AssertionResult:
+        if is_digest(subject):  # a redacted value: its keys are the digest's own
+            return self.not_evaluable(f"the value {VERBATIM_HINT}")
         if isinstance(subject, str):
             ok = isinstance(self.expected, str) and self.expected in subject
         elif isinstance(subject, list | tuple):
@@ -88,6 +94,8 @@ class ValueSatisfies(Assertion):
         return getattr(self.predicate, "__name__", "predicate")
 
     def evaluate(self, subject: Any) -> AssertionResult:
+        if has_digest(subject):  # a predicate would judge the digest, not the value
+            return self.not_evaluable(f"the value {VERBATIM_HINT}")
         ok = bool(self.predicate(subject))
         return self.result(ok, "" if ok else f"the predicate rejected {_shown(subject)}")
 
