@@ -6,7 +6,7 @@ Rules:
   ``auth_header="api-key"`` and ``params={"api-version": ...}``), vLLM, Ollama, LM Studio
   and llama.cpp all serve. Temperature 0 unless told otherwise.
 - The API key is read from the environment variable ``api_key_env`` at call time, never
-  stored in configuration; ``api_key_env=None`` sends no key (local servers). A named
+  stored in configuration, and scrubbed from every error text; ``api_key_env=None`` sends no key (local servers). A named
   variable that is unset is a clear :class:`~.base.JudgeError`.
 - 429 and 5xx answers and transport errors (timeouts included) are retried up to
   ``max_retries`` times with exponential backoff and jitter, honouring ``Retry-After``
@@ -32,6 +32,7 @@ from typing import Any
 import httpx
 import msgspec
 
+from ..errors import Secrets
 from .base import JudgeError, JudgeUsage, MalformedAnswer
 
 __all__ = ["ChatClient", "ChatCompletion", "MalformedAnswer"]
@@ -135,7 +136,15 @@ class ChatClient:
         """One completion; see the module rules for retries and fallbacks."""
         headers = self._headers()
         async with self._slots:
-            return await self._complete(messages, headers, schema, max_tokens, top_logprobs)
+            try:
+                return await self._complete(messages, headers, schema, max_tokens, top_logprobs)
+            except JudgeError as error:
+                # A gateway may echo the credentials: they never reach errors or reports.
+                keys = [value.removeprefix("Bearer ") for value in headers.values()]
+                scrubbed = Secrets([*headers.values(), *keys]).scrub(str(error))
+                if scrubbed == str(error):
+                    raise
+                raise type(error)(scrubbed) from None
 
     async def _complete(
         self,

@@ -274,3 +274,27 @@ async def test_concurrency_is_bounded_per_client() -> None:
         results = await asyncio.gather(*(judge.judge(_request(sample=i)) for i in range(6)))
     assert [r.score for r in results] == [0.5] * 6
     assert peak == 2
+
+
+@pytest.mark.parametrize("status", [401, 503])
+async def test_the_api_key_never_reaches_an_error_text(
+    status: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from evalport.client.judges.base import JudgeError
+    from evalport.client.judges.chat import ChatClient
+
+    monkeypatch.setenv("LEAKY_GATEWAY_KEY", "sk-live-SECRET123456")
+
+    def echo(request: httpx.Request) -> httpx.Response:  # a gateway that echoes the header
+        return httpx.Response(status, json={"error": f"bad {request.headers['authorization']}"})
+
+    client = ChatClient(
+        "m", api_key_env="LEAKY_GATEWAY_KEY", max_retries=0, transport=httpx.MockTransport(echo)
+    )
+    try:
+        with pytest.raises(JudgeError) as raised:
+            await client.complete([{"role": "user", "content": "x"}])
+    finally:
+        await client.aclose()
+    assert "SECRET123456" not in str(raised.value)
+    assert str(status) in str(raised.value)
