@@ -51,6 +51,7 @@ from .eager import start_task
 from .messages import ApprovalDecision, RunEnvelope
 from .models import (
     AgentRun,
+    ErrorInfo,
     Message,
     PendingApproval,
     RunStatus,
@@ -324,13 +325,21 @@ class AgentSession:
     async def close(self) -> None:
         """Cancel a running or suspended turn and refuse further calls."""
         self._closed = True
-        self._futures.clear()
+        self._drop_approvals()
         task = self._task
         if task is not None and not task.done():
             task.cancel()
             await asyncio.wait({task}, timeout=_CANCEL_GRACE)
         if task is not None and task.done() and self._task is task:
             self._settled(False)  # cancelled before it started: nothing else settles it
+
+    def _drop_approvals(self) -> None:
+        """Cancel the pending approval futures: an agent waiting on one (a sync agent in
+        its worker thread included) wakes with ``CancelledError`` instead of waiting
+        forever and holding its thread."""
+        futures, self._futures = self._futures, {}
+        for future in futures.values():
+            future.cancel()
 
     # -- approvals (the recorder calls this) ------------------------------------------------
 
@@ -391,7 +400,7 @@ class AgentSession:
 
     async def _time_out(self, task: asyncio.Task[None], timeout: float) -> None:
         ctx = self._ctx
-        self._futures.clear()
+        self._drop_approvals()
         self.run.pending_approvals = []
         task.cancel()
         await asyncio.wait({task}, timeout=_CANCEL_GRACE)
@@ -459,26 +468,37 @@ class AgentSession:
         ctx._activate()
         try:
             reply = await self._handler.turn(message, ctx)
-        except asyncio.CancelledError:
+        except asyncio.CancelledError as cancelled:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():  # the turn itself was cancelled
+                ctx._close()
+                raise
+            # The agent let a CancelledError of its own (an awaited task someone else
+            # cancelled) escape: agent behaviour, recorded as a failure like any error.
+            self._fail(ctx, self._agent_error(ctx, cancelled))
             ctx._close()
-            raise
+            return
         except Exception as error:  # agent behaviour, not a transport failure
-            info = error_info(error)
-            info.error_id = str(uuid.uuid4())
-            logger.error(
-                "agent error %s in session %s turn %d: %s: %s",
-                info.error_id,
-                self.info.session_id,
-                ctx.turn,
-                info.type,
-                info.message,
-                exc_info=error,
-            )
-            self._fail(ctx, info)
+            self._fail(ctx, self._agent_error(ctx, error))
             ctx._close()
             return
         self._complete(ctx, message, reply)
         ctx._close()
+
+    def _agent_error(self, ctx: TurnContext, error: BaseException) -> ErrorInfo:
+        """The error record of an exception the agent raised, logged with its id."""
+        info = error_info(error)
+        info.error_id = str(uuid.uuid4())
+        logger.error(
+            "agent error %s in session %s turn %d: %s: %s",
+            info.error_id,
+            self.info.session_id,
+            ctx.turn,
+            info.type,
+            info.message,
+            exc_info=error,
+        )
+        return info
 
     def _complete(self, ctx: TurnContext, message: str, reply: str) -> None:
         run = self.run

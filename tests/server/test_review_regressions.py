@@ -1,0 +1,66 @@
+"""Regressions found in review of the turn runtime, through the adapter (ASGITransport)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import httpx
+from evalport.server import EvalAdapter, TurnContext
+
+HEADERS = {"Authorization": "Bearer t"}
+
+
+async def open_session(client: httpx.AsyncClient) -> str:
+    response = await client.post("/evals/sessions", headers=HEADERS, json={})
+    return str(response.json()["sessionId"])
+
+
+async def test_an_agent_that_lets_a_cancelled_error_escape_fails_its_turn() -> None:
+    async def agent(message: str, history: list[Any], ctx: TurnContext) -> str:
+        future = asyncio.get_running_loop().create_future()
+        future.cancel()  # someone else cancelled what the agent waits for
+        await future
+        return "unreachable"
+
+    adapter = EvalAdapter(agent, token="t")
+    transport = httpx.ASGITransport(app=adapter.app())
+    async with httpx.AsyncClient(transport=transport, base_url="http://agent.test") as client:
+        session_id = await open_session(client)
+        for message in ("one", "two"):
+            response = await client.post(
+                f"/evals/sessions/{session_id}/turns", headers=HEADERS, json={"message": message}
+            )
+            assert response.status_code == 200
+            run = response.json()["run"]
+            assert run["status"] == "failed"
+            assert run["stopSignal"]["reason"] == "error"
+            assert run["errorDetails"][-1]["type"].endswith("CancelledError")
+    await adapter.aclose()
+
+
+async def test_deleting_a_suspended_sync_agent_frees_its_worker_thread() -> None:
+    released = threading.Event()
+
+    def agent(message: str, history: list[Any], ctx: TurnContext) -> str:
+        try:
+            ctx.request_approval_sync("refund", {"order_id": "A1"})
+        except BaseException:
+            released.set()  # woke up: the thread goes back to the pool
+            raise
+        return "done"
+
+    adapter = EvalAdapter(agent, token="t")
+    transport = httpx.ASGITransport(app=adapter.app())
+    async with httpx.AsyncClient(transport=transport, base_url="http://agent.test") as client:
+        session_id = await open_session(client)
+        response = await client.post(
+            f"/evals/sessions/{session_id}/turns", headers=HEADERS, json={"message": "refund"}
+        )
+        assert response.json()["run"]["pendingApprovals"]
+        assert (
+            await client.delete(f"/evals/sessions/{session_id}", headers=HEADERS)
+        ).status_code == 204
+        assert await asyncio.to_thread(released.wait, 5.0), "the worker thread never woke up"
+    await adapter.aclose()
