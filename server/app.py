@@ -203,7 +203,12 @@ class EvalAdapter:
     async def _body(self, receive: Receive, headers: _Headers) -> bytes:
         limit = self.limits.max_body_bytes
         declared = headers.get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limit:
+        if (
+            declared is not None
+            and declared.isascii()
+            and declared.isdigit()
+            and int(declared) > limit
+        ):
             raise _too_large(limit)
         content_type = headers.get(b"content-type")
         if content_type is not None and content_type != _JSON and not _is_json(content_type):

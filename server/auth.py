@@ -38,6 +38,10 @@ class BearerAuth:
             raise ValueError(
                 "the bearer token must be a non-empty string without surrounding spaces"
             )
+        if not (token.isascii() and token.isprintable()):
+            # HTTP header values are bytes that servers decode as latin-1: a non-ASCII
+            # token could never match what a client sends, so refuse it at start-up.
+            raise ValueError("the bearer token must be printable ASCII (e.g. token_urlsafe)")
         self._digest = hashlib.sha256(token.encode()).digest()
 
     def check(self, authorization: str | None) -> None:

@@ -64,3 +64,47 @@ async def test_deleting_a_suspended_sync_agent_frees_its_worker_thread() -> None
         ).status_code == 204
         assert await asyncio.to_thread(released.wait, 5.0), "the worker thread never woke up"
     await adapter.aclose()
+
+
+def test_a_non_ascii_token_is_refused_at_start_up() -> None:
+    import pytest
+
+    with pytest.raises(ValueError, match="printable ASCII"):
+        EvalAdapter(lambda message, history, ctx: "ok", token="pässwörd")
+
+
+async def test_a_content_length_of_non_ascii_digits_is_not_a_500() -> None:
+    adapter = EvalAdapter(lambda message, history, ctx: "ok", token="t")
+    app = adapter.app()
+    sent: list[dict[str, Any]] = []
+    body = b'{"message": "hi"}'
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/evals/sessions",
+        "raw_path": b"/evals/sessions",
+        "root_path": "",
+        "query_string": b"",
+        "headers": [
+            (b"authorization", b"Bearer t"),
+            (b"content-type", b"application/json"),
+            (b"content-length", "²".encode("latin-1")),
+        ],
+        "server": ("agent.test", 80),
+        "client": ("127.0.0.1", 1234),
+    }
+    messages = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def receive() -> dict[str, Any]:
+        return messages.pop(0) if messages else {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    await app(scope, receive, send)
+    status = next(m["status"] for m in sent if m["type"] == "http.response.start")
+    assert status < 500
+    await adapter.aclose()
