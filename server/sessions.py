@@ -236,9 +236,13 @@ class SessionManager:
         )
         live = await AgentSession.from_factory(self._factory, info)
         body = self.body_of(live)
-        created = await self.store.create(
-            session_id, meta, body, ttl=limits.session_ttl, limit=limits.max_sessions
-        )
+        try:
+            created = await self.store.create(
+                session_id, meta, body, ttl=limits.session_ttl, limit=limits.max_sessions
+            )
+        except BaseException:  # the store is down: the new agent must not leak
+            await live.close()
+            raise
         if not created:
             await live.close()
             raise HTTPProblem(

@@ -35,6 +35,9 @@ class MemoryStore:
     def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._entries: dict[str, _Entry] = {}
+        # Expired sessions dropped on the way (reads, a full cap), reported by the next
+        # purge_expired() so that the adapter closes their agents too.
+        self._gone: list[str] = []
 
     def _live(self, session_id: str, now: float) -> _Entry | None:
         entry = self._entries.get(session_id)
@@ -42,6 +45,7 @@ class MemoryStore:
             return None
         if entry.expires <= now and not self._leased(entry, now):
             del self._entries[session_id]
+            self._gone.append(session_id)
             return None
         return entry
 
@@ -123,9 +127,11 @@ class MemoryStore:
         return len(self._entries)
 
     async def purge_expired(self) -> list[str]:
-        return self._purge(self._clock())
+        self._purge(self._clock())
+        gone, self._gone = self._gone, []
+        return gone
 
-    def _purge(self, now: float) -> list[str]:
+    def _purge(self, now: float) -> None:
         expired = [
             session_id
             for session_id, entry in self._entries.items()
@@ -133,7 +139,8 @@ class MemoryStore:
         ]
         for session_id in expired:
             del self._entries[session_id]
-        return expired
+        self._gone.extend(expired)
 
     async def aclose(self) -> None:
         self._entries.clear()
+        self._gone.clear()
