@@ -39,7 +39,7 @@ import json
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any, Final, Protocol
@@ -421,9 +421,7 @@ class SessionManager:
         if self._local:
             return await self._turn_here(session_id, live, message, key, flight, token)
         step = live.send(message, timeout=self.limits.turn_timeout)
-        job = asyncio.get_running_loop().create_task(
-            self._turn_job(session_id, live, step, key, flight, token)
-        )
+        job = self._follow(self._turn_job(session_id, live, step, key, flight, token))
         return await asyncio.shield(job)
 
     async def decide(
@@ -448,10 +446,16 @@ class SessionManager:
         if missing or unknown:
             raise _decision_problem(DecisionError(missing, unknown))
         token = await self._acquire(session_id)
-        job = asyncio.get_running_loop().create_task(
-            self._decide_job(session_id, live, decisions, token)
-        )
+        job = self._follow(self._decide_job(session_id, live, decisions, token))
         return await asyncio.shield(job)
+
+    def _follow(self, work: Coroutine[Any, Any, Outcome]) -> asyncio.Task[Outcome]:
+        """Run ``work`` as a job that outlives its request and that :meth:`aclose` waits
+        for, so shutting down never cuts a turn or a decision in half."""
+        job = asyncio.get_running_loop().create_task(work)
+        self._followers.add(job)
+        job.add_done_callback(self._followers.discard)
+        return job
 
     async def _replay(self, session_id: str, key: str, digest: str) -> Outcome | None:
         flight = self._inflight.get((session_id, key))
@@ -502,9 +506,7 @@ class SessionManager:
         except asyncio.CancelledError:
             left = None if timeout is None else max(started + timeout - loop.time(), 0.0)
             follow = live.wait(timeout=left)
-            job = loop.create_task(self._turn_job(session_id, live, follow, key, flight, token))
-            self._followers.add(job)
-            job.add_done_callback(self._followers.discard)
+            self._follow(self._turn_job(session_id, live, follow, key, flight, token))
             raise
         except Exception as error:
             step = _raise(error)

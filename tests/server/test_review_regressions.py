@@ -124,3 +124,31 @@ async def test_sessions_the_memory_store_drops_on_its_own_are_reported_by_purge(
     # while creating "c" must be among them, or their agents would stay in memory.
     assert sorted(await store.purge_expired()) == ["a", "b"]
     assert await store.purge_expired() == []
+
+
+async def test_closing_the_adapter_lets_a_decision_in_flight_finish() -> None:
+    async def agent(message: str, history: list[Any], ctx: TurnContext) -> str:
+        await ctx.request_approval("refund", {"order_id": "A1"}, call_id="c1")
+        await asyncio.sleep(0.2)
+        return "refunded"
+
+    adapter = EvalAdapter(agent, token="t")
+    transport = httpx.ASGITransport(app=adapter.app())
+    async with httpx.AsyncClient(transport=transport, base_url="http://agent.test") as client:
+        session_id = await open_session(client)
+        await client.post(
+            f"/evals/sessions/{session_id}/turns", headers=HEADERS, json={"message": "refund"}
+        )
+        decision = asyncio.create_task(
+            client.post(
+                f"/evals/sessions/{session_id}/approvals",
+                headers=HEADERS,
+                json={"decisions": {"c1": {"decision": "approve"}}},
+            )
+        )
+        await asyncio.sleep(0.05)
+        await adapter.aclose()  # shutting down while the resumed turn still runs
+        response = await decision
+    assert response.status_code == 200
+    run = response.json()["run"]
+    assert (run["status"], run["reply"]) == ("completed", "refunded")
