@@ -1,4 +1,4 @@
-"""Regressions found in review of the turn runtime, through the adapter (ASGITransport)."""
+"""Edges of the turn lifecycle through the adapter (regressions found in review)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Regressions found in review: redaction and ownership rules that the runner, the run
-cache and the value assertions must keep, on the example support agent."""
+"""Redaction and ownership rules the runner, the run cache and the value assertions keep
+(regressions found in review), on the example support agent."""
 
 from __future__ import annotations
 
