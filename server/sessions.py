@@ -34,17 +34,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
-import json
 import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
-from datetime import UTC, datetime
 from functools import partial
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
-import msgspec
 from evalport.protocol import (
     AgentRun,
     AgentSession,
@@ -52,9 +48,7 @@ from evalport.protocol import (
     ApprovalsRequest,
     CreateSessionRequest,
     DecisionError,
-    FieldError,
     NotSuspended,
-    Problem,
     ProblemType,
     RunEnvelope,
     SessionBusy,
@@ -69,6 +63,27 @@ from evalport.protocol import (
 
 from .limits import Limits
 from .problems import HTTPProblem, problem_body
+from .records import (
+    IdempotencyRecord,
+    InFlight,
+    Outcome,
+    RunPolicy,
+    SessionMeta,
+    decision_problem,
+    decode_envelope,
+    decode_idempotency,
+    decode_meta,
+    decode_problem,
+    decode_relayed,
+    encode_meta,
+    encode_relayed,
+    fingerprint,
+    iso,
+    key_reused,
+    new_session_id,
+    not_found,
+    suspended,
+)
 from .stores import ApprovalRelay, Lease, MemoryStore, SessionStore, StoreUnavailable
 
 __all__ = ["Outcome", "RunPolicy", "SessionManager", "new_session_id"]
@@ -78,87 +93,6 @@ logger = logging.getLogger("evalport.server")
 _SWEEP_EVERY: Final = 1.0
 _IDLE: Final = "idle"
 _SUSPENDED: Final = "suspended"
-
-
-class RunPolicy(Protocol):
-    """A trace policy, applied to every run before it leaves the service."""
-
-    def apply(self, run: AgentRun) -> AgentRun: ...
-
-
-class Outcome(msgspec.Struct, frozen=True, gc=False):
-    """A finished request's answer: status and body (JSON or problem JSON)."""
-
-    status: int
-    body: bytes
-
-    @property
-    def is_problem(self) -> bool:
-        return self.status >= 400
-
-
-class _Idempotency(msgspec.Struct, frozen=True, gc=False):
-    fingerprint: str
-    status: int
-    body: bytes
-
-
-class _Meta(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
-    case_id: str | None = None
-    description: str | None = None
-    metadata: dict[str, Any] | None = None
-    created_at: str = ""
-
-
-_encode_meta = msgspec.json.Encoder()
-_decode_idempotency = msgspec.json.Decoder(_Idempotency)
-_decode_meta = msgspec.json.Decoder(_Meta)
-_decode_envelope = msgspec.json.Decoder(RunEnvelope)
-_encode_relayed = msgspec.msgpack.Encoder()
-_decode_relayed = msgspec.msgpack.Decoder(Outcome)
-_decode_problem = msgspec.json.Decoder(Problem)
-
-
-def new_session_id() -> str:
-    """A session id: 192 random bits, URL-safe."""
-    return secrets.token_urlsafe(24)
-
-
-def _iso(seconds: float) -> str:
-    moment = datetime.fromtimestamp(seconds, UTC)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def fingerprint(message: str) -> str:
-    """What an idempotency key is bound to: the turn's message."""
-    return hashlib.sha256(message.encode()).hexdigest()
-
-
-class _InFlight:
-    """A keyed turn in flight: repeats of its key wait for its outcome."""
-
-    __slots__ = ("_waiters", "fingerprint")
-
-    def __init__(self, fingerprint: str) -> None:
-        self.fingerprint = fingerprint
-        self._waiters: list[asyncio.Future[Outcome]] = []
-
-    def wait(self) -> asyncio.Future[Outcome]:
-        """A future of this waiter's own for the turn's outcome (or its problem)."""
-        future: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
-        self._waiters.append(future)
-        return future
-
-    def settle(self, outcome: Outcome | None, error: BaseException | None = None) -> None:
-        for future in self._waiters:
-            if future.done():
-                continue
-            if outcome is not None:
-                future.set_result(outcome)
-            elif isinstance(error, Exception):
-                future.set_exception(error)
-            else:
-                future.cancel()
 
 
 class SessionManager:
@@ -181,7 +115,7 @@ class SessionManager:
         self._wall_clock = wall_clock
         self._live: dict[str, AgentSession] = {}
         self._seen: dict[str, bytes] = {}  # the stored run each live agent has reached
-        self._inflight: dict[tuple[str, str], _InFlight] = {}
+        self._inflight: dict[tuple[str, str], InFlight] = {}
         # A process-local store never waits: a turn's bookkeeping cannot be interrupted,
         # and only this process moves its sessions on, so a live agent is always current.
         self._local = type(self.store) is MemoryStore
@@ -226,12 +160,12 @@ class SessionManager:
             metadata=request.metadata or {},
         )
         now = self._wall_clock()
-        meta = _encode_meta.encode(
-            _Meta(
+        meta = encode_meta.encode(
+            SessionMeta(
                 case_id=request.case_id,
                 description=request.description,
                 metadata=request.metadata,
-                created_at=_iso(now),
+                created_at=iso(now),
             )
         )
         live = await AgentSession.from_factory(self._factory, info)
@@ -252,7 +186,7 @@ class SessionManager:
             )
         self._live[session_id] = live
         self._seen[session_id] = body
-        return session_id, _iso(now + limits.session_ttl)
+        return session_id, iso(now + limits.session_ttl)
 
     async def attach(self, session_id: str) -> bytes:
         """The session's latest accumulated run (renews its TTL)."""
@@ -260,7 +194,7 @@ class SessionManager:
         stored = await self.store.read(session_id, ttl=self.limits.session_ttl)
         if stored is None:
             await self._forget(session_id)
-            raise _not_found(session_id)
+            raise not_found(session_id)
         return stored.run
 
     async def delete(self, session_id: str) -> None:
@@ -269,7 +203,7 @@ class SessionManager:
         lease = await self.store.acquire(session_id, token, lease=5.0, ttl=self.limits.session_ttl)
         if lease is Lease.MISSING:
             await self._forget(session_id)
-            raise _not_found(session_id)
+            raise not_found(session_id)
         if lease is Lease.BUSY:
             raise HTTPProblem(
                 ProblemType.SESSION_BUSY, "A turn is in flight on this session; delete it after."
@@ -314,7 +248,7 @@ class SessionManager:
         stored = await self.store.read(session_id)
         if stored is None:
             await self._forget(session_id)
-            raise _not_found(session_id)
+            raise not_found(session_id)
         if live is not None and self._seen.get(session_id) == stored.run:
             return live
         if stored.state == _SUSPENDED:
@@ -324,14 +258,14 @@ class SessionManager:
                 "post them to that replica first.",
             )
         await self._forget(session_id)
-        meta = _decode_meta.decode(stored.meta)
+        meta = decode_meta.decode(stored.meta)
         info = SessionInfo(
             session_id=session_id,
             case_id=meta.case_id,
             description=meta.description,
             metadata=meta.metadata or {},
         )
-        run = _decode_envelope.decode(stored.run).run
+        run = decode_envelope.decode(stored.run).run
         live = await AgentSession.restore(self._factory, info, run)
         self._live[session_id] = live
         self._seen[session_id] = stored.run
@@ -350,7 +284,7 @@ class SessionManager:
         stored = await self.store.read(session_id)
         if stored is None:
             await self._forget(session_id)
-            raise _not_found(session_id)
+            raise not_found(session_id)
         if stored.state != _SUSPENDED:
             raise HTTPProblem(ProblemType.NOT_SUSPENDED, "The session has no pending approvals.")
         relay = self._relay
@@ -374,9 +308,9 @@ class SessionManager:
                 "The replica that suspended this session's turn is gone, and the turn with "
                 "it; the session expires with its TTL (delete it to start over).",
             )
-        outcome = _decode_relayed.decode(answer)
+        outcome = decode_relayed.decode(answer)
         if outcome.is_problem:  # raised again here, so that headers (Retry-After) follow
-            problem = _decode_problem.decode(outcome.body)
+            problem = decode_problem.decode(outcome.body)
             raise HTTPProblem(
                 problem.type, problem.detail, errors=problem.errors, retry_after=problem.retry_after
             )
@@ -394,7 +328,7 @@ class SessionManager:
             outcome = Outcome(
                 status=500, body=problem_body(ProblemType.INTERNAL, "Relayed approvals failed.")
             )
-        return _encode_relayed.encode(outcome)
+        return encode_relayed.encode(outcome)
 
     # -- turns ----------------------------------------------------------------------------------
 
@@ -408,7 +342,7 @@ class SessionManager:
                 return replay
         live = self._live.get(session_id)
         if live is not None and live.suspended:
-            raise _suspended(live)
+            raise suspended(live)
         token = await self._acquire(session_id)
         try:
             live = await self._current(session_id, live)
@@ -417,7 +351,7 @@ class SessionManager:
             raise
         flight = None
         if key is not None:
-            flight = self._inflight[(session_id, key)] = _InFlight(digest)
+            flight = self._inflight[(session_id, key)] = InFlight(digest)
         if self._local:
             return await self._turn_here(session_id, live, message, key, flight, token)
         step = live.send(message, timeout=self.limits.turn_timeout)
@@ -444,7 +378,7 @@ class SessionManager:
         missing = sorted(pending - decisions.keys())
         unknown = sorted(decisions.keys() - pending)
         if missing or unknown:
-            raise _decision_problem(DecisionError(missing, unknown))
+            raise decision_problem(DecisionError(missing, unknown))
         token = await self._acquire(session_id)
         job = self._follow(self._decide_job(session_id, live, decisions, token))
         return await asyncio.shield(job)
@@ -461,14 +395,14 @@ class SessionManager:
         flight = self._inflight.get((session_id, key))
         if flight is not None:
             if flight.fingerprint != digest:
-                raise _key_reused()
+                raise key_reused()
             return await flight.wait()
         stored = await self.store.get_result(session_id, key)
         if stored is None:
             return None
-        record = _decode_idempotency.decode(stored)
+        record = decode_idempotency.decode(stored)
         if record.fingerprint != digest:
-            raise _key_reused()
+            raise key_reused()
         return Outcome(status=record.status, body=record.body)
 
     async def _acquire(self, session_id: str) -> str:
@@ -480,7 +414,7 @@ class SessionManager:
             return token
         if lease is Lease.MISSING:
             await self._forget(session_id)
-            raise _not_found(session_id)
+            raise not_found(session_id)
         raise HTTPProblem(ProblemType.SESSION_BUSY, "A turn is already in flight on this session.")
 
     async def _turn_here(
@@ -489,7 +423,7 @@ class SessionManager:
         live: AgentSession,
         message: str,
         key: str | None,
-        flight: _InFlight | None,
+        flight: InFlight | None,
         token: str,
     ) -> Outcome:
         """A turn's job on the request's own task (the agent runs in a task of its own).
@@ -518,7 +452,7 @@ class SessionManager:
         live: AgentSession,
         step: Awaitable[AgentRun],
         key: str | None,
-        flight: _InFlight | None,
+        flight: InFlight | None,
         token: str,
     ) -> Outcome:
         """Drive the turn, store its run and idempotency record, release the lease."""
@@ -526,7 +460,7 @@ class SessionManager:
             outcome = await self._drive(session_id, live, step)
             if key is not None and flight is not None:
                 record = encode(
-                    _Idempotency(
+                    IdempotencyRecord(
                         fingerprint=flight.fingerprint, status=outcome.status, body=outcome.body
                     )
                 )
@@ -576,9 +510,9 @@ class SessionManager:
                 ),
             )
         except DecisionError as error:
-            raise _decision_problem(error) from None
+            raise decision_problem(error) from None
         except SessionSuspended:
-            raise _suspended(live) from None
+            raise suspended(live) from None
         except (SessionBusy, NotSuspended) as error:
             problem_type = (
                 ProblemType.SESSION_BUSY
@@ -587,7 +521,7 @@ class SessionManager:
             )
             raise HTTPProblem(problem_type, str(error)) from None
         except SessionClosed:
-            raise _not_found(session_id) from None
+            raise not_found(session_id) from None
         body = self.body_of(live, run)
         await self._save(session_id, live, body)
         return Outcome(status=200, body=body)
@@ -609,41 +543,3 @@ async def _ready(run: AgentRun) -> AgentRun:
 
 async def _raise(error: Exception) -> AgentRun:
     raise error
-
-
-def _not_found(session_id: str) -> HTTPProblem:
-    return HTTPProblem(
-        ProblemType.SESSION_NOT_FOUND,
-        f"No live session {session_id!r}; it may have expired or been deleted.",
-    )
-
-
-def _suspended(live: AgentSession) -> HTTPProblem:
-    ids = ", ".join(approval.call_id for approval in live.run.pending_approvals)
-    return HTTPProblem(
-        ProblemType.SESSION_SUSPENDED,
-        f"The session waits for approval decisions on {ids}; post them to its approvals first.",
-    )
-
-
-def _key_reused() -> HTTPProblem:
-    return HTTPProblem(
-        ProblemType.IDEMPOTENCY_MISMATCH,
-        "The Idempotency-Key was already used on this session with a different message.",
-        errors=[FieldError(path="$.message", message="differs from the first use of this key")],
-    )
-
-
-def _decision_problem(error: DecisionError) -> HTTPProblem:
-    errors = [
-        FieldError(
-            path=f"$.decisions[{json.dumps(call_id)}]", message="missing: this call is pending"
-        )
-        for call_id in error.missing
-    ] + [
-        FieldError(
-            path=f"$.decisions[{json.dumps(call_id)}]", message="unknown: no such pending call"
-        )
-        for call_id in error.unknown
-    ]
-    return HTTPProblem(ProblemType.INVALID_BODY, str(error), errors=errors)

@@ -1,0 +1,175 @@
+"""What the session manager keeps and answers besides runs: the outcome of a request,
+idempotency records and keyed turns in flight, session metadata, and the problems the
+session rules raise.
+
+Rules:
+
+- An :class:`Outcome` is a finished request's status and body; it is what an
+  idempotency record replays and what a relayed approval brings back.
+- An idempotency key is bound to the turn's message (:func:`fingerprint`); the same key
+  with another message is a 422 (:func:`key_reused`).
+- Session ids carry 192 random bits (:func:`new_session_id`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import secrets
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+import msgspec
+from evalport.protocol import (
+    AgentRun,
+    AgentSession,
+    DecisionError,
+    FieldError,
+    Problem,
+    ProblemType,
+    RunEnvelope,
+)
+
+from .problems import HTTPProblem
+
+__all__ = [
+    "IdempotencyRecord",
+    "InFlight",
+    "Outcome",
+    "RunPolicy",
+    "SessionMeta",
+    "decision_problem",
+    "decode_envelope",
+    "decode_idempotency",
+    "decode_meta",
+    "decode_problem",
+    "decode_relayed",
+    "encode_meta",
+    "encode_relayed",
+    "fingerprint",
+    "iso",
+    "key_reused",
+    "new_session_id",
+    "not_found",
+    "suspended",
+]
+
+
+class RunPolicy(Protocol):
+    """A trace policy, applied to every run before it leaves the service."""
+
+    def apply(self, run: AgentRun) -> AgentRun: ...
+
+
+class Outcome(msgspec.Struct, frozen=True, gc=False):
+    """A finished request's answer: status and body (JSON or problem JSON)."""
+
+    status: int
+    body: bytes
+
+    @property
+    def is_problem(self) -> bool:
+        return self.status >= 400
+
+
+class IdempotencyRecord(msgspec.Struct, frozen=True, gc=False):
+    fingerprint: str
+    status: int
+    body: bytes
+
+
+class SessionMeta(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
+    case_id: str | None = None
+    description: str | None = None
+    metadata: dict[str, Any] | None = None
+    created_at: str = ""
+
+
+encode_meta = msgspec.json.Encoder()
+decode_idempotency = msgspec.json.Decoder(IdempotencyRecord)
+decode_meta = msgspec.json.Decoder(SessionMeta)
+decode_envelope = msgspec.json.Decoder(RunEnvelope)
+encode_relayed = msgspec.msgpack.Encoder()
+decode_relayed = msgspec.msgpack.Decoder(Outcome)
+decode_problem = msgspec.json.Decoder(Problem)
+
+
+def new_session_id() -> str:
+    """A session id: 192 random bits, URL-safe."""
+    return secrets.token_urlsafe(24)
+
+
+def iso(seconds: float) -> str:
+    moment = datetime.fromtimestamp(seconds, UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def fingerprint(message: str) -> str:
+    """What an idempotency key is bound to: the turn's message."""
+    return hashlib.sha256(message.encode()).hexdigest()
+
+
+class InFlight:
+    """A keyed turn in flight: repeats of its key wait for its outcome."""
+
+    __slots__ = ("_waiters", "fingerprint")
+
+    def __init__(self, fingerprint: str) -> None:
+        self.fingerprint = fingerprint
+        self._waiters: list[asyncio.Future[Outcome]] = []
+
+    def wait(self) -> asyncio.Future[Outcome]:
+        """A future of this waiter's own for the turn's outcome (or its problem)."""
+        future: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
+        self._waiters.append(future)
+        return future
+
+    def settle(self, outcome: Outcome | None, error: BaseException | None = None) -> None:
+        for future in self._waiters:
+            if future.done():
+                continue
+            if outcome is not None:
+                future.set_result(outcome)
+            elif isinstance(error, Exception):
+                future.set_exception(error)
+            else:
+                future.cancel()
+
+
+def not_found(session_id: str) -> HTTPProblem:
+    return HTTPProblem(
+        ProblemType.SESSION_NOT_FOUND,
+        f"No live session {session_id!r}; it may have expired or been deleted.",
+    )
+
+
+def suspended(live: AgentSession) -> HTTPProblem:
+    ids = ", ".join(approval.call_id for approval in live.run.pending_approvals)
+    return HTTPProblem(
+        ProblemType.SESSION_SUSPENDED,
+        f"The session waits for approval decisions on {ids}; post them to its approvals first.",
+    )
+
+
+def key_reused() -> HTTPProblem:
+    return HTTPProblem(
+        ProblemType.IDEMPOTENCY_MISMATCH,
+        "The Idempotency-Key was already used on this session with a different message.",
+        errors=[FieldError(path="$.message", message="differs from the first use of this key")],
+    )
+
+
+def decision_problem(error: DecisionError) -> HTTPProblem:
+    errors = [
+        FieldError(
+            path=f"$.decisions[{json.dumps(call_id)}]", message="missing: this call is pending"
+        )
+        for call_id in error.missing
+    ] + [
+        FieldError(
+            path=f"$.decisions[{json.dumps(call_id)}]", message="unknown: no such pending call"
+        )
+        for call_id in error.unknown
+    ]
+    return HTTPProblem(ProblemType.INVALID_BODY, str(error), errors=errors)
