@@ -20,7 +20,9 @@ Rules:
   criterion (author-written) stays outside the fences.
 - Only the structured verdict is read (see :func:`parse_verdict`): the whole answer must
   be exactly one JSON object (optionally inside one Markdown code fence); text around it,
-  a second object, a missing field or a score outside [0, 1] make the answer malformed.
+  a second object, a missing or non-numeric ``score``, a score outside [0, 1], or a
+  ``reason``/``evidence`` of the wrong type make the answer malformed (a missing
+  ``reason`` or ``evidence`` reads as empty: the score alone is the verdict).
   A score is never searched for inside free text.
 - The JSON schema sent as ``response_format`` uses only keywords every strict-mode server
   accepts; the range of the score is checked by :func:`parse_verdict`, not by the schema.
