@@ -10,7 +10,11 @@ Rules:
   the key and what is expected; nothing is guessed.
 - ``reporters`` lists custom reporters: ``"package.module:Name"`` or a table
   ``{use = "package.module:Name", ...keyword arguments}``.
-- ``judge`` configures the judge: ``{model = "...", base-url = "...", api-key-env = "..."}``.
+- ``judge`` configures the judge: ``{model = "...", base-url = "...", api-key-env = "...",
+  judge-cache = "..."}``; ``judge-cache`` is a folder of cached verdicts, relative to the
+  ``pyproject.toml`` that names it. Keys of the table without a ``model`` are an error:
+  with no judge table the judge comes from ``EVALPORT_JUDGE_*`` variables (see
+  :func:`evalport.client.cli.targets.build_judge`).
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ class JudgeSettings(msgspec.Struct, kw_only=True, rename="kebab", forbid_unknown
     model: str | None = None
     base_url: str | None = None
     api_key_env: str | None = None
+    judge_cache: str | None = None
+    """A folder of cached verdicts (same model, prompt and parameters: paid once)."""
 
 
 class Settings(msgspec.Struct, kw_only=True, rename="kebab", forbid_unknown_fields=True):
@@ -119,6 +125,20 @@ def load_settings(start: Path | None = None, *, file: Path | None = None) -> Set
         raise ConfigError(f"{source}: {_explain(error)}") from None
     if settings.path is not None and not Path(settings.path).is_absolute():
         settings.path = str(path.parent / settings.path)
+    judge = settings.judge
+    if judge.judge_cache is not None and not Path(judge.judge_cache).is_absolute():
+        judge.judge_cache = str(path.parent / judge.judge_cache)
+    if not judge.model and judge != JudgeSettings():
+        given = [
+            name.replace("_", "-")
+            for name in JudgeSettings.__struct_fields__
+            if name != "model" and getattr(judge, name) is not None
+        ]
+        what = f"sets {', '.join(given)} but no model" if given else "has an empty model"
+        raise ConfigError(
+            f'{path} [tool.evalport.judge]: {what}; add model = "..." '
+            "(or drop the table to take the judge from EVALPORT_JUDGE_* variables)"
+        )
     return settings.validate(source)
 
 

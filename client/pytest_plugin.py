@@ -17,7 +17,8 @@ Rules:
 - ``@pytest.mark.evalport(approval_policy=..., judge=..., strict=...)`` sets those for the
   test's context. ``strict`` makes failed soft assertions fail too. Without a ``judge``
   there, the one configured under ``[tool.evalport.judge]`` in the project's
-  ``pyproject.toml`` is used (a fresh client per test, closed afterwards).
+  ``pyproject.toml`` is used, else the one ``EVALPORT_JUDGE_*`` variables describe (a
+  fresh client per test, closed afterwards).
 """
 
 from __future__ import annotations
@@ -186,7 +187,7 @@ async def evalport(request: pytest.FixtureRequest, evalport_target: Any) -> Asyn
 
 
 def _configured_judge(config: pytest.Config) -> Any:
-    """The judge of ``[tool.evalport.judge]`` in the project's ``pyproject.toml``, if any."""
+    """The judge of the project's ``[tool.evalport.judge]``, else of ``EVALPORT_JUDGE_*``."""
     from .cli.targets import build_judge
     from .config import ConfigError, load_settings
 

@@ -15,21 +15,45 @@ What it does, turn by turn (state carries across turns of a session):
 
 Every session sees the order database as it was seeded and copies an order before it
 changes it, so refunds in one evaluation never leak into another.
+
+It records what an LLM-backed agent would cost, deterministically: the run's llm profile
+names the ``rules`` driver and model ``support-rules-1``, and every model step carries a
+usage estimated at one token per four characters (at least one) of what the step reads
+and writes. A turn that calls tools has two model steps: the first reads the system
+prompt, the history and the message and writes the tool calls; the second reads all that
+plus the tool results and writes the reply. A turn without tools has one step that reads
+the prompt and writes the reply.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from evalport.protocol import ApprovalRejected, SessionInfo, TurnContext, tool
+from evalport.protocol import ApprovalRejected, SessionInfo, TurnContext, Usage, tool
 
-__all__ = ["ORDERS", "REFUND_LIMIT", "SupportAgent", "agent"]
+__all__ = ["MODEL", "ORDERS", "REFUND_LIMIT", "SYSTEM_PROMPT", "SupportAgent", "agent", "tokens"]
 
 REFUND_LIMIT: Final = 100.0
 """Refunds above this amount need a human's approval."""
+
+MODEL: Final = "support-rules-1"
+"""The model named in the run's llm profile (driver ``rules``)."""
+
+SYSTEM_PROMPT: Final = (
+    "You are the support agent of an online coffee shop. Find a customer's orders, "
+    "say where an order is, and refund orders; refunds above "
+    f"{REFUND_LIMIT:.2f} need a manager's approval."
+)
+"""The prompt every model step reads first (counted in the estimated input tokens)."""
+
+
+def tokens(text: str) -> int:
+    """The estimated token count of ``text``: one per four characters, at least one."""
+    return max(1, -(-len(text) // 4))
 
 
 @dataclass
@@ -135,6 +159,27 @@ class SupportAgent:
     # -- the turn --------------------------------------------------------------------------------
 
     async def turn(self, message: str, ctx: TurnContext) -> str:
+        ctx.llm_profile(driver="rules", model=MODEL, context_length=8192, max_output_length=1024)
+        reply = await self._reply(message, ctx)
+        self._record_usage(message, reply, ctx)
+        return reply
+
+    def _record_usage(self, message: str, reply: str, ctx: TurnContext) -> None:
+        """Give the turn's model steps their estimated usage (see the module docstring)."""
+        prompt = tokens(SYSTEM_PROMPT) + tokens(message)
+        prompt += sum(tokens(str(earlier.content or "")) for earlier in ctx.history)
+        tool_steps = [s for s in ctx.run.steps if s.turn == ctx.turn and s.tool_executions]
+        if tool_steps:  # the open tool step: it read the prompt and wrote the tool calls
+            calls = [c for s in tool_steps for c in s.requested_tool_calls]
+            results = [e.result for s in tool_steps for e in s.tool_executions]
+            ctx.usage(
+                input=prompt,
+                output=sum(tokens(c.name + json.dumps(c.arguments, default=str)) for c in calls),
+            )
+            prompt += tokens(json.dumps(results, default=str))
+        ctx.model_step(content=reply, usage=Usage(input=prompt, output=tokens(reply)))
+
+    async def _reply(self, message: str, ctx: TurnContext) -> str:
         text = message.strip()
         lowered = text.lower()
         if self.proposed_refund is not None:

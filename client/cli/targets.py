@@ -6,11 +6,17 @@ is read first (:meth:`PreparedTarget.prepare`): a server that cannot be reached 
 :class:`~evalport.client.config.ConfigError` (exit 2). ``--local module:attr`` (or
 ``path/to/file.py:attr``) is a :class:`~evalport.client.local.LocalTarget` over that
 agent. The token is read from the environment only, never from the command line.
+
+The judge (:func:`build_judge`) is the one ``[tool.evalport.judge]`` names; without that
+table it is :meth:`JudgeConfig.from_env() <evalport.client.judges.JudgeConfig.from_env>`'s
+(``EVALPORT_JUDGE_MODEL``, ``_BASE_URL``, ``_API_KEY_ENV``, ``_CACHE_DIR``); with neither
+there is no judge, and judged assertions are not evaluated (never passed).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from evalport.protocol.loader import load_object as _load_object
@@ -85,15 +91,17 @@ def build_target(settings: Settings) -> PreparedTarget:
     raise ConfigError("give --target URL or --local module:attr")
 
 
-def build_judge(settings: Settings) -> Any:
-    """The judge configured under ``[tool.evalport.judge]``, or ``None``."""
-    if not settings.judge.model:
-        return None
-    from ..judges import OpenAIJudge
+def build_judge(settings: Settings, environ: Mapping[str, str] | None = None) -> Any:
+    """The judge of ``[tool.evalport.judge]``, else of ``EVALPORT_JUDGE_*``, else ``None``."""
+    from ..judges import JudgeConfig, OpenAIJudge
 
-    options: dict[str, Any] = {"model": settings.judge.model}
-    if settings.judge.base_url:
-        options["base_url"] = settings.judge.base_url
-    if settings.judge.api_key_env:
-        options["api_key_env"] = settings.judge.api_key_env
+    judge = settings.judge
+    if not judge.model:
+        config = JudgeConfig.from_env(environ)
+        return config.build() if config is not None else None
+    options: dict[str, Any] = {"model": judge.model, "cache": judge.judge_cache}
+    if judge.base_url:
+        options["base_url"] = judge.base_url
+    if judge.api_key_env is not None:  # "" means the server needs no key
+        options["api_key_env"] = judge.api_key_env or None
     return OpenAIJudge(**options)

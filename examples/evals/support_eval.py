@@ -36,6 +36,10 @@ async def small_refund(ctx):
     ctx.tool_order(["search_orders", "refund_order"], mode="strict")
     ctx.called_tool("refund_order", {"order_id": "A1050", "amount": 24.5}, is_error=False)
     ctx.no_failed_actions()
+    # budgets: two turns of a tool step and a reply each (357 estimated tokens, 65 written)
+    ctx.max_steps(4)
+    ctx.total_tokens_at_most(400)
+    ctx.tokens_at_most("output", 80)
 
 
 @eval_case(

@@ -100,16 +100,20 @@ async def test_status_question_every_text_tool_step_outcome_assertion(make_targe
         ctx.tool_order(["order_status"], "strict").label("tool_order strict")
         ctx.step_count(between(1, 3)).label("step_count")
         ctx.max_steps(5).label("max_steps")
-        ctx.total_tokens_at_most(0).label("total_tokens_at_most")
-        ctx.tokens_at_most("output", 0).label("tokens_at_most")
+        # the agent's estimated usage: a tool step (48 in, 9 out) and the reply (64 in, 8 out)
+        ctx.total_tokens_at_most(129).label("total_tokens_at_most")
+        ctx.total_tokens_at_most(128).label("total_tokens_at_most, one short")
+        ctx.tokens_at_most("output", 17).label("tokens_at_most")
+        ctx.tokens_at_most("output", 16).label("tokens_at_most, one short")
         ctx.event_not_seen("refund.proposed").label("event_not_seen")
 
     result = await trial(make_target(), status)
     failing = {"is_valid_json", "matches_json_schema", "stopped", "failed", "used_no_tools"}
+    failing |= {"total_tokens_at_most, one short", "tokens_at_most, one short"}
     assert outcomes(result) == {name: name not in failing for name in outcomes(result)}, (
         result.assertions
     )
-    assert len(result.assertions) == 29 and result.verdict == Verdict.FAILED
+    assert len(result.assertions) == 31 and result.verdict == Verdict.FAILED
     assert all(a.evaluated for a in result.assertions)
 
 

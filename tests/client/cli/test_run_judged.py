@@ -51,7 +51,8 @@ def test_judge_from_configuration(tmp_path, monkeypatch, capsys):
     assert summary["provenance"]["judge_model"] == "fake-judge"
     case = summary["cases"][0]
     assert case["judge_mean"] == pytest.approx(0.8) and case["judge_std"] == pytest.approx(0.1)
-    assert case["judge_tokens"] == 2 * (11 + 7) and case["target_tokens"] == 0
+    assert case["judge_tokens"] == 2 * (11 + 7)
+    assert case["target_tokens"] == 2 * (44 + 18)  # the agent's estimate: one step a trial
     assert summary["judge_tokens"] == 36
     judges = json.loads(next((tmp_path / "run" / "cases").glob("*/judges.json")).read_text())
     assert [record["judges"][0]["score"] for record in judges] == [0.9, 0.7]
