@@ -50,6 +50,9 @@ def markdown_summary(summary: RunSummary, comparison: Comparison | None = None) 
         f"evalport {provenance.evalport_version}"
         + (f", git `{provenance.git_sha[:12]}`" if provenance.git_sha else ""),
         "",
+        f"Tokens: target {summary.target_tokens:,}, judge {summary.judge_tokens:,} "
+        "(reported apart)",
+        "",
         "| case | verdict | passes | 95% interval | pass@k | pass^k | notes |",
         "|---|---|---|---|---|---|---|",
     ]

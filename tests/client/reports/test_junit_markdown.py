@@ -43,7 +43,9 @@ def test_junit_strict_fails_scored_and_lists_load_errors():
 
 
 def test_markdown_summary_table_and_reasons():
-    text = markdown_summary(sample_report().summary)
+    summary = sample_report().summary
+    text = markdown_summary(summary)
+    assert f"Tokens: target {summary.target_tokens:,}, judge {summary.judge_tokens:,}" in text
     assert "✅ 1 passed · ❌ 1 failed · 💥 1 error · ⏭️ 1 skipped · 🟡 1 scored" in text
     assert "5 cases, 13 trials, 1 from the run cache" in text
     assert (
