@@ -26,6 +26,9 @@ Rules:
   refuses turns (409 ``session-suspended``). Approvals posted to another replica are
   relayed to the holder when the store can (:class:`~.stores.ApprovalRelay`: Redis
   pub/sub), else refused with 409 ``session-busy`` (route them to the holder).
+- With a shared store a turn's bookkeeping is two store calls (:class:`~.stores.TurnStore`):
+  one looks up the idempotency record or takes the lease and reads the stored run, the
+  other writes the new run and the record and releases the lease.
 - Expired sessions are purged lazily (at most once a second, on any request) and their
   live agents closed; no background task, so nothing depends on the host's lifespan.
 """
@@ -84,7 +87,16 @@ from .records import (
     not_found,
     suspended,
 )
-from .stores import ApprovalRelay, Lease, MemoryStore, SessionStore, StoreUnavailable
+from .stores import (
+    ApprovalRelay,
+    ComposedTurns,
+    Lease,
+    MemoryStore,
+    SessionStore,
+    StoredSession,
+    StoreUnavailable,
+    TurnStore,
+)
 
 __all__ = ["Outcome", "RunPolicy", "SessionManager", "new_session_id"]
 
@@ -111,6 +123,9 @@ class SessionManager:
         self.limits = limits
         self.store: SessionStore = store if store is not None else MemoryStore()
         self._relay = self.store if isinstance(self.store, ApprovalRelay) else None
+        self._turns: TurnStore = (
+            self.store if isinstance(self.store, TurnStore) else ComposedTurns(self.store)
+        )
         self.policy = policy
         self._wall_clock = wall_clock
         self._live: dict[str, AgentSession] = {}
@@ -241,11 +256,15 @@ class SessionManager:
         if live is not None:
             await live.close()
 
-    async def _current(self, session_id: str, live: AgentSession | None) -> AgentSession:
-        """The session's agent, rebuilt from the store unless this process is up to date."""
+    async def _current(
+        self, session_id: str, live: AgentSession | None, stored: StoredSession | None = None
+    ) -> AgentSession:
+        """The session's agent, rebuilt from the store unless this process is up to date
+        (``stored``: the session as the store returned it with the lease, if it did)."""
         if live is not None and self._local:
             return live
-        stored = await self.store.read(session_id)
+        if stored is None:
+            stored = await self.store.read(session_id)
         if stored is None:
             await self._forget(session_id)
             raise not_found(session_id)
@@ -336,16 +355,37 @@ class SessionManager:
         """Run one turn (or replay it by idempotency key)."""
         await self.sweep()
         digest = fingerprint(message) if key is not None else ""
-        if key is not None:
-            replay = await self._replay(session_id, key, digest)
-            if replay is not None:
-                return replay
+        if key is not None and (waiting := self._inflight.get((session_id, key))) is not None:
+            if waiting.fingerprint != digest:
+                raise key_reused()
+            return await waiting.wait()
         live = self._live.get(session_id)
-        if live is not None and live.suspended:
-            raise suspended(live)
-        token = await self._acquire(session_id)
+        stored: StoredSession | None = None
+        if self._local or (live is not None and live.suspended):
+            if key is not None:
+                record = await self.store.get_result(session_id, key)
+                if record is not None:
+                    return _replayed(record, digest)
+            live = self._live.get(session_id)
+            if live is not None and live.suspended:
+                raise suspended(live)
+            token = await self._acquire(session_id)
+        else:  # one store call: the key's record, or the lease and the stored session
+            token = self._lease_token()
+            start = await self._turns.begin_turn(
+                session_id,
+                token,
+                lease=self.limits.lease_seconds,
+                ttl=self.limits.session_ttl,
+                key=key,
+            )
+            if start.replay is not None:
+                return _replayed(start.replay, digest)
+            await self._leased(session_id, start.lease)
+            stored = start.session
+            live = self._live.get(session_id)
         try:
-            live = await self._current(session_id, live)
+            live = await self._current(session_id, live, stored)
         except BaseException:
             await self.store.release(session_id, token)
             raise
@@ -391,27 +431,18 @@ class SessionManager:
         job.add_done_callback(self._followers.discard)
         return job
 
-    async def _replay(self, session_id: str, key: str, digest: str) -> Outcome | None:
-        flight = self._inflight.get((session_id, key))
-        if flight is not None:
-            if flight.fingerprint != digest:
-                raise key_reused()
-            return await flight.wait()
-        stored = await self.store.get_result(session_id, key)
-        if stored is None:
-            return None
-        record = decode_idempotency.decode(stored)
-        if record.fingerprint != digest:
-            raise key_reused()
-        return Outcome(status=record.status, body=record.body)
-
     async def _acquire(self, session_id: str) -> str:
         token = self._lease_token()
         lease = await self.store.acquire(
             session_id, token, lease=self.limits.lease_seconds, ttl=self.limits.session_ttl
         )
+        await self._leased(session_id, lease)
+        return token
+
+    async def _leased(self, session_id: str, lease: Lease | None) -> None:
+        """Nothing if ``lease`` was acquired, else the problem that says why not."""
         if lease is Lease.ACQUIRED:
-            return token
+            return
         if lease is Lease.MISSING:
             await self._forget(session_id)
             raise not_found(session_id)
@@ -455,18 +486,20 @@ class SessionManager:
         flight: InFlight | None,
         token: str,
     ) -> Outcome:
-        """Drive the turn, store its run and idempotency record, release the lease."""
+        """Drive the turn; then store its run and idempotency record and release the lease."""
+        finished = False
         try:
-            outcome = await self._drive(session_id, live, step)
+            outcome, run = await self._drive(session_id, live, step)
             if key is not None and flight is not None:
                 record = encode(
                     IdempotencyRecord(
                         fingerprint=flight.fingerprint, status=outcome.status, body=outcome.body
                     )
                 )
-                await self.store.put_result(
-                    session_id, key, record, keep=self.limits.idempotency_keys
-                )
+                await self._finish(session_id, live, token, run, key, record)
+            else:
+                await self._finish(session_id, live, token, run)
+            finished = True
         except BaseException as error:
             if flight is not None:
                 flight.settle(None, error)
@@ -478,7 +511,8 @@ class SessionManager:
         finally:
             if key is not None:
                 self._inflight.pop((session_id, key), None)
-            await self.store.release(session_id, token)
+            if not finished:
+                await self.store.release(session_id, token)
 
     async def _decide_job(
         self,
@@ -487,21 +521,26 @@ class SessionManager:
         decisions: Mapping[str, ApprovalDecision],
         token: str,
     ) -> Outcome:
+        finished = False
         try:
-            return await self._drive(
+            outcome, run = await self._drive(
                 session_id, live, live.decide(decisions, timeout=self.limits.turn_timeout)
             )
+            await self._finish(session_id, live, token, run)
+            finished = True
+            return outcome
         finally:
-            await self.store.release(session_id, token)
+            if not finished:
+                await self.store.release(session_id, token)
 
     async def _drive(
         self, session_id: str, live: AgentSession, step: Awaitable[AgentRun]
-    ) -> Outcome:
+    ) -> tuple[Outcome, bytes]:
+        """The step's outcome and the run body to store (the problems it raises store nothing)."""
         try:
             run = await step
         except TurnTimeout as timeout:
-            await self._save(session_id, live, self.body_of(live, timeout.run))
-            return Outcome(
+            outcome = Outcome(
                 status=504,
                 body=problem_body(
                     ProblemType.TURN_TIMEOUT,
@@ -509,6 +548,7 @@ class SessionManager:
                     "it was cancelled and recorded as failed, and the session is usable.",
                 ),
             )
+            return outcome, self.body_of(live, timeout.run)
         except DecisionError as error:
             raise decision_problem(error) from None
         except SessionSuspended:
@@ -523,18 +563,52 @@ class SessionManager:
         except SessionClosed:
             raise not_found(session_id) from None
         body = self.body_of(live, run)
-        await self._save(session_id, live, body)
-        return Outcome(status=200, body=body)
+        return Outcome(status=200, body=body), body
 
-    async def _save(self, session_id: str, live: AgentSession, body: bytes) -> None:
+    async def _finish(
+        self,
+        session_id: str,
+        live: AgentSession,
+        token: str,
+        body: bytes,
+        key: str | None = None,
+        record: bytes = b"",
+    ) -> None:
+        """Store the run (and the idempotency record) and release the lease: one store call.
+
+        A suspended session's run is written first and its relay listens before the lease
+        goes, so that approvals relayed by another replica find their holder at once.
+        """
         state = _SUSPENDED if live.suspended else _IDLE
-        await self.store.write(session_id, body, state=state, ttl=self.limits.session_ttl)
-        self._seen[session_id] = body
-        if self._relay is not None:
-            if state == _SUSPENDED:
-                await self._relay.listen(session_id, partial(self._relayed, session_id))
-            else:
+        ttl = self.limits.session_ttl
+        run: bytes | None = body
+        if state == _SUSPENDED and self._relay is not None:
+            await self.store.write(session_id, body, state=state, ttl=ttl)
+            self._seen[session_id] = body
+            await self._relay.listen(session_id, partial(self._relayed, session_id))
+            run = None
+        await self._turns.finish_turn(
+            session_id,
+            token,
+            run=run,
+            state=state,
+            ttl=ttl,
+            key=key,
+            record=record,
+            keep=self.limits.idempotency_keys,
+        )
+        if run is not None:
+            self._seen[session_id] = body
+            if self._relay is not None:
                 await self._relay.unlisten(session_id)
+
+
+def _replayed(stored: bytes, digest: str) -> Outcome:
+    """The outcome an idempotency record replays (422 if the key's message differs)."""
+    record = decode_idempotency.decode(stored)
+    if record.fingerprint != digest:
+        raise key_reused()
+    return Outcome(status=record.status, body=record.body)
 
 
 async def _ready(run: AgentRun) -> AgentRun:

@@ -14,6 +14,12 @@ Rules (every store implements them; the memory store is the reference):
 - Idempotency records are kept per session, the newest ``keep`` of them; they go with it.
 - Expired sessions read as absent. :meth:`SessionStore.purge_expired` deletes them and
   returns their ids so that the adapter can close their live agents.
+- A turn's bookkeeping may take two calls (:class:`TurnStore`, which a store over the
+  network implements to save round trips): :meth:`TurnStore.begin_turn` is
+  ``get_result`` (a record under the key answers, no lease is taken), then ``acquire``
+  and ``read``; :meth:`TurnStore.finish_turn` is ``write``, ``put_result`` and
+  ``release``; each as one atomic step. :class:`ComposedTurns` builds them from the
+  single operations for a store without them.
 - A store that cannot reach its backend raises :class:`StoreUnavailable` (a 503
   ``store-unavailable`` problem with ``Retry-After``), never a backend's own exception.
 """
@@ -29,7 +35,16 @@ from evalport.protocol import ProblemType
 
 from ..problems import HTTPProblem
 
-__all__ = ["ApprovalRelay", "Lease", "SessionStore", "StoreUnavailable", "StoredSession"]
+__all__ = [
+    "ApprovalRelay",
+    "ComposedTurns",
+    "Lease",
+    "SessionStore",
+    "StoreUnavailable",
+    "StoredSession",
+    "TurnStart",
+    "TurnStore",
+]
 
 STORE_RETRY_AFTER = 1
 
@@ -106,6 +121,89 @@ class SessionStore(Protocol):
     async def aclose(self) -> None:
         """Release the store's resources."""
         ...
+
+
+class TurnStart(msgspec.Struct, frozen=True, gc=False):
+    """The outcome of :meth:`TurnStore.begin_turn`.
+
+    ``replay`` is the idempotency record stored under the turn's key (then ``lease`` is
+    ``None``: none was taken); otherwise ``lease`` tells, and with ``ACQUIRED``
+    ``session`` is the session as stored.
+    """
+
+    lease: Lease | None
+    session: StoredSession | None = None
+    replay: bytes | None = None
+
+
+@runtime_checkable
+class TurnStore(Protocol):
+    """A store that does a turn's bookkeeping in two atomic steps (one round trip each)."""
+
+    async def begin_turn(
+        self, session_id: str, token: str, *, lease: float, ttl: float, key: str | None = None
+    ) -> TurnStart:
+        """``get_result(key)`` if ``key``; unless it answers, ``acquire`` then ``read``."""
+        ...
+
+    async def finish_turn(
+        self,
+        session_id: str,
+        token: str,
+        *,
+        run: bytes | None,
+        state: str,
+        ttl: float,
+        key: str | None = None,
+        record: bytes = b"",
+        keep: int = 0,
+    ) -> None:
+        """``write`` (unless ``run`` is ``None``), ``put_result`` (if ``key``), ``release``."""
+        ...
+
+
+class ComposedTurns:
+    """:class:`TurnStore` from a store's single operations (several calls, not atomic)."""
+
+    def __init__(self, store: SessionStore) -> None:
+        self.store = store
+
+    async def begin_turn(
+        self, session_id: str, token: str, *, lease: float, ttl: float, key: str | None = None
+    ) -> TurnStart:
+        store = self.store
+        if key is not None:
+            record = await store.get_result(session_id, key)
+            if record is not None:
+                return TurnStart(lease=None, replay=record)
+        outcome = await store.acquire(session_id, token, lease=lease, ttl=ttl)
+        if outcome is not Lease.ACQUIRED:
+            return TurnStart(lease=outcome)
+        stored = await store.read(session_id)
+        if stored is None:  # gone in between (a store whose steps are not atomic)
+            return TurnStart(lease=Lease.MISSING)
+        return TurnStart(lease=outcome, session=stored)
+
+    async def finish_turn(
+        self,
+        session_id: str,
+        token: str,
+        *,
+        run: bytes | None,
+        state: str,
+        ttl: float,
+        key: str | None = None,
+        record: bytes = b"",
+        keep: int = 0,
+    ) -> None:
+        store = self.store
+        try:
+            if run is not None:
+                await store.write(session_id, run, state=state, ttl=ttl)
+            if key is not None:
+                await store.put_result(session_id, key, record, keep=keep)
+        finally:
+            await store.release(session_id, token)
 
 
 @runtime_checkable

@@ -1,7 +1,9 @@
 """The Redis session store: sessions shared by every replica of a service.
 
 It follows every rule of :mod:`evalport.server.stores.base`; each operation is one Lua
-script, so it is atomic across replicas. Install with ``pip install 'evalport[redis]'``.
+script, so it is atomic across replicas. It is a
+:class:`~evalport.server.stores.base.TurnStore`: a turn costs two round trips (begin,
+finish). Install with ``pip install 'evalport[redis]'``.
 
 Rules:
 
@@ -44,7 +46,7 @@ import msgspec
 from evalport.protocol import require
 
 from . import redis_lua as lua
-from .base import Lease, StoredSession, StoreUnavailable
+from .base import Lease, StoredSession, StoreUnavailable, TurnStart
 
 require("redis", "redis", "evalport.server.stores.redis")
 
@@ -151,6 +153,8 @@ class RedisStore:
         self._release = register(lua.RELEASE)
         self._put_result = register(lua.PUT_RESULT)
         self._get_result = register(lua.GET_RESULT)
+        self._begin_turn = register(lua.BEGIN_TURN)
+        self._finish_turn = register(lua.FINISH_TURN)
         self._count = register(lua.COUNT)
         self._purge = register(lua.PURGE)
 
@@ -209,6 +213,55 @@ class RedisStore:
 
     async def put_result(self, session_id: str, key: str, record: bytes, *, keep: int) -> None:
         await self._run(self._put_result, self.prefix, session_id, key, record, keep)
+
+    async def begin_turn(
+        self, session_id: str, token: str, *, lease: float, ttl: float, key: str | None = None
+    ) -> TurnStart:
+        found = await self._run(
+            self._begin_turn,
+            self.prefix,
+            session_id,
+            token,
+            _ms(lease),
+            _ms(ttl),
+            0 if key is None else 1,
+            key or "",
+        )
+        outcome = found[0].decode()
+        if outcome == "replay":
+            return TurnStart(lease=None, replay=bytes(found[1]))
+        if outcome != "acquired":
+            return TurnStart(lease=Lease(outcome))
+        _, meta, run, state = found
+        stored = StoredSession(meta=meta, run=run, state=state.decode())
+        return TurnStart(lease=Lease.ACQUIRED, session=stored)
+
+    async def finish_turn(
+        self,
+        session_id: str,
+        token: str,
+        *,
+        run: bytes | None,
+        state: str,
+        ttl: float,
+        key: str | None = None,
+        record: bytes = b"",
+        keep: int = 0,
+    ) -> None:
+        await self._run(
+            self._finish_turn,
+            self.prefix,
+            session_id,
+            token,
+            0 if run is None else 1,
+            run or b"",
+            state,
+            _ms(ttl),
+            0 if key is None else 1,
+            key or "",
+            record,
+            keep,
+        )
 
     async def count(self) -> int:
         return int(await self._run(self._count, self.prefix))

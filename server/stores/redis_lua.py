@@ -1,6 +1,8 @@
 """The Lua scripts of :class:`~evalport.server.stores.redis.RedisStore`, one per operation.
 
-Each script runs atomically in Redis. ``ARGV[1]`` is always the key prefix; keys are
+Each script runs atomically in Redis. ``BEGIN_TURN`` and ``FINISH_TURN`` compose the
+single operations (acquire and read, or look up the idempotency record; write, store the
+record and release) so that a turn costs two round trips. ``ARGV[1]`` is always the key prefix; keys are
 built from it inside the script, so the scripts need one Redis server (not a cluster).
 Times come from Redis's ``TIME``. See :mod:`evalport.server.stores.redis` for the rules.
 """
@@ -11,9 +13,11 @@ from typing import Final
 
 __all__ = [
     "ACQUIRE",
+    "BEGIN_TURN",
     "COUNT",
     "CREATE",
     "DELETE",
+    "FINISH_TURN",
     "GET_RESULT",
     "PURGE",
     "PUT_RESULT",
@@ -47,6 +51,47 @@ local function renew(id, ttl)
   local left = redis.call('PTTL', l)
   if left > ms then ms = left end
   expire_in(id, ms)
+end
+local function write_run(id, run, state, ttl)
+  local s = keys_of(id)
+  if redis.call('EXISTS', s) == 0 then return 0 end
+  redis.call('HSET', s, 'run', run, 'state', state)
+  renew(id, ttl)
+  return 1
+end
+local function take_lease(id, token, lease, ttl)
+  local s, l = keys_of(id)
+  local holder = redis.call('GET', l)
+  if holder and holder ~= token then return 'busy' end
+  redis.call('SET', l, token, 'PX', lease)
+  renew(id, ttl)
+  return 'acquired'
+end
+local function release(id, token)
+  local s, l = keys_of(id)
+  if redis.call('GET', l) ~= token then return 0 end
+  redis.call('DEL', l)
+  local idle = tonumber(redis.call('HGET', s, 'idle'))
+  if idle then
+    local ms = idle - now
+    if ms < 1 then ms = 1 end
+    expire_in(id, ms)
+  end
+  return 1
+end
+local function put_result(id, key, record, keep)
+  local s, l, r, o = keys_of(id)
+  local left = redis.call('PTTL', s)
+  if left <= 0 then return 0 end
+  redis.call('HSET', r, key, record)
+  redis.call('LREM', o, 0, key)
+  redis.call('RPUSH', o, key)
+  while redis.call('LLEN', o) > keep do
+    redis.call('HDEL', r, redis.call('LPOP', o))
+  end
+  redis.call('PEXPIRE', r, left)
+  redis.call('PEXPIRE', o, left)
+  return 1
 end
 local function sweep()
   local due = redis.call('ZRANGEBYSCORE', index, '-inf', now, 'LIMIT', 0, 1000)
@@ -93,12 +138,7 @@ return found
 WRITE: Final = (
     _COMMON
     + """
-local id, run, state, ttl = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
-local s = keys_of(id)
-if redis.call('EXISTS', s) == 0 then return 0 end
-redis.call('HSET', s, 'run', run, 'state', state)
-renew(id, ttl)
-return 1
+return write_run(ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]))
 """
 )
 
@@ -118,50 +158,56 @@ return existed
 ACQUIRE: Final = (
     _COMMON
     + """
-local id, token, lease, ttl = ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
-local s, l = keys_of(id)
+local id = ARGV[2]
+local s = keys_of(id)
 if redis.call('EXISTS', s) == 0 then return 'missing' end
-local holder = redis.call('GET', l)
-if holder and holder ~= token then return 'busy' end
-redis.call('SET', l, token, 'PX', lease)
-renew(id, ttl)
-return 'acquired'
+return take_lease(id, ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]))
+"""
+)
+
+# ARGV: prefix, id, token, lease, ttl, with_key ('1' or '0'), key. Returns {'missing'},
+# {'replay', record} (the key's record; no lease taken), {'busy'} or
+# {'acquired', meta, run, state}.
+BEGIN_TURN: Final = (
+    _COMMON
+    + """
+local id, token, lease, ttl = ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
+local s, l, r = keys_of(id)
+local found = redis.call('HMGET', s, 'meta', 'run', 'state')
+if not found[1] then return {'missing'} end
+if ARGV[6] == '1' then
+  local record = redis.call('HGET', r, ARGV[7])
+  if record then return {'replay', record} end
+end
+local outcome = take_lease(id, token, lease, ttl)
+if outcome ~= 'acquired' then return {outcome} end
+return {outcome, found[1], found[2], found[3]}
+"""
+)
+
+# ARGV: prefix, id, token, with_run ('1' or '0'), run, state, ttl, with_key, key, record,
+# keep. Writes the run (if given), stores the record (if given), releases the lease.
+FINISH_TURN: Final = (
+    _COMMON
+    + """
+local id, token = ARGV[2], ARGV[3]
+if ARGV[4] == '1' then write_run(id, ARGV[5], ARGV[6], tonumber(ARGV[7])) end
+if ARGV[8] == '1' then put_result(id, ARGV[9], ARGV[10], tonumber(ARGV[11])) end
+return release(id, token)
 """
 )
 
 RELEASE: Final = (
     _COMMON
     + """
-local id, token = ARGV[2], ARGV[3]
-local s, l = keys_of(id)
-if redis.call('GET', l) ~= token then return 0 end
-redis.call('DEL', l)
-local idle = tonumber(redis.call('HGET', s, 'idle'))
-if idle then
-  local ms = idle - now
-  if ms < 1 then ms = 1 end
-  expire_in(id, ms)
-end
-return 1
+return release(ARGV[2], ARGV[3])
 """
 )
 
 PUT_RESULT: Final = (
     _COMMON
     + """
-local id, key, record, keep = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
-local s, l, r, o = keys_of(id)
-local left = redis.call('PTTL', s)
-if left <= 0 then return 0 end
-redis.call('HSET', r, key, record)
-redis.call('LREM', o, 0, key)
-redis.call('RPUSH', o, key)
-while redis.call('LLEN', o) > keep do
-  redis.call('HDEL', r, redis.call('LPOP', o))
-end
-redis.call('PEXPIRE', r, left)
-redis.call('PEXPIRE', o, left)
-return 1
+return put_result(ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]))
 """
 )
 

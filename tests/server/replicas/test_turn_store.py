@@ -1,0 +1,147 @@
+"""A turn's two store steps (``TurnStore``): the same contract from the memory store, the
+Redis store and ``ComposedTurns`` over single operations; and a Redis turn costs two
+round trips."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+import redis.asyncio as aioredis
+from evalport.server.stores import ComposedTurns, Lease, MemoryStore, SessionStore, TurnStore
+from evalport.server.stores.redis import RedisStore
+from serverkit import Build, open_session
+from support.redis import RedisServer
+
+
+class Both:
+    """A store and its two-step turn interface (the store itself, or composed over it)."""
+
+    def __init__(self, store: SessionStore, turns: TurnStore) -> None:
+        self.store, self.turns = store, turns
+
+
+@pytest.fixture(params=["memory", "redis", "composed"])
+async def both(request: pytest.FixtureRequest) -> AsyncIterator[Both]:
+    store: SessionStore
+    if request.param == "redis":
+        server: RedisServer = request.getfixturevalue("redis_server")
+        store = RedisStore(server.url, prefix=f"t{uuid.uuid4().hex[:8]}:")
+    else:
+        store = MemoryStore()
+    turns: TurnStore = ComposedTurns(store) if request.param == "composed" else store  # type: ignore[assignment]
+    assert isinstance(turns, TurnStore)
+    yield Both(store, turns)
+    await store.aclose()
+
+
+async def test_begin_takes_the_lease_and_returns_the_stored_session(both: Both) -> None:
+    store, turns = both.store, both.turns
+    missing = await turns.begin_turn("a", "one", lease=5, ttl=10)
+    assert (missing.lease, missing.session, missing.replay) == (Lease.MISSING, None, None)
+    await store.create("a", b"meta", b"run0", ttl=10, limit=5)
+    start = await turns.begin_turn("a", "one", lease=5, ttl=10, key="k1")
+    assert start.lease is Lease.ACQUIRED and start.replay is None
+    assert start.session is not None
+    assert (start.session.meta, start.session.run, start.session.state) == (
+        b"meta",
+        b"run0",
+        "idle",
+    )
+    busy = await turns.begin_turn("a", "two", lease=5, ttl=10)
+    assert (busy.lease, busy.session) == (Lease.BUSY, None)
+    assert await store.acquire("a", "two", lease=5, ttl=10) is Lease.BUSY
+
+
+async def test_finish_writes_stores_the_record_and_releases(both: Both) -> None:
+    store, turns = both.store, both.turns
+    await store.create("a", b"m", b"run0", ttl=10, limit=5)
+    assert (await turns.begin_turn("a", "one", lease=5, ttl=10, key="k1")).lease is Lease.ACQUIRED
+    await turns.finish_turn(
+        "a", "one", run=b"run1", state="suspended", ttl=10, key="k1", record=b"rec1", keep=2
+    )
+    stored = await store.read("a")
+    assert stored is not None and (stored.run, stored.state) == (b"run1", "suspended")
+    assert await store.get_result("a", "k1") == b"rec1"
+    # the key's record answers: no lease is taken, so another token acquires afterwards
+    replay = await turns.begin_turn("a", "two", lease=5, ttl=10, key="k1")
+    assert (replay.lease, replay.session, replay.replay) == (None, None, b"rec1")
+    start = await turns.begin_turn("a", "two", lease=5, ttl=10, key="k2")
+    assert start.lease is Lease.ACQUIRED
+    # without a run only the record is stored; the newest ``keep`` records stay
+    await turns.finish_turn(
+        "a", "two", run=None, state="idle", ttl=10, key="k2", record=b"r2", keep=2
+    )
+    await turns.finish_turn(
+        "a", "gone", run=None, state="idle", ttl=10, key="k3", record=b"r3", keep=2
+    )
+    stored = await store.read("a")
+    assert stored is not None and (stored.run, stored.state) == (b"run1", "suspended")
+    assert await store.get_result("a", "k1") is None
+    assert (await store.get_result("a", "k2"), await store.get_result("a", "k3")) == (b"r2", b"r3")
+    assert await store.acquire("a", "three", lease=5, ttl=10) is Lease.ACQUIRED
+
+
+async def test_finish_by_a_token_that_lost_the_lease_releases_nothing(both: Both) -> None:
+    store, turns = both.store, both.turns
+    await store.create("a", b"m", b"r", ttl=10, limit=5)
+    assert await store.acquire("a", "holder", lease=5, ttl=10) is Lease.ACQUIRED
+    await turns.finish_turn("a", "stale", run=b"r2", state="idle", ttl=10)
+    assert (await turns.begin_turn("a", "other", lease=5, ttl=10)).lease is Lease.BUSY
+
+
+async def test_finish_brings_back_the_idle_ttl(both: Both) -> None:
+    store, turns = both.store, both.turns
+    await store.create("a", b"m", b"r", ttl=0.2, limit=5)
+    assert (await turns.begin_turn("a", "t", lease=30, ttl=0.2)).lease is Lease.ACQUIRED
+    await asyncio.sleep(0.3)
+    assert await store.read("a") is not None  # the lease keeps it
+    await turns.finish_turn("a", "t", run=b"r2", state="idle", ttl=0.2)
+    await asyncio.sleep(0.35)
+    assert await store.read("a") is None
+
+
+class Counting(RedisStore):
+    """The Redis store, counting its sweeps (the manager's once-a-second purge)."""
+
+    sweeps = 0
+
+    async def purge_expired(self) -> list[str]:
+        self.sweeps += 1
+        return await super().purge_expired()
+
+
+async def test_a_redis_turn_costs_two_round_trips(build: Build, redis_server: RedisServer) -> None:
+    store = Counting(redis_server.url, prefix=f"t{uuid.uuid4().hex[:8]}:")
+    _, client = build(store=store)
+    probe = aioredis.Redis.from_url(redis_server.url)
+
+    async def scripts() -> int:  # script calls Redis ran, minus this store's sweeps
+        stats = await probe.info("commandstats")
+        calls = sum(
+            stats.get(f"cmdstat_{name}", {}).get("calls", 0) for name in ("evalsha", "eval")
+        )
+        return int(calls) - store.sweeps
+
+    async def turn(message: str, key: str) -> None:
+        response = await client.post(
+            f"/evals/sessions/{session_id}/turns",
+            json={"message": message},
+            headers={"Idempotency-Key": key},
+        )
+        assert response.status_code == 200, response.text
+
+    try:
+        session_id = await open_session(client)
+        await turn("warm-up", "k0")  # Redis has the scripts from here on
+        before = await scripts()
+        for n in range(1, 4):
+            await turn(f"m{n}", f"k{n}")
+        assert await scripts() - before == 3 * 2
+        before = await scripts()
+        await turn("m2", "k2")  # a replay: one round trip
+        assert await scripts() - before == 1
+    finally:
+        await probe.aclose()
