@@ -48,7 +48,6 @@ from evalport.protocol import (
     AgentRun,
     AgentSession,
     ApprovalDecision,
-    ApprovalsRequest,
     CreateSessionRequest,
     DecisionError,
     NotSuspended,
@@ -59,7 +58,6 @@ from evalport.protocol import (
     SessionInfo,
     SessionSuspended,
     TurnTimeout,
-    decode_request,
     encode,
     session_factory,
 )
@@ -76,10 +74,7 @@ from .records import (
     decode_envelope,
     decode_idempotency,
     decode_meta,
-    decode_problem,
-    decode_relayed,
     encode_meta,
-    encode_relayed,
     fingerprint,
     iso,
     key_reused,
@@ -87,6 +82,7 @@ from .records import (
     not_found,
     suspended,
 )
+from .relaying import answer_relayed, forward_decisions
 from .stores import (
     ApprovalRelay,
     ComposedTurns,
@@ -313,41 +309,15 @@ class SessionManager:
                 "The suspended turn of this session lives on another replica; approvals "
                 "must reach the replica that suspended it (route requests by session id).",
             )
-        request = encode(ApprovalsRequest(decisions=dict(decisions)))
-        try:
-            answer = await relay.forward(session_id, request, timeout=self.limits.lease_seconds)
-        except TimeoutError:
-            raise HTTPProblem(
-                ProblemType.TURN_TIMEOUT,
-                "The replica holding the suspended turn did not answer in time.",
-            ) from None
-        if answer is None:
-            raise HTTPProblem(
-                ProblemType.SESSION_BUSY,
-                "The replica that suspended this session's turn is gone, and the turn with "
-                "it; the session expires with its TTL (delete it to start over).",
-            )
-        outcome = decode_relayed.decode(answer)
-        if outcome.is_problem:  # raised again here, so that headers (Retry-After) follow
-            problem = decode_problem.decode(outcome.body)
-            raise HTTPProblem(
-                problem.type, problem.detail, errors=problem.errors, retry_after=problem.retry_after
-            )
-        return outcome
+        return await forward_decisions(
+            relay, session_id, decisions, timeout=self.limits.lease_seconds
+        )
 
     async def _relayed(self, session_id: str, request: bytes) -> bytes:
         """Answer decisions another replica relayed to this one (which holds the turn)."""
-        try:
-            decisions = decode_request(request, ApprovalsRequest).decisions
-            outcome = await self.decide(session_id, decisions, forward=False)
-        except HTTPProblem as problem:
-            outcome = Outcome(status=problem.status, body=problem.body())
-        except Exception:
-            logger.exception("relayed approvals failed on session %s", session_id)
-            outcome = Outcome(
-                status=500, body=problem_body(ProblemType.INTERNAL, "Relayed approvals failed.")
-            )
-        return encode_relayed.encode(outcome)
+        return await answer_relayed(
+            partial(self.decide, session_id, forward=False), session_id, request
+        )
 
     # -- turns ----------------------------------------------------------------------------------
 
