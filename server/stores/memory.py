@@ -1,8 +1,8 @@
 """The in-process session store (the default): a dict, a clock and nothing else.
 
-It follows every rule of :mod:`evalport.server.stores.base` (and implements
-:class:`~evalport.server.stores.base.TurnStore`). Each coroutine runs to
-completion without awaiting, so every operation is atomic on the event loop. Suitable for
+It follows every rule of :mod:`evalport.server.stores.base`. Each coroutine runs to
+completion without awaiting, so every operation is atomic on the event loop, and so is a
+turn's bookkeeping composed from them (:class:`~evalport.server.stores.base.ComposedTurns`). Suitable for
 one process; services with several replicas need a shared store.
 """
 
@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import msgspec
 
-from .base import Lease, StoredSession, TurnStart
+from .base import Lease, StoredSession
 
 __all__ = ["MemoryStore"]
 
@@ -122,38 +122,6 @@ class MemoryStore:
         results[key] = record
         while len(results) > keep:
             del results[next(iter(results))]
-
-    async def begin_turn(
-        self, session_id: str, token: str, *, lease: float, ttl: float, key: str | None = None
-    ) -> TurnStart:
-        if key is not None:
-            record = await self.get_result(session_id, key)
-            if record is not None:
-                return TurnStart(lease=None, replay=record)
-        outcome = await self.acquire(session_id, token, lease=lease, ttl=ttl)
-        if outcome is not Lease.ACQUIRED:
-            return TurnStart(lease=outcome)
-        entry = self._entries[session_id]
-        stored = StoredSession(meta=entry.meta, run=entry.run, state=entry.state)
-        return TurnStart(lease=outcome, session=stored)
-
-    async def finish_turn(
-        self,
-        session_id: str,
-        token: str,
-        *,
-        run: bytes | None,
-        state: str,
-        ttl: float,
-        key: str | None = None,
-        record: bytes = b"",
-        keep: int = 0,
-    ) -> None:
-        if run is not None:
-            await self.write(session_id, run, state=state, ttl=ttl)
-        if key is not None:
-            await self.put_result(session_id, key, record, keep=keep)
-        await self.release(session_id, token)
 
     async def count(self) -> int:
         self._purge(self._clock())

@@ -1,6 +1,6 @@
-"""A turn's two store steps (``TurnStore``): the same contract from the memory store, the
-Redis store and ``ComposedTurns`` over single operations; and a Redis turn costs two
-round trips."""
+"""A turn's two store steps (``TurnStore``): the same contract from the Redis store's
+scripts and from ``ComposedTurns`` over the memory store's single operations; and a Redis
+turn costs two round trips."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ class Both:
         self.store, self.turns = store, turns
 
 
-@pytest.fixture(params=["memory", "redis", "composed"])
+@pytest.fixture(params=["redis", "composed"])
 async def both(request: pytest.FixtureRequest) -> AsyncIterator[Both]:
     store: SessionStore
     if request.param == "redis":
@@ -31,6 +31,8 @@ async def both(request: pytest.FixtureRequest) -> AsyncIterator[Both]:
         store = RedisStore(server.url, prefix=f"t{uuid.uuid4().hex[:8]}:")
     else:
         store = MemoryStore()
+    # The memory store's turns are composed from its single operations (they never wait,
+    # so the composition is atomic there); Redis does each step in one script.
     turns: TurnStore = ComposedTurns(store) if request.param == "composed" else store  # type: ignore[assignment]
     assert isinstance(turns, TurnStore)
     yield Both(store, turns)
