@@ -88,16 +88,26 @@ class _LimitedSession(_WrappedSession):
         return await self.inner.refresh()
 
 
-class RateLimitedTarget:
-    """A target whose requests start at most ``rps`` per second."""
+class _WrappedTarget:
+    """Base of the target wrappers: same identity as the target they wrap."""
 
-    def __init__(self, inner: Target, rps: float) -> None:
+    def __init__(self, inner: Target) -> None:
         self.inner = inner
-        self.limiter = RateLimiter(rps)
 
     @property
     def identity(self) -> TargetIdentity:
         return self.inner.identity
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class RateLimitedTarget(_WrappedTarget):
+    """A target whose requests start at most ``rps`` per second."""
+
+    def __init__(self, inner: Target, rps: float) -> None:
+        super().__init__(inner)
+        self.limiter = RateLimiter(rps)
 
     async def open(
         self,
@@ -114,20 +124,13 @@ class RateLimitedTarget:
         await self.limiter.acquire()
         return _LimitedSession(await self.inner.attach(session_id), self.limiter)
 
-    async def aclose(self) -> None:
-        await self.inner.aclose()
 
-
-class TrackingTarget:
+class TrackingTarget(_WrappedTarget):
     """Remembers the sessions of one trial so that they can all be closed."""
 
     def __init__(self, inner: Target) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.sessions: list[Session] = []
-
-    @property
-    def identity(self) -> TargetIdentity:
-        return self.inner.identity
 
     async def open(
         self,
@@ -153,16 +156,12 @@ class _KeptSession(_WrappedSession):
         """Never delete a session this run did not open."""
 
 
-class AttachedTarget:
+class AttachedTarget(_WrappedTarget):
     """Every ``open`` attaches to the same existing session instead."""
 
     def __init__(self, inner: Target, session_id: str) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.session_id = session_id
-
-    @property
-    def identity(self) -> TargetIdentity:
-        return self.inner.identity
 
     async def open(
         self,
@@ -175,6 +174,3 @@ class AttachedTarget:
 
     async def attach(self, session_id: str) -> Session:
         return _KeptSession(await self.inner.attach(session_id))
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
