@@ -3,8 +3,10 @@
 Rules:
 
 - :meth:`EvalAdapter.routes` is the primitive: a list of Starlette routes under a prefix,
-  which a host adds to its own routes (``Mount`` works too). :meth:`EvalAdapter.app` wraps
-  them in a standalone Starlette app whose unknown routes and methods are problems too.
+  which a host adds to its own routes (``Mount`` works too); the host answers paths that
+  are not the adapter's. :meth:`EvalAdapter.app` serves the same endpoints as a standalone
+  ASGI app without Starlette's router and middleware (:mod:`evalport.server.standalone`),
+  whose unknown routes and methods are problems too.
 - Nothing depends on a lifespan: state is created with the adapter, expired sessions are
   purged lazily, so mounting under a host that never sends lifespan events is fine.
 - Routes are plain ASGI endpoints (no per-request ``Request`` object); the hot answers
@@ -25,10 +27,8 @@ Rules:
 
 from __future__ import annotations
 
-import logging
-import uuid
 from collections.abc import Awaitable, Callable
-from typing import Final, TypeVar
+from typing import Final, NamedTuple, TypeVar
 
 from evalport.protocol import (
     PROBLEM_CONTENT_TYPE,
@@ -46,23 +46,18 @@ from evalport.protocol import (
     encode,
 )
 from evalport.protocol.version import PROTOCOL_VERSION
-from starlette.applications import Starlette
-from starlette.datastructures import URL
-from starlette.exceptions import HTTPException
-from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
 from .auth import BearerAuth
 from .limits import Limits
-from .problems import HTTPProblem, problem_response
+from .problems import HTTPProblem
 from .sessions import Outcome, RunPolicy, SessionManager
+from .standalone import ProtocolApp, internal_problem, request_path, safe_instance
 from .stores import SessionStore, open_store
 
 __all__ = ["EvalAdapter"]
-
-logger = logging.getLogger("evalport.server")
 
 _JSON: Final = "application/json"
 # Every path takes every common method, so that a wrong one is our 405 problem, not the host's.
@@ -91,6 +86,16 @@ def _headers(raw: list[tuple[bytes, bytes]]) -> _Headers:
 
 
 T = TypeVar("T")
+
+
+class _Endpoints(NamedTuple):
+    """The ASGI endpoint of each protocol path (``approvals`` is ``None`` when disabled)."""
+
+    turns: _Endpoint
+    session: _Endpoint
+    sessions: _Endpoint
+    health: _Endpoint
+    approvals: _Endpoint | None
 
 
 class EvalAdapter:
@@ -136,39 +141,32 @@ class EvalAdapter:
 
     def routes(self, prefix: str = "") -> list[BaseRoute]:
         """The protocol routes under ``prefix`` (``""`` or ``/path`` without a trailing slash)."""
-        if prefix and (not prefix.startswith("/") or prefix.endswith("/")):
-            raise ValueError(f"prefix must look like '/agent' (or be empty), not {prefix!r}")
+        endpoints = self._endpoints(prefix)
         sessions = f"{prefix}/evals/sessions"
         session = sessions + "/{session_id}"
         routes: list[BaseRoute] = [  # the hot route first: hosts match in order
-            Route(
-                session + "/turns", self._guard({"POST": self._turn}, drains=True), methods=_METHODS
-            ),
-            Route(
-                session,
-                self._guard({"GET": self._attach, "DELETE": self._delete}),
-                methods=_METHODS,
-            ),
-            Route(sessions, self._guard({"POST": self._create}, drains=True), methods=_METHODS),
-            Route(
-                f"{prefix}/health",
-                self._guard(
-                    {"GET": self._health_endpoint}, public=self._public_health, drains=True
-                ),
-                methods=_METHODS,
-            ),
+            Route(session + "/turns", endpoints.turns, methods=_METHODS),
+            Route(session, endpoints.session, methods=_METHODS),
+            Route(sessions, endpoints.sessions, methods=_METHODS),
+            Route(f"{prefix}/health", endpoints.health, methods=_METHODS),
         ]
-        if self._approvals:
-            routes.append(
-                Route(session + "/approvals", self._guard({"POST": self._decide}), methods=_METHODS)
-            )
+        if endpoints.approvals is not None:
+            routes.append(Route(session + "/approvals", endpoints.approvals, methods=_METHODS))
         return routes
 
-    def app(self, prefix: str = "") -> Starlette:
-        """A standalone Starlette app serving :meth:`routes`; unknown routes are problems."""
-        return Starlette(
-            routes=self.routes(prefix),
-            exception_handlers={HTTPException: _http_exception},
+    def app(self, prefix: str = "") -> ProtocolApp:
+        """A standalone ASGI app serving the same endpoints as :meth:`routes`, without a router.
+
+        Unknown paths and methods are problems too; see :mod:`evalport.server.standalone`.
+        """
+        endpoints = self._endpoints(prefix)
+        return ProtocolApp(
+            prefix,
+            turns=endpoints.turns,
+            session=endpoints.session,
+            sessions=endpoints.sessions,
+            health=endpoints.health,
+            approvals=endpoints.approvals,
         )
 
     @property
@@ -191,6 +189,19 @@ class EvalAdapter:
         await self.sessions.aclose()
 
     # -- plumbing ----------------------------------------------------------------------------------
+
+    def _endpoints(self, prefix: str) -> _Endpoints:
+        if prefix and (not prefix.startswith("/") or prefix.endswith("/")):
+            raise ValueError(f"prefix must look like '/agent' (or be empty), not {prefix!r}")
+        return _Endpoints(
+            turns=self._guard({"POST": self._turn}, drains=True),
+            session=self._guard({"GET": self._attach, "DELETE": self._delete}),
+            sessions=self._guard({"POST": self._create}, drains=True),
+            health=self._guard(
+                {"GET": self._health_endpoint}, public=self._public_health, drains=True
+            ),
+            approvals=self._guard({"POST": self._decide}) if self._approvals else None,
+        )
 
     def _guard(
         self, endpoints: dict[str, Handler], *, public: bool = False, drains: bool = False
@@ -239,7 +250,7 @@ class EvalAdapter:
         body = await self._body(receive, headers)
         create = _decode(body, CreateSessionRequest) if body.strip() else CreateSessionRequest()
         session_id, expires_at = await self.sessions.create(create)
-        location = f"{_path(scope).rstrip('/')}/{session_id}"
+        location = f"{request_path(scope).rstrip('/')}/{session_id}"
         return Response(
             encode(CreateSessionResponse(session_id=session_id, expires_at=expires_at)),
             201,
@@ -273,7 +284,11 @@ class EvalAdapter:
 
 
 class _Endpoint:
-    """The ASGI endpoint of one path (Starlette routes a class instance as plain ASGI)."""
+    """The ASGI endpoint of one path (Starlette routes a class instance as plain ASGI).
+
+    It reads the session id from ``scope["path_params"]``, which Starlette's ``Route`` and
+    :class:`~evalport.server.standalone.ProtocolApp` both set.
+    """
 
     __slots__ = ("_adapter", "_allow", "_auth", "_drains", "_endpoints")
 
@@ -311,15 +326,9 @@ class _Endpoint:
                 )
             answer = await endpoint(scope, receive, headers)
         except HTTPProblem as problem:
-            answer = problem.response(_path(scope))
+            answer = problem.response(safe_instance(scope))
         except Exception:
-            error_id = str(uuid.uuid4())
-            logger.exception("internal error %s on %s %s", error_id, scope["method"], _path(scope))
-            answer = problem_response(
-                ProblemType.INTERNAL,
-                f"The server failed unexpectedly (error id {error_id}).",
-                instance=_path(scope),
-            )
+            answer = internal_problem(scope)
         if isinstance(answer, Outcome):
             body = answer.body
             await send(
@@ -335,11 +344,6 @@ class _Endpoint:
             await send({"type": "http.response.body", "body": body})
         else:
             await answer(scope, receive, send)
-
-
-def _path(scope: Scope) -> str:
-    """The request's path as Starlette's ``request.url.path`` reads it."""
-    return URL(scope=scope).path
 
 
 def _decode(body: bytes, kind: type[T]) -> T:
@@ -362,20 +366,3 @@ def _is_json(content_type: str) -> bool:
 
 def _too_large(limit: int) -> HTTPProblem:
     return HTTPProblem(ProblemType.PAYLOAD_TOO_LARGE, f"The body exceeds {limit} bytes.")
-
-
-_HTTP_PROBLEMS: Final = {404: ProblemType.NOT_FOUND, 405: ProblemType.METHOD_NOT_ALLOWED}
-
-
-async def _http_exception(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, HTTPException)
-    problem_type = _HTTP_PROBLEMS.get(exc.status_code, ProblemType.NOT_FOUND)
-    detail = (
-        "No such route." if exc.status_code == 404 else f"{request.method} is not allowed here."
-    )
-    return problem_response(
-        problem_type,
-        detail,
-        instance=request.url.path,
-        headers=exc.headers,
-    )

@@ -1,0 +1,178 @@
+"""The standalone app: the adapter's endpoints behind an exact path switch, nothing else.
+
+:meth:`EvalAdapter.app <evalport.server.EvalAdapter.app>` returns a :class:`ProtocolApp`.
+The endpoints it dispatches to are the ones :meth:`EvalAdapter.routes` wraps in Starlette
+routes; they authenticate, check the method and turn every error into a problem
+themselves, so no router, middleware or exception handler sits in front of them.
+
+Rules:
+
+- Paths are matched as strings, the hot one first: ``{prefix}/evals/sessions/{id}/turns``,
+  ``{prefix}/evals/sessions/{id}``, ``{prefix}/evals/sessions``, ``{prefix}/health`` and,
+  with approvals enabled, ``{prefix}/evals/sessions/{id}/approvals``. A session id is one
+  non-empty path segment (no ``/``; a percent-encoded ``%2F`` arrives decoded, so it splits
+  the segment). The id is set as ``scope["path_params"]["session_id"]``, added to any path
+  params a host's ``Mount`` put there, as Starlette's routes do.
+- The path matched is Starlette's route path: ``scope["path"]`` without ``scope["root_path"]``
+  when it starts with it (a host's ``Mount`` or a proxy's ``--root-path``); a problem's
+  ``instance`` is the full request path.
+- An unknown path is a 404 ``not-found`` problem, answered before authentication (there is
+  nothing there to protect). A path with a trailing slash is unknown too; Starlette's app
+  redirected it (307 to a URL built from the ``Host`` header, which evalport's client never
+  follows), this app answers 404 and the detail names the path without the slash.
+- A method a route does not serve is that route's 405 ``method-not-allowed`` problem, after
+  authentication, with ``Allow`` listing the methods it does serve (``HEAD`` with ``GET``).
+- ``lifespan`` events are acknowledged and do nothing (the adapter needs no start-up; close
+  it with :meth:`EvalAdapter.aclose`); a ``websocket`` is closed before it is accepted (the
+  server refuses the handshake); other scope types are ignored.
+- A scope the app cannot read (a path that is not text, say) is logged and answered with a
+  500 ``internal`` problem carrying an error id; no exception reaches the server.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Final
+
+from evalport.protocol import ProblemType
+from starlette.datastructures import URL
+from starlette.responses import Response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from .problems import problem_response
+
+__all__ = ["ProtocolApp", "internal_problem", "request_path", "safe_instance"]
+
+logger = logging.getLogger("evalport.server")
+
+_SESSIONS: Final = "/evals/sessions"
+
+
+class ProtocolApp:
+    """An ASGI app serving the protocol's endpoints under ``prefix`` (see the module rules)."""
+
+    __slots__ = (
+        "_approvals",
+        "_health",
+        "_health_path",
+        "_session",
+        "_sessions",
+        "_sessions_path",
+        "_start",
+        "_turns",
+    )
+
+    def __init__(
+        self,
+        prefix: str,
+        *,
+        turns: ASGIApp,
+        session: ASGIApp,
+        sessions: ASGIApp,
+        health: ASGIApp,
+        approvals: ASGIApp | None = None,
+    ) -> None:
+        self._turns = turns
+        self._session = session
+        self._sessions = sessions
+        self._health = health
+        self._approvals = approvals
+        self._sessions_path = prefix + _SESSIONS
+        self._start = len(self._sessions_path) + 1  # where a session id starts
+        self._health_path = prefix + "/health"
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("type") != "http":
+            await _not_http(scope, receive, send)
+            return
+        try:
+            path: str = scope["path"]
+            root = scope.get("root_path")
+            if root and path.startswith(root):  # Starlette's get_route_path, inlined
+                if path == root:
+                    path = ""
+                elif path[len(root)] == "/":
+                    path = path[len(root) :]
+            endpoint, session_id = self._match(path)
+        except Exception:
+            await internal_problem(scope)(scope, receive, send)  # logs the scope's fault
+            return
+        if endpoint is None:
+            await self._not_found(path, scope, receive, send)
+            return
+        if session_id is not None:
+            params = scope.get("path_params")
+            scope["path_params"] = (
+                {**params, "session_id": session_id} if params else {"session_id": session_id}
+            )
+        await endpoint(scope, receive, send)
+
+    def _match(self, path: str) -> tuple[ASGIApp | None, str | None]:
+        """The endpoint of a route path and its session id, or ``(None, None)``."""
+        if path.startswith(self._sessions_path):
+            start = self._start
+            if len(path) < start:
+                return self._sessions, None
+            if path[start - 1] != "/":
+                return None, None
+            session_id, slash, tail = path[start:].partition("/")
+            if not session_id:
+                return None, None
+            if not slash:
+                return self._session, session_id
+            if tail == "turns":
+                return self._turns, session_id
+            if tail == "approvals" and self._approvals is not None:
+                return self._approvals, session_id
+            return None, None
+        if path == self._health_path:
+            return self._health, None
+        return None, None
+
+    async def _not_found(self, path: str, scope: Scope, receive: Receive, send: Send) -> None:
+        detail = "No such route."
+        if len(path) > 1 and path.endswith("/") and self._match(path.rstrip("/"))[0] is not None:
+            full = request_path(scope).rstrip("/")
+            detail = f"No such route; without the trailing slash it is {full}."
+        response = problem_response(ProblemType.NOT_FOUND, detail, instance=request_path(scope))
+        await response(scope, receive, send)
+
+
+def request_path(scope: Scope) -> str:
+    """The request's full path as Starlette's ``request.url.path`` reads it."""
+    return URL(scope=scope).path
+
+
+def safe_instance(scope: Scope) -> str | None:
+    """:func:`request_path` for error answers: ``None`` when the scope cannot give one."""
+    try:
+        return request_path(scope)
+    except Exception:
+        path = scope.get("path")
+        return path if isinstance(path, str) else None
+
+
+def internal_problem(scope: Scope) -> Response:
+    """The 500 ``internal`` problem for the exception being handled, logged with an error id."""
+    error_id = str(uuid.uuid4())
+    logger.exception("internal error %s on %s %s", error_id, scope.get("method"), scope.get("path"))
+    return problem_response(
+        ProblemType.INTERNAL,
+        f"The server failed unexpectedly (error id {error_id}).",
+        instance=safe_instance(scope),
+    )
+
+
+async def _not_http(scope: Scope, receive: Receive, send: Send) -> None:
+    kind = scope.get("type")
+    if kind == "lifespan":
+        while True:
+            message = await receive()
+            if message.get("type") == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message.get("type") == "lifespan.shutdown":
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+    elif kind == "websocket":
+        await send({"type": "websocket.close", "code": 1000, "reason": ""})
