@@ -52,16 +52,7 @@ _SESSIONS: Final = "/evals/sessions"
 class ProtocolApp:
     """An ASGI app serving the protocol's endpoints under ``prefix`` (see the module rules)."""
 
-    __slots__ = (
-        "_approvals",
-        "_health",
-        "_health_path",
-        "_session",
-        "_sessions",
-        "_sessions_path",
-        "_start",
-        "_turns",
-    )
+    __slots__ = ("_exact", "_ids", "_session", "_start", "_tails")
 
     def __init__(
         self,
@@ -73,14 +64,13 @@ class ProtocolApp:
         health: ASGIApp,
         approvals: ASGIApp | None = None,
     ) -> None:
-        self._turns = turns
+        self._exact = {prefix + _SESSIONS: sessions, prefix + "/health": health}
+        self._ids = prefix + _SESSIONS + "/"  # where session paths start
+        self._start = len(self._ids)
         self._session = session
-        self._sessions = sessions
-        self._health = health
-        self._approvals = approvals
-        self._sessions_path = prefix + _SESSIONS
-        self._start = len(self._sessions_path) + 1  # where a session id starts
-        self._health_path = prefix + "/health"
+        self._tails = {"turns": turns}  # what follows "{id}/"
+        if approvals is not None:
+            self._tails["approvals"] = approvals
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get("type") != "http":
@@ -95,47 +85,37 @@ class ProtocolApp:
                 elif path[len(root)] == "/":
                     path = path[len(root) :]
             endpoint, session_id = self._match(path)
+            if session_id is not None:
+                params = scope.get("path_params")
+                scope["path_params"] = (
+                    {**params, "session_id": session_id} if params else {"session_id": session_id}
+                )
         except Exception:
             await internal_problem(scope)(scope, receive, send)  # logs the scope's fault
             return
         if endpoint is None:
             await self._not_found(path, scope, receive, send)
             return
-        if session_id is not None:
-            params = scope.get("path_params")
-            scope["path_params"] = (
-                {**params, "session_id": session_id} if params else {"session_id": session_id}
-            )
         await endpoint(scope, receive, send)
 
     def _match(self, path: str) -> tuple[ASGIApp | None, str | None]:
         """The endpoint of a route path and its session id, or ``(None, None)``."""
-        if path.startswith(self._sessions_path):
-            start = self._start
-            if len(path) < start:
-                return self._sessions, None
-            if path[start - 1] != "/":
+        if path.startswith(self._ids):
+            session_id, slash, tail = path[self._start :].partition("/")
+            endpoint = self._tails.get(tail) if slash else self._session
+            if endpoint is None or not session_id:
                 return None, None
-            session_id, slash, tail = path[start:].partition("/")
-            if not session_id:
-                return None, None
-            if not slash:
-                return self._session, session_id
-            if tail == "turns":
-                return self._turns, session_id
-            if tail == "approvals" and self._approvals is not None:
-                return self._approvals, session_id
-            return None, None
-        if path == self._health_path:
-            return self._health, None
-        return None, None
+            return endpoint, session_id
+        return self._exact.get(path), None
 
     async def _not_found(self, path: str, scope: Scope, receive: Receive, send: Send) -> None:
+        instance = safe_instance(scope)
         detail = "No such route."
         if len(path) > 1 and path.endswith("/") and self._match(path.rstrip("/"))[0] is not None:
-            full = request_path(scope).rstrip("/")
-            detail = f"No such route; without the trailing slash it is {full}."
-        response = problem_response(ProblemType.NOT_FOUND, detail, instance=request_path(scope))
+            detail = (
+                f"No such route; without the trailing slash it is {(instance or path).rstrip('/')}."
+            )
+        response = problem_response(ProblemType.NOT_FOUND, detail, instance=instance)
         await response(scope, receive, send)
 
 

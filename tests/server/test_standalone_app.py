@@ -293,13 +293,16 @@ async def test_websockets_are_closed_and_other_scopes_ignored(
         {"root_path": 3},
         {"headers": None},
         {"method": ["GET"]},
+        {"path_params": ["tenant"]},
     ],
 )
 async def test_a_malformed_scope_is_a_500_problem_not_an_exception(
     adapter: EvalAdapter, broken: dict[str, Any], caplog: pytest.LogCaptureFixture
 ) -> None:
     with caplog.at_level(logging.ERROR, logger="evalport.server"):
-        status, headers, content, _ = await call(adapter.app(), "GET", "/health", overrides=broken)
+        status, headers, content, _ = await call(
+            adapter.app(), "GET", "/evals/sessions/s1", overrides=broken
+        )
     assert status == 500 and headers[b"content-type"] == PROBLEM_CONTENT_TYPE.encode()
     assert b"internal" in content and b"Traceback" not in content
     error_id = content.decode().rsplit("error id ", 1)[1].split(")")[0]
@@ -326,3 +329,10 @@ async def test_known_routes_answer_as_the_starlette_mounted_routes_do(
         answers = [await call(app, method, path, body=body) for app in (lean, mounted)]
         (status, headers, content, _), (status2, headers2, content2, _) = answers
         assert (status, headers, content) == (status2, headers2, content2), (method, path)
+
+
+async def test_an_unknown_path_in_a_scope_without_headers_is_still_a_404_problem(
+    adapter: EvalAdapter,
+) -> None:
+    status, _, content, _ = await call(adapter.app(), "GET", "/nope/", overrides={"headers": None})
+    assert status == 404 and json.loads(content)["instance"] == "/nope/"
