@@ -121,8 +121,15 @@ async def _serve_adapter(port: int, sessions: int, workdir: Path, http_only: boo
         manager.turn = fixed_turn  # type: ignore[method-assign]
     else:
         (workdir / "body.json").write_bytes(second.body)
-    app = adapter.app()
-    app.router.routes.append(Route("/benchmark/renew", renew_route, methods=["POST"]))
+    served = adapter.app()
+    renew_app = Route("/benchmark/renew", renew_route, methods=["POST"])
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:  # the adapter, plus renew
+        if scope["type"] == "http" and scope["path"] == "/benchmark/renew":
+            await renew_app(scope, receive, send)
+        else:
+            await served(scope, receive, send)
+
     await uvicorn.Server(_uvicorn_config(app, port)).serve()
 
 

@@ -153,6 +153,7 @@ class AgentSession:
         "_checkpoint",
         "_closed",
         "_ctx",
+        "_ended",
         "_finished",
         "_futures",
         "_handler",
@@ -182,6 +183,7 @@ class AgentSession:
         self._timer: asyncio.TimerHandle | None = None
         self._ctx: TurnContext | None = None
         self._checkpoint: asyncio.Future[str] | None = None
+        self._ended = False  # whether the latest turn's task has settled the session
         self._futures: dict[str, asyncio.Future[ApprovalResult]] = {}
         self._closed = False
         self._usage_before = Usage()
@@ -281,11 +283,16 @@ class AgentSession:
             raise SessionSuspended("the session waits for approval decisions")
         if self._task is not None:
             raise SessionBusy("a turn is already running on this session")
-        self._checkpoint = checkpoint = asyncio.get_running_loop().create_future()
+        self._checkpoint = None
+        self._ended = False
         # The turn's task starts eagerly: a turn that never waits is over when it returns.
         task = start_task(self._turn(message))
-        if not checkpoint.done():
-            self._task = task
+        if self._ended:
+            return self._park()
+        self._task = task
+        checkpoint = self._checkpoint  # an approval requested at once made one already
+        if checkpoint is None:
+            checkpoint = self._checkpoint = asyncio.get_running_loop().create_future()
         return await self._drive(checkpoint, timeout)
 
     async def decide(
@@ -425,6 +432,7 @@ class AgentSession:
         # objects it decoded lives within one pass of the loop; the caller gets the object.
         self._task = None
         self._ctx = None
+        self._ended = True
         if completed and not self._futures and not self._closed and self._run is not None:
             self._finished = self._run
             self._parked = _encode_envelope(RunEnvelope(run=self._run))
@@ -456,34 +464,29 @@ class AgentSession:
         # Runs as the turn's own task; whatever ends it, the session is settled last.
         completed = False
         try:
-            await self._attempt(self._begin(message), message)
+            ctx = self._begin(message)
+            ctx._activate()
+            try:
+                reply = await self._handler.turn(message, ctx)
+            except asyncio.CancelledError as cancelled:
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():  # the turn itself was cancelled
+                    ctx._close()
+                    raise
+                # The agent let a CancelledError of its own (an awaited task someone else
+                # cancelled) escape: agent behaviour, recorded as a failure like any error.
+                self._fail(ctx, self._agent_error(ctx, cancelled))
+            except Exception as error:  # agent behaviour, not a transport failure
+                self._fail(ctx, self._agent_error(ctx, error))
+            else:
+                self._complete(ctx, message, reply)
+            ctx._close()
             completed = True
         except BaseException:
             _sync_turn(self.run, self._usage_before)
             raise
         finally:
             self._settled(completed)
-
-    async def _attempt(self, ctx: TurnContext, message: str) -> None:
-        ctx._activate()
-        try:
-            reply = await self._handler.turn(message, ctx)
-        except asyncio.CancelledError as cancelled:
-            task = asyncio.current_task()
-            if task is not None and task.cancelling():  # the turn itself was cancelled
-                ctx._close()
-                raise
-            # The agent let a CancelledError of its own (an awaited task someone else
-            # cancelled) escape: agent behaviour, recorded as a failure like any error.
-            self._fail(ctx, self._agent_error(ctx, cancelled))
-            ctx._close()
-            return
-        except Exception as error:  # agent behaviour, not a transport failure
-            self._fail(ctx, self._agent_error(ctx, error))
-            ctx._close()
-            return
-        self._complete(ctx, message, reply)
-        ctx._close()
 
     def _agent_error(self, ctx: TurnContext, error: BaseException) -> ErrorInfo:
         """The error record of an exception the agent raised, logged with its id."""
@@ -501,7 +504,7 @@ class AgentSession:
         return info
 
     def _complete(self, ctx: TurnContext, message: str, reply: str) -> None:
-        run = self.run
+        run = ctx.run
         ctx._final_step(reply)
         run.reply = reply
         run.stop_signal = ctx.stop_signal or StopSignal(

@@ -129,7 +129,9 @@ class SessionManager:
         self._inflight: dict[tuple[str, str], InFlight] = {}
         # A process-local store never waits: a turn's bookkeeping cannot be interrupted,
         # and only this process moves its sessions on, so a live agent is always current.
-        self._local = type(self.store) is MemoryStore
+        # Its operations are then called as plain methods on the turn's path.
+        self._memory = self.store if type(self.store) is MemoryStore else None
+        self._local = self._memory is not None
         self._followers: set[asyncio.Task[Outcome]] = set()  # jobs whose request went away
         self._next_sweep = 0.0
         self._lease_prefix = secrets.token_hex(8) + "-"
@@ -179,6 +181,8 @@ class SessionManager:
                 created_at=iso(now),
             )
         )
+        if self._memory is not None and not self._memory.has_room(limits.max_sessions):
+            raise self._session_limit()  # before an agent is built for nothing
         live = await AgentSession.from_factory(self._factory, info)
         body = self.body_of(live)
         try:
@@ -190,14 +194,18 @@ class SessionManager:
             raise
         if not created:
             await live.close()
-            raise HTTPProblem(
-                ProblemType.SESSION_LIMIT,
-                f"The server holds its maximum of {limits.max_sessions} live sessions; retry later.",
-                retry_after=limits.retry_after,
-            )
+            raise self._session_limit()
         self._live[session_id] = live
         self._seen[session_id] = body
         return session_id, iso(now + limits.session_ttl)
+
+    def _session_limit(self) -> HTTPProblem:
+        limits = self.limits
+        return HTTPProblem(
+            ProblemType.SESSION_LIMIT,
+            f"The server holds its maximum of {limits.max_sessions} live sessions; retry later.",
+            retry_after=limits.retry_after,
+        )
 
     async def attach(self, session_id: str) -> bytes:
         """The session's latest accumulated run (renews its TTL)."""
@@ -323,15 +331,33 @@ class SessionManager:
 
     async def turn(self, session_id: str, message: str, key: str | None) -> Outcome:
         """Run one turn (or replay it by idempotency key)."""
-        await self.sweep()
-        digest = fingerprint(message) if key is not None else ""
-        if key is not None and (waiting := self._inflight.get((session_id, key))) is not None:
-            if waiting.fingerprint != digest:
-                raise key_reused()
-            return await waiting.wait()
+        if time.monotonic() >= self._next_sweep:
+            await self.sweep()
+        digest = ""
+        if key is not None:
+            digest = fingerprint(message)
+            if (waiting := self._inflight.get((session_id, key))) is not None:
+                if waiting.fingerprint != digest:
+                    raise key_reused()
+                return await waiting.wait()
         live = self._live.get(session_id)
         stored: StoredSession | None = None
-        if self._local or (live is not None and live.suspended):
+        memory = self._memory
+        if memory is not None:
+            if key is not None:
+                record = memory.get_result_nowait(session_id, key)
+                if record is not None:
+                    return _replayed(record, digest)
+            if live is not None and live.suspended:
+                raise suspended(live)
+            token = self._lease_token()
+            limits = self.limits
+            lease = memory.acquire_nowait(
+                session_id, token, lease=limits.lease_seconds, ttl=limits.session_ttl
+            )
+            if lease is not Lease.ACQUIRED:
+                await self._leased(session_id, lease)
+        elif live is not None and live.suspended:
             if key is not None:
                 record = await self.store.get_result(session_id, key)
                 if record is not None:
@@ -354,15 +380,16 @@ class SessionManager:
             await self._leased(session_id, start.lease)
             stored = start.session
             live = self._live.get(session_id)
-        try:
-            live = await self._current(session_id, live, stored)
-        except BaseException:
-            await self.store.release(session_id, token)
-            raise
+        if live is None or memory is None:
+            try:
+                live = await self._current(session_id, live, stored)
+            except BaseException:
+                await self.store.release(session_id, token)
+                raise
         flight = None
         if key is not None:
             flight = self._inflight[(session_id, key)] = InFlight(digest)
-        if self._local:
+        if memory is not None:
             return await self._turn_here(session_id, live, message, key, flight, token)
         step = live.send(message, timeout=self.limits.turn_timeout)
         job = self._follow(self._turn_job(session_id, live, step, key, flight, token))
@@ -431,21 +458,34 @@ class SessionManager:
 
         Only the turn itself waits (a process-local store never does), so only there can
         the request be cancelled; the job then continues as a task that follows the turn.
+        A turn that returns a run is stored at once, without another coroutine.
         """
         loop = asyncio.get_running_loop()
         timeout = self.limits.turn_timeout
         started = loop.time()
-        step: Awaitable[AgentRun]
         try:
-            step = _ready(await live.send(message, timeout=timeout))
+            run = await live.send(message, timeout=timeout)
         except asyncio.CancelledError:
             left = None if timeout is None else max(started + timeout - loop.time(), 0.0)
             follow = live.wait(timeout=left)
             self._follow(self._turn_job(session_id, live, follow, key, flight, token))
             raise
         except Exception as error:
-            step = _raise(error)
-        return await self._turn_job(session_id, live, step, key, flight, token)
+            return await self._turn_job(session_id, live, _raise(error), key, flight, token)
+        finished = False
+        try:
+            body = self.body_of(live, run)
+            outcome = Outcome(status=200, body=body)
+            self._finish_here(session_id, live, token, body, key, _record(flight, outcome))
+            finished = True
+        except BaseException as error:
+            _abandon(flight, error)
+            raise
+        finally:
+            self._end_here(session_id, key, token, finished)
+        if flight is not None:
+            flight.settle(outcome)
+        return outcome
 
     async def _turn_job(
         self,
@@ -460,29 +500,27 @@ class SessionManager:
         finished = False
         try:
             outcome, run = await self._drive(session_id, live, step)
-            if key is not None and flight is not None:
-                record = encode(
-                    IdempotencyRecord(
-                        fingerprint=flight.fingerprint, status=outcome.status, body=outcome.body
-                    )
-                )
-                await self._finish(session_id, live, token, run, key, record)
-            else:
-                await self._finish(session_id, live, token, run)
+            await self._finish(session_id, live, token, run, key, _record(flight, outcome))
             finished = True
         except BaseException as error:
-            if flight is not None:
-                flight.settle(None, error)
+            _abandon(flight, error)
             raise
-        else:
-            if flight is not None:
-                flight.settle(outcome)
-            return outcome
         finally:
             if key is not None:
                 self._inflight.pop((session_id, key), None)
             if not finished:
                 await self.store.release(session_id, token)
+        if flight is not None:
+            flight.settle(outcome)
+        return outcome
+
+    def _end_here(self, session_id: str, key: str | None, token: str, finished: bool) -> None:
+        """The end of a turn's job with the in-process store: the key is no longer in
+        flight, and the lease goes back if the run was not stored (which releases it)."""
+        if key is not None:
+            self._inflight.pop((session_id, key), None)
+        if not finished and self._memory is not None:
+            self._memory.release_nowait(session_id, token)
 
     async def _decide_job(
         self,
@@ -549,6 +587,9 @@ class SessionManager:
         A suspended session's run is written first and its relay listens before the lease
         goes, so that approvals relayed by another replica find their holder at once.
         """
+        if self._memory is not None:
+            self._finish_here(session_id, live, token, body, key, record)
+            return
         state = _SUSPENDED if live.suspended else _IDLE
         ttl = self.limits.session_ttl
         run: bytes | None = body
@@ -572,6 +613,43 @@ class SessionManager:
             if self._relay is not None:
                 await self._relay.unlisten(session_id)
 
+    def _finish_here(
+        self,
+        session_id: str,
+        live: AgentSession,
+        token: str,
+        body: bytes,
+        key: str | None = None,
+        record: bytes = b"",
+    ) -> None:
+        """:meth:`_finish` with the in-process store: plain calls, nothing to relay."""
+        assert self._memory is not None
+        self._memory.finish_turn_nowait(
+            session_id,
+            token,
+            run=body,
+            state=_SUSPENDED if live.suspended else _IDLE,
+            ttl=self.limits.session_ttl,
+            key=key,
+            record=record,
+            keep=self.limits.idempotency_keys,
+        )
+
+
+def _record(flight: InFlight | None, outcome: Outcome) -> bytes:
+    """The idempotency record of a keyed turn's outcome (nothing without a key)."""
+    if flight is None:
+        return b""
+    return encode(
+        IdempotencyRecord(fingerprint=flight.fingerprint, status=outcome.status, body=outcome.body)
+    )
+
+
+def _abandon(flight: InFlight | None, error: BaseException) -> None:
+    """Repeats of the key waiting for a turn that failed get its problem."""
+    if flight is not None:
+        flight.settle(None, error)
+
 
 def _replayed(stored: bytes, digest: str) -> Outcome:
     """The outcome an idempotency record replays (422 if the key's message differs)."""
@@ -579,10 +657,6 @@ def _replayed(stored: bytes, digest: str) -> Outcome:
     if record.fingerprint != digest:
         raise key_reused()
     return Outcome(status=record.status, body=record.body)
-
-
-async def _ready(run: AgentRun) -> AgentRun:
-    return run
 
 
 async def _raise(error: Exception) -> AgentRun:

@@ -4,6 +4,11 @@ It follows every rule of :mod:`evalport.server.stores.base`. Each coroutine runs
 completion without awaiting, so every operation is atomic on the event loop, and so is a
 turn's bookkeeping composed from them (:class:`~evalport.server.stores.base.ComposedTurns`). Suitable for
 one process; services with several replicas need a shared store.
+
+A turn's operations also exist as plain methods, which the adapter calls directly on its
+hot path: ``acquire_nowait``, ``release_nowait`` and ``get_result_nowait`` are what the
+coroutines of those names run, and ``finish_turn_nowait`` is
+:meth:`~evalport.server.stores.base.TurnStore.finish_turn` (write, record, release).
 """
 
 from __future__ import annotations
@@ -57,13 +62,17 @@ class MemoryStore:
     async def create(
         self, session_id: str, meta: bytes, run: bytes, *, ttl: float, limit: int
     ) -> bool:
-        now = self._clock()
-        if len(self._entries) >= limit:
-            self._purge(now)
-            if len(self._entries) >= limit:
-                return False
-        self._entries[session_id] = _Entry(meta, run, now + ttl)
+        if not self.has_room(limit):
+            return False
+        self._entries[session_id] = _Entry(meta, run, self._clock() + ttl)
         return True
+
+    def has_room(self, limit: int) -> bool:
+        """Whether a new session fits under ``limit`` (expired sessions purged to make room)."""
+        if len(self._entries) < limit:
+            return True
+        self._purge(self._clock())
+        return len(self._entries) < limit
 
     async def read(self, session_id: str, *, ttl: float | None = None) -> StoredSession | None:
         now = self._clock()
@@ -75,6 +84,9 @@ class MemoryStore:
         return StoredSession(meta=entry.meta, run=entry.run, state=entry.state)
 
     async def write(self, session_id: str, run: bytes, *, state: str, ttl: float) -> bool:
+        return self._write(session_id, run, state, ttl)
+
+    def _write(self, session_id: str, run: bytes, state: str, ttl: float) -> bool:
         now = self._clock()
         entry = self._live(session_id, now)
         if entry is None:
@@ -88,6 +100,9 @@ class MemoryStore:
         return self._entries.pop(session_id, None) is not None
 
     async def acquire(self, session_id: str, token: str, *, lease: float, ttl: float) -> Lease:
+        return self.acquire_nowait(session_id, token, lease=lease, ttl=ttl)
+
+    def acquire_nowait(self, session_id: str, token: str, *, lease: float, ttl: float) -> Lease:
         now = self._clock()
         entry = self._live(session_id, now)
         if entry is None:
@@ -100,18 +115,27 @@ class MemoryStore:
         return Lease.ACQUIRED
 
     async def release(self, session_id: str, token: str) -> None:
+        self.release_nowait(session_id, token)
+
+    def release_nowait(self, session_id: str, token: str) -> None:
         entry = self._entries.get(session_id)
         if entry is not None and entry.lease_token == token:
             entry.lease_token = None
             entry.expires = max(entry.expires, self._clock())
 
     async def get_result(self, session_id: str, key: str) -> bytes | None:
+        return self.get_result_nowait(session_id, key)
+
+    def get_result_nowait(self, session_id: str, key: str) -> bytes | None:
         entry = self._live(session_id, self._clock())
         if entry is None or entry.results is None:
             return None
         return entry.results.get(key)
 
     async def put_result(self, session_id: str, key: str, record: bytes, *, keep: int) -> None:
+        self._put_result(session_id, key, record, keep)
+
+    def _put_result(self, session_id: str, key: str, record: bytes, keep: int) -> None:
         entry = self._live(session_id, self._clock())
         if entry is None:
             return
@@ -122,6 +146,25 @@ class MemoryStore:
         results[key] = record
         while len(results) > keep:
             del results[next(iter(results))]
+
+    def finish_turn_nowait(
+        self,
+        session_id: str,
+        token: str,
+        *,
+        run: bytes | None,
+        state: str,
+        ttl: float,
+        key: str | None = None,
+        record: bytes = b"",
+        keep: int = 0,
+    ) -> None:
+        """``write`` (unless ``run`` is ``None``), ``put_result`` (if ``key``), ``release``."""
+        if run is not None:
+            self._write(session_id, run, state, ttl)
+        if key is not None:
+            self._put_result(session_id, key, record, keep)
+        self.release_nowait(session_id, token)
 
     async def count(self) -> int:
         self._purge(self._clock())

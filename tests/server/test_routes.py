@@ -411,6 +411,25 @@ async def test_session_cap_is_503_with_retry_after(build: Build) -> None:
     assert (await client.post("/evals/sessions", json={})).status_code == 201
 
 
+async def test_at_the_cap_no_agent_is_built_for_a_refused_session(build: Build) -> None:
+    from evalport.protocol import as_factory
+
+    built: list[str] = []
+
+    class Handler:
+        async def turn(self, message: str, ctx: TurnContext) -> str:
+            return message
+
+    def factory(session: Any) -> Any:
+        built.append(session.session_id)
+        return Handler()
+
+    _, client = build(as_factory(factory), limits=Limits(max_sessions=1))
+    await open_session(client)
+    assert_problem(await client.post("/evals/sessions", json={}), 503, "session-limit")
+    assert len(built) == 1
+
+
 def test_limits_are_validated() -> None:
     with pytest.raises(ValueError, match="max_sessions"):
         Limits(max_sessions=0)
