@@ -44,7 +44,11 @@ def start_task(
     if sys.version_info >= (3, 12):  # pragma: no cover - the interpreter does it
         return asyncio.Task(coroutine, loop=loop, context=context, eager_start=True)
     first = _FirstStep(coroutine)
-    task: asyncio.Task[T] = loop.create_task(first, context=context)
+    task: asyncio.Task[T]
+    if loop.get_task_factory() is None:  # what create_task would do, in one call
+        task = asyncio.Task(first, loop=loop, context=context)
+    else:
+        task = loop.create_task(first, context=context)
     caller = _current_task(loop)
     if caller is not None:
         _leave_task(loop, caller)
@@ -80,19 +84,16 @@ class _FirstStep(Coroutine[Any, Any, T]):
         except BaseException as error:  # the task's outcome, not the caller's
             self._finished, self._error = True, error
 
-    def _outcome(self) -> Any:
-        self._started = True
+    def send(self, value: Any) -> Any:
+        if self._started:
+            return self._coroutine.send(value)
+        self._started = True  # the task takes the first step's outcome
         if self._error is not None:
             error, self._error = self._error, None
             raise error
         if self._finished:
             raise StopIteration(self._result)
         return self._pending  # the future the coroutine waits for: the task waits too
-
-    def send(self, value: Any) -> Any:
-        if not self._started:
-            return self._outcome()
-        return self._coroutine.send(value)
 
     def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
         error = typ if val is None else val

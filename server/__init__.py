@@ -22,6 +22,7 @@ from .app import EvalAdapter  # noqa: E402
 from .limits import Limits  # noqa: E402
 from .problems import HTTPProblem  # noqa: E402
 from .sessions import RunPolicy, SessionManager  # noqa: E402
+from .standalone import ProtocolApp  # noqa: E402
 from .stores import (  # noqa: E402
     ApprovalRelay,
     Lease,
@@ -40,6 +41,7 @@ __all__ = [
     "Lease",
     "Limits",
     "MemoryStore",
+    "ProtocolApp",
     "RunPolicy",
     "SessionInfo",
     "SessionManager",

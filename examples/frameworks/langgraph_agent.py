@@ -17,7 +17,7 @@ import os
 from typing import Any
 
 import shop
-from evalport.server import EvalAdapter
+from evalport.server import EvalAdapter, ProtocolApp
 from evalport.server.adapters import LangGraphAgent
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import SystemMessage
@@ -25,7 +25,6 @@ from langchain_core.tools import tool
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import interrupt
-from starlette.applications import Starlette
 
 
 @tool
@@ -61,7 +60,7 @@ def build_graph(model: BaseChatModel) -> Any:
     return graph.compile(name="shop-support")
 
 
-def create_app(model: BaseChatModel) -> Starlette:
+def create_app(model: BaseChatModel) -> ProtocolApp:
     graph = build_graph(model)
     return EvalAdapter(LangGraphAgent(graph), token=os.environ["EVALPORT_TOKEN"]).app()
 

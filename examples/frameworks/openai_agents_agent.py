@@ -17,9 +17,8 @@ from typing import Any
 
 import shop
 from agents import Agent, Model, function_tool
-from evalport.server import EvalAdapter
+from evalport.server import EvalAdapter, ProtocolApp
 from evalport.server.adapters import OpenAIAgentsAgent
-from starlette.applications import Starlette
 
 
 @function_tool
@@ -44,7 +43,7 @@ def build_agent(model: str | Model) -> Agent[Any]:
     )
 
 
-def create_app(model: str | Model) -> Starlette:
+def create_app(model: str | Model) -> ProtocolApp:
     agent = build_agent(model)
     return EvalAdapter(OpenAIAgentsAgent(agent), token=os.environ["EVALPORT_TOKEN"]).app()
 

@@ -16,10 +16,9 @@ import os
 from typing import Any
 
 import shop
-from evalport.server import EvalAdapter
+from evalport.server import EvalAdapter, ProtocolApp
 from evalport.server.adapters import PydanticAIAgent
 from pydantic_ai import Agent, ToolFailed
-from starlette.applications import Starlette
 
 
 def build_agent(model: Any) -> Agent[None, str]:
@@ -45,7 +44,7 @@ def build_agent(model: Any) -> Agent[None, str]:
     return agent
 
 
-def create_app(model: Any) -> Starlette:
+def create_app(model: Any) -> ProtocolApp:
     agent = build_agent(model)
     return EvalAdapter(PydanticAIAgent(agent), token=os.environ["EVALPORT_TOKEN"]).app()
 

@@ -160,6 +160,20 @@ class MemoryStore:
         keep: int = 0,
     ) -> None:
         """``write`` (unless ``run`` is ``None``), ``put_result`` (if ``key``), ``release``."""
+        now = self._clock()
+        entry = self._entries.get(session_id)
+        if entry is not None and entry.lease_token == token and entry.lease_expires > now:
+            # The holder's lease is current, so its session cannot have expired: the same
+            # three steps on the entry at hand.
+            if run is not None:
+                entry.run = run
+                entry.state = state
+                entry.expires = now + ttl
+            if key is not None:
+                self._put_result(session_id, key, record, keep)
+            entry.lease_token = None
+            entry.expires = max(entry.expires, now)
+            return
         if run is not None:
             self._write(session_id, run, state, ttl)
         if key is not None:

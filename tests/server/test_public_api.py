@@ -13,6 +13,7 @@ SERVER = {
     "Lease",
     "Limits",
     "MemoryStore",
+    "ProtocolApp",
     "RunPolicy",
     "SessionInfo",
     "SessionManager",
