@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import inspect
+import sys
+from typing import Any
 
 import pytest
 from evalport.protocol.eager import start_task
@@ -122,3 +124,25 @@ async def test_introspection_sees_the_coroutine() -> None:
     gate.set()
     await task
     assert inspect.getcoroutinestate(coroutine) == inspect.CORO_CLOSED  # type: ignore[arg-type]
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="3.12 starts eager tasks itself")
+async def test_a_loop_task_factory_makes_the_task() -> None:
+    loop = asyncio.get_running_loop()
+    made: list[asyncio.Task[Any]] = []
+
+    def factory(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:
+        task = asyncio.Task(coro, loop=loop, **kwargs)
+        made.append(task)
+        return task
+
+    async def answer() -> int:
+        return 42
+
+    loop.set_task_factory(factory)
+    try:
+        task = start_task(answer())
+    finally:
+        loop.set_task_factory(None)
+    assert made == [task]
+    assert await task == 42
