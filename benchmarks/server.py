@@ -1,14 +1,16 @@
 """Server benchmark: turns per second through the adapter against a bare Starlette route.
 
-Two uvicorn servers run side by side with the same settings (one process each, uvicorn's
+uvicorn servers run side by side with the same settings (one process each, uvicorn's
 default loop and HTTP parser, no access log):
 
-- **adapter**: ``EvalAdapter`` (bearer auth on) serving a no-op agent. Before it serves,
-  it opens ``--sessions`` sessions in-process and writes their ids to a file;
+- **adapter**: ``EvalAdapter.app()`` (what ``evalport serve`` runs; bearer auth on)
+  serving a no-op agent. Before it serves, it opens ``--sessions`` sessions in-process
+  and writes their ids to a file;
+- **mounted**: the same adapter's ``routes()`` in a Starlette app, as a host mounts them;
 - **bare**: one Starlette ``POST`` route returning fixed bytes: the adapter's response to
-  a session's second turn, so both send the same payload size.
+  a session's second turn, so all send the same payload size.
 
-wrk (``apt install wrk``) drives both, alternating, ``--rounds`` times each; its Lua script
+wrk (``apt install wrk``) drives them in turn, ``--rounds`` times each; its Lua script
 spreads the turns over the sessions round-robin, so that no two requests in flight share a
 session (a 409 would be counted as an error). Before each adapter round the sessions are
 replaced by fresh ones (a benchmark-only route of the adapter's process), so every session
@@ -20,16 +22,25 @@ may be shared, it also reads each server's CPU time from ``/proc`` and prints th
 spent per request: its ratio is the throughput ratio the two would reach on an otherwise
 idle core, and it varies far less than requests per second.
 
+``--layers`` (a diagnostic) adds two servers that split the adapter's cost:
+
+- **http**: ``app()`` answering every turn with the fixed response: the HTTP layer alone
+  (routing, auth, strict decoding, problem handling), no session work;
+- **floor**: ``app()`` whose turns do only what any turn must: start the turn's eager task,
+  decode the parked run, record one step (a UUID and two timestamps) and the user
+  message, encode the run. No session lookup, lease, store or turn context: the least a
+  turn can cost with this design, and what the target leaves for it.
+
 ``--freeze-gc`` (a diagnostic) moves every object alive after start-up (and, in the
 adapter, after each renewal of its sessions) to the collector's permanent generation in
-both servers, so full collections no longer walk the live sessions: the difference it
+every server, so full collections no longer walk the live sessions: the difference it
 makes is what those pauses cost.
 
 Memory: a separate process measures the RSS that 10,000 idle sessions of the example
 support agent add (target < 50 MB).
 
-Run: ``.venv/bin/python benchmarks/server.py`` (about 40 s). It prints figures; it never
-fails a build.
+Run: ``.venv/bin/python benchmarks/server.py`` (about a minute; two with ``--layers``).
+It prints figures; it never fails a build.
 """
 
 from __future__ import annotations
@@ -81,10 +92,11 @@ def _uvicorn_config(app: Any, port: int) -> Any:
     )
 
 
-async def _serve_adapter(port: int, sessions: int, workdir: Path, http_only: bool) -> None:
+async def _serve_adapter(port: int, sessions: int, workdir: Path, role: str) -> None:
     import uvicorn
     from evalport.protocol import CreateSessionRequest
     from evalport.server import EvalAdapter, Limits
+    from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import Response
     from starlette.routing import Route
@@ -99,8 +111,7 @@ async def _serve_adapter(port: int, sessions: int, workdir: Path, http_only: boo
         for session_id in ids:
             await manager.delete(session_id)
         ids[:] = [(await manager.create(CreateSessionRequest()))[0] for _ in range(sessions)]
-        if not http_only:
-            (workdir / "ids.txt").write_text("\n".join(ids) + "\n")
+        (workdir / f"ids-{role}.txt").write_text("\n".join(ids) + "\n")
         gc.collect()  # the renewal's own garbage is not the round's
         _freeze()
 
@@ -112,25 +123,71 @@ async def _serve_adapter(port: int, sessions: int, workdir: Path, http_only: boo
     scratch, _ = await manager.create(CreateSessionRequest())
     await manager.turn(scratch, "ping", None)
     second = await manager.turn(scratch, "ping", None)
-    if http_only:
-        # Diagnostic (--layers): the adapter's HTTP layer (auth, strict decoding, problem
-        # handling, routing) answering every turn with the fixed response, no session work.
-        async def fixed_turn(session_id: str, message: str, key: str | None) -> Any:
-            return second
-
-        manager.turn = fixed_turn  # type: ignore[method-assign]
-    else:
+    if role == "http":
+        manager.turn = _fixed_turn(second)  # type: ignore[method-assign]
+    elif role == "floor":
+        manager.turn = _floor_turn(second)  # type: ignore[method-assign]
+    elif role == "adapter":
         (workdir / "body.json").write_bytes(second.body)
-    served = adapter.app()
     renew_app = Route("/benchmark/renew", renew_route, methods=["POST"])
+    if role == "mounted":
+        app: Any = Starlette(routes=[*adapter.routes(), renew_app])
+    else:
+        served = adapter.app()
 
-    async def app(scope: Any, receive: Any, send: Any) -> None:  # the adapter, plus renew
-        if scope["type"] == "http" and scope["path"] == "/benchmark/renew":
-            await renew_app(scope, receive, send)
-        else:
-            await served(scope, receive, send)
+        async def app(scope: Any, receive: Any, send: Any) -> None:  # app(), plus renew
+            if scope["type"] == "http" and scope["path"] == "/benchmark/renew":
+                await renew_app(scope, receive, send)
+            else:
+                await served(scope, receive, send)
 
     await uvicorn.Server(_uvicorn_config(app, port)).serve()
+
+
+def _fixed_turn(second: Any) -> Any:
+    """--layers "http": every turn answered with the fixed response."""
+
+    async def fixed_turn(session_id: str, message: str, key: str | None) -> Any:
+        return second
+
+    return fixed_turn
+
+
+def _floor_turn(second: Any) -> Any:
+    """--layers "floor": the work any turn must do, and nothing else (see the docstring)."""
+    import msgspec
+    from evalport.protocol import Message, RunEnvelope, Step
+    from evalport.protocol.eager import start_task
+    from evalport.protocol.stamps import new_id, utc_now
+    from evalport.server.records import Outcome
+
+    encode = msgspec.json.Encoder().encode
+    decode = msgspec.json.Decoder(RunEnvelope).decode
+    parked = second.body
+
+    async def record(message: str, done: list[bytes]) -> None:
+        run = decode(parked).run
+        run.turns += 1
+        run.user_messages.append(message)
+        step = Step(
+            id=new_id(),
+            turn=run.turns,
+            index=len(run.steps),
+            started_at=utc_now(),
+            output_messages=[Message(role="assistant", content="pong")],
+        )
+        step.completed_at = utc_now()
+        run.steps.append(step)
+        run.reply = "pong"
+        del run.steps[:-2], run.user_messages[:-2]  # the same size as the adapter's runs
+        done.append(encode(RunEnvelope(run=run)))
+
+    async def floor_turn(session_id: str, message: str, key: str | None) -> Any:
+        done: list[bytes] = []
+        start_task(record(message, done))  # a turn that never waits is over at once
+        return Outcome(status=200, body=done[0])
+
+    return floor_turn
 
 
 def _freeze() -> None:
@@ -250,23 +307,23 @@ def main() -> int:
     parser.add_argument(
         "--layers",
         action="store_true",
-        help="also measure the adapter's HTTP layer alone (session work replaced by a fixed answer)",
+        help="also measure the HTTP layer alone and a floor turn (see the docstring)",
     )
     parser.add_argument(
         "--freeze-gc",
         action="store_true",
-        help="freeze the collector's generations after start-up in both servers (diagnostic)",
+        help="freeze the collector's generations after start-up in every server (diagnostic)",
     )
     parser.add_argument(
-        "--role", choices=["adapter", "http", "bare", "memory"], help=argparse.SUPPRESS
+        "--role",
+        choices=["adapter", "mounted", "http", "floor", "bare", "memory"],
+        help=argparse.SUPPRESS,
     )
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--workdir", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.role in ("adapter", "http"):
-        asyncio.run(
-            _serve_adapter(args.port, args.sessions, Path(args.workdir), args.role == "http")
-        )
+    if args.role in ("adapter", "mounted", "http", "floor"):
+        asyncio.run(_serve_adapter(args.port, args.sessions, Path(args.workdir), args.role))
         return 0
     if args.role == "bare":
         asyncio.run(_serve_bare(args.port, Path(args.workdir)))
@@ -278,86 +335,76 @@ def main() -> int:
         print("wrk is not installed (apt install wrk)", file=sys.stderr)
         return 2
 
+    roles = ["bare", "adapter", "mounted", *(["http", "floor"] if args.layers else [])]
+    sessions = {"adapter": args.sessions, "mounted": args.sessions, "http": 10, "floor": 10}
+    results: dict[str, list[Round]] = {role: [] for role in roles}
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         me = [sys.executable, __file__, "--workdir", tmp, *(["--freeze-gc"] if FREEZE_GC else [])]
-        adapter_port, bare_port = _free_port(), _free_port()
-        adapter = subprocess.Popen(
-            [
-                *me,
-                "--role",
-                "adapter",
-                "--port",
-                str(adapter_port),
-                "--sessions",
-                str(args.sessions),
-            ]
-        )
-        bare: subprocess.Popen[bytes] | None = None
-        http: subprocess.Popen[bytes] | None = None
+        servers: dict[str, tuple[int, subprocess.Popen[bytes]]] = {}
         try:
-            _wait(f"http://127.0.0.1:{adapter_port}/health", adapter)
-            bare = subprocess.Popen([*me, "--role", "bare", "--port", str(bare_port)])
-            assert bare is not None
-            _wait(f"http://127.0.0.1:{bare_port}/", bare)
-            script = workdir / "turns.lua"
-            script.write_text(
-                LUA % {"ids": workdir / "ids.txt", "token": TOKEN, "prefix": "/evals/sessions/"}
-            )
+            for role in ["adapter", *roles[2:], "bare"]:  # bare reads the adapter's body
+                port = _free_port()
+                extra = ["--sessions", str(sessions[role])] if role in sessions else []
+                process = subprocess.Popen([*me, "--role", role, "--port", str(port), *extra])
+                servers[role] = (port, process)
+                _wait(f"http://127.0.0.1:{port}/health", process)
+            scripts = {}
+            for role in roles:
+                ids = workdir / f"ids-{role if role in sessions else 'adapter'}.txt"
+                scripts[role] = workdir / f"turns-{role}.lua"
+                scripts[role].write_text(
+                    LUA % {"ids": ids, "token": TOKEN, "prefix": "/evals/sessions/"}
+                )
             size = len((workdir / "body.json").read_bytes())
             print(f"response: {size} bytes; {args.sessions} sessions; wrk -t1 -c{args.connections}")
-            results: dict[str, list[Round]] = {"adapter": [], "bare": []}
-            servers = {"bare": (bare_port, bare.pid), "adapter": (adapter_port, adapter.pid)}
-            if args.layers:
-                http_port = _free_port()
-                http = subprocess.Popen(
-                    [*me, "--role", "http", "--port", str(http_port), "--sessions", "10"]
-                )
-                _wait(f"http://127.0.0.1:{http_port}/health", http)
-                servers["http"] = (http_port, http.pid)
-                results["http"] = []
             for _ in range(args.rounds):
-                for name, (port, pid) in servers.items():
-                    if name == "adapter":
+                for role in roles:
+                    port, process = servers[role]
+                    if role in ("adapter", "mounted"):
                         renew = f"http://127.0.0.1:{port}/benchmark/renew"
                         urllib.request.urlopen(urllib.request.Request(renew, method="POST")).close()
                     result = _wrk(
-                        f"http://127.0.0.1:{port}", script, args.seconds, args.connections, pid
+                        f"http://127.0.0.1:{port}",
+                        scripts[role],
+                        args.seconds,
+                        args.connections,
+                        process.pid,
                     )
-                    results[name].append(result)
+                    results[role].append(result)
                     turns = (
                         f"  {result.requests / args.sessions:.1f} turns/session"
-                        if name == "adapter"
+                        if role in ("adapter", "mounted")
                         else ""
                     )
                     print(
-                        f"  {name:8} {result.rps:9.0f} req/s  p99 {result.p99_ms:6.2f} ms  "
+                        f"  {role:8} {result.rps:9.0f} req/s  p99 {result.p99_ms:6.2f} ms  "
                         f"server CPU {result.cpu_us:6.1f} us/req  errors {result.errors}{turns}"
                     )
         finally:
-            for process in (adapter, bare, http):
-                if process is not None:
-                    process.terminate()
-                    process.wait(10)
-    best = {name: max(rows, key=lambda row: row.rps) for name, rows in results.items()}
-    cpu = {name: min(row.cpu_us for row in rows) for name, rows in results.items()}
-    ratio = best["adapter"].rps / best["bare"].rps
-    p99 = min(row.p99_ms for row in results["adapter"]) - min(row.p99_ms for row in results["bare"])
-    print(
-        f"turns/s (best round): adapter {best['adapter'].rps:.0f}, bare {best['bare'].rps:.0f}: "
-        f"ratio {ratio:.2f} (target >= {TARGET_RATIO})"
-    )
-    print(
-        f"server CPU per request (least): adapter {cpu['adapter']:.1f} us, bare {cpu['bare']:.1f} us:"
-        f" throughput ratio at equal CPU {cpu['bare'] / cpu['adapter']:.2f}"
-    )
-    print(
-        f"p99 latency (best round): adapter {p99:+.2f} ms vs bare (target <= +{TARGET_P99_MS} ms)"
-    )
-    if "http" in cpu:
+            for _, process in servers.values():
+                process.terminate()
+                process.wait(10)
+    best = {role: max(rows, key=lambda row: row.rps) for role, rows in results.items()}
+    cpu = {role: min(row.cpu_us for row in rows) for role, rows in results.items()}
+    bare_p99 = min(row.p99_ms for row in results["bare"])
+    for role, label in (("adapter", "app()"), ("mounted", "routes() in Starlette")):
+        ratio = best[role].rps / best["bare"].rps
+        p99 = min(row.p99_ms for row in results[role]) - bare_p99
         print(
-            f"adapter HTTP layer alone: {cpu['http']:.1f} us per request "
-            f"({cpu['bare'] / cpu['http']:.2f}x the bare route's throughput at equal CPU)"
+            f"{label}: turns/s (best round) {best[role].rps:.0f} vs bare {best['bare'].rps:.0f}:"
+            f" ratio {ratio:.2f} (target >= {TARGET_RATIO}); server CPU per request (least)"
+            f" {cpu[role]:.1f} vs {cpu['bare']:.1f} us: ratio at equal CPU"
+            f" {cpu['bare'] / cpu[role]:.2f}; p99 {p99:+.2f} ms (target <= +{TARGET_P99_MS} ms)"
+        )
+    if args.layers:
+        http, floor = cpu["http"], cpu["floor"]
+        print(
+            f"layers (server CPU per request): HTTP layer alone {http:.1f} us; a floor turn"
+            f" {floor:.1f} us (+{floor - http:.1f} us of turn work, ratio at equal CPU"
+            f" {cpu['bare'] / floor:.2f}); the full adapter {cpu['adapter']:.1f} us"
+            f" (+{cpu['adapter'] - http:.1f} us); the target allows"
+            f" {cpu['bare'] / TARGET_RATIO:.1f} us"
         )
     memory = subprocess.run(
         [sys.executable, __file__, "--role", "memory"], capture_output=True, text=True, check=True
