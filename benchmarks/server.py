@@ -1,7 +1,9 @@
 """Server benchmark: turns per second through the adapter against a bare Starlette route.
 
 uvicorn servers run side by side with the same settings (one process each, uvicorn's
-default loop and HTTP parser, no access log):
+default event loop and HTTP parser, which are uvloop and httptools with ``uvicorn[standard]``
+as ``evalport serve`` runs them, no access log; ``--loop asyncio`` compares on the standard
+library's loop):
 
 - **adapter**: ``EvalAdapter.app()`` (what ``evalport serve`` runs; bearer auth on)
   serving a no-op agent. Before it serves, it opens ``--sessions`` sessions in-process
@@ -65,6 +67,7 @@ TARGET_RATIO = 0.85
 TARGET_P99_MS = 1.0
 TARGET_MB = 50.0
 FREEZE_GC = "--freeze-gc" in sys.argv
+LOOP = sys.argv[sys.argv.index("--loop") + 1] if "--loop" in sys.argv else "auto"
 
 LUA = """
 local ids = {}
@@ -88,8 +91,20 @@ def _uvicorn_config(app: Any, port: int) -> Any:
     import uvicorn
 
     return uvicorn.Config(
-        app, host="127.0.0.1", port=port, log_level="warning", access_log=False, lifespan="off"
+        app,
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        loop=LOOP,
     )
+
+
+def _run_server(main: Any) -> None:
+    """Run a server's coroutine on the event loop uvicorn would pick for ``--loop``."""
+    with asyncio.Runner(loop_factory=_uvicorn_config(None, 0).get_loop_factory()) as runner:
+        runner.run(main)
 
 
 async def _serve_adapter(port: int, sessions: int, workdir: Path, role: str) -> None:
@@ -305,6 +320,13 @@ def main() -> int:
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--sessions", type=int, default=40_000)
     parser.add_argument(
+        "--loop",
+        choices=["auto", "asyncio", "uvloop"],
+        default="auto",
+        help="uvicorn's event loop for every server (auto: uvloop when installed, as uvicorn"
+        " and evalport serve pick it)",
+    )
+    parser.add_argument(
         "--layers",
         action="store_true",
         help="also measure the HTTP layer alone and a floor turn (see the docstring)",
@@ -323,10 +345,10 @@ def main() -> int:
     parser.add_argument("--workdir", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.role in ("adapter", "mounted", "http", "floor"):
-        asyncio.run(_serve_adapter(args.port, args.sessions, Path(args.workdir), args.role))
+        _run_server(_serve_adapter(args.port, args.sessions, Path(args.workdir), args.role))
         return 0
     if args.role == "bare":
-        asyncio.run(_serve_bare(args.port, Path(args.workdir)))
+        _run_server(_serve_bare(args.port, Path(args.workdir)))
         return 0
     if args.role == "memory":
         asyncio.run(_measure_memory(10_000))
@@ -340,7 +362,8 @@ def main() -> int:
     results: dict[str, list[Round]] = {role: [] for role in roles}
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
-        me = [sys.executable, __file__, "--workdir", tmp, *(["--freeze-gc"] if FREEZE_GC else [])]
+        me = [sys.executable, __file__, "--workdir", tmp, "--loop", args.loop]
+        me += ["--freeze-gc"] if FREEZE_GC else []
         servers: dict[str, tuple[int, subprocess.Popen[bytes]]] = {}
         try:
             for role in ["adapter", *roles[2:], "bare"]:  # bare reads the adapter's body
@@ -357,7 +380,10 @@ def main() -> int:
                     LUA % {"ids": ids, "token": TOKEN, "prefix": "/evals/sessions/"}
                 )
             size = len((workdir / "body.json").read_bytes())
-            print(f"response: {size} bytes; {args.sessions} sessions; wrk -t1 -c{args.connections}")
+            print(
+                f"response: {size} bytes; {args.sessions} sessions; wrk -t1 -c{args.connections};"
+                f" uvicorn loop {args.loop}"
+            )
             for _ in range(args.rounds):
                 for role in roles:
                     port, process = servers[role]
