@@ -6,13 +6,16 @@ Rules:
   ``exclude-tags = ["slow"]``); a command-line option given explicitly wins over the file.
 - The file is the nearest ``pyproject.toml`` at or above the starting folder (the folder of
   the suite, else the working directory). No file, or no table, means defaults.
+- Paths written in the file (``path``, ``cache-dir``, ``out``, ``json``, ``junit``, ``md``,
+  ``html``, ``baseline`` and the judge's ``judge-cache``) are relative to the
+  ``pyproject.toml`` that names them, wherever the command runs; paths given on the
+  command line (and the defaults) are relative to the working directory.
 - An unknown key or a value of the wrong type is a :class:`ConfigError` naming the file,
   the key and what is expected; nothing is guessed.
 - ``reporters`` lists custom reporters: ``"package.module:Name"`` or a table
   ``{use = "package.module:Name", ...keyword arguments}``.
 - ``judge`` configures the judge: ``{model = "...", base-url = "...", api-key-env = "...",
-  judge-cache = "..."}``; ``judge-cache`` is a folder of cached verdicts, relative to the
-  ``pyproject.toml`` that names it. Keys of the table without a ``model`` are an error:
+  judge-cache = "..."}``; ``judge-cache`` is a folder of cached verdicts. Keys of the table without a ``model`` are an error:
   with no judge table the judge comes from ``EVALPORT_JUDGE_*`` variables (see
   :func:`evalport.client.cli.targets.build_judge`).
 """
@@ -92,6 +95,16 @@ class Settings(msgspec.Struct, kw_only=True, rename="kebab", forbid_unknown_fiel
         return self
 
 
+_PATHS = ("path", "cache_dir", "out", "json", "junit", "md", "html", "baseline")
+
+
+def _beside(pyproject: Path, value: str | None) -> str | None:
+    """A path from the file, relative to the file's folder unless absolute."""
+    if value is None or Path(value).is_absolute():
+        return value
+    return str(pyproject.parent / value)
+
+
 def find_pyproject(start: Path) -> Path | None:
     """The nearest ``pyproject.toml`` at or above ``start``."""
     folder = start.resolve()
@@ -123,11 +136,11 @@ def load_settings(start: Path | None = None, *, file: Path | None = None) -> Set
         settings = msgspec.convert(table, Settings)
     except msgspec.ValidationError as error:
         raise ConfigError(f"{source}: {_explain(error)}") from None
-    if settings.path is not None and not Path(settings.path).is_absolute():
-        settings.path = str(path.parent / settings.path)
+    for name in _PATHS:
+        if name.replace("_", "-") in table:
+            setattr(settings, name, _beside(path, getattr(settings, name)))
     judge = settings.judge
-    if judge.judge_cache is not None and not Path(judge.judge_cache).is_absolute():
-        judge.judge_cache = str(path.parent / judge.judge_cache)
+    judge.judge_cache = _beside(path, judge.judge_cache)
     if not judge.model and judge != JudgeSettings():
         given = [
             name.replace("_", "-")

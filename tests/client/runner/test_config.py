@@ -25,6 +25,23 @@ def test_settings_from_pyproject_found_above_the_suite(tmp_path):
     assert settings.reporters[1] == {"use": "a:B", "path": "x"}
 
 
+def test_paths_in_the_file_are_relative_to_it_wherever_the_command_runs(tmp_path, monkeypatch):
+    suite = write(
+        tmp_path,
+        '[tool.evalport]\ncache-dir = ".cache/runs"\nout = "reports/last"\njunit = "r/j.xml"\n'
+        'baseline = "/abs/base.json"\n[tool.evalport.judge]\nmodel = "m"\njudge-cache = "jc"\n',
+    )
+    monkeypatch.chdir(suite)
+    settings = load_settings(suite)
+    assert settings.cache_dir == str(tmp_path / ".cache/runs")
+    assert settings.out == str(tmp_path / "reports/last")
+    assert settings.junit == str(tmp_path / "r/j.xml")
+    assert settings.baseline == "/abs/base.json"
+    assert settings.judge.judge_cache == str(tmp_path / "jc")
+    (tmp_path / "pyproject.toml").write_text("[tool.evalport]\nrepeat = 2\n", encoding="utf-8")
+    assert load_settings(suite).cache_dir == Settings().cache_dir  # a default stays as it is
+
+
 def test_no_table_means_defaults(tmp_path):
     suite = write(tmp_path, '[project]\nname = "x"\n')
     assert load_settings(suite) == Settings()
