@@ -26,6 +26,15 @@ Rules:
   refuses turns (409 ``session-suspended``). Approvals posted to another replica are
   relayed to the holder when the store can (:class:`~.stores.ApprovalRelay`: Redis
   pub/sub), else refused with 409 ``session-busy`` (route them to the holder).
+- A repeated key whose first attempt still runs on another replica waits for it too,
+  when the store says so (:attr:`~.stores.TurnStart.same_key`: Redis does; the memory
+  store, one process, never needs to): the request polls the store (20 ms doubling to
+  250 ms) until it finds the key's record (answered as a replay) or takes the lease
+  because the holder died without one (then it runs the turn itself), for at most the
+  lease plus the turn timeout (the holder's lease ends by then, even if it died, and
+  one retry that took over has run); then, or when another turn holds the lease
+  (another key, or none), it is 409 ``session-busy``. A request cancelled while
+  waiting cancels only its waiting.
 - With a shared store a turn's bookkeeping is two store calls (:class:`~.stores.TurnStore`):
   one looks up the idempotency record or takes the lease and reads the stored run, the
   other writes the new run and the record and releases the lease.
@@ -42,7 +51,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from functools import partial
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from evalport.protocol import (
     AgentRun,
@@ -91,6 +100,7 @@ from .stores import (
     SessionStore,
     StoredSession,
     StoreUnavailable,
+    TurnStart,
     TurnStore,
 )
 
@@ -101,6 +111,10 @@ logger = logging.getLogger("evalport.server")
 _SWEEP_EVERY: Final = 1.0
 _IDLE: Final = "idle"
 _SUSPENDED: Final = "suspended"
+_POLL_FIRST: Final = 0.02  # waiting for a key's turn on another replica: first pause (s)
+_POLL_MAX: Final = 0.25  # and the longest one
+
+T = TypeVar("T")
 
 
 class SessionManager:
@@ -132,7 +146,7 @@ class SessionManager:
         # Its operations are then called as plain methods on the turn's path.
         self._memory = self.store if type(self.store) is MemoryStore else None
         self._local = self._memory is not None
-        self._followers: set[asyncio.Task[Outcome]] = set()  # jobs whose request went away
+        self._followers: set[asyncio.Task[Any]] = set()  # jobs whose request went away
         self._next_sweep = 0.0
         self._lease_prefix = secrets.token_hex(8) + "-"
         self._leases = 0
@@ -241,9 +255,7 @@ class SessionManager:
 
     async def aclose(self) -> None:
         """Close every live agent and the store."""
-        waiting: set[asyncio.Future[Outcome]] = {
-            flight.wait() for flight in self._inflight.values()
-        }
+        waiting: set[asyncio.Future[Any]] = {flight.wait() for flight in self._inflight.values()}
         waiting.update(self._followers)
         if waiting:
             await asyncio.wait(waiting, timeout=1.0)
@@ -357,24 +369,20 @@ class SessionManager:
             )
             if lease is not Lease.ACQUIRED:
                 await self._leased(session_id, lease)
-        elif live is not None and live.suspended:
-            if key is not None:
-                record = await self.store.get_result(session_id, key)
-                if record is not None:
-                    return _replayed(record, digest)
-            live = self._live.get(session_id)
+        else:
             if live is not None and live.suspended:
-                raise suspended(live)
-            token = await self._acquire(session_id)
-        else:  # one store call: the key's record, or the lease and the stored session
+                if key is not None:
+                    record = await self.store.get_result(session_id, key)
+                    if record is not None:
+                        return _replayed(record, digest)
+                live = self._live.get(session_id)
+                if live is not None and live.suspended:
+                    raise suspended(live)
+            # one store call: the key's record, or the lease and the stored session
             token = self._lease_token()
-            start = await self._turns.begin_turn(
-                session_id,
-                token,
-                lease=self.limits.lease_seconds,
-                ttl=self.limits.session_ttl,
-                key=key,
-            )
+            start = await self._begin(session_id, token, key)
+            if start.same_key:  # the first attempt of this key runs on another replica
+                start = await self._await_holder(session_id, token, key, start)
             if start.replay is not None:
                 return _replayed(start.replay, digest)
             await self._leased(session_id, start.lease)
@@ -420,7 +428,50 @@ class SessionManager:
         job = self._follow(self._decide_job(session_id, live, decisions, token))
         return await asyncio.shield(job)
 
-    def _follow(self, work: Coroutine[Any, Any, Outcome]) -> asyncio.Task[Outcome]:
+    def _begin(self, session_id: str, token: str, key: str | None) -> Awaitable[TurnStart]:
+        limits = self.limits
+        return self._turns.begin_turn(
+            session_id, token, lease=limits.lease_seconds, ttl=limits.session_ttl, key=key
+        )
+
+    async def _await_holder(
+        self, session_id: str, token: str, key: str | None, start: TurnStart
+    ) -> TurnStart:
+        """Wait for the turn that holds the lease under the same key on another replica.
+
+        Polls :meth:`_begin` (20 ms doubling to 250 ms) until it answers the key's record
+        or takes the lease (the holder ended without one: this request runs the turn) or
+        finds another holder. The holder took its lease before our first look, so the
+        lease ends within ``lease_seconds`` of it, whether the holder finishes (within
+        ``turn_timeout``, which the lease exceeds by 5 s) or dies (the lease expires);
+        another replica's retry of the key may then take over and run the turn once more
+        (within ``turn_timeout``). The sum bounds the wait; past it, ``start`` (still
+        ``BUSY``) stands. A cancelled request stops waiting, and nothing else: a lease
+        that its last poll took goes back.
+        """
+        loop = asyncio.get_running_loop()
+        limits = self.limits
+        deadline = loop.time() + limits.lease_seconds + (limits.turn_timeout or 0.0)
+        delay = _POLL_FIRST
+        while start.same_key and (left := deadline - loop.time()) > 0:
+            await asyncio.sleep(min(delay, left))
+            delay = min(delay * 2, _POLL_MAX)
+            poll = asyncio.ensure_future(self._begin(session_id, token, key))
+            try:
+                start = await asyncio.shield(poll)
+            except asyncio.CancelledError:
+                poll.add_done_callback(partial(self._give_back, session_id, token))
+                raise
+        return start
+
+    def _give_back(self, session_id: str, token: str, poll: asyncio.Future[TurnStart]) -> None:
+        """Release the lease a poll took for a request that went away meanwhile."""
+        if poll.cancelled() or poll.exception() is not None:
+            return
+        if poll.result().lease is Lease.ACQUIRED:
+            self._follow(_quietly(self.store.release(session_id, token)))
+
+    def _follow(self, work: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
         """Run ``work`` as a job that outlives its request and that :meth:`aclose` waits
         for, so shutting down never cuts a turn or a decision in half."""
         job = asyncio.get_running_loop().create_task(work)
@@ -661,3 +712,11 @@ def _replayed(stored: bytes, digest: str) -> Outcome:
 
 async def _raise(error: Exception) -> AgentRun:
     raise error
+
+
+async def _quietly(work: Awaitable[None]) -> None:
+    """``work``, for a job nobody waits for: a store that is down is logged, not raised."""
+    try:
+        await work
+    except StoreUnavailable as error:
+        logger.warning("could not release a lease: %s", error.detail)

@@ -20,6 +20,12 @@ Rules (every store implements them; the memory store is the reference):
   and ``read``; :meth:`TurnStore.finish_turn` is ``write``, ``put_result`` and
   ``release``; each as one atomic step. :class:`ComposedTurns` builds them from the
   single operations for a store without them.
+- A shared store's ``begin_turn`` records the key of a keyed turn that takes the lease,
+  and a ``BUSY`` answer says whether the lease's holder runs the same key
+  (:attr:`TurnStart.same_key`): the adapter then waits for that turn's record instead
+  of refusing the retry. A store that does not record it (:class:`ComposedTurns`, hence
+  the memory store, where one process holds every turn and the adapter's own table of
+  keys in flight covers repeats) always says ``False``: such a retry is a 409.
 - A store that cannot reach its backend raises :class:`StoreUnavailable` (a 503
   ``store-unavailable`` problem with ``Retry-After``), never a backend's own exception.
 """
@@ -128,12 +134,15 @@ class TurnStart(msgspec.Struct, frozen=True, gc=False):
 
     ``replay`` is the idempotency record stored under the turn's key (then ``lease`` is
     ``None``: none was taken); otherwise ``lease`` tells, and with ``ACQUIRED``
-    ``session`` is the session as stored.
+    ``session`` is the session as stored. With ``BUSY``, ``same_key`` is true when the
+    lease's holder is a turn under the same key (never, from a store that does not
+    record the holder's key).
     """
 
     lease: Lease | None
     session: StoredSession | None = None
     replay: bytes | None = None
+    same_key: bool = False
 
 
 @runtime_checkable
@@ -143,7 +152,8 @@ class TurnStore(Protocol):
     async def begin_turn(
         self, session_id: str, token: str, *, lease: float, ttl: float, key: str | None = None
     ) -> TurnStart:
-        """``get_result(key)`` if ``key``; unless it answers, ``acquire`` then ``read``."""
+        """``get_result(key)`` if ``key``; unless it answers, ``acquire`` then ``read``
+        (recording ``key`` as the holder's, so that a ``BUSY`` can tell ``same_key``)."""
         ...
 
     async def finish_turn(
@@ -163,7 +173,10 @@ class TurnStore(Protocol):
 
 
 class ComposedTurns:
-    """:class:`TurnStore` from a store's single operations (several calls, not atomic)."""
+    """:class:`TurnStore` from a store's single operations (several calls, not atomic).
+
+    The single operations do not record a holder's key, so ``same_key`` is never true.
+    """
 
     def __init__(self, store: SessionStore) -> None:
         self.store = store

@@ -8,7 +8,9 @@ finish). Install with ``pip install 'evalport[redis]'``.
 Rules:
 
 - Keys (``prefix`` defaults to ``evalport:``): ``s:{id}`` a hash of ``meta``, ``run`` and
-  ``state``; ``l:{id}`` the turn lease (its token, with a Redis expiry); ``r:{id}`` and
+  ``state`` (and ``holder``, ``holder_key``: the token and idempotency key of the last
+  keyed turn that took the lease); ``l:{id}`` the turn lease (its token, with a Redis
+  expiry); ``r:{id}`` and
   ``o:{id}`` the idempotency records and their order; ``index`` a sorted set of live ids
   scored by their expiry; ``gone`` a sorted set of recently expired or deleted ids.
 - Expiry is Redis's own (``PEXPIRE``): every renewal records the idle deadline
@@ -19,7 +21,8 @@ Rules:
 - The cap counts the ``index`` after dropping the ids whose keys Redis has expired.
 - Leases: ``acquire`` sets ``l:{id}`` with the token only if it is absent (taking it again
   with the same token succeeds, so a retried call is safe); ``release`` deletes it only if
-  it still holds the caller's token.
+  it still holds the caller's token. ``begin_turn`` refused with ``busy`` reports
+  ``same_key`` when the lease's token is the one recorded with the caller's key.
 - :meth:`RedisStore.purge_expired` returns the ids that expired **or were deleted** since
   this store object last asked (kept ``gone_seconds``), so every replica closes its own
   live agents of sessions that ended elsewhere.
@@ -231,7 +234,7 @@ class RedisStore:
         if outcome == "replay":
             return TurnStart(lease=None, replay=bytes(found[1]))
         if outcome != "acquired":
-            return TurnStart(lease=Lease(outcome))
+            return TurnStart(lease=Lease(outcome), same_key=len(found) > 1 and found[1] == 1)
         _, meta, run, state = found
         stored = StoredSession(meta=meta, run=run, state=state.decode())
         return TurnStart(lease=Lease.ACQUIRED, session=stored)

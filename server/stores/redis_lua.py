@@ -166,21 +166,30 @@ return take_lease(id, ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]))
 )
 
 # ARGV: prefix, id, token, lease, ttl, with_key ('1' or '0'), key. Returns {'missing'},
-# {'replay', record} (the key's record; no lease taken), {'busy'} or
-# {'acquired', meta, run, state}.
+# {'replay', record} (the key's record; no lease taken), {'busy', same_key (1 or 0)} or
+# {'acquired', meta, run, state}. A keyed turn that takes the lease records its token
+# and key in the session's hash ('holder', 'holder_key'); a later holder's token no
+# longer matches them, so they never need clearing.
 BEGIN_TURN: Final = (
     _COMMON
     + """
 local id, token, lease, ttl = ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
+local keyed, key = ARGV[6] == '1', ARGV[7]
 local s, l, r = keys_of(id)
 local found = redis.call('HMGET', s, 'meta', 'run', 'state')
 if not found[1] then return {'missing'} end
-if ARGV[6] == '1' then
-  local record = redis.call('HGET', r, ARGV[7])
+if keyed then
+  local record = redis.call('HGET', r, key)
   if record then return {'replay', record} end
 end
 local outcome = take_lease(id, token, lease, ttl)
-if outcome ~= 'acquired' then return {outcome} end
+if outcome ~= 'acquired' then
+  if not keyed then return {outcome, 0} end
+  local holder = redis.call('HMGET', s, 'holder', 'holder_key')
+  if holder[2] == key and holder[1] == redis.call('GET', l) then return {outcome, 1} end
+  return {outcome, 0}
+end
+if keyed then redis.call('HSET', s, 'holder', token, 'holder_key', key) end
 return {outcome, found[1], found[2], found[3]}
 """
 )

@@ -17,10 +17,11 @@ from support.redis import RedisServer
 
 
 class Both:
-    """A store and its two-step turn interface (the store itself, or composed over it)."""
+    """A store and its two-step turn interface (the store itself, or composed over it);
+    ``shared``: whether it records a holder's key (Redis), which the composition cannot."""
 
-    def __init__(self, store: SessionStore, turns: TurnStore) -> None:
-        self.store, self.turns = store, turns
+    def __init__(self, store: SessionStore, turns: TurnStore, shared: bool) -> None:
+        self.store, self.turns, self.shared = store, turns, shared
 
 
 @pytest.fixture(params=["redis", "composed"])
@@ -35,7 +36,7 @@ async def both(request: pytest.FixtureRequest) -> AsyncIterator[Both]:
     # so the composition is atomic there); Redis does each step in one script.
     turns: TurnStore = ComposedTurns(store) if request.param == "composed" else store  # type: ignore[assignment]
     assert isinstance(turns, TurnStore)
-    yield Both(store, turns)
+    yield Both(store, turns, shared=request.param == "redis")
     await store.aclose()
 
 
@@ -55,6 +56,46 @@ async def test_begin_takes_the_lease_and_returns_the_stored_session(both: Both) 
     busy = await turns.begin_turn("a", "two", lease=5, ttl=10)
     assert (busy.lease, busy.session) == (Lease.BUSY, None)
     assert await store.acquire("a", "two", lease=5, ttl=10) is Lease.BUSY
+
+
+async def test_busy_tells_whether_the_holder_runs_the_same_key(both: Both) -> None:
+    store, turns = both.store, both.turns
+    await store.create("a", b"m", b"run0", ttl=10, limit=5)
+    assert (await turns.begin_turn("a", "one", lease=5, ttl=10, key="k1")).lease is Lease.ACQUIRED
+    same = await turns.begin_turn("a", "two", lease=5, ttl=10, key="k1")
+    assert (same.lease, same.session, same.replay) == (Lease.BUSY, None, None)
+    # Redis records the holder's key; the composition of single operations cannot
+    assert same.same_key is both.shared
+    other = await turns.begin_turn("a", "two", lease=5, ttl=10, key="k2")
+    unkeyed = await turns.begin_turn("a", "two", lease=5, ttl=10)
+    assert (other.lease, other.same_key) == (unkeyed.lease, unkeyed.same_key) == (Lease.BUSY, False)
+    # the holder ends without a record (a failed turn): the key no longer holds anything
+    await turns.finish_turn("a", "one", run=None, state="idle", ttl=10)
+    assert (await turns.begin_turn("a", "three", lease=5, ttl=10)).lease is Lease.ACQUIRED
+    after = await turns.begin_turn("a", "four", lease=5, ttl=10, key="k1")
+    assert (after.lease, after.same_key) == (Lease.BUSY, False)  # an unkeyed turn holds it
+    await turns.finish_turn("a", "three", run=None, state="idle", ttl=10)
+    # the first key's holder finishes with a record: a retry of the key replays it
+    assert (await turns.begin_turn("a", "five", lease=5, ttl=10, key="k1")).lease is Lease.ACQUIRED
+    await turns.finish_turn(
+        "a", "five", run=b"run1", state="idle", ttl=10, key="k1", record=b"rec", keep=4
+    )
+    replay = await turns.begin_turn("a", "six", lease=5, ttl=10, key="k1")
+    assert (replay.lease, replay.replay, replay.same_key) == (None, b"rec", False)
+
+
+async def test_a_lease_that_vanished_is_taken_by_the_retry(both: Both) -> None:
+    store, turns = both.store, both.turns
+    await store.create("a", b"m", b"run0", ttl=10, limit=5)
+    assert (
+        await turns.begin_turn("a", "dead", lease=0.1, ttl=10, key="k1")
+    ).lease is Lease.ACQUIRED
+    assert (await turns.begin_turn("a", "retry", lease=5, ttl=10, key="k1")).same_key is both.shared
+    await asyncio.sleep(0.2)  # the holder died: its lease expires, leaving no record
+    start = await turns.begin_turn("a", "retry", lease=5, ttl=10, key="k1")
+    assert start.lease is Lease.ACQUIRED and start.session is not None
+    # the retry holds it now, under the same key
+    assert (await turns.begin_turn("a", "third", lease=5, ttl=10, key="k1")).same_key is both.shared
 
 
 async def test_finish_writes_stores_the_record_and_releases(both: Both) -> None:
