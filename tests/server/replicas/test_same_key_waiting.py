@@ -1,0 +1,144 @@
+"""How long and how a keyed turn waits for its key's holder on another replica (a
+``SessionManager`` over a real Redis; the other replica's turn is played by a second
+store object that takes the lease under the same key and then neither finishes nor dies)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import pytest
+from evalport.protocol import CreateSessionRequest, Message, ProblemType, TurnContext, encode
+from evalport.server.limits import Limits
+from evalport.server.problems import HTTPProblem
+from evalport.server.records import IdempotencyRecord, fingerprint
+from evalport.server.sessions import SessionManager
+from evalport.server.stores import Lease, TurnStart
+from evalport.server.stores.redis import RedisStore
+from support.redis import RedisServer
+
+
+class ShortLease(Limits):
+    """Limits whose lease lasts 0.3 s (the real one is the turn timeout + 5 s), so that
+    the wait's bound (lease + turn timeout = 0.5 s here) is quick to reach."""
+
+    lease: ClassVar[float] = 0.3
+
+    @property
+    def lease_seconds(self) -> float:
+        return self.lease
+
+
+class LongLease(ShortLease):
+    """A lease that outlasts the test, so only a release can free it."""
+
+    lease = 30.0
+
+
+class Answering(RedisStore):
+    """The Redis store; with ``late`` set, ``begin_turn`` answers 0.3 s after Redis did."""
+
+    late = False
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.ran = asyncio.Event()
+
+    async def begin_turn(self, *args: Any, **kwargs: Any) -> TurnStart:
+        start = await super().begin_turn(*args, **kwargs)
+        if self.late:
+            self.ran.set()
+            await asyncio.sleep(0.3)
+        return start
+
+
+@dataclass
+class Setup:
+    manager: SessionManager
+    store: Answering
+    elsewhere: RedisStore  # the other replica's view of the same keys
+    session: str
+    calls: list[str]
+
+    async def hold(self, key: str, message: str = "pay") -> None:
+        """The other replica's turn takes the lease under ``key`` and keeps it."""
+        start = await self.elsewhere.begin_turn(self.session, "other", lease=30, ttl=30, key=key)
+        assert start.lease is Lease.ACQUIRED
+
+
+@pytest.fixture
+async def setup(redis_server: RedisServer, request: pytest.FixtureRequest) -> AsyncIterator[Setup]:
+    calls: list[str] = []
+
+    async def agent(message: str, history: list[Message], ctx: TurnContext) -> str:
+        calls.append(message)
+        return f"ran {message}"
+
+    prefix = f"t{uuid.uuid4().hex[:8]}:"
+    store = Answering(redis_server.url, prefix=prefix)
+    elsewhere = RedisStore(redis_server.url, prefix=prefix)
+    limits: type[ShortLease] = getattr(request, "param", ShortLease)
+    manager = SessionManager(agent, limits=limits(turn_timeout=0.2), store=store)
+    try:
+        session, _ = await manager.create(CreateSessionRequest())
+        yield Setup(manager, store, elsewhere, session, calls)
+    finally:
+        await manager.aclose()
+        await elsewhere.aclose()
+
+
+async def test_the_wait_ends_with_409_after_the_lease_and_the_turn_timeout(setup: Setup) -> None:
+    await setup.hold("k1")
+    began = time.monotonic()
+    with pytest.raises(HTTPProblem) as refused:
+        await setup.manager.turn(setup.session, "pay", "k1")
+    waited = time.monotonic() - began
+    assert refused.value.problem_type == ProblemType.SESSION_BUSY
+    assert 0.45 <= waited < 2.0, waited  # lease 0.3 s + turn timeout 0.2 s
+    assert setup.calls == []
+
+
+async def test_a_cancelled_wait_cancels_only_the_waiting(setup: Setup) -> None:
+    await setup.hold("k1")
+    waiting = asyncio.create_task(setup.manager.turn(setup.session, "pay", "k1"))
+    await asyncio.sleep(0.1)
+    assert not waiting.done()
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    # the holder is untouched: it still holds the lease, and finishes its turn
+    busy = await setup.elsewhere.begin_turn(setup.session, "third", lease=5, ttl=30)
+    assert busy.lease is Lease.BUSY
+    answer = IdempotencyRecord(fingerprint=fingerprint("pay"), status=200, body=b"{}")
+    await setup.elsewhere.finish_turn(
+        setup.session, "other", run=None, state="idle", ttl=30, key="k1",
+        record=encode(answer), keep=8,
+    )  # fmt: skip
+    replayed = await setup.manager.turn(setup.session, "pay", "k1")
+    assert (replayed.status, replayed.body) == (200, b"{}")
+    assert setup.calls == []
+
+
+@pytest.mark.parametrize("setup", [LongLease], indirect=True)
+async def test_a_lease_taken_by_a_poll_whose_request_went_away_goes_back(setup: Setup) -> None:
+    await setup.hold("k1")
+    waiting = asyncio.create_task(setup.manager.turn(setup.session, "pay", "k1"))
+    await asyncio.sleep(0.05)
+    assert not waiting.done()
+    setup.store.late = True
+    await setup.elsewhere.release(setup.session, "other")  # the holder ends, no record
+    await setup.store.ran.wait()  # a poll took the lease; its answer is on the way
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    deadline = time.monotonic() + 1  # the poll answers within 0.3 s; the lease is 30 s
+    while (
+        await setup.elsewhere.begin_turn(setup.session, "next", lease=5, ttl=30)
+    ).lease is not Lease.ACQUIRED:
+        assert time.monotonic() < deadline, "the lease the cancelled poll took stayed held"
+        await asyncio.sleep(0.05)
+    assert setup.calls == []
