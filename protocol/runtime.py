@@ -27,7 +27,8 @@ Rules:
 - Timeout (``timeout=`` seconds of agent time; time spent suspended does not count): the
   turn's task is cancelled, the turn is recorded as ``failed`` with a ``time_limit`` stop
   signal and a ``TurnTimeout`` error, pending approvals are dropped, the session is idle
-  again and usable, and :class:`TurnTimeout` is raised carrying the run. A sync agent's
+  again and usable, and :class:`TurnTimeout` is raised carrying the run (a caller cancelled
+  meanwhile does not cut that short: :meth:`AgentSession.wait` raises it). A sync agent's
   worker thread cannot be cancelled: it finishes in the background, and new steps, tool
   executions and events it records after the timeout are discarded.
 - ``tools`` and the ``usage`` total are re-derived from the latest turn's steps whenever
@@ -42,7 +43,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 import msgspec
 
@@ -162,6 +163,7 @@ class AgentSession:
         "_run",
         "_task",
         "_timer",
+        "_timing_out",
         "_usage_before",
         "info",
         "state",
@@ -184,6 +186,7 @@ class AgentSession:
         self._ctx: TurnContext | None = None
         self._checkpoint: asyncio.Future[str] | None = None
         self._ended = False  # whether the latest turn's task has settled the session
+        self._timing_out: asyncio.Task[TurnTimeout] | None = None
         self._futures: dict[str, asyncio.Future[ApprovalResult]] = {}
         self._closed = False
         self._usage_before = Usage()
@@ -285,6 +288,7 @@ class AgentSession:
             raise SessionBusy("a turn is already running on this session")
         self._checkpoint = None
         self._ended = False
+        self._timing_out = None
         # The turn's task starts eagerly: a turn that never waits is over when it returns.
         task = start_task(self._turn(message))
         if self._ended:
@@ -308,6 +312,7 @@ class AgentSession:
         if missing or unknown:
             raise DecisionError(missing, unknown)
         results = {call_id: _result_of(decision) for call_id, decision in decisions.items()}
+        self._timing_out = None
         futures, self._futures = self._futures, {}
         self.run.pending_approvals = []
         self.run.status = RunStatus.IN_PROGRESS
@@ -324,6 +329,8 @@ class AgentSession:
         next completion or suspension; ``timeout`` counts from now. Returns the run at
         once when no turn is running.
         """
+        if self._timing_out is not None:  # the turn timed out already: its outcome
+            return await self._timed_out(None, 0.0)
         checkpoint = self._checkpoint
         if self._task is None or self._futures or checkpoint is None:
             return self.run if self._futures else self._park()
@@ -393,8 +400,8 @@ class AgentSession:
                 if timer is not None:
                     timer.cancel()
         if outcome == _TIMED_OUT and self._task is not None:
-            await self._time_out(self._task, timeout or 0.0)
-        elif outcome == _SUSPENDED:
+            return await self._timed_out(self._task, timeout or 0.0)
+        if outcome == _SUSPENDED:
             self.run.status = RunStatus.IN_PROGRESS
             _sync_turn(self.run, self._usage_before)
             return self.run
@@ -405,7 +412,19 @@ class AgentSession:
             loop = asyncio.get_running_loop()
             self._timer = loop.call_at(deadline, _resolve, checkpoint, _TIMED_OUT)
 
-    async def _time_out(self, task: asyncio.Task[None], timeout: float) -> None:
+    async def _timed_out(self, task: asyncio.Task[None] | None, timeout: float) -> NoReturn:
+        # Timing a turn out (cancel it, give it its grace, record the failure) is a job of
+        # its own, shielded: a caller cancelled meanwhile cannot cut it short, and
+        # :meth:`wait` raises its outcome, with the turn's own timeout.
+        job = self._timing_out
+        if job is None:
+            assert task is not None
+            job = asyncio.get_running_loop().create_task(self._time_out(task, timeout))
+            self._timing_out = job
+        error = await asyncio.shield(job)
+        raise TurnTimeout(error.timeout, error.run)
+
+    async def _time_out(self, task: asyncio.Task[None], timeout: float) -> TurnTimeout:
         ctx = self._ctx
         self._drop_approvals()
         self.run.pending_approvals = []
@@ -424,7 +443,7 @@ class AgentSession:
             self._fail(ctx, info)
             ctx._close()
             _sync_turn(self.run, self._usage_before)
-        raise TurnTimeout(timeout, self._park())
+        return TurnTimeout(timeout, self._park())
 
     def _settled(self, completed: bool) -> None:
         # The turn's task is ending (it runs this last): the session is idle again. A
@@ -516,7 +535,7 @@ class AgentSession:
         _sync_turn(run, self._usage_before)
 
     def _fail(self, ctx: TurnContext, info: Any) -> None:
-        run = self.run
+        run = ctx.run
         if ctx.stop_signal is None:
             ctx.stop_signal = StopSignal(
                 reason=StopReason.ERROR, message=str(info.message), source="runtime"

@@ -318,6 +318,40 @@ async def test_timeout_records_a_failed_turn_and_frees_the_session() -> None:
     assert (await session.send("fast", timeout=1)).reply == "quick"
 
 
+async def test_a_caller_cancelled_while_the_turn_times_out_does_not_cut_it_short() -> None:
+    cancels: list[str] = []
+
+    async def agent(message: str, history: list[Message], ctx: TurnContext) -> str:
+        if message != "slow":
+            return "quick"
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            cancels.append("cancelled")
+            try:
+                await asyncio.sleep(0.15)  # a slow clean-up, within the grace
+                cancels.append("cleaned up")
+            except asyncio.CancelledError:
+                cancels.append("clean-up cancelled")
+            raise
+        return "late"
+
+    session = await AgentSession.open(agent, info())
+    caller = asyncio.create_task(session.send("slow", timeout=0.05))
+    await asyncio.sleep(0.1)  # timed out; the agent is cleaning up
+    caller.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await caller
+    with pytest.raises(TurnTimeout) as caught:
+        await session.wait(timeout=0)  # what the cancelled call would have raised
+    assert caught.value.timeout == 0.05
+    assert cancels == ["cancelled", "cleaned up"]  # cancelled once, never mid-clean-up
+    run = caught.value.run
+    assert run.status == "failed" and run.error_details[0].type == "TurnTimeout"
+    assert "0.05 s" in run.error_details[0].message
+    assert (await session.send("again", timeout=1)).turns == 2  # usable
+
+
 async def test_close_cancels_the_turn_and_refuses_more() -> None:
     async def agent(message: str, history: list[Message], ctx: TurnContext) -> str:
         await asyncio.sleep(10)
