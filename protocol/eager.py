@@ -31,6 +31,7 @@ T = TypeVar("T")
 _enter_task = asyncio.tasks._enter_task
 _leave_task = asyncio.tasks._leave_task
 _current_task = asyncio.current_task
+_PLAIN_CREATE_TASK = asyncio.BaseEventLoop.create_task
 
 
 def start_task(
@@ -45,8 +46,8 @@ def start_task(
         return asyncio.Task(coroutine, loop=loop, context=context, eager_start=True)
     first = _FirstStep(coroutine)
     task: asyncio.Task[T]
-    if loop.get_task_factory() is None:  # what create_task would do, in one call
-        task = asyncio.Task(first, loop=loop, context=context)
+    if type(loop).create_task is _PLAIN_CREATE_TASK and loop.get_task_factory() is None:
+        task = asyncio.Task(first, loop=loop, context=context)  # what create_task would do
     else:
         task = loop.create_task(first, context=context)
     caller = _current_task(loop)

@@ -42,7 +42,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .problems import problem_response
 
-__all__ = ["ProtocolApp", "internal_problem", "request_path", "safe_instance"]
+__all__ = ["ProtocolApp"]
 
 logger = logging.getLogger("evalport.server")
 

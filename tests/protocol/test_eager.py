@@ -146,3 +146,25 @@ async def test_a_loop_task_factory_makes_the_task() -> None:
         loop.set_task_factory(None)
     assert made == [task]
     assert await task == 42
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="3.12 starts eager tasks itself")
+def test_a_loop_that_overrides_create_task_makes_the_task() -> None:
+    made: list[asyncio.Task[Any]] = []
+
+    class Loop(asyncio.SelectorEventLoop):
+        def create_task(self, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:  # type: ignore[override]
+            task = super().create_task(coro, **kwargs)
+            made.append(task)
+            return task
+
+    async def main() -> int:
+        async def answer() -> int:
+            return 42
+
+        task = start_task(answer())
+        assert made[-1] is task  # (the runner's own task came first)
+        return await task
+
+    with asyncio.Runner(loop_factory=Loop) as runner:
+        assert runner.run(main()) == 42
