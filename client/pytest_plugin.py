@@ -10,10 +10,11 @@ Rules:
 - ``evalport`` is an :class:`~evalport.client.context.EvalContext` on a fresh session of
   that target, the context eval cases receive: ``await evalport.send(...)``, then the same
   assertion methods. A failed gate fails the test when it ends, with each failure listed.
-  Deferred and judged assertions are resolved at teardown at the latest (a failure there
-  is a teardown error); ``await evalport.verify()`` resolves everything made so far,
-  judges included, inside the test. Nothing passes unverified; the session is closed in
-  every case.
+  Deferred and judged assertions are resolved as soon as the test function returns, on
+  its event loop, so a failure among them fails the test itself; ``await
+  evalport.verify()`` resolves everything made so far, judges included, earlier. What a
+  test that raised left pending is resolved at teardown (a failure there is a teardown
+  error). Nothing passes unverified; the session is closed in every case.
 - ``@pytest.mark.evalport(approval_policy=..., judge=..., strict=...)`` sets those for the
   test's context. ``strict`` makes failed soft assertions fail too. Without a ``judge``
   there, the one configured under ``[tool.evalport.judge]`` in the project's
@@ -23,6 +24,7 @@ Rules:
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
@@ -65,9 +67,14 @@ def _setting(config: pytest.Config, name: str) -> str | None:
 class _Verification:
     """The assertions of one test's context, and how many were verified already."""
 
-    def __init__(self, context: EvalContext) -> None:
+    def __init__(self, context: EvalContext, loop: asyncio.AbstractEventLoop) -> None:
         self.context = context
+        self.loop = loop  # the test's event loop, where its judges' clients live
         self.verified = 0
+
+    @property
+    def pending(self) -> bool:
+        return self.verified < len(self.context.expectations)
 
     def _failure(self, result: AssertionResult) -> str | None:
         if result.failed_gate or (self.context.strict and result.failed_soft):
@@ -91,7 +98,7 @@ class _Verification:
         while self.verified < len(expectations):
             handle = expectations[self.verified]
             if not isinstance(handle, AssertionHandle):
-                break  # a deferred or judged assertion: verified at teardown, in order
+                break  # a deferred or judged assertion: verified once the test returns, in order
             failure = self._failure(handle.result)
             if failure:
                 failures.append(failure)
@@ -109,6 +116,16 @@ def _message(failures: list[str]) -> str:
 
 
 _VERIFICATION = pytest.StashKey[_Verification]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Any:
+    """Resolve what the test left pending right after it returns, on its event loop."""
+    outcome = yield
+    verification = pyfuncitem.stash.get(_VERIFICATION, None)
+    if verification is not None and verification.pending and not verification.loop.is_running():
+        verification.loop.run_until_complete(verification.verify())
+    return outcome
 
 
 @pytest.hookimpl(wrapper=True)
@@ -172,7 +189,7 @@ async def evalport(request: pytest.FixtureRequest, evalport_target: Any) -> Asyn
         strict=bool(options.get("strict", False)),
         approval_policy=options.get("approval_policy"),
     )
-    verification = _Verification(context)
+    verification = _Verification(context, asyncio.get_running_loop())
     context.verify = verification.verify  # type: ignore[attr-defined]
     request.node.stash[_VERIFICATION] = verification
     try:
