@@ -209,5 +209,5 @@ def test_the_pytest_plugin_falls_back_to_the_environment(tmp_path) -> None:
     output = done.stdout + done.stderr
     assert len(chat.requests) == 1, output
     assert chat.requests[0]["model"] == "env-judge"
-    assert "1 passed, 1 error" in output, output  # the judged gate (0.50 < 0.8) fails at teardown
+    assert "1 failed in" in output, output  # the judged gate (0.50 < 0.8) fails the test
     assert "helpfulness" in output and "(score 0.50)" in output
