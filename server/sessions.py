@@ -34,7 +34,8 @@ Rules:
   lease plus the turn timeout (the holder's lease ends by then, even if it died, and
   one retry that took over has run); then, or when another turn holds the lease
   (another key, or none), it is 409 ``session-busy``. A request cancelled while
-  waiting cancels only its waiting.
+  waiting cancels only its waiting; after :meth:`SessionManager.drain` a waiting request
+  answers 503 ``draining`` (the client retries on another replica).
 - With a shared store a turn's bookkeeping is two store calls (:class:`~.stores.TurnStore`):
   one looks up the idempotency record or takes the lease and reads the stored run, the
   other writes the new run and the record and releases the lease.
@@ -148,6 +149,7 @@ class SessionManager:
         self._local = self._memory is not None
         self._followers: set[asyncio.Task[Any]] = set()  # jobs whose request went away
         self._next_sweep = 0.0
+        self._draining = False
         self._lease_prefix = secrets.token_hex(8) + "-"
         self._leases = 0
 
@@ -428,7 +430,9 @@ class SessionManager:
         job = self._follow(self._decide_job(session_id, live, decisions, token))
         return await asyncio.shield(job)
 
-    def _begin(self, session_id: str, token: str, key: str | None) -> Awaitable[TurnStart]:
+    def _begin(
+        self, session_id: str, token: str, key: str | None
+    ) -> Coroutine[Any, Any, TurnStart]:
         limits = self.limits
         return self._turns.begin_turn(
             session_id, token, lease=limits.lease_seconds, ttl=limits.session_ttl, key=key
@@ -454,15 +458,31 @@ class SessionManager:
         deadline = loop.time() + limits.lease_seconds + (limits.turn_timeout or 0.0)
         delay = _POLL_FIRST
         while start.same_key and (left := deadline - loop.time()) > 0:
+            self._check_draining()
             await asyncio.sleep(min(delay, left))
+            self._check_draining()
             delay = min(delay * 2, _POLL_MAX)
-            poll = asyncio.ensure_future(self._begin(session_id, token, key))
+            poll = self._follow(self._begin(session_id, token, key))  # aclose waits for it
             try:
                 start = await asyncio.shield(poll)
             except asyncio.CancelledError:
                 poll.add_done_callback(partial(self._give_back, session_id, token))
                 raise
         return start
+
+    def drain(self) -> None:
+        """Stop waiting for other replicas' turns before a shutdown: requests that wait
+        for their key's first attempt elsewhere answer 503 ``draining`` (with
+        ``Retry-After``, so the client retries on another replica); turns run on."""
+        self._draining = True
+
+    def _check_draining(self) -> None:
+        if self._draining:
+            raise HTTPProblem(
+                ProblemType.DRAINING,
+                "The server is shutting down; retry on another replica.",
+                retry_after=self.limits.retry_after,
+            )
 
     def _give_back(self, session_id: str, token: str, poll: asyncio.Future[TurnStart]) -> None:
         """Release the lease a poll took for a request that went away meanwhile."""

@@ -142,3 +142,21 @@ async def test_a_lease_taken_by_a_poll_whose_request_went_away_goes_back(setup: 
         assert time.monotonic() < deadline, "the lease the cancelled poll took stayed held"
         await asyncio.sleep(0.05)
     assert setup.calls == []
+
+
+@pytest.mark.parametrize("setup", [LongLease], indirect=True)
+async def test_a_draining_replica_stops_waiting_with_503(setup: Setup) -> None:
+    await setup.hold("k1")
+    waiting = asyncio.create_task(setup.manager.turn(setup.session, "pay", "k1"))
+    await asyncio.sleep(0.1)
+    assert not waiting.done()
+    began = time.monotonic()
+    setup.manager.drain()  # the server is shutting down: retry elsewhere
+    with pytest.raises(HTTPProblem) as draining:
+        await waiting
+    assert time.monotonic() - began < 0.3  # the next poll at the latest
+    assert draining.value.problem_type == ProblemType.DRAINING
+    assert draining.value.retry_after is not None
+    busy = await setup.elsewhere.begin_turn(setup.session, "third", lease=5, ttl=30)
+    assert busy.lease is Lease.BUSY  # the holder is untouched
+    assert setup.calls == []
