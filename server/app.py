@@ -178,11 +178,13 @@ class EvalAdapter:
         """Stop taking new work before a shutdown; what is in flight finishes.
 
         Afterwards ``/health``, new sessions and new turns answer 503 ``draining`` with
-        ``Retry-After`` (a load balancer stops routing here); attach, delete and approvals
+        ``Retry-After`` (a load balancer stops routing here), and so do retried turns
+        waiting for their first attempt on another replica; attach, delete and approvals
         still work, so suspended turns can be finished. Call it from the host's shutdown
         hook before the server stops accepting connections.
         """
         self._draining = True
+        self.sessions.drain()
 
     async def aclose(self) -> None:
         """Close every live session (cancelling suspended turns) and the store."""
