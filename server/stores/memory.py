@@ -91,9 +91,7 @@ class MemoryStore:
         entry = self._live(session_id, now)
         if entry is None:
             return False
-        entry.run = run
-        entry.state = state
-        entry.expires = now + ttl
+        _write_entry(entry, run, state, now + ttl)
         return True
 
     async def delete(self, session_id: str) -> bool:
@@ -120,8 +118,7 @@ class MemoryStore:
     def release_nowait(self, session_id: str, token: str) -> None:
         entry = self._entries.get(session_id)
         if entry is not None and entry.lease_token == token:
-            entry.lease_token = None
-            entry.expires = max(entry.expires, self._clock())
+            _release_entry(entry, self._clock())
 
     async def get_result(self, session_id: str, key: str) -> bytes | None:
         return self.get_result_nowait(session_id, key)
@@ -166,13 +163,10 @@ class MemoryStore:
             # The holder's lease is current, so its session cannot have expired: the same
             # three steps on the entry at hand.
             if run is not None:
-                entry.run = run
-                entry.state = state
-                entry.expires = now + ttl
+                _write_entry(entry, run, state, now + ttl)
             if key is not None:
                 self._put_result(session_id, key, record, keep)
-            entry.lease_token = None
-            entry.expires = max(entry.expires, now)
+            _release_entry(entry, now)
             return
         if run is not None:
             self._write(session_id, run, state, ttl)
@@ -202,3 +196,14 @@ class MemoryStore:
     async def aclose(self) -> None:
         self._entries.clear()
         self._gone.clear()
+
+
+def _write_entry(entry: _Entry, run: bytes, state: str, expires: float) -> None:
+    entry.run = run
+    entry.state = state
+    entry.expires = expires
+
+
+def _release_entry(entry: _Entry, now: float) -> None:
+    entry.lease_token = None
+    entry.expires = max(entry.expires, now)  # a released session may expire from now on
