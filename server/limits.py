@@ -8,6 +8,10 @@ Rules:
   does not count (each HTTP call that drives the turn gets the full timeout).
 - ``session_ttl`` is an *idle* TTL: every turn, attach or approvals call renews it. A
   session that is suspended still expires with it.
+- A turn's lease on its session: with a store that renews leases (Redis) it lasts
+  ``lease_ttl`` and the replica running the turn renews it every third of that, so a
+  replica that dies mid-turn frees its session within ``lease_ttl``; with any other
+  store it lasts :attr:`Limits.lease_seconds` (the turn timeout + 5 s).
 """
 
 from __future__ import annotations
@@ -33,6 +37,10 @@ class Limits:
     """Seconds a client is told to wait after a 503."""
     idempotency_keys: int = 256
     """Idempotency records kept per session (the oldest are forgotten first)."""
+    lease_ttl: float = 15.0
+    """A turn's lease between renewals, with a store that renews leases (Redis): a
+    replica that dies mid-turn blocks its session this long at most. A turn that blocks
+    the event loop for longer (no renewal can run) may lose its lease to another turn."""
 
     def __post_init__(self) -> None:
         if self.max_body_bytes < 64:
@@ -47,8 +55,11 @@ class Limits:
             raise ValueError(f"retry_after must not be negative, not {self.retry_after}")
         if self.idempotency_keys < 1:
             raise ValueError(f"idempotency_keys must be at least 1, not {self.idempotency_keys}")
+        if not self.lease_ttl > 0:
+            raise ValueError(f"lease_ttl must be positive, not {self.lease_ttl}")
 
     @property
     def lease_seconds(self) -> float:
-        """How long a turn's lease on its session lasts before another may take it."""
+        """How long a turn's lease lasts with a store that cannot renew it (the turn
+        timeout + 5 s, or the session TTL + 5 s without a turn timeout)."""
         return (self.turn_timeout or self.session_ttl) + 5.0

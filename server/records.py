@@ -52,6 +52,7 @@ __all__ = [
     "key_reused",
     "new_session_id",
     "not_found",
+    "replayed",
     "suspended",
 ]
 
@@ -158,6 +159,14 @@ def key_reused() -> HTTPProblem:
         "The Idempotency-Key was already used on this session with a different message.",
         errors=[FieldError(path="$.message", message="differs from the first use of this key")],
     )
+
+
+def replayed(stored: bytes, digest: str) -> Outcome:
+    """The outcome an idempotency record replays (422 if the key's message differs)."""
+    record = decode_idempotency.decode(stored)
+    if record.fingerprint != digest:
+        raise key_reused()
+    return Outcome(status=record.status, body=record.body)
 
 
 def decision_problem(error: DecisionError) -> HTTPProblem:

@@ -5,9 +5,11 @@ Rules:
 - Creating a session draws an id with 192 random bits, calls the agent's session factory
   and stores the session (the store enforces the cap: 503 ``session-limit``).
 - A turn takes the session's lease in the store (409 ``session-busy`` when another turn
-  holds it). The agent runs in a task of its own; the rest of the job (store the new run
-  and the idempotency record when the request had a key, release the lease) is a task
-  that the request only watches, except with the in-process store, whose operations never
+  holds it): for ``Limits.lease_ttl``, renewed while the turn runs, with a store that
+  renews leases (see :mod:`.turnjobs`), else for ``Limits.lease_seconds``. The agent
+  runs in a task of its own; the rest of the job (store the new run and the idempotency
+  record when the request had a key, release the lease) is a task that the request
+  only watches, except with the in-process store, whose operations never
   wait: there the request does it, and a request cancelled while the agent runs hands it
   to a task that follows the turn. Either way a client that disconnects cancels nothing.
 - Idempotency: a repeated key with the same message answers the stored response (or
@@ -30,12 +32,14 @@ Rules:
   when the store says so (:attr:`~.stores.TurnStart.same_key`: Redis does; the memory
   store, one process, never needs to): the request polls the store (20 ms doubling to
   250 ms) until it finds the key's record (answered as a replay) or takes the lease
-  because the holder died without one (then it runs the turn itself), for at most the
-  lease plus the turn timeout (the holder's lease ends by then, even if it died, and
-  one retry that took over has run); then, or when another turn holds the lease
-  (another key, or none), it is 409 ``session-busy``. A request cancelled while
-  waiting cancels only its waiting; after :meth:`SessionManager.drain` a waiting request
-  answers 503 ``draining`` (the client retries on another replica).
+  because the holder died without one (then it runs the turn itself). It waits at most
+  twice the turn timeout plus ``lease_ttl``: a live holder ends within the turn
+  timeout, a dead one's lease lapses within ``lease_ttl`` of its last renewal, and one
+  retry that takes over runs the turn once more (with a store that cannot renew
+  leases: ``lease_seconds`` plus the turn timeout). Then, or when another turn holds
+  the lease (another key, or none), it is 409 ``session-busy``. A request cancelled
+  while waiting cancels only its waiting; after :meth:`SessionManager.drain` a waiting
+  request answers 503 ``draining`` (the client retries on another replica).
 - With a shared store a turn's bookkeeping is two store calls (:class:`~.stores.TurnStore`):
   one looks up the idempotency record or takes the lease and reads the stored run, the
   other writes the new run and the record and releases the lease.
@@ -47,10 +51,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from functools import partial
 from typing import Any, Final
 
@@ -73,7 +76,6 @@ from .records import (
     SessionMeta,
     decision_problem,
     decode_envelope,
-    decode_idempotency,
     decode_meta,
     encode_meta,
     fingerprint,
@@ -81,6 +83,7 @@ from .records import (
     key_reused,
     new_session_id,
     not_found,
+    replayed,
     suspended,
 )
 from .relaying import answer_relayed, forward_decisions
@@ -88,6 +91,7 @@ from .stores import (
     ApprovalRelay,
     ComposedTurns,
     Lease,
+    LeaseRenewal,
     MemoryStore,
     SessionStore,
     StoredSession,
@@ -95,11 +99,9 @@ from .stores import (
     TurnStart,
     TurnStore,
 )
-from .turnjobs import SUSPENDED, TurnJobs
+from .turnjobs import SUSPENDED, TurnJobs, quietly
 
 __all__ = ["Outcome", "RunPolicy", "SessionManager", "new_session_id"]
-
-logger = logging.getLogger("evalport.server")
 
 _SWEEP_EVERY: Final = 1.0
 _POLL_FIRST: Final = 0.02  # waiting for a key's turn on another replica: first pause (s)
@@ -122,6 +124,7 @@ class SessionManager(TurnJobs):
         self.limits = limits
         self.store: SessionStore = store if store is not None else MemoryStore()
         self._relay = self.store if isinstance(self.store, ApprovalRelay) else None
+        self._renewal = self.store if isinstance(self.store, LeaseRenewal) else None
         self._turns: TurnStore = (
             self.store if isinstance(self.store, TurnStore) else ComposedTurns(self.store)
         )
@@ -331,54 +334,66 @@ class SessionManager(TurnJobs):
                     raise key_reused()
                 return await waiting.wait()
         live = self._live.get(session_id)
-        stored: StoredSession | None = None
         memory = self._memory
-        if memory is not None:
-            if key is not None:
-                record = memory.get_result_nowait(session_id, key)
-                if record is not None:
-                    return _replayed(record, digest)
-            if live is not None and live.suspended:
-                raise suspended(live)
-            token = self._lease_token()
-            limits = self.limits
-            lease = memory.acquire_nowait(
-                session_id, token, lease=limits.lease_seconds, ttl=limits.session_ttl
-            )
-            if lease is not Lease.ACQUIRED:
-                await self._leased(session_id, lease)
-        else:
-            if live is not None and live.suspended:
-                if key is not None:
-                    record = await self.store.get_result(session_id, key)
-                    if record is not None:
-                        return _replayed(record, digest)
-                live = self._live.get(session_id)
-                if live is not None and live.suspended:
-                    raise suspended(live)
-            # one store call: the key's record, or the lease and the stored session
-            token = self._lease_token()
-            start = await self._begin(session_id, token, key)
-            if start.same_key:  # the first attempt of this key runs on another replica
-                start = await self._await_holder(session_id, token, key, start)
-            if start.replay is not None:
-                return _replayed(start.replay, digest)
-            await self._leased(session_id, start.lease)
-            stored = start.session
-            live = self._live.get(session_id)
-        if live is None or memory is None:
+        if memory is None:
+            return await self._turn_shared(session_id, message, key, digest, live)
+        if key is not None:
+            record = memory.get_result_nowait(session_id, key)
+            if record is not None:
+                return replayed(record, digest)
+        if live is not None and live.suspended:
+            raise suspended(live)
+        token = self._lease_token()
+        limits = self.limits
+        lease = memory.acquire_nowait(
+            session_id, token, lease=limits.lease_seconds, ttl=limits.session_ttl
+        )
+        if lease is not Lease.ACQUIRED:
+            await self._leased(session_id, lease)
+        if live is None:
             try:
-                live = await self._current(session_id, live, stored)
+                live = await self._current(session_id, live)
             except BaseException:
-                await self.store.release(session_id, token)
+                memory.release_nowait(session_id, token)
                 raise
         flight = None
         if key is not None:
             flight = self._inflight[(session_id, key)] = InFlight(digest)
-        if memory is not None:
-            return await self._turn_here(session_id, live, message, key, flight, token)
+        return await self._turn_here(session_id, live, message, key, flight, token)
+
+    async def _turn_shared(
+        self, session_id: str, message: str, key: str | None, digest: str, live: AgentSession | None
+    ) -> Outcome:
+        """:meth:`turn` with a store that may be shared by replicas."""
+        if live is not None and live.suspended:
+            if key is not None:
+                record = await self.store.get_result(session_id, key)
+                if record is not None:
+                    return replayed(record, digest)
+            live = self._live.get(session_id)
+            if live is not None and live.suspended:
+                raise suspended(live)
+        # one store call: the key's record, or the lease and the stored session
+        token = self._lease_token()
+        start = await self._begin(session_id, token, key)
+        if start.same_key:  # the first attempt of this key runs on another replica
+            start = await self._await_holder(session_id, token, key, start)
+        if start.replay is not None:
+            return replayed(start.replay, digest)
+        await self._leased(session_id, start.lease)
+        keeper = self._keep(session_id, token)
+        try:
+            live = await self._current(session_id, self._live.get(session_id), start.session)
+        except BaseException:
+            if keeper is not None:
+                keeper.stop()
+            await self.store.release(session_id, token)
+            raise
+        flight = None
+        if key is not None:
+            flight = self._inflight[(session_id, key)] = InFlight(digest)
         step = live.send(message, timeout=self.limits.turn_timeout)
-        job = self._follow(self._turn_job(session_id, live, step, key, flight, token))
+        job = self._follow(self._turn_job(session_id, live, step, key, flight, token, keeper))
         return await asyncio.shield(job)
 
     async def decide(
@@ -403,15 +418,15 @@ class SessionManager(TurnJobs):
         if missing or unknown:
             raise decision_problem(DecisionError(missing, unknown))
         token = await self._acquire(session_id)
-        job = self._follow(self._decide_job(session_id, live, decisions, token))
+        keeper = self._keep(session_id, token)
+        job = self._follow(self._decide_job(session_id, live, decisions, token, keeper))
         return await asyncio.shield(job)
 
     def _begin(
         self, session_id: str, token: str, key: str | None
     ) -> Coroutine[Any, Any, TurnStart]:
-        limits = self.limits
         return self._turns.begin_turn(
-            session_id, token, lease=limits.lease_seconds, ttl=limits.session_ttl, key=key
+            session_id, token, lease=self.lease, ttl=self.limits.session_ttl, key=key
         )
 
     async def _await_holder(
@@ -421,17 +436,12 @@ class SessionManager(TurnJobs):
 
         Polls :meth:`_begin` (20 ms doubling to 250 ms) until it answers the key's record
         or takes the lease (the holder ended without one: this request runs the turn) or
-        finds another holder. The holder took its lease before our first look, so the
-        lease ends within ``lease_seconds`` of it, whether the holder finishes (within
-        ``turn_timeout``, which the lease exceeds by 5 s) or dies (the lease expires);
-        another replica's retry of the key may then take over and run the turn once more
-        (within ``turn_timeout``). The sum bounds the wait; past it, ``start`` (still
-        ``BUSY``) stands. A cancelled request stops waiting, and nothing else: a lease
-        that its last poll took goes back.
+        finds another holder, for at most :meth:`_holder_bound` seconds; past it,
+        ``start`` (still ``BUSY``) stands. A cancelled request stops waiting, and nothing
+        else: a lease that its last poll took goes back.
         """
         loop = asyncio.get_running_loop()
-        limits = self.limits
-        deadline = loop.time() + limits.lease_seconds + (limits.turn_timeout or 0.0)
+        deadline = loop.time() + self._holder_bound()
         delay = _POLL_FIRST
         while start.same_key and (left := deadline - loop.time()) > 0:
             self._check_draining()
@@ -445,6 +455,16 @@ class SessionManager(TurnJobs):
                 poll.add_done_callback(partial(self._give_back, session_id, token))
                 raise
         return start
+
+    def _holder_bound(self) -> float:
+        """The longest a retry waits for its key's holder elsewhere (the rules say why)."""
+        limits = self.limits
+        turn = limits.turn_timeout
+        if self._renewal is None:
+            freed = limits.lease_seconds
+        else:
+            freed = (turn or limits.session_ttl) + limits.lease_ttl
+        return freed + (turn or 0.0)
 
     def drain(self) -> None:
         """Stop waiting for other replicas' turns before a shutdown: requests that wait
@@ -465,12 +485,12 @@ class SessionManager(TurnJobs):
         if poll.cancelled() or poll.exception() is not None:
             return
         if poll.result().lease is Lease.ACQUIRED:
-            self._follow(_quietly(self.store.release(session_id, token)))
+            self._follow(quietly(self.store.release(session_id, token)))
 
     async def _acquire(self, session_id: str) -> str:
         token = self._lease_token()
         lease = await self.store.acquire(
-            session_id, token, lease=self.limits.lease_seconds, ttl=self.limits.session_ttl
+            session_id, token, lease=self.lease, ttl=self.limits.session_ttl
         )
         await self._leased(session_id, lease)
         return token
@@ -483,19 +503,3 @@ class SessionManager(TurnJobs):
             await self._forget(session_id)
             raise not_found(session_id)
         raise HTTPProblem(ProblemType.SESSION_BUSY, "A turn is already in flight on this session.")
-
-
-def _replayed(stored: bytes, digest: str) -> Outcome:
-    """The outcome an idempotency record replays (422 if the key's message differs)."""
-    record = decode_idempotency.decode(stored)
-    if record.fingerprint != digest:
-        raise key_reused()
-    return Outcome(status=record.status, body=record.body)
-
-
-async def _quietly(work: Awaitable[None]) -> None:
-    """``work``, for a job nobody waits for: a store that is down is logged, not raised."""
-    try:
-        await work
-    except StoreUnavailable as error:
-        logger.warning("could not release a lease: %s", error.detail)

@@ -13,11 +13,20 @@ runs once a turn (or a decision) holds its session's lease; the rules are those 
 - With the in-process store the request runs the job itself, with plain calls; a request
   cancelled while the agent runs hands the rest to a job that follows the turn
   (:meth:`TurnJobs._follow`, which :meth:`SessionManager.aclose` waits for).
+- With a store that renews leases (:class:`~.stores.LeaseRenewal`), a lease lasts
+  ``Limits.lease_ttl`` and the holder keeps it (:class:`LeaseKeeper`): a timer armed when
+  the lease is taken fires after a third of it and starts a followed job that renews it
+  every third until the step ends (done, timed out, failed, cancelled or suspended: a
+  suspended turn holds no lease), before the final store call releases it. A turn
+  shorter than that costs one timer and no task. A renewal that finds the lease gone
+  (expired, or taken by another holder) stops and logs it, and never takes it back; a
+  store that is down is logged and tried again a third of the lease later.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Coroutine, Mapping
 from functools import partial
 from typing import Any, Final, TypeVar
@@ -48,9 +57,18 @@ from .records import (
     not_found,
     suspended,
 )
-from .stores import ApprovalRelay, MemoryStore, SessionStore, TurnStore
+from .stores import (
+    ApprovalRelay,
+    LeaseRenewal,
+    MemoryStore,
+    SessionStore,
+    StoreUnavailable,
+    TurnStore,
+)
 
-__all__ = ["IDLE", "SUSPENDED", "TurnJobs"]
+__all__ = ["IDLE", "SUSPENDED", "LeaseKeeper", "TurnJobs", "quietly"]
+
+logger = logging.getLogger("evalport.server")
 
 IDLE: Final = "idle"
 SUSPENDED: Final = "suspended"
@@ -67,6 +85,7 @@ class TurnJobs:
     _memory: MemoryStore | None
     _turns: TurnStore
     _relay: ApprovalRelay | None
+    _renewal: LeaseRenewal | None
     _inflight: dict[tuple[str, str], InFlight]
     _seen: dict[str, bytes]
     _followers: set[asyncio.Task[Any]]
@@ -85,6 +104,19 @@ class TurnJobs:
         if self.policy is not None:
             run = self.policy.apply(run)
         return encode(RunEnvelope(run=run))
+
+    @property
+    def lease(self) -> float:
+        """How long a turn's lease lasts when taken (and after each renewal)."""
+        if self._renewal is not None:
+            return self.limits.lease_ttl
+        return self.limits.lease_seconds
+
+    def _keep(self, session_id: str, token: str) -> LeaseKeeper | None:
+        """Keep the lease that ``token`` just took, if the store renews leases."""
+        if self._renewal is None:
+            return None
+        return LeaseKeeper(self, self._renewal, session_id, token, self.limits.lease_ttl)
 
     def _follow(self, work: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
         """Run ``work`` as a job that outlives its request and that :meth:`aclose` waits
@@ -144,11 +176,12 @@ class TurnJobs:
         key: str | None,
         flight: InFlight | None,
         token: str,
+        keeper: LeaseKeeper | None = None,
     ) -> Outcome:
         """Drive the turn; then store its run and idempotency record and release the lease."""
         finished = False
         try:
-            outcome, run = await self._drive(session_id, live, step)
+            outcome, run = await self._drive(session_id, live, step, keeper)
             await self._finish(session_id, live, token, run, key, _record(flight, outcome))
             finished = True
         except BaseException as error:
@@ -177,12 +210,12 @@ class TurnJobs:
         live: AgentSession,
         decisions: Mapping[str, ApprovalDecision],
         token: str,
+        keeper: LeaseKeeper | None,
     ) -> Outcome:
         finished = False
         try:
-            outcome, run = await self._drive(
-                session_id, live, live.decide(decisions, timeout=self.limits.turn_timeout)
-            )
+            step = live.decide(decisions, timeout=self.limits.turn_timeout)
+            outcome, run = await self._drive(session_id, live, step, keeper)
             await self._finish(session_id, live, token, run)
             finished = True
             return outcome
@@ -191,9 +224,14 @@ class TurnJobs:
                 await self.store.release(session_id, token)
 
     async def _drive(
-        self, session_id: str, live: AgentSession, step: Awaitable[AgentRun]
+        self,
+        session_id: str,
+        live: AgentSession,
+        step: Awaitable[AgentRun],
+        keeper: LeaseKeeper | None = None,
     ) -> tuple[Outcome, bytes]:
-        """The step's outcome and the run body to store (the problems it raises store nothing)."""
+        """The step's outcome and the run body to store (the problems it raises store
+        nothing); ``keeper`` renews the lease until the step ends, however it ends."""
         try:
             run = await step
         except TurnTimeout as timeout:
@@ -219,6 +257,9 @@ class TurnJobs:
             raise HTTPProblem(problem_type, str(error)) from None
         except SessionClosed:
             raise not_found(session_id) from None
+        finally:
+            if keeper is not None:
+                keeper.stop()
         body = self.body_of(live, run)
         return Outcome(status=200, body=body), body
 
@@ -283,6 +324,92 @@ class TurnJobs:
             record=record,
             keep=self.limits.idempotency_keys,
         )
+
+
+class LeaseKeeper:
+    """Renews one turn's lease every third of ``lease`` seconds until :meth:`stop`.
+
+    Until the first renewal is due it is a timer on the loop; then a job that
+    :meth:`TurnJobs._follow` tracks renews the lease, sleeps, and so on.
+    """
+
+    __slots__ = (
+        "_busy",
+        "_jobs",
+        "_lease",
+        "_renewal",
+        "_session_id",
+        "_task",
+        "_timer",
+        "_token",
+        "stopped",
+    )
+
+    def __init__(
+        self, jobs: TurnJobs, renewal: LeaseRenewal, session_id: str, token: str, lease: float
+    ) -> None:
+        self._jobs = jobs
+        self._renewal = renewal
+        self._session_id = session_id
+        self._token = token
+        self._lease = lease
+        self._task: asyncio.Task[None] | None = None
+        self._busy = False  # a renewal is in flight
+        self.stopped = False
+        self._timer: asyncio.TimerHandle | None = asyncio.get_running_loop().call_later(
+            lease / 3, self._due
+        )
+
+    def _due(self) -> None:
+        self._timer = None
+        if not self.stopped:
+            self._task = self._jobs._follow(self._renew())
+
+    async def _renew(self) -> None:
+        session_id, every = self._session_id, self._lease / 3
+        while True:
+            self._busy = True
+            try:
+                held = await self._renewal.renew(session_id, self._token, lease=self._lease)
+            except StoreUnavailable as error:
+                held = True  # unknown: try again, the lease may still be ours
+                if not self.stopped:
+                    logger.warning("could not renew a turn's lease: %s", error.detail)
+            except Exception:
+                logger.exception("session %s: renewing the turn's lease failed", session_id)
+                return
+            finally:
+                self._busy = False
+            if self.stopped:  # the job ended meanwhile (and may have released the lease)
+                return
+            if not held:
+                logger.warning(
+                    "session %s: the turn's lease expired or another turn took it; "
+                    "its turn runs on without it",
+                    session_id,
+                )
+                return
+            await asyncio.sleep(every)
+
+    def stop(self) -> None:
+        """No more renewals (the job ends: its final store call releases the lease). A
+        renewal already sent completes; one that waits for its time is cancelled."""
+        if self.stopped:
+            return
+        self.stopped = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._task is not None and not self._busy:
+            self._task.cancel()
+
+
+async def quietly(work: Awaitable[None]) -> None:
+    """``work``, for a job nobody waits for: a store that is down is logged, not raised."""
+    try:
+        await work
+    except StoreUnavailable as error:
+        logger.warning("could not release a lease: %s", error.detail)
 
 
 def _record(flight: InFlight | None, outcome: Outcome) -> bytes:

@@ -11,6 +11,10 @@ Rules (every store implements them; the memory store is the reference):
 - One turn at a time: :meth:`SessionStore.acquire` takes the session's lease with a
   random token and an expiry (so a crashed holder cannot block the session forever);
   only the holder's token releases it. A session whose lease is held never expires.
+- A store shared by replicas may let the holder renew its lease (:class:`LeaseRenewal`):
+  the adapter then takes a short lease and renews it while the turn runs, so that a
+  holder that died frees the session soon; ``renew`` extends only a lease that the
+  caller's token still holds, and never takes one back that expired or moved on.
 - Idempotency records are kept per session, the newest ``keep`` of them; they go with it.
 - Expired sessions read as absent. :meth:`SessionStore.purge_expired` deletes them and
   returns their ids so that the adapter can close their live agents.
@@ -45,6 +49,7 @@ __all__ = [
     "ApprovalRelay",
     "ComposedTurns",
     "Lease",
+    "LeaseRenewal",
     "SessionStore",
     "StoreUnavailable",
     "StoredSession",
@@ -238,4 +243,20 @@ class ApprovalRelay(Protocol):
 
     async def forward(self, session_id: str, request: bytes, *, timeout: float) -> bytes | None:
         """The listening replica's answer to ``request``; ``None`` if no replica listens."""
+        ...
+
+
+@runtime_checkable
+class LeaseRenewal(Protocol):
+    """A store whose leases their holder can extend while its turn runs.
+
+    The adapter then takes each turn's lease for ``Limits.lease_ttl`` (short) and renews it
+    every third of that until the turn's job ends. A store without it gets leases as long
+    as a turn may run (``Limits.lease_seconds``). The in-process store needs none: one
+    process holds every turn, and its sessions die with it.
+    """
+
+    async def renew(self, session_id: str, token: str, *, lease: float) -> bool:
+        """Make the lease end ``lease`` seconds from now if ``token`` still holds it
+        (atomically); ``False``, changing nothing, if it expired or another holds it."""
         ...

@@ -3,7 +3,8 @@
 It follows every rule of :mod:`evalport.server.stores.base`; each operation is one Lua
 script, so it is atomic across replicas. It is a
 :class:`~evalport.server.stores.base.TurnStore`: a turn costs two round trips (begin,
-finish). Install with ``pip install 'evalport[redis]'``.
+finish), and a :class:`~evalport.server.stores.base.LeaseRenewal`: a turn's lease is
+short and its holder renews it. Install with ``pip install 'evalport[redis]'``.
 
 Rules:
 
@@ -21,8 +22,11 @@ Rules:
 - The cap counts the ``index`` after dropping the ids whose keys Redis has expired.
 - Leases: ``acquire`` sets ``l:{id}`` with the token only if it is absent (taking it again
   with the same token succeeds, so a retried call is safe); ``release`` deletes it only if
-  it still holds the caller's token. ``begin_turn`` refused with ``busy`` reports
-  ``same_key`` when the lease's token is the one recorded with the caller's key.
+  it still holds the caller's token; ``renew`` moves the expiry of ``l:{id}`` (and of the
+  session's keys, if the lease now ends later than the idle deadline) only if it holds
+  the caller's token, so an expired lease stays expired. ``begin_turn`` refused with
+  ``busy`` reports ``same_key`` when the lease's token is the one recorded with the
+  caller's key.
 - :meth:`RedisStore.purge_expired` returns the ids that expired **or were deleted** since
   this store object last asked (kept ``gone_seconds``), so every replica closes its own
   live agents of sessions that ended elsewhere.
@@ -154,6 +158,7 @@ class RedisStore:
         self._delete = register(lua.DELETE)
         self._acquire = register(lua.ACQUIRE)
         self._release = register(lua.RELEASE)
+        self._renew = register(lua.RENEW)
         self._put_result = register(lua.PUT_RESULT)
         self._get_result = register(lua.GET_RESULT)
         self._begin_turn = register(lua.BEGIN_TURN)
@@ -206,6 +211,9 @@ class RedisStore:
 
     async def release(self, session_id: str, token: str) -> None:
         await self._run(self._release, self.prefix, session_id, token)
+
+    async def renew(self, session_id: str, token: str, *, lease: float) -> bool:
+        return bool(await self._run(self._renew, self.prefix, session_id, token, _ms(lease)))
 
     async def get_result(self, session_id: str, key: str) -> bytes | None:
         prefix = self.prefix

@@ -23,6 +23,7 @@ __all__ = [
     "PUT_RESULT",
     "READ",
     "RELEASE",
+    "RENEW",
     "WRITE",
 ]
 
@@ -203,6 +204,24 @@ local id, token = ARGV[2], ARGV[3]
 if ARGV[4] == '1' then write_run(id, ARGV[5], ARGV[6], tonumber(ARGV[7])) end
 if ARGV[8] == '1' then put_result(id, ARGV[9], ARGV[10], tonumber(ARGV[11])) end
 return release(id, token)
+"""
+)
+
+# ARGV: prefix, id, token, lease. Returns 1 when the token held the lease, which now ends
+# ``lease`` ms from now (the session's keys then expire at the later of that and the idle
+# deadline); 0, changing nothing, when the lease expired or another token holds it.
+RENEW: Final = (
+    _COMMON
+    + """
+local id, token, lease = ARGV[2], ARGV[3], tonumber(ARGV[4])
+local s, l = keys_of(id)
+if redis.call('GET', l) ~= token or redis.call('EXISTS', s) == 0 then return 0 end
+redis.call('PEXPIRE', l, lease)
+local ms = lease
+local idle = tonumber(redis.call('HGET', s, 'idle'))
+if idle and idle - now > ms then ms = idle - now end
+expire_in(id, ms)
+return 1
 """
 )
 
