@@ -17,6 +17,7 @@ from .agent import (
 from .codec import decode_request, decode_response, decode_run, encode, normalize_run
 from .digest import DEFAULT_PREVIEW_BYTES, compact_json, digest, is_digest, matches_digest
 from .extras import MissingExtraError, require
+from .faults import FaultNotApplicable, FaultPlan, InjectedFault
 from .messages import (
     AgentInfo,
     ApprovalDecision,
@@ -27,6 +28,7 @@ from .messages import (
     Health,
     Problem,
     RunEnvelope,
+    ToolFault,
     TurnRequest,
 )
 from .models import (
@@ -84,9 +86,12 @@ __all__ = [
     "DecisionError",
     "ErrorInfo",
     "Event",
+    "FaultNotApplicable",
+    "FaultPlan",
     "FieldError",
     "FinishReason",
     "Health",
+    "InjectedFault",
     "LlmProfile",
     "Message",
     "MissingExtraError",
@@ -108,6 +113,7 @@ __all__ = [
     "StopSignal",
     "ToolCall",
     "ToolExecution",
+    "ToolFault",
     "ToolRecord",
     "ToolRun",
     "TracePolicy",

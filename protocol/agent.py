@@ -35,6 +35,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
+from .messages import ToolFault
 from .models import AgentRun, Message, StepType
 from .recorder import TurnContext
 
@@ -57,12 +58,17 @@ _SHAPE_ATTR = "__evalport_shape__"
 
 @dataclass(frozen=True, slots=True)
 class SessionInfo:
-    """What a session factory learns about a new session."""
+    """What a session factory learns about a new session.
+
+    ``faults`` are the tool faults the session was opened with; every turn's context
+    injects them (see :mod:`evalport.protocol.faults`).
+    """
 
     session_id: str
     case_id: str | None = None
     description: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    faults: tuple[ToolFault, ...] = ()
 
 
 @runtime_checkable

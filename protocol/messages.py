@@ -10,9 +10,10 @@ Rules:
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
+from msgspec import UNSET, Meta, UnsetType
 
 from .models import AgentRun
 
@@ -26,6 +27,7 @@ __all__ = [
     "Health",
     "Problem",
     "RunEnvelope",
+    "ToolFault",
     "TurnRequest",
 ]
 
@@ -38,12 +40,51 @@ class _Response(msgspec.Struct, kw_only=True, rename="camel", gc=False):
     """Base of response bodies: unknown fields are ignored."""
 
 
+class ToolFault(_Request):
+    """A fault to inject into one tool's calls (evalport addition; rules in
+    :mod:`evalport.protocol.faults`).
+
+    Exactly one of ``error`` (the text of the exception the call raises) and ``result``
+    (any JSON value, returned instead of running the tool; ``None`` is a result) is given.
+    """
+
+    tool: Annotated[str, Meta(min_length=1)]
+    error: Annotated[str, Meta(min_length=1)] | None = None
+    result: Any | UnsetType = UNSET
+    rate: Annotated[float, Meta(ge=0, le=1)] = 1.0
+    seed: int | None = None
+    turns: Annotated[list[Annotated[int, Meta(ge=1)]], Meta(min_length=1)] | None = None
+    times: Annotated[int, Meta(ge=1)] | None = None
+
+    def __post_init__(self) -> None:
+        # Decoding checks the annotated bounds first (naming the field's path); these
+        # checks repeat them for faults built in Python, where nothing else would.
+        if (self.error is None) == (self.result is UNSET):
+            given = "neither" if self.error is None else "both"
+            raise ValueError(f"a tool fault takes exactly one of error and result, not {given}")
+        if not self.tool:
+            raise ValueError("a tool fault needs the tool's name (tool)")
+        if self.error is not None and not self.error:
+            raise ValueError("a tool fault's error text must not be empty")
+        if not 0.0 <= self.rate <= 1.0:
+            raise ValueError(f"a tool fault's rate is between 0 and 1, not {self.rate}")
+        if self.turns is not None and (not self.turns or min(self.turns) < 1):
+            raise ValueError("a tool fault's turns lists turn numbers from 1")
+        if self.times is not None and self.times < 1:
+            raise ValueError(f"a tool fault's times is at least 1, not {self.times}")
+
+
 class CreateSessionRequest(_Request):
-    """``POST /evals/sessions``. Every field is optional; Instructor sends nulls."""
+    """``POST /evals/sessions``. Every field is optional; Instructor sends nulls.
+
+    ``faults`` (evalport addition) is left out on the wire unless set, so that a server
+    that does not know it still accepts the request.
+    """
 
     case_id: str | None = None
     description: str | None = None
     metadata: dict[str, Any] | None = None
+    faults: list[ToolFault] | UnsetType | None = UNSET
 
 
 class TurnRequest(_Request):

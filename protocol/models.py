@@ -160,7 +160,8 @@ class Approval(_Wire):
 
 
 class ToolExecution(_Wire):
-    """One tool execution inside a step."""
+    """One tool execution inside a step. ``injected`` (evalport addition): its error or
+    result came from a fault injected into the session, not from the tool."""
 
     id: str = ""
     name: str = ""
@@ -172,6 +173,7 @@ class ToolExecution(_Wire):
     started_at: str | None = None
     completed_at: str | None = None
     approval: Approval | None = None
+    injected: bool = False
 
 
 class ToolRecord(_Wire, omit_defaults=True):

@@ -36,6 +36,7 @@ class ProblemType:
     UNSUPPORTED_MEDIA_TYPE = _BASE + "unsupported-media-type"  # 415
     INVALID_BODY = _BASE + "invalid-body"  # 422
     IDEMPOTENCY_MISMATCH = _BASE + "idempotency-key-reused"  # 422
+    FAULTS_DISABLED = _BASE + "faults-disabled"  # 422: tool faults sent to a server without them
     RATE_LIMITED = _BASE + "rate-limited"  # 429 (+ Retry-After): too many requests
     SESSION_LIMIT = _BASE + "session-limit"  # 503 (+ Retry-After)
     DRAINING = _BASE + "draining"  # 503 (+ Retry-After)
@@ -56,6 +57,7 @@ class ProblemType:
         UNSUPPORTED_MEDIA_TYPE: 415,
         INVALID_BODY: 422,
         IDEMPOTENCY_MISMATCH: 422,
+        FAULTS_DISABLED: 422,
         RATE_LIMITED: 429,
         SESSION_LIMIT: 503,
         DRAINING: 503,

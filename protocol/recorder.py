@@ -20,6 +20,8 @@ Rules:
   owner posts a decision; the ``@tool`` decorator and ``async with ctx.tool_execution()``
   do it for you and record the approval state on the execution. A rejection raises
   :class:`ApprovalRejected`, whose ``reason`` is the approver's.
+- Tool faults (``faults=``, the session's): both consult the session's fault plan after
+  the approval; see :mod:`evalport.protocol.faults`.
 - :mod:`evalport.protocol.tools` holds the ``@tool`` decorator, :mod:`evalport.protocol.stamps`
   the ids, timestamps and error records used here.
 """
@@ -28,12 +30,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any, Protocol
 
 import msgspec
 
+from .faults import FaultPlan
+from .messages import ToolFault
 from .models import (
     AgentRun,
     Approval,
@@ -107,16 +111,19 @@ class ToolRun:
 class _ToolExecutionBlock:
     """``with`` records a tool execution; ``async with`` may also ask for approval first."""
 
-    __slots__ = ("_approval", "_ctx", "_run")
+    __slots__ = ("_approval", "_ctx", "_results", "_run")
 
     def __init__(self, ctx: TurnContext, run: ToolRun, approval: bool) -> None:
         self._ctx = ctx
         self._run = run
         self._approval = approval
+        self._results = False  # @tool sets it: it can skip the body for a result fault
 
     def __enter__(self) -> ToolRun:
         if self._approval:
             raise RuntimeError("a tool execution that needs approval must use 'async with'")
+        if self._ctx._faults is not None:
+            self._ctx._inject(self._run, self._results)
         return self._run
 
     def __exit__(self, kind: Any, error: BaseException | None, tb: Any) -> None:
@@ -129,6 +136,8 @@ class _ToolExecutionBlock:
             except BaseException as error:
                 self._ctx._finish_execution(self._run, error)
                 raise
+        if self._ctx._faults is not None:
+            self._ctx._inject(self._run, self._results)
         return self._run
 
     async def __aexit__(self, kind: Any, error: BaseException | None, tb: Any) -> None:
@@ -145,6 +154,7 @@ class TurnContext:
     __slots__ = (
         "_approvals",
         "_closed",
+        "_faults",
         "_last_end",
         "_loop",
         "_step",
@@ -170,6 +180,7 @@ class TurnContext:
         state: dict[str, Any] | None = None,
         approvals: _Approvals | None = None,
         loop: asyncio.AbstractEventLoop | None = None,
+        faults: Sequence[ToolFault] = (),
     ) -> None:
         self.run = run
         self.turn = turn
@@ -185,6 +196,7 @@ class TurnContext:
         self._step_started = time.perf_counter()
         self._last_end = self.started_at
         self._closed = False
+        self._faults = FaultPlan(faults, session_id) if faults else None
 
     # -- steps --------------------------------------------------------------------------
 
@@ -401,6 +413,14 @@ class TurnContext:
         if not self._closed:
             step.tool_executions.append(execution)
         return ToolRun(execution)
+
+    def _inject(self, run: ToolRun, results: bool) -> None:
+        # The session's fault plan decides the call (rules: evalport.protocol.faults).
+        assert self._faults is not None
+        error = self._faults.apply(self.run, run, self.turn, results=results)
+        if error is not None:
+            self._finish_execution(run, error)
+            raise error
 
     def _finish_execution(self, run: ToolRun, error: BaseException | None) -> None:
         if self._closed:

@@ -476,6 +476,7 @@ class AgentSession:
             state=self.state,
             approvals=self,
             loop=asyncio.get_running_loop(),
+            faults=self.info.faults,
         )
         return ctx
 

@@ -10,6 +10,9 @@ Rules:
   arguments asks when it returns true. The turn suspends until a decision arrives; a
   rejection raises :class:`~evalport.protocol.ApprovalRejected` without running the tool.
   A gated tool must be async, or sync and called from a sync agent (a worker thread).
+- Tool faults (the session's ``faults``, see :mod:`evalport.protocol.faults`) apply after
+  the approval: an error fault raises :class:`~evalport.protocol.InjectedFault` instead of
+  running the tool, a result fault returns its canned result instead.
 - Outside a turn the decorator is transparent: the function just runs.
 """
 
@@ -84,8 +87,10 @@ def tool(
                     return await async_function(*args, **kwargs)
                 arguments = _bound_arguments(signature, args, kwargs)
                 block = ctx.tool_execution(tool_name, arguments, approval=needs_approval(arguments))
+                block._results = True
                 async with block as run:
-                    run.result = await async_function(*args, **kwargs)
+                    if not run.execution.injected:  # a result fault skips the body
+                        run.result = await async_function(*args, **kwargs)
                 return run.result
 
             return cast(Callable[P, R], run_async)
@@ -97,6 +102,7 @@ def tool(
                 return function(*args, **kwargs)
             arguments = _bound_arguments(signature, args, kwargs)
             block = ctx.tool_execution(tool_name, arguments)
+            block._results = True
             if needs_approval(arguments):
                 try:
                     ctx._gate_sync(block._run)
@@ -104,7 +110,8 @@ def tool(
                     ctx._finish_execution(block._run, error)
                     raise
             with block as run:
-                run.result = function(*args, **kwargs)
+                if not run.execution.injected:  # a result fault skips the body
+                    run.result = function(*args, **kwargs)
             return cast(R, run.result)
 
         return run_sync

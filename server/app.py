@@ -23,6 +23,10 @@ Rules:
   answer 503 ``draining``; work in flight and suspended turns can still finish.
 - Auth (``token``) is required unless ``token=None`` says the host authenticates.
   ``/health`` needs the token too unless ``public_health=True``.
+- Tool faults (``CreateSessionRequest.faults``, :mod:`evalport.protocol.faults`) are off
+  unless ``faults=True``: a deployed service opts in, and ``/health`` then lists the
+  ``faults`` capability; a request with faults to a server without them is a 422
+  ``faults-disabled`` that says how to enable them.
 """
 
 from __future__ import annotations
@@ -113,6 +117,7 @@ class EvalAdapter:
         policy: RunPolicy | None = None,
         public_health: bool = False,
         approvals: bool = True,
+        faults: bool = False,
     ) -> None:
         self.limits = limits or Limits()
         if isinstance(store, str):
@@ -121,6 +126,7 @@ class EvalAdapter:
         self._auth = BearerAuth(token) if token is not None else None
         self._public_health = public_health
         self._approvals = approvals
+        self._faults = faults
         self._draining = False
         identity = agent_identity(agent, name, version)
         capabilities = ["attach", "delete", "idempotency"]
@@ -128,6 +134,8 @@ class EvalAdapter:
             capabilities.append("approvals")
         if policy is not None:
             capabilities.append("redaction")
+        if faults:
+            capabilities.append("faults")
         self._health = encode(
             Health(
                 status="ok",
@@ -251,6 +259,8 @@ class EvalAdapter:
     async def _create(self, scope: Scope, receive: Receive, headers: _Headers) -> Answer:
         body = await self._body(receive, headers)
         create = _decode(body, CreateSessionRequest) if body.strip() else CreateSessionRequest()
+        if create.faults and not self._faults:
+            raise _faults_disabled()
         session_id, expires_at = await self.sessions.create(create)
         location = f"{request_path(scope).rstrip('/')}/{session_id}"
         return Response(
@@ -364,6 +374,15 @@ def _decode(body: bytes, kind: type[T]) -> T:
 def _is_json(content_type: str) -> bool:
     media = content_type.split(";", 1)[0].strip().lower()
     return media == _JSON or (media.startswith("application/") and media.endswith("+json"))
+
+
+def _faults_disabled() -> HTTPProblem:
+    return HTTPProblem(
+        ProblemType.FAULTS_DISABLED,
+        "This server does not inject tool faults; start it with `evalport serve "
+        "--allow-faults` or build the adapter with `EvalAdapter(..., faults=True)`.",
+        errors=[FieldError(path="$.faults", message="tool faults are disabled on this server")],
+    )
 
 
 def _too_large(limit: int) -> HTTPProblem:

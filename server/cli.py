@@ -11,6 +11,8 @@ Rules:
   **and** the host is a loopback address.
 - ``--store`` picks the session store: ``memory`` (default) or ``redis://HOST:PORT/DB``,
   which replicas behind a load balancer share (the ``redis`` extra).
+- ``--allow-faults`` lets new sessions carry tool faults (``faults`` capability); off by
+  default, so a deployed service injects nothing unless told to.
 - Binds ``127.0.0.1`` by default. On SIGTERM or Ctrl-C it drains the adapter (new sessions
   and turns get 503 ``draining``), stops accepting connections and lets turns in flight
   finish (up to the turn timeout) before it exits.
@@ -89,6 +91,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="URL",
         help="session store: memory (default) or redis://HOST:PORT/DB shared by replicas",
     )
+    parser.add_argument(
+        "--allow-faults",
+        action="store_true",
+        help="accept tool faults in new sessions (for eval deployments; off by default)",
+    )
     parser.add_argument("--log-level", default="info", help="uvicorn log level (default info)")
 
 
@@ -150,6 +157,7 @@ def main(args: argparse.Namespace) -> int:
             limits=limits,
             public_health=args.public_health,
             store=args.store,
+            faults=args.allow_faults,
         )
         app = adapter.app(args.prefix)
     except (ValueError, TypeError, ImportError) as error:

@@ -34,6 +34,7 @@ TITLES: Final[dict[str, str]] = {
     ProblemType.UNSUPPORTED_MEDIA_TYPE: "Unsupported media type",
     ProblemType.INVALID_BODY: "Invalid body",
     ProblemType.IDEMPOTENCY_MISMATCH: "Idempotency key reused",
+    ProblemType.FAULTS_DISABLED: "Tool faults disabled",
     ProblemType.SESSION_LIMIT: "Session limit reached",
     ProblemType.DRAINING: "Draining",
     ProblemType.STORE_UNAVAILABLE: "Store unavailable",

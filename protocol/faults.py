@@ -1,0 +1,155 @@
+"""Seeded tool fault injection: which tool calls of a session fail, or return a canned result.
+
+A session's faults are the :class:`~evalport.protocol.messages.ToolFault` list it was
+opened with (``CreateSessionRequest.faults``, ``SessionInfo.faults``). Rules:
+
+- **Where.** Every call recorded through ``@tool`` or ``ctx.tool_execution()`` consults the
+  session's :class:`FaultPlan` once, after its approval (a gated call is approved first;
+  a rejected call never reaches the plan) and before the tool runs. Framework adapters
+  (``evalport.server.adapters``) do not consult it.
+- **Ordinal.** A call's ordinal is its 1-based position among the session's recorded
+  executions of the same tool, across turns (rejected calls count too).
+- **Choice.** The faults are tried in list order; the first one that applies wins: its
+  ``tool`` is the call's, its ``turns`` (if given) include the turn, it was injected fewer
+  than ``times`` (if given) in the session, and the call is drawn (below). No fault
+  applies: the tool runs as usual.
+- **Draw.** ``rate`` 1 (the default) draws every call, 0 none. Otherwise the call is drawn
+  when ``u < rate``, where ``u`` in [0, 1) comes from SHA-256 of the ``seed``, the tool's
+  name and the ordinal: the same seed fails the same calls in every repeat of a case, on
+  every target. Without a ``seed`` the session id takes its place: reproducible within
+  the session, different between sessions. Two faults with one seed on one tool draw the
+  same ``u``.
+- **Effect.** An ``error`` fault raises :class:`InjectedFault` (a ``RuntimeError``) into
+  the agent, as the tool's own error would propagate; the execution records the error
+  text and ``injected=True``. A ``result`` fault returns the canned result without running
+  the tool (``injected=True``, the result recorded). Only ``@tool`` can skip a tool's body:
+  a result fault chosen for a ``ctx.tool_execution()`` block raises
+  :class:`FaultNotApplicable` instead (recorded as the execution's error, *not* injected),
+  telling the author to use an error fault or ``@tool``.
+- **State.** The plan keeps no counters: ordinals and ``times`` are recomputed from the
+  session's accumulated run (its ``injected`` executions), so a session restored on
+  another replica decides exactly as the first one would have.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any, Final, Protocol
+
+from .messages import ToolFault
+from .models import AgentRun, ToolExecution
+
+__all__ = ["FaultNotApplicable", "FaultPlan", "InjectedFault", "ToolFault", "draw"]
+
+_SCALE: Final = float(1 << 64)
+
+
+class InjectedFault(RuntimeError):
+    """The error an ``error`` fault raises into the agent in place of the tool's own."""
+
+    def __init__(self, tool: str, message: str) -> None:
+        super().__init__(message)
+        self.tool = tool
+
+
+class FaultNotApplicable(RuntimeError):
+    """A ``result`` fault was chosen for a ``ctx.tool_execution()`` block, whose body is
+    the agent's own code and cannot be skipped."""
+
+    def __init__(self, tool: str) -> None:
+        super().__init__(
+            f"a result fault cannot apply to tool {tool!r}: it runs in a "
+            "ctx.tool_execution() block; decorate it with @tool or inject an error fault"
+        )
+        self.tool = tool
+
+
+class _Call(Protocol):
+    """A tool call in progress (the recorder's ``ToolRun``)."""
+
+    execution: ToolExecution
+    result: Any
+
+
+def draw(key: str, tool: str, ordinal: int) -> float:
+    """The call's number in [0, 1): SHA-256 of key, tool and ordinal, scaled."""
+    data = f"{key}\x1f{tool}\x1f{ordinal}".encode()
+    return int.from_bytes(hashlib.sha256(data).digest()[:8], "big") / _SCALE
+
+
+class FaultPlan:
+    """The faults of one session, deciding per tool call (see the module rules)."""
+
+    __slots__ = ("_faults", "_session_key", "_tools")
+
+    def __init__(self, faults: Sequence[ToolFault], session_id: str = "") -> None:
+        self._faults = tuple(faults)
+        self._tools = frozenset(fault.tool for fault in self._faults)
+        self._session_key = f"session:{session_id}"
+
+    def __bool__(self) -> bool:
+        return bool(self._faults)
+
+    @property
+    def faults(self) -> tuple[ToolFault, ...]:
+        return self._faults
+
+    def decide(self, run: AgentRun, execution: ToolExecution, turn: int) -> ToolFault | None:
+        """The fault to inject into ``execution`` (recorded in ``run``, in turn ``turn``)."""
+        tool = execution.name
+        if tool not in self._tools:
+            return None
+        used = [0] * len(self._faults)
+        ordinal = 0
+        for step in run.steps:
+            for earlier in step.tool_executions:
+                if earlier is execution:
+                    return self._choose(tool, ordinal + 1, turn, used)
+                if earlier.name != tool:
+                    continue
+                ordinal += 1
+                if earlier.injected:  # replay the choice to count its fault's injections
+                    index = self._index(tool, ordinal, step.turn, used)
+                    if index is not None:
+                        used[index] += 1
+        return self._choose(tool, ordinal + 1, turn, used)  # not recorded (turn closed)
+
+    def apply(
+        self, run: AgentRun, call: _Call, turn: int, *, results: bool
+    ) -> BaseException | None:
+        """Decide ``call`` and apply the fault, if any: the error to raise (already marked
+        injected, unless not applicable), or ``None`` to go on (with ``call.result`` set and
+        the execution marked injected when a result fault applied). ``results`` says
+        whether the caller can skip the tool's body (``@tool`` can, a block cannot)."""
+        execution = call.execution
+        fault = self.decide(run, execution, turn)
+        if fault is None:
+            return None
+        if fault.error is not None:
+            execution.injected = True
+            return InjectedFault(execution.name, fault.error)
+        if not results:
+            return FaultNotApplicable(execution.name)
+        execution.injected = True
+        call.result = fault.result
+        return None
+
+    def _choose(self, tool: str, ordinal: int, turn: int, used: list[int]) -> ToolFault | None:
+        index = self._index(tool, ordinal, turn, used)
+        return None if index is None else self._faults[index]
+
+    def _index(self, tool: str, ordinal: int, turn: int, used: list[int]) -> int | None:
+        for index, fault in enumerate(self._faults):
+            if fault.tool != tool:
+                continue
+            if fault.turns is not None and turn not in fault.turns:
+                continue
+            if fault.times is not None and used[index] >= fault.times:
+                continue
+            if fault.rate < 1.0:
+                key = self._session_key if fault.seed is None else f"seed:{fault.seed}"
+                if not draw(key, tool, ordinal) < fault.rate:
+                    continue
+            return index
+        return None
