@@ -29,6 +29,7 @@ from evalport.protocol import (
     Problem,
     ProblemType,
     RunEnvelope,
+    ToolFault,
 )
 
 from .problems import HTTPProblem
@@ -81,10 +82,15 @@ class IdempotencyRecord(msgspec.Struct, frozen=True, gc=False):
 
 
 class SessionMeta(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
+    """What a session was created with, kept in the store so that another replica can
+    rebuild its ``SessionInfo`` (``faults`` included: the fault plan is recomputed from
+    them and the run, see :mod:`evalport.protocol.faults`)."""
+
     case_id: str | None = None
     description: str | None = None
     metadata: dict[str, Any] | None = None
     created_at: str = ""
+    faults: list[ToolFault] | None = None
 
 
 encode_meta = msgspec.json.Encoder()
