@@ -21,7 +21,6 @@ from evalport.server.stores import Lease, TurnStart
 from evalport.server.stores.redis import RedisStore
 from support.redis import RedisServer
 
-
 SHORT = 0.3  # lease_ttl: the wait's bound (2 x turn timeout 0.2 s + lease) is quick to reach
 LONG = 30.0  # a lease that outlasts the test, so only a release can free it
 

@@ -1,0 +1,197 @@
+"""A turn's short lease, kept by its holder (``LeaseKeeper``): a ``SessionManager`` over a
+real Redis, with a second store object standing for another replica. Renewals start only
+when a turn outlives a third of its lease, stop when the step ends however it ends, and
+never take back a lease that expired or that another holder took."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import pytest
+import redis.asyncio as aioredis
+from evalport.protocol import ApprovalDecision, CreateSessionRequest, Message, TurnContext
+from evalport.server.limits import Limits
+from evalport.server.sessions import SessionManager
+from evalport.server.stores import Lease, LeaseRenewal, MemoryStore, StoreUnavailable
+from evalport.server.stores.redis import RedisStore
+from support.redis import RedisServer
+
+LEASE = 0.3  # renewed every 0.1 s
+
+
+class Counting(RedisStore):
+    """The Redis store, counting renewals; the first ``failures`` of them find it down."""
+
+    failures = 0
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.renewals = 0
+
+    async def renew(self, session_id: str, token: str, *, lease: float) -> bool:
+        self.renewals += 1
+        if self.renewals <= self.failures:
+            raise StoreUnavailable("Redis is down (on purpose)")
+        return await super().renew(session_id, token, lease=lease)
+
+
+@dataclass
+class Setup:
+    manager: SessionManager
+    store: Counting
+    elsewhere: RedisStore  # another replica's view of the same keys
+    redis: aioredis.Redis
+    session: str
+    prefix: str
+
+    async def holder(self) -> bytes | None:
+        """The token that holds the session's lease in Redis (``None``: nobody)."""
+        token: bytes | None = await self.redis.get(f"{self.prefix}l:{self.session}")
+        return token
+
+    async def busy_elsewhere(self) -> bool:
+        """Whether another replica's turn would be refused (it takes nothing if not)."""
+        outcome = await self.elsewhere.acquire(self.session, "probe", lease=5, ttl=30)
+        if outcome is Lease.ACQUIRED:
+            await self.elsewhere.release(self.session, "probe")
+        return outcome is Lease.BUSY
+
+
+async def agent(message: str, history: list[Message], ctx: TurnContext) -> str:
+    if message == "approve":
+        decision = await ctx.request_approval("refund", {"order": "A1"})
+        await asyncio.sleep(0.5)  # the resumed turn outlives its lease (turn timeout 0.6 s)
+        return f"approved={decision.approved}"
+    if message.startswith("slow:"):
+        await asyncio.sleep(float(message.split(":", 1)[1]))
+    return f"ran {message}"
+
+
+@pytest.fixture
+async def setup(redis_server: RedisServer, request: pytest.FixtureRequest) -> AsyncIterator[Setup]:
+    prefix = f"t{uuid.uuid4().hex[:8]}:"
+    store = Counting(redis_server.url, prefix=prefix)
+    store.failures = getattr(request, "param", 0)
+    elsewhere = RedisStore(redis_server.url, prefix=prefix)
+    plain = aioredis.Redis.from_url(redis_server.url)
+    limits = Limits(turn_timeout=0.6, lease_ttl=LEASE)
+    manager = SessionManager(agent, limits=limits, store=store)
+    try:
+        session, _ = await manager.create(CreateSessionRequest())
+        yield Setup(manager, store, elsewhere, plain, session, prefix)
+    finally:
+        await manager.aclose()
+        await elsewhere.aclose()
+        await plain.aclose()
+
+
+async def test_only_a_store_that_renews_gets_short_leases(setup: Setup) -> None:
+    assert isinstance(setup.store, LeaseRenewal) and setup.manager.lease == LEASE
+    memory = SessionManager(agent, limits=Limits(lease_ttl=LEASE), store=MemoryStore())
+    assert not isinstance(memory.store, LeaseRenewal)
+    assert memory.lease == Limits().lease_seconds == 125.0  # the turn timeout + 5 s
+    await memory.aclose()
+
+
+async def test_a_short_turn_arms_a_timer_and_never_renews(setup: Setup) -> None:
+    outcome = await setup.manager.turn(setup.session, "quick", None)
+    assert outcome.status == 200
+    assert await setup.holder() is None  # released
+    await asyncio.sleep(LEASE)  # past the first renewal's time: its timer was cancelled
+    assert setup.store.renewals == 0
+    assert not setup.manager._followers
+
+
+async def test_a_turn_longer_than_its_lease_keeps_it_until_it_ends(setup: Setup) -> None:
+    turn = asyncio.create_task(setup.manager.turn(setup.session, "slow:0.5", "k1"))
+    await asyncio.sleep(0.05)
+    holder = await setup.holder()
+    assert holder is not None
+    while not turn.done():  # over five leases' worth of checks, never free
+        assert await setup.busy_elsewhere()
+        assert await setup.holder() == holder
+        await asyncio.sleep(0.05)
+    assert (await turn).status == 200
+    assert setup.store.renewals >= 3
+    assert await setup.holder() is None  # the final store call released it
+    renewals = setup.store.renewals
+    await asyncio.sleep(LEASE)
+    assert setup.store.renewals == renewals  # and renewing stopped with the turn
+
+
+async def test_a_timed_out_turn_stops_renewing_and_releases(setup: Setup) -> None:
+    outcome = await setup.manager.turn(setup.session, "slow:5", None)  # turn timeout 0.6 s
+    assert outcome.status == 504
+    assert setup.store.renewals >= 3  # the lease (0.3 s) outlived by the turn was kept
+    assert await setup.holder() is None
+    renewals = setup.store.renewals
+    await asyncio.sleep(LEASE)
+    assert setup.store.renewals == renewals
+
+
+async def test_a_renewal_never_takes_back_a_lease_another_holder_took(
+    setup: Setup, caplog: pytest.LogCaptureFixture
+) -> None:
+    turn = asyncio.create_task(setup.manager.turn(setup.session, "slow:0.5", None))
+    await asyncio.sleep(0.05)
+    # the lease is lost (say the replica stalled past it) and another replica takes it
+    await setup.redis.delete(f"{setup.prefix}l:{setup.session}")
+    assert await setup.elsewhere.acquire(setup.session, "other", lease=5, ttl=30) is Lease.ACQUIRED
+    with caplog.at_level(logging.WARNING, logger="evalport.server"):
+        assert (await turn).status == 200  # the turn ran on
+    assert await setup.holder() == b"other"  # neither renewed nor released by the turn
+    assert 4000 < await setup.redis.pttl(f"{setup.prefix}l:{setup.session}") <= 5000
+    assert setup.store.renewals == 1  # the first renewal found it gone and stopped
+    assert "another turn took it" in caplog.text
+
+
+async def test_a_renewal_never_brings_back_an_expired_lease(
+    setup: Setup, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="evalport.server"):
+        turn = asyncio.create_task(setup.manager.turn(setup.session, "slow:0.5", None))
+        await asyncio.sleep(0.05)
+        await setup.redis.delete(f"{setup.prefix}l:{setup.session}")  # as if it expired
+        await asyncio.sleep(0.3)  # renewals were due
+        assert await setup.holder() is None
+        assert not await setup.busy_elsewhere()
+        assert (await turn).status == 200
+    assert setup.store.renewals == 1
+    assert "expired" in caplog.text
+
+
+@pytest.mark.parametrize("setup", [1], indirect=True)
+async def test_a_store_down_during_a_renewal_is_logged_and_tried_again(
+    setup: Setup, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="evalport.server"):
+        turn = asyncio.create_task(setup.manager.turn(setup.session, "slow:0.55", None))
+        while setup.store.renewals < 3:  # the first failed, the next ones renewed it
+            assert not turn.done()
+            await asyncio.sleep(0.01)
+        assert await setup.busy_elsewhere()
+        assert (await turn).status == 200
+    assert caplog.text.count("could not renew a turn's lease") == 1
+    assert "another turn took it" not in caplog.text
+    assert await setup.holder() is None
+
+
+async def test_a_suspended_turn_holds_no_lease_and_its_decisions_renew_one(setup: Setup) -> None:
+    suspended = await setup.manager.turn(setup.session, "approve", None)
+    assert suspended.status == 200 and b"pendingApprovals" in suspended.body
+    assert await setup.holder() is None and setup.store.renewals == 0
+    [pending] = setup.manager._live[setup.session].run.pending_approvals
+    decide = asyncio.create_task(
+        setup.manager.decide(setup.session, {pending.call_id: ApprovalDecision(decision="approve")})
+    )
+    await asyncio.sleep(0.35)  # the resumed turn sleeps 0.5 s, past its 0.3 s lease
+    assert not decide.done()
+    assert await setup.busy_elsewhere()
+    outcome = await decide
+    assert outcome.status == 200 and b"approved=True" in outcome.body
+    assert setup.store.renewals >= 3
+    assert await setup.holder() is None
