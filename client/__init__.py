@@ -9,6 +9,7 @@ from evalport.protocol import require as _require
 
 _require("httpx", "client", "evalport.client")
 
+from evalport.protocol.messages import ToolFault  # noqa: E402
 from evalport.protocol.policy import TracePolicy  # noqa: E402
 
 from .cache import CachingTarget, RunCache  # noqa: E402
@@ -26,6 +27,7 @@ from .datasets import Dataset, DatasetError, DatasetRow  # noqa: E402
 from .discovery import DuplicateCaseError, LoadError, discover  # noqa: E402
 from .errors import (  # noqa: E402
     AuthFailed,
+    FaultsUnsupported,
     NotSuspended,
     ProtocolError,
     RequestRejected,
@@ -75,6 +77,7 @@ __all__ = [
     "Evaluator",
     "Expectation",
     "FakeJudge",
+    "FaultsUnsupported",
     "HttpSession",
     "HttpTarget",
     "Judge",
@@ -108,6 +111,7 @@ __all__ = [
     "TargetError",
     "TargetIdentity",
     "TargetUnavailable",
+    "ToolFault",
     "TracePolicy",
     "Trajectory",
     "TrajectoryToolCall",

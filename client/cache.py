@@ -8,7 +8,8 @@ Rules:
 - A recording's key covers the case id, its dataset row, the trial index, the target's
   identity (URL or local agent, agent name and version from ``/health``) and the evalport
   version (:meth:`RunCache.key`). A new agent version, a new row or another trial index
-  therefore misses; editing a case's assertions does not.
+  therefore misses; editing a case's assertions does not. A session opened with tool
+  faults keys its recording by them too (their compact JSON's hash).
 - :class:`CachingTarget` wraps a target for one trial. Each ``send``/``decide`` is answered
   from the recording while the inputs match it, in order. At the first input that differs,
   or once the recording is used up, the session goes live: it opens a fresh session on the
@@ -27,15 +28,22 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import msgspec
-from evalport.protocol import AgentRun, ApprovalDecision, Step, __version__, compact_json
+from evalport.protocol import (
+    AgentRun,
+    ApprovalDecision,
+    Step,
+    ToolFault,
+    __version__,
+    compact_json,
+)
 from evalport.protocol.policy import TracePolicy
 
-from .target import Session, Target, TargetIdentity, Turn
+from .target import Session, Target, TargetIdentity, Turn, faults_option
 
 __all__ = ["CachingTarget", "RecordedTurn", "Recording", "RunCache"]
 
@@ -186,14 +194,22 @@ class CachingTarget:
         case_id: str | None = None,
         description: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        faults: Sequence[ToolFault] | None = None,
     ) -> Session:
         # A case that opens several sessions gets one recording per session.
         key = self.key if not self.sessions else f"{self.key}-{len(self.sessions)}"
+        if faults:  # other faults, another recording
+            key = f"{key}-{hashlib.sha256(compact_json(list(faults))).hexdigest()[:16]}"
         session = CachingSession(
             self,
             key,
             self.cache.load(key),
-            {"case_id": case_id, "description": description, "metadata": metadata},
+            {
+                "case_id": case_id,
+                "description": description,
+                "metadata": metadata,
+                **faults_option(faults),
+            },
         )
         self.sessions.append(session)
         return session

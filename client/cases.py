@@ -5,7 +5,10 @@ Rules:
 - ``@eval_case`` (bare, or with a description and options) marks a function ``f(ctx)``,
   sync or async, as a case, and returns the function unchanged. Options: ``tags``, a
   per-case ``judge`` (wins over the suite's), a ``timeout`` in seconds, an
-  ``approval_policy``, an explicit ``id``, and a ``dataset``.
+  ``approval_policy``, an explicit ``id``, a ``dataset``, and tool ``faults``
+  (:class:`~evalport.protocol.ToolFault`, checked at decoration) that the runner passes
+  to ``target.open`` for the case's session: injected in-process by ``LocalTarget``, sent
+  to servers that enable them by ``HttpTarget``.
 - With ``dataset=`` the function takes ``f(ctx, row)`` and expands into one case per row;
   a dataset is a :class:`~evalport.client.datasets.Dataset`, a list of mappings, or a
   path (relative paths are resolved against the file that defines the function). The
@@ -23,6 +26,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, TypeVar, overload
+
+from evalport.protocol import ToolFault
+from evalport.protocol.faults import as_faults
 
 from .conversation import ApprovalPolicy
 from .datasets import Dataset, DatasetRow
@@ -44,6 +50,7 @@ class CaseSpec:
     dataset: Dataset | Sequence[Mapping[str, Any]] | str | Path | None = None
     id: str | None = None
     approval_policy: ApprovalPolicy | None = None
+    faults: tuple[ToolFault, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +67,7 @@ class Case:
     source: str = ""
     approval_policy: ApprovalPolicy | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    faults: tuple[ToolFault, ...] = ()
 
     @property
     def is_async(self) -> bool:
@@ -92,6 +100,7 @@ def eval_case(
     dataset: Dataset | Sequence[Mapping[str, Any]] | str | Path | None = None,
     id: str | None = None,
     approval_policy: ApprovalPolicy | None = None,
+    faults: Iterable[ToolFault | Mapping[str, Any]] | None = None,
 ) -> Callable[[F], F]: ...
 
 
@@ -105,6 +114,7 @@ def eval_case(
     dataset: Dataset | Sequence[Mapping[str, Any]] | str | Path | None = None,
     id: str | None = None,
     approval_policy: ApprovalPolicy | None = None,
+    faults: Iterable[ToolFault | Mapping[str, Any]] | None = None,
 ) -> Any:
     """Mark a function as an eval case (see the module rules)."""
     if callable(description):
@@ -121,6 +131,7 @@ def eval_case(
         dataset=dataset,
         id=id,
         approval_policy=approval_policy,
+        faults=as_faults(faults),
     )
 
     def mark(func: F) -> F:
@@ -186,6 +197,7 @@ def cases_from(func: Callable[..., Any], *, prefix: str = "") -> list[Case]:
         timeout=spec.timeout,
         source=_source(func),
         approval_policy=spec.approval_policy,
+        faults=spec.faults,
     )
     dataset = _dataset(spec, func)
     if dataset is None:
@@ -201,6 +213,7 @@ def cases_from(func: Callable[..., Any], *, prefix: str = "") -> list[Case]:
             row=row,
             source=base.source,
             approval_policy=base.approval_policy,
+            faults=base.faults,
         )
         for row in dataset
     ]

@@ -35,13 +35,13 @@ import json
 from collections.abc import Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from evalport.protocol import AgentRun
+from evalport.protocol import AgentRun, ToolFault
 
 from .assertions.methods import AssertionMethods
 from .conversation import ApprovalPolicy, SimulatedUser, settle_approvals
 from .handles import AssertionHandle, Expectation
 from .results import AssertionResult, JudgeRecord
-from .target import Session, Target, Turn
+from .target import Session, Target, Turn, faults_option
 from .trajectory import Trajectory
 
 if TYPE_CHECKING:
@@ -161,11 +161,18 @@ class EvalContext(AssertionMethods):
         return turns
 
     async def new_session(
-        self, *, description: str | None = None, metadata: Mapping[str, Any] | None = None
+        self,
+        *,
+        description: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        faults: Sequence[ToolFault] | None = None,
     ) -> Session:
-        """Open a fresh session on the target and make it current."""
+        """Open a fresh session on the target (with tool ``faults``) and make it current."""
         session = await self.target.open(
-            case_id=self.case_id, description=description, metadata=metadata
+            case_id=self.case_id,
+            description=description,
+            metadata=metadata,
+            **faults_option(faults),
         )
         self.opened.append(session)
         self._session = session
@@ -316,9 +323,14 @@ class SyncEvalContext(AssertionMethods):
         return self._block(self._inner.simulate(user, max_turns=max_turns))
 
     def new_session(
-        self, *, description: str | None = None, metadata: Mapping[str, Any] | None = None
+        self,
+        *,
+        description: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        faults: Sequence[ToolFault] | None = None,
     ) -> Session:
-        return self._block(self._inner.new_session(description=description, metadata=metadata))
+        opened = self._inner.new_session(description=description, metadata=metadata, faults=faults)
+        return self._block(opened)
 
     def attach(self, session_id: str) -> AgentRun:
         return self._block(self._inner.attach(session_id))

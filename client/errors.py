@@ -8,7 +8,7 @@ Rules:
   :class:`AuthFailed` (401/403), :class:`SessionNotFound` (404),
   :class:`SessionBusy`, :class:`SessionSuspended`, :class:`NotSuspended` (409s, all
   :class:`SessionConflict`), :class:`TurnTimedOut` (504), :class:`RequestRejected` (any
-  other 4xx) and :class:`ProtocolError` (a response the client cannot use; it is also an
+  other 4xx; :class:`FaultsUnsupported` when tool faults meet a server without them) and :class:`ProtocolError` (a response the client cannot use; it is also an
   :class:`evalport.protocol.ProtocolError`).
 - No secret reaches an error text: a :class:`Secrets` scrubs the token and the values of
   credential headers from every message, and a body excerpt is shape-only unless the
@@ -30,6 +30,7 @@ from evalport.protocol.digest import _shape, compact_json
 
 __all__ = [
     "AuthFailed",
+    "FaultsUnsupported",
     "NotSuspended",
     "ProtocolError",
     "RequestRejected",
@@ -103,6 +104,10 @@ class TurnTimedOut(TargetError):
 
 class RequestRejected(TargetError):
     """The target refused the request as sent (400, 413, 415, 422, ...)."""
+
+
+class FaultsUnsupported(RequestRejected):
+    """Tool faults were asked of a target whose server does not accept them."""
 
 
 class ProtocolError(TargetError, _WireProtocolError):

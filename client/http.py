@@ -3,7 +3,9 @@
 Rules:
 
 - ``open`` checks ``GET /health`` once per target (protocol version, agent name and
-  version; skip it with ``health_check=False``), then ``POST /evals/sessions``. ``send`` is
+  version; skip it with ``health_check=False``), then ``POST /evals/sessions``. With
+  ``faults`` it checks health even then, and raises :class:`FaultsUnsupported` before
+  creating anything unless the server lists the ``faults`` capability. ``send`` is
   ``POST .../turns``, ``decide`` ``POST .../approvals``, ``refresh`` and ``attach`` are
   ``GET /evals/sessions/{id}``, ``close`` is ``DELETE`` (a session already gone is fine).
 - Every run a server returns is decoded leniently and passed through the target's trace
@@ -22,7 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any, Final
 from urllib.parse import quote
@@ -35,20 +37,30 @@ from evalport.protocol import (
     CreateSessionRequest,
     CreateSessionResponse,
     Health,
+    ToolFault,
     TurnRequest,
     encode,
 )
+from evalport.protocol.faults import as_faults
 from evalport.protocol.policy import TracePolicy
+from msgspec import UNSET
 
 from .channel import DEFAULT_TIMEOUT, Channel
-from .errors import ProtocolError, SessionNotFound
+from .errors import FaultsUnsupported, ProtocolError, SessionNotFound
 from .retry import RetryPolicy
 from .target import TargetIdentity, Turn
 from .turns import DecisionInput, SessionBase, decisions_of
 
-__all__ = ["DEFAULT_TIMEOUT", "IDEMPOTENCY_CAPABILITY", "HttpSession", "HttpTarget"]
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "FAULTS_CAPABILITY",
+    "IDEMPOTENCY_CAPABILITY",
+    "HttpSession",
+    "HttpTarget",
+]
 
 IDEMPOTENCY_CAPABILITY: Final = "idempotency"
+FAULTS_CAPABILITY: Final = "faults"
 
 
 class HttpTarget:
@@ -134,14 +146,19 @@ class HttpTarget:
         case_id: str | None = None,
         description: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        faults: Sequence[ToolFault] | None = None,
     ) -> HttpSession:
-        """Check health (once) and create a session."""
+        """Check health (once) and create a session (with ``faults``, see the rules)."""
         await self._ensure_checked()
+        chosen = as_faults(faults)
+        if chosen:
+            await self._require_faults()
         body = encode(
             CreateSessionRequest(
                 case_id=case_id,
                 description=description,
                 metadata=dict(metadata) if metadata is not None else None,
+                faults=list(chosen) if chosen else UNSET,
             )
         )
         channel = self._channel
@@ -185,6 +202,15 @@ class HttpTarget:
     async def _ensure_checked(self) -> None:
         if self.health_check and self.health is None:
             await self.check()
+
+    async def _require_faults(self) -> None:
+        health = self.health if self.health is not None else await self.check()
+        if FAULTS_CAPABILITY not in health.capabilities:
+            raise FaultsUnsupported(
+                f"{self.base_url} does not accept tool faults (its /health lists no "
+                f"'{FAULTS_CAPABILITY}' capability): start it with 'evalport serve "
+                "--allow-faults' or build its adapter with EvalAdapter(..., faults=True)"
+            )
 
     def _session_path(self, session_id: str, tail: str = "") -> str:
         return f"evals/sessions/{quote(session_id, safe='')}{tail}"

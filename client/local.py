@@ -17,12 +17,14 @@ Rules:
   :class:`TurnTimedOut`, :class:`SessionNotFound` after ``close``), with the problem
   ``type`` the server would send and no HTTP ``status``.
 - ``attach(session_id)`` reaches a session this target opened and has not closed.
+- ``open(faults=...)`` injects tool faults in-process; no opt-in is needed here (the
+  server's ``--allow-faults`` guards deployed services).
 """
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -31,12 +33,14 @@ from evalport.protocol import (
     ProblemType,
     RunEnvelope,
     SessionInfo,
+    ToolFault,
     agent_identity,
     decode_run,
     encode,
     session_factory,
 )
 from evalport.protocol import runtime as _runtime
+from evalport.protocol.faults import as_faults
 from evalport.protocol.policy import TracePolicy
 
 from .errors import (
@@ -99,14 +103,16 @@ class LocalTarget:
         case_id: str | None = None,
         description: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        faults: Sequence[ToolFault] | None = None,
     ) -> LocalSession:
-        """Start a new session of the agent."""
+        """Start a new session of the agent (with ``faults`` injected into its tools)."""
         session_id = secrets.token_urlsafe(24)
         info = SessionInfo(
             session_id=session_id,
             case_id=case_id,
             description=description,
             metadata=dict(metadata or {}),
+            faults=as_faults(faults),
         )
         live = await _runtime.AgentSession.from_factory(self._factory, info)
         self._sessions[session_id] = live

@@ -15,12 +15,12 @@ Rules:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evalport.protocol import AgentRun, ApprovalDecision
+from evalport.protocol import AgentRun, ApprovalDecision, ToolFault
 
-from .target import Session, Target, TargetIdentity, Turn
+from .target import Session, Target, TargetIdentity, Turn, faults_option
 
 __all__ = ["AttachedTarget", "RateLimitedTarget", "RateLimiter", "TrackingTarget"]
 
@@ -115,9 +115,12 @@ class RateLimitedTarget(_WrappedTarget):
         case_id: str | None = None,
         description: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        faults: Sequence[ToolFault] | None = None,
     ) -> Session:
         await self.limiter.acquire()
-        session = await self.inner.open(case_id=case_id, description=description, metadata=metadata)
+        session = await self.inner.open(
+            case_id=case_id, description=description, metadata=metadata, **faults_option(faults)
+        )
         return _LimitedSession(session, self.limiter)
 
     async def attach(self, session_id: str) -> Session:
@@ -138,8 +141,11 @@ class TrackingTarget(_WrappedTarget):
         case_id: str | None = None,
         description: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        faults: Sequence[ToolFault] | None = None,
     ) -> Session:
-        session = await self.inner.open(case_id=case_id, description=description, metadata=metadata)
+        session = await self.inner.open(
+            case_id=case_id, description=description, metadata=metadata, **faults_option(faults)
+        )
         self.sessions.append(session)
         return session
 
@@ -169,7 +175,13 @@ class AttachedTarget(_WrappedTarget):
         case_id: str | None = None,
         description: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        faults: Sequence[ToolFault] | None = None,
     ) -> Session:
+        if faults:
+            raise ValueError(
+                "tool faults need a new session: an attached session keeps the faults it "
+                "was opened with"
+            )
         return _KeptSession(await self.inner.attach(self.session_id))
 
     async def attach(self, session_id: str) -> Session:

@@ -12,14 +12,14 @@ Rules:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Mapping
+from collections.abc import Coroutine, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
-from evalport.protocol import AgentRun
+from evalport.protocol import AgentRun, ToolFault
 
 from .http import HttpTarget
-from .target import Session, Target, TargetIdentity, Turn
+from .target import Session, Target, TargetIdentity, Turn, faults_option
 from .turns import DecisionInput, decisions_of
 
 __all__ = ["SyncSession", "SyncTarget", "connect"]
@@ -63,10 +63,12 @@ class SyncTarget:
         case_id: str | None = None,
         description: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        faults: Sequence[ToolFault] | None = None,
     ) -> SyncSession:
-        session = self._call(
-            self._target.open(case_id=case_id, description=description, metadata=metadata)
+        opened = self._target.open(
+            case_id=case_id, description=description, metadata=metadata, **faults_option(faults)
         )
+        session = self._call(opened)
         return SyncSession(self, session)
 
     def attach(self, session_id: str) -> SyncSession:

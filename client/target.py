@@ -10,17 +10,28 @@ Rules:
 - A :class:`Turn` carries that accumulated run plus the steps of this turn alone.
 - Async first. ``identity`` names what answers (URL or local agent, agent name and
   version) for reports and the run cache.
+- ``open(faults=[ToolFault(...)])`` opens a session whose tool calls get those faults
+  injected (:mod:`evalport.protocol.faults`). A target that cannot honour them raises
+  before creating the session; wrappers pass ``faults`` on only when there are some, so
+  targets written before it keep working.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from evalport.protocol import AgentRun, ApprovalDecision, Step
+from evalport.protocol import AgentRun, ApprovalDecision, Step, ToolFault
 
 __all__ = ["Session", "Target", "TargetIdentity", "Turn"]
+
+
+def faults_option(faults: Sequence[ToolFault] | None) -> dict[str, Any]:
+    """``{"faults": faults}`` when there are faults, else ``{}``: what a wrapper passes on
+    to the target it wraps, so that a target written before faults existed still opens
+    sessions without them."""
+    return {"faults": faults} if faults else {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +102,7 @@ class Target(Protocol):
         case_id: str | None = None,
         description: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        faults: Sequence[ToolFault] | None = None,
     ) -> Session: ...
 
     async def attach(self, session_id: str) -> Session: ...

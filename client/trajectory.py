@@ -8,7 +8,8 @@ Rules:
   each execution's result, error flag and approval state merged in; a call still waiting
   for approval (``pendingApprovals``) appears too, with approval state ``pending`` and
   ``executed=False``.
-- A call failed when its error is non-empty or its step execution says ``hasError``.
+- A call failed when its error is non-empty or its step execution says ``hasError``; it
+  was ``injected`` when its step execution says so (a tool fault, not the tool).
 - The final answer is the run's reply, else the last assistant text of the steps.
 - Token usage is summed over the steps, as Instructor counts it; a run without steps
   falls back to the run's own ``usage`` totals.
@@ -46,6 +47,7 @@ class TrajectoryToolCall(NamedTuple):
     executed: bool = True
     approval: str | None = None  # None (not gated), "pending", "approved", "rejected"
     approval_reason: str | None = None
+    injected: bool = False
 
     @property
     def inputs(self) -> Any:
@@ -91,12 +93,14 @@ class Trajectory:
 
     def __init__(self, run: AgentRun) -> None:
         self.run = run
-        failed_ids = {
-            execution.id
-            for step in run.steps
-            for execution in step.tool_executions
-            if execution.has_error
-        }
+        failed_ids = set()
+        injected_ids = set()
+        for step in run.steps:
+            for execution in step.tool_executions:
+                if execution.has_error:
+                    failed_ids.add(execution.id)
+                if execution.injected and execution.id:
+                    injected_ids.add(execution.id)
         calls: list[TrajectoryToolCall] = []
         seen_call_ids: set[str | None] = set()
         make = TrajectoryToolCall
@@ -117,6 +121,7 @@ class Trajectory:
                     True,
                     approval.state if approval is not None else None,
                     approval.reason if approval is not None else None,
+                    record.id in injected_ids,
                 )
             )
         for pending in run.pending_approvals:

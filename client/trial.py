@@ -2,6 +2,7 @@
 
 Rules:
 
+- The case's session is opened with its tool ``faults`` (if any).
 - :func:`run_trial` never raises for anything the case or the agent did: an exception in
   the case (including a wrong assertion subject, an unanswered approval, a failed
   session open) is verdict ``error`` with its type and message; ``ctx.skip`` is
@@ -31,7 +32,7 @@ from .context import EvalContext, RequirementFailed, SkipCase, SyncEvalContext
 from .conversation import ApprovalPolicy
 from .handles import AssertionHandle
 from .results import AssertionResult, RunData, TrialResult, trial_verdict
-from .target import Target
+from .target import Target, faults_option
 
 if TYPE_CHECKING:
     from .cases import Case
@@ -81,7 +82,9 @@ async def run_trial(
     """Run ``case`` once against ``target`` (see the module rules)."""
     started = time.perf_counter()
     try:
-        session = await target.open(case_id=case.id, description=case.description or None)
+        session = await target.open(
+            case_id=case.id, description=case.description or None, **faults_option(case.faults)
+        )
     except Exception as exc:
         kind, text = _describe(exc)
         return TrialResult(

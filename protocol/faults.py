@@ -34,13 +34,15 @@ opened with (``CreateSessionRequest.faults``, ``SessionInfo.faults``). Rules:
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any, Final, Protocol
+
+import msgspec
 
 from .messages import ToolFault
 from .models import AgentRun, ToolExecution
 
-__all__ = ["FaultNotApplicable", "FaultPlan", "InjectedFault", "ToolFault", "draw"]
+__all__ = ["FaultNotApplicable", "FaultPlan", "InjectedFault", "ToolFault", "as_faults", "draw"]
 
 _SCALE: Final = float(1 << 64)
 
@@ -83,7 +85,7 @@ class FaultPlan:
 
     __slots__ = ("_faults", "_session_key", "_tools")
 
-    def __init__(self, faults: Sequence[ToolFault], session_id: str = "") -> None:
+    def __init__(self, faults: Iterable[ToolFault], session_id: str = "") -> None:
         self._faults = tuple(faults)
         self._tools = frozenset(fault.tool for fault in self._faults)
         self._session_key = f"session:{session_id}"
@@ -153,3 +155,25 @@ class FaultPlan:
                     continue
             return index
         return None
+
+
+def as_faults(faults: Iterable[ToolFault | Mapping[str, Any]] | None) -> tuple[ToolFault, ...]:
+    """``faults`` as ToolFaults: each a :class:`ToolFault`, or a mapping of its wire fields
+    (``{"tool": "order_status", "error": "timed out"}``). Raises ``TypeError`` or
+    ``ValueError`` naming the entry at fault."""
+    if faults is None:
+        return ()
+    if isinstance(faults, ToolFault | Mapping | str):
+        raise TypeError("faults takes a list of ToolFault, e.g. faults=[ToolFault(...)]")
+    found: list[ToolFault] = []
+    for index, fault in enumerate(faults):
+        if isinstance(fault, ToolFault):
+            found.append(fault)
+        elif isinstance(fault, Mapping):
+            try:
+                found.append(msgspec.convert(dict(fault), ToolFault))
+            except msgspec.ValidationError as error:
+                raise ValueError(f"faults[{index}]: {error}") from None
+        else:
+            raise TypeError(f"faults[{index}] is a {type(fault).__name__}, not a ToolFault")
+    return tuple(found)

@@ -10,6 +10,7 @@ from .approvals import ToolWasApproved, ToolWasRejected
 from .base import Assertion, AssertionTypeError, run_of, text_of
 from .events import EventNotSeen, EventSeen, EventsInOrder, EventsSatisfy
 from .expect import ValueEquals, ValueExpectation, ValueIncludes, ValueSatisfies
+from .faults import ToolWasInjected
 from .matchers import (
     Count,
     Exact,
@@ -99,6 +100,7 @@ __all__ = [
     "ToolOrder",
     "ToolOrderMode",
     "ToolWasApproved",
+    "ToolWasInjected",
     "ToolWasRejected",
     "TotalTokensAtMost",
     "UsedNoTools",

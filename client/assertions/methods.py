@@ -20,7 +20,7 @@ from evalport.protocol import AgentRun, Event
 
 from ..handles import AssertionHandle, Expectation
 from ..results import AssertionResult, Severity
-from . import approvals, events, outcome, similarity, steps, text, tools
+from . import approvals, events, faults, outcome, similarity, steps, text, tools
 from .base import Assertion
 from .expect import ValueEquals, ValueExpectation
 from .matchers import Count
@@ -239,6 +239,9 @@ class AssertionMethods:
 
     def tool_was_rejected(self, name: str, args: Any = None) -> AssertionHandle:
         return self._on_run(approvals.ToolWasRejected(name, args))
+
+    def tool_was_injected(self, name: str, args: Any = None) -> AssertionHandle:
+        return self._on_run(faults.ToolWasInjected(name, args))
 
     # -- steps and tokens ---------------------------------------------------------------
 

@@ -47,6 +47,7 @@ EXPECTED = {
     "ToolOrder",
     "ToolOrderMode",
     "ToolWasApproved",
+    "ToolWasInjected",
     "ToolWasRejected",
     "TotalTokensAtMost",
     "UsedNoTools",
