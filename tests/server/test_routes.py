@@ -435,6 +435,9 @@ def test_limits_are_validated() -> None:
         Limits(max_sessions=0)
     with pytest.raises(ValueError, match="turn_timeout"):
         Limits(turn_timeout=0)
+    for bad in (0.0, -1.0, float("nan")):
+        with pytest.raises(ValueError, match="lease_ttl"):
+            Limits(lease_ttl=bad)
 
 
 def test_an_adapter_needs_an_explicit_auth_decision() -> None:
