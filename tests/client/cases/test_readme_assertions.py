@@ -29,7 +29,7 @@ def examples_on_path():
 
 
 def test_the_section_has_three_python_blocks() -> None:
-    assert len(blocks()) == 3
+    assert len(blocks()) == 4  # the fourth: tool faults (test_readme_tool_faults.py)
 
 
 async def test_the_case_blocks_pass_against_the_example_agent(examples_on_path) -> None:
