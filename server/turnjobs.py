@@ -374,7 +374,9 @@ class LeaseKeeper:
             except StoreUnavailable as error:
                 held = True  # unknown: try again, the lease may still be ours
                 if not self.stopped:
-                    logger.warning("could not renew a turn's lease: %s", error.detail)
+                    logger.warning(
+                        "session %s: could not renew the turn's lease: %s", session_id, error.detail
+                    )
             except Exception:
                 logger.exception("session %s: renewing the turn's lease failed", session_id)
                 return

@@ -175,7 +175,7 @@ async def test_a_store_down_during_a_renewal_is_logged_and_tried_again(
             await asyncio.sleep(0.01)
         assert await setup.busy_elsewhere()
         assert (await turn).status == 200
-    assert caplog.text.count("could not renew a turn's lease") == 1
+    assert caplog.text.count("could not renew the turn's lease") == 1
     assert "another turn took it" not in caplog.text
     assert await setup.holder() is None
 
