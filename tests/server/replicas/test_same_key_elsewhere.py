@@ -154,7 +154,7 @@ async def test_a_retry_whose_holder_died_runs_the_turn_itself(
             replicas.a.process.wait(10)
             with pytest.raises(httpx.TransportError):
                 await first
-            # the lease would expire after the turn timeout + 5 s: expire it now
+            # the dead lease would lapse within lease_ttl (15 s by default): expire it now
             with redis.Redis.from_url(replicas.store) as probe:
                 assert probe.delete(f"evalport:l:{session}") == 1
             answer = await retry
