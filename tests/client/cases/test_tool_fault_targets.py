@@ -20,7 +20,13 @@ from evalport.client.trial import run_trial
 from evalport.protocol import AgentRun
 from evalport.protocol.policy import TracePolicy
 from evalport.server import EvalAdapter
-from fault_server import AUTH, EXAMPLES, TOKEN, CountingApp, skip_unless_sessions_carry_faults
+from support.tool_faults import (
+    AUTH,
+    EXAMPLES,
+    TOKEN,
+    CountingApp,
+    skip_unless_sessions_carry_faults,
+)
 from support_agent import agent
 
 PROBLEM = "urn:evalport:problem:"

@@ -11,7 +11,7 @@ import pytest
 from evalport.protocol import SessionInfo, as_factory
 from evalport.server import EvalAdapter
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 TOKEN = "faults-token-0123456789abcdef"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
