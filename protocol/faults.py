@@ -128,7 +128,7 @@ class FaultPlan:
         fault = self.decide(run, execution, turn)
         if fault is None:
             return None
-        if fault.error is not None:
+        if isinstance(fault.error, str):
             execution.injected = True
             return InjectedFault(execution.name, fault.error)
         if not results:

@@ -32,6 +32,11 @@ __all__ = [
 ]
 
 
+# Whole numbers that JSON may spell 2.0: decoded as numbers, made ints in __post_init__.
+_Count = Annotated[float, Meta(ge=1, le=2**31 - 1, multiple_of=1)]  # turns, injections
+_Seed = Annotated[float, Meta(ge=-(2**53 - 1), le=2**53 - 1, multiple_of=1)]  # exact as floats
+
+
 class _Request(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=True):
     """Base of request bodies: strict."""
 
@@ -45,33 +50,47 @@ class ToolFault(_Request):
     :mod:`evalport.protocol.faults`).
 
     Exactly one of ``error`` (the text of the exception the call raises) and ``result``
-    (any JSON value, returned instead of running the tool; ``None`` is a result) is given.
+    (any JSON value, returned instead of running the tool; ``None`` is a result) is given;
+    the other stays unset (left out on the wire). ``seed``, ``turns`` and ``times`` are
+    whole numbers; JSON's ``2.0`` counts as ``2`` (they are ``int`` once decoded).
     """
 
     tool: Annotated[str, Meta(min_length=1)]
-    error: Annotated[str, Meta(min_length=1)] | None = None
+    error: Annotated[str, Meta(min_length=1)] | UnsetType = UNSET
     result: Any | UnsetType = UNSET
     rate: Annotated[float, Meta(ge=0, le=1)] = 1.0
-    seed: int | None = None
-    turns: Annotated[list[Annotated[int, Meta(ge=1)]], Meta(min_length=1)] | None = None
-    times: Annotated[int, Meta(ge=1)] | None = None
+    seed: _Seed | None = None
+    turns: Annotated[list[_Count], Meta(min_length=1)] | None = None
+    times: _Count | None = None
 
     def __post_init__(self) -> None:
         # Decoding checks the annotated bounds first (naming the field's path); these
         # checks repeat them for faults built in Python, where nothing else would.
-        if (self.error is None) == (self.result is UNSET):
-            given = "neither" if self.error is None else "both"
+        if (self.error is UNSET) == (self.result is UNSET):
+            given = "neither" if self.error is UNSET else "both"
             raise ValueError(f"a tool fault takes exactly one of error and result, not {given}")
         if not self.tool:
             raise ValueError("a tool fault needs the tool's name (tool)")
-        if self.error is not None and not self.error:
+        if self.error is not UNSET and not self.error:
             raise ValueError("a tool fault's error text must not be empty")
         if not 0.0 <= self.rate <= 1.0:
             raise ValueError(f"a tool fault's rate is between 0 and 1, not {self.rate}")
-        if self.turns is not None and (not self.turns or min(self.turns) < 1):
-            raise ValueError("a tool fault's turns lists turn numbers from 1")
-        if self.times is not None and self.times < 1:
-            raise ValueError(f"a tool fault's times is at least 1, not {self.times}")
+        if self.turns is not None:
+            if not self.turns or not all(_whole(turn) and turn >= 1 for turn in self.turns):
+                raise ValueError("a tool fault's turns lists turn numbers from 1")
+            self.turns = [int(turn) for turn in self.turns]
+        if self.times is not None:
+            if not (_whole(self.times) and self.times >= 1):
+                raise ValueError(f"a tool fault's times is a whole number from 1, not {self.times}")
+            self.times = int(self.times)
+        if self.seed is not None:
+            if not _whole(self.seed):
+                raise ValueError(f"a tool fault's seed is a whole number, not {self.seed}")
+            self.seed = int(self.seed)
+
+
+def _whole(number: float) -> bool:
+    return isinstance(number, int) or (isinstance(number, float) and number.is_integer())
 
 
 class CreateSessionRequest(_Request):

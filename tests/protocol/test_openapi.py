@@ -10,7 +10,10 @@ and compares them with ``components/schemas`` of the spec, recursively:
   branches in order), ``$ref`` targets, array items, map values, ``additionalProperties``
   and defaults. A field renamed, added or removed on either side fails.
 - the spec may add annotations the code cannot express: ``description``, ``title``,
-  ``examples``, ``format``, ``pattern``, ``x-*``; and an ``enum`` on a field that is a plain
+  ``examples``, ``format``, ``pattern``, ``x-*``; a ``oneOf`` whose branches only list
+  ``required`` fields (which fields must be present together, as ``ToolFault``'s
+  ``error``/``result``: a rule the Struct enforces in ``__post_init__``, which msgspec
+  cannot put in its schema); and an ``enum`` on a field that is a plain
   ``str`` in the code (the run model keeps enumerated values as text so that clients keep
   values a newer server invents). Where the code has an ``enum`` (a ``Literal``), the
   spec's must be identical.
@@ -114,6 +117,17 @@ def _code_components() -> dict[str, Any]:
     return components
 
 
+def _presence_only(branches: Any, code: dict[str, Any]) -> bool:
+    """Whether a spec-only ``oneOf`` only says which of the code's fields must be present."""
+    properties = code.get("properties", {})
+    return isinstance(branches, list) and all(
+        isinstance(branch, dict)
+        and set(branch) == {"required"}
+        and all(name in properties for name in branch["required"])
+        for branch in branches
+    )
+
+
 def _compare(code: Any, spec: Any, where: str) -> list[str]:
     if not isinstance(code, dict) or not isinstance(spec, dict):
         return [] if code == spec else [f"{where}: code {code!r} != spec {spec!r}"]
@@ -123,6 +137,8 @@ def _compare(code: Any, spec: Any, where: str) -> list[str]:
         if key.startswith("x-"):
             continue
         if key == "enum" and key not in code and code.get("type") == "string":
+            continue
+        if key == "oneOf" and key not in code and _presence_only(spec[key], code):
             continue
         if key not in code or key not in spec:
             if key == "required" and not code.get(key) and not spec.get(key):
@@ -196,6 +212,11 @@ def test_comparison_catches_drift() -> None:
     not_nullable = dict(SCHEMAS["AgentRun"])
     not_nullable["properties"] = {**not_nullable["properties"], "stopSignal": {"$ref": REF + "X"}}
     assert _compare(run, not_nullable, "AgentRun")
+    fault = _code_components()["ToolFault"]
+    unknown = {**SCHEMAS["ToolFault"], "oneOf": [{"required": ["error"]}, {"required": ["why"]}]}
+    assert _compare(fault, unknown, "ToolFault")
+    typed = {**SCHEMAS["ToolFault"], "oneOf": [{"required": ["error"], "type": "object"}]}
+    assert _compare(fault, typed, "ToolFault")
 
 
 def test_every_route_of_the_design_with_its_bodies_and_statuses() -> None:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
+import jsonschema
 import msgspec
 import pytest
+import yaml
 from evalport.protocol import (
     AgentRun,
     AgentSession,
@@ -130,7 +133,9 @@ def test_plan_decides_nothing_for_tools_it_does_not_name() -> None:
         ({"tool": "t", "error": "e", "turns": [0]}, "$.faults[0].turns[0]", ">= 1"),
         ({"tool": "t", "error": "e", "turns": []}, "$.faults[0].turns", "length >= 1"),
         ({"tool": "t", "error": "e", "times": 0}, "$.faults[0].times", ">= 1"),
-        ({"tool": "t", "error": "e", "seed": "7"}, "$.faults[0].seed", "Expected `int | null`"),
+        ({"tool": "t", "error": "e", "seed": "7"}, "$.faults[0].seed", "got `str`"),
+        ({"tool": "t", "error": "e", "seed": 0.5}, "$.faults[0].seed", "multiple of 1.0"),
+        ({"tool": "t", "error": "e", "turns": [1.5]}, "$.faults[0].turns[0]", "multiple of 1.0"),
         ({"tool": "t", "error": "e", "retries": 1}, "$.faults[0].retries", "unknown field"),
     ],
 )
@@ -154,10 +159,19 @@ def test_faults_round_trip_and_stay_off_the_wire_when_absent() -> None:
     )
     assert isinstance(request.faults, list)
     canned, failing = request.faults
-    assert canned.result is None and canned.error is None  # null is a canned result
+    assert canned.result is None and canned.error is msgspec.UNSET  # null is a result
     assert (failing.rate, failing.seed, failing.turns, failing.times) == (0.25, 3, [1, 3], 2)
     assert decode_request(encode(request), CreateSessionRequest) == request
     assert decode_request(b'{"faults":null}', CreateSessionRequest).faults is None
+    # JSON's 2.0 is the whole number 2: ints once decoded (the seed keys the draw)
+    whole = decode_request(
+        b'{"faults":[{"tool":"t","error":"e","seed":7.0,"turns":[2.0],"times":1.0}]}',
+        CreateSessionRequest,
+    )
+    assert isinstance(whole.faults, list)
+    (fault,) = whole.faults
+    assert (fault.seed, fault.turns, fault.times) == (7, [2], 1)
+    assert all(type(n) is int for n in (fault.seed, fault.turns[0], fault.times))
 
 
 @pytest.mark.parametrize(
@@ -170,6 +184,8 @@ def test_faults_round_trip_and_stay_off_the_wire_when_absent() -> None:
         {"tool": "t", "error": "e", "rate": 2.0},
         {"tool": "t", "error": "e", "turns": [0]},
         {"tool": "t", "error": "e", "times": 0},
+        {"tool": "t", "error": "e", "times": 1.5},
+        {"tool": "t", "error": "e", "seed": 0.5},
     ],
 )
 def test_faults_built_in_python_are_checked_too(kwargs: dict[str, Any]) -> None:
@@ -304,3 +320,24 @@ async def test_a_session_without_faults_records_nothing_injected() -> None:
     run = await session.send("hi")
     assert run.reply == "{'status': 'shipped'}" and ran == ["A1"]
     assert not run.steps[0].tool_executions[0].injected
+
+
+def test_the_spec_and_the_decoder_agree_on_error_and_result() -> None:
+    spec = yaml.safe_load((Path(__file__).resolve().parents[2] / "openapi.yaml").read_text())
+    schema = spec["components"]["schemas"]["ToolFault"]
+    validator = jsonschema.Draft202012Validator(schema)
+    for fault in (
+        {"tool": "t"},
+        {"tool": "t", "error": "e", "result": 1},
+        {"tool": "t", "error": None, "result": 1},
+        {"tool": "t", "error": "e"},
+        {"tool": "t", "result": None},
+    ):
+        valid = validator.is_valid(fault)
+        try:
+            decode_request(json.dumps({"faults": [fault]}).encode(), CreateSessionRequest)
+        except RequestError:
+            accepted = False
+        else:
+            accepted = True
+        assert valid == accepted, fault

@@ -34,7 +34,9 @@ def base_url() -> Iterator[str]:
         from support_agent import agent
     finally:
         sys.path.remove(str(ROOT / "examples"))
-    adapter = EvalAdapter(agent, token=TOKEN, limits=Limits(max_sessions=10_000, turn_timeout=5))
+    # faults=True: every body the spec calls valid must be accepted, tool faults included
+    limits = Limits(max_sessions=10_000, turn_timeout=5)
+    adapter = EvalAdapter(agent, token=TOKEN, limits=limits, faults=True)
     with running_server(adapter.app()) as url:
         yield url
 

@@ -26,7 +26,8 @@ SPEC = Path(__file__).resolve().parents[3] / "openapi.yaml"
 
 @pytest.fixture(scope="module")
 def base_url() -> Iterator[str]:
-    adapter = EvalAdapter(echo_agent, token=TOKEN, limits=Limits(turn_timeout=5))
+    # faults=True: every body the spec calls valid must be accepted, tool faults included
+    adapter = EvalAdapter(echo_agent, token=TOKEN, limits=Limits(turn_timeout=5), faults=True)
     with running_server(adapter.app()) as url:
         yield url
 
@@ -78,7 +79,7 @@ def test_stateful_sequences_never_5xx_nor_violate_the_spec(base_url: str) -> Non
 
 
 def test_the_workflow_catches_a_response_that_breaks_the_spec() -> None:
-    adapter = EvalAdapter(echo_agent, token=TOKEN)
+    adapter = EvalAdapter(echo_agent, token=TOKEN, faults=True)
     inner = adapter.app()
 
     async def broken(scope: Any, receive: Any, send: Any) -> None:
