@@ -107,6 +107,7 @@ def _transcript(run: Mapping[str, Any]) -> str:
                 approval = (execution.get("approval") or {}).get("state")
                 state = f" ({approval})" if approval else ""
                 state += " failed" if execution.get("hasError") else ""
+                state += " [injected fault]" if execution.get("injected") else ""
                 parts.append(
                     f'<div class="msg tool">tool {_text(execution.get("name", ""))}{state} '
                     f"args {_payload(execution.get('arguments'))} "

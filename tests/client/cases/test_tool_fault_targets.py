@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
+import msgspec
 import pytest
 from evalport.client import FaultsUnsupported, ToolFault
 from evalport.client.assertions import CalledTool, ToolWasInjected
@@ -235,3 +236,44 @@ async def test_tool_was_injected_on_redacted_runs_and_its_messages() -> None:
     assert unmatched.message == "no call of 'order_status' matched the arguments"
     # a failed call is not an injected one: called_tool(is_error=True) covers both
     assert CalledTool("order_status", is_error=True, count=1).evaluate(run).passed
+
+
+async def test_the_html_transcript_marks_injected_calls() -> None:
+    from evalport.client.reports.html import _transcript
+    from evalport.protocol import RunEnvelope, encode
+
+    faults = [ToolFault(tool="order_status", error="down", times=1)]
+    async with LocalTarget(agent) as target:
+        session = await target.open(faults=faults)
+        await session.send("Where is my order A1049?")
+        await session.send("Where is my order A1049?")
+        run = msgspec.json.decode(encode(RunEnvelope(run=session.run)))["run"]
+    page = _transcript(run)
+    assert page.count("[injected fault]") == 1
+    assert page.index("[injected fault]") < page.index("Order A1049 is shipped")
+
+
+async def test_the_run_cache_keys_recordings_by_the_faults(tmp_path) -> None:
+    from evalport.client.cache import RunCache
+    from evalport.client.runner import Runner, RunOptions
+
+    @eval_case(id="status", faults=[ToolFault(tool="order_status", error="down", times=1)])
+    async def down(ctx):
+        await ctx.send("Where is my order A1049?")
+        ctx.tool_was_injected("order_status")
+
+    @eval_case(id="status", faults=[ToolFault(tool="order_status", error="gone", times=1)])
+    async def gone(ctx):
+        await ctx.send("Where is my order A1049?")
+        ctx.tool_was_injected("order_status")
+
+    async def run(func: Any) -> Any:
+        async with LocalTarget(agent) as target:
+            runner = Runner(target, RunOptions(), cache=RunCache(tmp_path))
+            return (await runner.run(cases_from(func))).results[0].trials[0]
+
+    first, replayed, other = await run(down), await run(down), await run(gone)
+    assert (first.cached, replayed.cached, other.cached) == (False, True, False)
+    assert first.verdict == replayed.verdict == other.verdict == Verdict.PASSED
+    errors = [t.run["steps"][0]["toolExecutions"][0]["error"] for t in (replayed, other)]
+    assert errors[0] != errors[1]  # digests of "down" and "gone": each from its own faults
