@@ -177,7 +177,7 @@ async def test_local_and_http_targets_give_identical_runs(adapters) -> None:
 
 def example_cases() -> list[Case]:
     spec = importlib.util.spec_from_file_location(
-        "support_faults_eval", EXAMPLES / "evals" / "support_faults_eval.py"
+        "support_faults_eval", EXAMPLES / "evals" / "_faults" / "support_faults_eval.py"
     )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -16,7 +16,7 @@ from support.tool_faults import skip_unless_sessions_carry_faults
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[3]
-EVALS = ROOT / "examples" / "evals" / "support_faults_eval.py"
+EVALS = ROOT / "examples" / "evals" / "_faults" / "support_faults_eval.py"
 
 
 def serve(*extra: str) -> Iterator[str]:

@@ -1,9 +1,12 @@
 """Evals of the example support agent when its order service misbehaves (tool faults).
 
 The faults are injected into the agent's ``order_status`` tool, in-process with
-``--local`` or by a server started with ``evalport serve ... --allow-faults``:
+``--local`` or by a server started with ``evalport serve ... --allow-faults``. The folder
+starts with ``_`` so that ``evalport run examples/evals`` (the demo, against a server
+without that option) leaves these cases out; run the file itself:
 
-    evalport run examples/evals/support_faults_eval.py --local examples/support_agent.py:agent
+    evalport run examples/evals/_faults/support_faults_eval.py \
+        --local examples/support_agent.py:agent
 """
 
 from evalport.client.cases import eval_case
