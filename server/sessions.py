@@ -165,6 +165,7 @@ class SessionManager(TurnJobs):
             case_id=request.case_id,
             description=request.description,
             metadata=request.metadata or {},
+            faults=tuple(request.faults) if request.faults else (),
         )
         now = self._wall_clock()
         meta = encode_meta.encode(
@@ -173,6 +174,7 @@ class SessionManager(TurnJobs):
                 description=request.description,
                 metadata=request.metadata,
                 created_at=iso(now),
+                faults=list(request.faults) if request.faults else None,
             )
         )
         if self._memory is not None and not self._memory.has_room(limits.max_sessions):
@@ -280,6 +282,7 @@ class SessionManager(TurnJobs):
             case_id=meta.case_id,
             description=meta.description,
             metadata=meta.metadata or {},
+            faults=tuple(meta.faults) if meta.faults else (),
         )
         run = decode_envelope.decode(stored.run).run
         live = await AgentSession.restore(self._factory, info, run)
