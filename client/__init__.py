@@ -37,6 +37,7 @@ from .errors import (  # noqa: E402
     SessionSuspended,
     TargetError,
     TargetUnavailable,
+    TurnLost,
     TurnTimedOut,
 )
 from .evaluator import Evaluator, evaluator_cases  # noqa: E402
@@ -117,6 +118,7 @@ __all__ = [
     "TrajectoryToolCall",
     "TrialResult",
     "Turn",
+    "TurnLost",
     "TurnTimedOut",
     "Verdict",
     "approve_all",

@@ -6,10 +6,11 @@ Rules:
   wrong, so callers branch on the class (or ``status``/``problem_type``), never on text:
   :class:`TargetUnavailable` (cannot reach it, 5xx, 429/503 after the retries),
   :class:`AuthFailed` (401/403), :class:`SessionNotFound` (404),
-  :class:`SessionBusy`, :class:`SessionSuspended`, :class:`NotSuspended` (409s, all
-  :class:`SessionConflict`), :class:`TurnTimedOut` (504), :class:`RequestRejected` (any
-  other 4xx; :class:`FaultsUnsupported` when tool faults meet a server without them) and :class:`ProtocolError` (a response the client cannot use; it is also an
-  :class:`evalport.protocol.ProtocolError`).
+  :class:`SessionBusy`, :class:`SessionSuspended`, :class:`NotSuspended`,
+  :class:`TurnLost` (409s, all :class:`SessionConflict`), :class:`TurnTimedOut` (504),
+  :class:`RequestRejected` (any other 4xx; :class:`FaultsUnsupported` when tool faults
+  meet a server without them) and :class:`ProtocolError` (a response the client cannot
+  use; it is also an :class:`evalport.protocol.ProtocolError`).
 - No secret reaches an error text: a :class:`Secrets` scrubs the token and the values of
   credential headers from every message, and a body excerpt is shape-only unless the
   target's trace policy is verbatim (:func:`body_excerpt`).
@@ -40,6 +41,7 @@ __all__ = [
     "SessionSuspended",
     "TargetError",
     "TargetUnavailable",
+    "TurnLost",
     "TurnTimedOut",
     "body_excerpt",
     "error_for",
@@ -96,6 +98,10 @@ class SessionSuspended(SessionConflict):
 
 class NotSuspended(SessionConflict):
     """Decisions were sent but nothing is pending."""
+
+
+class TurnLost(SessionConflict):
+    """The turn's first attempt under its key died with its replica; its effects are unknown."""
 
 
 class TurnTimedOut(TargetError):
@@ -255,6 +261,7 @@ def error_for(
         conflict: type[SessionConflict] = {
             ProblemType.SESSION_SUSPENDED: SessionSuspended,
             ProblemType.NOT_SUSPENDED: NotSuspended,
+            ProblemType.TURN_LOST: TurnLost,
         }.get(kind or "", SessionBusy)
         return conflict(scrub(f"{head}: {said}"), **fields)
     if status == 504 or kind == ProblemType.TURN_TIMEOUT:

@@ -32,6 +32,7 @@ class ProblemType:
     SESSION_BUSY = _BASE + "session-busy"  # 409: a turn is already in flight
     SESSION_SUSPENDED = _BASE + "session-suspended"  # 409: waiting for approval decisions
     NOT_SUSPENDED = _BASE + "not-suspended"  # 409: decisions posted with none pending
+    TURN_LOST = _BASE + "turn-lost"  # 409: a key's first attempt died without an outcome
     PAYLOAD_TOO_LARGE = _BASE + "payload-too-large"  # 413
     UNSUPPORTED_MEDIA_TYPE = _BASE + "unsupported-media-type"  # 415
     INVALID_BODY = _BASE + "invalid-body"  # 422
@@ -53,6 +54,7 @@ class ProblemType:
         SESSION_BUSY: 409,
         SESSION_SUSPENDED: 409,
         NOT_SUSPENDED: 409,
+        TURN_LOST: 409,
         PAYLOAD_TOO_LARGE: 413,
         UNSUPPORTED_MEDIA_TYPE: 415,
         INVALID_BODY: 422,

@@ -86,6 +86,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"largest request body (default {_DEFAULTS.max_body_bytes})",
     )
     parser.add_argument(
+        "--lease-ttl",
+        type=float,
+        default=_DEFAULTS.lease_ttl,
+        help="seconds a turn's lease lasts between renewals, with a store that renews them"
+        f" (Redis): how soon a dead replica frees its sessions (default {_DEFAULTS.lease_ttl:g})",
+    )
+    parser.add_argument(
         "--store",
         default="memory",
         metavar="URL",
@@ -147,6 +154,7 @@ def main(args: argparse.Namespace) -> int:
             turn_timeout=args.turn_timeout if args.turn_timeout > 0 else None,
             session_ttl=args.session_ttl,
             max_sessions=args.max_sessions,
+            lease_ttl=args.lease_ttl,
         )
         agent = load_target(args.target)
         adapter = EvalAdapter(

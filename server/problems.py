@@ -30,6 +30,7 @@ TITLES: Final[dict[str, str]] = {
     ProblemType.SESSION_BUSY: "Session busy",
     ProblemType.SESSION_SUSPENDED: "Session suspended",
     ProblemType.NOT_SUSPENDED: "Not suspended",
+    ProblemType.TURN_LOST: "Turn lost",
     ProblemType.PAYLOAD_TOO_LARGE: "Payload too large",
     ProblemType.UNSUPPORTED_MEDIA_TYPE: "Unsupported media type",
     ProblemType.INVALID_BODY: "Invalid body",

@@ -32,12 +32,14 @@ Rules:
   when the store says so (:attr:`~.stores.TurnStart.same_key`: Redis does; the memory
   store, one process, never needs to): the request polls the store (20 ms doubling to
   250 ms) until it finds the key's record (answered as a replay) or takes the lease
-  because the holder died without one (then it runs the turn itself). It waits at most
-  twice the turn timeout plus ``lease_ttl``: a live holder ends within the turn
-  timeout, a dead one's lease lapses within ``lease_ttl`` of its last renewal, and one
-  retry that takes over runs the turn once more (with a store that cannot renew
-  leases: ``lease_seconds`` plus the turn timeout). Then, or when another turn holds
-  the lease (another key, or none), it is 409 ``session-busy``. A request cancelled
+  because the holder ended without one (its replica went away mid-turn): then the key's
+  answer is 409 ``turn-lost``, recorded under the key, and the turn is not run again (it
+  may have partly run, and a turn that brought a replica down would take the next one
+  with it); the client sends it under a new key to run it. It waits at most the turn
+  timeout plus ``lease_ttl``: a live holder ends within the turn timeout, a dead one's
+  lease lapses within ``lease_ttl`` of its last renewal (with a store that cannot renew
+  leases: ``lease_seconds``). Then, or when another turn holds the lease (another key,
+  or none), it is 409 ``session-busy``. A request cancelled
   while waiting cancels only its waiting; after :meth:`SessionManager.drain` a waiting
   request answers 503 ``draining`` (the client retries on another replica).
 - With a shared store a turn's bookkeeping is two store calls (:class:`~.stores.TurnStore`):
@@ -64,12 +66,14 @@ from evalport.protocol import (
     DecisionError,
     ProblemType,
     SessionInfo,
+    encode,
     session_factory,
 )
 
 from .limits import Limits
-from .problems import HTTPProblem
+from .problems import HTTPProblem, problem_body
 from .records import (
+    IdempotencyRecord,
     InFlight,
     Outcome,
     RunPolicy,
@@ -99,7 +103,7 @@ from .stores import (
     TurnStart,
     TurnStore,
 )
-from .turnjobs import SUSPENDED, TurnJobs, quietly
+from .turnjobs import IDLE, SUSPENDED, TurnJobs, quietly
 
 __all__ = ["Outcome", "RunPolicy", "SessionManager", "new_session_id"]
 
@@ -379,11 +383,14 @@ class SessionManager(TurnJobs):
         # one store call: the key's record, or the lease and the stored session
         token = self._lease_token()
         start = await self._begin(session_id, token, key)
-        if start.same_key:  # the first attempt of this key runs on another replica
+        waited = start.same_key
+        if waited:  # the first attempt of this key runs on another replica
             start = await self._await_holder(session_id, token, key, start)
         if start.replay is not None:
             return replayed(start.replay, digest)
         await self._leased(session_id, start.lease)
+        if waited and key is not None:  # that attempt ended without recording an outcome
+            return await self._lost(session_id, token, key, digest, start)
         keeper = self._keep(session_id, token)
         try:
             live = await self._current(session_id, self._live.get(session_id), start.session)
@@ -432,13 +439,41 @@ class SessionManager(TurnJobs):
             session_id, token, lease=self.lease, ttl=self.limits.session_ttl, key=key
         )
 
+    async def _lost(
+        self, session_id: str, token: str, key: str, digest: str, start: TurnStart
+    ) -> Outcome:
+        """409 ``turn-lost``, recorded under the key, for a key whose first attempt ended
+        on another replica without an outcome (that replica went away mid-turn). Running
+        the turn again could do its effects twice, or take one more replica down with it."""
+        outcome = Outcome(
+            status=409,
+            body=problem_body(
+                ProblemType.TURN_LOST,
+                "The first attempt under this Idempotency-Key ended on a replica that went "
+                "away before recording its outcome; its effects are unknown. Send the turn "
+                "again under a new key to run it again.",
+            ),
+        )
+        record = encode(IdempotencyRecord(fingerprint=digest, status=409, body=outcome.body))
+        await self._turns.finish_turn(
+            session_id,
+            token,
+            run=None,
+            state=start.session.state if start.session is not None else IDLE,
+            ttl=self.limits.session_ttl,
+            key=key,
+            record=record,
+            keep=self.limits.idempotency_keys,
+        )
+        return outcome
+
     async def _await_holder(
         self, session_id: str, token: str, key: str | None, start: TurnStart
     ) -> TurnStart:
         """Wait for the turn that holds the lease under the same key on another replica.
 
         Polls :meth:`_begin` (20 ms doubling to 250 ms) until it answers the key's record
-        or takes the lease (the holder ended without one: this request runs the turn) or
+        or takes the lease (the holder ended without one: :meth:`_lost` answers) or
         finds another holder, for at most :meth:`_holder_bound` seconds; past it,
         ``start`` (still ``BUSY``) stands. A cancelled request stops waiting, and nothing
         else: a lease that its last poll took goes back.
@@ -462,12 +497,9 @@ class SessionManager(TurnJobs):
     def _holder_bound(self) -> float:
         """The longest a retry waits for its key's holder elsewhere (the rules say why)."""
         limits = self.limits
-        turn = limits.turn_timeout
         if self._renewal is None:
-            freed = limits.lease_seconds
-        else:
-            freed = (turn or limits.session_ttl) + limits.lease_ttl
-        return freed + (turn or 0.0)
+            return limits.lease_seconds
+        return (limits.turn_timeout or limits.session_ttl) + limits.lease_ttl
 
     def drain(self) -> None:
         """Stop waiting for other replicas' turns before a shutdown: requests that wait

@@ -69,6 +69,7 @@ PUBLIC = sorted(
         "TrajectoryToolCall",
         "TrialResult",
         "Turn",
+        "TurnLost",
         "TurnTimedOut",
         "Verdict",
         "approve_all",

@@ -19,6 +19,7 @@ from evalport.client.errors import (
     SessionSuspended,
     TargetError,
     TargetUnavailable,
+    TurnLost,
     TurnTimedOut,
 )
 from evalport.client.http import HttpTarget
@@ -194,6 +195,7 @@ async def test_decide_posts_the_decisions_and_returns_the_resumed_turn(
         (problem(409, "session-busy", "Session busy"), SessionBusy, "Session busy"),
         (problem(409, "session-suspended", "Suspended"), SessionSuspended, "Suspended"),
         (problem(409, "not-suspended", "Nothing pending"), NotSuspended, "Nothing pending"),
+        (problem(409, "turn-lost", "First attempt lost"), TurnLost, "First attempt lost"),
         (httpx.Response(409), SessionBusy, "409"),
         (problem(504, "turn-timeout", "Turn timeout"), TurnTimedOut, "did not finish"),
         (problem(500, "internal", "Internal error"), TargetUnavailable, "500"),

@@ -139,7 +139,8 @@ def self_healing(redis_server: RedisServer) -> Iterator[str]:
     """One replica that a watcher restarts (same port, same Redis) whenever it dies."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    args = serve_args(AGENT, port, database(redis_server, 4))
+    # a short lease: the restarted replica answers the crashed turn's retry within it
+    args = serve_args(AGENT, port, database(redis_server, 4), "--lease-ttl", "1")
     env = {"EVALPORT_TOKEN": TOKEN, "REPLICA": "A"}
     stop = threading.Event()
     restarts: list[subprocess.Popen[str]] = []
@@ -192,6 +193,7 @@ async def test_a_server_killed_mid_turn_is_one_error_and_the_run_goes_on(
     assert verdicts == {"before": Verdict.PASSED, "crash": Verdict.ERROR, "after": Verdict.PASSED}
     _, crashed = report.case("crash")
     assert crashed is not None and crashed.trials[0].error
+    assert "409: Turn lost" in crashed.trials[0].error  # the crashing turn is not run again
 
 
 def test_redis_restarted_mid_run_gives_503s_then_recovers_uncorrupted() -> None:

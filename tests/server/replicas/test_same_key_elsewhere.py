@@ -138,7 +138,7 @@ async def test_another_key_on_b_is_refused_at_once_while_the_same_key_waits(
         assert replicas.ran(session) == [SLOW]
 
 
-async def test_a_retry_whose_holder_died_runs_the_turn_itself(
+async def test_a_retry_whose_holder_died_is_turn_lost_and_not_run_again(
     redis_server: RedisServer, tmp_path: Path
 ) -> None:
     with cluster(redis_server, tmp_path, 8) as replicas:
@@ -158,8 +158,11 @@ async def test_a_retry_whose_holder_died_runs_the_turn_itself(
             with redis.Redis.from_url(replicas.store) as probe:
                 assert probe.delete(f"evalport:l:{session}") == 1
             answer = await retry
-            assert answer.status_code == 200, answer.text
-            assert answer.json()["run"]["reply"] == f"{SLOW} #1 on B restored history=0"
-            assert replicas.ran(session) == [SLOW, SLOW]  # A's attempt died, B ran it
-            again = await turn(on_b, session, SLOW, key)  # and recorded it under the key
-            assert again.content == answer.content
+            assert answer.status_code == 409, answer.text
+            assert answer.json()["type"] == "urn:evalport:problem:turn-lost"
+            assert replicas.ran(session) == [SLOW]  # not run a second time
+            again = await turn(on_b, session, SLOW, key)  # recorded under the key
+            assert (again.status_code, again.content) == (409, answer.content)
+            fresh = await turn(on_b, session, SLOW, str(uuid.uuid4()))  # a new key runs it
+            assert fresh.status_code == 200, fresh.text
+            assert replicas.ran(session) == [SLOW, SLOW]
