@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from functools import partial
 from typing import Any, Final, TypeVar
 
@@ -90,8 +90,7 @@ class TurnJobs:
     _seen: dict[str, bytes]
     _followers: set[asyncio.Task[Any]]
 
-    async def _relayed(self, session_id: str, request: bytes) -> bytes:
-        raise NotImplementedError  # the manager answers relayed decisions
+    _relayed: Callable[[str, bytes], Awaitable[bytes]]  # the manager answers relayed decisions
 
     def body_of(self, live: AgentSession, run: AgentRun | None = None) -> bytes:
         """The response body of a session's run (``run``: the object a turn returned)."""

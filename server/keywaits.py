@@ -1,0 +1,141 @@
+"""Waiting for a key's first attempt on another replica, and what a lost one answers.
+
+:class:`KeyWaits` is the part of :class:`~evalport.server.sessions.SessionManager` that
+a keyed turn meets when the store reports the session's lease held by the same key on
+another replica (:attr:`~evalport.server.stores.TurnStart.same_key`: Redis does; the
+memory store, one process, never needs to: its manager waits for its own turns in flight).
+
+Rules:
+
+- The request polls the store (20 ms doubling to 250 ms) until it finds the key's record,
+  answered as a replay: the agent ran once.
+- If instead it takes the lease, the holder ended without a record: its replica went away
+  mid-turn. The key's answer is then 409 ``turn-lost``, recorded under the key, and the
+  turn is not run again: it may have partly run, and a turn that brought one replica down
+  would take the next with it. The client sends it under a new key to run it.
+- It waits at most the turn timeout plus ``lease_ttl``: a live holder ends within the
+  turn timeout, a dead one's lease lapses within ``lease_ttl`` of its last renewal (with
+  a store that cannot renew leases: ``lease_seconds``). Then, or when another turn holds
+  the lease (another key, or none), the answer is 409 ``session-busy``.
+- A request cancelled while waiting cancels only its waiting (a lease its last look took
+  goes back); after :meth:`KeyWaits.drain` a waiting request answers 503 ``draining``
+  with ``Retry-After`` (the client retries on another replica).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine
+from functools import partial
+from typing import Any, Final
+
+from evalport.protocol import ProblemType, encode
+
+from .limits import Limits
+from .problems import HTTPProblem, problem_body
+from .records import IdempotencyRecord, Outcome
+from .stores import Lease, LeaseRenewal, SessionStore, TurnStart, TurnStore
+from .turnjobs import IDLE, quietly
+
+__all__ = ["KeyWaits"]
+
+_POLL_FIRST: Final = 0.02  # the first pause between two looks at the store (s)
+_POLL_MAX: Final = 0.25  # and the longest one
+
+
+class KeyWaits:
+    """Waiting for another replica's turn under the same key (see the module rules)."""
+
+    limits: Limits
+    store: SessionStore
+    _turns: TurnStore
+    _renewal: LeaseRenewal | None
+    _draining: bool
+
+    # provided by the manager and TurnJobs: the store call that starts a turn, and a job
+    # that aclose() waits for
+    _begin: Callable[[str, str, str | None], Coroutine[Any, Any, TurnStart]]
+    _follow: Callable[[Coroutine[Any, Any, Any]], asyncio.Task[Any]]
+
+    async def _lost(
+        self, session_id: str, token: str, key: str, digest: str, start: TurnStart
+    ) -> Outcome:
+        """409 ``turn-lost``, recorded under the key, for a key whose first attempt ended
+        on another replica without an outcome (that replica went away mid-turn). Running
+        the turn again could do its effects twice, or take one more replica down with it."""
+        outcome = Outcome(
+            status=409,
+            body=problem_body(
+                ProblemType.TURN_LOST,
+                "The first attempt under this Idempotency-Key ended on a replica that went "
+                "away before recording its outcome; its effects are unknown. Send the turn "
+                "again under a new key to run it again.",
+            ),
+        )
+        record = encode(IdempotencyRecord(fingerprint=digest, status=409, body=outcome.body))
+        await self._turns.finish_turn(
+            session_id,
+            token,
+            run=None,
+            state=start.session.state if start.session is not None else IDLE,
+            ttl=self.limits.session_ttl,
+            key=key,
+            record=record,
+            keep=self.limits.idempotency_keys,
+        )
+        return outcome
+
+    async def _await_holder(
+        self, session_id: str, token: str, key: str | None, start: TurnStart
+    ) -> TurnStart:
+        """Wait for the turn that holds the lease under the same key on another replica.
+
+        Polls :meth:`_begin` (20 ms doubling to 250 ms) until it answers the key's record
+        or takes the lease (the holder ended without one: :meth:`_lost` answers) or
+        finds another holder, for at most :meth:`_holder_bound` seconds; past it,
+        ``start`` (still ``BUSY``) stands. A cancelled request stops waiting, and nothing
+        else: a lease that its last poll took goes back.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._holder_bound()
+        delay = _POLL_FIRST
+        while start.same_key and (left := deadline - loop.time()) > 0:
+            self._check_draining()
+            await asyncio.sleep(min(delay, left))
+            self._check_draining()
+            delay = min(delay * 2, _POLL_MAX)
+            poll = self._follow(self._begin(session_id, token, key))  # aclose waits for it
+            try:
+                start = await asyncio.shield(poll)
+            except asyncio.CancelledError:
+                poll.add_done_callback(partial(self._give_back, session_id, token))
+                raise
+        return start
+
+    def _holder_bound(self) -> float:
+        """The longest a retry waits for its key's holder elsewhere (the rules say why)."""
+        limits = self.limits
+        if self._renewal is None:
+            return limits.lease_seconds
+        return (limits.turn_timeout or limits.session_ttl) + limits.lease_ttl
+
+    def drain(self) -> None:
+        """Stop waiting for other replicas' turns before a shutdown: requests that wait
+        for their key's first attempt elsewhere answer 503 ``draining`` (with
+        ``Retry-After``, so the client retries on another replica); turns run on."""
+        self._draining = True
+
+    def _check_draining(self) -> None:
+        if self._draining:
+            raise HTTPProblem(
+                ProblemType.DRAINING,
+                "The server is shutting down; retry on another replica.",
+                retry_after=self.limits.retry_after,
+            )
+
+    def _give_back(self, session_id: str, token: str, poll: asyncio.Future[TurnStart]) -> None:
+        """Release the lease a poll took for a request that went away meanwhile."""
+        if poll.cancelled() or poll.exception() is not None:
+            return
+        if poll.result().lease is Lease.ACQUIRED:
+            self._follow(quietly(self.store.release(session_id, token)))
