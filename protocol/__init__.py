@@ -55,8 +55,8 @@ from .models import (
 from .policy import TracePolicy
 from .problems import PROBLEM_CONTENT_TYPE, ProblemType, ProtocolError, RequestError
 from .recorder import ApprovalRejected, ApprovalResult, ToolRun, TurnContext, current_context
-from .runtime import (
-    AgentSession,
+from .runtime import AgentSession
+from .session_errors import (
     DecisionError,
     NotSuspended,
     SessionBusy,

@@ -313,6 +313,30 @@ class AgentRun(_Wire):
             total = total + step.usage
         self.usage = total
 
+    def sync_turn(self, usage_before: Usage) -> None:
+        """Re-derive the latest turn's ``tools`` entries and the usage total from its steps.
+
+        Earlier turns never change, so this costs what the latest turn recorded, not what
+        the whole session did (:meth:`sync_tools` and :meth:`sync_usage` redo everything).
+        ``usage_before`` is the total of the earlier turns.
+        """
+        turn = self.turns
+        steps = self.steps
+        first = len(steps)
+        while first and steps[first - 1].turn == turn:
+            first -= 1
+        tools = self.tools
+        keep = len(tools)
+        while keep and tools[keep - 1].turn == turn:
+            keep -= 1
+        del tools[keep:]
+        usage = usage_before
+        for step in steps[first:]:
+            if step.tool_executions:
+                tools.extend(tool_record(step, execution) for execution in step.tool_executions)
+            usage = usage + step.usage
+        self.usage = usage
+
     def steps_of_turn(self, turn: int) -> list[Step]:
         """The steps recorded during turn number ``turn`` (1-based)."""
         return [step for step in self.steps if step.turn == turn]

@@ -59,9 +59,17 @@ from .models import (
     StopReason,
     StopSignal,
     Usage,
-    tool_record,
 )
 from .recorder import ApprovalResult, TurnContext
+from .session_errors import (
+    DecisionError,
+    NotSuspended,
+    RuntimeStateError,
+    SessionBusy,
+    SessionClosed,
+    SessionSuspended,
+    TurnTimeout,
+)
 from .stamps import error_info
 
 __all__ = [
@@ -84,49 +92,6 @@ _DONE: Final = "done"
 _SUSPENDED: Final = "suspended"
 _TIMED_OUT: Final = "timed out"
 _CANCEL_GRACE: Final = 1.0
-
-
-class RuntimeStateError(RuntimeError):
-    """A call the session cannot take in its current state."""
-
-
-class SessionBusy(RuntimeStateError):
-    """A turn is already running on this session."""
-
-
-class SessionSuspended(RuntimeStateError):
-    """The session waits for approval decisions; a new turn must wait."""
-
-
-class NotSuspended(RuntimeStateError):
-    """Decisions were posted but nothing is pending."""
-
-
-class SessionClosed(RuntimeStateError):
-    """The session was closed."""
-
-
-class DecisionError(ValueError):
-    """Decisions that do not match the pending call ids exactly."""
-
-    def __init__(self, missing: list[str], unknown: list[str]) -> None:
-        parts = []
-        if missing:
-            parts.append("no decision for pending call id(s): " + ", ".join(missing))
-        if unknown:
-            parts.append("decision(s) for unknown call id(s): " + ", ".join(unknown))
-        super().__init__("; ".join(parts))
-        self.missing = missing
-        self.unknown = unknown
-
-
-class TurnTimeout(TimeoutError):
-    """The agent did not finish the turn in time; ``run`` records the timed-out turn."""
-
-    def __init__(self, timeout: float, run: AgentRun) -> None:
-        super().__init__(f"the turn did not finish within {timeout:g} s")
-        self.timeout = timeout
-        self.run = run
 
 
 Decision = ApprovalDecision | ApprovalResult | str | tuple[str, str]
@@ -403,7 +368,7 @@ class AgentSession:
             return await self._timed_out(self._task, timeout or 0.0)
         if outcome == _SUSPENDED:
             self.run.status = RunStatus.IN_PROGRESS
-            _sync_turn(self.run, self._usage_before)
+            self.run.sync_turn(self._usage_before)
             return self.run
         return self._park()
 
@@ -442,7 +407,7 @@ class AgentSession:
             ctx._reopen()
             self._fail(ctx, info)
             ctx._close()
-            _sync_turn(self.run, self._usage_before)
+            self.run.sync_turn(self._usage_before)
         return TurnTimeout(timeout, self._park())
 
     def _settled(self, completed: bool) -> None:
@@ -503,7 +468,7 @@ class AgentSession:
             ctx._close()
             completed = True
         except BaseException:
-            _sync_turn(self.run, self._usage_before)
+            self.run.sync_turn(self._usage_before)
             raise
         finally:
             self._settled(completed)
@@ -533,7 +498,7 @@ class AgentSession:
         run.status = RunStatus.STOPPED if ctx.stop_signal is not None else RunStatus.COMPLETED
         self._history.append(Message(role="user", content=message))
         self._history.append(Message(role="assistant", content=reply))
-        _sync_turn(run, self._usage_before)
+        run.sync_turn(self._usage_before)
 
     def _fail(self, ctx: TurnContext, info: Any) -> None:
         run = ctx.run
@@ -549,32 +514,7 @@ class AgentSession:
         text = f"{info.type}: {info.message}"
         run.errors = f"{run.errors}\n{text}" if run.errors else text
         self._history.append(Message(role="user", content=ctx.message))
-        _sync_turn(run, self._usage_before)
-
-
-def _sync_turn(run: AgentRun, usage_before: Usage) -> None:
-    """Re-derive the latest turn's ``tools`` entries and the usage total from its steps.
-
-    Earlier turns never change, so this costs what the latest turn recorded, not what the
-    whole session did (``AgentRun.sync_tools`` and ``sync_usage`` redo everything).
-    ``usage_before`` is the total of the earlier turns.
-    """
-    turn = run.turns
-    steps = run.steps
-    first = len(steps)
-    while first and steps[first - 1].turn == turn:
-        first -= 1
-    tools = run.tools
-    keep = len(tools)
-    while keep and tools[keep - 1].turn == turn:
-        keep -= 1
-    del tools[keep:]
-    usage = usage_before
-    for step in steps[first:]:
-        if step.tool_executions:
-            tools.extend(tool_record(step, execution) for execution in step.tool_executions)
-        usage = usage + step.usage
-    run.usage = usage
+        run.sync_turn(self._usage_before)
 
 
 def _resolve(future: asyncio.Future[str], outcome: str) -> None:
