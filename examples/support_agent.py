@@ -213,7 +213,13 @@ class SupportAgent:
     def _status(self) -> str:
         if self.current_order is None:
             return "Which order do you mean? Please give me its number."
-        status = self.order_status(self.current_order)
+        try:
+            status = self.order_status(self.current_order)
+        except Exception:  # the order service failed: say so, invent nothing
+            return (
+                f"I'm sorry, I can't reach the order service to check {self.current_order} "
+                "right now. Please try again in a moment."
+            )
         carrier = f" with {status['carrier']}" if status["carrier"] else ""
         return f"Order {status['order_id']} is {status['status']}{carrier}."
 

@@ -39,5 +39,6 @@ async def order_service_times_out_once(ctx):
         "no status invented",
         not any(word in first.reply for word in ("shipped", "delivered", "processing")),
     )
+    ctx.check("says it cannot check now", "try again" in first.reply)
     await ctx.send("Where is my order A1049 now?")
     ctx.contains("Order A1049 is shipped")

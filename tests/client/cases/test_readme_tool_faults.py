@@ -55,4 +55,5 @@ async def test_the_case_holds_because_of_its_faults(examples_on_path) -> None:
     assert failed == [
         'tool_was_injected(order_status, args ⊆ {order_id="A1049"})',
         "no status invented",
+        "says it cannot check now",
     ]

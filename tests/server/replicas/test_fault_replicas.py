@@ -55,7 +55,9 @@ async def test_a_replica_rebuilding_the_session_keeps_its_faults(clients) -> Non
     run = replies[-1]
     assert [r["reply"] for r in replies] == [
         "Order A1049 is lost.",  # the canned result, once (times=1), on A
-        "",  # turn 2 on B, rebuilt from the store: the error fault of turn 2
+        # turn 2 on B, rebuilt from the store: the error fault of turn 2
+        "I'm sorry, I can't reach the order service to check A1049 right now. "
+        "Please try again in a moment.",
         "Order A1049 is shipped with DHL.",  # B again: times used up, turns don't match
         "Order A1049 is shipped with DHL.",
     ]
