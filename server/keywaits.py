@@ -29,11 +29,11 @@ from collections.abc import Callable, Coroutine
 from functools import partial
 from typing import Any, Final
 
-from evalport.protocol import ProblemType, encode
+from evalport.protocol import ProblemType
 
 from .limits import Limits
 from .problems import HTTPProblem, problem_body
-from .records import IdempotencyRecord, Outcome
+from .records import Outcome, idempotency_record
 from .stores import Lease, LeaseRenewal, SessionStore, TurnStart, TurnStore
 from .turnjobs import IDLE, quietly
 
@@ -72,7 +72,7 @@ class KeyWaits:
                 "again under a new key to run it again.",
             ),
         )
-        record = encode(IdempotencyRecord(fingerprint=digest, status=409, body=outcome.body))
+        record = idempotency_record(digest, outcome)
         await self._turns.finish_turn(
             session_id,
             token,

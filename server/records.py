@@ -49,6 +49,7 @@ __all__ = [
     "encode_meta",
     "encode_relayed",
     "fingerprint",
+    "idempotency_record",
     "iso",
     "key_reused",
     "new_session_id",
@@ -94,7 +95,18 @@ class SessionMeta(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
 
 
 encode_meta = msgspec.json.Encoder()
-decode_idempotency = msgspec.json.Decoder(IdempotencyRecord)
+# MessagePack, not JSON: the body stays raw bytes (JSON would base64 it, several times slower).
+decode_idempotency = msgspec.msgpack.Decoder(IdempotencyRecord)
+_encode_record = msgspec.msgpack.Encoder().encode
+
+
+def idempotency_record(fingerprint: str, outcome: Outcome) -> bytes:
+    """A keyed request's answer as the store keeps it under the key."""
+    return _encode_record(
+        IdempotencyRecord(fingerprint=fingerprint, status=outcome.status, body=outcome.body)
+    )
+
+
 decode_meta = msgspec.json.Decoder(SessionMeta)
 decode_envelope = msgspec.json.Decoder(RunEnvelope)
 encode_relayed = msgspec.msgpack.Encoder()

@@ -49,11 +49,11 @@ from evalport.protocol import (
 from .limits import Limits
 from .problems import HTTPProblem, problem_body
 from .records import (
-    IdempotencyRecord,
     InFlight,
     Outcome,
     RunPolicy,
     decision_problem,
+    idempotency_record,
     not_found,
     suspended,
 )
@@ -415,11 +415,7 @@ async def quietly(work: Awaitable[None]) -> None:
 
 def _record(flight: InFlight | None, outcome: Outcome) -> bytes:
     """The idempotency record of a keyed turn's outcome (nothing without a key)."""
-    if flight is None:
-        return b""
-    return encode(
-        IdempotencyRecord(fingerprint=flight.fingerprint, status=outcome.status, body=outcome.body)
-    )
+    return b"" if flight is None else idempotency_record(flight.fingerprint, outcome)
 
 
 def _abandon(flight: InFlight | None, error: BaseException) -> None:

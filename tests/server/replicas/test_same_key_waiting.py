@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from evalport.protocol import CreateSessionRequest, Message, ProblemType, TurnContext, encode
+from evalport.protocol import CreateSessionRequest, Message, ProblemType, TurnContext
 from evalport.server.limits import Limits
 from evalport.server.problems import HTTPProblem
-from evalport.server.records import IdempotencyRecord, fingerprint
+from evalport.server.records import Outcome, fingerprint, idempotency_record
 from evalport.server.sessions import SessionManager
 from evalport.server.stores import Lease, TurnStart
 from evalport.server.stores.redis import RedisStore
@@ -104,10 +104,10 @@ async def test_a_cancelled_wait_cancels_only_the_waiting(setup: Setup) -> None:
     # the holder is untouched: it still holds the lease, and finishes its turn
     busy = await setup.elsewhere.begin_turn(setup.session, "third", lease=5, ttl=30)
     assert busy.lease is Lease.BUSY
-    answer = IdempotencyRecord(fingerprint=fingerprint("pay"), status=200, body=b"{}")
+    answer = idempotency_record(fingerprint("pay"), Outcome(status=200, body=b"{}"))
     await setup.elsewhere.finish_turn(
         setup.session, "other", run=None, state="idle", ttl=30, key="k1",
-        record=encode(answer), keep=8,
+        record=answer, keep=8,
     )  # fmt: skip
     replayed = await setup.manager.turn(setup.session, "pay", "k1")
     assert (replayed.status, replayed.body) == (200, b"{}")
