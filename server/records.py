@@ -98,6 +98,7 @@ encode_meta = msgspec.json.Encoder()
 # MessagePack, not JSON: the body stays raw bytes (JSON would base64 it, several times slower).
 decode_idempotency = msgspec.msgpack.Decoder(IdempotencyRecord)
 _encode_record = msgspec.msgpack.Encoder().encode
+_decode_json_record = msgspec.json.Decoder(IdempotencyRecord).decode
 
 
 def idempotency_record(fingerprint: str, outcome: Outcome) -> bytes:
@@ -181,7 +182,10 @@ def key_reused() -> HTTPProblem:
 
 def replayed(stored: bytes, digest: str) -> Outcome:
     """The outcome an idempotency record replays (422 if the key's message differs)."""
-    record = decode_idempotency.decode(stored)
+    try:
+        record = decode_idempotency.decode(stored)
+    except msgspec.DecodeError:  # a JSON record, as earlier versions stored them
+        record = _decode_json_record(stored)
     if record.fingerprint != digest:
         raise key_reused()
     return Outcome(status=record.status, body=record.body)
