@@ -15,25 +15,17 @@ from typing import Any
 from evalport.protocol import ApprovalState
 
 from ..results import AssertionResult
-from ..trajectory import Trajectory
-from .base import Assertion, run_of
-from .matchers import VERBATIM_HINT, as_matcher
+from .base import ToolCallsAssertion
+from .matchers import VERBATIM_HINT
 
 __all__ = ["ToolWasApproved", "ToolWasRejected"]
 
 
-class _Decided(Assertion):
+class _Decided(ToolCallsAssertion):
     state: str = ApprovalState.APPROVED
 
-    def __init__(self, name: str, args: Any = None) -> None:
-        self.tool = name
-        self.args = None if args is None else as_matcher(args)
-
-    def describe(self) -> str:
-        return self.tool if self.args is None else f"{self.tool}, {self.args.describe()}"
-
     def evaluate(self, subject: Any) -> AssertionResult:
-        calls = Trajectory.of(run_of(subject, self.kind)).calls_of(self.tool)
+        calls = self.calls(subject)
         undecided = 0
         states: list[str | None] = []
         for call in calls:

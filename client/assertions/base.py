@@ -21,17 +21,20 @@ Rules (they hold for every assertion in this package):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from evalport.protocol import AgentRun
 
 from ..results import AssertionResult
 from ..target import Turn
-from ..trajectory import Trajectory
+from ..trajectory import Trajectory, TrajectoryToolCall
+from .matchers import as_matcher
 
 __all__ = [
     "Assertion",
     "AssertionTypeError",
+    "ToolCallsAssertion",
     "run_of",
     "text_of",
 ]
@@ -127,3 +130,19 @@ class Assertion:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
+
+
+class ToolCallsAssertion(Assertion):
+    """Base class of assertions about the calls of one tool, optionally only those whose
+    arguments match ``args`` (a matcher, or a plain mapping compared as a subset)."""
+
+    def __init__(self, name: str, args: Any = None) -> None:
+        self.tool = name
+        self.args = None if args is None else as_matcher(args)
+
+    def describe(self) -> str:
+        return self.tool if self.args is None else f"{self.tool}, {self.args.describe()}"
+
+    def calls(self, subject: Any) -> Sequence[TrajectoryToolCall]:
+        """The calls of the tool in ``subject`` (a run, a turn or a trajectory)."""
+        return Trajectory.of(run_of(subject, self.kind)).calls_of(self.tool)

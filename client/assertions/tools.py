@@ -38,7 +38,7 @@ from typing import Any, Final
 
 from ..results import AssertionResult
 from ..trajectory import Trajectory, TrajectoryToolCall
-from .base import Assertion, run_of
+from .base import Assertion, ToolCallsAssertion, run_of
 from .matchers import (
     VERBATIM_HINT,
     Count,
@@ -134,7 +134,7 @@ def _seen(calls: Sequence[TrajectoryToolCall], limit: int = 5) -> list[str]:
     return [_short(call.arguments) for call in calls[:limit]]
 
 
-class CalledTool(Assertion):
+class CalledTool(ToolCallsAssertion):
     kind = "called_tool"
 
     def __init__(
@@ -146,8 +146,7 @@ class CalledTool(Assertion):
         is_error: bool | None = None,
         count: int | Count | None = None,
     ) -> None:
-        self.tool = name
-        self.args = None if args is None else as_matcher(args)
+        super().__init__(name, args)
         self.expected_result = None if result is _UNSET else _result_matcher(result)
         self.is_error = is_error
         self.count = as_count(count)
@@ -165,7 +164,7 @@ class CalledTool(Assertion):
         return ", ".join(parts)
 
     def evaluate(self, subject: Any) -> AssertionResult:
-        calls = Trajectory.of(run_of(subject, self.kind)).calls_of(self.tool)
+        calls = self.calls(subject)
         count = self.count
         enough = count.low if count.high is None else count.high + 1
         matched, undecided = match_calls(
@@ -190,20 +189,13 @@ class CalledTool(Assertion):
         return self.result(False, message, **context)
 
 
-class NotCalledTool(Assertion):
+class NotCalledTool(ToolCallsAssertion):
     """``name`` was not called (with arguments matching ``args``, if given)."""
 
     kind = "not_called_tool"
 
-    def __init__(self, name: str, args: Any = None) -> None:
-        self.tool = name
-        self.args = None if args is None else as_matcher(args)
-
-    def describe(self) -> str:
-        return self.tool if self.args is None else f"{self.tool}, {self.args.describe()}"
-
     def evaluate(self, subject: Any) -> AssertionResult:
-        calls = Trajectory.of(run_of(subject, self.kind)).calls_of(self.tool)
+        calls = self.calls(subject)
         matched, undecided = match_calls(calls, self.args, enough=1)
         verdict = _settle(at_most(0), matched, undecided)
         if verdict is None:
