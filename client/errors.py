@@ -271,4 +271,6 @@ def error_for(
         return TargetUnavailable(
             scrub(f"{head} after {attempts} attempt(s): {said}{wait}"), **fields
         )
+    if kind == ProblemType.FAULTS_DISABLED:  # a replica without --allow-faults
+        return FaultsUnsupported(scrub(f"{head}: {said}"), **fields)
     return RequestRejected(scrub(f"{head}: {said}"), **fields)

@@ -12,7 +12,9 @@ opened with (``CreateSessionRequest.faults``, ``SessionInfo.faults``). Rules:
 - **Choice.** The faults are tried in list order; the first one that applies wins: its
   ``tool`` is the call's, its ``turns`` (if given) include the turn, it was injected fewer
   than ``times`` (if given) in the session, and the call is drawn (below). No fault
-  applies: the tool runs as usual.
+  applies: the tool runs as usual. Calls that reach the plan first take a fault's
+  ``times`` first (calls of one tool running side by side, one waiting for an approval,
+  reach it out of their order).
 - **Draw.** ``rate`` 1 (the default) draws every call, 0 none. Otherwise the call is drawn
   when ``u < rate``, where ``u`` in [0, 1) comes from SHA-256 of the ``seed``, the tool's
   name and the ordinal: the same seed fails the same calls in every repeat of a case, on
@@ -27,8 +29,13 @@ opened with (``CreateSessionRequest.faults``, ``SessionInfo.faults``). Rules:
   :class:`FaultNotApplicable` instead (recorded as the execution's error, *not* injected),
   telling the author to use an error fault or ``@tool``.
 - **State.** The plan keeps no counters: ordinals and ``times`` are recomputed from the
-  session's accumulated run (its ``injected`` executions), so a session restored on
-  another replica decides exactly as the first one would have.
+  session's accumulated run, so a session restored on another replica decides exactly as
+  the first one would have. An injected execution counts for the first fault of its tool
+  whose ``turns`` admit its turn and whose effect it shows (the same error text, or the
+  same result); faults that share a tool and an effect share their count.
+- **Values.** Faults built in Python are checked by the same rules as the wire's
+  (:func:`as_faults` passes them through its decoder), and every injection returns a
+  fresh copy of the canned result, so an agent that changes it changes nothing else.
 """
 
 from __future__ import annotations
@@ -83,12 +90,17 @@ def draw(key: str, tool: str, ordinal: int) -> float:
 class FaultPlan:
     """The faults of one session, deciding per tool call (see the module rules)."""
 
-    __slots__ = ("_faults", "_session_key", "_tools")
+    __slots__ = ("_effects", "_faults", "_session_key", "_tools")
 
     def __init__(self, faults: Iterable[ToolFault], session_id: str = "") -> None:
         self._faults = tuple(faults)
         self._tools = frozenset(fault.tool for fault in self._faults)
         self._session_key = f"session:{session_id}"
+        # what each fault leaves on an execution: its error text, or its result as recorded
+        self._effects = tuple(
+            fault.error if isinstance(fault.error, str) else _copy(fault.result)
+            for fault in self._faults
+        )
 
     def __bool__(self) -> bool:
         return bool(self._faults)
@@ -103,19 +115,36 @@ class FaultPlan:
         if tool not in self._tools:
             return None
         used = [0] * len(self._faults)
-        ordinal = 0
+        ordinal = 0  # the recorded executions of the tool before this one
+        seen = False
         for step in run.steps:
             for earlier in step.tool_executions:
-                if earlier is execution:
-                    return self._choose(tool, ordinal + 1, turn, used)
                 if earlier.name != tool:
                     continue
-                ordinal += 1
-                if earlier.injected:  # replay the choice to count its fault's injections
-                    index = self._index(tool, ordinal, step.turn, used)
+                if earlier is execution:
+                    seen = True
+                    continue
+                if not seen:
+                    ordinal += 1
+                if earlier.injected:
+                    index = self._attributed(earlier, step.turn)
                     if index is not None:
                         used[index] += 1
-        return self._choose(tool, ordinal + 1, turn, used)  # not recorded (turn closed)
+        return self._choose(tool, ordinal + 1, turn, used)
+
+    def _attributed(self, execution: ToolExecution, turn: int) -> int | None:
+        """The fault an injected execution counts for (the module rules say which)."""
+        for index, fault in enumerate(self._faults):
+            if fault.tool != execution.name:
+                continue
+            if fault.turns is not None and turn not in fault.turns:
+                continue
+            if isinstance(fault.error, str):
+                if execution.error == self._effects[index]:
+                    return index
+            elif execution.error is None and execution.result == self._effects[index]:
+                return index
+        return None
 
     def apply(
         self, run: AgentRun, call: _Call, turn: int, *, results: bool
@@ -134,7 +163,7 @@ class FaultPlan:
         if not results:
             return FaultNotApplicable(execution.name)
         execution.injected = True
-        call.result = fault.result
+        call.result = _copy(fault.result)
         return None
 
     def _choose(self, tool: str, ordinal: int, turn: int, used: list[int]) -> ToolFault | None:
@@ -158,9 +187,9 @@ class FaultPlan:
 
 
 def as_faults(faults: Iterable[ToolFault | Mapping[str, Any]] | None) -> tuple[ToolFault, ...]:
-    """``faults`` as ToolFaults: each a :class:`ToolFault`, or a mapping of its wire fields
-    (``{"tool": "order_status", "error": "timed out"}``). Raises ``TypeError`` or
-    ``ValueError`` naming the entry at fault."""
+    """``faults`` as ToolFaults checked by the wire's rules: each a :class:`ToolFault`, or a
+    mapping of its wire fields (``{"tool": "order_status", "error": "timed out"}``).
+    Raises ``TypeError`` or ``ValueError`` naming the entry at fault."""
     if faults is None:
         return ()
     if isinstance(faults, ToolFault | Mapping | str):
@@ -168,12 +197,23 @@ def as_faults(faults: Iterable[ToolFault | Mapping[str, Any]] | None) -> tuple[T
     found: list[ToolFault] = []
     for index, fault in enumerate(faults):
         if isinstance(fault, ToolFault):
-            found.append(fault)
+            fields: Any = fault
         elif isinstance(fault, Mapping):
-            try:
-                found.append(msgspec.convert(dict(fault), ToolFault))
-            except msgspec.ValidationError as error:
-                raise ValueError(f"faults[{index}]: {error}") from None
+            fields = dict(fault)
         else:
             raise TypeError(f"faults[{index}] is a {type(fault).__name__}, not a ToolFault")
+        try:  # through JSON, as a server would decode it: the same checks and value types
+            found.append(_decode_fault(_encode(fields)))
+        except (TypeError, ValueError) as error:  # msgspec's errors are ValueErrors
+            raise ValueError(f"faults[{index}]: {error}") from None
     return tuple(found)
+
+
+_encode = msgspec.json.Encoder().encode
+_decode_fault = msgspec.json.Decoder(ToolFault).decode
+_decode_value = msgspec.json.Decoder().decode
+
+
+def _copy(value: Any) -> Any:
+    """A fresh copy of a JSON value."""
+    return _decode_value(_encode(value))

@@ -60,7 +60,7 @@ class ToolFault(_Request):
     result: Any | UnsetType = UNSET
     rate: Annotated[float, Meta(ge=0, le=1)] = 1.0
     seed: _Seed | None = None
-    turns: Annotated[list[_Count], Meta(min_length=1)] | None = None
+    turns: Annotated[list[_Count], Meta(min_length=1, max_length=1000)] | None = None
     times: _Count | None = None
 
     def __post_init__(self) -> None:
@@ -103,7 +103,7 @@ class CreateSessionRequest(_Request):
     case_id: str | None = None
     description: str | None = None
     metadata: dict[str, Any] | None = None
-    faults: list[ToolFault] | UnsetType | None = UNSET
+    faults: Annotated[list[ToolFault], Meta(max_length=64)] | UnsetType | None = UNSET
 
 
 class TurnRequest(_Request):

@@ -27,7 +27,7 @@ from evalport.protocol import (
     session_factory,
     tool,
 )
-from evalport.protocol.faults import draw
+from evalport.protocol.faults import as_faults, draw
 
 # -- the plan --------------------------------------------------------------------------------
 
@@ -341,3 +341,95 @@ def test_the_spec_and_the_decoder_agree_on_error_and_result() -> None:
         else:
             accepted = True
         assert valid == accepted, fault
+
+
+# -- review fixes: times with calls side by side, fresh results, Python faults checked -------
+
+
+async def test_times_holds_when_a_gated_call_reaches_the_plan_after_a_later_one() -> None:
+    import asyncio
+
+    from evalport.protocol import AgentSession, SessionInfo, session_factory, tool
+
+    @tool(approval=lambda amount: amount > 100)
+    async def pay(amount: int) -> str:
+        return f"paid {amount}"
+
+    class Agent:
+        async def turn(self, message: str, ctx: Any) -> str:
+            async def one(amount: int) -> str:
+                try:
+                    return await pay(amount)
+                except Exception as error:
+                    return f"ERR {error}"
+
+            return "; ".join(await asyncio.gather(one(500), one(5)))
+
+    faults = (ToolFault(tool="pay", error="bank down", times=1),)
+    session = await AgentSession.from_factory(
+        session_factory(lambda info: Agent()), SessionInfo(session_id="s1", faults=faults)
+    )
+    run = await session.send("go")  # pay(500) waits for approval; pay(5) reaches the plan
+    run = await session.decide({p.call_id: "approve" for p in run.pending_approvals})
+    injected = [e.injected for step in run.steps for e in step.tool_executions]
+    assert sorted(injected) == [False, True]  # once, as times=1 says
+    assert run.reply == "paid 500; ERR bank down"
+    await session.close()
+
+
+async def test_each_injection_returns_a_fresh_copy_of_the_result() -> None:
+    from evalport.protocol import AgentSession, SessionInfo, session_factory, tool
+
+    @tool
+    def lookup() -> list[str]:
+        return []
+
+    class Agent:
+        async def turn(self, message: str, ctx: Any) -> str:
+            found = lookup()
+            found.append(message)  # the agent changes what the tool gave it
+            return ",".join(found)
+
+    faults = as_faults([ToolFault(tool="lookup", result=["canned"])])
+    session = await AgentSession.from_factory(
+        session_factory(lambda info: Agent()), SessionInfo(session_id="s", faults=faults)
+    )
+    replies = [(await session.send(text)).reply for text in ("a", "b")]
+    assert replies == ["canned,a", "canned,b"]
+    assert faults[0].result == ["canned"]
+    await session.close()
+
+
+@pytest.mark.parametrize(
+    ("fault", "where"),
+    [
+        (ToolFault(tool="t", error="x", seed=2**60), "$.seed"),
+        (ToolFault(tool="t", error="x", times=2**40), "$.times"),
+        (ToolFault(tool="t", result=object()), "unsupported"),
+    ],
+)
+def test_faults_built_in_python_meet_the_wire_rules(fault: ToolFault, where: str) -> None:
+    with pytest.raises(ValueError, match=r"faults\[0\]") as error:
+        as_faults([fault])
+    assert where in str(error.value)
+
+
+def test_python_results_take_their_wire_types() -> None:
+    import datetime
+
+    (fault,) = as_faults([ToolFault(tool="t", result={"when": datetime.date(2026, 1, 1)})])
+    assert fault.result == {"when": "2026-01-01"}  # as a server decodes it
+
+
+@pytest.mark.parametrize(
+    ("faults", "path"),
+    [
+        ([{"tool": "t", "error": "x"}] * 65, "$.faults"),
+        ([{"tool": "t", "error": "x", "turns": list(range(1, 1002))}], "$.faults[0].turns"),
+    ],
+)
+def test_fault_lists_are_bounded(faults: list[dict[str, Any]], path: str) -> None:
+    body = json.dumps({"faults": faults}).encode()
+    with pytest.raises(RequestError) as caught:
+        decode_request(body, CreateSessionRequest)
+    assert caught.value.status == 422 and caught.value.path == path

@@ -27,7 +27,6 @@ from support.tool_faults import (
     EXAMPLES,
     TOKEN,
     CountingApp,
-    skip_unless_sessions_carry_faults,
 )
 from support_agent import agent
 
@@ -163,7 +162,6 @@ async def test_local_target_injects_seeded_faults_in_process() -> None:
 
 
 async def test_local_and_http_targets_give_identical_runs(adapters) -> None:
-    await skip_unless_sessions_carry_faults()
     adapter = EvalAdapter(agent, token=TOKEN, faults=True)
     adapters.append(adapter)
     target, _ = http_target(adapter, policy=TracePolicy.verbatim())
@@ -201,7 +199,6 @@ async def test_the_example_fault_cases_pass_in_process() -> None:
 
 
 async def test_the_example_fault_cases_pass_over_http(adapters) -> None:
-    await skip_unless_sessions_carry_faults()
     adapter = EvalAdapter(agent, token=TOKEN, faults=True)
     adapters.append(adapter)
     target, _ = http_target(adapter)

@@ -3,7 +3,6 @@ with --allow-faults the cases pass; without it every case errors, naming the opt
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,7 +10,6 @@ from pathlib import Path
 import pytest
 from evalport.protocol.cli import main
 from support.servers import free_port, running_process
-from support.tool_faults import skip_unless_sessions_carry_faults
 
 pytestmark = pytest.mark.e2e
 
@@ -41,7 +39,6 @@ def refusing() -> Iterator[str]:
 def test_faulted_cases_pass_against_a_server_that_allows_faults(
     allowing: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
 ) -> None:
-    asyncio.run(skip_unless_sessions_carry_faults())
     monkeypatch.chdir(tmp_path)
     code = main(["run", str(EVALS), "--target", allowing, "--json", "out.json"])
     out = capsys.readouterr().out

@@ -11,6 +11,7 @@ import pytest
 import respx
 from evalport.client.errors import (
     AuthFailed,
+    FaultsUnsupported,
     NotSuspended,
     ProtocolError,
     RequestRejected,
@@ -210,6 +211,7 @@ async def test_decide_posts_the_decisions_and_returns_the_resumed_turn(
             "at $.message: Expected `str`",
         ),
         (problem(413, "payload-too-large", "Too large"), RequestRejected, "Too large"),
+        (problem(422, "faults-disabled", "Faults disabled"), FaultsUnsupported, "disabled"),
     ],
 )
 async def test_error_statuses_become_typed_errors(

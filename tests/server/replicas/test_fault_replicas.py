@@ -9,7 +9,7 @@ import httpx
 import pytest
 from evalport.server import EvalAdapter
 from support.redis import RedisServer
-from support.tool_faults import AUTH, TOKEN, skip_unless_sessions_carry_faults
+from support.tool_faults import AUTH, TOKEN
 from support_agent import agent
 
 pytestmark = pytest.mark.e2e
@@ -26,7 +26,6 @@ FAULTS = [
 
 @pytest.fixture
 async def clients(redis_server: RedisServer) -> AsyncIterator[list[httpx.AsyncClient]]:
-    await skip_unless_sessions_carry_faults()
     url = redis_server.url.rsplit("/", 1)[0] + "/11"  # a database of its own
     adapters = [EvalAdapter(agent, token=TOKEN, store=url, faults=True) for _ in range(2)]
     made = [
