@@ -113,11 +113,11 @@ class _ToolExecutionBlock:
 
     __slots__ = ("_approval", "_ctx", "_results", "_run")
 
-    def __init__(self, ctx: TurnContext, run: ToolRun, approval: bool) -> None:
+    def __init__(self, ctx: TurnContext, run: ToolRun, approval: bool, results: bool) -> None:
         self._ctx = ctx
         self._run = run
         self._approval = approval
-        self._results = False  # @tool sets it: it can skip the body for a result fault
+        self._results = results  # whether the body can be skipped for a result fault (@tool)
 
     def __enter__(self) -> ToolRun:
         if self._approval:
@@ -312,7 +312,21 @@ class TurnContext:
         and propagates. With ``approval=True`` use ``async with``: the turn suspends until
         a decision arrives, and a rejection raises :class:`ApprovalRejected`.
         """
-        return _ToolExecutionBlock(self, self._start_execution(name, arguments, call_id), approval)
+        return self._tool_block(name, arguments, call_id=call_id, approval=approval)
+
+    def _tool_block(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        *,
+        call_id: str | None = None,
+        approval: bool = False,
+        results: bool = False,
+    ) -> _ToolExecutionBlock:
+        """:meth:`tool_execution`; ``results``: the caller (``@tool``) skips the tool's body
+        when a result fault applies, so one may."""
+        run = self._start_execution(name, arguments, call_id)
+        return _ToolExecutionBlock(self, run, approval, results)
 
     async def request_approval(
         self,

@@ -86,8 +86,8 @@ def tool(
                 if ctx is None:
                     return await async_function(*args, **kwargs)
                 arguments = _bound_arguments(signature, args, kwargs)
-                block = ctx.tool_execution(tool_name, arguments, approval=needs_approval(arguments))
-                block._results = True
+                approve = needs_approval(arguments)
+                block = ctx._tool_block(tool_name, arguments, approval=approve, results=True)
                 async with block as run:
                     if not run.execution.injected:  # a result fault skips the body
                         run.result = await async_function(*args, **kwargs)
@@ -101,8 +101,7 @@ def tool(
             if ctx is None:
                 return function(*args, **kwargs)
             arguments = _bound_arguments(signature, args, kwargs)
-            block = ctx.tool_execution(tool_name, arguments)
-            block._results = True
+            block = ctx._tool_block(tool_name, arguments, results=True)
             if needs_approval(arguments):
                 try:
                     ctx._gate_sync(block._run)
