@@ -55,6 +55,7 @@ from .models import (
     Usage,
 )
 from .stamps import TOOL_ERROR_CLASS, arguments_of, error_info, json_value, new_id, utc_now
+from .tool_runs import ToolRun, ToolExecutionBlock
 
 __all__ = [
     "ApprovalRejected",
@@ -95,53 +96,6 @@ class _Approvals(Protocol):
     """What the runtime gives a context so that it can suspend its turn."""
 
     def register(self, pending: PendingApproval) -> asyncio.Future[ApprovalResult]: ...
-
-
-class ToolRun:
-    """A tool execution in progress; set :attr:`result` before the block ends."""
-
-    __slots__ = ("_started", "execution", "result")
-
-    def __init__(self, execution: ToolExecution) -> None:
-        self.execution = execution
-        self.result: Any = None
-        self._started = time.perf_counter()
-
-
-class _ToolExecutionBlock:
-    """``with`` records a tool execution; ``async with`` may also ask for approval first."""
-
-    __slots__ = ("_approval", "_ctx", "_results", "_run")
-
-    def __init__(self, ctx: TurnContext, run: ToolRun, approval: bool, results: bool) -> None:
-        self._ctx = ctx
-        self._run = run
-        self._approval = approval
-        self._results = results  # whether the body can be skipped for a result fault (@tool)
-
-    def __enter__(self) -> ToolRun:
-        if self._approval:
-            raise RuntimeError("a tool execution that needs approval must use 'async with'")
-        if self._ctx._faults is not None:
-            self._ctx._inject(self._run, self._results)
-        return self._run
-
-    def __exit__(self, kind: Any, error: BaseException | None, tb: Any) -> None:
-        self._ctx._finish_execution(self._run, error)
-
-    async def __aenter__(self) -> ToolRun:
-        if self._approval:
-            try:
-                await self._ctx._gate(self._run)
-            except BaseException as error:
-                self._ctx._finish_execution(self._run, error)
-                raise
-        if self._ctx._faults is not None:
-            self._ctx._inject(self._run, self._results)
-        return self._run
-
-    async def __aexit__(self, kind: Any, error: BaseException | None, tb: Any) -> None:
-        self._ctx._finish_execution(self._run, error)
 
 
 class TurnContext:
@@ -305,7 +259,7 @@ class TurnContext:
         *,
         call_id: str | None = None,
         approval: bool = False,
-    ) -> _ToolExecutionBlock:
+    ) -> ToolExecutionBlock:
         """Record a tool execution around a block: ``with ctx.tool_execution(...) as run:``.
 
         Set ``run.result`` in the block; an exception is recorded as the execution's error
@@ -322,11 +276,11 @@ class TurnContext:
         call_id: str | None = None,
         approval: bool = False,
         results: bool = False,
-    ) -> _ToolExecutionBlock:
+    ) -> ToolExecutionBlock:
         """:meth:`tool_execution`; ``results``: the caller (``@tool``) skips the tool's body
         when a result fault applies, so one may."""
         run = self._start_execution(name, arguments, call_id)
-        return _ToolExecutionBlock(self, run, approval, results)
+        return ToolExecutionBlock(self, run, approval, results)
 
     async def request_approval(
         self,
