@@ -55,7 +55,7 @@ from .models import (
     Usage,
 )
 from .stamps import TOOL_ERROR_CLASS, arguments_of, error_info, json_value, new_id, utc_now
-from .tool_runs import ToolRun, ToolExecutionBlock
+from .tool_runs import ToolExecutionBlock, ToolRun
 
 __all__ = [
     "ApprovalRejected",
