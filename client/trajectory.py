@@ -94,7 +94,7 @@ class Trajectory:
     def __init__(self, run: AgentRun) -> None:
         self.run = run
         failed_ids = set()
-        injected_ids = set()
+        injected_ids = set()  # (runs whose tools entries predate their injected flag)
         for step in run.steps:
             for execution in step.tool_executions:
                 if execution.has_error:
@@ -121,7 +121,7 @@ class Trajectory:
                     True,
                     approval.state if approval is not None else None,
                     approval.reason if approval is not None else None,
-                    record.id in injected_ids,
+                    record.injected or record.id in injected_ids,
                 )
             )
         for pending in run.pending_approvals:

@@ -191,6 +191,7 @@ class ToolRecord(_Wire, omit_defaults=True):
     completed_at: str | None = None
     turn: int = 0
     approval: Approval | None = None
+    injected: bool = False
 
 
 class Message(_Wire):
@@ -355,4 +356,5 @@ def tool_record(step: Step, execution: ToolExecution) -> ToolRecord:
         completed_at=execution.completed_at,
         turn=step.turn,
         approval=execution.approval,
+        injected=execution.injected,
     )

@@ -433,3 +433,27 @@ def test_fault_lists_are_bounded(faults: list[dict[str, Any]], path: str) -> Non
     with pytest.raises(RequestError) as caught:
         decode_request(body, CreateSessionRequest)
     assert caught.value.status == 422 and caught.value.path == path
+
+
+async def test_the_flat_tools_list_says_which_calls_were_injected() -> None:
+    from evalport.protocol import AgentSession, SessionInfo, encode, session_factory, tool
+
+    @tool
+    def lookup(order_id: str) -> str:
+        return "shipped"
+
+    async def agent(message: str, history: Any, ctx: Any) -> str:
+        return f"{lookup('A1')} {lookup('A2')}"
+
+    faults = (ToolFault(tool="lookup", result="lost", times=1),)
+    session = await AgentSession.from_factory(
+        session_factory(agent), SessionInfo(session_id="s", faults=faults)
+    )
+    run = await session.send("go")
+    assert [(record.result, record.injected) for record in run.tools] == [
+        ("lost", True),
+        ("shipped", False),
+    ]
+    tools = json.loads(encode(run))["tools"]
+    assert [entry.get("injected", False) for entry in tools] == [True, False]  # false left out
+    await session.close()

@@ -276,3 +276,11 @@ async def test_the_run_cache_keys_recordings_by_the_faults(tmp_path) -> None:
     assert first.verdict == replayed.verdict == other.verdict == Verdict.PASSED
     errors = [t.run["steps"][0]["toolExecutions"][0]["error"] for t in (replayed, other)]
     assert errors[0] != errors[1]  # digests of "down" and "gone": each from its own faults
+
+
+def test_the_trajectory_reads_injected_from_a_tools_entry_without_an_id() -> None:
+    from evalport.client.trajectory import Trajectory
+    from evalport.protocol import ToolCall, ToolRecord
+
+    run = AgentRun(tools=[ToolRecord(tool_call=ToolCall(name="lookup"), injected=True)])
+    assert [call.injected for call in Trajectory.of(run).all_calls] == [True]
