@@ -7,12 +7,19 @@ memory store, one process, never needs to: its manager waits for its own turns i
 
 Rules:
 
-- The request polls the store (20 ms doubling to 250 ms) until it finds the key's record,
-  answered as a replay: the agent ran once.
-- If instead it takes the lease, the holder ended without a record: its replica went away
-  mid-turn. The key's answer is then 409 ``turn-lost``, recorded under the key, and the
-  turn is not run again: it may have partly run, and a turn that brought one replica down
-  would take the next with it. The client sends it under a new key to run it.
+- A keyed turn hands the store, with its lease, its own turn-lost record
+  (:func:`lost_record`: 409 ``turn-lost`` under its key and message). The store keeps it
+  while the turn holds the lease and drops it when the turn finishes or releases; if
+  instead the lease lapses (the replica went away, or stalled past ``lease_ttl``), the
+  next call that finds the lease free stores it under the key, atomically. A retry of
+  the key then replays 409 ``turn-lost``, however late it comes, and the turn is not run
+  again: it may have partly run, and a turn that brought one replica down would take the
+  next with it. The client sends it under a new key to run it. (The memory store never
+  does this: its turns die only with its process, and its sessions with them.)
+- A retry that meets its key's holder polls the store (20 ms doubling to 250 ms) until
+  it finds the key's record, answered as a replay (the agent ran once, or the turn was
+  lost), or takes the lease: the holder released it without a record (it answered a
+  problem, which stores nothing), so the retry runs the turn.
 - It waits at most the turn timeout plus ``lease_ttl``: a live holder ends within the
   turn timeout, a dead one's lease lapses within ``lease_ttl`` of its last renewal (with
   a store that cannot renew leases: ``lease_seconds``). Then, or when another turn holds
@@ -35,9 +42,26 @@ from .limits import Limits
 from .problems import HTTPProblem, problem_body
 from .records import Outcome, idempotency_record
 from .stores import Lease, LeaseRenewal, SessionStore, TurnStart, TurnStore
-from .turnjobs import IDLE, quietly
+from .turnjobs import quietly
 
-__all__ = ["KeyWaits"]
+__all__ = ["LOST", "KeyWaits", "lost_record"]
+
+LOST: Final = Outcome(
+    status=409,
+    body=problem_body(
+        ProblemType.TURN_LOST,
+        "The first attempt under this Idempotency-Key did not record its outcome: its "
+        "replica went away, or stalled past its lease while another request took the "
+        "session over. Its effects are unknown; send the turn again under a new key to "
+        "run it again.",
+    ),
+)
+
+
+def lost_record(digest: str) -> bytes:
+    """The idempotency record of :data:`LOST` for a keyed turn whose message has ``digest``."""
+    return idempotency_record(digest, LOST)
+
 
 _POLL_FIRST: Final = 0.02  # the first pause between two looks at the store (s)
 _POLL_MAX: Final = 0.25  # and the longest one
@@ -54,45 +78,18 @@ class KeyWaits:
 
     # provided by the manager and TurnJobs: the store call that starts a turn, and a job
     # that aclose() waits for
-    _begin: Callable[[str, str, str | None], Coroutine[Any, Any, TurnStart]]
+    _begin: Callable[[str, str, str | None, bytes], Coroutine[Any, Any, TurnStart]]
     _follow: Callable[[Coroutine[Any, Any, Any]], asyncio.Task[Any]]
 
-    async def _lost(
-        self, session_id: str, token: str, key: str, digest: str, start: TurnStart
-    ) -> Outcome:
-        """409 ``turn-lost``, recorded under the key, for a key whose first attempt ended
-        on another replica without an outcome (that replica went away mid-turn). Running
-        the turn again could do its effects twice, or take one more replica down with it."""
-        outcome = Outcome(
-            status=409,
-            body=problem_body(
-                ProblemType.TURN_LOST,
-                "The first attempt under this Idempotency-Key ended on a replica that went "
-                "away before recording its outcome; its effects are unknown. Send the turn "
-                "again under a new key to run it again.",
-            ),
-        )
-        record = idempotency_record(digest, outcome)
-        await self._turns.finish_turn(
-            session_id,
-            token,
-            run=None,
-            state=start.session.state if start.session is not None else IDLE,
-            ttl=self.limits.session_ttl,
-            key=key,
-            record=record,
-            keep=self.limits.idempotency_keys,
-        )
-        return outcome
-
     async def _await_holder(
-        self, session_id: str, token: str, key: str | None, start: TurnStart
+        self, session_id: str, token: str, key: str | None, lost: bytes, start: TurnStart
     ) -> TurnStart:
         """Wait for the turn that holds the lease under the same key on another replica.
 
         Polls :meth:`_begin` (20 ms doubling to 250 ms) until it answers the key's record
-        or takes the lease (the holder ended without one: :meth:`_lost` answers) or
-        finds another holder, for at most :meth:`_holder_bound` seconds; past it,
+        (the holder's outcome, or the turn-lost record of a holder that died) or takes the
+        lease (the holder released it without a record) or finds another holder or a
+        suspended session, for at most :meth:`_holder_bound` seconds; past it,
         ``start`` (still ``BUSY``) stands. A cancelled request stops waiting, and nothing
         else: a lease that its last poll took goes back.
         """
@@ -104,7 +101,7 @@ class KeyWaits:
             await asyncio.sleep(min(delay, left))
             self._check_draining()
             delay = min(delay * 2, _POLL_MAX)
-            poll = self._follow(self._begin(session_id, token, key))  # aclose waits for it
+            poll = self._follow(self._begin(session_id, token, key, lost))  # aclose waits for it
             try:
                 start = await asyncio.shield(poll)
             except asyncio.CancelledError:

@@ -56,6 +56,7 @@ __all__ = [
     "not_found",
     "replayed",
     "suspended",
+    "suspended_elsewhere",
 ]
 
 
@@ -177,6 +178,16 @@ def key_reused() -> HTTPProblem:
         ProblemType.IDEMPOTENCY_MISMATCH,
         "The Idempotency-Key was already used on this session with a different message.",
         errors=[FieldError(path="$.message", message="differs from the first use of this key")],
+    )
+
+
+def suspended_elsewhere() -> HTTPProblem:
+    """409 ``session-suspended`` for a session suspended on another replica (or whose
+    suspended turn this replica no longer holds)."""
+    return HTTPProblem(
+        ProblemType.SESSION_SUSPENDED,
+        "The session waits for approval decisions on another replica; "
+        "post them to that replica first.",
     )
 
 

@@ -57,7 +57,7 @@ from evalport.protocol import (
     session_factory,
 )
 
-from .keywaits import KeyWaits
+from .keywaits import KeyWaits, lost_record
 from .limits import Limits
 from .problems import HTTPProblem
 from .records import (
@@ -76,6 +76,7 @@ from .records import (
     not_found,
     replayed,
     suspended,
+    suspended_elsewhere,
 )
 from .relaying import answer_relayed, forward_decisions
 from .stores import (
@@ -95,8 +96,6 @@ from .turnjobs import SUSPENDED, TurnJobs
 __all__ = ["Outcome", "RunPolicy", "SessionManager", "new_session_id"]
 
 _SWEEP_EVERY: Final = 1.0
-_POLL_FIRST: Final = 0.02  # waiting for a key's turn on another replica: first pause (s)
-_POLL_MAX: Final = 0.25  # and the longest one
 
 
 class SessionManager(KeyWaits, TurnJobs):
@@ -261,11 +260,7 @@ class SessionManager(KeyWaits, TurnJobs):
         if live is not None and self._seen.get(session_id) == stored.run:
             return live
         if stored.state == SUSPENDED:
-            raise HTTPProblem(
-                ProblemType.SESSION_SUSPENDED,
-                "The session waits for approval decisions on another replica; "
-                "post them to that replica first.",
-            )
+            raise suspended_elsewhere()
         await self._forget(session_id)
         meta = decode_meta.decode(stored.meta)
         info = SessionInfo(
@@ -367,17 +362,18 @@ class SessionManager(KeyWaits, TurnJobs):
             live = self._live.get(session_id)
             if live is not None and live.suspended:
                 raise suspended(live)
-        # one store call: the key's record, or the lease and the stored session
+        # one store call: the key's record, or the lease and the stored session (and the
+        # turn-lost record that a later turn stores under the key if this one never ends)
         token = self._lease_token()
-        start = await self._begin(session_id, token, key)
-        waited = start.same_key
-        if waited:  # the first attempt of this key runs on another replica
-            start = await self._await_holder(session_id, token, key, start)
+        lost = b"" if key is None else lost_record(digest)
+        start = await self._begin(session_id, token, key, lost)
+        if start.same_key:  # the first attempt of this key runs on another replica
+            start = await self._await_holder(session_id, token, key, lost, start)
         if start.replay is not None:
             return replayed(start.replay, digest)
+        if start.suspended:
+            raise suspended_elsewhere()
         await self._leased(session_id, start.lease)
-        if waited and key is not None:  # that attempt ended without recording an outcome
-            return await self._lost(session_id, token, key, digest, start)
         keeper = self._keep(session_id, token)
         try:
             live = await self._current(session_id, self._live.get(session_id), start.session)
@@ -420,10 +416,17 @@ class SessionManager(KeyWaits, TurnJobs):
         return await asyncio.shield(job)
 
     def _begin(
-        self, session_id: str, token: str, key: str | None
+        self, session_id: str, token: str, key: str | None, lost: bytes
     ) -> Coroutine[Any, Any, TurnStart]:
+        limits = self.limits
         return self._turns.begin_turn(
-            session_id, token, lease=self.lease, ttl=self.limits.session_ttl, key=key
+            session_id,
+            token,
+            lease=self.lease,
+            ttl=limits.session_ttl,
+            key=key,
+            lost=lost,
+            keep=limits.idempotency_keys,
         )
 
     async def _acquire(self, session_id: str) -> str:

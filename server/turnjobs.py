@@ -55,6 +55,7 @@ from .records import (
     decision_problem,
     idempotency_record,
     not_found,
+    replayed,
     suspended,
 )
 from .stores import (
@@ -91,6 +92,7 @@ class TurnJobs:
     _followers: set[asyncio.Task[Any]]
 
     _relayed: Callable[[str, bytes], Awaitable[bytes]]  # the manager answers relayed decisions
+    _forget: Callable[[str], Awaitable[None]]  # and drops a live agent
 
     def body_of(self, live: AgentSession, run: AgentRun | None = None) -> bytes:
         """The response body of a session's run (``run``: the object a turn returned)."""
@@ -156,7 +158,10 @@ class TurnJobs:
         try:
             body = self.body_of(live, run)
             outcome = Outcome(status=200, body=body)
-            self._finish_here(session_id, live, token, body, key, _record(flight, outcome))
+            if not self._finish_here(session_id, live, token, body, key, _record(flight, outcome)):
+                assert self._memory is not None
+                record = None if key is None else self._memory.get_result_nowait(session_id, key)
+                outcome = _unstored(session_id, flight, record)
             finished = True
         except BaseException as error:
             _abandon(flight, error)
@@ -181,7 +186,9 @@ class TurnJobs:
         finished = False
         try:
             outcome, run = await self._drive(session_id, live, step, keeper)
-            await self._finish(session_id, live, token, run, key, _record(flight, outcome))
+            if not await self._finish(session_id, live, token, run, key, _record(flight, outcome)):
+                record = None if key is None else await self.store.get_result(session_id, key)
+                outcome = _unstored(session_id, flight, record)
             finished = True
         except BaseException as error:
             _abandon(flight, error)
@@ -215,8 +222,10 @@ class TurnJobs:
         try:
             step = live.decide(decisions, timeout=self.limits.turn_timeout)
             outcome, run = await self._drive(session_id, live, step, keeper)
-            await self._finish(session_id, live, token, run)
-            finished = True
+            finished = await self._finish(session_id, live, token, run)
+            if not finished:
+                finished = True  # (nothing to release: the lease is another's)
+                _unstored(session_id, None, None)
             return outcome
         finally:
             if not finished:
@@ -270,24 +279,27 @@ class TurnJobs:
         body: bytes,
         key: str | None = None,
         record: bytes = b"",
-    ) -> None:
+    ) -> bool:
         """Store the run (and the idempotency record) and release the lease: one store call.
 
         A suspended session's run is written first and its relay listens before the lease
         goes, so that approvals relayed by another replica find their holder at once.
+        ``False``, storing nothing, when the lease was lost (another turn took the session
+        over): this replica's agent is then dropped, the store has moved on without it.
         """
         if self._memory is not None:
-            self._finish_here(session_id, live, token, body, key, record)
-            return
+            return self._finish_here(session_id, live, token, body, key, record)
         state = SUSPENDED if live.suspended else IDLE
         ttl = self.limits.session_ttl
         run: bytes | None = body
         if state == SUSPENDED and self._relay is not None:
-            await self.store.write(session_id, body, state=state, ttl=ttl)
+            if not await self.store.write(session_id, body, state=state, ttl=ttl, token=token):
+                await self._forget(session_id)
+                return False
             self._seen[session_id] = body
             await self._relay.listen(session_id, partial(self._relayed, session_id))
             run = None
-        await self._turns.finish_turn(
+        stored = await self._turns.finish_turn(
             session_id,
             token,
             run=run,
@@ -297,10 +309,14 @@ class TurnJobs:
             record=record,
             keep=self.limits.idempotency_keys,
         )
+        if not stored:
+            await self._forget(session_id)
+            return False
         if run is not None:
             self._seen[session_id] = body
             if self._relay is not None:
                 await self._relay.unlisten(session_id)
+        return True
 
     def _finish_here(
         self,
@@ -310,10 +326,10 @@ class TurnJobs:
         body: bytes,
         key: str | None = None,
         record: bytes = b"",
-    ) -> None:
+    ) -> bool:
         """:meth:`_finish` with the in-process store: plain calls, nothing to relay."""
         assert self._memory is not None
-        self._memory.finish_turn_nowait(
+        return self._memory.finish_turn_nowait(
             session_id,
             token,
             run=body,
@@ -411,6 +427,26 @@ async def quietly(work: Awaitable[None]) -> None:
         await work
     except StoreUnavailable as error:
         logger.warning("could not release a lease: %s", error.detail)
+
+
+def _unstored(session_id: str, flight: InFlight | None, record: bytes | None) -> Outcome:
+    """The answer of a turn whose lease was lost before it could store its outcome
+    (another turn took the session over): what the store says for its key (the turn-lost
+    record that the next holder stored), else 409 ``turn-lost``. Never a 200 that the
+    store does not hold."""
+    logger.warning(
+        "session %s: the turn's lease was lost before its outcome was stored (another "
+        "turn took the session over); its outcome is not stored",
+        session_id,
+    )
+    if flight is not None and record is not None:
+        return replayed(record, flight.fingerprint)
+    raise HTTPProblem(
+        ProblemType.TURN_LOST,
+        "This turn ran, but its replica stalled past the session's lease and another "
+        "request took the session over, so its outcome was not stored (the session's run "
+        "does not include it) and its effects are unknown.",
+    )
 
 
 def _record(flight: InFlight | None, outcome: Outcome) -> bytes:

@@ -97,8 +97,11 @@ class SessionStore(Protocol):
         """The session, or ``None`` if absent or expired; ``ttl`` renews its expiry."""
         ...
 
-    async def write(self, session_id: str, run: bytes, *, state: str, ttl: float) -> bool:
-        """Replace the session's run and state and renew its expiry; ``False`` if gone."""
+    async def write(
+        self, session_id: str, run: bytes, *, state: str, ttl: float, token: str | None = None
+    ) -> bool:
+        """Replace the session's run and state and renew its expiry; ``False`` if gone, or
+        if ``token`` is given and another acquisition took the lease since it did."""
         ...
 
     async def delete(self, session_id: str) -> bool:
@@ -141,13 +144,15 @@ class TurnStart(msgspec.Struct, frozen=True, gc=False):
     ``None``: none was taken); otherwise ``lease`` tells, and with ``ACQUIRED``
     ``session`` is the session as stored. With ``BUSY``, ``same_key`` is true when the
     lease's holder is a turn under the same key (never, from a store that does not
-    record the holder's key).
+    record the holder's key). ``suspended`` (with ``BUSY``; no lease taken): the session
+    waits for approval decisions, so it takes no turn.
     """
 
     lease: Lease | None
     session: StoredSession | None = None
     replay: bytes | None = None
     same_key: bool = False
+    suspended: bool = False
 
 
 @runtime_checkable
@@ -155,10 +160,20 @@ class TurnStore(Protocol):
     """A store that does a turn's bookkeeping in two atomic steps (one round trip each)."""
 
     async def begin_turn(
-        self, session_id: str, token: str, *, lease: float, ttl: float, key: str | None = None
+        self,
+        session_id: str,
+        token: str,
+        *,
+        lease: float,
+        ttl: float,
+        key: str | None = None,
+        lost: bytes = b"",
+        keep: int = 0,
     ) -> TurnStart:
         """``get_result(key)`` if ``key``; unless it answers, ``acquire`` then ``read``
-        (recording ``key`` as the holder's, so that a ``BUSY`` can tell ``same_key``)."""
+        (recording ``key`` as the holder's, so that a ``BUSY`` can tell ``same_key``, and
+        ``lost``: the record that a later turn stores under ``key``, keeping ``keep``, if
+        this holder never finishes)."""
         ...
 
     async def finish_turn(
@@ -172,22 +187,36 @@ class TurnStore(Protocol):
         key: str | None = None,
         record: bytes = b"",
         keep: int = 0,
-    ) -> None:
-        """``write`` (unless ``run`` is ``None``), ``put_result`` (if ``key``), ``release``."""
+    ) -> bool:
+        """``write`` (unless ``run`` is ``None``), ``put_result`` (if ``key``), ``release``,
+        only while ``token`` holds the lease (or held it last); ``False``, storing
+        nothing, when another acquisition took the lease since."""
         ...
 
 
 class ComposedTurns:
     """:class:`TurnStore` from a store's single operations (several calls, not atomic).
 
-    The single operations do not record a holder's key, so ``same_key`` is never true.
+    The single operations do not record a holder's key, so ``same_key`` is never true,
+    a holder that died leaves no turn-lost record (``lost`` is ignored), and
+    ``finish_turn`` is not fenced (it stores whatever the token): enough for a store in
+    one process, whose turns die with it and whose leases last as long as a turn may run.
+    A store shared by replicas implements :class:`TurnStore` itself.
     """
 
     def __init__(self, store: SessionStore) -> None:
         self.store = store
 
     async def begin_turn(
-        self, session_id: str, token: str, *, lease: float, ttl: float, key: str | None = None
+        self,
+        session_id: str,
+        token: str,
+        *,
+        lease: float,
+        ttl: float,
+        key: str | None = None,
+        lost: bytes = b"",
+        keep: int = 0,
     ) -> TurnStart:
         store = self.store
         if key is not None:
@@ -200,6 +229,9 @@ class ComposedTurns:
         stored = await store.read(session_id)
         if stored is None:  # gone in between (a store whose steps are not atomic)
             return TurnStart(lease=Lease.MISSING)
+        if stored.state == "suspended":
+            await store.release(session_id, token)
+            return TurnStart(lease=Lease.BUSY, suspended=True)
         return TurnStart(lease=outcome, session=stored)
 
     async def finish_turn(
@@ -213,13 +245,14 @@ class ComposedTurns:
         key: str | None = None,
         record: bytes = b"",
         keep: int = 0,
-    ) -> None:
+    ) -> bool:
         store = self.store
         try:
             if run is not None:
                 await store.write(session_id, run, state=state, ttl=ttl)
             if key is not None:
                 await store.put_result(session_id, key, record, keep=keep)
+            return True
         finally:
             await store.release(session_id, token)
 

@@ -83,13 +83,17 @@ class MemoryStore:
             entry.expires = now + ttl
         return StoredSession(meta=entry.meta, run=entry.run, state=entry.state)
 
-    async def write(self, session_id: str, run: bytes, *, state: str, ttl: float) -> bool:
-        return self._write(session_id, run, state, ttl)
+    async def write(
+        self, session_id: str, run: bytes, *, state: str, ttl: float, token: str | None = None
+    ) -> bool:
+        return self._write(session_id, run, state, ttl, token)
 
-    def _write(self, session_id: str, run: bytes, state: str, ttl: float) -> bool:
+    def _write(
+        self, session_id: str, run: bytes, state: str, ttl: float, token: str | None = None
+    ) -> bool:
         now = self._clock()
         entry = self._live(session_id, now)
-        if entry is None:
+        if entry is None or (token is not None and entry.lease_token != token):
             return False
         _write_entry(entry, run, state, now + ttl)
         return True
@@ -155,24 +159,23 @@ class MemoryStore:
         key: str | None = None,
         record: bytes = b"",
         keep: int = 0,
-    ) -> None:
-        """``write`` (unless ``run`` is ``None``), ``put_result`` (if ``key``), ``release``."""
+    ) -> bool:
+        """``write`` (unless ``run`` is ``None``), ``put_result`` (if ``key``), ``release``,
+        only if ``token`` took the lease last (it may have lapsed since); ``False``,
+        storing nothing, if another acquisition took it since (or it was released)."""
         now = self._clock()
         entry = self._entries.get(session_id)
-        if entry is not None and entry.lease_token == token and entry.lease_expires > now:
-            # The holder's lease is current, so its session cannot have expired: the same
-            # three steps on the entry at hand.
-            if run is not None:
-                _write_entry(entry, run, state, now + ttl)
-            if key is not None:
-                self._put_result(session_id, key, record, keep)
-            _release_entry(entry, now)
-            return
+        if entry is None or entry.lease_token != token:
+            return False
+        if entry.lease_expires <= now and self._live(session_id, now) is None:
+            return False  # the lease lapsed and the session expired since
+        # The same three steps on the entry at hand.
         if run is not None:
-            self._write(session_id, run, state, ttl)
+            _write_entry(entry, run, state, now + ttl)
         if key is not None:
             self._put_result(session_id, key, record, keep)
-        self.release_nowait(session_id, token)
+        _release_entry(entry, now)
+        return True
 
     async def count(self) -> int:
         self._purge(self._clock())

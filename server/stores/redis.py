@@ -197,8 +197,13 @@ class RedisStore:
         meta, run, state = found
         return StoredSession(meta=meta, run=run, state=state.decode())
 
-    async def write(self, session_id: str, run: bytes, *, state: str, ttl: float) -> bool:
-        return bool(await self._run(self._write, self.prefix, session_id, run, state, _ms(ttl)))
+    async def write(
+        self, session_id: str, run: bytes, *, state: str, ttl: float, token: str | None = None
+    ) -> bool:
+        written = await self._run(
+            self._write, self.prefix, session_id, run, state, _ms(ttl), token or ""
+        )
+        return bool(written)
 
     async def delete(self, session_id: str) -> bool:
         return bool(await self._run(self._delete, self.prefix, session_id))
@@ -226,7 +231,15 @@ class RedisStore:
         await self._run(self._put_result, self.prefix, session_id, key, record, keep)
 
     async def begin_turn(
-        self, session_id: str, token: str, *, lease: float, ttl: float, key: str | None = None
+        self,
+        session_id: str,
+        token: str,
+        *,
+        lease: float,
+        ttl: float,
+        key: str | None = None,
+        lost: bytes = b"",
+        keep: int = 0,
     ) -> TurnStart:
         found = await self._run(
             self._begin_turn,
@@ -237,10 +250,14 @@ class RedisStore:
             _ms(ttl),
             0 if key is None else 1,
             key or "",
+            lost,
+            keep,
         )
         outcome = found[0].decode()
         if outcome == "replay":
             return TurnStart(lease=None, replay=bytes(found[1]))
+        if outcome == "suspended":
+            return TurnStart(lease=Lease.BUSY, suspended=True)
         if outcome != "acquired":
             return TurnStart(lease=Lease(outcome), same_key=len(found) > 1 and found[1] == 1)
         _, meta, run, state = found
@@ -258,8 +275,8 @@ class RedisStore:
         key: str | None = None,
         record: bytes = b"",
         keep: int = 0,
-    ) -> None:
-        await self._run(
+    ) -> bool:
+        stored = await self._run(
             self._finish_turn,
             self.prefix,
             session_id,
@@ -273,6 +290,7 @@ class RedisStore:
             record,
             keep,
         )
+        return bool(stored)
 
     async def count(self) -> int:
         return int(await self._run(self._count, self.prefix))

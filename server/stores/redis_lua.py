@@ -60,26 +60,6 @@ local function write_run(id, run, state, ttl)
   renew(id, ttl)
   return 1
 end
-local function take_lease(id, token, lease, ttl)
-  local s, l = keys_of(id)
-  local holder = redis.call('GET', l)
-  if holder and holder ~= token then return 'busy' end
-  redis.call('SET', l, token, 'PX', lease)
-  renew(id, ttl)
-  return 'acquired'
-end
-local function release(id, token)
-  local s, l = keys_of(id)
-  if redis.call('GET', l) ~= token then return 0 end
-  redis.call('DEL', l)
-  local idle = tonumber(redis.call('HGET', s, 'idle'))
-  if idle then
-    local ms = idle - now
-    if ms < 1 then ms = 1 end
-    expire_in(id, ms)
-  end
-  return 1
-end
 local function put_result(id, key, record, keep)
   local s, l, r, o = keys_of(id)
   local left = redis.call('PTTL', s)
@@ -92,6 +72,48 @@ local function put_result(id, key, record, keep)
   end
   redis.call('PEXPIRE', r, left)
   redis.call('PEXPIRE', o, left)
+  return 1
+end
+local function settle(id, token)
+  -- a holder that took the lease and never gave it back died mid-turn (or stalled past
+  -- its lease): its key gets the turn-lost record it left, unless it has one
+  local s, l, r = keys_of(id)
+  if redis.call('EXISTS', l) == 1 then return end
+  local h = redis.call('HMGET', s, 'holder', 'holder_key', 'holder_lost', 'holder_keep')
+  if not h[1] or h[1] == token then return end
+  if h[2] and h[3] and h[3] ~= '' and redis.call('HEXISTS', r, h[2]) == 0 then
+    put_result(id, h[2], h[3], tonumber(h[4]))
+  end
+  redis.call('HDEL', s, 'holder', 'holder_key', 'holder_lost', 'holder_keep')
+end
+local function take_lease(id, token, lease, ttl)
+  local s, l = keys_of(id)
+  local holder = redis.call('GET', l)
+  if holder and holder ~= token then return 'busy' end
+  if not holder then settle(id, token) end
+  redis.call('SET', l, token, 'PX', lease)
+  redis.call('HSET', s, 'holder', token)
+  renew(id, ttl)
+  return 'acquired'
+end
+local function holds(id, token)
+  -- the token took the lease and no other has since (its own may have lapsed)
+  local s, l = keys_of(id)
+  local lease = redis.call('GET', l)
+  if lease and lease ~= token then return false end
+  return redis.call('HGET', s, 'holder') == token
+end
+local function release(id, token)
+  local s, l = keys_of(id)
+  if not holds(id, token) then return 0 end
+  redis.call('DEL', l)
+  redis.call('HDEL', s, 'holder', 'holder_key', 'holder_lost', 'holder_keep')
+  local idle = tonumber(redis.call('HGET', s, 'idle'))
+  if idle then
+    local ms = idle - now
+    if ms < 1 then ms = 1 end
+    expire_in(id, ms)
+  end
   return 1
 end
 local function sweep()
@@ -136,10 +158,14 @@ return found
 """
 )
 
+# ARGV: prefix, id, run, state, ttl, token ('' for none). With a token, writes only if
+# that token holds the lease (or held it last: no other took it since).
 WRITE: Final = (
     _COMMON
     + """
-return write_run(ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]))
+local id, token = ARGV[2], ARGV[6]
+if token ~= '' and not holds(id, token) then return 0 end
+return write_run(id, ARGV[3], ARGV[4], tonumber(ARGV[5]))
 """
 )
 
@@ -166,11 +192,15 @@ return take_lease(id, ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]))
 """
 )
 
-# ARGV: prefix, id, token, lease, ttl, with_key ('1' or '0'), key. Returns {'missing'},
-# {'replay', record} (the key's record; no lease taken), {'busy', same_key (1 or 0)} or
-# {'acquired', meta, run, state}. A keyed turn that takes the lease records its token
-# and key in the session's hash ('holder', 'holder_key'); a later holder's token no
-# longer matches them, so they never need clearing.
+# ARGV: prefix, id, token, lease, ttl, with_key ('1' or '0'), key, lost, keep. Returns
+# {'missing'}, {'replay', record} (the key's record; no lease taken), {'suspended'} (no
+# lease taken: the session waits for approvals), {'busy', same_key (1 or 0)} or
+# {'acquired', meta, run, state}. Taking the lease records the token in the session's
+# hash ('holder'), and for a keyed turn its key, the turn-lost record ``lost`` to store
+# under that key if the holder never gives the lease back, and ``keep`` ('holder_key',
+# 'holder_lost', 'holder_keep'); releasing clears them. A later call that finds the lease
+# free and a holder still recorded stores that record first (``settle``), so a retry of
+# the dead holder's key replays 409 turn-lost.
 BEGIN_TURN: Final = (
     _COMMON
     + """
@@ -179,10 +209,12 @@ local keyed, key = ARGV[6] == '1', ARGV[7]
 local s, l, r = keys_of(id)
 local found = redis.call('HMGET', s, 'meta', 'run', 'state')
 if not found[1] then return {'missing'} end
+settle(id, token)
 if keyed then
   local record = redis.call('HGET', r, key)
   if record then return {'replay', record} end
 end
+if found[3] == 'suspended' then return {'suspended'} end
 local outcome = take_lease(id, token, lease, ttl)
 if outcome ~= 'acquired' then
   if not keyed then return {outcome, 0} end
@@ -190,17 +222,22 @@ if outcome ~= 'acquired' then
   if holder[2] == key and holder[1] == redis.call('GET', l) then return {outcome, 1} end
   return {outcome, 0}
 end
-if keyed then redis.call('HSET', s, 'holder', token, 'holder_key', key) end
+if keyed then
+  redis.call('HSET', s, 'holder_key', key, 'holder_lost', ARGV[8], 'holder_keep', ARGV[9])
+end
 return {outcome, found[1], found[2], found[3]}
 """
 )
 
 # ARGV: prefix, id, token, with_run ('1' or '0'), run, state, ttl, with_key, key, record,
-# keep. Writes the run (if given), stores the record (if given), releases the lease.
+# keep. Only while the token holds the lease (or held it last): writes the run (if
+# given), stores the record (if given), releases the lease and returns 1; otherwise
+# changes nothing and returns 0 (another turn took the session over: fencing).
 FINISH_TURN: Final = (
     _COMMON
     + """
 local id, token = ARGV[2], ARGV[3]
+if not holds(id, token) then return 0 end
 if ARGV[4] == '1' then write_run(id, ARGV[5], ARGV[6], tonumber(ARGV[7])) end
 if ARGV[8] == '1' then put_result(id, ARGV[9], ARGV[10], tonumber(ARGV[11])) end
 return release(id, token)

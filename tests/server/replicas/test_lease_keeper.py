@@ -13,8 +13,15 @@ from dataclasses import dataclass
 
 import pytest
 import redis.asyncio as aioredis
-from evalport.protocol import ApprovalDecision, CreateSessionRequest, Message, TurnContext
+from evalport.protocol import (
+    ApprovalDecision,
+    CreateSessionRequest,
+    Message,
+    ProblemType,
+    TurnContext,
+)
 from evalport.server.limits import Limits
+from evalport.server.problems import HTTPProblem
 from evalport.server.sessions import SessionManager
 from evalport.server.stores import Lease, LeaseRenewal, MemoryStore, StoreUnavailable
 from evalport.server.stores.redis import RedisStore
@@ -141,8 +148,15 @@ async def test_a_renewal_never_takes_back_a_lease_another_holder_took(
     # the lease is lost (say the replica stalled past it) and another replica takes it
     await setup.redis.delete(f"{setup.prefix}l:{setup.session}")
     assert await setup.elsewhere.acquire(setup.session, "other", lease=5, ttl=30) is Lease.ACQUIRED
-    with caplog.at_level(logging.WARNING, logger="evalport.server"):
-        assert (await turn).status == 200  # the turn ran on
+    before = await setup.store.read(setup.session)
+    # the turn ran on, but stores nothing and does not answer a 200 the store lacks
+    with (
+        caplog.at_level(logging.WARNING, logger="evalport.server"),
+        pytest.raises(HTTPProblem) as lost,
+    ):
+        await turn
+    assert lost.value.problem_type == ProblemType.TURN_LOST
+    assert await setup.store.read(setup.session) == before
     assert await setup.holder() == b"other"  # neither renewed nor released by the turn
     assert 4000 < await setup.redis.pttl(f"{setup.prefix}l:{setup.session}") <= 5000
     assert setup.store.renewals == 1  # the first renewal found it gone and stopped
@@ -158,8 +172,10 @@ async def test_a_renewal_never_brings_back_an_expired_lease(
         await setup.redis.delete(f"{setup.prefix}l:{setup.session}")  # as if it expired
         await asyncio.sleep(0.3)  # renewals were due
         assert await setup.holder() is None
-        assert not await setup.busy_elsewhere()
+        # nobody took the session meanwhile: the turn held the lease last, so it stores
+        # its outcome (fencing refuses only a holder that another acquisition displaced)
         assert (await turn).status == 200
+    assert not await setup.busy_elsewhere()
     assert setup.store.renewals == 1
     assert "expired" in caplog.text
 

@@ -10,7 +10,14 @@ from collections.abc import AsyncIterator
 
 import pytest
 import redis.asyncio as aioredis
-from evalport.server.stores import ComposedTurns, Lease, MemoryStore, SessionStore, TurnStore
+from evalport.server.stores import (
+    ComposedTurns,
+    Lease,
+    MemoryStore,
+    SessionStore,
+    StoredSession,
+    TurnStore,
+)
 from evalport.server.stores.redis import RedisStore
 from serverkit import Build, open_session
 from support.redis import RedisServer
@@ -84,18 +91,110 @@ async def test_busy_tells_whether_the_holder_runs_the_same_key(both: Both) -> No
     assert (replay.lease, replay.replay, replay.same_key) == (None, b"rec", False)
 
 
-async def test_a_lease_that_vanished_is_taken_by_the_retry(both: Both) -> None:
+async def test_a_holder_that_died_leaves_its_turn_lost_record_to_the_next_call(
+    both: Both,
+) -> None:
+    """Redis stores the dead holder's ``lost`` record under its key when the next call
+    finds its lease lapsed; the composition (one process: its turns die with it) does not."""
     store, turns = both.store, both.turns
     await store.create("a", b"m", b"run0", ttl=10, limit=5)
-    assert (
-        await turns.begin_turn("a", "dead", lease=0.1, ttl=10, key="k1")
-    ).lease is Lease.ACQUIRED
+    dead = await turns.begin_turn("a", "dead", lease=0.1, ttl=10, key="k1", lost=b"L1", keep=4)
+    assert dead.lease is Lease.ACQUIRED
     assert (await turns.begin_turn("a", "retry", lease=5, ttl=10, key="k1")).same_key is both.shared
-    await asyncio.sleep(0.2)  # the holder died: its lease expires, leaving no record
-    start = await turns.begin_turn("a", "retry", lease=5, ttl=10, key="k1")
-    assert start.lease is Lease.ACQUIRED and start.session is not None
-    # the retry holds it now, under the same key
-    assert (await turns.begin_turn("a", "third", lease=5, ttl=10, key="k1")).same_key is both.shared
+    await asyncio.sleep(0.2)  # the holder died: its lease lapses, no record stored
+    start = await turns.begin_turn("a", "retry", lease=5, ttl=10, key="k1", lost=b"L2", keep=4)
+    if both.shared:  # the retry replays turn-lost, however late, and takes no lease
+        assert (start.lease, start.replay) == (None, b"L1")
+        assert await store.get_result("a", "k1") == b"L1"
+        assert (await turns.begin_turn("a", "next", lease=5, ttl=10)).lease is Lease.ACQUIRED
+    else:
+        assert start.lease is Lease.ACQUIRED and start.session is not None
+    # the dead holder's finish, when it comes back, stores nothing (fencing, Redis)
+    stored = await turns.finish_turn(
+        "a", "dead", run=b"late", state="idle", ttl=10, key="k1", record=b"R", keep=4
+    )
+    assert stored is not both.shared
+
+
+async def test_another_turn_settles_the_dead_holders_key_first(both: Both) -> None:
+    """Any later acquisition (another key, none, a plain ``acquire``) stores the lost
+    record of a holder that died, so its key's retry still replays turn-lost."""
+    if not both.shared:
+        pytest.skip("a store in one process has no holder that died without it")
+    store, turns = both.store, both.turns
+    for n, take in enumerate(("k2", None, "acquire")):
+        session = f"s{n}"
+        await store.create(session, b"m", b"run0", ttl=10, limit=5)
+        await turns.begin_turn(session, "dead", lease=0.05, ttl=10, key="k1", lost=b"L", keep=4)
+        await asyncio.sleep(0.1)
+        if take == "acquire":
+            assert await store.acquire(session, "t", lease=5, ttl=10) is Lease.ACQUIRED
+        else:
+            started = await turns.begin_turn(session, "t", lease=5, ttl=10, key=take)
+            assert started.lease is Lease.ACQUIRED
+        assert await turns.finish_turn(session, "t", run=b"r2", state="idle", ttl=10)
+        replay = await turns.begin_turn(session, "retry", lease=5, ttl=10, key="k1")
+        assert (replay.lease, replay.replay) == (None, b"L"), take
+
+
+async def test_a_holder_that_released_without_a_record_leaves_nothing_lost(both: Both) -> None:
+    """A holder that answered a problem releases without a record: its key's retry takes
+    the lease and runs the turn (it is not turn-lost)."""
+    store, turns = both.store, both.turns
+    await store.create("a", b"m", b"run0", ttl=10, limit=5)
+    await turns.begin_turn("a", "one", lease=0.1, ttl=10, key="k1", lost=b"L", keep=4)
+    await store.release("a", "one")
+    await asyncio.sleep(0.15)
+    start = await turns.begin_turn("a", "retry", lease=5, ttl=10, key="k1", lost=b"L", keep=4)
+    assert (start.lease, start.replay) == (Lease.ACQUIRED, None)
+    assert await store.get_result("a", "k1") is None
+
+
+async def test_finish_and_write_are_fenced_by_the_token(both: Both) -> None:
+    """A holder whose lease another acquisition took stores nothing (finish, or a write
+    with its token); one whose lease lapsed with nobody taking it still stores."""
+    store, turns = both.store, both.turns
+    await store.create("a", b"m", b"run0", ttl=10, limit=5)
+    await turns.begin_turn("a", "slow", lease=0.05, ttl=10, key="k1", lost=b"L", keep=4)
+    await asyncio.sleep(0.1)  # lapsed, nobody took it: still the last holder
+    assert await store.write("a", b"run1", state="idle", ttl=10, token="slow")
+    assert await turns.finish_turn(
+        "a", "slow", run=b"run2", state="idle", ttl=10, key="k1", record=b"R1", keep=4
+    )
+    assert await store.get_result("a", "k1") == b"R1"
+    await turns.begin_turn("a", "stalled", lease=0.05, ttl=10, key="k2", lost=b"L2", keep=4)
+    await asyncio.sleep(0.1)
+    assert (await turns.begin_turn("a", "new", lease=5, ttl=10, key="k3")).lease is Lease.ACQUIRED
+    assert not await store.write("a", b"stale", state="suspended", ttl=10, token="stalled")
+    stored = await turns.finish_turn(
+        "a", "stalled", run=b"stale", state="idle", ttl=10, key="k2", record=b"R2", keep=4
+    )
+    assert stored is not both.shared  # (the composition is not fenced: one process)
+    assert await turns.finish_turn("a", "new", run=b"run3", state="idle", ttl=10)
+    session = await store.read("a")
+    assert session is not None and session.run == b"run3"
+    assert await store.get_result("a", "k2") == (b"L2" if both.shared else b"R2")
+
+
+def test_the_memory_stores_own_finish_is_fenced() -> None:
+    """``MemoryStore.finish_turn_nowait`` (the adapter's path with the memory store)
+    stores only for the token that took the lease last, as Redis's script does."""
+    now = [0.0]
+    store = MemoryStore(clock=lambda: now[0])
+    asyncio.run(store.create("a", b"m", b"run0", ttl=10, limit=5))
+    assert store.acquire_nowait("a", "one", lease=1, ttl=10) is Lease.ACQUIRED
+    now[0] = 2.0  # lapsed, nobody took it: still the last holder
+    assert store.finish_turn_nowait("a", "one", run=b"run1", state="idle", ttl=10)
+    assert store.acquire_nowait("a", "two", lease=1, ttl=10) is Lease.ACQUIRED
+    now[0] = 4.0
+    assert store.acquire_nowait("a", "three", lease=1, ttl=10) is Lease.ACQUIRED
+    stale = store.finish_turn_nowait(
+        "a", "two", run=b"stale", state="idle", ttl=10, key="k", record=b"R", keep=2
+    )
+    assert not stale and not asyncio.run(store.write("a", b"x", state="idle", ttl=9, token="two"))
+    assert store.get_result_nowait("a", "k") is None
+    assert store.finish_turn_nowait("a", "three", run=b"run3", state="idle", ttl=10)
+    assert asyncio.run(store.read("a")) == StoredSession(meta=b"m", run=b"run3", state="idle")
 
 
 async def test_finish_writes_stores_the_record_and_releases(both: Both) -> None:
@@ -111,20 +210,27 @@ async def test_finish_writes_stores_the_record_and_releases(both: Both) -> None:
     # the key's record answers: no lease is taken, so another token acquires afterwards
     replay = await turns.begin_turn("a", "two", lease=5, ttl=10, key="k1")
     assert (replay.lease, replay.session, replay.replay) == (None, None, b"rec1")
+    # a suspended session takes no turn (and no lease): it waits for its approvals
+    refused = await turns.begin_turn("a", "two", lease=5, ttl=10, key="k2")
+    assert (refused.lease, refused.suspended, refused.session) == (Lease.BUSY, True, None)
+    assert await store.acquire("a", "probe", lease=5, ttl=10) is Lease.ACQUIRED
+    await store.release("a", "probe")
+    assert await store.write("a", b"run1", state="idle", ttl=10)  # (decided)
     start = await turns.begin_turn("a", "two", lease=5, ttl=10, key="k2")
     assert start.lease is Lease.ACQUIRED
     # without a run only the record is stored; the newest ``keep`` records stay
-    await turns.finish_turn(
+    assert await turns.finish_turn(
         "a", "two", run=None, state="idle", ttl=10, key="k2", record=b"r2", keep=2
     )
-    await turns.finish_turn(
-        "a", "gone", run=None, state="idle", ttl=10, key="k3", record=b"r3", keep=2
+    assert (await turns.begin_turn("a", "three", lease=5, ttl=10, key="k3")).session
+    assert await turns.finish_turn(
+        "a", "three", run=None, state="idle", ttl=10, key="k3", record=b"r3", keep=2
     )
     stored = await store.read("a")
-    assert stored is not None and (stored.run, stored.state) == (b"run1", "suspended")
+    assert stored is not None and (stored.run, stored.state) == (b"run1", "idle")
     assert await store.get_result("a", "k1") is None
     assert (await store.get_result("a", "k2"), await store.get_result("a", "k3")) == (b"r2", b"r3")
-    assert await store.acquire("a", "three", lease=5, ttl=10) is Lease.ACQUIRED
+    assert await store.acquire("a", "four", lease=5, ttl=10) is Lease.ACQUIRED
 
 
 async def test_finish_by_a_token_that_lost_the_lease_releases_nothing(both: Both) -> None:
