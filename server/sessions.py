@@ -25,7 +25,7 @@ Rules:
   the stored run; if this process has not seen the session, or another replica has
   moved it on since, the agent is rebuilt from the stored run (its factory again, then
   the handler's ``restore(history, run)`` hook). A session suspended on another replica
-  refuses turns (409 ``session-suspended``). Approvals posted to another replica are
+  refuses turns (409 ``session-suspended``, without taking its lease). Approvals posted to another replica are
   relayed to the holder when the store can (:class:`~.stores.ApprovalRelay`: Redis
   pub/sub), else refused with 409 ``session-busy`` (route them to the holder).
 - A repeated key whose first attempt still runs on another replica waits for it (or

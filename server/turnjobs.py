@@ -10,6 +10,11 @@ runs once a turn (or a decision) holds its session's lease; the rules are those 
 - Then one store call writes the run and the idempotency record (when the request had a
   key) and releases the lease; whatever fails on the way releases the lease and hands
   the failure to repeats of the key that wait.
+- That call is fenced: it stores nothing if another turn took the lease since (this one
+  stalled past it). The turn then answers what the store holds for its key (the
+  turn-lost record its successor stored), else 409 ``turn-lost``, never a 200 the store
+  does not hold; it is logged and this replica's agent is dropped (rebuilt from the
+  store next time).
 - With the in-process store the request runs the job itself, with plain calls; a request
   cancelled while the agent runs hands the rest to a job that follows the turn
   (:meth:`TurnJobs._follow`, which :meth:`SessionManager.aclose` waits for).

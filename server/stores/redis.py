@@ -9,9 +9,10 @@ short and its holder renews it. Install with ``pip install 'evalport[redis]'``.
 Rules:
 
 - Keys (``prefix`` defaults to ``evalport:``): ``s:{id}`` a hash of ``meta``, ``run`` and
-  ``state`` (and ``holder``, ``holder_key``: the token and idempotency key of the last
-  keyed turn that took the lease); ``l:{id}`` the turn lease (its token, with a Redis
-  expiry); ``r:{id}`` and
+  ``state`` (and while a lease is taken and not given back: ``holder``, the token that
+  took it last; for a keyed turn ``holder_key``, ``holder_lost`` and ``holder_keep``,
+  its idempotency key, its turn-lost record and how many records to keep); ``l:{id}``
+  the turn lease (its token, with a Redis expiry); ``r:{id}`` and
   ``o:{id}`` the idempotency records and their order; ``index`` a sorted set of live ids
   scored by their expiry; ``gone`` a sorted set of recently expired or deleted ids.
 - Expiry is Redis's own (``PEXPIRE``): every renewal records the idle deadline
@@ -26,7 +27,13 @@ Rules:
   session's keys, if the lease now ends later than the idle deadline) only if it holds
   the caller's token, so an expired lease stays expired. ``begin_turn`` refused with
   ``busy`` reports ``same_key`` when the lease's token is the one recorded with the
-  caller's key.
+  caller's key; it takes no lease of a suspended session.
+- Fencing and lost turns: ``finish_turn``, ``release`` and ``write`` with a token act
+  only while ``holder`` is that token (and no other token holds ``l:{id}``); a holder
+  displaced after its lease lapsed changes nothing. Any acquisition that finds
+  ``l:{id}`` absent while ``holder`` is still set first stores ``holder_lost`` under
+  ``holder_key`` (unless a record is there), so the dead holder's key answers 409
+  ``turn-lost`` from then on.
 - :meth:`RedisStore.purge_expired` returns the ids that expired **or were deleted** since
   this store object last asked (kept ``gone_seconds``), so every replica closes its own
   live agents of sessions that ended elsewhere.

@@ -2,8 +2,10 @@
 
 Each script runs atomically in Redis. ``BEGIN_TURN`` and ``FINISH_TURN`` compose the
 single operations (acquire and read, or look up the idempotency record; write, store the
-record and release) so that a turn costs two round trips. ``ARGV[1]`` is always the key prefix; keys are
-built from it inside the script, so the scripts need one Redis server (not a cluster).
+record and release) so that a turn costs two round trips; every acquisition records its
+token as the session's ``holder``, which fences the finish (see ``holds`` and
+``settle``). ``ARGV[1]`` is always the key prefix; keys are built from it inside the
+script, so the scripts need one Redis server (not a cluster).
 Times come from Redis's ``TIME``. See :mod:`evalport.server.stores.redis` for the rules.
 """
 

@@ -17,7 +17,7 @@ import redis.asyncio as aioredis
 from evalport.protocol import AgentRun, CreateSessionRequest, Message, SessionInfo, TurnContext
 from evalport.server.limits import Limits
 from evalport.server.problems import HTTPProblem
-from evalport.server.records import Outcome
+from evalport.server.records import Outcome, fingerprint, replayed
 from evalport.server.sessions import SessionManager
 from evalport.server.stores import StoreUnavailable, TurnStart
 from evalport.server.stores.redis import RedisStore
@@ -169,8 +169,6 @@ async def test_a_retry_after_a_dead_holders_lease_lapsed_is_turn_lost(cluster: C
     assert WORLD.ran == ["pay"]  # not run a second time
     assert await cluster.stored_messages(session) == []
     # the turn-lost record is bound to the key's message, like any record
-    from evalport.server.records import fingerprint, replayed
-
     stored = await cluster.a.store.get_result(session, "K")
     assert stored is not None and replayed(stored, fingerprint("pay")) == late
 
