@@ -1,6 +1,6 @@
 """A keyed turn retried on another replica while its first attempt still runs: the retry
 waits for that attempt's outcome (two real ``evalport serve`` processes over one real
-Redis), a different key is refused at once, and a retry whose holder died runs the turn."""
+Redis), a different key is refused at once, and a retry whose holder died is turn-lost."""
 
 from __future__ import annotations
 
