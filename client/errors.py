@@ -101,7 +101,9 @@ class NotSuspended(SessionConflict):
 
 
 class TurnLost(SessionConflict):
-    """The turn's first attempt under its key died with its replica; its effects are unknown."""
+    """The turn under this key ended without a stored outcome (its replica died, or stalled
+    and lost its lease to another turn); its effects are unknown. Send it under a new key
+    to run it again."""
 
 
 class TurnTimedOut(TargetError):
