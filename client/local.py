@@ -40,6 +40,7 @@ from evalport.protocol import (
     session_factory,
 )
 from evalport.protocol import runtime as _runtime
+from evalport.protocol import session_errors as _errors
 from evalport.protocol.faults import as_faults
 from evalport.protocol.policy import TracePolicy
 
@@ -161,15 +162,15 @@ class LocalTarget:
             await live.close()
 
 
-_RUNTIME_ERRORS = (_runtime.RuntimeStateError, _runtime.DecisionError, _runtime.TurnTimeout)
+_RUNTIME_ERRORS = (_errors.RuntimeStateError, _errors.DecisionError, _errors.TurnTimeout)
 """What a turn of the runtime raises that a target reports as HttpTarget would."""
 
 
 def _turn_error(session_id: str, error: Exception) -> TargetError:
     """The target error for one of :data:`_RUNTIME_ERRORS` (raised ``from None``)."""
-    if isinstance(error, _runtime.RuntimeStateError):
+    if isinstance(error, _errors.RuntimeStateError):
         return _state_error(session_id, error)
-    if isinstance(error, _runtime.DecisionError):
+    if isinstance(error, _errors.DecisionError):
         return RequestRejected(
             f"decisions for session {session_id!r} do not match its pending calls: {error}",
             problem_type=ProblemType.INVALID_BODY,
@@ -183,13 +184,13 @@ def _turn_error(session_id: str, error: Exception) -> TargetError:
     )
 
 
-def _state_error(session_id: str, error: _runtime.RuntimeStateError) -> TargetError:
+def _state_error(session_id: str, error: _errors.RuntimeStateError) -> TargetError:
     kind: type[TargetError]
-    if isinstance(error, _runtime.SessionBusy):
+    if isinstance(error, _errors.SessionBusy):
         kind, problem_type = SessionBusy, ProblemType.SESSION_BUSY
-    elif isinstance(error, _runtime.SessionSuspended):
+    elif isinstance(error, _errors.SessionSuspended):
         kind, problem_type = SessionSuspended, ProblemType.SESSION_SUSPENDED
-    elif isinstance(error, _runtime.NotSuspended):
+    elif isinstance(error, _errors.NotSuspended):
         kind, problem_type = NotSuspended, ProblemType.NOT_SUSPENDED
     else:
         kind, problem_type = SessionNotFound, ProblemType.SESSION_NOT_FOUND

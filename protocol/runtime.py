@@ -64,7 +64,6 @@ from .recorder import ApprovalResult, TurnContext
 from .session_errors import (
     DecisionError,
     NotSuspended,
-    RuntimeStateError,
     SessionBusy,
     SessionClosed,
     SessionSuspended,
@@ -72,16 +71,7 @@ from .session_errors import (
 )
 from .stamps import error_info
 
-__all__ = [
-    "AgentSession",
-    "DecisionError",
-    "NotSuspended",
-    "RuntimeStateError",
-    "SessionBusy",
-    "SessionClosed",
-    "SessionSuspended",
-    "TurnTimeout",
-]
+__all__ = ["AgentSession"]  # what it raises: evalport.protocol.session_errors
 
 logger = logging.getLogger("evalport.agent")
 

@@ -8,19 +8,28 @@ import asyncio
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 import redis
 from support.redis import RedisServer
-
-from .short_lease import short_lease_replicas
+from support.replicas import running_replicas
 
 pytestmark = pytest.mark.e2e
 
 TOKEN = "lease-token-0123456789"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 BUSY = "urn:evalport:problem:session-busy"
+AGENT = str(Path(__file__).with_name("agents.py")) + ":agent"
+
+
+def short_lease_replicas(store: str, lease_ttl: float, effects: Path) -> Any:
+    """Two ``evalport serve`` replicas over ``store`` whose turn leases last ``lease_ttl`` s."""
+    options = ["--lease-ttl", str(lease_ttl), "--turn-timeout", "10"]
+    return running_replicas(
+        AGENT, store=store, token=TOKEN, options=options, env={"EFFECTS": str(effects)}
+    )
 
 
 def database(redis_server: RedisServer, number: int) -> str:
@@ -66,9 +75,7 @@ async def test_a_turn_longer_than_its_lease_keeps_it_on_a_live_replica(
 ) -> None:
     effects = tmp_path / "effects.log"
     store = database(redis_server, 9)
-    with short_lease_replicas(
-        store=store, token=TOKEN, lease_ttl=0.6, env={"EFFECTS": str(effects)}
-    ) as (a, b):
+    with short_lease_replicas(store, 0.6, effects) as (a, b):
         async with (
             httpx.AsyncClient(base_url=a.url, headers=AUTH, timeout=10) as on_a,
             httpx.AsyncClient(base_url=b.url, headers=AUTH, timeout=10) as on_b,
@@ -104,12 +111,7 @@ async def test_a_replica_killed_mid_turn_frees_its_sessions_within_one_lease(
 ) -> None:
     lease_ttl = 1.0
     effects = tmp_path / "effects.log"
-    with short_lease_replicas(
-        store=database(redis_server, 10),
-        token=TOKEN,
-        lease_ttl=lease_ttl,
-        env={"EFFECTS": str(effects)},
-    ) as (a, b):
+    with short_lease_replicas(database(redis_server, 10), lease_ttl, effects) as (a, b):
         async with (
             httpx.AsyncClient(base_url=a.url, headers=AUTH, timeout=10) as on_a,
             httpx.AsyncClient(base_url=b.url, headers=AUTH, timeout=10) as on_b,
