@@ -49,8 +49,7 @@ from evalport.client.assertions import (
     at_least,
     between,
 )
-from evalport.protocol import AgentRun, decode_run
-from evalport.protocol.policy import TracePolicy
+from evalport.protocol import AgentRun, TracePolicy, decode_run
 
 STEPS = 200
 TOOLS = ("search_orders", "order_status", "lookup_customer", "refund_order", "send_email")

@@ -35,17 +35,15 @@ from typing import Any
 import msgspec
 from evalport.protocol import (
     AgentRun,
-    AgentSession,
     RunEnvelope,
-    SessionInfo,
     ToolCall,
-    TurnContext,
+    TracePolicy,
     Usage,
     decode_run,
     encode,
     is_digest,
 )
-from evalport.protocol.policy import TracePolicy
+from evalport.protocol.runtime import AgentSession, SessionInfo, TurnContext
 
 STEPS = 800
 EVERY = 3

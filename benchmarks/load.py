@@ -43,7 +43,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalport.protocol import AgentRun, Message, SessionInfo, TurnContext, tool
+from evalport.protocol import AgentRun, Message
+from evalport.protocol.runtime import SessionInfo, TurnContext, tool
 
 SESSIONS = 500
 TURNS = 5
@@ -140,7 +141,7 @@ def servers(count: int, store: str) -> Iterator[list[tuple[str, int]]]:
         started = []
         for _ in range(count):
             port = _free_port()
-            args = [sys.executable, "-m", "evalport.protocol.cli", "serve", target,
+            args = [sys.executable, "-m", "evalport.protocol._cli", "serve", target,
                     "--port", str(port), "--store", store, "--log-level", "warning",
                     "--max-sessions", "100000"]  # fmt: skip
             probe = b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n"

@@ -111,7 +111,7 @@ def serve(port: int, token: str) -> subprocess.Popen[bytes]:
     command = [
         sys.executable,
         "-m",
-        "evalport.protocol.cli",
+        "evalport.protocol._cli",
         "serve",
         f"{AGENT_FILE}:instant_agent",
         "--port",

@@ -172,8 +172,8 @@ def _floor_turn(second: Any) -> Any:
     """--layers "floor": the work any turn must do, and nothing else (see the docstring)."""
     import msgspec
     from evalport.protocol import Message, RunEnvelope, Step
-    from evalport.protocol.eager import start_task
-    from evalport.protocol.stamps import new_id, utc_now
+    from evalport.protocol.runtime._stamps import new_id, utc_now
+    from evalport.protocol.runtime._tasks import start_task
     from evalport.server.records import Outcome
 
     encode = msgspec.json.Encoder().encode

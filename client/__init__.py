@@ -9,8 +9,10 @@ from evalport.protocol import require as _require
 
 _require("httpx", "client", "evalport.client")
 
-from evalport.protocol.messages import ToolFault  # noqa: E402
-from evalport.protocol.policy import TracePolicy  # noqa: E402
+from evalport.protocol import (  # noqa: E402
+    ToolFault,
+    TracePolicy,
+)
 
 from .cache import CachingTarget, RunCache  # noqa: E402
 from .cases import Case, cases_from, eval_case, run_trial  # noqa: E402

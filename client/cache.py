@@ -38,10 +38,10 @@ from evalport.protocol import (
     ApprovalDecision,
     Step,
     ToolFault,
+    TracePolicy,
     __version__,
     compact_json,
 )
-from evalport.protocol.policy import TracePolicy
 
 from .target import Session, Target, TargetIdentity, Turn, faults_option
 

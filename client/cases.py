@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Final, TypeVar, overload
 
 from evalport.protocol import ToolFault
-from evalport.protocol.faults import as_faults
+from evalport.protocol.runtime._faults import as_faults
 
 from .conversation import ApprovalPolicy
 from .datasets import Dataset, DatasetRow

@@ -20,9 +20,8 @@ from typing import Any, Final, Literal
 
 import httpx
 import msgspec
-from evalport.protocol import AgentRun, Health, Problem, decode_response, decode_run
+from evalport.protocol import AgentRun, Health, Problem, TracePolicy, decode_response, decode_run
 from evalport.protocol import ProtocolError as WireProtocolError
-from evalport.protocol.policy import TracePolicy
 
 from .errors import ProtocolError, Secrets, TargetError, TargetUnavailable, body_excerpt, error_for
 from .retry import RetryPolicy, parse_retry_after

@@ -24,10 +24,10 @@ from typing import Any, Final
 
 import httpx
 import msgspec
-from evalport.protocol import Problem, ProblemType
+from evalport.protocol import Problem, ProblemType, compact_json
 from evalport.protocol import ProtocolError as _WireProtocolError
-from evalport.protocol.codec import EXCERPT_BYTES
-from evalport.protocol.digest import _shape, compact_json
+from evalport.protocol._codec import EXCERPT_BYTES
+from evalport.protocol._digest import _shape
 
 __all__ = [
     "AuthFailed",

@@ -38,11 +38,11 @@ from evalport.protocol import (
     CreateSessionResponse,
     Health,
     ToolFault,
+    TracePolicy,
     TurnRequest,
     encode,
 )
-from evalport.protocol.faults import as_faults
-from evalport.protocol.policy import TracePolicy
+from evalport.protocol.runtime._faults import as_faults
 from msgspec import UNSET
 
 from .channel import DEFAULT_TIMEOUT, Channel

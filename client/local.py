@@ -32,17 +32,14 @@ from evalport.protocol import (
     AgentRun,
     ProblemType,
     RunEnvelope,
-    SessionInfo,
     ToolFault,
-    agent_identity,
+    TracePolicy,
     decode_run,
     encode,
-    session_factory,
 )
-from evalport.protocol import runtime as _runtime
-from evalport.protocol import session_errors as _errors
-from evalport.protocol.faults import as_faults
-from evalport.protocol.policy import TracePolicy
+from evalport.protocol.runtime import SessionInfo, _errors, agent_identity, session_factory
+from evalport.protocol.runtime import _session as _runtime
+from evalport.protocol.runtime._faults import as_faults
 
 from .errors import (
     NotSuspended,

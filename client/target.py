@@ -11,7 +11,7 @@ Rules:
 - Async first. ``identity`` names what answers (URL or local agent, agent name and
   version) for reports and the run cache.
 - ``open(faults=[ToolFault(...)])`` opens a session whose tool calls get those faults
-  injected (:mod:`evalport.protocol.faults`). A target that cannot honour them raises
+  injected (:mod:`evalport.protocol.runtime._faults`). A target that cannot honour them raises
   before creating the session; wrappers pass ``faults`` on only when there are some, so
   targets written before it keep working.
 """

@@ -50,7 +50,7 @@ def wait_until_up(url: str, server: subprocess.Popen[bytes], timeout: float = 20
 
 def evalport(*args: str) -> int:
     """Run one ``evalport`` command in this process; returns its exit code."""
-    from evalport.protocol.cli import main
+    from evalport.protocol._cli import main
 
     print(f"\n$ evalport {' '.join(args)}", flush=True)
     return main(list(args))
@@ -64,7 +64,7 @@ def main() -> int:
     command = [
         sys.executable,
         "-m",
-        "evalport.protocol.cli",
+        "evalport.protocol._cli",
         "serve",
         "examples/support_agent.py:agent",
         "--port",

@@ -33,7 +33,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from evalport.protocol import ApprovalRejected, SessionInfo, TurnContext, Usage, tool
+from evalport.protocol import Usage
+from evalport.protocol.runtime import ApprovalRejected, SessionInfo, TurnContext, tool
 
 __all__ = ["MODEL", "ORDERS", "REFUND_LIMIT", "SYSTEM_PROMPT", "SupportAgent", "agent", "tokens"]
 

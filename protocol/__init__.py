@@ -1,24 +1,19 @@
-"""evalport.protocol: the wire types, run model, digests and errors of protocol v1.
+"""evalport.protocol: the wire of protocol v1, the types and rules both ends share.
 
-Needs only msgspec. The server and the client both build on it; it imports neither.
-``openapi.yaml`` at the top of the repository is the source of truth these types follow,
-and a test keeps the two in step.
+Needs only msgspec. What is here defines and codes the wire: the run model and the
+request and response messages (msgspec Structs), the codec, digests and the trace policy,
+problem types and errors, the versions. The in-process agent runtime that the server and
+the client's ``LocalTarget`` share lives apart, in :mod:`evalport.protocol.runtime`.
+
+This package is the only public face: its modules (``_models.py``, ``_codec.py``...) are
+private. ``openapi.yaml`` at the top of the repository is the source of truth these types
+follow, and a test keeps the two in step. Nothing here names the server or the client.
 """
 
-from .agent import (
-    AgentIdentity,
-    SessionInfo,
-    TurnHandler,
-    agent_identity,
-    as_factory,
-    as_turn_function,
-    session_factory,
-)
-from .codec import decode_request, decode_response, decode_run, encode, normalize_run
-from .digest import DEFAULT_PREVIEW_BYTES, compact_json, digest, is_digest, matches_digest
-from .extras import MissingExtraError, require
-from .faults import FaultNotApplicable, FaultPlan, InjectedFault
-from .messages import (
+from ._codec import decode_request, decode_response, decode_run, encode, normalize_run
+from ._digest import DEFAULT_PREVIEW_BYTES, compact_json, digest, is_digest, matches_digest
+from ._extras import MissingExtraError, require
+from ._messages import (
     AgentInfo,
     ApprovalDecision,
     ApprovalsRequest,
@@ -31,7 +26,7 @@ from .messages import (
     ToolFault,
     TurnRequest,
 )
-from .models import (
+from ._models import (
     AgentRun,
     Approval,
     ApprovalState,
@@ -52,50 +47,30 @@ from .models import (
     Usage,
     tool_record,
 )
-from .policy import TracePolicy
-from .problems import PROBLEM_CONTENT_TYPE, ProblemType, ProtocolError, RequestError
-from .recorder import ApprovalRejected, ApprovalResult, ToolRun, TurnContext, current_context
-from .runtime import AgentSession
-from .session_errors import (
-    DecisionError,
-    NotSuspended,
-    SessionBusy,
-    SessionClosed,
-    SessionSuspended,
-    TurnTimeout,
-)
-from .tools import tool
-from .version import PROTOCOL_VERSION, __version__
+from ._policy import TracePolicy
+from ._problems import PROBLEM_CONTENT_TYPE, ProblemType, ProtocolError, RequestError
+from ._version import PROTOCOL_VERSION, __version__
 
 __all__ = [
     "DEFAULT_PREVIEW_BYTES",
     "PROBLEM_CONTENT_TYPE",
     "PROTOCOL_VERSION",
-    "AgentIdentity",
     "AgentInfo",
     "AgentRun",
-    "AgentSession",
     "Approval",
     "ApprovalDecision",
-    "ApprovalRejected",
-    "ApprovalResult",
     "ApprovalState",
     "ApprovalsRequest",
     "CreateSessionRequest",
     "CreateSessionResponse",
-    "DecisionError",
     "ErrorInfo",
     "Event",
-    "FaultNotApplicable",
-    "FaultPlan",
     "FieldError",
     "FinishReason",
     "Health",
-    "InjectedFault",
     "LlmProfile",
     "Message",
     "MissingExtraError",
-    "NotSuspended",
     "PendingApproval",
     "Problem",
     "ProblemType",
@@ -103,10 +78,6 @@ __all__ = [
     "RequestError",
     "RunEnvelope",
     "RunStatus",
-    "SessionBusy",
-    "SessionClosed",
-    "SessionInfo",
-    "SessionSuspended",
     "Step",
     "StepType",
     "StopReason",
@@ -115,19 +86,11 @@ __all__ = [
     "ToolExecution",
     "ToolFault",
     "ToolRecord",
-    "ToolRun",
     "TracePolicy",
-    "TurnContext",
-    "TurnHandler",
     "TurnRequest",
-    "TurnTimeout",
     "Usage",
     "__version__",
-    "agent_identity",
-    "as_factory",
-    "as_turn_function",
     "compact_json",
-    "current_context",
     "decode_request",
     "decode_response",
     "decode_run",
@@ -137,7 +100,5 @@ __all__ = [
     "matches_digest",
     "normalize_run",
     "require",
-    "session_factory",
-    "tool",
     "tool_record",
 ]

@@ -11,12 +11,7 @@ _require("starlette", "server", "evalport.server")
 # The agent interface, for agents written against the server: ``from evalport.server
 # import TurnContext, tool``. It lives in evalport.protocol so that the client's
 # LocalTarget drives the same interface without importing the server.
-from evalport.protocol import (  # noqa: E402
-    ApprovalRejected,
-    SessionInfo,
-    TurnContext,
-    tool,
-)
+from evalport.protocol.runtime import ApprovalRejected, SessionInfo, TurnContext, tool  # noqa: E402
 
 from .app import EvalAdapter  # noqa: E402
 from .limits import Limits  # noqa: E402

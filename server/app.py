@@ -23,7 +23,7 @@ Rules:
   answer 503 ``draining``; work in flight and suspended turns can still finish.
 - Auth (``token``) is required unless ``token=None`` says the host authenticates.
   ``/health`` needs the token too unless ``public_health=True``.
-- Tool faults (``CreateSessionRequest.faults``, :mod:`evalport.protocol.faults`) are off
+- Tool faults (``CreateSessionRequest.faults``, :mod:`evalport.protocol.runtime._faults`) are off
   unless ``faults=True``: a deployed service opts in, and ``/health`` then lists the
   ``faults`` capability; a request with faults to a server without them is a 422
   ``faults-disabled`` that says how to enable them.
@@ -36,6 +36,7 @@ from typing import Final, NamedTuple, TypeVar
 
 from evalport.protocol import (
     PROBLEM_CONTENT_TYPE,
+    PROTOCOL_VERSION,
     AgentInfo,
     ApprovalsRequest,
     CreateSessionRequest,
@@ -45,11 +46,10 @@ from evalport.protocol import (
     ProblemType,
     RequestError,
     TurnRequest,
-    agent_identity,
     decode_request,
     encode,
 )
-from evalport.protocol.version import PROTOCOL_VERSION
+from evalport.protocol.runtime import agent_identity
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send

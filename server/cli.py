@@ -30,12 +30,14 @@ from types import FrameType
 from typing import Final
 
 import uvicorn
-from evalport.protocol.loader import load_object
+from evalport.protocol.runtime import load_object
 
 from .app import EvalAdapter
 from .limits import Limits
 
 __all__ = ["DrainingServer", "add_arguments", "load_target", "main"]
+
+HELP = "serve an agent over the eval protocol"
 
 DEFAULT_TOKEN_ENV: Final = "EVALPORT_TOKEN"
 _DEFAULTS: Final = Limits()

@@ -21,16 +21,8 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import msgspec
-from evalport.protocol import (
-    AgentRun,
-    AgentSession,
-    DecisionError,
-    FieldError,
-    Problem,
-    ProblemType,
-    RunEnvelope,
-    ToolFault,
-)
+from evalport.protocol import AgentRun, FieldError, Problem, ProblemType, RunEnvelope, ToolFault
+from evalport.protocol.runtime import AgentSession, DecisionError
 
 from .problems import HTTPProblem
 
@@ -86,7 +78,7 @@ class IdempotencyRecord(msgspec.Struct, frozen=True, gc=False):
 class SessionMeta(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     """What a session was created with, kept in the store so that another replica can
     rebuild its ``SessionInfo`` (``faults`` included: the fault plan is recomputed from
-    them and the run, see :mod:`evalport.protocol.faults`)."""
+    them and the run, see :mod:`evalport.protocol.runtime._faults`)."""
 
     case_id: str | None = None
     description: str | None = None

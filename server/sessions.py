@@ -47,15 +47,8 @@ from collections.abc import Callable, Coroutine, Mapping
 from functools import partial
 from typing import Any, Final
 
-from evalport.protocol import (
-    AgentSession,
-    ApprovalDecision,
-    CreateSessionRequest,
-    DecisionError,
-    ProblemType,
-    SessionInfo,
-    session_factory,
-)
+from evalport.protocol import ApprovalDecision, CreateSessionRequest, ProblemType
+from evalport.protocol.runtime import AgentSession, DecisionError, SessionInfo, session_factory
 
 from .keywaits import KeyWaits, lost_record
 from .limits import Limits

@@ -36,19 +36,15 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from functools import partial
 from typing import Any, Final, TypeVar
 
-from evalport.protocol import (
-    AgentRun,
+from evalport.protocol import AgentRun, ApprovalDecision, ProblemType, RunEnvelope, encode
+from evalport.protocol.runtime import (
     AgentSession,
-    ApprovalDecision,
     DecisionError,
     NotSuspended,
-    ProblemType,
-    RunEnvelope,
     SessionBusy,
     SessionClosed,
     SessionSuspended,
     TurnTimeout,
-    encode,
 )
 
 from .limits import Limits

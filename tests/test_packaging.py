@@ -140,7 +140,7 @@ def test_wheel_holds_only_the_evalport_namespace(wheel: Path) -> None:
             )
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert (
-        "evalport = evalport.protocol.cli:main"
+        "evalport = evalport.protocol._cli:main"
         in zipfile.ZipFile(wheel).read(entry_points).decode()
     )
     metadata_text = (

@@ -1,7 +1,7 @@
 """The evaluation subcommands of ``evalport``: ``run``, ``check``, ``compare``, ``merge``.
 
 Each module exposes ``add_arguments(parser)`` and ``main(args) -> int`` and is registered
-in :data:`evalport.protocol.cli.COMMANDS`. Exit codes are the same everywhere: see
+in :data:`evalport.protocol._cli.COMMANDS`. Exit codes are the same everywhere: see
 :mod:`evalport.client.cli.common`.
 """
 

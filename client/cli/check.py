@@ -46,6 +46,8 @@ from .common import EXIT_FAILED, EXIT_OK, EXIT_UNREACHABLE, fail
 
 __all__ = ["CheckResult", "Unreachable", "add_arguments", "check_server", "main"]
 
+HELP = "check a server's protocol conformance"
+
 
 @dataclass(slots=True)
 class CheckResult:

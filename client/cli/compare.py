@@ -17,6 +17,8 @@ from .common import EXIT_FAILED, EXIT_OK, fail
 
 __all__ = ["add_arguments", "main"]
 
+HELP = "compare two runs' results"
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("base", metavar="BASE.json", help="results of the baseline run")

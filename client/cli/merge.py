@@ -24,6 +24,8 @@ from .common import EXIT_FAILED, EXIT_OK, fail
 
 __all__ = ["add_arguments", "main", "regate"]
 
+HELP = "merge the results of sharded runs"
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("shards", nargs="+", metavar="RESULTS", help="--json files or run folders")

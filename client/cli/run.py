@@ -46,6 +46,8 @@ from .targets import TargetUnreachable, build_judge, build_target
 
 __all__ = ["add_arguments", "main"]
 
+HELP = "run eval cases against a target"
+
 # option dest -> Settings field, for the options that [tool.evalport] can also set
 _SETTINGS = (
     "target",

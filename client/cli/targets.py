@@ -19,7 +19,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from evalport.protocol.loader import load_object as _load_object
+from evalport.protocol.runtime import load_object as _load_object
 
 from ..config import ConfigError, Settings
 from ..errors import AuthFailed, ProtocolError, TargetError, TargetUnavailable

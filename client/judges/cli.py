@@ -18,6 +18,8 @@ from .openai import OpenAIJudge
 
 __all__ = ["add_arguments", "main"]
 
+HELP = "calibrate judges against human labels"
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     commands = parser.add_subparsers(dest="judge_command", metavar="ACTION", required=True)

@@ -24,7 +24,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, NamedTuple
 
-from evalport.protocol import ApprovalResult, ToolCall
+from evalport.protocol import ToolCall
+from evalport.protocol.runtime import ApprovalResult
 
 from ._recording import ApprovalAsk, arguments_of
 

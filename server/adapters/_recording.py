@@ -23,17 +23,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 import msgspec
-from evalport.protocol import (
-    Approval,
-    ApprovalRejected,
-    ApprovalResult,
-    ApprovalState,
-    ToolExecution,
-    TurnContext,
-    Usage,
-    compact_json,
-)
-from evalport.protocol.recorder import utc_now
+from evalport.protocol import Approval, ApprovalState, ToolExecution, Usage, compact_json
+from evalport.protocol.runtime import ApprovalRejected, ApprovalResult, TurnContext, utc_now
 
 DECIDED_EVENT = "approval.decided"
 

@@ -37,8 +37,8 @@ from collections.abc import Mapping
 from typing import Any, cast
 from uuid import UUID
 
-from evalport.protocol import ApprovalResult, SessionInfo, ToolCall, TurnContext, require
-from evalport.protocol.recorder import utc_now
+from evalport.protocol import ToolCall, require
+from evalport.protocol.runtime import ApprovalResult, SessionInfo, TurnContext, utc_now
 
 from ._interrupts import InterruptPlan, ToolCallInfo, plan_interrupt
 from ._recording import (

@@ -32,15 +32,8 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from evalport.protocol import (
-    ApprovalResult,
-    SessionInfo,
-    ToolCall,
-    ToolRun,
-    TurnContext,
-    require,
-)
-from evalport.protocol.recorder import utc_now
+from evalport.protocol import ToolCall, require
+from evalport.protocol.runtime import ApprovalResult, SessionInfo, ToolRun, TurnContext, utc_now
 
 from ._recording import (
     ApprovalAsk,

@@ -30,8 +30,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from evalport.protocol import ApprovalResult, SessionInfo, ToolCall, TurnContext, require
-from evalport.protocol.recorder import utc_now
+from evalport.protocol import ToolCall, require
+from evalport.protocol.runtime import ApprovalResult, SessionInfo, TurnContext, utc_now
 
 from ._recording import (
     ApprovalAsk,

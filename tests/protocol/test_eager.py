@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 import pytest
-from evalport.protocol.eager import start_task
+from evalport.protocol.runtime._tasks import start_task
 
 var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="outer")
 

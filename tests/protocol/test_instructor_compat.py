@@ -29,21 +29,17 @@ import pytest
 import yaml
 from evalport.protocol import (
     AgentRun,
-    AgentSession,
     ErrorInfo,
     Message,
     RunEnvelope,
     Step,
     StopReason,
     ToolExecution,
-    TurnContext,
-    TurnTimeout,
+    TracePolicy,
     decode_run,
     encode,
-    tool,
 )
-from evalport.protocol.agent import SessionInfo
-from evalport.protocol.policy import TracePolicy
+from evalport.protocol.runtime import AgentSession, SessionInfo, TurnContext, TurnTimeout, tool
 from instructor_rules import violations
 
 SPEC = yaml.safe_load((Path(__file__).resolve().parents[2] / "openapi.yaml").read_text())

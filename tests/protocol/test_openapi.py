@@ -58,7 +58,7 @@ SPEC_ONLY = {"Digest"}
 ANNOTATIONS = {"description", "title", "examples", "format", "pattern"}
 REF = "#/components/schemas/"
 # The modules whose Structs travel on the wire (others, such as the recorder's, do not).
-WIRE_MODULES = {"evalport.protocol.models", "evalport.protocol.messages"}
+WIRE_MODULES = {"evalport.protocol._models", "evalport.protocol._messages"}
 
 # Every route of DESIGN.md's table: request body, success status and body, problem statuses.
 ROUTES: dict[tuple[str, str], tuple[type | None, str, type | None, set[int]]] = {

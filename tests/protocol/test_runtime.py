@@ -9,26 +9,21 @@ import uuid
 from typing import Any
 
 import pytest
-from evalport.protocol import (
+from evalport.protocol import ApprovalDecision, Message, ToolCall, Usage, decode_run, encode
+from evalport.protocol.runtime import (
     AgentSession,
-    ApprovalDecision,
     ApprovalRejected,
     DecisionError,
-    Message,
     NotSuspended,
     SessionBusy,
     SessionClosed,
     SessionInfo,
     SessionSuspended,
-    ToolCall,
     TurnContext,
     TurnTimeout,
-    Usage,
     agent_identity,
     as_factory,
     current_context,
-    decode_run,
-    encode,
     session_factory,
     tool,
 )

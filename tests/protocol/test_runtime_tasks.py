@@ -12,7 +12,8 @@ import contextvars
 
 import anyio
 import pytest
-from evalport.protocol import AgentSession, RunStatus, SessionInfo, TurnContext, TurnTimeout
+from evalport.protocol import RunStatus
+from evalport.protocol.runtime import AgentSession, SessionInfo, TurnContext, TurnTimeout
 
 marker: contextvars.ContextVar[str] = contextvars.ContextVar("marker", default="caller")
 
@@ -129,7 +130,7 @@ def test_ids_are_uuid4_and_a_forked_child_draws_other_ones() -> None:
     import os
     import uuid
 
-    from evalport.protocol.stamps import new_id
+    from evalport.protocol.runtime._stamps import new_id
 
     ids = {new_id() for _ in range(2000)}
     assert len(ids) == 2000

@@ -12,22 +12,24 @@ import pytest
 import yaml
 from evalport.protocol import (
     AgentRun,
-    AgentSession,
     CreateSessionRequest,
-    FaultNotApplicable,
-    FaultPlan,
-    InjectedFault,
     RequestError,
-    SessionInfo,
     ToolFault,
-    TurnContext,
     decode_request,
     decode_run,
     encode,
+)
+from evalport.protocol.runtime import (
+    AgentSession,
+    FaultNotApplicable,
+    FaultPlan,
+    InjectedFault,
+    SessionInfo,
+    TurnContext,
     session_factory,
     tool,
 )
-from evalport.protocol.faults import as_faults, draw
+from evalport.protocol.runtime._faults import as_faults, draw
 
 # -- the plan --------------------------------------------------------------------------------
 
@@ -235,7 +237,7 @@ async def test_tool_error_fault_raises_into_the_agent_and_is_recorded(agent: Any
     assert run.reply == "sorry: boom" and ran == []
     (execution,) = run.steps[0].tool_executions
     assert (execution.injected, execution.has_error, execution.error) == (True, True, "boom")
-    assert run.steps[0].errors[0].type == "evalport.protocol.faults.InjectedFault"
+    assert run.steps[0].errors[0].type == "evalport.protocol.runtime._faults.InjectedFault"
     wire = msgspec.json.decode(session.run_envelope)["run"]["steps"][0]["toolExecutions"][0]
     assert wire["injected"] is True
 
@@ -349,7 +351,7 @@ def test_the_spec_and_the_decoder_agree_on_error_and_result() -> None:
 async def test_times_holds_when_a_gated_call_reaches_the_plan_after_a_later_one() -> None:
     import asyncio
 
-    from evalport.protocol import AgentSession, SessionInfo, session_factory, tool
+    from evalport.protocol.runtime import AgentSession, SessionInfo, session_factory, tool
 
     @tool(approval=lambda amount: amount > 100)
     async def pay(amount: int) -> str:
@@ -378,7 +380,7 @@ async def test_times_holds_when_a_gated_call_reaches_the_plan_after_a_later_one(
 
 
 async def test_each_injection_returns_a_fresh_copy_of_the_result() -> None:
-    from evalport.protocol import AgentSession, SessionInfo, session_factory, tool
+    from evalport.protocol.runtime import AgentSession, SessionInfo, session_factory, tool
 
     @tool
     def lookup() -> list[str]:
@@ -436,7 +438,8 @@ def test_fault_lists_are_bounded(faults: list[dict[str, Any]], path: str) -> Non
 
 
 async def test_the_flat_tools_list_says_which_calls_were_injected() -> None:
-    from evalport.protocol import AgentSession, SessionInfo, encode, session_factory, tool
+    from evalport.protocol import encode
+    from evalport.protocol.runtime import AgentSession, SessionInfo, session_factory, tool
 
     @tool
     def lookup(order_id: str) -> str:

@@ -6,7 +6,8 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
-from evalport.protocol import Message, TurnContext, tool
+from evalport.protocol import Message
+from evalport.protocol.runtime import TurnContext, tool
 from evalport.server import EvalAdapter
 
 TOKEN = "test-token-0123456789"

@@ -9,13 +9,8 @@ from typing import Any
 
 import httpx
 import pytest
-from evalport.protocol import (
-    ApprovalRejected,
-    Message,
-    TurnContext,
-    decode_run,
-    tool,
-)
+from evalport.protocol import Message, decode_run
+from evalport.protocol.runtime import ApprovalRejected, TurnContext, tool
 from evalport.server import Limits, MemoryStore
 from serverkit import Build, open_session
 
@@ -247,8 +242,7 @@ async def test_the_example_agent_refund_conversation(
 
 
 async def test_a_server_policy_digests_payloads_before_they_leave(build: Build) -> None:
-    from evalport.protocol import matches_digest
-    from evalport.protocol.policy import TracePolicy
+    from evalport.protocol import TracePolicy, matches_digest
 
     _, client = build(refunds, policy=TracePolicy.safe())
     health = (await client.get("/health")).json()

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from evalport.protocol import Message, TurnContext, decode_run
-from evalport.protocol.cli import main as cli_main
+from evalport.protocol import Message, decode_run
+from evalport.protocol._cli import main as cli_main
+from evalport.protocol.runtime import TurnContext
 from evalport.server import EvalAdapter
 from serverkit import AUTH, TOKEN
 from support.servers import free_port, running_process, running_server
@@ -117,7 +118,7 @@ def test_evalport_serve_runs_the_example_and_drains_on_sigterm(tmp_path: Path) -
     (tmp_path / "slow_agent.py").write_text(SLOW_AGENT)
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    args = [sys.executable, "-m", "evalport.protocol.cli", "serve", "slow_agent:agent"]
+    args = [sys.executable, "-m", "evalport.protocol._cli", "serve", "slow_agent:agent"]
     args += [
         "--port",
         str(port),
@@ -158,7 +159,7 @@ def test_evalport_serve_the_readme_example_file() -> None:
     args = [
         sys.executable,
         "-m",
-        "evalport.protocol.cli",
+        "evalport.protocol._cli",
         "serve",
         "examples/support_agent.py:agent",
     ]
@@ -225,7 +226,7 @@ def test_evalport_serve_without_auth_on_loopback_when_told_so() -> None:
     args = [
         sys.executable,
         "-m",
-        "evalport.protocol.cli",
+        "evalport.protocol._cli",
         "serve",
         "examples/support_agent.py:agent",
     ]

@@ -8,7 +8,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from evalport.protocol import AgentSession, SessionInfo
+from evalport.protocol.runtime import AgentSession, SessionInfo
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 

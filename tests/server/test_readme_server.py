@@ -8,7 +8,8 @@ from typing import Any
 
 import httpx
 import pytest
-from evalport.protocol import AgentSession, SessionInfo, decode_run
+from evalport.protocol import decode_run
+from evalport.protocol.runtime import AgentSession, SessionInfo
 
 ROOT = Path(__file__).parents[2]
 TOKEN = "readme-token"

@@ -15,10 +15,10 @@ from evalport.protocol import (
     CreateSessionResponse,
     Health,
     Message,
-    TurnContext,
     decode_response,
     decode_run,
 )
+from evalport.protocol.runtime import TurnContext
 from evalport.server import Limits
 from serverkit import AUTH, TOKEN, Build, echo_agent, open_session
 
@@ -412,7 +412,7 @@ async def test_session_cap_is_503_with_retry_after(build: Build) -> None:
 
 
 async def test_at_the_cap_no_agent_is_built_for_a_refused_session(build: Build) -> None:
-    from evalport.protocol import as_factory
+    from evalport.protocol.runtime import as_factory
 
     built: list[str] = []
 
@@ -500,7 +500,7 @@ async def test_a_failing_session_factory_is_a_500_and_holds_no_place(build: Buil
     def factory(session: Any) -> Any:
         raise RuntimeError("cannot connect to the model")
 
-    from evalport.protocol import as_factory
+    from evalport.protocol.runtime import as_factory
 
     adapter, client = build(as_factory(factory), limits=Limits(max_sessions=1))
     for _ in range(2):

@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from evalport.protocol import TurnContext
+from evalport.protocol.runtime import TurnContext
 from evalport.server import Limits
 from serverkit import Build, open_session
 

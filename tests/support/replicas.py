@@ -29,7 +29,7 @@ class Replica:
 def serve_args(target: str, port: int, store: str, *options: str) -> list[str]:
     """The command line of one ``evalport serve`` replica."""
     return [
-        sys.executable, "-m", "evalport.protocol.cli", "serve", target,
+        sys.executable, "-m", "evalport.protocol._cli", "serve", target,
         "--port", str(port), "--store", store, "--log-level", "warning", *options,
     ]  # fmt: skip
 

@@ -16,9 +16,9 @@ from evalport.protocol import (
     StopSignal,
     ToolCall,
     ToolExecution,
+    TracePolicy,
     Usage,
 )
-from evalport.protocol.policy import TracePolicy
 
 
 def call(

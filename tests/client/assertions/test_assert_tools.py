@@ -115,7 +115,7 @@ def test_callable_predicates_on_redacted_runs_say_they_need_verbatim_data() -> N
 
 
 def test_allow_listed_arguments_stay_usable_for_predicates() -> None:
-    from evalport.protocol.policy import TracePolicy
+    from evalport.protocol import TracePolicy
 
     policy = TracePolicy.safe(allow_argument_keys=["amount"])
     run = policy.apply(RUN)

@@ -12,9 +12,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from evalport.client.target import TargetIdentity, Turn
-from evalport.protocol import AgentRun, ApprovalDecision, SessionInfo, TurnContext, tool
-from evalport.protocol.policy import TracePolicy
-from evalport.protocol.runtime import AgentSession
+from evalport.protocol import AgentRun, ApprovalDecision, TracePolicy
+from evalport.protocol.runtime import AgentSession, SessionInfo, TurnContext, tool
 
 
 class FakeSession:
@@ -137,7 +136,7 @@ async def shop_agent(message: str, history: list[Any], ctx: TurnContext) -> str:
 
 
 async def _refund(order_id: str, amount: int) -> str:
-    from evalport.protocol import ApprovalRejected
+    from evalport.protocol.runtime import ApprovalRejected
 
     try:
         return await refund(order_id, amount)

@@ -15,8 +15,7 @@ from evalport.client.conversation import (
 from evalport.client.results import Verdict
 from evalport.client.trajectory import Trajectory
 from evalport.client.trial import run_trial
-from evalport.protocol import ApprovalDecision
-from evalport.protocol.policy import TracePolicy
+from evalport.protocol import ApprovalDecision, TracePolicy
 from fake_target import FakeTarget, shop_agent
 
 

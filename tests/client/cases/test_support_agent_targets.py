@@ -28,7 +28,7 @@ from evalport.client.results import TrialResult, Verdict
 from evalport.client.target import Target
 from evalport.client.trajectory import Trajectory
 from evalport.client.trial import run_trial
-from evalport.protocol.policy import TracePolicy
+from evalport.protocol import TracePolicy
 from evalport.server import EvalAdapter
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples"))

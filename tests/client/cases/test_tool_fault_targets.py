@@ -18,9 +18,8 @@ from evalport.client.local import LocalTarget
 from evalport.client.results import Verdict
 from evalport.client.target import Target
 from evalport.client.trial import run_trial
-from evalport.protocol import AgentRun
-from evalport.protocol.agent import history_of
-from evalport.protocol.policy import TracePolicy
+from evalport.protocol import AgentRun, TracePolicy
+from evalport.protocol.runtime._agent import history_of
 from evalport.server import EvalAdapter
 from support.tool_faults import (
     AUTH,

@@ -6,7 +6,7 @@ import json
 import re
 from pathlib import Path
 
-from evalport.protocol.cli import main
+from evalport.protocol._cli import main
 
 ROOT = Path(__file__).resolve().parents[3]
 AGENT = f"{ROOT / 'examples' / 'support_agent.py'}:agent"

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from evalport.protocol.cli import main
+from evalport.protocol._cli import main
 from support.servers import free_port, running_process
 
 pytestmark = pytest.mark.e2e
@@ -20,7 +20,7 @@ EVALS = ROOT / "examples" / "evals" / "_faults" / "support_faults_eval.py"
 def serve(*extra: str) -> Iterator[str]:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    args = [sys.executable, "-m", "evalport.protocol.cli", "serve", "support_agent.py:agent"]
+    args = [sys.executable, "-m", "evalport.protocol._cli", "serve", "support_agent.py:agent"]
     args += ["--port", str(port), "--insecure-no-auth", "--log-level", "warning", *extra]
     with running_process(args, health_url=f"{base}/health", cwd=str(ROOT / "examples")):
         yield base

@@ -16,7 +16,7 @@ import pytest
 from evalport.client.cli.targets import build_judge
 from evalport.client.config import ConfigError, Settings, load_settings
 from evalport.client.judges import OpenAIJudge
-from evalport.protocol.cli import main
+from evalport.protocol._cli import main
 from support.servers import running_server
 
 ROOT = Path(__file__).resolve().parents[3]

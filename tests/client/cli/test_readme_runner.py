@@ -16,7 +16,7 @@ from evalport.client.discovery import discover
 from evalport.client.local import LocalTarget
 from evalport.client.reports import load_reporter
 from evalport.client.runner import Runner, RunOptions
-from evalport.protocol.cli import main
+from evalport.protocol._cli import main
 
 ROOT = Path(__file__).resolve().parents[3]
 AGENT = ROOT / "examples" / "support_agent.py"

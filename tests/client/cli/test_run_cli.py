@@ -6,7 +6,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from evalport.protocol.cli import main
+from evalport.protocol._cli import main
 from support.servers import free_port
 
 AGENT = str(Path(__file__).resolve().parents[3] / "examples" / "support_agent.py") + ":agent"

@@ -8,7 +8,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from evalport.protocol.cli import main
+from evalport.protocol._cli import main
 from support.servers import running_server
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -55,5 +55,8 @@ def test_judge_from_configuration(tmp_path, monkeypatch, capsys):
     assert case["target_tokens"] == 2 * (44 + 18)  # the agent's estimate: one step a trial
     assert summary["judge_tokens"] == 36
     judges = json.loads(next((tmp_path / "run" / "cases").glob("*/judges.json")).read_text())
-    assert [record["judges"][0]["score"] for record in judges] == [0.9, 0.7]
-    assert judges[0]["judges"][0]["reason"] == "clear offer of help"
+    # The two trials run concurrently: either may take the fake judge's first verdict.
+    verdicts = sorted(
+        (record["judges"][0]["score"], record["judges"][0]["reason"]) for record in judges
+    )
+    assert verdicts == [(0.7, "a bit terse"), (0.9, "clear offer of help")]

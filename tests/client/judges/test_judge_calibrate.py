@@ -14,7 +14,7 @@ from evalport.client.judges.calibrate import (
     load_labels,
     spearman,
 )
-from evalport.protocol.cli import main as evalport_main
+from evalport.protocol._cli import main as evalport_main
 from judge_fake_server import FakeChatServer, status, verdict
 
 

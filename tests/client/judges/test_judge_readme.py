@@ -12,7 +12,7 @@ from evalport.client.judges import FakeJudge, JudgeAssertions, OpenAIJudge
 from evalport.client.results import Verdict, trial_verdict
 from evalport.client.simulated import ScriptedUser, SimulatedUser
 from evalport.protocol import AgentRun
-from evalport.protocol.cli import main as evalport_main
+from evalport.protocol._cli import main as evalport_main
 from judge_fake_server import FakeChatServer, verdict
 from judge_host import Host
 

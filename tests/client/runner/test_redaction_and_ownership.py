@@ -17,8 +17,7 @@ from evalport.client.local import LocalTarget
 from evalport.client.results import Verdict
 from evalport.client.runner import Runner, RunOptions
 from evalport.client.trial import run_trial
-from evalport.protocol import is_digest
-from evalport.protocol.policy import TracePolicy
+from evalport.protocol import TracePolicy, is_digest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples"))
 from support_agent import agent

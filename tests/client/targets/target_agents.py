@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
-from evalport.protocol import AgentRun, SessionInfo, ToolCall, TurnContext, Usage
+from evalport.protocol import AgentRun, ToolCall, Usage
+from evalport.protocol.runtime import SessionInfo, TurnContext
 
 SECRET = "SECRET-4111111111111111"
 

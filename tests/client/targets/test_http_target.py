@@ -25,9 +25,8 @@ from evalport.client.errors import (
 )
 from evalport.client.http import HttpTarget
 from evalport.client.retry import RetryPolicy
-from evalport.protocol import ApprovalDecision, is_digest, matches_digest
+from evalport.protocol import ApprovalDecision, TracePolicy, is_digest, matches_digest
 from evalport.protocol import ProtocolError as WireProtocolError
-from evalport.protocol.policy import TracePolicy
 from target_fixtures import BASE, SECRET, TOKEN, Sleeps, health, wire_run
 
 SESSION = "s/1 x"  # needs URL-encoding

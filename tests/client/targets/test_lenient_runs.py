@@ -10,8 +10,7 @@ import msgspec
 import pytest
 import respx
 from evalport.client.http import HttpTarget
-from evalport.protocol import digest, is_digest, matches_digest
-from evalport.protocol.policy import TracePolicy
+from evalport.protocol import TracePolicy, digest, is_digest, matches_digest
 from target_fixtures import BASE, SECRET, health, wire_run
 
 

@@ -22,8 +22,8 @@ from evalport.client.errors import (
 from evalport.client.http import HttpTarget
 from evalport.client.local import LocalTarget
 from evalport.client.target import Session, Target, Turn
-from evalport.protocol import ApprovalDecision, TurnContext, matches_digest
-from evalport.protocol.policy import TracePolicy
+from evalport.protocol import ApprovalDecision, TracePolicy, matches_digest
+from evalport.protocol.runtime import TurnContext
 from evalport.server import EvalAdapter
 from evalport.server.limits import Limits
 from target_agents import SECRET, SupportAgent, canonical

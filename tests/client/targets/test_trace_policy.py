@@ -14,13 +14,14 @@ from evalport.protocol import (
     Step,
     ToolCall,
     ToolExecution,
+    TracePolicy,
     decode_run,
     digest,
     encode,
     is_digest,
     matches_digest,
 )
-from evalport.protocol.policy import TracePolicy, digest_text, matches_digest_text
+from evalport.protocol._policy import digest_text, matches_digest_text
 
 SECRET = "SECRET-4111111111111111"
 

@@ -23,7 +23,7 @@ from evalport.client.http import HttpTarget
 from evalport.client.results import TrialResult, Verdict
 from evalport.client.target import Target
 from evalport.client.trial import run_trial
-from evalport.protocol.policy import TracePolicy
+from evalport.protocol import TracePolicy
 from evalport.server import EvalAdapter
 
 TOKEN = "h7-adapters-token-0123456789"

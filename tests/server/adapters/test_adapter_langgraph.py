@@ -24,7 +24,7 @@ from adapterkit import (
     trial,
 )
 from evalport.client.context import EvalContext
-from evalport.protocol import AgentSession, SessionInfo
+from evalport.protocol.runtime import AgentSession, SessionInfo
 from evalport.server.adapters import LangGraphAgent
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig

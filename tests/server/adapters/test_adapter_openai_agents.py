@@ -18,7 +18,7 @@ from adapterkit import (
 )
 from agents import Agent, RunConfig, function_tool
 from agents.testing import ScriptedModel, assistant_message, function_call
-from evalport.protocol import AgentSession, SessionInfo
+from evalport.protocol.runtime import AgentSession, SessionInfo
 from evalport.server.adapters import OpenAIAgentsAgent
 
 NO_TRACING = RunConfig(tracing_disabled=True)

@@ -12,7 +12,7 @@ pytest.importorskip("pydantic_ai")
 
 from adapterfakes import function_model
 from adapterkit import TRACK_ERROR, Call, evaluate_all, lookup_result, plan, refund_result
-from evalport.protocol import AgentSession, SessionInfo, TurnTimeout
+from evalport.protocol.runtime import AgentSession, SessionInfo, TurnTimeout
 from evalport.server.adapters import PydanticAIAgent
 from pydantic import BaseModel
 from pydantic_ai import Agent, RunContext, ToolFailed, models

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from evalport.protocol import AgentRun, ApprovalResult, ToolCall, TurnContext, Usage
+from evalport.protocol import AgentRun, ToolCall, Usage
+from evalport.protocol.runtime import ApprovalResult, TurnContext
 from evalport.server.adapters._interrupts import ToolCallInfo, plan_interrupt
 from evalport.server.adapters._recording import (
     arguments_of,

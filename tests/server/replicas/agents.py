@@ -14,7 +14,8 @@ import asyncio
 import os
 from typing import Any
 
-from evalport.protocol import AgentRun, Message, SessionInfo, TurnContext
+from evalport.protocol import AgentRun, Message
+from evalport.protocol.runtime import SessionInfo, TurnContext
 
 REPLICA = os.environ.get("REPLICA", "?")
 

@@ -13,13 +13,8 @@ from dataclasses import dataclass
 
 import pytest
 import redis.asyncio as aioredis
-from evalport.protocol import (
-    ApprovalDecision,
-    CreateSessionRequest,
-    Message,
-    ProblemType,
-    TurnContext,
-)
+from evalport.protocol import ApprovalDecision, CreateSessionRequest, Message, ProblemType
+from evalport.protocol.runtime import TurnContext
 from evalport.server.limits import Limits
 from evalport.server.problems import HTTPProblem
 from evalport.server.sessions import SessionManager

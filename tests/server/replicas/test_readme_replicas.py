@@ -77,7 +77,7 @@ async def test_the_example_continues_a_session_on_another_replica(
 def test_serve_refuses_an_unknown_store(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from evalport.protocol.cli import main
+    from evalport.protocol._cli import main
 
     monkeypatch.setenv("EVALPORT_TOKEN", TOKEN)
     agent = str(Path(__file__).with_name("agents.py")) + ":agent"

@@ -6,19 +6,16 @@ import asyncio
 
 import msgspec
 import pytest
-from evalport.protocol import (
-    AgentRun,
+from evalport.protocol import AgentRun, Message, ToolCall, Usage
+from evalport.protocol.runtime import (
     AgentSession,
-    Message,
     SessionInfo,
-    ToolCall,
     TurnContext,
     TurnTimeout,
-    Usage,
     session_factory,
     tool,
 )
-from evalport.protocol.agent import history_of
+from evalport.protocol.runtime._agent import history_of
 
 
 @tool

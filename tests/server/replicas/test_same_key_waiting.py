@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from evalport.protocol import CreateSessionRequest, Message, ProblemType, TurnContext
+from evalport.protocol import CreateSessionRequest, Message, ProblemType
+from evalport.protocol.runtime import TurnContext
 from evalport.server.limits import Limits
 from evalport.server.problems import HTTPProblem
 from evalport.server.records import Outcome, fingerprint, idempotency_record

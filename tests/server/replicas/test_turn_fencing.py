@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 
 import pytest
 import redis.asyncio as aioredis
-from evalport.protocol import AgentRun, CreateSessionRequest, Message, SessionInfo, TurnContext
+from evalport.protocol import AgentRun, CreateSessionRequest, Message
+from evalport.protocol.runtime import SessionInfo, TurnContext
 from evalport.server.limits import Limits
 from evalport.server.problems import HTTPProblem
 from evalport.server.records import Outcome, fingerprint, replayed

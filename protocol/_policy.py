@@ -35,7 +35,7 @@ from typing import Any, Final
 
 import msgspec
 
-from .digest import (
+from ._digest import (
     DEFAULT_PREVIEW_BYTES,
     _has_non_finite,
     compact_json,
@@ -45,9 +45,7 @@ from .digest import (
     is_digest,
     matches_digest,
 )
-from .models import AgentRun, Message, Step, StopReason, StopSignal
-
-__all__ = ["TracePolicy", "digest_text", "matches_digest_text"]
+from ._models import AgentRun, Message, Step, StopReason, StopSignal
 
 _encode = msgspec.json.encode
 

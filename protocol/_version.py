@@ -6,8 +6,6 @@ from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _distribution_version
 from typing import Final
 
-__all__ = ["PROTOCOL_VERSION", "__version__"]
-
 PROTOCOL_VERSION: Final = "1"
 
 try:

@@ -35,23 +35,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
-from .messages import ToolFault
-from .models import AgentRun, Message, StepType
-from .recorder import TurnContext
-
-__all__ = [
-    "AgentIdentity",
-    "AsyncTurnHandler",
-    "SessionFactory",
-    "SessionInfo",
-    "TurnFunction",
-    "TurnHandler",
-    "agent_identity",
-    "as_factory",
-    "as_turn_function",
-    "history_of",
-    "session_factory",
-]
+from .._messages import ToolFault
+from .._models import AgentRun, Message, StepType
+from ._context import TurnContext
 
 _SHAPE_ATTR = "__evalport_shape__"
 
@@ -61,7 +47,7 @@ class SessionInfo:
     """What a session factory learns about a new session.
 
     ``faults`` are the tool faults the session was opened with; every turn's context
-    injects them (see :mod:`evalport.protocol.faults`).
+    injects them (see :mod:`evalport.protocol.runtime._faults`).
     """
 
     session_id: str

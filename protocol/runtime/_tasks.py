@@ -24,8 +24,6 @@ import sys
 from collections.abc import Coroutine, Generator
 from typing import Any, TypeVar
 
-__all__ = ["start_task"]
-
 T = TypeVar("T")
 
 _enter_task = asyncio.tasks._enter_task

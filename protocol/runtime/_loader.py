@@ -14,8 +14,6 @@ import os
 import sys
 from pathlib import Path
 
-__all__ = ["load_object"]
-
 
 def load_object(spec: str) -> object:
     """Import ``module:attr`` or ``path/to/file.py:attr`` and return the attribute."""

@@ -8,7 +8,7 @@ Rules:
 - Timestamps are ISO-8601 UTC with milliseconds and a ``Z``: ``2026-01-31T12:00:00.123Z``.
 - Payloads become JSON values with ``msgspec.to_builtins``; what it cannot convert is kept
   as its ``repr``, so recording never fails on an odd value.
-- An exception becomes an :class:`~evalport.protocol.models.ErrorInfo`: its message, a
+- An exception becomes an :class:`~evalport.protocol._models.ErrorInfo`: its message, a
   neutral ``class`` (``"AgentError"`` or ``"ToolError"``, never a name a PHP client could
   instantiate) and the Python type in ``type``; never a traceback.
 """
@@ -23,17 +23,7 @@ from typing import Any, Final
 
 import msgspec
 
-from .models import ErrorInfo
-
-__all__ = [
-    "AGENT_ERROR_CLASS",
-    "TOOL_ERROR_CLASS",
-    "arguments_of",
-    "error_info",
-    "json_value",
-    "new_id",
-    "utc_now",
-]
+from .._models import ErrorInfo
 
 AGENT_ERROR_CLASS: Final = "AgentError"
 TOOL_ERROR_CLASS: Final = "ToolError"

@@ -24,8 +24,6 @@ from typing import Any, Final
 
 import msgspec
 
-__all__ = ["DEFAULT_PREVIEW_BYTES", "compact_json", "digest", "is_digest", "matches_digest"]
-
 DEFAULT_PREVIEW_BYTES: Final = 120
 _MAX_DEPTH: Final = 6
 _DIGEST_KEYS: Final = frozenset(("hash", "bytes", "preview"))

@@ -10,7 +10,7 @@ Rules:
   arguments asks when it returns true. The turn suspends until a decision arrives; a
   rejection raises :class:`~evalport.protocol.ApprovalRejected` without running the tool.
   A gated tool must be async, or sync and called from a sync agent (a worker thread).
-- Tool faults (the session's ``faults``, see :mod:`evalport.protocol.faults`) apply after
+- Tool faults (the session's ``faults``, see :mod:`evalport.protocol.runtime._faults`) apply after
   the approval: an error fault raises :class:`~evalport.protocol.InjectedFault` instead of
   running the tool, a result fault returns its canned result instead.
 - Outside a turn the decorator is transparent: the function just runs.
@@ -23,9 +23,7 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any, ParamSpec, TypeVar, cast, overload
 
-from .recorder import current_context
-
-__all__ = ["Gate", "tool"]
+from ._context import current_context
 
 P = ParamSpec("P")
 R = TypeVar("R")

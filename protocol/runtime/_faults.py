@@ -1,6 +1,6 @@
 """Seeded tool fault injection: which tool calls of a session fail, or return a canned result.
 
-A session's faults are the :class:`~evalport.protocol.messages.ToolFault` list it was
+A session's faults are the :class:`~evalport.protocol._messages.ToolFault` list it was
 opened with (``CreateSessionRequest.faults``, ``SessionInfo.faults``). Rules:
 
 - **Where.** Every call recorded through ``@tool`` or ``ctx.tool_execution()`` consults the
@@ -46,10 +46,8 @@ from typing import Any, Final, Protocol
 
 import msgspec
 
-from .messages import ToolFault
-from .models import AgentRun, ToolExecution
-
-__all__ = ["FaultNotApplicable", "FaultPlan", "InjectedFault", "ToolFault", "as_faults", "draw"]
+from .._messages import ToolFault
+from .._models import AgentRun, ToolExecution
 
 _SCALE: Final = float(1 << 64)
 

@@ -9,13 +9,6 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = [
-    "PROBLEM_CONTENT_TYPE",
-    "ProblemType",
-    "ProtocolError",
-    "RequestError",
-]
-
 PROBLEM_CONTENT_TYPE: Final = "application/problem+json"
 
 _BASE: Final = "urn:evalport:problem:"

@@ -1,6 +1,6 @@
 """A tool execution in progress, and the block that records it (``ctx.tool_execution()``).
 
-The recording rules are :mod:`evalport.protocol.recorder`'s; this module holds the two
+The recording rules are :mod:`evalport.protocol.runtime._context`'s; this module holds the two
 objects a recorded call goes through: the :class:`ToolRun` the agent's code sets its
 result on, and the block that opens it (approval first, when gated), consults the
 session's fault plan, and closes it with the result or the error.
@@ -11,12 +11,10 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from .models import ToolExecution
+from .._models import ToolExecution
 
 if TYPE_CHECKING:
-    from .recorder import TurnContext
-
-__all__ = ["ToolExecutionBlock", "ToolRun"]
+    from ._context import TurnContext
 
 
 class ToolRun:

@@ -25,27 +25,6 @@ from typing import Any
 
 import msgspec
 
-__all__ = [
-    "AgentRun",
-    "Approval",
-    "ApprovalState",
-    "ErrorInfo",
-    "Event",
-    "FinishReason",
-    "LlmProfile",
-    "Message",
-    "PendingApproval",
-    "RunStatus",
-    "Step",
-    "StepType",
-    "StopReason",
-    "StopSignal",
-    "ToolCall",
-    "ToolExecution",
-    "ToolRecord",
-    "Usage",
-]
-
 
 class RunStatus:
     """Known values of ``AgentRun.status`` (Instructor decodes exactly these five)."""

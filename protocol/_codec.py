@@ -4,7 +4,7 @@ Rules:
 
 - The server decodes requests **strictly** (:func:`decode_request`): malformed JSON is a
   400 ``malformed-json`` problem, a body of the wrong shape a 422 ``invalid-body`` problem
-  naming the JSON path of the field (:func:`~evalport.protocol.paths.error_path`).
+  naming the JSON path of the field (:func:`~evalport.protocol._paths.error_path`).
 - The client decodes responses **leniently** (:func:`decode_run`, :func:`decode_response`):
   unknown fields are ignored, enumerated values are kept as text, a run may come wrapped as
   ``{"run": ...}`` or bare, tool arguments sent as a JSON string become a map, and a server
@@ -20,18 +20,9 @@ from typing import Any, Final, TypeVar
 
 import msgspec
 
-from .models import AgentRun, Step
-from .paths import error_path
-from .problems import ProblemType, ProtocolError, RequestError
-
-__all__ = [
-    "decode_request",
-    "decode_response",
-    "decode_run",
-    "encode",
-    "excerpt",
-    "normalize_run",
-]
+from ._models import AgentRun, Step
+from ._paths import error_path
+from ._problems import ProblemType, ProtocolError, RequestError
 
 T = TypeVar("T")
 

@@ -8,7 +8,7 @@ Rules:
   on the caller's task: task-bound scopes an agent enters (an anyio task group or cancel
   scope, ``asyncio.timeout``) bind to the turn, ``asyncio.current_task()`` is the turn's,
   and context variables the agent sets stay in the turn. The task starts eagerly
-  (:mod:`evalport.protocol.eager`): a turn that never waits is over before the caller
+  (:mod:`evalport.protocol.runtime._tasks`): a turn that never waits is over before the caller
   would have had to wait for it. :meth:`AgentSession.send`
   returns when the turn completes **or suspends** on approval requests;
   :meth:`AgentSession.decide` answers every pending request and returns at the next
@@ -47,10 +47,8 @@ from typing import Any, Final, NoReturn
 
 import msgspec
 
-from .agent import AsyncTurnHandler, SessionInfo, history_of, session_factory
-from .eager import start_task
-from .messages import ApprovalDecision, RunEnvelope
-from .models import (
+from .._messages import ApprovalDecision, RunEnvelope
+from .._models import (
     AgentRun,
     ErrorInfo,
     Message,
@@ -60,8 +58,9 @@ from .models import (
     StopSignal,
     Usage,
 )
-from .recorder import ApprovalResult, TurnContext
-from .session_errors import (
+from ._agent import AsyncTurnHandler, SessionInfo, history_of, session_factory
+from ._context import ApprovalResult, TurnContext
+from ._errors import (
     DecisionError,
     NotSuspended,
     SessionBusy,
@@ -69,9 +68,8 @@ from .session_errors import (
     SessionSuspended,
     TurnTimeout,
 )
-from .stamps import error_info
-
-__all__ = ["AgentSession"]  # what it raises: evalport.protocol.session_errors
+from ._stamps import error_info
+from ._tasks import start_task
 
 logger = logging.getLogger("evalport.agent")
 
@@ -170,7 +168,7 @@ class AgentSession:
         """Rebuild a session another process started, from its accumulated ``run``.
 
         Calls the factory again, then the handler's ``restore(history, run)`` hook (if
-        any) with :func:`~evalport.protocol.agent.history_of` the run; the next turn
+        any) with :func:`~evalport.protocol.runtime._agent.history_of` the run; the next turn
         continues that run.
         """
         handler: AsyncTurnHandler = await factory(info)

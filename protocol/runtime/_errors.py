@@ -7,17 +7,7 @@ adapter maps them to problems (409 ``session-busy``, ``session-suspended``,
 
 from __future__ import annotations
 
-from .models import AgentRun
-
-__all__ = [
-    "DecisionError",
-    "NotSuspended",
-    "RuntimeStateError",
-    "SessionBusy",
-    "SessionClosed",
-    "SessionSuspended",
-    "TurnTimeout",
-]
+from .._models import AgentRun
 
 
 class RuntimeStateError(RuntimeError):

@@ -14,15 +14,15 @@ Rules:
 - Step, execution and call ids are UUIDs; timestamps are ISO-8601 UTC with milliseconds.
 - Tool arguments and results are stored as JSON values (``msgspec.to_builtins``; values it
   cannot convert are stored as their ``repr``).
-- Errors become :class:`~evalport.protocol.models.ErrorInfo` with a neutral ``class``
+- Errors become :class:`~evalport.protocol._models.ErrorInfo` with a neutral ``class``
   (``"AgentError"`` or ``"ToolError"``) and the Python type in ``type``; never a traceback.
 - Gated tools: :meth:`TurnContext.request_approval` suspends the turn until the session's
   owner posts a decision; the ``@tool`` decorator and ``async with ctx.tool_execution()``
   do it for you and record the approval state on the execution. A rejection raises
   :class:`ApprovalRejected`, whose ``reason`` is the approver's.
 - Tool faults (``faults=``, the session's): both consult the session's fault plan after
-  the approval; see :mod:`evalport.protocol.faults`.
-- :mod:`evalport.protocol.tools` holds the ``@tool`` decorator, :mod:`evalport.protocol.stamps`
+  the approval; see :mod:`evalport.protocol.runtime._faults`.
+- :mod:`evalport.protocol.runtime._tools` holds the ``@tool`` decorator, :mod:`evalport.protocol.runtime._stamps`
   the ids, timestamps and error records used here.
 """
 
@@ -36,9 +36,8 @@ from typing import Any, Protocol
 
 import msgspec
 
-from .faults import FaultPlan
-from .messages import ToolFault
-from .models import (
+from .._messages import ToolFault
+from .._models import (
     AgentRun,
     Approval,
     ApprovalState,
@@ -54,19 +53,9 @@ from .models import (
     ToolExecution,
     Usage,
 )
-from .stamps import TOOL_ERROR_CLASS, arguments_of, error_info, json_value, new_id, utc_now
-from .tool_runs import ToolExecutionBlock, ToolRun
-
-__all__ = [
-    "ApprovalRejected",
-    "ApprovalResult",
-    "ToolRun",
-    "TurnContext",
-    "current_context",
-    "error_info",
-    "new_id",
-    "utc_now",
-]
+from ._faults import FaultPlan
+from ._stamps import TOOL_ERROR_CLASS, arguments_of, error_info, json_value, new_id, utc_now
+from ._tool_runs import ToolExecutionBlock, ToolRun
 
 _current: ContextVar[TurnContext | None] = ContextVar("evalport_turn_context", default=None)
 
@@ -244,7 +233,7 @@ class TurnContext:
     ) -> None:
         """Signal why the agent stopped; a turn that ends with a stop signal is ``stopped``.
 
-        ``reason`` should be one of :class:`~evalport.protocol.models.StopReason`.
+        ``reason`` should be one of :class:`~evalport.protocol._models.StopReason`.
         """
         self.stop_signal = StopSignal(
             reason=reason, message=message, context=arguments_of(context), source="agent"
@@ -383,7 +372,7 @@ class TurnContext:
         return ToolRun(execution)
 
     def _inject(self, run: ToolRun, results: bool) -> None:
-        # The session's fault plan decides the call (rules: evalport.protocol.faults).
+        # The session's fault plan decides the call (rules: evalport.protocol.runtime._faults).
         assert self._faults is not None
         error = self._faults.apply(self.run, run, self.turn, results=results)
         if error is not None:

@@ -16,8 +16,6 @@ from typing import Any, Final
 import msgspec
 from msgspec import inspect as mi
 
-__all__ = ["error_path"]
-
 _FIELD_ERRORS: Final = ("Object missing required field `", "Object contains unknown field `")
 _SEGMENT: Final = re.compile(r"\.([^.\[]+)|\[(\d+)\]|\[(\.\.\.)\]")
 

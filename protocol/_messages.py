@@ -4,7 +4,7 @@ Rules:
 
 - Request bodies are decoded strictly by the server: unknown fields are refused, types are
   exact. Every request Struct is ``forbid_unknown_fields``.
-- Response bodies are decoded leniently by the client (see :mod:`evalport.protocol.codec`).
+- Response bodies are decoded leniently by the client (see :mod:`evalport.protocol._codec`).
 - camelCase on the wire, like the run model.
 """
 
@@ -15,22 +15,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
-from .models import AgentRun
-
-__all__ = [
-    "AgentInfo",
-    "ApprovalDecision",
-    "ApprovalsRequest",
-    "CreateSessionRequest",
-    "CreateSessionResponse",
-    "FieldError",
-    "Health",
-    "Problem",
-    "RunEnvelope",
-    "ToolFault",
-    "TurnRequest",
-]
-
+from ._models import AgentRun
 
 # Whole numbers that JSON may spell 2.0: decoded as numbers, made ints in __post_init__.
 _Count = Annotated[float, Meta(ge=1, le=2**31 - 1, multiple_of=1)]  # turns, injections
@@ -47,7 +32,7 @@ class _Response(msgspec.Struct, kw_only=True, rename="camel", gc=False):
 
 class ToolFault(_Request):
     """A fault to inject into one tool's calls (evalport addition; rules in
-    :mod:`evalport.protocol.faults`).
+    :mod:`evalport.protocol.runtime._faults`).
 
     Exactly one of ``error`` (the text of the exception the call raises) and ``result``
     (any JSON value, returned instead of running the tool; ``None`` is a result) is given;

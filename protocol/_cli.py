@@ -1,0 +1,66 @@
+"""The ``evalport`` command: a dispatcher that imports each part only when it is used.
+
+Subcommands live with the part they drive (``serve`` in the server package, the
+evaluation commands in the client package) and register under the ``evalport.commands``
+entry point group (``pyproject.toml``), so a service that installed only
+``evalport[server]`` can still run ``evalport serve``, and ``evalport run`` there says
+which extra to install. A command module has ``HELP`` (one line), ``add_arguments(parser)``
+and ``main(args) -> int``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from importlib.metadata import EntryPoint
+
+from ._extras import MissingExtraError, extra_of, load_plugin, plugins
+from ._version import PROTOCOL_VERSION, __version__
+
+GROUP = "evalport.commands"
+
+
+def _summary(point: EntryPoint) -> str:
+    """A command's one-line help, or the extra it needs when it is not installed."""
+    try:
+        module = load_plugin(point, f"'evalport {point.name}'")
+    except MissingExtraError:
+        return f"(needs pip install 'evalport[{extra_of(point)}]')"
+    return str(module.HELP)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code (2 for usage errors)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    commands = plugins(GROUP)
+    parser = argparse.ArgumentParser(
+        prog="evalport", description="Evaluate AI agents where they run."
+    )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"evalport {__version__} (protocol {PROTOCOL_VERSION})",
+    )
+    if not args or args[0] not in commands:
+        sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+        for name in sorted(commands):
+            sub.add_parser(name, help=_summary(commands[name]), add_help=False)
+        if not args:
+            parser.print_help()
+            return 2
+        parser.parse_args(args)  # prints usage and exits 2 for an unknown command
+        return 2
+    name = args[0]
+    try:
+        module = load_plugin(commands[name], f"'evalport {name}'")
+    except MissingExtraError as error:
+        print(f"evalport: {error}", file=sys.stderr)
+        return 2
+    command = argparse.ArgumentParser(prog=f"evalport {name}", description=module.HELP)
+    module.add_arguments(command)
+    return int(module.main(command.parse_args(args[1:])))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,77 @@
+"""evalport.protocol.runtime: the in-process agent runtime the server and LocalTarget share.
+
+An agent is written once against this interface and runs the same behind the server
+adapter (``evalport.server``) and in the client's ``LocalTarget``. Needs only msgspec.
+
+Rules:
+
+- It builds on :mod:`evalport.protocol` (the wire) and on nothing above it: it never
+  names the server or the client, and it knows nothing of HTTP.
+- The agent interface is small: a session factory (:func:`session_factory` accepts every
+  agent shape) and a turn function that receives the message and a :class:`TurnContext`.
+  The context records steps, tool calls (:func:`tool`, :meth:`TurnContext.tool_execution`),
+  usage and events straight into the session's run, and can ask for approvals.
+- :class:`AgentSession` runs one session: one turn at a time, each turn in a task of its
+  own, suspended on approval requests, cut by its timeout. Its errors
+  (:class:`SessionBusy`, :class:`SessionSuspended`, :class:`NotSuspended`,
+  :class:`SessionClosed`, :class:`DecisionError`, :class:`TurnTimeout`) are the ones
+  the server maps to problems and the client's LocalTarget raises.
+- Times in a run are :func:`utc_now` text (ISO-8601 UTC, milliseconds, ``Z``); framework
+  adapters that fill a context from a framework's callbacks stamp with it too.
+- Tool faults (:class:`FaultPlan`) are applied here, so they behave the same on every
+  target.
+- This package is the only public face: its modules are private.
+"""
+
+from ._agent import (
+    AgentIdentity,
+    SessionInfo,
+    TurnHandler,
+    agent_identity,
+    as_factory,
+    as_turn_function,
+    session_factory,
+)
+from ._context import ApprovalRejected, ApprovalResult, TurnContext, current_context
+from ._errors import (
+    DecisionError,
+    NotSuspended,
+    SessionBusy,
+    SessionClosed,
+    SessionSuspended,
+    TurnTimeout,
+)
+from ._faults import FaultNotApplicable, FaultPlan, InjectedFault
+from ._loader import load_object
+from ._session import AgentSession
+from ._stamps import utc_now
+from ._tool_runs import ToolRun
+from ._tools import tool
+
+__all__ = [
+    "AgentIdentity",
+    "AgentSession",
+    "ApprovalRejected",
+    "ApprovalResult",
+    "DecisionError",
+    "FaultNotApplicable",
+    "FaultPlan",
+    "InjectedFault",
+    "NotSuspended",
+    "SessionBusy",
+    "SessionClosed",
+    "SessionInfo",
+    "SessionSuspended",
+    "ToolRun",
+    "TurnContext",
+    "TurnHandler",
+    "TurnTimeout",
+    "agent_identity",
+    "as_factory",
+    "as_turn_function",
+    "current_context",
+    "load_object",
+    "session_factory",
+    "tool",
+    "utc_now",
+]
