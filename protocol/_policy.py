@@ -199,6 +199,9 @@ def _copy_run(run: AgentRun) -> AgentRun:
 class _Redactor:
     """One application of a safe policy to a run it may change in place.
 
+    Its memos and local copies keep HttpTarget's decode and redaction at 0.6x the time of
+    a plain walk (``benchmarks/redaction.py``: plain/tuned 1.6-1.7x).
+
     It remembers the digest of every value and argument map it saw, keyed by the value's
     compact JSON: a payload recurs in a run (a call's arguments sit in the requested call,
     the execution, the output message and ``tools``), and its digest is computed once.
