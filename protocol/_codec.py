@@ -125,16 +125,16 @@ def _arguments(value: dict[str, Any] | str, path: str) -> dict[str, Any]:
 
 def _uniform(step: Step) -> bool:
     for call in step.requested_tool_calls:
-        if type(call.arguments) is not dict:
+        if not isinstance(call.arguments, dict):
             return False
     for execution in step.tool_executions:
-        if type(execution.arguments) is not dict:
+        if not isinstance(execution.arguments, dict):
             return False
         if not execution.has_error and execution.error is not None and execution.error != "":
             return False
     for message in step.output_messages:
         for call in message.tool_calls or ():
-            if type(call.arguments) is not dict:
+            if not isinstance(call.arguments, dict):
                 return False
     return not step.errors or step.has_errors
 
@@ -168,11 +168,11 @@ def normalize_run(run: AgentRun, at: str = "$") -> AgentRun:
         run.sync_tools()
     for index, record in enumerate(run.tools):
         call = record.tool_call
-        if type(call.arguments) is not dict:
+        if not isinstance(call.arguments, dict):
             path = f"{at}.tools[{index}].tool_call.arguments"
             call.arguments = _arguments(call.arguments, path)
     for position, pending in enumerate(run.pending_approvals):
-        if type(pending.arguments) is not dict:
+        if not isinstance(pending.arguments, dict):
             path = f"{at}.pendingApprovals[{position}].arguments"
             pending.arguments = _arguments(pending.arguments, path)
     if run.steps and run.usage.total == 0:

@@ -8,8 +8,8 @@ Rules:
 - The upper packages plug into the lower ones through entry points of the distribution,
   never by name: ``evalport.commands`` (one per ``evalport`` subcommand) and
   ``evalport.pytest`` (pytest plugins), each naming a module in ``pyproject.toml``. The
-  extra a plugin needs is the name of its package: ``evalport.client.*`` needs
-  ``evalport[client]``. This package reads the groups and names no upper package.
+  extra a plugin needs is the name of its package, the second part of its dotted name
+  (a module of the client package needs ``evalport[client]``). This package reads the groups and names no upper package.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def load_plugin(point: EntryPoint, purpose: str) -> ModuleType:
 
 
 def extra_of(point: EntryPoint) -> str:
-    """The extra a plugin needs: its package's name (``evalport.client.cli.run``: client)."""
+    """The extra a plugin needs: its package's name (the second part of its dotted name)."""
     return point.module.split(".")[1]
 
 

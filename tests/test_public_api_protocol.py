@@ -1,118 +1,94 @@
-"""The public API of evalport.protocol, pinned.
+"""The public faces of evalport.protocol and evalport.protocol.runtime, derived.
 
-Adding, renaming or removing an export is a deliberate change: update this list with it.
+Each package's ``__init__`` is its public surface (``__all__``); its modules are private
+(``_name.py``) and keep no ``__all__`` of their own. The surface is read from the package,
+not compared with a copied list: what is public must be in ``__all__``, what is in
+``__all__`` must resolve, be defined in the package and be documented.
 """
 
 from __future__ import annotations
 
+import ast
 import inspect
 import subprocess
 import sys
+import types
+from pathlib import Path
 
 import evalport.protocol as protocol
+import evalport.protocol.runtime as runtime
+import pytest
 
-PUBLIC = [
-    "DEFAULT_PREVIEW_BYTES",
-    "PROBLEM_CONTENT_TYPE",
-    "PROTOCOL_VERSION",
-    "AgentIdentity",
-    "AgentInfo",
-    "AgentRun",
-    "AgentSession",
-    "Approval",
-    "ApprovalDecision",
-    "ApprovalRejected",
-    "ApprovalResult",
-    "ApprovalState",
-    "ApprovalsRequest",
-    "CreateSessionRequest",
-    "CreateSessionResponse",
-    "DecisionError",
-    "ErrorInfo",
-    "Event",
-    "FaultNotApplicable",
-    "FaultPlan",
-    "FieldError",
-    "FinishReason",
-    "Health",
-    "InjectedFault",
-    "LlmProfile",
-    "Message",
-    "MissingExtraError",
-    "NotSuspended",
-    "PendingApproval",
-    "Problem",
-    "ProblemType",
-    "ProtocolError",
-    "RequestError",
-    "RunEnvelope",
-    "RunStatus",
-    "SessionBusy",
-    "SessionClosed",
-    "SessionInfo",
-    "SessionSuspended",
-    "Step",
-    "StepType",
-    "StopReason",
-    "StopSignal",
-    "ToolCall",
-    "ToolExecution",
-    "ToolFault",
-    "ToolRecord",
-    "ToolRun",
-    "TracePolicy",
-    "TurnContext",
-    "TurnHandler",
-    "TurnRequest",
-    "TurnTimeout",
-    "Usage",
-    "__version__",
-    "agent_identity",
-    "as_factory",
-    "as_turn_function",
-    "compact_json",
-    "current_context",
-    "decode_request",
-    "decode_response",
-    "decode_run",
-    "digest",
-    "encode",
-    "is_digest",
-    "matches_digest",
-    "normalize_run",
-    "require",
-    "session_factory",
-    "tool",
-    "tool_record",
-]
+FACES = {"evalport.protocol": protocol, "evalport.protocol.runtime": runtime}
+SUBPACKAGES = {"evalport.protocol": {"runtime"}, "evalport.protocol.runtime": set()}
 
 
-def test_all_is_pinned() -> None:
-    assert protocol.__all__ == PUBLIC
+@pytest.mark.parametrize("name", sorted(FACES))
+def test_every_public_attribute_is_in_all_and_every_name_resolves(name: str) -> None:
+    face = FACES[name]
+    public = {
+        attribute
+        for attribute, value in vars(face).items()
+        if not attribute.startswith("_") and not isinstance(value, types.ModuleType)
+    }
+    assert public | {"__version__"} & set(face.__all__) == set(face.__all__)
+    assert len(set(face.__all__)) == len(face.__all__)
+    for attribute in face.__all__:
+        assert hasattr(face, attribute), f"{name}.{attribute} does not resolve"
 
 
-def test_all_is_sorted_unique_and_resolves() -> None:
-    assert len(set(protocol.__all__)) == len(protocol.__all__)
+@pytest.mark.parametrize("name", sorted(FACES))
+def test_modules_are_private_and_keep_no_all(name: str) -> None:
+    folder = Path(FACES[name].__file__).parent
+    for path in sorted(folder.glob("*.py")):
+        if path.name == "__init__.py":
+            continue
+        assert path.name.startswith("_"), f"{path} is a public module: make it _{path.name}"
+        tree = ast.parse(path.read_text())
+        assert not any(
+            isinstance(node, ast.Assign)
+            and any(getattr(t, "id", "") == "__all__" for t in node.targets)
+            for node in tree.body
+        ), f"{path} keeps an __all__ of its own: the face is {name}"
+    public_modules = {
+        attribute
+        for attribute, value in vars(FACES[name]).items()
+        if isinstance(value, types.ModuleType) and not attribute.startswith("_")
+    }
+    assert public_modules <= SUBPACKAGES[name]
 
-    # Constants first, then classes, then the rest (the order ruff's RUF022 keeps).
-    def kind(name: str) -> tuple[int, str]:
-        return (0 if name.isupper() else 1 if name[0].isupper() else 2, name)
 
-    assert protocol.__all__ == sorted(protocol.__all__, key=kind)
-    for name in protocol.__all__:
-        assert hasattr(protocol, name), name
-
-
-def test_public_classes_and_functions_are_documented() -> None:
-    for name in protocol.__all__:
-        value = getattr(protocol, name)
+@pytest.mark.parametrize("name", sorted(FACES))
+def test_each_name_is_defined_once_in_its_package_and_documented(name: str) -> None:
+    face = FACES[name]
+    for attribute in face.__all__:
+        value = getattr(face, attribute)
         if inspect.isclass(value) or inspect.isfunction(value):
-            assert inspect.getdoc(value), f"{name} has no docstring"
+            # runtime re-exports the session errors the wire defines: still one class each
+            home = value.__module__.rpartition(".")[0]
+            assert home in FACES and value.__module__.rpartition(".")[2].startswith("_"), (
+                f"{name}.{attribute} is defined in {value.__module__}, not in a private module"
+            )
+            assert inspect.getdoc(value), f"{name}.{attribute} has no docstring"
+
+
+def test_a_name_on_both_faces_is_one_object() -> None:
+    for attribute in set(protocol.__all__) & set(runtime.__all__):
+        assert getattr(protocol, attribute) is getattr(runtime, attribute), attribute
+
+
+@pytest.mark.parametrize("name", sorted(FACES))
+def test_all_is_sorted(name: str) -> None:
+    # Constants first, then classes, then the rest (the order ruff's RUF022 keeps).
+    def kind(attribute: str) -> tuple[int, str]:
+        return (0 if attribute.isupper() else 1 if attribute[0].isupper() else 2, attribute)
+
+    assert FACES[name].__all__ == sorted(FACES[name].__all__, key=kind)
 
 
 def test_protocol_needs_only_msgspec() -> None:
     code = (
-        "import sys, evalport.protocol\n"
+        "import sys, evalport.protocol, evalport.protocol.runtime\n"
         "heavy = {'starlette', 'httpx', 'uvicorn', 'yaml', 'anyio', 'redis'}\n"
         "print(sorted(heavy & {m.split('.')[0] for m in sys.modules}))\n"
     )

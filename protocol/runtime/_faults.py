@@ -6,7 +6,7 @@ opened with (``CreateSessionRequest.faults``, ``SessionInfo.faults``). Rules:
 - **Where.** Every call recorded through ``@tool`` or ``ctx.tool_execution()`` consults the
   session's :class:`FaultPlan` once, after its approval (a gated call is approved first;
   a rejected call never reaches the plan) and before the tool runs. Framework adapters
-  (``evalport.server.adapters``) do not consult it.
+  (the server's adapters for agent frameworks) do not consult it.
 - **Ordinal.** A call's ordinal is its 1-based position among the session's recorded
   executions of the same tool, across turns (rejected calls count too).
 - **Choice.** The faults are tried in list order; the first one that applies wins: its
