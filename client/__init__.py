@@ -9,25 +9,7 @@ from evalport.protocol import require as _require
 
 _require("httpx", "client", "evalport.client")
 
-from evalport.protocol import (  # noqa: E402
-    ToolFault,
-    TracePolicy,
-)
-
-from .cache import CachingTarget, RunCache  # noqa: E402
-from .cases import Case, cases_from, eval_case, run_trial  # noqa: E402
-from .context import EvalContext, RequirementFailed, SkipCase, SyncEvalContext  # noqa: E402
-from .conversation import (  # noqa: E402
-    ApprovalError,
-    ApprovalPolicy,
-    ApprovalRequest,
-    approve_all,
-    decide_by_tool,
-    reject_all,
-)
-from .datasets import Dataset, DatasetError, DatasetRow  # noqa: E402
-from .discovery import DuplicateCaseError, LoadError, discover  # noqa: E402
-from .errors import (  # noqa: E402
+from evalport.protocol import (  # noqa: E402  # noqa: E402
     AuthFailed,
     FaultsUnsupported,
     NotSuspended,
@@ -39,9 +21,25 @@ from .errors import (  # noqa: E402
     SessionSuspended,
     TargetError,
     TargetUnavailable,
+    ToolFault,
+    TracePolicy,
     TurnLost,
     TurnTimedOut,
 )
+
+from .cache import CachingTarget, RunCache  # noqa: E402
+from .cases import Case, cases_from, eval_case  # noqa: E402
+from .context import EvalContext, RequirementFailed, SkipCase, SyncEvalContext  # noqa: E402
+from .conversation import (  # noqa: E402
+    ApprovalError,
+    ApprovalPolicy,
+    ApprovalRequest,
+    approve_all,
+    decide_by_tool,
+    reject_all,
+)
+from .datasets import Dataset, DatasetError, DatasetRow  # noqa: E402
+from .discovery import DuplicateCaseError, LoadError, discover  # noqa: E402
 from .evaluator import Evaluator, evaluator_cases  # noqa: E402
 from .handles import AssertionHandle, Expectation  # noqa: E402
 from .http import HttpSession, HttpTarget  # noqa: E402
@@ -61,6 +59,7 @@ from .simulated import ScriptedUser, SimulatedUser  # noqa: E402
 from .sync import SyncSession, SyncTarget, connect  # noqa: E402
 from .target import Session, Target, TargetIdentity, Turn  # noqa: E402
 from .trajectory import Trajectory, TrajectoryToolCall  # noqa: E402
+from .trial import run_trial  # noqa: E402
 
 __all__ = [
     "ApprovalError",

@@ -28,12 +28,12 @@ from pathlib import Path
 from typing import Any, Final, TypeVar, overload
 
 from evalport.protocol import ToolFault
-from evalport.protocol.runtime._faults import as_faults
+from evalport.protocol.runtime import as_faults
 
 from .conversation import ApprovalPolicy
 from .datasets import Dataset, DatasetRow
 
-__all__ = ["Case", "CaseSpec", "cases_from", "eval_case", "run_trial"]
+__all__ = ["Case", "CaseSpec", "cases_from", "eval_case"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 MARK: Final = "__eval_case__"
@@ -148,7 +148,7 @@ def spec_of(func: Any) -> CaseSpec | None:
     return spec if isinstance(spec, CaseSpec) else None
 
 
-def _source(func: Callable[..., Any]) -> str:
+def source_of(func: Callable[..., Any]) -> str:
     """``file:line`` of a case function, from its code object (no source file is read:
     a function compiled from a string or a notebook has no readable source)."""
     code = getattr(inspect.unwrap(func), "__code__", None)
@@ -157,7 +157,7 @@ def _source(func: Callable[..., Any]) -> str:
     return f"{code.co_filename}:{code.co_firstlineno}"
 
 
-def _dataset(spec: CaseSpec, func: Callable[..., Any]) -> Dataset | None:
+def dataset_of(spec: CaseSpec, func: Callable[..., Any]) -> Dataset | None:
     data = spec.dataset
     if data is None or isinstance(data, Dataset):
         return data
@@ -171,7 +171,7 @@ def _dataset(spec: CaseSpec, func: Callable[..., Any]) -> Dataset | None:
     return Dataset.from_list(data, source=f"dataset of {func.__qualname__}")
 
 
-def _describe(template: str, row: DatasetRow | None) -> str:
+def describe_row(template: str, row: DatasetRow | None) -> str:
     if row is None:
         return template
     try:
@@ -195,18 +195,18 @@ def cases_from(func: Callable[..., Any], *, prefix: str = "") -> list[Case]:
         tags=spec.tags,
         judge=spec.judge,
         timeout=spec.timeout,
-        source=_source(func),
+        source=source_of(func),
         approval_policy=spec.approval_policy,
         faults=spec.faults,
     )
-    dataset = _dataset(spec, func)
+    dataset = dataset_of(spec, func)
     if dataset is None:
         return [base]
     return [
         Case(
             id=f"{base.id}[{row.id}]",
             func=func,
-            description=_describe(template, row),
+            description=describe_row(template, row),
             tags=base.tags,
             judge=base.judge,
             timeout=base.timeout,
@@ -217,6 +217,3 @@ def cases_from(func: Callable[..., Any], *, prefix: str = "") -> list[Case]:
         )
         for row in dataset
     ]
-
-
-from .trial import run_trial  # noqa: E402  (re-exported: the runner's default trial function)

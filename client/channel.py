@@ -20,10 +20,19 @@ from typing import Any, Final, Literal
 
 import httpx
 import msgspec
-from evalport.protocol import AgentRun, Health, Problem, TracePolicy, decode_response, decode_run
-from evalport.protocol import ProtocolError as WireProtocolError
+from evalport.protocol import (
+    AgentRun,
+    Health,
+    Problem,
+    ProtocolError,
+    TargetError,
+    TargetUnavailable,
+    TracePolicy,
+    decode_response,
+    decode_run,
+)
 
-from .errors import ProtocolError, Secrets, TargetError, TargetUnavailable, body_excerpt, error_for
+from .errors import Secrets, body_excerpt, error_for
 from .retry import RetryPolicy, parse_retry_after
 
 __all__ = ["DEFAULT_TIMEOUT", "Channel", "Mode"]
@@ -186,7 +195,7 @@ class Channel:
         if response.content.lstrip()[:1] == b"{":
             try:
                 problem = decode_response(response.content, Problem)
-            except WireProtocolError:
+            except ProtocolError:
                 problem = None
         excerpt = ""
         if problem is None or not (problem.title or problem.detail):
@@ -206,7 +215,7 @@ class Channel:
             scrub=self.scrub,
         )
 
-    def protocol_error(self, error: WireProtocolError, response: httpx.Response) -> ProtocolError:
+    def protocol_error(self, error: ProtocolError, response: httpx.Response) -> ProtocolError:
         text = str(error)
         if error.excerpt:
             text = text.removesuffix(f"; body starts: {error.excerpt}")
@@ -224,7 +233,7 @@ class Channel:
     def decode(self, response: httpx.Response, kind: type[Any], what: str) -> Any:
         try:
             return decode_response(response.content, kind, what=what)
-        except WireProtocolError as error:
+        except ProtocolError as error:
             raise self.protocol_error(error, response) from None
 
     def health(self, response: httpx.Response) -> Health:
@@ -235,9 +244,7 @@ class Channel:
             value = msgspec.json.decode(data)
         except msgspec.DecodeError:
             raise self.protocol_error(
-                WireProtocolError(
-                    "/health did not answer JSON: is base_url the adapter's address?"
-                ),
+                ProtocolError("/health did not answer JSON: is base_url the adapter's address?"),
                 response,
             ) from None
         if not isinstance(value, dict):
@@ -248,7 +255,7 @@ class Channel:
     def run(self, response: httpx.Response) -> AgentRun:
         try:
             run = decode_run(response.content)
-        except WireProtocolError as error:
+        except ProtocolError as error:
             raise self.protocol_error(error, response) from None
         return self.policy.apply(run, in_place=True)
 

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from evalport.protocol import AgentRun, ToolFault
 
 from .assertions.methods import AssertionMethods
-from .conversation import ApprovalPolicy, SimulatedUser, settle_approvals
+from .conversation import ApprovalPolicy, UserSimulator, settle_approvals
 from .handles import AssertionHandle, Expectation
 from .results import AssertionResult, JudgeRecord
 from .target import Session, Target, Turn, faults_option
@@ -139,7 +139,7 @@ class EvalContext(AssertionMethods):
             raise TypeError("converse() takes a list of messages, not one string")
         return [await self.send(message) for message in messages]
 
-    async def simulate(self, user: SimulatedUser, *, max_turns: int | None = None) -> list[Turn]:
+    async def simulate(self, user: UserSimulator, *, max_turns: int | None = None) -> list[Turn]:
         """Let ``user`` write the user turns until it stops or the turn cap is reached.
 
         The simulated user sees the visible conversation only; approvals stay with the
@@ -265,7 +265,9 @@ class SyncEvalContext(AssertionMethods):
         for future in list(self._pending):
             future.cancel()
 
-    def _block(self, coro: Coroutine[Any, Any, T]) -> T:
+    def block(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` on the case's event loop and wait for its result (sync code that
+        holds a coroutine, such as an evaluator's async ``set_up``, uses this)."""
         if self._cancelled:
             coro.close()
             raise asyncio.CancelledError("the case was stopped (timeout)")
@@ -314,13 +316,13 @@ class SyncEvalContext(AssertionMethods):
         return JudgeAssertions(self, judge)
 
     def send(self, message: str) -> Turn:
-        return self._block(self._inner.send(message))
+        return self.block(self._inner.send(message))
 
     def converse(self, messages: Sequence[str]) -> list[Turn]:
-        return self._block(self._inner.converse(messages))
+        return self.block(self._inner.converse(messages))
 
-    def simulate(self, user: SimulatedUser, *, max_turns: int | None = None) -> list[Turn]:
-        return self._block(self._inner.simulate(user, max_turns=max_turns))
+    def simulate(self, user: UserSimulator, *, max_turns: int | None = None) -> list[Turn]:
+        return self.block(self._inner.simulate(user, max_turns=max_turns))
 
     def new_session(
         self,
@@ -330,10 +332,10 @@ class SyncEvalContext(AssertionMethods):
         faults: Sequence[ToolFault] | None = None,
     ) -> Session:
         opened = self._inner.new_session(description=description, metadata=metadata, faults=faults)
-        return self._block(opened)
+        return self.block(opened)
 
     def attach(self, session_id: str) -> AgentRun:
-        return self._block(self._inner.attach(session_id))
+        return self.block(self._inner.attach(session_id))
 
     def refresh(self) -> AgentRun:
-        return self._block(self._inner.refresh())
+        return self.block(self._inner.refresh())

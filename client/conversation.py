@@ -18,11 +18,13 @@ Rules:
   :class:`ApprovalError` naming the ids; the trial records it as a case error. Silence
   is never consent. A policy that keeps the agent suspended for ``MAX_APPROVAL_ROUNDS``
   rounds in one turn is an error too.
-- A decision is ``"approve"``, ``"reject"``, ``True``/``False``, ``("reject", reason)``,
-  ``{"decision": ..., "reason": ...}`` or an :class:`ApprovalDecision`.
-- Simulated users (:class:`evalport.client.simulated.UserSimulator`:
-  ``next_message(transcript) -> str | None`` and ``max_turns``) plug into the same loop
-  through ``ctx.simulate``; they only ever write user messages, never approval decisions.
+- A decision is any spelling :func:`evalport.client.turns.to_decision` accepts (the one
+  parser ``Session.decide`` uses too): ``"approve"``, ``"reject"``, ``True``/``False``,
+  ``("reject", reason)``, ``{"decision": ..., "reason": ...}`` or an
+  :class:`ApprovalDecision`.
+- Simulated users (:class:`UserSimulator`: ``next_message(transcript) -> str | None`` and
+  ``max_turns``) plug into the same loop through ``ctx.simulate``; they only ever write
+  user messages, never approval decisions.
 - Targets do not matter: the loop only uses the :class:`~evalport.client.target.Session`
   protocol, so it runs the same on ``LocalTarget`` and ``HttpTarget``.
 """
@@ -34,11 +36,11 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, TypeAlias, runtime_checkable
 
-from evalport.protocol import AgentRun, ApprovalDecision, PendingApproval, matches_digest
+from evalport.protocol import AgentRun, PendingApproval, matches_digest
 
 from .target import Session, Turn
 from .trajectory import Trajectory
-from .turns import next_turn
+from .turns import DecisionLike, next_turn, to_decision
 
 __all__ = [
     "MAX_APPROVAL_ROUNDS",
@@ -46,7 +48,7 @@ __all__ = [
     "ApprovalPolicy",
     "ApprovalRequest",
     "DecisionLike",
-    "SimulatedUser",
+    "UserSimulator",
     "approve_all",
     "decide_by_tool",
     "reject_all",
@@ -55,8 +57,6 @@ __all__ = [
 ]
 
 MAX_APPROVAL_ROUNDS: Final = 25
-
-DecisionLike: TypeAlias = ApprovalDecision | str | bool | tuple[str, str] | Mapping[str, Any]
 
 
 class ApprovalError(RuntimeError):
@@ -106,35 +106,14 @@ ApprovalPolicy: TypeAlias = Callable[
 
 
 @runtime_checkable
-class SimulatedUser(Protocol):
+class UserSimulator(Protocol):
     """What ``ctx.simulate`` drives: the next user message from the visible transcript
-    (``None`` to stop) under a required turn cap. ``evalport.client.simulated`` provides
-    ``ScriptedUser`` and the LLM-backed ``SimulatedUser`` that satisfy it."""
+    (``None`` to stop) under a required turn cap. :class:`~evalport.client.ScriptedUser`
+    and the model-backed :class:`~evalport.client.SimulatedUser` satisfy it."""
 
     max_turns: int
 
     async def next_message(self, transcript: Sequence[tuple[str, str]]) -> str | None: ...
-
-
-def to_decision(value: DecisionLike, call_id: str) -> ApprovalDecision:
-    """An :class:`ApprovalDecision` from any accepted spelling (see the module rules)."""
-    if isinstance(value, ApprovalDecision):
-        return value
-    if isinstance(value, bool):
-        return ApprovalDecision(decision="approve" if value else "reject")
-    if isinstance(value, str) and value in ("approve", "reject"):
-        return ApprovalDecision(decision=value)  # type: ignore[arg-type]
-    if isinstance(value, tuple) and len(value) == 2 and value[0] in ("approve", "reject"):
-        return ApprovalDecision(decision=value[0], reason=str(value[1]))  # type: ignore[arg-type]
-    if isinstance(value, Mapping) and value.get("decision") in ("approve", "reject"):
-        reason = value.get("reason")
-        return ApprovalDecision(
-            decision=value["decision"], reason=None if reason is None else str(reason)
-        )
-    raise ApprovalError(
-        f"the approval policy answered {value!r} for call {call_id!r}; use 'approve', "
-        "'reject', True/False, ('reject', reason) or {'decision': ..., 'reason': ...}"
-    )
 
 
 def _describe(pending: tuple[PendingApproval, ...], ids: list[str]) -> str:
@@ -188,7 +167,10 @@ async def settle_approvals(
             if unknown:
                 parts.append(f"decided call(s) that are not pending: {', '.join(unknown)}")
             raise ApprovalError("the approval policy " + "; ".join(parts))
-        decisions = {call_id: to_decision(answer[call_id], call_id) for call_id in ids}
+        try:
+            decisions = {call_id: to_decision(answer[call_id], call_id) for call_id in ids}
+        except ValueError as error:
+            raise ApprovalError(f"the approval policy answered: {error}") from None
         turn = await session.decide(decisions)
     if turn is started:
         return turn

@@ -1,16 +1,12 @@
-"""The errors a target raises, and how their texts are kept free of secrets.
+"""How a target's failures become typed errors, with texts kept free of secrets.
 
 Rules:
 
-- Every error a target raises is a :class:`TargetError`; its subclass says what went
-  wrong, so callers branch on the class (or ``status``/``problem_type``), never on text:
-  :class:`TargetUnavailable` (cannot reach it, 5xx, 429/503 after the retries),
-  :class:`AuthFailed` (401/403), :class:`SessionNotFound` (404),
-  :class:`SessionBusy`, :class:`SessionSuspended`, :class:`NotSuspended`,
-  :class:`TurnLost` (409s, all :class:`SessionConflict`), :class:`TurnTimedOut` (504),
-  :class:`RequestRejected` (any other 4xx; :class:`FaultsUnsupported` when tool faults
-  meet a server without them) and :class:`ProtocolError` (a response the client cannot
-  use; it is also an :class:`evalport.protocol.ProtocolError`).
+- Every error a target raises is a :class:`~evalport.protocol.TargetError` (the tree is
+  drawn once, in :mod:`evalport.protocol`'s problems; :mod:`evalport.client` re-exports
+  it); its subclass says what went wrong, so callers branch on the class (or
+  ``status``/``problem_type``), never on text. :func:`error_for` picks the class for a
+  non-2xx answer.
 - No secret reaches an error text: a :class:`Secrets` scrubs the token and the values of
   credential headers from every message, and a body excerpt is shape-only unless the
   target's trace policy is verbatim (:func:`body_excerpt`).
@@ -24,115 +20,28 @@ from typing import Any, Final
 
 import httpx
 import msgspec
-from evalport.protocol import Problem, ProblemType, compact_json
-from evalport.protocol import ProtocolError as _WireProtocolError
-from evalport.protocol._codec import EXCERPT_BYTES
-from evalport.protocol._digest import _shape
-
-__all__ = [
-    "AuthFailed",
-    "FaultsUnsupported",
-    "NotSuspended",
-    "ProtocolError",
-    "RequestRejected",
-    "SessionBusy",
-    "SessionConflict",
-    "SessionNotFound",
-    "SessionSuspended",
-    "TargetError",
-    "TargetUnavailable",
-    "TurnLost",
-    "TurnTimedOut",
-    "body_excerpt",
-    "error_for",
-]
+from evalport.protocol import (
+    AuthFailed,
+    FaultsUnsupported,
+    NotSuspended,
+    Problem,
+    ProblemType,
+    ProtocolError,
+    RequestRejected,
+    SessionBusy,
+    SessionConflict,
+    SessionNotFound,
+    SessionSuspended,
+    TargetError,
+    TargetUnavailable,
+    TurnLost,
+    TurnTimedOut,
+    digest,
+    is_digest,
+)
 
 _SCRUBBED: Final = "[redacted]"
-
-
-class TargetError(Exception):
-    """Base of every error a target raises.
-
-    ``status`` is the HTTP status (``None`` when no response came), ``problem_type`` the
-    RFC 9457 ``type`` the server sent, ``detail`` its ``detail``.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        status: int | None = None,
-        problem_type: str | None = None,
-        detail: str | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.status = status
-        self.problem_type = problem_type
-        self.detail = detail
-
-
-class TargetUnavailable(TargetError):
-    """The target cannot be reached or cannot serve now (after any retries)."""
-
-
-class AuthFailed(TargetError):
-    """The target refused the credentials (401 or 403)."""
-
-
-class SessionNotFound(TargetError):
-    """The session does not exist (any more): unknown, expired or deleted."""
-
-
-class SessionConflict(TargetError):
-    """The session cannot take this call in its current state (409)."""
-
-
-class SessionBusy(SessionConflict):
-    """A turn is already running on the session."""
-
-
-class SessionSuspended(SessionConflict):
-    """The session waits for approval decisions (``Session.decide``) before a new turn."""
-
-
-class NotSuspended(SessionConflict):
-    """Decisions were sent but nothing is pending."""
-
-
-class TurnLost(SessionConflict):
-    """The turn under this key ended without a stored outcome (its replica died, or stalled
-    and lost its lease to another turn); its effects are unknown. Send it under a new key
-    to run it again."""
-
-
-class TurnTimedOut(TargetError):
-    """The agent did not finish the turn within the server's turn timeout (504)."""
-
-
-class RequestRejected(TargetError):
-    """The target refused the request as sent (400, 413, 415, 422, ...)."""
-
-
-class FaultsUnsupported(RequestRejected):
-    """Tool faults were asked of a target whose server does not accept them."""
-
-
-class ProtocolError(TargetError, _WireProtocolError):
-    """A response the client cannot use. Names the field; the excerpt is redacted."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        path: str | None = None,
-        excerpt: str = "",
-        status: int | None = None,
-    ) -> None:
-        text = message if not excerpt else f"{message}; body starts: {excerpt}"
-        TargetError.__init__(self, text, status=status)
-        self.path = path
-        self.excerpt = excerpt
+EXCERPT_BYTES: Final = 512  # as much of a body as an error quotes (the wire's excerpt too)
 
 
 class Secrets:
@@ -188,7 +97,9 @@ def body_excerpt(
             head = data[:limit].decode(errors="replace")
             text = _shape_text(head) if head.lstrip()[:1] in ("{", "[", '"') else head
         else:
-            text = compact_json(_shape(value, 0)).decode()[:limit]
+            text = digest(value, limit)["preview"]  # a digest's preview is the shape
+            if is_digest(value):  # digest() hands a digest back: shape its preview too
+                text = _shape_text(value["preview"])[:limit]
     return secrets.scrub(text)
 
 

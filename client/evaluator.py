@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from .assertions.base import Assertion
-from .cases import Case, CaseSpec, _dataset, _describe, _source
+from .cases import Case, CaseSpec, dataset_of, describe_row, source_of
 from .conversation import ApprovalPolicy
 from .datasets import Dataset, DatasetRow
 
@@ -97,7 +97,7 @@ class Evaluator:
             if not self._set_up_done:
                 outcome = self.set_up()
                 if inspect.iscoroutine(outcome):
-                    ctx._block(outcome)
+                    ctx.block(outcome)
                 self._set_up_done = True
 
     async def _item_async(self, ctx: Any, item: DatasetRow) -> None:
@@ -120,7 +120,7 @@ class Evaluator:
             output = self.run(item)
             outcome = self.evaluate(output, item)
             if inspect.iscoroutine(outcome):
-                ctx._block(outcome)
+                ctx.block(outcome)
         finally:
             _current.reset(token)
 
@@ -142,17 +142,17 @@ def evaluator_cases(cls: type[Evaluator], *, prefix: str = "") -> list[Case]:
             instance._item_sync(ctx, item)
 
     item_case.__qualname__ = item_case.__name__ = cls.__name__
-    dataset = _dataset(spec, cls)
+    dataset = dataset_of(spec, cls)
     if dataset is None:
         raise TypeError(f"{cls.__name__}.dataset() returned None; return rows or a path")
     doc = inspect.getdoc(cls)
     template = cls.description or (doc.splitlines()[0] if doc and cls.__doc__ else cls.__name__)
-    source = _source(cls.run)
+    source = source_of(cls.run)
     return [
         Case(
             id=f"{prefix}{cls.__name__}[{row.id}]",
             func=item_case,
-            description=_describe(template, row),
+            description=describe_row(template, row),
             tags=tuple(cls.tags),
             judge=cls.judge,
             timeout=cls.timeout,

@@ -36,20 +36,22 @@ from evalport.protocol import (
     ApprovalsRequest,
     CreateSessionRequest,
     CreateSessionResponse,
+    FaultsUnsupported,
     Health,
+    ProtocolError,
+    SessionNotFound,
     ToolFault,
     TracePolicy,
     TurnRequest,
     encode,
 )
-from evalport.protocol.runtime._faults import as_faults
+from evalport.protocol.runtime import as_faults
 from msgspec import UNSET
 
 from .channel import DEFAULT_TIMEOUT, Channel
-from .errors import FaultsUnsupported, ProtocolError, SessionNotFound
 from .retry import RetryPolicy
 from .target import TargetIdentity, Turn
-from .turns import DecisionInput, SessionBase, decisions_of
+from .turns import DecisionLike, SessionBase, decisions_of
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -171,14 +173,17 @@ class HttpTarget:
                 status=response.status_code,
             )
         run = AgentRun(session_id=created.session_id)
-        return HttpSession(self, created.session_id, run, expires_at=created.expires_at)
+        return HttpSession(
+            self, created.session_id, run, channel=channel, expires_at=created.expires_at
+        )
 
     async def attach(self, session_id: str) -> HttpSession:
         """A session opened elsewhere (another process, another run), with its run so far."""
         if not session_id:
             raise ValueError("attach() needs the id of an existing session")
         await self._ensure_checked()
-        session = HttpSession(self, session_id, AgentRun(session_id=session_id))
+        run = AgentRun(session_id=session_id)
+        session = HttpSession(self, session_id, run, channel=self._channel)
         await session.refresh()
         return session
 
@@ -212,12 +217,11 @@ class HttpTarget:
                 "--allow-faults' or build its adapter with EvalAdapter(..., faults=True)"
             )
 
-    def _session_path(self, session_id: str, tail: str = "") -> str:
-        return f"evals/sessions/{quote(session_id, safe='')}{tail}"
-
 
 class HttpSession(SessionBase["HttpTarget"]):
-    """One session on an :class:`HttpTarget`; ``run`` is the accumulated, redacted run."""
+    """One session on an :class:`HttpTarget`; ``run`` is the accumulated, redacted run.
+
+    Its target hands it the :class:`Channel` every call of the session goes through."""
 
     def __init__(
         self,
@@ -225,53 +229,48 @@ class HttpSession(SessionBase["HttpTarget"]):
         session_id: str,
         run: AgentRun,
         *,
+        channel: Channel,
         expires_at: str | None = None,
     ) -> None:
         super().__init__(target, session_id, run)
         self.expires_at = expires_at
+        self._channel = channel
+        self._path = f"evals/sessions/{quote(session_id, safe='')}"
 
     async def send(self, message: str) -> Turn:
         """One user message; returns when the agent finished the turn or suspended it."""
-        target = self._target
-        response = await target._channel.request(
+        response = await self._channel.request(
             "POST",
-            target._session_path(self._id, "/turns"),
+            f"{self._path}/turns",
             body=encode(TurnRequest(message=message)),
-            mode="keyed" if target.idempotent_turns else "once",
+            mode="keyed" if self._target.idempotent_turns else "once",
             headers={"Idempotency-Key": uuid.uuid4().hex},
             session_id=self._id,
         )
-        return self._advance(target._channel.run(response), message)
+        return self._advance(self._channel.run(response), message)
 
-    async def decide(self, decisions: Mapping[str, DecisionInput]) -> Turn:
+    async def decide(self, decisions: Mapping[str, DecisionLike]) -> Turn:
         """Answer the pending approvals (call id -> decision) and resume the turn."""
-        target = self._target
         body = encode(ApprovalsRequest(decisions=decisions_of(decisions)))
-        response = await target._channel.request(
-            "POST",
-            target._session_path(self._id, "/approvals"),
-            body=body,
-            mode="once",
-            session_id=self._id,
+        response = await self._channel.request(
+            "POST", f"{self._path}/approvals", body=body, mode="once", session_id=self._id
         )
-        return self._advance(target._channel.run(response), None)
+        return self._advance(self._channel.run(response), None)
 
     async def refresh(self) -> AgentRun:
         """Read the accumulated run again (what ``attach`` does)."""
-        target = self._target
-        response = await target._channel.request(
-            "GET", target._session_path(self._id), mode="idempotent", session_id=self._id
+        response = await self._channel.request(
+            "GET", self._path, mode="idempotent", session_id=self._id
         )
-        self._run = target._channel.run(response)
+        self._run = self._channel.run(response)
         return self._run
 
     async def close(self) -> None:
         """Delete the session on the server; a session already gone counts as closed."""
         if self.closed:
             return
-        target = self._target
         with contextlib.suppress(SessionNotFound):
-            await target._channel.request(
-                "DELETE", target._session_path(self._id), mode="idempotent", session_id=self._id
+            await self._channel.request(
+                "DELETE", self._path, mode="idempotent", session_id=self._id
             )
         self.closed = True

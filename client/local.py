@@ -31,27 +31,32 @@ from typing import Any, TypeVar
 from evalport.protocol import (
     AgentRun,
     ProblemType,
+    RequestRejected,
     RunEnvelope,
+    SessionNotFound,
+    TargetError,
     ToolFault,
     TracePolicy,
+    TurnTimedOut,
     decode_run,
     encode,
 )
-from evalport.protocol.runtime import SessionInfo, _errors, agent_identity, session_factory
-from evalport.protocol.runtime import _session as _runtime
-from evalport.protocol.runtime._faults import as_faults
-
-from .errors import (
+from evalport.protocol.runtime import (
+    AgentSession,
+    DecisionError,
     NotSuspended,
-    RequestRejected,
     SessionBusy,
-    SessionNotFound,
+    SessionClosed,
+    SessionInfo,
     SessionSuspended,
-    TargetError,
-    TurnTimedOut,
+    TurnTimeout,
+    agent_identity,
+    as_faults,
+    session_factory,
 )
+
 from .target import TargetIdentity, Turn
-from .turns import DecisionInput, SessionBase, decisions_of
+from .turns import DecisionLike, SessionBase, decisions_of
 
 __all__ = ["LocalSession", "LocalTarget"]
 
@@ -86,7 +91,7 @@ class LocalTarget:
             agent_name=found.name,
             agent_version=found.version,
         )
-        self._sessions: dict[str, _runtime.AgentSession] = {}
+        self._sessions: dict[str, AgentSession] = {}
 
     def __repr__(self) -> str:
         return f"LocalTarget({self._identity.location!r}, policy={self.policy.describe()})"
@@ -112,7 +117,7 @@ class LocalTarget:
             metadata=dict(metadata or {}),
             faults=as_faults(faults),
         )
-        live = await _runtime.AgentSession.from_factory(self._factory, info)
+        live = await AgentSession.from_factory(self._factory, info)
         self._sessions[session_id] = live
         return LocalSession(self, session_id, AgentRun(session_id=session_id))
 
@@ -144,7 +149,7 @@ class LocalTarget:
         """``run`` as an HTTP client would see it: encoded, decoded leniently, redacted."""
         return self.policy.apply(decode_run(encode(RunEnvelope(run=run))), in_place=True)
 
-    def _live(self, session_id: str) -> _runtime.AgentSession:
+    def _live(self, session_id: str) -> AgentSession:
         live = self._sessions.get(session_id)
         if live is None:
             raise SessionNotFound(
@@ -159,39 +164,51 @@ class LocalTarget:
             await live.close()
 
 
-_RUNTIME_ERRORS = (_errors.RuntimeStateError, _errors.DecisionError, _errors.TurnTimeout)
+_RUNTIME_ERRORS = (
+    SessionBusy,
+    SessionSuspended,
+    NotSuspended,
+    SessionClosed,
+    DecisionError,
+    TurnTimeout,
+)
 """What a turn of the runtime raises that a target reports as HttpTarget would."""
+
+# The problem type the server answers for each state the runtime refuses a call in.
+_STATE_PROBLEMS: dict[type[TargetError], str] = {
+    SessionBusy: ProblemType.SESSION_BUSY,
+    SessionSuspended: ProblemType.SESSION_SUSPENDED,
+    NotSuspended: ProblemType.NOT_SUSPENDED,
+}
 
 
 def _turn_error(session_id: str, error: Exception) -> TargetError:
-    """The target error for one of :data:`_RUNTIME_ERRORS` (raised ``from None``)."""
-    if isinstance(error, _errors.RuntimeStateError):
-        return _state_error(session_id, error)
-    if isinstance(error, _errors.DecisionError):
+    """The target error for one of :data:`_RUNTIME_ERRORS` (raised ``from None``): the same
+    class for a session's state, with the session id and the problem type added."""
+    if isinstance(error, SessionClosed):
+        return SessionNotFound(
+            f"session {session_id!r}: {error}",
+            problem_type=ProblemType.SESSION_NOT_FOUND,
+            detail=str(error),
+        )
+    if isinstance(error, DecisionError):
         return RequestRejected(
             f"decisions for session {session_id!r} do not match its pending calls: {error}",
             problem_type=ProblemType.INVALID_BODY,
             detail=str(error),
         )
-    return TurnTimedOut(
-        f"session {session_id!r}: {error}; it was cancelled and recorded as failed, "
-        "and the session is usable",
-        problem_type=ProblemType.TURN_TIMEOUT,
-        detail=str(error),
-    )
-
-
-def _state_error(session_id: str, error: _errors.RuntimeStateError) -> TargetError:
-    kind: type[TargetError]
-    if isinstance(error, _errors.SessionBusy):
-        kind, problem_type = SessionBusy, ProblemType.SESSION_BUSY
-    elif isinstance(error, _errors.SessionSuspended):
-        kind, problem_type = SessionSuspended, ProblemType.SESSION_SUSPENDED
-    elif isinstance(error, _errors.NotSuspended):
-        kind, problem_type = NotSuspended, ProblemType.NOT_SUSPENDED
-    else:
-        kind, problem_type = SessionNotFound, ProblemType.SESSION_NOT_FOUND
-    return kind(f"session {session_id!r}: {error}", problem_type=problem_type, detail=str(error))
+    if isinstance(error, TurnTimeout):
+        return TurnTimedOut(
+            f"session {session_id!r}: {error}; it was cancelled and recorded as failed, "
+            "and the session is usable",
+            problem_type=ProblemType.TURN_TIMEOUT,
+            detail=str(error),
+        )
+    for kind, problem_type in _STATE_PROBLEMS.items():
+        if isinstance(error, kind):
+            text = f"session {session_id!r}: {error}"
+            return kind(text, problem_type=problem_type, detail=str(error))
+    raise TypeError(f"not an error of the runtime: {error!r}")
 
 
 class LocalSession(SessionBase["LocalTarget"]):
@@ -207,7 +224,7 @@ class LocalSession(SessionBase["LocalTarget"]):
             raise _turn_error(self._id, error) from None
         return self._advance(target.seen(run), message)
 
-    async def decide(self, decisions: Mapping[str, DecisionInput]) -> Turn:
+    async def decide(self, decisions: Mapping[str, DecisionLike]) -> Turn:
         """Answer the pending approvals (call id -> decision) and resume the turn."""
         target = self._target
         live = target._live(self._id)

@@ -2,7 +2,7 @@
 
 Rules:
 
-- A simulated user offers ``max_turns`` (required, at least 1: there is no infinite
+- A simulated user (a :class:`~evalport.client.conversation.UserSimulator`) offers ``max_turns`` (required, at least 1: there is no infinite
   default) and ``async next_message(transcript) -> str | None``. ``transcript`` is the
   conversation so far as ``(role, text)`` pairs, roles ``"user"`` and ``"assistant"``.
   ``None`` means stop; :attr:`stop_reason` then says why (``"goal_met"``, ``"gave_up"``,
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Final, Protocol, runtime_checkable
+from typing import Any, Final
 
 import httpx
 
@@ -35,7 +35,7 @@ from .judges.base import JudgeError, JudgeUsage, MalformedAnswer
 from .judges.chat import ChatClient
 from .judges.prompts import fence, new_nonce, parse_json_object
 
-__all__ = ["ScriptedUser", "SimulatedUser", "SimulatedUserError", "UserSimulator"]
+__all__ = ["ScriptedUser", "SimulatedUser", "SimulatedUserError"]
 
 _ROLE_LINE: Final = re.compile(
     r"^\s*[\[(*]*\s*(assistant|ai|agent|bot|system|support)\s*[\])*]*\s*:", re.I | re.M
@@ -61,15 +61,6 @@ _REFUSED: Final = (
 
 class SimulatedUserError(Exception):
     """The simulated user could not produce a usable next message."""
-
-
-@runtime_checkable
-class UserSimulator(Protocol):
-    """What the eval context's ``simulate`` drives."""
-
-    max_turns: int
-
-    async def next_message(self, transcript: Sequence[tuple[str, str]]) -> str | None: ...
 
 
 def _check_cap(max_turns: int) -> int:

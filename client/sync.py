@@ -20,7 +20,7 @@ from evalport.protocol import AgentRun, ToolFault
 
 from .http import HttpTarget
 from .target import Session, Target, TargetIdentity, Turn, faults_option
-from .turns import DecisionInput, decisions_of
+from .turns import DecisionLike, decisions_of
 
 __all__ = ["SyncSession", "SyncTarget", "connect"]
 
@@ -119,7 +119,7 @@ class SyncSession:
     def send(self, message: str) -> Turn:
         return self._owner._call(self._session.send(message))
 
-    def decide(self, decisions: Mapping[str, DecisionInput]) -> Turn:
+    def decide(self, decisions: Mapping[str, DecisionLike]) -> Turn:
         return self._owner._call(self._session.decide(decisions_of(decisions)))
 
     def refresh(self) -> AgentRun:

@@ -8,25 +8,28 @@ Rules:
 - A turn answered by ``decide`` is the suspended turn resumed: its index and message are
   those of the turn that suspended, and its steps are all of that turn's steps (the step
   that asked for approval included), so a turn reads the same however often it paused.
-- Decisions are :class:`~evalport.protocol.ApprovalDecision` values, or the shorthand
-  ``"approve"`` / ``"reject"`` / ``("reject", reason)``.
+- A decision is parsed in one place (:func:`to_decision`), for ``Session.decide`` and
+  approval policies alike: an :class:`~evalport.protocol.ApprovalDecision`, ``"approve"``,
+  ``"reject"``, ``True``/``False``, ``("reject", reason)`` or ``{"decision": ...,
+  "reason": ...}``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from types import TracebackType
-from typing import Generic, Self, TypeAlias, TypeVar
+from typing import Any, Generic, Self, TypeAlias, TypeVar
 
 from evalport.protocol import AgentRun, ApprovalDecision, Step
 
 from .target import Turn
 
-__all__ = ["DecisionInput", "SessionBase", "decisions_of", "next_turn"]
+__all__ = ["DecisionLike", "SessionBase", "decisions_of", "next_turn", "to_decision"]
 
 T = TypeVar("T")
 
-DecisionInput: TypeAlias = ApprovalDecision | str | tuple[str, str | None]
+DecisionLike: TypeAlias = ApprovalDecision | str | bool | tuple[str, str | None] | Mapping[str, Any]
+"""A decision in any spelling :func:`to_decision` accepts."""
 
 
 def _steps_since(previous: AgentRun, run: AgentRun) -> list[Step]:
@@ -49,22 +52,32 @@ def next_turn(previous: AgentRun, run: AgentRun, message: str | None = None) -> 
     return Turn(index=index, message=message, run=run, steps=steps)
 
 
-def _decision(call_id: str, value: DecisionInput) -> ApprovalDecision:
+def to_decision(value: DecisionLike, call_id: str) -> ApprovalDecision:
+    """An :class:`ApprovalDecision` from any accepted spelling (see the module rules);
+    ``ValueError`` naming ``call_id`` for anything else."""
     if isinstance(value, ApprovalDecision):
         return value
-    verdict, reason = (value, None) if isinstance(value, str) else value
-    if verdict not in ("approve", "reject"):
-        raise ValueError(
-            f"the decision for call {call_id!r} is {verdict!r}; use 'approve' or 'reject'"
-        )
-    return ApprovalDecision(decision="approve" if verdict == "approve" else "reject", reason=reason)
+    verdict: object = value
+    reason: object = None
+    if isinstance(value, bool):
+        verdict = "approve" if value else "reject"
+    elif isinstance(value, tuple) and len(value) == 2:
+        verdict, reason = value
+    elif isinstance(value, Mapping):
+        verdict, reason = value.get("decision"), value.get("reason")
+    if verdict == "approve" or verdict == "reject":
+        return ApprovalDecision(decision=verdict, reason=None if reason is None else str(reason))
+    raise ValueError(
+        f"the decision for call {call_id!r} is {value!r}; use 'approve', 'reject', "
+        "True/False, ('reject', reason) or {'decision': ..., 'reason': ...}"
+    )
 
 
-def decisions_of(decisions: Mapping[str, DecisionInput]) -> dict[str, ApprovalDecision]:
+def decisions_of(decisions: Mapping[str, DecisionLike]) -> dict[str, ApprovalDecision]:
     """Decisions as the protocol sends them; an empty mapping is refused."""
     if not decisions:
         raise ValueError("decide() needs a decision for every pending call id; none given")
-    return {call_id: _decision(call_id, value) for call_id, value in decisions.items()}
+    return {call_id: to_decision(value, call_id) for call_id, value in decisions.items()}
 
 
 class SessionBase(Generic[T]):

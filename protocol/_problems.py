@@ -3,6 +3,26 @@
 Every error the server returns is ``application/problem+json`` whose ``type`` is one of the
 stable URIs below; clients branch on ``type`` (or the status), never on ``title`` or
 ``detail``. A server never puts a stack trace on the wire.
+
+The errors a target raises (``LocalTarget`` and ``HttpTarget`` alike, and the in-process
+runtime for the session conflicts) form one tree, each class defined here once and
+re-exported where its users are (:mod:`evalport.client`, :mod:`evalport.protocol.runtime`)::
+
+    TargetError                  an agent target could not take a call
+    ├── TargetUnavailable        cannot reach it, 5xx, 429/503 after the retries
+    ├── AuthFailed               401 / 403
+    ├── SessionNotFound          404: unknown, expired or deleted session
+    ├── SessionConflict          409: the session cannot take this call now
+    │   ├── SessionBusy          a turn is already running
+    │   ├── SessionSuspended     the session waits for approval decisions
+    │   ├── NotSuspended         decisions sent with nothing pending
+    │   └── TurnLost             the turn's holder died without an outcome
+    ├── TurnTimedOut             504: the turn did not finish in time
+    ├── RequestRejected          any other 4xx
+    │   └── FaultsUnsupported    tool faults sent to a server without them
+    └── ProtocolError            a response the client cannot use (also a ValueError)
+
+:class:`RequestError` is the server's side: a request body it cannot accept.
 """
 
 from __future__ import annotations
@@ -76,11 +96,88 @@ class RequestError(ValueError):
         self.path = path
 
 
-class ProtocolError(ValueError):
-    """A response the client cannot use. Names the field and quotes a body excerpt."""
+class TargetError(Exception):
+    """Base of every error a target raises.
 
-    def __init__(self, message: str, *, path: str | None = None, excerpt: str = "") -> None:
+    ``status`` is the HTTP status (``None`` when no response came, or in process),
+    ``problem_type`` the RFC 9457 ``type`` (sent by the server, or the one it would send),
+    ``detail`` its ``detail``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        problem_type: str | None = None,
+        detail: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.problem_type = problem_type
+        self.detail = detail
+
+
+class TargetUnavailable(TargetError):
+    """The target cannot be reached or cannot serve now (after any retries)."""
+
+
+class AuthFailed(TargetError):
+    """The target refused the credentials (401 or 403)."""
+
+
+class SessionNotFound(TargetError):
+    """The session does not exist (any more): unknown, expired or deleted."""
+
+
+class SessionConflict(TargetError):
+    """The session cannot take this call in its current state (409)."""
+
+
+class SessionBusy(SessionConflict):
+    """A turn is already running on the session."""
+
+
+class SessionSuspended(SessionConflict):
+    """The session waits for approval decisions (``Session.decide``) before a new turn."""
+
+
+class NotSuspended(SessionConflict):
+    """Decisions were sent but nothing is pending."""
+
+
+class TurnLost(SessionConflict):
+    """The turn under this key ended without a stored outcome (its replica died, or stalled
+    and lost its lease to another turn); its effects are unknown. Send it under a new key
+    to run it again."""
+
+
+class TurnTimedOut(TargetError):
+    """The agent did not finish the turn within the server's turn timeout (504)."""
+
+
+class RequestRejected(TargetError):
+    """The target refused the request as sent (400, 413, 415, 422, ...)."""
+
+
+class FaultsUnsupported(RequestRejected):
+    """Tool faults were asked of a target whose server does not accept them."""
+
+
+class ProtocolError(TargetError, ValueError):
+    """A response the client cannot use. Names the field (``path``) and quotes the start of
+    the body (``excerpt``; the client redacts it before it reaches an error)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        excerpt: str = "",
+        status: int | None = None,
+    ) -> None:
         text = message if not excerpt else f"{message}; body starts: {excerpt}"
-        super().__init__(text)
+        super().__init__(text, status=status)
         self.path = path
         self.excerpt = excerpt

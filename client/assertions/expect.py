@@ -27,7 +27,7 @@ from evalport.protocol import is_digest
 from ..handles import AssertionHandle
 from ..results import AssertionResult
 from .base import Assertion
-from .matchers import VERBATIM_HINT, Equals, as_matcher, has_digest
+from .matchers import VERBATIM_HINT, EqualTo, as_matcher, has_digest
 from .text import LevenshteinDistance, MatchesRegex
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ class ValueIncludes(Assertion):
         if isinstance(subject, str):
             ok = isinstance(self.expected, str) and self.expected in subject
         elif isinstance(subject, list | tuple):
-            matcher = Equals(self.expected)
+            matcher = EqualTo(self.expected)
             ok = any(matcher.match(item) for item in subject)
         elif isinstance(subject, Mapping):
             ok = self.expected in subject

@@ -33,7 +33,7 @@ __all__ = [
     "VERBATIM_HINT",
     "AnyValue",
     "Count",
-    "Equals",
+    "EqualTo",
     "Exact",
     "Matcher",
     "OneOf",
@@ -78,7 +78,7 @@ class Matcher:
         return type(self).__name__
 
 
-class Equals(Matcher):
+class EqualTo(Matcher):
     """Equal to ``expected``, or a digest of it (the expected hash is computed once)."""
 
     __slots__ = ("_hash", "expected")
@@ -97,10 +97,10 @@ class Equals(Matcher):
         return bool(self.expected == value)
 
     def describe(self) -> str:
-        return _short(self.expected)
+        return short(self.expected)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Equals) and other.expected == self.expected
+        return isinstance(other, EqualTo) and other.expected == self.expected
 
     def __hash__(self) -> int:
         return hash(repr(self.expected))
@@ -124,10 +124,10 @@ class OneOf(Matcher):
     options: tuple[Any, ...]
 
     def match(self, value: Any) -> bool | None:
-        return any(Equals(option).match(value) for option in self.options)
+        return any(EqualTo(option).match(value) for option in self.options)
 
     def describe(self) -> str:
-        return "one of " + ", ".join(_short(option) for option in self.options)
+        return "one of " + ", ".join(short(option) for option in self.options)
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +181,7 @@ class Subset(Matcher):
     def __init__(self, expected: Mapping[str, Any]) -> None:
         self.expected = expected
         self._matchers = tuple((key, as_matcher(spec)) for key, spec in expected.items())
-        self._plain = all(type(m) is Equals for _, m in self._matchers)
+        self._plain = all(type(m) is EqualTo for _, m in self._matchers)
 
     def match(self, value: Any) -> bool | None:
         if type(value) is not dict:
@@ -244,7 +244,7 @@ def as_matcher(spec: Any) -> Matcher:
         return Predicate(spec)
     if isinstance(spec, Mapping):
         return Subset(spec)
-    return Equals(spec)
+    return EqualTo(spec)
 
 
 def any_value() -> AnyValue:
@@ -257,7 +257,7 @@ def one_of(*options: Any) -> OneOf:
     return OneOf(tuple(options))
 
 
-def _short(value: Any) -> str:
+def short(value: Any) -> str:
     try:
         text = msgspec.json.encode(value).decode()
     except (TypeError, msgspec.EncodeError):
@@ -271,7 +271,7 @@ def _describe_map(expected: Mapping[str, Any], relation: str) -> str:
         shown = (
             spec.describe()
             if isinstance(spec, Matcher)
-            else (getattr(spec, "__name__", "predicate") if callable(spec) else _short(spec))
+            else (getattr(spec, "__name__", "predicate") if callable(spec) else short(spec))
         )
         parts.append(f"{key}={shown}")
     return f"args {relation} {{{', '.join(parts)}}}"

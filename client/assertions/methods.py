@@ -27,7 +27,7 @@ from .matchers import Count
 
 __all__ = ["AssertionMethods", "DeferredHandle"]
 
-_UNSET: Any = tools._UNSET
+UNSET: Any = tools.UNSET
 
 
 class DeferredHandle:
@@ -199,7 +199,7 @@ class AssertionMethods:
         name: str,
         args: Any = None,
         *,
-        result: Any = _UNSET,
+        result: Any = UNSET,
         is_error: bool | None = None,
         count: int | Count | None = None,
     ) -> AssertionHandle:

@@ -42,12 +42,12 @@ from .base import Assertion, ToolCallsAssertion, run_of
 from .matchers import (
     VERBATIM_HINT,
     Count,
-    Equals,
+    EqualTo,
     Matcher,
-    _short,
     as_count,
     as_matcher,
     at_most,
+    short,
 )
 from .sequence import lcs_length, multiset_overlap
 from .steps import budget_score
@@ -63,7 +63,7 @@ __all__ = [
     "match_calls",
 ]
 
-_UNSET: Final[Any] = object()
+UNSET: Final[Any] = object()
 
 
 class ToolOrderMode:
@@ -121,7 +121,7 @@ def _result_matcher(spec: Any) -> Matcher:
     part of a verbatim result."""
     if isinstance(spec, Matcher) or callable(spec):
         return as_matcher(spec)
-    return Equals(spec)
+    return EqualTo(spec)
 
 
 def _settle(count: Count, matched: int, undecided: int) -> bool | None:
@@ -131,7 +131,7 @@ def _settle(count: Count, matched: int, undecided: int) -> bool | None:
 
 
 def _seen(calls: Sequence[TrajectoryToolCall], limit: int = 5) -> list[str]:
-    return [_short(call.arguments) for call in calls[:limit]]
+    return [short(call.arguments) for call in calls[:limit]]
 
 
 class CalledTool(ToolCallsAssertion):
@@ -142,12 +142,12 @@ class CalledTool(ToolCallsAssertion):
         name: str,
         args: Any = None,
         *,
-        result: Any = _UNSET,
+        result: Any = UNSET,
         is_error: bool | None = None,
         count: int | Count | None = None,
     ) -> None:
         super().__init__(name, args)
-        self.expected_result = None if result is _UNSET else _result_matcher(result)
+        self.expected_result = None if result is UNSET else _result_matcher(result)
         self.is_error = is_error
         self.count = as_count(count)
 

@@ -19,10 +19,10 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from evalport.protocol import AuthFailed, ProtocolError, TargetError, TargetUnavailable
 from evalport.protocol.runtime import load_object as _load_object
 
 from ..config import ConfigError, Settings
-from ..errors import AuthFailed, ProtocolError, TargetError, TargetUnavailable
 from ..target import Target
 
 __all__ = ["PreparedTarget", "TargetUnreachable", "build_judge", "build_target", "load_object"]

@@ -1,7 +1,7 @@
 """evalport.protocol.runtime: the in-process agent runtime the server and LocalTarget share.
 
 An agent is written once against this interface and runs the same behind the server
-adapter (``evalport.server``) and in the client's ``LocalTarget``. Needs only msgspec.
+adapter and in the client's ``LocalTarget``. Needs only msgspec.
 
 Rules:
 
@@ -41,7 +41,7 @@ from ._errors import (
     SessionSuspended,
     TurnTimeout,
 )
-from ._faults import FaultNotApplicable, FaultPlan, InjectedFault
+from ._faults import FaultNotApplicable, FaultPlan, InjectedFault, as_faults
 from ._loader import load_object
 from ._session import AgentSession
 from ._stamps import utc_now
@@ -68,6 +68,7 @@ __all__ = [
     "TurnTimeout",
     "agent_identity",
     "as_factory",
+    "as_faults",
     "as_turn_function",
     "current_context",
     "load_object",

@@ -3,31 +3,22 @@
 The session's rules (:mod:`evalport.protocol.runtime`) say when each is raised; the server
 adapter maps them to problems (409 ``session-busy``, ``session-suspended``,
 ``not-suspended``; 422 for decisions that do not match; 504 ``turn-timeout``).
+:class:`SessionBusy`, :class:`SessionSuspended` and :class:`NotSuspended` are the very
+classes every target raises (defined once, in the tree of :mod:`evalport.protocol`'s
+errors), so ``except SessionBusy`` catches them wherever they come from.
 """
 
 from __future__ import annotations
 
 from .._models import AgentRun
+from .._problems import NotSuspended as NotSuspended
+from .._problems import SessionBusy as SessionBusy
+from .._problems import SessionNotFound
+from .._problems import SessionSuspended as SessionSuspended
 
 
-class RuntimeStateError(RuntimeError):
-    """A call the session cannot take in its current state."""
-
-
-class SessionBusy(RuntimeStateError):
-    """A turn is already running on this session."""
-
-
-class SessionSuspended(RuntimeStateError):
-    """The session waits for approval decisions; a new turn must wait."""
-
-
-class NotSuspended(RuntimeStateError):
-    """Decisions were posted but nothing is pending."""
-
-
-class SessionClosed(RuntimeStateError):
-    """The session was closed."""
+class SessionClosed(SessionNotFound):
+    """The session was closed (in process, what a server answers 404 for)."""
 
 
 class DecisionError(ValueError):

@@ -12,6 +12,7 @@ from evalport.client.conversation import (
     reject_all,
     to_decision,
 )
+from evalport.client.local import LocalTarget
 from evalport.client.results import Verdict
 from evalport.client.trajectory import Trajectory
 from evalport.client.trial import run_trial
@@ -201,6 +202,26 @@ def test_decision_spellings() -> None:
     assert to_decision({"decision": "approve"}, "c").decision == "approve"
     same = ApprovalDecision(decision="reject", reason="x")
     assert to_decision(same, "c") is same
+    # One parser for policies and Session.decide: the union of what both accepted.
+    assert to_decision(True, "c") == ApprovalDecision(decision="approve")
+    assert to_decision(("reject", None), "c") == ApprovalDecision(decision="reject")
+    assert to_decision(("approve", "ok"), "c") == ApprovalDecision(decision="approve", reason="ok")
+    assert to_decision({"decision": "reject", "reason": "r"}, "c").reason == "r"
+    for bad in ("maybe", ("maybe", "x"), {"decision": "yes"}, 1, None, ("reject",)):
+        with pytest.raises(ValueError, match="the decision for call 'c'"):
+            to_decision(bad, "c")  # type: ignore[arg-type]
+
+
+async def test_decide_takes_every_spelling_a_policy_may_answer() -> None:
+    spellings = [True, "approve", ("approve", None), {"decision": "approve"}]
+    async with LocalTarget(shop_agent) as target:
+        for spelling in spellings:
+            session = await target.open()
+            turn = await session.send("refund B2 300")
+            [pending] = turn.run.pending_approvals
+            resumed = await session.decide({pending.call_id: spelling})
+            assert not resumed.run.pending_approvals, spelling
+            await session.close()
 
 
 class ScriptUser:

@@ -38,5 +38,4 @@ def test_simulated_public_api() -> None:
         "ScriptedUser",
         "SimulatedUser",
         "SimulatedUserError",
-        "UserSimulator",
     ]

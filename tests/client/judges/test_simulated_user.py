@@ -6,12 +6,11 @@ import re
 
 import msgspec
 import pytest
-from evalport.client.conversation import SimulatedUser as ConversationUserProtocol
+from evalport.client.conversation import UserSimulator
 from evalport.client.simulated import (
     ScriptedUser,
     SimulatedUser,
     SimulatedUserError,
-    UserSimulator,
 )
 from judge_fake_server import FakeChatServer, completion, status
 
@@ -141,7 +140,7 @@ def test_cap_is_required() -> None:
 
 async def test_scripted_user() -> None:
     user = ScriptedUser(["hi", "refund order 123", "thanks"])
-    assert isinstance(user, UserSimulator) and isinstance(user, ConversationUserProtocol)
+    assert isinstance(user, UserSimulator)
     assert user.max_turns == 3
     transcript: list[tuple[str, str]] = []
     sent = []

@@ -177,7 +177,7 @@ async def test_decide_posts_the_decisions_and_returns_the_resumed_turn(
     # The resumed turn is the whole turn: the step that asked for approval included.
     assert [step.id for step in resumed.steps] == [step["id"] for step in wire_run(1)["steps"]]
     assert "Idempotency-Key" not in approvals.calls[0].request.headers
-    with pytest.raises(ValueError, match="'approve' or 'reject'"):
+    with pytest.raises(ValueError, match="use 'approve', 'reject'"):
         await session.decide({"c1": "maybe"})
     with pytest.raises(ValueError, match="none given"):
         await session.decide({})

@@ -51,12 +51,17 @@ def test_invalid_retry_policies_are_refused() -> None:
 
 
 async def test_both_targets_and_their_sessions_are_targets_and_sessions() -> None:
-    http = HttpTarget("http://agent.test/")
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json={"run": {"sessionId": "s"}})
+
+    transport = httpx.MockTransport(answer)
+    http = HttpTarget("http://agent.test/", health_check=False, transport=transport)
     local = LocalTarget(SupportAgent)
     assert isinstance(http, Target) and isinstance(local, Target)
     session = await local.open()
     assert isinstance(session, Session) and isinstance(session, LocalSession)
-    assert isinstance(HttpSession(http, "s", session.run), Session)
+    attached = await http.attach("s")
+    assert isinstance(attached, Session) and isinstance(attached, HttpSession)
     assert "tok" not in repr(HttpTarget("http://agent.test/", token="tok-1234567"))
     await http.aclose()
     await local.aclose()
