@@ -16,7 +16,8 @@ from evalport.protocol.runtime import ApprovalRejected, SessionInfo, TurnContext
 from .app import EvalAdapter  # noqa: E402
 from .limits import Limits  # noqa: E402
 from .problems import HTTPProblem  # noqa: E402
-from .sessions import RunPolicy, SessionManager  # noqa: E402
+from .records import RunPolicy  # noqa: E402
+from .sessions import SessionManager  # noqa: E402
 from .standalone import ProtocolApp  # noqa: E402
 from .stores import (  # noqa: E402
     ApprovalRelay,

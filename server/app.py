@@ -57,7 +57,8 @@ from starlette.types import Receive, Scope, Send
 from .auth import BearerAuth
 from .limits import Limits
 from .problems import HTTPProblem
-from .sessions import Outcome, RunPolicy, SessionManager
+from .records import Outcome, RunPolicy
+from .sessions import SessionManager
 from .standalone import ProtocolApp, internal_problem, request_path, safe_instance
 from .stores import SessionStore, open_store
 

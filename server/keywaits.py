@@ -1,8 +1,7 @@
 """Waiting for a key's first attempt on another replica, and what a lost one answers.
 
-:class:`KeyWaits` is the part of :class:`~evalport.server.sessions.SessionManager` that
-a keyed turn meets when the store reports the session's lease held by the same key on
-another replica (:attr:`~evalport.server.stores.TurnStart.same_key`: Redis does; the
+:class:`SameKeyWaiter` is what a keyed turn meets when the store reports the session's
+lease held by the same key on another replica (:attr:`~evalport.server.stores.TurnStart.same_key`: Redis does; the
 memory store, one process, never needs to: its manager waits for its own turns in flight).
 
 Rules:
@@ -25,26 +24,25 @@ Rules:
   a store that cannot renew leases: ``lease_seconds``). Then, or when another turn holds
   the lease (another key, or none), the answer is 409 ``session-busy``.
 - A request cancelled while waiting cancels only its waiting (a lease its last look took
-  goes back); after :meth:`KeyWaits.drain` a waiting request answers 503 ``draining``
+  goes back); after :meth:`SameKeyWaiter.drain` a waiting request answers 503 ``draining``
   with ``Retry-After`` (the client retries on another replica).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import Any, Final
+from typing import Final
 
 from evalport.protocol import ProblemType
 
+from .jobs import Jobs
+from .leases import quietly
 from .limits import Limits
 from .problems import HTTPProblem, problem_body
 from .records import Outcome, idempotency_record
-from .stores import Lease, LeaseRenewal, SessionStore, TurnStart, TurnStore
-from .turnjobs import quietly
-
-__all__ = ["LOST", "KeyWaits", "lost_record"]
+from .stores import Lease, TurnStart
 
 LOST: Final = Outcome(
     status=409,
@@ -66,42 +64,56 @@ def lost_record(digest: str) -> bytes:
 _POLL_FIRST: Final = 0.02  # the first pause between two looks at the store (s)
 _POLL_MAX: Final = 0.25  # and the longest one
 
+Begin = Callable[[str, str, "str | None", bytes], Awaitable[TurnStart]]
 
-class KeyWaits:
-    """Waiting for another replica's turn under the same key (see the module rules)."""
 
-    limits: Limits
-    store: SessionStore
-    _turns: TurnStore
-    _renewal: LeaseRenewal | None
-    _draining: bool
+class SameKeyWaiter:
+    """Waiting for another replica's turn under the same key (see the module rules).
 
-    # provided by the manager and TurnJobs: the store call that starts a turn, and a job
-    # that aclose() waits for
-    _begin: Callable[[str, str, str | None, bytes], Coroutine[Any, Any, TurnStart]]
-    _follow: Callable[[Coroutine[Any, Any, Any]], asyncio.Task[Any]]
+    ``begin`` is the store call that starts a turn (the key's record, or the lease);
+    ``release`` gives a lease back; ``renewed``: whether the store renews leases.
+    """
 
-    async def _await_holder(
+    def __init__(
+        self,
+        begin: Begin,
+        release: Callable[[str, str], Awaitable[None]],
+        jobs: Jobs,
+        limits: Limits,
+        *,
+        renewed: bool,
+    ) -> None:
+        self._begin = begin
+        self._release = release
+        self._jobs = jobs
+        self._limits = limits
+        if renewed:
+            self._bound = (limits.turn_timeout or limits.session_ttl) + limits.lease_ttl
+        else:
+            self._bound = limits.lease_seconds
+        self._draining = False
+
+    async def wait(
         self, session_id: str, token: str, key: str | None, lost: bytes, start: TurnStart
     ) -> TurnStart:
         """Wait for the turn that holds the lease under the same key on another replica.
 
-        Polls :meth:`_begin` (20 ms doubling to 250 ms) until it answers the key's record
+        Polls ``begin`` (20 ms doubling to 250 ms) until it answers the key's record
         (the holder's outcome, or the turn-lost record of a holder that died) or takes the
         lease (the holder released it without a record) or finds another holder or a
-        suspended session, for at most :meth:`_holder_bound` seconds; past it,
+        suspended session, for at most the bound of the module's rules; past it,
         ``start`` (still ``BUSY``) stands. A cancelled request stops waiting, and nothing
         else: a lease that its last poll took goes back.
         """
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._holder_bound()
+        deadline = loop.time() + self._bound
         delay = _POLL_FIRST
         while start.same_key and (left := deadline - loop.time()) > 0:
             self._check_draining()
             await asyncio.sleep(min(delay, left))
             self._check_draining()
             delay = min(delay * 2, _POLL_MAX)
-            poll = self._follow(self._begin(session_id, token, key, lost))  # aclose waits for it
+            poll = self._jobs.start(self._poll(session_id, token, key, lost))
             try:
                 start = await asyncio.shield(poll)
             except asyncio.CancelledError:
@@ -109,12 +121,8 @@ class KeyWaits:
                 raise
         return start
 
-    def _holder_bound(self) -> float:
-        """The longest a retry waits for its key's holder elsewhere (the rules say why)."""
-        limits = self.limits
-        if self._renewal is None:
-            return limits.lease_seconds
-        return (limits.turn_timeout or limits.session_ttl) + limits.lease_ttl
+    async def _poll(self, session_id: str, token: str, key: str | None, lost: bytes) -> TurnStart:
+        return await self._begin(session_id, token, key, lost)
 
     def drain(self) -> None:
         """Stop waiting for other replicas' turns before a shutdown: requests that wait
@@ -127,7 +135,7 @@ class KeyWaits:
             raise HTTPProblem(
                 ProblemType.DRAINING,
                 "The server is shutting down; retry on another replica.",
-                retry_after=self.limits.retry_after,
+                retry_after=self._limits.retry_after,
             )
 
     def _give_back(self, session_id: str, token: str, poll: asyncio.Future[TurnStart]) -> None:
@@ -135,4 +143,4 @@ class KeyWaits:
         if poll.cancelled() or poll.exception() is not None:
             return
         if poll.result().lease is Lease.ACQUIRED:
-            self._follow(quietly(self.store.release(session_id, token)))
+            self._jobs.start(quietly(self._release(session_id, token)))

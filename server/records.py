@@ -9,6 +9,9 @@ Rules:
 - An idempotency key is bound to the turn's message (:func:`fingerprint`); the same key
   with another message is a 422 (:func:`key_reused`).
 - Session ids carry 192 random bits (:func:`new_session_id`).
+- A stored session's state is :data:`IDLE` or :data:`SUSPENDED` (waiting for approvals).
+- A run leaves the service as ``{"run": ...}`` (:func:`run_body`), redacted by the
+  adapter's :class:`RunPolicy` when it has one.
 """
 
 from __future__ import annotations
@@ -18,44 +21,45 @@ import hashlib
 import json
 import secrets
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 import msgspec
-from evalport.protocol import AgentRun, FieldError, Problem, ProblemType, RunEnvelope, ToolFault
+from evalport.protocol import (
+    AgentRun,
+    FieldError,
+    Problem,
+    ProblemType,
+    RunEnvelope,
+    ToolFault,
+    encode,
+)
 from evalport.protocol.runtime import AgentSession, DecisionError
 
 from .problems import HTTPProblem
 
-__all__ = [
-    "IdempotencyRecord",
-    "InFlight",
-    "Outcome",
-    "RunPolicy",
-    "SessionMeta",
-    "decision_problem",
-    "decode_envelope",
-    "decode_idempotency",
-    "decode_meta",
-    "decode_problem",
-    "decode_relayed",
-    "encode_meta",
-    "encode_relayed",
-    "fingerprint",
-    "idempotency_record",
-    "iso",
-    "key_reused",
-    "new_session_id",
-    "not_found",
-    "replayed",
-    "suspended",
-    "suspended_elsewhere",
-]
+IDLE: Final = "idle"
+SUSPENDED: Final = "suspended"
 
 
 class RunPolicy(Protocol):
     """A trace policy, applied to every run before it leaves the service."""
 
     def apply(self, run: AgentRun) -> AgentRun: ...
+
+
+def run_body(
+    policy: RunPolicy | None, live: AgentSession | None, run: AgentRun | None = None
+) -> bytes:
+    """The response body of a session's run, redacted by ``policy`` if any: ``run`` (the
+    object a turn returned, or a new session's empty run), else ``live``'s run."""
+    if live is not None and policy is None:
+        return live.run_envelope  # (encoded already when the turn ended)
+    if run is None:
+        assert live is not None
+        run = live.run
+    if policy is not None:
+        run = policy.apply(run)
+    return encode(RunEnvelope(run=run))
 
 
 class Outcome(msgspec.Struct, frozen=True, gc=False):

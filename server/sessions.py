@@ -6,12 +6,11 @@ Rules:
   and stores the session (the store enforces the cap: 503 ``session-limit``).
 - A turn takes the session's lease in the store (409 ``session-busy`` when another turn
   holds it): for ``Limits.lease_ttl``, renewed while the turn runs, with a store that
-  renews leases (see :mod:`.turnjobs`), else for ``Limits.lease_seconds``. The agent
-  runs in a task of its own; the rest of the job (store the new run and the idempotency
-  record when the request had a key, release the lease) is a task that the request
-  only watches, except with the in-process store, whose operations never
-  wait: there the request does it, and a request cancelled while the agent runs hands it
-  to a task that follows the turn. Either way a client that disconnects cancels nothing.
+  renews leases (see :mod:`.leases`), else for ``Limits.lease_seconds``. The agent runs
+  in a task of its own; the rest of the turn (store the new run and the idempotency
+  record when the request had a key, release the lease) is a job that the request only
+  watches (:mod:`.turns`), so a client that disconnects cancels nothing. Every store
+  takes this one path: the in-process store and Redis implement the same contract.
 - Idempotency: a repeated key with the same message answers the stored response (or
   waits for the turn still running under that key) without running the agent again; the
   same key with another message is 422 ``idempotency-key-reused``. Keys are per session;
@@ -29,7 +28,11 @@ Rules:
   relayed to the holder when the store can (:class:`~.stores.ApprovalRelay`: Redis
   pub/sub), else refused with 409 ``session-busy`` (route them to the holder).
 - A repeated key whose first attempt still runs on another replica waits for it (or
-  learns that it was lost): :mod:`evalport.server.keywaits` has the rules.
+  learns that it was lost): :mod:`.keywaits` has the rules.
+- The manager composes its collaborators: the live agents (:class:`~.live.LiveSessions`),
+  the turn runner (:class:`~.turns.TurnRunner`, which owns the same-key waiter), the
+  leases and their keepers (:class:`~.leases.Leases`) and the jobs that outlive their
+  request (:class:`~.jobs.Jobs`).
 - With a shared store a turn's bookkeeping is two store calls (:class:`~.stores.TurnStore`):
   one looks up the idempotency record or takes the lease and reads the stored run, the
   other writes the new run and the record and releases the lease.
@@ -39,59 +42,38 @@ Rules:
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import secrets
 import time
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
-from typing import Any, Final
+from typing import Final
 
-from evalport.protocol import ApprovalDecision, CreateSessionRequest, ProblemType
+from evalport.protocol import AgentRun, ApprovalDecision, CreateSessionRequest, ProblemType
 from evalport.protocol.runtime import AgentSession, DecisionError, SessionInfo, session_factory
 
-from .keywaits import KeyWaits, lost_record
+from .jobs import Jobs
+from .leases import Leases
 from .limits import Limits
+from .live import LiveSessions
 from .problems import HTTPProblem
 from .records import (
-    InFlight,
+    SUSPENDED,
     Outcome,
     RunPolicy,
     SessionMeta,
     decision_problem,
-    decode_envelope,
-    decode_meta,
     encode_meta,
-    fingerprint,
     iso,
-    key_reused,
     new_session_id,
     not_found,
-    replayed,
-    suspended,
-    suspended_elsewhere,
 )
 from .relaying import answer_relayed, forward_decisions
-from .stores import (
-    ApprovalRelay,
-    ComposedTurns,
-    Lease,
-    LeaseRenewal,
-    MemoryStore,
-    SessionStore,
-    StoredSession,
-    StoreUnavailable,
-    TurnStart,
-    TurnStore,
-)
-from .turnjobs import SUSPENDED, TurnJobs
-
-__all__ = ["Outcome", "RunPolicy", "SessionManager", "new_session_id"]
+from .stores import ApprovalRelay, Lease, MemoryStore, SessionStore
+from .turns import TurnRunner
 
 _SWEEP_EVERY: Final = 1.0
 
 
-class SessionManager(KeyWaits, TurnJobs):
+class SessionManager:
     """Live sessions of one adapter over a :class:`SessionStore`."""
 
     def __init__(
@@ -103,38 +85,28 @@ class SessionManager(KeyWaits, TurnJobs):
         policy: RunPolicy | None = None,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
-        self._factory = session_factory(agent)
         self.limits = limits
         self.store: SessionStore = store if store is not None else MemoryStore()
         self._relay = self.store if isinstance(self.store, ApprovalRelay) else None
-        self._renewal = self.store if isinstance(self.store, LeaseRenewal) else None
-        self._turns: TurnStore = (
-            self.store if isinstance(self.store, TurnStore) else ComposedTurns(self.store)
-        )
-        self.policy = policy
         self._wall_clock = wall_clock
-        self._live: dict[str, AgentSession] = {}
-        self._seen: dict[str, bytes] = {}  # the stored run each live agent has reached
-        self._inflight: dict[tuple[str, str], InFlight] = {}
-        # A process-local store never waits: a turn's bookkeeping cannot be interrupted,
-        # and only this process moves its sessions on, so a live agent is always current.
-        # Its operations are then called as plain methods on the turn's path.
-        self._memory = self.store if type(self.store) is MemoryStore else None
-        self._followers: set[asyncio.Task[Any]] = set()  # jobs whose request went away
+        self.jobs = Jobs()
+        self.leases = Leases(self.store, limits, self.jobs)
+        self.live = LiveSessions(session_factory(agent), self.store)
+        self.turns = TurnRunner(
+            self.store,
+            limits,
+            self.live,
+            self.leases,
+            self.jobs,
+            policy=policy,
+            relayed=self._relayed,
+        )
         self._next_sweep = 0.0
-        self._draining = False
-        self._lease_prefix = secrets.token_hex(8) + "-"
-        self._leases = 0
-
-    def _lease_token(self) -> str:
-        # Unique per acquisition and per process (the prefix is random), cheap to make.
-        self._leases += 1
-        return f"{self._lease_prefix}{self._leases}"
 
     @property
     def live_count(self) -> int:
         """Sessions whose agent lives in this process."""
-        return len(self._live)
+        return len(self.live)
 
     # -- sessions -----------------------------------------------------------------------------
 
@@ -160,55 +132,48 @@ class SessionManager(KeyWaits, TurnJobs):
                 faults=list(request.faults) if request.faults else None,
             )
         )
-        if self._memory is not None and not self._memory.has_room(limits.max_sessions):
-            raise self._session_limit()  # before an agent is built for nothing
-        live = await AgentSession.from_factory(self._factory, info)
-        body = self.body_of(live)
-        try:
-            created = await self.store.create(
-                session_id, meta, body, ttl=limits.session_ttl, limit=limits.max_sessions
+        # The session is stored first (the store enforces the cap), then its agent built:
+        # no agent is built for a session the cap refuses.
+        body = self.turns.body(None, AgentRun(session_id=session_id))
+        if not await self.store.create(
+            session_id, meta, body, ttl=limits.session_ttl, limit=limits.max_sessions
+        ):
+            raise HTTPProblem(
+                ProblemType.SESSION_LIMIT,
+                f"The server holds its maximum of {limits.max_sessions} live sessions; "
+                "retry later.",
+                retry_after=limits.retry_after,
             )
-        except BaseException:  # the store is down: the new agent must not leak
-            await live.close()
+        try:
+            live = await self.live.open(info)
+        except BaseException:  # the factory failed: the session was never opened
+            await self.store.delete(session_id)
             raise
-        if not created:
-            await live.close()
-            raise self._session_limit()
-        self._live[session_id] = live
-        if self._memory is None:  # (with the in-process store a live agent is current)
-            self._seen[session_id] = body
+        self.live.adopt(session_id, live, body)
         return session_id, iso(now + limits.session_ttl)
-
-    def _session_limit(self) -> HTTPProblem:
-        limits = self.limits
-        return HTTPProblem(
-            ProblemType.SESSION_LIMIT,
-            f"The server holds its maximum of {limits.max_sessions} live sessions; retry later.",
-            retry_after=limits.retry_after,
-        )
 
     async def attach(self, session_id: str) -> bytes:
         """The session's latest accumulated run (renews its TTL)."""
         await self.sweep()
         stored = await self.store.read(session_id, ttl=self.limits.session_ttl)
         if stored is None:
-            await self._forget(session_id)
+            await self.live.forget(session_id)
             raise not_found(session_id)
         return stored.run
 
     async def delete(self, session_id: str) -> None:
         """Close the session; a running turn is a 409, a suspended one is cancelled."""
-        token = self._lease_token()
+        token = self.leases.token()
         lease = await self.store.acquire(session_id, token, lease=5.0, ttl=self.limits.session_ttl)
         if lease is Lease.MISSING:
-            await self._forget(session_id)
+            await self.live.forget(session_id)
             raise not_found(session_id)
         if lease is Lease.BUSY:
             raise HTTPProblem(
                 ProblemType.SESSION_BUSY, "A turn is in flight on this session; delete it after."
             )
         await self.store.delete(session_id)
-        await self._forget(session_id)
+        await self.live.forget(session_id)
 
     async def sweep(self) -> None:
         """Purge expired sessions and close their agents (at most once a second)."""
@@ -217,57 +182,49 @@ class SessionManager(KeyWaits, TurnJobs):
             return
         self._next_sweep = now + _SWEEP_EVERY
         for session_id in await self.store.purge_expired():
-            await self._forget(session_id)
+            await self.live.forget(session_id)
+
+    def drain(self) -> None:
+        """Before a shutdown: requests waiting for their key's first attempt on another
+        replica answer 503 ``draining`` (see :mod:`.keywaits`); turns run on."""
+        self.turns.waiter.drain()
 
     async def aclose(self) -> None:
-        """Close every live agent and the store."""
-        waiting: set[asyncio.Future[Any]] = {flight.wait() for flight in self._inflight.values()}
-        waiting.update(self._followers)
-        if waiting:
-            await asyncio.wait(waiting, timeout=1.0)
-        for session_id in list(self._live):
-            await self._forget(session_id)
+        """Wait a moment for the jobs still running, then close every live agent and the store."""
+        await self.jobs.wait(timeout=1.0)
+        for session_id in self.live.ids():
+            await self.live.forget(session_id)
         await self.store.aclose()
 
-    async def _forget(self, session_id: str) -> None:
-        self._seen.pop(session_id, None)
-        if self._relay is not None:
-            with contextlib.suppress(StoreUnavailable):
-                await self._relay.unlisten(session_id)
-        live = self._live.pop(session_id, None)
-        if live is not None:
-            await live.close()
+    # -- turns ----------------------------------------------------------------------------------
 
-    async def _current(
-        self, session_id: str, live: AgentSession | None, stored: StoredSession | None = None
-    ) -> AgentSession:
-        """The session's agent, rebuilt from the store unless this process is up to date
-        (``stored``: the session as the store returned it with the lease, if it did)."""
-        if live is not None and self._memory is not None:
-            return live
-        if stored is None:
-            stored = await self.store.read(session_id)
-        if stored is None:
-            await self._forget(session_id)
-            raise not_found(session_id)
-        if live is not None and self._seen.get(session_id) == stored.run:
-            return live
-        if stored.state == SUSPENDED:
-            raise suspended_elsewhere()
-        await self._forget(session_id)
-        meta = decode_meta.decode(stored.meta)
-        info = SessionInfo(
-            session_id=session_id,
-            case_id=meta.case_id,
-            description=meta.description,
-            metadata=meta.metadata or {},
-            faults=tuple(meta.faults) if meta.faults else (),
-        )
-        run = decode_envelope.decode(stored.run).run
-        live = await AgentSession.restore(self._factory, info, run)
-        self._live[session_id] = live
-        self._seen[session_id] = stored.run
-        return live
+    async def turn(self, session_id: str, message: str, key: str | None) -> Outcome:
+        """Run one turn (or replay it by idempotency key)."""
+        await self.sweep()
+        return await self.turns.turn(session_id, message, key)
+
+    async def decide(
+        self,
+        session_id: str,
+        decisions: Mapping[str, ApprovalDecision],
+        *,
+        forward: bool = True,
+    ) -> Outcome:
+        """Answer the pending approvals of a suspended session and resume its turn.
+
+        When another replica holds the suspended turn and the store relays approvals,
+        the decisions go there (unless ``forward`` is false) and its answer comes back.
+        """
+        await self.sweep()
+        live = self.live.get(session_id)
+        if live is None or not live.suspended:
+            return await self._decide_elsewhere(session_id, live, decisions, forward)
+        pending = {approval.call_id for approval in live.run.pending_approvals}
+        missing = sorted(pending - decisions.keys())
+        unknown = sorted(decisions.keys() - pending)
+        if missing or unknown:
+            raise decision_problem(DecisionError(missing, unknown))
+        return await self.turns.decide(session_id, live, decisions)
 
     async def _decide_elsewhere(
         self,
@@ -281,7 +238,7 @@ class SessionManager(KeyWaits, TurnJobs):
             raise HTTPProblem(ProblemType.SESSION_BUSY, "A turn is in flight on this session.")
         stored = await self.store.read(session_id)
         if stored is None:
-            await self._forget(session_id)
+            await self.live.forget(session_id)
             raise not_found(session_id)
         if stored.state != SUSPENDED:
             raise HTTPProblem(ProblemType.NOT_SUSPENDED, "The session has no pending approvals.")
@@ -301,140 +258,3 @@ class SessionManager(KeyWaits, TurnJobs):
         return await answer_relayed(
             partial(self.decide, session_id, forward=False), session_id, request
         )
-
-    # -- turns ----------------------------------------------------------------------------------
-
-    async def turn(self, session_id: str, message: str, key: str | None) -> Outcome:
-        """Run one turn (or replay it by idempotency key)."""
-        if time.monotonic() >= self._next_sweep:
-            await self.sweep()
-        digest = ""
-        if key is not None:
-            digest = fingerprint(message)
-            if (waiting := self._inflight.get((session_id, key))) is not None:
-                if waiting.fingerprint != digest:
-                    raise key_reused()
-                return await waiting.wait()
-        live = self._live.get(session_id)
-        memory = self._memory
-        if memory is None:
-            return await self._turn_shared(session_id, message, key, digest, live)
-        if key is not None:
-            record = memory.get_result_nowait(session_id, key)
-            if record is not None:
-                return replayed(record, digest)
-        if live is not None and live.suspended:
-            raise suspended(live)
-        token = self._lease_token()
-        limits = self.limits
-        lease = memory.acquire_nowait(
-            session_id, token, lease=limits.lease_seconds, ttl=limits.session_ttl
-        )
-        if lease is not Lease.ACQUIRED:
-            await self._leased(session_id, lease)
-        if live is None:
-            try:
-                live = await self._current(session_id, live)
-            except BaseException:
-                memory.release_nowait(session_id, token)
-                raise
-        flight = None
-        if key is not None:
-            flight = self._inflight[(session_id, key)] = InFlight(digest)
-        return await self._turn_here(session_id, live, message, key, flight, token)
-
-    async def _turn_shared(
-        self, session_id: str, message: str, key: str | None, digest: str, live: AgentSession | None
-    ) -> Outcome:
-        """:meth:`turn` with a store that may be shared by replicas."""
-        if live is not None and live.suspended:
-            if key is not None:
-                record = await self.store.get_result(session_id, key)
-                if record is not None:
-                    return replayed(record, digest)
-            live = self._live.get(session_id)
-            if live is not None and live.suspended:
-                raise suspended(live)
-        # one store call: the key's record, or the lease and the stored session (and the
-        # turn-lost record that a later turn stores under the key if this one never ends)
-        token = self._lease_token()
-        lost = b"" if key is None else lost_record(digest)
-        start = await self._begin(session_id, token, key, lost)
-        if start.same_key:  # the first attempt of this key runs on another replica
-            start = await self._await_holder(session_id, token, key, lost, start)
-        if start.replay is not None:
-            return replayed(start.replay, digest)
-        if start.suspended:
-            raise suspended_elsewhere()
-        await self._leased(session_id, start.lease)
-        keeper = self._keep(session_id, token)
-        try:
-            live = await self._current(session_id, self._live.get(session_id), start.session)
-        except BaseException:
-            if keeper is not None:
-                keeper.stop()
-            await self.store.release(session_id, token)
-            raise
-        flight = None
-        if key is not None:
-            flight = self._inflight[(session_id, key)] = InFlight(digest)
-        step = live.send(message, timeout=self.limits.turn_timeout)
-        job = self._follow(self._turn_job(session_id, live, step, key, flight, token, keeper))
-        return await asyncio.shield(job)
-
-    async def decide(
-        self,
-        session_id: str,
-        decisions: Mapping[str, ApprovalDecision],
-        *,
-        forward: bool = True,
-    ) -> Outcome:
-        """Answer the pending approvals of a suspended session and resume its turn.
-
-        When another replica holds the suspended turn and the store relays approvals,
-        the decisions go there (unless ``forward`` is false) and its answer comes back.
-        """
-        await self.sweep()
-        live = self._live.get(session_id)
-        if live is None or not live.suspended:
-            return await self._decide_elsewhere(session_id, live, decisions, forward)
-        pending = {approval.call_id for approval in live.run.pending_approvals}
-        missing = sorted(pending - decisions.keys())
-        unknown = sorted(decisions.keys() - pending)
-        if missing or unknown:
-            raise decision_problem(DecisionError(missing, unknown))
-        token = await self._acquire(session_id)
-        keeper = self._keep(session_id, token)
-        job = self._follow(self._decide_job(session_id, live, decisions, token, keeper))
-        return await asyncio.shield(job)
-
-    def _begin(
-        self, session_id: str, token: str, key: str | None, lost: bytes
-    ) -> Coroutine[Any, Any, TurnStart]:
-        limits = self.limits
-        return self._turns.begin_turn(
-            session_id,
-            token,
-            lease=self.lease,
-            ttl=limits.session_ttl,
-            key=key,
-            lost=lost,
-            keep=limits.idempotency_keys,
-        )
-
-    async def _acquire(self, session_id: str) -> str:
-        token = self._lease_token()
-        lease = await self.store.acquire(
-            session_id, token, lease=self.lease, ttl=self.limits.session_ttl
-        )
-        await self._leased(session_id, lease)
-        return token
-
-    async def _leased(self, session_id: str, lease: Lease | None) -> None:
-        """Nothing if ``lease`` was acquired, else the problem that says why not."""
-        if lease is Lease.ACQUIRED:
-            return
-        if lease is Lease.MISSING:
-            await self._forget(session_id)
-            raise not_found(session_id)
-        raise HTTPProblem(ProblemType.SESSION_BUSY, "A turn is already in flight on this session.")

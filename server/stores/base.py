@@ -18,13 +18,13 @@ Rules (every store implements them; the memory store is the reference):
 - Idempotency records are kept per session, the newest ``keep`` of them; they go with it.
 - Expired sessions read as absent. :meth:`SessionStore.purge_expired` deletes them and
   returns their ids so that the adapter can close their live agents.
-- A turn's bookkeeping may take two calls (:class:`TurnStore`, which a store over the
-  network implements to save round trips): :meth:`TurnStore.begin_turn` is
-  ``get_result`` (a record under the key answers, no lease is taken), then (unless the
-  session is suspended: :attr:`TurnStart.suspended`, no lease taken) ``acquire`` and
-  ``read``; :meth:`TurnStore.finish_turn` is ``write``, ``put_result`` and ``release``;
-  each as one atomic step. :class:`ComposedTurns` builds them from the single
-  operations for a store without them.
+- A turn's bookkeeping is two calls (:class:`TurnStore`, which both stores implement,
+  and a store over the network in one round trip each): :meth:`TurnStore.begin_turn`
+  is ``get_result`` (a record under the key answers, no lease is taken), then (unless
+  the session is suspended: :attr:`TurnStart.suspended`, no lease taken) ``acquire``
+  and ``read``; :meth:`TurnStore.finish_turn` is ``write``, ``put_result`` and
+  ``release``; each as one atomic step. :class:`ComposedTurns` builds them from the
+  single operations for a store of your own without them.
 - Fencing: ``finish_turn``, and ``write`` given the holder's ``token``, store only if
   that token took the lease last (it may have lapsed, if nobody took it since), and
   return ``False``, storing nothing, once another acquisition took it: a holder that
@@ -36,9 +36,9 @@ Rules (every store implements them; the memory store is the reference):
   first: a retry of the key replays it, however late. A ``BUSY`` answer says whether the
   lease's holder runs the same key (:attr:`TurnStart.same_key`): the adapter then waits
   for that turn's record instead of refusing the retry. A store that does not record
-  holders (:class:`ComposedTurns`, hence the memory store, where one process holds every
-  turn, its turns die with it and the adapter's own table of keys in flight covers
-  repeats) always says ``False``: such a retry is a 409, and nothing is ever lost.
+  holders (the memory store and :class:`ComposedTurns`: one process holds every turn,
+  its turns die with it and the adapter's own table of keys in flight covers repeats)
+  always says ``False``: such a retry is a 409, and nothing is ever lost.
 - A store that cannot reach its backend raises :class:`StoreUnavailable` (a 503
   ``store-unavailable`` problem with ``Retry-After``), never a backend's own exception.
 """

@@ -1,14 +1,12 @@
 """The in-process session store (the default): a dict, a clock and nothing else.
 
-It follows every rule of :mod:`evalport.server.stores.base`. Each coroutine runs to
-completion without awaiting, so every operation is atomic on the event loop, and so is a
-turn's bookkeeping composed from them (:class:`~evalport.server.stores.base.ComposedTurns`). Suitable for
-one process; services with several replicas need a shared store.
-
-A turn's operations also exist as plain methods, which the adapter calls directly on its
-hot path: ``acquire_nowait``, ``release_nowait`` and ``get_result_nowait`` are what the
-coroutines of those names run, and ``finish_turn_nowait`` is
-:meth:`~evalport.server.stores.base.TurnStore.finish_turn` (write, record, release).
+It follows every rule of :mod:`evalport.server.stores.base` and is a
+:class:`~evalport.server.stores.base.TurnStore` like the Redis store: the adapter drives
+both through the same calls. No coroutine here ever waits, so every operation, a turn's
+``begin_turn`` and ``finish_turn`` included, is atomic on the event loop. It records no
+holder's key (``same_key`` is never true, ``lost`` is ignored): one process holds every
+turn, its turns die with it, and the adapter's own table of keys in flight covers
+repeats. Suitable for one process; services with several replicas need a shared store.
 """
 
 from __future__ import annotations
@@ -18,7 +16,7 @@ from collections.abc import Callable
 
 import msgspec
 
-from .base import Lease, StoredSession
+from .base import Lease, StoredSession, TurnStart
 
 __all__ = ["MemoryStore"]
 
@@ -62,17 +60,13 @@ class MemoryStore:
     async def create(
         self, session_id: str, meta: bytes, run: bytes, *, ttl: float, limit: int
     ) -> bool:
-        if not self.has_room(limit):
-            return False
-        self._entries[session_id] = _Entry(meta, run, self._clock() + ttl)
+        now = self._clock()
+        if len(self._entries) >= limit:
+            self._purge(now)  # expired sessions make room
+            if len(self._entries) >= limit:
+                return False
+        self._entries[session_id] = _Entry(meta, run, now + ttl)
         return True
-
-    def has_room(self, limit: int) -> bool:
-        """Whether a new session fits under ``limit`` (expired sessions purged to make room)."""
-        if len(self._entries) < limit:
-            return True
-        self._purge(self._clock())
-        return len(self._entries) < limit
 
     async def read(self, session_id: str, *, ttl: float | None = None) -> StoredSession | None:
         now = self._clock()
@@ -86,11 +80,6 @@ class MemoryStore:
     async def write(
         self, session_id: str, run: bytes, *, state: str, ttl: float, token: str | None = None
     ) -> bool:
-        return self._write(session_id, run, state, ttl, token)
-
-    def _write(
-        self, session_id: str, run: bytes, state: str, ttl: float, token: str | None = None
-    ) -> bool:
         now = self._clock()
         entry = self._live(session_id, now)
         if entry is None or (token is not None and entry.lease_token != token):
@@ -102,9 +91,9 @@ class MemoryStore:
         return self._entries.pop(session_id, None) is not None
 
     async def acquire(self, session_id: str, token: str, *, lease: float, ttl: float) -> Lease:
-        return self.acquire_nowait(session_id, token, lease=lease, ttl=ttl)
+        return self._acquire(session_id, token, lease, ttl)
 
-    def acquire_nowait(self, session_id: str, token: str, *, lease: float, ttl: float) -> Lease:
+    def _acquire(self, session_id: str, token: str, lease: float, ttl: float) -> Lease:
         now = self._clock()
         entry = self._live(session_id, now)
         if entry is None:
@@ -117,17 +106,14 @@ class MemoryStore:
         return Lease.ACQUIRED
 
     async def release(self, session_id: str, token: str) -> None:
-        self.release_nowait(session_id, token)
-
-    def release_nowait(self, session_id: str, token: str) -> None:
         entry = self._entries.get(session_id)
         if entry is not None and entry.lease_token == token:
             _release_entry(entry, self._clock())
 
     async def get_result(self, session_id: str, key: str) -> bytes | None:
-        return self.get_result_nowait(session_id, key)
+        return self._get_result(session_id, key)
 
-    def get_result_nowait(self, session_id: str, key: str) -> bytes | None:
+    def _get_result(self, session_id: str, key: str) -> bytes | None:
         entry = self._live(session_id, self._clock())
         if entry is None or entry.results is None:
             return None
@@ -148,7 +134,33 @@ class MemoryStore:
         while len(results) > keep:
             del results[next(iter(results))]
 
-    def finish_turn_nowait(
+    async def begin_turn(
+        self,
+        session_id: str,
+        token: str,
+        *,
+        lease: float,
+        ttl: float,
+        key: str | None = None,
+        lost: bytes = b"",
+        keep: int = 0,
+    ) -> TurnStart:
+        """``get_result(key)``; unless it answers, ``acquire`` and ``read`` (``lost`` and
+        ``keep`` are not needed: see the module's rules)."""
+        if key is not None and (record := self._get_result(session_id, key)) is not None:
+            return TurnStart(lease=None, replay=record)
+        outcome = self._acquire(session_id, token, lease, ttl)
+        if outcome is not Lease.ACQUIRED:
+            return TurnStart(lease=outcome)
+        entry = self._entries[session_id]
+        if entry.state == "suspended":
+            _release_entry(entry, self._clock())
+            return TurnStart(lease=Lease.BUSY, suspended=True)
+        return TurnStart(
+            lease=outcome, session=StoredSession(meta=entry.meta, run=entry.run, state=entry.state)
+        )
+
+    async def finish_turn(
         self,
         session_id: str,
         token: str,

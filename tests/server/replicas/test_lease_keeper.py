@@ -92,10 +92,10 @@ async def setup(redis_server: RedisServer, request: pytest.FixtureRequest) -> As
 
 
 async def test_only_a_store_that_renews_gets_short_leases(setup: Setup) -> None:
-    assert isinstance(setup.store, LeaseRenewal) and setup.manager.lease == LEASE
+    assert isinstance(setup.store, LeaseRenewal) and setup.manager.leases.length == LEASE
     memory = SessionManager(agent, limits=Limits(lease_ttl=LEASE), store=MemoryStore())
     assert not isinstance(memory.store, LeaseRenewal)
-    assert memory.lease == Limits().lease_seconds == 125.0  # the turn timeout + 5 s
+    assert memory.leases.length == Limits().lease_seconds == 125.0  # the turn timeout + 5 s
     await memory.aclose()
 
 
@@ -105,7 +105,7 @@ async def test_a_short_turn_arms_a_timer_and_never_renews(setup: Setup) -> None:
     assert await setup.holder() is None  # released
     await asyncio.sleep(LEASE)  # past the first renewal's time: its timer was cancelled
     assert setup.store.renewals == 0
-    assert not setup.manager._followers
+    assert not setup.manager.jobs
 
 
 async def test_a_turn_longer_than_its_lease_keeps_it_until_it_ends(setup: Setup) -> None:
@@ -195,7 +195,9 @@ async def test_a_suspended_turn_holds_no_lease_and_its_decisions_renew_one(setup
     suspended = await setup.manager.turn(setup.session, "approve", None)
     assert suspended.status == 200 and b"pendingApprovals" in suspended.body
     assert await setup.holder() is None and setup.store.renewals == 0
-    [pending] = setup.manager._live[setup.session].run.pending_approvals
+    live = setup.manager.live.get(setup.session)
+    assert live is not None
+    [pending] = live.run.pending_approvals
     decide = asyncio.create_task(
         setup.manager.decide(setup.session, {pending.call_id: ApprovalDecision(decision="approve")})
     )

@@ -1,6 +1,6 @@
 """A turn's two store steps (``TurnStore``): the same contract from the Redis store's
-scripts and from ``ComposedTurns`` over the memory store's single operations; and a Redis
-turn costs two round trips."""
+scripts, from the memory store's own steps and from ``ComposedTurns`` over the memory
+store's single operations; and a Redis turn costs two round trips."""
 
 from __future__ import annotations
 
@@ -25,13 +25,14 @@ from support.redis import RedisServer
 
 class Both:
     """A store and its two-step turn interface (the store itself, or composed over it);
-    ``shared``: whether it records a holder's key (Redis), which the composition cannot."""
+    ``shared``: whether it records a holder's key (Redis), which a store in one process
+    does not; ``fenced``: whether ``finish_turn`` checks the token (not the composition)."""
 
-    def __init__(self, store: SessionStore, turns: TurnStore, shared: bool) -> None:
-        self.store, self.turns, self.shared = store, turns, shared
+    def __init__(self, store: SessionStore, turns: TurnStore, shared: bool, fenced: bool) -> None:
+        self.store, self.turns, self.shared, self.fenced = store, turns, shared, fenced
 
 
-@pytest.fixture(params=["redis", "composed"])
+@pytest.fixture(params=["redis", "memory", "composed"])
 async def both(request: pytest.FixtureRequest) -> AsyncIterator[Both]:
     store: SessionStore
     if request.param == "redis":
@@ -39,11 +40,11 @@ async def both(request: pytest.FixtureRequest) -> AsyncIterator[Both]:
         store = RedisStore(server.url, prefix=f"t{uuid.uuid4().hex[:8]}:")
     else:
         store = MemoryStore()
-    # The memory store's turns are composed from its single operations (they never wait,
-    # so the composition is atomic there); Redis does each step in one script.
+    # The composition builds the steps from the memory store's single operations (they
+    # never wait, so it is atomic there); the memory store and Redis have their own.
     turns: TurnStore = ComposedTurns(store) if request.param == "composed" else store  # type: ignore[assignment]
     assert isinstance(turns, TurnStore)
-    yield Both(store, turns, shared=request.param == "redis")
+    yield Both(store, turns, shared=request.param == "redis", fenced=request.param != "composed")
     await store.aclose()
 
 
@@ -113,7 +114,7 @@ async def test_a_holder_that_died_leaves_its_turn_lost_record_to_the_next_call(
     stored = await turns.finish_turn(
         "a", "dead", run=b"late", state="idle", ttl=10, key="k1", record=b"R", keep=4
     )
-    assert stored is not both.shared
+    assert stored is not both.fenced
 
 
 async def test_another_turn_settles_the_dead_holders_key_first(both: Both) -> None:
@@ -169,32 +170,33 @@ async def test_finish_and_write_are_fenced_by_the_token(both: Both) -> None:
     stored = await turns.finish_turn(
         "a", "stalled", run=b"stale", state="idle", ttl=10, key="k2", record=b"R2", keep=4
     )
-    assert stored is not both.shared  # (the composition is not fenced: one process)
+    assert stored is not both.fenced  # (the composition is not fenced: one process)
     assert await turns.finish_turn("a", "new", run=b"run3", state="idle", ttl=10)
     session = await store.read("a")
     assert session is not None and session.run == b"run3"
-    assert await store.get_result("a", "k2") == (b"L2" if both.shared else b"R2")
+    lost_or_stale = b"L2" if both.shared else None if both.fenced else b"R2"
+    assert await store.get_result("a", "k2") == lost_or_stale
 
 
-def test_the_memory_stores_own_finish_is_fenced() -> None:
-    """``MemoryStore.finish_turn_nowait`` (the adapter's path with the memory store)
-    stores only for the token that took the lease last, as Redis's script does."""
+async def test_the_memory_stores_own_finish_is_fenced() -> None:
+    """``MemoryStore.finish_turn`` stores only for the token that took the lease last, as
+    Redis's script does (``ComposedTurns`` over the same store is not fenced)."""
     now = [0.0]
     store = MemoryStore(clock=lambda: now[0])
-    asyncio.run(store.create("a", b"m", b"run0", ttl=10, limit=5))
-    assert store.acquire_nowait("a", "one", lease=1, ttl=10) is Lease.ACQUIRED
+    await store.create("a", b"m", b"run0", ttl=10, limit=5)
+    assert await store.acquire("a", "one", lease=1, ttl=10) is Lease.ACQUIRED
     now[0] = 2.0  # lapsed, nobody took it: still the last holder
-    assert store.finish_turn_nowait("a", "one", run=b"run1", state="idle", ttl=10)
-    assert store.acquire_nowait("a", "two", lease=1, ttl=10) is Lease.ACQUIRED
+    assert await store.finish_turn("a", "one", run=b"run1", state="idle", ttl=10)
+    assert await store.acquire("a", "two", lease=1, ttl=10) is Lease.ACQUIRED
     now[0] = 4.0
-    assert store.acquire_nowait("a", "three", lease=1, ttl=10) is Lease.ACQUIRED
-    stale = store.finish_turn_nowait(
+    assert await store.acquire("a", "three", lease=1, ttl=10) is Lease.ACQUIRED
+    stale = await store.finish_turn(
         "a", "two", run=b"stale", state="idle", ttl=10, key="k", record=b"R", keep=2
     )
-    assert not stale and not asyncio.run(store.write("a", b"x", state="idle", ttl=9, token="two"))
-    assert store.get_result_nowait("a", "k") is None
-    assert store.finish_turn_nowait("a", "three", run=b"run3", state="idle", ttl=10)
-    assert asyncio.run(store.read("a")) == StoredSession(meta=b"m", run=b"run3", state="idle")
+    assert not stale and not await store.write("a", b"x", state="idle", ttl=9, token="two")
+    assert await store.get_result("a", "k") is None
+    assert await store.finish_turn("a", "three", run=b"run3", state="idle", ttl=10)
+    assert await store.read("a") == StoredSession(meta=b"m", run=b"run3", state="idle")
 
 
 async def test_finish_writes_stores_the_record_and_releases(both: Both) -> None:

@@ -1,0 +1,152 @@
+"""A turn's lease on its session: its token, how long it lasts, and keeping it.
+
+Rules:
+
+- Every acquisition draws a token unique in this process and across processes (a random
+  prefix and a counter): only that token releases, renews or fences the lease.
+- With a store that renews leases (:class:`~.stores.LeaseRenewal`), a lease lasts
+  ``Limits.lease_ttl`` and the holder keeps it (:class:`LeaseKeeper`): a timer armed when
+  the lease is taken fires after a third of it and starts a job that renews it every
+  third until the step ends (done, timed out, failed, cancelled or suspended: a
+  suspended turn holds no lease), before the final store call releases it. A turn
+  shorter than that costs one timer and no task. A renewal that finds the lease gone
+  (expired, or taken by another holder) stops and logs it, and never takes it back; a
+  store that is down is logged and tried again a third of the lease later.
+- With any other store a lease lasts ``Limits.lease_seconds`` (the turn timeout + 5 s)
+  and nobody renews it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+from collections.abc import Awaitable
+
+from .jobs import Jobs
+from .limits import Limits
+from .stores import LeaseRenewal, SessionStore, StoreUnavailable
+
+logger = logging.getLogger("evalport.server")
+
+
+class Leases:
+    """Tokens, lengths and keepers of the turn leases a session manager takes."""
+
+    def __init__(self, store: SessionStore, limits: Limits, jobs: Jobs) -> None:
+        self._renewal = store if isinstance(store, LeaseRenewal) else None
+        self._limits = limits
+        self._jobs = jobs
+        self._prefix = secrets.token_hex(8) + "-"
+        self._count = 0
+
+    def token(self) -> str:
+        """A new token for one acquisition."""
+        self._count += 1
+        return f"{self._prefix}{self._count}"
+
+    @property
+    def renewed(self) -> bool:
+        """Whether the store renews leases (they are then short, and kept)."""
+        return self._renewal is not None
+
+    @property
+    def length(self) -> float:
+        """How long a turn's lease lasts when taken (and after each renewal)."""
+        if self._renewal is not None:
+            return self._limits.lease_ttl
+        return self._limits.lease_seconds
+
+    def keep(self, session_id: str, token: str) -> LeaseKeeper | None:
+        """Keep the lease that ``token`` just took, if the store renews leases."""
+        if self._renewal is None:
+            return None
+        return LeaseKeeper(self._jobs, self._renewal, session_id, token, self._limits.lease_ttl)
+
+
+class LeaseKeeper:
+    """Renews one turn's lease every third of ``lease`` seconds until :meth:`stop`.
+
+    Until the first renewal is due it is a timer on the loop; then a job renews the
+    lease, sleeps, and so on.
+    """
+
+    __slots__ = (
+        "_busy",
+        "_jobs",
+        "_lease",
+        "_renewal",
+        "_session_id",
+        "_task",
+        "_timer",
+        "_token",
+        "stopped",
+    )
+
+    def __init__(
+        self, jobs: Jobs, renewal: LeaseRenewal, session_id: str, token: str, lease: float
+    ) -> None:
+        self._jobs = jobs
+        self._renewal = renewal
+        self._session_id = session_id
+        self._token = token
+        self._lease = lease
+        self._task: asyncio.Task[None] | None = None
+        self._busy = False  # a renewal is in flight
+        self.stopped = False
+        self._timer: asyncio.TimerHandle | None = asyncio.get_running_loop().call_later(
+            lease / 3, self._due
+        )
+
+    def _due(self) -> None:
+        self._timer = None
+        if not self.stopped:
+            self._task = self._jobs.start(self._renew())
+
+    async def _renew(self) -> None:
+        session_id, every = self._session_id, self._lease / 3
+        while True:
+            self._busy = True
+            try:
+                held = await self._renewal.renew(session_id, self._token, lease=self._lease)
+            except StoreUnavailable as error:
+                held = True  # unknown: try again, the lease may still be ours
+                if not self.stopped:
+                    logger.warning(
+                        "session %s: could not renew the turn's lease: %s", session_id, error.detail
+                    )
+            except Exception:
+                logger.exception("session %s: renewing the turn's lease failed", session_id)
+                return
+            finally:
+                self._busy = False
+            if self.stopped:  # the job ended meanwhile (and may have released the lease)
+                return
+            if not held:
+                logger.warning(
+                    "session %s: the turn's lease expired or another turn took it; "
+                    "its turn runs on without it",
+                    session_id,
+                )
+                return
+            await asyncio.sleep(every)
+
+    def stop(self) -> None:
+        """No more renewals (the job ends: its final store call releases the lease). A
+        renewal already sent completes; one that waits for its time is cancelled."""
+        if self.stopped:
+            return
+        self.stopped = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._task is not None and not self._busy:
+            self._task.cancel()
+
+
+async def quietly(work: Awaitable[None]) -> None:
+    """``work``, for a job nobody waits for: a store that is down is logged, not raised."""
+    try:
+        await work
+    except StoreUnavailable as error:
+        logger.warning("could not release a lease: %s", error.detail)

@@ -1,0 +1,101 @@
+"""The agents that live in this process, and how far each one is.
+
+Rules:
+
+- A live agent is current when the stored run is the one it reached (it remembers that
+  run's bytes); then a turn continues it. Otherwise (this process has not seen the
+  session, or another replica moved it on since) the agent is rebuilt from the stored
+  run: the session factory again, then the handler's ``restore(history, run)`` hook.
+- A session suspended in the store but not here is suspended on another replica: it
+  takes no turn here (409 ``session-suspended``).
+- Forgetting a session closes its live agent (cancelling a turn it still runs) and stops
+  answering relayed approvals for it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+from evalport.protocol.runtime import AgentSession, SessionInfo
+
+from .records import (
+    SUSPENDED,
+    decode_envelope,
+    decode_meta,
+    not_found,
+    suspended_elsewhere,
+)
+from .stores import ApprovalRelay, SessionStore, StoredSession, StoreUnavailable
+
+
+class LiveSessions:
+    """Live agents by session id, over ``store`` (``factory``: the adapted session factory)."""
+
+    def __init__(self, factory: Callable[[SessionInfo], Any], store: SessionStore) -> None:
+        self._factory = factory
+        self._store = store
+        self._relay = store if isinstance(store, ApprovalRelay) else None
+        self._agents: dict[str, AgentSession] = {}
+        self._seen: dict[str, bytes] = {}  # the stored run each live agent has reached
+
+    def __len__(self) -> int:
+        return len(self._agents)
+
+    def get(self, session_id: str) -> AgentSession | None:
+        """The session's live agent, current or not."""
+        return self._agents.get(session_id)
+
+    def ids(self) -> list[str]:
+        return list(self._agents)
+
+    async def open(self, info: SessionInfo) -> AgentSession:
+        """A new session's agent (not yet live: :meth:`adopt` it once stored)."""
+        return await AgentSession.from_factory(self._factory, info)
+
+    def adopt(self, session_id: str, live: AgentSession, stored_run: bytes) -> None:
+        """``live`` is the session's agent, and ``stored_run`` what the store holds."""
+        self._agents[session_id] = live
+        self._seen[session_id] = stored_run
+
+    def reached(self, session_id: str, stored_run: bytes) -> None:
+        """The session's live agent reached ``stored_run``, which the store now holds."""
+        self._seen[session_id] = stored_run
+
+    async def forget(self, session_id: str) -> None:
+        """Close the session's live agent, if any, and stop answering relayed approvals."""
+        self._seen.pop(session_id, None)
+        if self._relay is not None:
+            with contextlib.suppress(StoreUnavailable):
+                await self._relay.unlisten(session_id)
+        live = self._agents.pop(session_id, None)
+        if live is not None:
+            await live.close()
+
+    async def current(self, session_id: str, stored: StoredSession | None = None) -> AgentSession:
+        """The session's agent, rebuilt from the store unless the live one is current
+        (``stored``: the session as the store returned it with the lease, if it did)."""
+        if stored is None:
+            stored = await self._store.read(session_id)
+        if stored is None:
+            await self.forget(session_id)
+            raise not_found(session_id)
+        live = self._agents.get(session_id)
+        if live is not None and self._seen.get(session_id) == stored.run:
+            return live
+        if stored.state == SUSPENDED:
+            raise suspended_elsewhere()
+        await self.forget(session_id)
+        meta = decode_meta.decode(stored.meta)
+        info = SessionInfo(
+            session_id=session_id,
+            case_id=meta.case_id,
+            description=meta.description,
+            metadata=meta.metadata or {},
+            faults=tuple(meta.faults) if meta.faults else (),
+        )
+        run = decode_envelope.decode(stored.run).run
+        live = await AgentSession.restore(self._factory, info, run)
+        self.adopt(session_id, live, stored.run)
+        return live

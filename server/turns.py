@@ -1,0 +1,345 @@
+"""A turn, from the request to the stored outcome: the one path every store takes.
+
+Rules (the session rules are those of :mod:`evalport.server.sessions`):
+
+- A turn costs two store calls (:class:`~.stores.TurnStore`): ``begin_turn`` answers the
+  key's idempotency record, or takes the session's lease and reads the stored session;
+  ``finish_turn`` writes the new run and the key's record and releases the lease.
+- A repeat of a key whose turn runs in this process waits for that turn's outcome; one
+  whose turn runs on another replica waits in :mod:`.keywaits`.
+- Once the lease is taken, the rest is a job (:mod:`.jobs`) that the request only
+  watches: drive the agent's step to its outcome (the accumulated run: 200; a timed-out
+  turn: 504 ``turn-timeout``, whose run is stored too; or a problem that stores
+  nothing: a busy, suspended or closed session, decisions that do not match), then the
+  ``finish_turn`` call. Whatever fails on the way releases the lease and hands the
+  failure to repeats of the key that wait.
+- ``finish_turn`` is fenced: it stores nothing if another turn took the lease since
+  (this one stalled past it). The turn then answers what the store holds for its key
+  (the turn-lost record its successor stored), else 409 ``turn-lost``, never a 200 the
+  store does not hold; it is logged and this replica's agent is dropped (rebuilt from
+  the store next time).
+- A suspended turn's run is written first and its relay (:class:`~.stores.ApprovalRelay`,
+  if the store has one) listens before the lease goes, so approvals relayed by another
+  replica find their holder at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from functools import partial
+
+from evalport.protocol import AgentRun, ApprovalDecision, ProblemType
+from evalport.protocol.runtime import (
+    AgentSession,
+    DecisionError,
+    NotSuspended,
+    SessionBusy,
+    SessionClosed,
+    SessionSuspended,
+    TurnTimeout,
+)
+
+from .jobs import Jobs
+from .keywaits import SameKeyWaiter, lost_record
+from .leases import LeaseKeeper, Leases
+from .limits import Limits
+from .live import LiveSessions
+from .problems import HTTPProblem, problem_body
+from .records import (
+    IDLE,
+    SUSPENDED,
+    InFlight,
+    Outcome,
+    RunPolicy,
+    decision_problem,
+    fingerprint,
+    idempotency_record,
+    key_reused,
+    not_found,
+    replayed,
+    run_body,
+    suspended,
+    suspended_elsewhere,
+)
+from .stores import ApprovalRelay, ComposedTurns, Lease, SessionStore, TurnStart, TurnStore
+
+logger = logging.getLogger("evalport.server")
+
+Relayed = Callable[[str, bytes], Awaitable[bytes]]
+
+
+class TurnRunner:
+    """Runs turns and decisions over ``store`` (see the module's rules).
+
+    ``relayed`` answers approvals that another replica relays to this one (the session
+    manager's ``decide`` without forwarding).
+    """
+
+    def __init__(
+        self,
+        store: SessionStore,
+        limits: Limits,
+        live: LiveSessions,
+        leases: Leases,
+        jobs: Jobs,
+        *,
+        policy: RunPolicy | None,
+        relayed: Relayed,
+    ) -> None:
+        self._store = store
+        self._turns: TurnStore = store if isinstance(store, TurnStore) else ComposedTurns(store)
+        self._relay = store if isinstance(store, ApprovalRelay) else None
+        self._limits = limits
+        self._live = live
+        self._leases = leases
+        self._jobs = jobs
+        self._policy = policy
+        self._relayed = relayed
+        self._inflight: dict[tuple[str, str], InFlight] = {}
+        self.waiter = SameKeyWaiter(
+            self._begin, store.release, jobs, limits, renewed=leases.renewed
+        )
+
+    async def turn(self, session_id: str, message: str, key: str | None) -> Outcome:
+        """Run one turn (or replay it by idempotency key)."""
+        digest = ""
+        if key is not None:
+            digest = fingerprint(message)
+            if (waiting := self._inflight.get((session_id, key))) is not None:
+                if waiting.fingerprint != digest:
+                    raise key_reused()
+                return await waiting.wait()
+        live = self._live.get(session_id)
+        if live is not None and live.suspended:
+            if key is not None:
+                record = await self._store.get_result(session_id, key)
+                if record is not None:
+                    return replayed(record, digest)
+            live = self._live.get(session_id)
+            if live is not None and live.suspended:
+                raise suspended(live)
+        # one store call: the key's record, or the lease and the stored session (and the
+        # turn-lost record that a later turn stores under the key if this one never ends)
+        token = self._leases.token()
+        lost = b"" if key is None else lost_record(digest)
+        start = await self._begin(session_id, token, key, lost)
+        if start.same_key:  # the first attempt of this key runs on another replica
+            start = await self.waiter.wait(session_id, token, key, lost, start)
+        if start.replay is not None:
+            return replayed(start.replay, digest)
+        if start.suspended:
+            raise suspended_elsewhere()
+        await self._leased(session_id, start.lease)
+        keeper = self._leases.keep(session_id, token)
+        try:
+            live = await self._live.current(session_id, start.session)
+        except BaseException:
+            if keeper is not None:
+                keeper.stop()
+            await self._store.release(session_id, token)
+            raise
+        flight = None
+        if key is not None:
+            flight = self._inflight[(session_id, key)] = InFlight(digest)
+        step = live.send(message, timeout=self._limits.turn_timeout)
+        job = self._jobs.start(self._turn_job(session_id, live, step, key, flight, token, keeper))
+        return await asyncio.shield(job)
+
+    async def decide(
+        self, session_id: str, live: AgentSession, decisions: Mapping[str, ApprovalDecision]
+    ) -> Outcome:
+        """Resume ``live``'s suspended turn with ``decisions`` (already checked)."""
+        token = self._leases.token()
+        lease = await self._store.acquire(
+            session_id, token, lease=self._leases.length, ttl=self._limits.session_ttl
+        )
+        await self._leased(session_id, lease)
+        keeper = self._leases.keep(session_id, token)
+        job = self._jobs.start(self._decide_job(session_id, live, decisions, token, keeper))
+        return await asyncio.shield(job)
+
+    def body(self, live: AgentSession | None, run: AgentRun | None = None) -> bytes:
+        """The response body of a session's run (see :func:`~.records.run_body`)."""
+        return run_body(self._policy, live, run)
+
+    async def _begin(self, session_id: str, token: str, key: str | None, lost: bytes) -> TurnStart:
+        limits = self._limits
+        return await self._turns.begin_turn(
+            session_id,
+            token,
+            lease=self._leases.length,
+            ttl=limits.session_ttl,
+            key=key,
+            lost=lost,
+            keep=limits.idempotency_keys,
+        )
+
+    async def _leased(self, session_id: str, lease: Lease | None) -> None:
+        """Nothing if ``lease`` was acquired, else the problem that says why not."""
+        if lease is Lease.ACQUIRED:
+            return
+        if lease is Lease.MISSING:
+            await self._live.forget(session_id)
+            raise not_found(session_id)
+        raise HTTPProblem(ProblemType.SESSION_BUSY, "A turn is already in flight on this session.")
+
+    async def _turn_job(
+        self,
+        session_id: str,
+        live: AgentSession,
+        step: Awaitable[AgentRun],
+        key: str | None,
+        flight: InFlight | None,
+        token: str,
+        keeper: LeaseKeeper | None,
+    ) -> Outcome:
+        """Drive the turn; then store its run and idempotency record and release the lease."""
+        finished = False
+        try:
+            outcome, run = await self._drive(session_id, live, step, keeper)
+            if not await self._finish(session_id, live, token, run, key, _record(flight, outcome)):
+                record = None if key is None else await self._store.get_result(session_id, key)
+                outcome = _unstored(session_id, flight, record)
+            finished = True
+        except BaseException as error:
+            if flight is not None:  # repeats of the key waiting for it get its problem
+                flight.settle(None, error)
+            raise
+        finally:
+            if key is not None:
+                self._inflight.pop((session_id, key), None)
+            if not finished:
+                await self._store.release(session_id, token)
+        if flight is not None:
+            flight.settle(outcome)
+        return outcome
+
+    async def _decide_job(
+        self,
+        session_id: str,
+        live: AgentSession,
+        decisions: Mapping[str, ApprovalDecision],
+        token: str,
+        keeper: LeaseKeeper | None,
+    ) -> Outcome:
+        finished = False
+        try:
+            step = live.decide(decisions, timeout=self._limits.turn_timeout)
+            outcome, run = await self._drive(session_id, live, step, keeper)
+            finished = await self._finish(session_id, live, token, run)
+            if not finished:
+                finished = True  # (nothing to release: the lease is another's)
+                _unstored(session_id, None, None)
+            return outcome
+        finally:
+            if not finished:
+                await self._store.release(session_id, token)
+
+    async def _drive(
+        self,
+        session_id: str,
+        live: AgentSession,
+        step: Awaitable[AgentRun],
+        keeper: LeaseKeeper | None,
+    ) -> tuple[Outcome, bytes]:
+        """The step's outcome and the run body to store (the problems it raises store
+        nothing); ``keeper`` renews the lease until the step ends, however it ends."""
+        try:
+            run = await step
+        except TurnTimeout as timeout:
+            outcome = Outcome(
+                status=504,
+                body=problem_body(
+                    ProblemType.TURN_TIMEOUT,
+                    f"The turn did not finish within {timeout.timeout:g} seconds; "
+                    "it was cancelled and recorded as failed, and the session is usable.",
+                ),
+            )
+            return outcome, self.body(live, timeout.run)
+        except DecisionError as error:
+            raise decision_problem(error) from None
+        except SessionSuspended:
+            raise suspended(live) from None
+        except (SessionBusy, NotSuspended) as error:
+            problem_type = (
+                ProblemType.SESSION_BUSY
+                if isinstance(error, SessionBusy)
+                else ProblemType.NOT_SUSPENDED
+            )
+            raise HTTPProblem(problem_type, str(error)) from None
+        except SessionClosed:
+            raise not_found(session_id) from None
+        finally:
+            if keeper is not None:
+                keeper.stop()
+        body = self.body(live, run)
+        return Outcome(status=200, body=body), body
+
+    async def _finish(
+        self,
+        session_id: str,
+        live: AgentSession,
+        token: str,
+        body: bytes,
+        key: str | None = None,
+        record: bytes = b"",
+    ) -> bool:
+        """Store the run (and the idempotency record) and release the lease: one store call
+        (two for a suspended turn with a relay). ``False``, storing nothing, when the
+        lease was lost: this replica's agent is then dropped, the store moved on without it.
+        """
+        state = SUSPENDED if live.suspended else IDLE
+        ttl = self._limits.session_ttl
+        run: bytes | None = body
+        if state == SUSPENDED and self._relay is not None:
+            if not await self._store.write(session_id, body, state=state, ttl=ttl, token=token):
+                await self._live.forget(session_id)
+                return False
+            self._live.reached(session_id, body)
+            await self._relay.listen(session_id, partial(self._relayed, session_id))
+            run = None
+        stored = await self._turns.finish_turn(
+            session_id,
+            token,
+            run=run,
+            state=state,
+            ttl=ttl,
+            key=key,
+            record=record,
+            keep=self._limits.idempotency_keys,
+        )
+        if not stored:
+            await self._live.forget(session_id)
+            return False
+        if run is not None:
+            self._live.reached(session_id, body)
+            if self._relay is not None:
+                await self._relay.unlisten(session_id)
+        return True
+
+
+def _unstored(session_id: str, flight: InFlight | None, record: bytes | None) -> Outcome:
+    """The answer of a turn whose lease was lost before it could store its outcome
+    (another turn took the session over): what the store says for its key (the turn-lost
+    record that the next holder stored), else 409 ``turn-lost``. Never a 200 that the
+    store does not hold."""
+    logger.warning(
+        "session %s: the turn's lease was lost before its outcome was stored (another "
+        "turn took the session over); its outcome is not stored",
+        session_id,
+    )
+    if flight is not None and record is not None:
+        return replayed(record, flight.fingerprint)
+    raise HTTPProblem(
+        ProblemType.TURN_LOST,
+        "This turn ran, but its replica stalled past the session's lease and another "
+        "request took the session over, so its outcome was not stored (the session's run "
+        "does not include it) and its effects are unknown.",
+    )
+
+
+def _record(flight: InFlight | None, outcome: Outcome) -> bytes:
+    """The idempotency record of a keyed turn's outcome (nothing without a key)."""
+    return b"" if flight is None else idempotency_record(flight.fingerprint, outcome)
