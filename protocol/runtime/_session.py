@@ -7,9 +7,9 @@ Rules:
 - Every turn runs in an asyncio task of its own, in a copy of the caller's context, never
   on the caller's task: task-bound scopes an agent enters (an anyio task group or cancel
   scope, ``asyncio.timeout``) bind to the turn, ``asyncio.current_task()`` is the turn's,
-  and context variables the agent sets stay in the turn. The task starts eagerly
-  (:mod:`evalport.protocol.runtime._tasks`): a turn that never waits is over before the caller
-  would have had to wait for it. :meth:`AgentSession.send`
+  and context variables the agent sets stay in the turn. On Python 3.12+ the task
+  starts eagerly (:mod:`evalport.protocol.runtime._tasks`): a turn that never waits is
+  over before the caller would have had to wait for it. :meth:`AgentSession.send`
   returns when the turn completes **or suspends** on approval requests;
   :meth:`AgentSession.decide` answers every pending request and returns at the next
   completion or suspension. Cancelling the caller of ``send`` or ``decide`` never cancels
@@ -242,9 +242,8 @@ class AgentSession:
         self._checkpoint = None
         self._ended = False
         self._timing_out = None
-        # The turn's task starts eagerly: a turn that never waits is over when it returns.
         task = start_task(self._turn(message))
-        if self._ended:
+        if self._ended:  # (started eagerly, 3.12+: a turn that never waits is over)
             return self._park()
         self._task = task
         checkpoint = self._checkpoint  # an approval requested at once made one already

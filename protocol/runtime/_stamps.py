@@ -2,9 +2,7 @@
 
 Rules:
 
-- Ids are random version-4 UUIDs in canonical text (Instructor requires UUID ids). They
-  name records, they are no secrets: the bits come from a generator seeded from the OS
-  once per process (and again in a forked child), not from a system call per id.
+- Ids are random version-4 UUIDs in canonical text (Instructor requires UUID ids).
 - Timestamps are ISO-8601 UTC with milliseconds and a ``Z``: ``2026-01-31T12:00:00.123Z``.
 - Payloads become JSON values with ``msgspec.to_builtins``; what it cannot convert is kept
   as its ``repr``, so recording never fails on an odd value.
@@ -15,10 +13,9 @@ Rules:
 
 from __future__ import annotations
 
-import os
-import random
-import time
+import uuid
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any, Final
 
 import msgspec
@@ -28,33 +25,15 @@ from .._models import ErrorInfo
 AGENT_ERROR_CLASS: Final = "AgentError"
 TOOL_ERROR_CLASS: Final = "ToolError"
 
-_VARIANT: Final = "89ab89ab89ab89ab"
-
-
-_random = random.Random(os.urandom(32))
-_bits = _random.getrandbits
-os.register_at_fork(after_in_child=lambda: _random.seed(os.urandom(32)))
-
 
 def new_id() -> str:
-    """A random (version 4) UUID as canonical text: 122 random bits."""
-    h = f"{_bits(128):032x}"
-    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{_VARIANT[int(h[16], 16)]}{h[17:20]}-{h[20:]}"
-
-
-_second: tuple[int, str] = (0, "")
+    """A random (version 4) UUID as canonical text."""
+    return str(uuid.uuid4())
 
 
 def utc_now() -> str:
     """Now as ISO-8601 UTC with milliseconds, ``2026-01-31T12:00:00.123Z``."""
-    global _second
-    now = time.time()
-    second = int(now)
-    cached_second, prefix = _second
-    if second != cached_second:
-        prefix = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
-        _second = (second, prefix)
-    return f"{prefix}.{int((now - second) * 1000):03d}Z"
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def json_value(value: Any) -> Any:

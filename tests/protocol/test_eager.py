@@ -1,4 +1,7 @@
-"""``start_task``: the first step runs at once, as the new task; the task carries on from it."""
+"""``start_task``: a task of its own, in its own context, eager on 3.12+ (public API).
+
+The hand-rolled eager start on 3.11 is gone: the tests of the rules that hold on every
+version run everywhere; those of the eager first step run on 3.12+ only."""
 
 from __future__ import annotations
 
@@ -14,7 +17,23 @@ from evalport.protocol.runtime._tasks import start_task
 var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="outer")
 
 
-async def test_the_first_step_runs_at_once_as_the_new_task_in_its_own_context() -> None:
+async def test_the_coroutine_runs_as_the_new_task_in_its_own_context() -> None:
+    seen: list[object] = []
+
+    async def body() -> str:
+        seen.append(asyncio.current_task())
+        var.set("inner")
+        return "done"
+
+    caller = asyncio.current_task()
+    task = start_task(body())
+    assert asyncio.current_task() is caller
+    assert await task == "done"
+    assert seen == [task] and var.get() == "outer"
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="eager start needs Python 3.12")
+async def test_the_first_step_runs_at_once_on_3_12() -> None:  # pragma: no cover - 3.12+
     seen: list[object] = []
 
     async def body() -> str:
@@ -26,7 +45,7 @@ async def test_the_first_step_runs_at_once_as_the_new_task_in_its_own_context() 
     task = start_task(body())
     assert seen == [task]  # ran before start_task returned, as the task
     assert asyncio.current_task() is caller and var.get() == "outer"
-    assert await task == "done"
+    assert task.done() and task.result() == "done"
 
 
 async def test_a_waiting_coroutine_continues_in_the_task_with_its_context() -> None:
@@ -40,6 +59,7 @@ async def test_a_waiting_coroutine_continues_in_the_task_with_its_context() -> N
         return "resumed"
 
     task = start_task(body())
+    await asyncio.sleep(0)  # (3.11: the first step runs at the loop's next pass)
     assert log == ["before"] and not task.done()
     gate.set()
     assert await task == "resumed"
@@ -61,8 +81,7 @@ async def test_errors_of_the_first_step_and_later_end_the_task_not_the_caller() 
         await start_task(fails_later())
 
 
-@pytest.mark.parametrize("wait_first", [False, True])
-async def test_cancelling_the_task_cancels_the_coroutine_where_it_waits(wait_first: bool) -> None:
+async def test_cancelling_the_task_cancels_the_coroutine_where_it_waits() -> None:
     seen: list[str] = []
 
     async def sleeper() -> None:
@@ -73,12 +92,31 @@ async def test_cancelling_the_task_cancels_the_coroutine_where_it_waits(wait_fir
             raise
 
     task = start_task(sleeper())
-    if wait_first:  # else cancelled before the task took its first step
-        await asyncio.sleep(0)
+    await asyncio.sleep(0)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
     assert seen == ["cancelled"]
+
+
+async def test_a_task_cancelled_at_once_ends_cancelled() -> None:
+    """Before the loop's next pass: on 3.12+ the coroutine already waits and gets the
+    cancellation there; on 3.11 it never starts."""
+    seen: list[str] = []
+
+    async def sleeper() -> None:
+        seen.append("started")
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            seen.append("cancelled")
+            raise
+
+    task = start_task(sleeper())
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert seen == (["started", "cancelled"] if sys.version_info >= (3, 12) else [])
 
 
 async def test_a_timeout_entered_in_the_first_step_cancels_the_task_not_the_caller() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import sys
 
 import anyio
 import pytest
@@ -145,10 +146,25 @@ def test_ids_are_uuid4_and_a_forked_child_draws_other_ones() -> None:
     with os.fdopen(read) as pipe:
         theirs = pipe.read()
     assert uuid.UUID(theirs).version == 4
-    assert theirs != new_id()  # without a reseed both would draw the same next id
+    assert theirs != new_id()  # (the child shares no generator state with its parent)
 
 
-async def test_a_turn_that_never_waits_is_over_before_send_would_wait() -> None:
+async def test_a_turn_runs_in_a_task_of_its_own() -> None:
+    ran: list[asyncio.Task[object] | None] = []
+
+    async def agent(message: str, history: list[object], ctx: TurnContext) -> str:
+        ran.append(asyncio.current_task())
+        return "ran"
+
+    session = await open_session(agent)
+    caller = asyncio.create_task(session.send("go", timeout=5))
+    assert (await caller).reply == "ran"
+    assert ran[0] is not caller and ran[0] is not None
+    await session.close()
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="eager task start needs Python 3.12")
+async def test_a_turn_that_never_waits_is_over_before_send_would_wait() -> None:  # pragma: no cover
     ran: list[asyncio.Task[object] | None] = []
 
     async def agent(message: str, history: list[object], ctx: TurnContext) -> str:
