@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 import msgspec
-from evalport.client import trajectory
+from evalport.client import _trajectory as trajectory
 from evalport.client.assertions import (
     Assertion,
     CalledTool,

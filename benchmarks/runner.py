@@ -43,10 +43,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from evalport.client.cases import Case
-from evalport.client.http import HttpTarget
-from evalport.client.local import LocalTarget
-from evalport.client.runner import Runner, RunOptions
+from evalport.client import Case, HttpTarget, LocalTarget, Runner, RunOptions
 
 LATENCY = 0.05
 AGENT_FILE = Path(__file__).resolve()

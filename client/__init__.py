@@ -27,39 +27,34 @@ from evalport.protocol import (  # noqa: E402  # noqa: E402
     TurnTimedOut,
 )
 
-from .cache import CachingTarget, RunCache  # noqa: E402
-from .cases import Case, cases_from, eval_case  # noqa: E402
-from .context import EvalContext, RequirementFailed, SkipCase, SyncEvalContext  # noqa: E402
-from .conversation import (  # noqa: E402
+from ._cache import CachingTarget, RunCache  # noqa: E402
+from ._cases import Case, cases_from, eval_case  # noqa: E402
+from ._context import EvalContext, RequirementFailed, SkipCase, SyncEvalContext  # noqa: E402
+from ._conversation import (  # noqa: E402
     ApprovalError,
     ApprovalPolicy,
     ApprovalRequest,
+    UserSimulator,
     approve_all,
     decide_by_tool,
     reject_all,
 )
-from .datasets import Dataset, DatasetError, DatasetRow  # noqa: E402
-from .discovery import DuplicateCaseError, LoadError, discover  # noqa: E402
-from .evaluator import Evaluator, evaluator_cases  # noqa: E402
-from .handles import AssertionHandle, Expectation  # noqa: E402
-from .http import HttpSession, HttpTarget  # noqa: E402
+from ._datasets import Dataset, DatasetError, DatasetRow  # noqa: E402
+from ._discovery import DuplicateCaseError, LoadError, discover  # noqa: E402
+from ._evaluator import Evaluator, evaluator_cases  # noqa: E402
+from ._handles import AssertionHandle, Expectation  # noqa: E402
+from ._http import HttpSession, HttpTarget  # noqa: E402
+from ._local import LocalSession, LocalTarget  # noqa: E402
+from ._results import AssertionResult, CaseResult, JudgeRecord, RunData, TrialResult, Verdict  # noqa: E402
+from ._retry import RetryPolicy  # noqa: E402
+from ._runner import Runner, RunOptions, run_cases  # noqa: E402
+from ._simulated import ScriptedUser, SimulatedUser, SimulatedUserError  # noqa: E402
+from ._sync import SyncSession, SyncTarget, connect  # noqa: E402
+from ._target import Session, Target, TargetIdentity, Turn  # noqa: E402
+from ._trajectory import Trajectory, TrajectoryToolCall  # noqa: E402
+from ._trial import run_trial  # noqa: E402
+from ._turns import DecisionLike  # noqa: E402
 from .judges import FakeJudge, Judge, JudgeConfig, OpenAIJudge  # noqa: E402
-from .local import LocalSession, LocalTarget  # noqa: E402
-from .results import (  # noqa: E402
-    AssertionResult,
-    CaseResult,
-    JudgeRecord,
-    RunData,
-    TrialResult,
-    Verdict,
-)
-from .retry import RetryPolicy  # noqa: E402
-from .runner import Runner, RunOptions, run_cases  # noqa: E402
-from .simulated import ScriptedUser, SimulatedUser  # noqa: E402
-from .sync import SyncSession, SyncTarget, connect  # noqa: E402
-from .target import Session, Target, TargetIdentity, Turn  # noqa: E402
-from .trajectory import Trajectory, TrajectoryToolCall  # noqa: E402
-from .trial import run_trial  # noqa: E402
 
 __all__ = [
     "ApprovalError",
@@ -74,6 +69,7 @@ __all__ = [
     "Dataset",
     "DatasetError",
     "DatasetRow",
+    "DecisionLike",
     "DuplicateCaseError",
     "EvalContext",
     "Evaluator",
@@ -105,6 +101,7 @@ __all__ = [
     "SessionNotFound",
     "SessionSuspended",
     "SimulatedUser",
+    "SimulatedUserError",
     "SkipCase",
     "SyncEvalContext",
     "SyncSession",
@@ -121,6 +118,7 @@ __all__ = [
     "Turn",
     "TurnLost",
     "TurnTimedOut",
+    "UserSimulator",
     "Verdict",
     "approve_all",
     "cases_from",

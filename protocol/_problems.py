@@ -6,7 +6,7 @@ stable URIs below; clients branch on ``type`` (or the status), never on ``title`
 
 The errors a target raises (``LocalTarget`` and ``HttpTarget`` alike, and the in-process
 runtime for the session conflicts) form one tree, each class defined here once and
-re-exported where its users are (:mod:`evalport.client`, :mod:`evalport.protocol.runtime`)::
+re-exported where its users are (the client's face, :mod:`evalport.protocol.runtime`)::
 
     TargetError                  an agent target could not take a call
     ├── TargetUnavailable        cannot reach it, 5xx, 429/503 after the retries

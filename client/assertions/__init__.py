@@ -6,12 +6,12 @@ and returns a handle with ``soft()``, ``gate()``, ``at_least(t)`` and ``label(s)
 Each module's docstring states its rules.
 """
 
-from .approvals import ToolWasApproved, ToolWasRejected
-from .base import Assertion, AssertionTypeError, run_of, text_of
-from .events import EventNotSeen, EventSeen, EventsInOrder, EventsSatisfy
-from .expect import ValueEquals, ValueExpectation, ValueIncludes, ValueSatisfies
-from .faults import ToolWasInjected
-from .matchers import (
+from ._approvals import ToolWasApproved, ToolWasRejected
+from ._base import Assertion, AssertionTypeError, run_of, text_of
+from ._events import EventNotSeen, EventSeen, EventsInOrder, EventsSatisfy
+from ._expect import ValueEquals, ValueExpectation, ValueIncludes, ValueSatisfies
+from ._faults import ToolWasInjected
+from ._matchers import (
     Count,
     Exact,
     Matcher,
@@ -25,16 +25,16 @@ from .matchers import (
     exactly,
     one_of,
 )
-from .outcome import Failed, Stopped, StopReasonIs, Succeeded
-from .similarity import (
+from ._outcome import Failed, Stopped, StopReasonIs, Succeeded
+from ._similarity import (
     Embedder,
     EmbedderError,
     EmbeddingSimilarity,
     HashingEmbedder,
     OpenAIEmbedder,
 )
-from .steps import MaxSteps, StepCount, TokensAtMost, TotalTokensAtMost
-from .text import (
+from ._steps import MaxSteps, StepCount, TokensAtMost, TotalTokensAtMost
+from ._text import (
     Contains,
     ContainsAll,
     ContainsAny,
@@ -47,7 +47,7 @@ from .text import (
     MatchesRegex,
     StartsWith,
 )
-from .tools import (
+from ._tools import (
     CalledTool,
     MaxToolCalls,
     NoFailedActions,

@@ -3,26 +3,13 @@
 ``from evalport.client.assertions.neuron import *`` and keep writing
 ``self.check(StringContains("x"), output)`` and
 ``self.check(TrajectoryMatches(["a", "b"], Mode.Subset), trajectory)`` in an
-:class:`~evalport.client.evaluator.Evaluator`. Constructor arguments follow evalport's
+:class:`~evalport.client.Evaluator`. Constructor arguments follow evalport's
 classes (Python keywords: ``reference=``, ``threshold=``, ``max_distance=``).
 """
 
 from __future__ import annotations
 
-from .approvals import ToolWasApproved, ToolWasRejected
-from .similarity import EmbeddingSimilarity
-from .text import (
-    Contains,
-    ContainsAll,
-    ContainsAny,
-    EndsWith,
-    IsValidJson,
-    LengthBetween,
-    LevenshteinDistance,
-    MatchesRegex,
-    StartsWith,
-)
-from .tools import CalledTool, NotCalledTool, ToolOrder, ToolOrderMode
+from . import _approvals, _similarity, _text, _tools
 
 __all__ = [
     "IsValidJson",
@@ -43,23 +30,27 @@ __all__ = [
     "TrajectoryMatches",
 ]
 
-StringContains = Contains
-StringContainsAll = ContainsAll
-StringContainsAny = ContainsAny
-StringStartsWith = StartsWith
-StringEndsWith = EndsWith
-StringLengthBetween = LengthBetween
-StringDistance = LevenshteinDistance
-StringSimilarity = EmbeddingSimilarity
-ToolWasCalled = CalledTool
-ToolWasNotCalled = NotCalledTool
-TrajectoryMatches = ToolOrder
+StringContains = _text.Contains
+StringContainsAll = _text.ContainsAll
+StringContainsAny = _text.ContainsAny
+StringStartsWith = _text.StartsWith
+StringEndsWith = _text.EndsWith
+StringLengthBetween = _text.LengthBetween
+StringDistance = _text.LevenshteinDistance
+StringSimilarity = _similarity.EmbeddingSimilarity
+ToolWasCalled = _tools.CalledTool
+ToolWasNotCalled = _tools.NotCalledTool
+TrajectoryMatches = _tools.ToolOrder
+IsValidJson = _text.IsValidJson
+MatchesRegex = _text.MatchesRegex
+ToolWasApproved = _approvals.ToolWasApproved
+ToolWasRejected = _approvals.ToolWasRejected
 
 
 class Mode:
     """Neuron's ``Mode`` enum spelled as evalport's mode strings (see ``ToolOrderMode``)."""
 
-    Strict = ToolOrderMode.STRICT
-    Unordered = ToolOrderMode.UNORDERED
-    Subset = ToolOrderMode.SUBSET
-    Superset = ToolOrderMode.SUPERSET
+    Strict = _tools.ToolOrderMode.STRICT
+    Unordered = _tools.ToolOrderMode.UNORDERED
+    Subset = _tools.ToolOrderMode.SUBSET
+    Superset = _tools.ToolOrderMode.SUPERSET

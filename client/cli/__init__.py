@@ -2,9 +2,9 @@
 
 Each module exposes ``add_arguments(parser)`` and ``main(args) -> int`` and is registered
 in :data:`evalport.protocol._cli.COMMANDS`. Exit codes are the same everywhere: see
-:mod:`evalport.client.cli.common`.
+:mod:`evalport.client.cli._common`.
 """
 
-from .common import EXIT_FAILED, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE
+from ._common import EXIT_FAILED, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE
 
 __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_UNREACHABLE", "EXIT_USAGE"]

@@ -6,7 +6,7 @@ human labels.
 """
 
 from . import criteria
-from .base import (
+from ._base import (
     Criterion,
     Example,
     Judge,
@@ -16,11 +16,11 @@ from .base import (
     JudgeVerdict,
     MalformedAnswer,
 )
-from .cache import JudgeCache
-from .expectation import DEFAULT_THRESHOLD, JudgeAssertions, JudgeExpectation, JudgeHost
-from .fakes import FakeJudge
-from .openai import JudgeConfig, OpenAIJudge
-from .transcript import render_transcript
+from ._cache import JudgeCache
+from ._expectation import DEFAULT_THRESHOLD, JudgeAssertions, JudgeExpectation, JudgeHost
+from ._fakes import FakeJudge
+from ._openai import JudgeConfig, OpenAIJudge
+from ._transcript import render_transcript
 
 __all__ = [
     "DEFAULT_THRESHOLD",

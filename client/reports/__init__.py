@@ -6,14 +6,14 @@ configuration (``reporters = ["package.module:Name"]``) and loaded with
 across reports.
 """
 
-from .base import Reporter, Reporters, RunPlan, RunReport, load_reporter
-from .compare import Change, Comparison, compare, merge
-from .console import ConsoleReporter
-from .files import JsonReporter, RunFolderReporter, load_summary, write_run_folder
-from .html import HtmlReporter, html_report
-from .junit import JUnitReporter, junit_xml
-from .markdown import MarkdownReporter, markdown_summary
-from .summary import CaseSummary, Provenance, RunSummary, TagSummary, summarize, summarize_case
+from ._base import Reporter, Reporters, RunPlan, RunReport, load_reporter
+from ._compare import Change, Comparison, compare, merge
+from ._console import ConsoleReporter
+from ._files import JsonReporter, RunFolderReporter, load_summary, write_run_folder
+from ._html import HtmlReporter, html_report
+from ._junit import JUnitReporter, junit_xml
+from ._markdown import MarkdownReporter, markdown_summary
+from ._summary import CaseSummary, Provenance, RunSummary, TagSummary, summarize, summarize_case
 
 __all__ = [
     "CaseSummary",

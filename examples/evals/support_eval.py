@@ -5,8 +5,7 @@ the runs are redacted by the default trace policy either way, so tool arguments 
 matched by digest (the agent's ``order_id`` never travels in clear).
 """
 
-from evalport.client.cases import eval_case
-from evalport.client.conversation import approve_all, reject_all
+from evalport.client import approve_all, eval_case, reject_all
 
 
 @eval_case("where is my order: {order}", dataset="orders.json", tags=["status"])

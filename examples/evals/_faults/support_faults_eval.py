@@ -9,7 +9,7 @@ without that option) leaves these cases out; run the file itself:
         --local examples/support_agent.py:agent
 """
 
-from evalport.client.cases import eval_case
+from evalport.client import eval_case
 from evalport.protocol import ToolFault
 
 LOST = {"order_id": "A1049", "status": "lost in transit", "carrier": None}

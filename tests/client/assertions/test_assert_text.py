@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from evalport.client import Trajectory, Turn
 from evalport.client.assertions import (
     AssertionTypeError,
     Contains,
@@ -17,9 +18,7 @@ from evalport.client.assertions import (
     MatchesRegex,
     StartsWith,
 )
-from evalport.client.assertions.text import levenshtein
-from evalport.client.target import Turn
-from evalport.client.trajectory import Trajectory
+from evalport.client.assertions._text import levenshtein
 from runbuild import make_run, redacted
 
 REPLY = "Your refund for order A1049 is on its way!"

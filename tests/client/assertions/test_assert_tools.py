@@ -201,7 +201,7 @@ def test_tool_order_on_empty_runs() -> None:
 
 
 def test_partial_credit_can_pass_with_at_least_through_a_handle() -> None:
-    from evalport.client.handles import AssertionHandle
+    from evalport.client import AssertionHandle
 
     handle = AssertionHandle(ToolOrder(["search", "cancel"], "subset").evaluate(ORDER_RUN))
     assert not handle.passed

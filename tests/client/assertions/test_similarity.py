@@ -12,7 +12,7 @@ from evalport.client.assertions import (
     HashingEmbedder,
     OpenAIEmbedder,
 )
-from evalport.client.assertions.similarity import cosine
+from evalport.client.assertions._similarity import cosine
 
 
 async def test_hashing_embedder_is_deterministic_and_meaningful_for_overlap() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evalport.client.trajectory import Trajectory
+from evalport.client import Trajectory
 from evalport.protocol import AgentRun, Message, Step, Usage
 from runbuild import call, make_run, redacted
 

@@ -11,7 +11,7 @@ import itertools
 from collections.abc import Mapping
 from typing import Any
 
-from evalport.client.target import TargetIdentity, Turn
+from evalport.client import TargetIdentity, Turn
 from evalport.protocol import AgentRun, ApprovalDecision, TracePolicy
 from evalport.protocol.runtime import AgentSession, SessionInfo, TurnContext, tool
 

@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import pytest
-from evalport.client.cases import cases_from, eval_case
-from evalport.client.context import EvalContext
-from evalport.client.conversation import (
+from evalport.client import (
     ApprovalRequest,
+    EvalContext,
+    LocalTarget,
+    Trajectory,
+    Verdict,
     approve_all,
+    cases_from,
     decide_by_tool,
+    eval_case,
     reject_all,
-    to_decision,
+    run_trial,
 )
-from evalport.client.local import LocalTarget
-from evalport.client.results import Verdict
-from evalport.client.trajectory import Trajectory
-from evalport.client.trial import run_trial
+from evalport.client._conversation import to_decision
 from evalport.protocol import ApprovalDecision, TracePolicy
 from fake_target import FakeTarget, shop_agent
 
@@ -298,7 +299,7 @@ async def test_the_turn_send_returns_spans_its_suspensions(target) -> None:
 
 
 async def test_the_simulated_users_of_the_judges_package_plug_in(target) -> None:
-    from evalport.client.simulated import ScriptedUser
+    from evalport.client import ScriptedUser
 
     user = ScriptedUser(["hello", "refund B2 300", "hello"], max_turns=2)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalport.client.cases import cases_from
+from evalport.client import cases_from
 
 
 def test_a_case_compiled_from_a_string_under_an_unrelated_file_name(tmp_path: Path) -> None:
@@ -13,7 +13,7 @@ def test_a_case_compiled_from_a_string_under_an_unrelated_file_name(tmp_path: Pa
     readme = tmp_path / "README.md"
     readme.write_text("# Title\n\n```python\nprint((\n```\n")
     code = (
-        "from evalport.client.cases import eval_case\n"
+        "from evalport.client._cases import eval_case\n"
         "\n"
         "@eval_case('compiled from a string')\n"
         "async def refund(ctx):\n"
@@ -26,7 +26,7 @@ def test_a_case_compiled_from_a_string_under_an_unrelated_file_name(tmp_path: Pa
 
 
 def test_a_case_defined_here_points_at_its_line() -> None:
-    from evalport.client.cases import eval_case
+    from evalport.client import eval_case
 
     @eval_case("here")
     async def here(ctx: object) -> None:

@@ -7,12 +7,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from evalport.client.cases import cases_from, eval_case
-from evalport.client.conversation import ApprovalRequest
-from evalport.client.discovery import discover
-from evalport.client.http import HttpTarget
-from evalport.client.results import Verdict
-from evalport.client.trial import run_trial
+from evalport.client import (
+    ApprovalRequest,
+    HttpTarget,
+    Verdict,
+    cases_from,
+    discover,
+    eval_case,
+    run_trial,
+)
 from evalport.server import EvalAdapter
 from support.servers import running_server
 

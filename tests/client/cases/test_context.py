@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from evalport.client import Case, EvalContext, Verdict, cases_from, eval_case, run_trial
 from evalport.client.assertions import CalledTool
-from evalport.client.cases import Case, cases_from, eval_case
-from evalport.client.context import EvalContext
-from evalport.client.results import Verdict
-from evalport.client.trial import run_trial
 from fake_target import FakeTarget, shop_agent
 
 
@@ -213,8 +210,7 @@ async def test_a_sync_case_that_times_out_is_cancelled(target) -> None:
 
 
 async def test_per_case_judge_wins_and_judge_seam(target) -> None:
-    from evalport.client.judges import JudgeAssertions
-    from evalport.client.judges.fakes import FakeJudge
+    from evalport.client.judges import FakeJudge, JudgeAssertions
 
     suite_judge, case_judge = FakeJudge(default=0.2), FakeJudge(default=0.9)
 
@@ -231,7 +227,7 @@ async def test_per_case_judge_wins_and_judge_seam(target) -> None:
 
 
 async def test_judges_do_not_run_for_errored_cases(target) -> None:
-    from evalport.client.judges.fakes import FakeJudge
+    from evalport.client.judges import FakeJudge
 
     judge = FakeJudge(default=1.0)
 
@@ -270,7 +266,7 @@ async def test_opening_a_session_can_fail_without_raising() -> None:
 
 
 async def test_judges_from_a_sync_case(target) -> None:
-    from evalport.client.judges.fakes import FakeJudge
+    from evalport.client.judges import FakeJudge
 
     judge = FakeJudge(default=0.9)
 

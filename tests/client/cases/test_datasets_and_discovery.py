@@ -6,11 +6,17 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from evalport.client.cases import Case, cases_from, eval_case
-from evalport.client.datasets import Dataset, DatasetError
-from evalport.client.discovery import DuplicateCaseError, discover
-from evalport.client.results import Verdict
-from evalport.client.trial import run_trial
+from evalport.client import (
+    Case,
+    Dataset,
+    DatasetError,
+    DuplicateCaseError,
+    Verdict,
+    cases_from,
+    discover,
+    eval_case,
+    run_trial,
+)
 from fake_target import FakeTarget, shop_agent
 
 ROWS = [{"id": "late parcel", "prompt": "Where is A1?"}, {"prompt": "refund A1 40"}]
@@ -112,7 +118,7 @@ async def test_dataset_rows_reach_the_case_function() -> None:
 
 SUITE = {
     "support/refund_eval.py": """
-        from evalport.client.cases import eval_case
+        from evalport.client._cases import eval_case
         from helpers import GREETING
 
         @eval_case(tags=["smoke"])
@@ -131,7 +137,7 @@ SUITE = {
     "support/helpers.py": 'GREETING = "Hello"\n',
     "support/amounts.yaml": "- id: small\n  amount: 10\n- id: medium\n  amount: 40\n",
     "eval_smoke.py": """
-        from evalport.client.cases import eval_case
+        from evalport.client._cases import eval_case
         from shared import shared_case  # defined elsewhere: not collected here
 
         @eval_case
@@ -141,14 +147,14 @@ SUITE = {
     """,
     "broken_eval.py": "import no_such_module_anywhere\n",
     "bad_dataset_eval.py": """
-        from evalport.client.cases import eval_case
+        from evalport.client._cases import eval_case
 
         @eval_case(dataset="missing.json")
         async def uses_missing(ctx, row):
             pass
     """,
     "notes_evaluation.py": "raise RuntimeError('never imported')\n",
-    "shared.py": "from evalport.client.cases import eval_case\n\n@eval_case\ndef shared_case(ctx):\n    pass\n",
+    "shared.py": "from evalport.client._cases import eval_case\n\n@eval_case\ndef shared_case(ctx):\n    pass\n",
     ".hidden/x_eval.py": "raise RuntimeError('never imported')\n",
 }
 
@@ -199,7 +205,7 @@ def test_duplicate_ids_name_both_places(tmp_path: Path) -> None:
     write(
         tmp_path / "dup_eval.py",
         """
-        from evalport.client.cases import eval_case
+        from evalport.client._cases import eval_case
 
         @eval_case(id="same")
         def first(ctx):

@@ -5,12 +5,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+from evalport.client import Evaluator, Verdict, decide_by_tool, discover, evaluator_cases, run_trial
 from evalport.client.assertions import CalledTool, Contains, ToolOrder, ToolWasRejected
-from evalport.client.conversation import decide_by_tool
-from evalport.client.discovery import discover
-from evalport.client.evaluator import Evaluator, evaluator_cases
-from evalport.client.results import Verdict
-from evalport.client.trial import run_trial
 from fake_target import FakeTarget, shop_agent
 
 
@@ -105,7 +101,7 @@ def test_discovery_finds_evaluators_with_datasets_next_to_them(tmp_path: Path) -
     (tmp_path / "ported" / "rows.json").write_text('[{"id": "a", "q": "hello"}]')
     (tmp_path / "ported" / "neuron_eval.py").write_text(
         textwrap.dedent("""
-        from evalport.client.evaluator import Evaluator
+        from evalport.client._evaluator import Evaluator
         from evalport.client.assertions import Contains
 
         class Greeting(Evaluator):

@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from evalport.client import EvalContext, Verdict, cases_from, eval_case, run_trial
 from evalport.client.assertions import EventsSatisfy, NoFailedActions
-from evalport.client.cases import cases_from, eval_case
-from evalport.client.context import EvalContext
-from evalport.client.results import Verdict
-from evalport.client.trial import run_trial
 from fake_target import FakeTarget, shop_agent
 
 

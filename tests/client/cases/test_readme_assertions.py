@@ -7,10 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from evalport.client.cases import cases_from
-from evalport.client.local import LocalTarget
-from evalport.client.results import Verdict
-from evalport.client.trial import run_trial
+from evalport.client import LocalTarget, Verdict, cases_from, run_trial
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -8,10 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from evalport.client.cases import cases_from, eval_case
-from evalport.client.local import LocalTarget
-from evalport.client.results import Verdict
-from evalport.client.trial import run_trial
+from evalport.client import LocalTarget, Verdict, cases_from, eval_case, run_trial
 
 ROOT = Path(__file__).resolve().parents[3]
 HEADING = "### Tool faults: does the agent cope when a tool fails?"

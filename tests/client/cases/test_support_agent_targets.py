@@ -11,6 +11,20 @@ from typing import Any
 
 import httpx
 import pytest
+from evalport.client import (
+    ApprovalRequest,
+    EvalContext,
+    HttpTarget,
+    LocalTarget,
+    Target,
+    Trajectory,
+    TrialResult,
+    Verdict,
+    cases_from,
+    decide_by_tool,
+    eval_case,
+    run_trial,
+)
 from evalport.client.assertions import (
     ContainsAny,
     EmbeddingSimilarity,
@@ -19,15 +33,6 @@ from evalport.client.assertions import (
     at_least,
     between,
 )
-from evalport.client.cases import cases_from, eval_case
-from evalport.client.context import EvalContext
-from evalport.client.conversation import ApprovalRequest, decide_by_tool
-from evalport.client.http import HttpTarget
-from evalport.client.local import LocalTarget
-from evalport.client.results import TrialResult, Verdict
-from evalport.client.target import Target
-from evalport.client.trajectory import Trajectory
-from evalport.client.trial import run_trial
 from evalport.protocol import TracePolicy
 from evalport.server import EvalAdapter
 

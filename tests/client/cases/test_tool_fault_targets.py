@@ -10,14 +10,19 @@ from typing import Any
 import httpx
 import msgspec
 import pytest
-from evalport.client import FaultsUnsupported, ToolFault
+from evalport.client import (
+    Case,
+    FaultsUnsupported,
+    HttpTarget,
+    LocalTarget,
+    Target,
+    ToolFault,
+    Verdict,
+    cases_from,
+    eval_case,
+    run_trial,
+)
 from evalport.client.assertions import CalledTool, ToolWasInjected
-from evalport.client.cases import Case, cases_from, eval_case
-from evalport.client.http import HttpTarget
-from evalport.client.local import LocalTarget
-from evalport.client.results import Verdict
-from evalport.client.target import Target
-from evalport.client.trial import run_trial
 from evalport.protocol import AgentRun, TracePolicy
 from evalport.protocol.runtime._agent import history_of
 from evalport.server import EvalAdapter
@@ -237,7 +242,7 @@ async def test_tool_was_injected_on_redacted_runs_and_its_messages() -> None:
 
 
 async def test_the_html_transcript_marks_injected_calls() -> None:
-    from evalport.client.reports.html import _transcript
+    from evalport.client.reports._html import _transcript
     from evalport.protocol import RunEnvelope, encode
 
     faults = [ToolFault(tool="order_status", error="down", times=1)]
@@ -252,8 +257,7 @@ async def test_the_html_transcript_marks_injected_calls() -> None:
 
 
 async def test_the_run_cache_keys_recordings_by_the_faults(tmp_path) -> None:
-    from evalport.client.cache import RunCache
-    from evalport.client.runner import Runner, RunOptions
+    from evalport.client import RunCache, Runner, RunOptions
 
     @eval_case(id="status", faults=[ToolFault(tool="order_status", error="down", times=1)])
     async def down(ctx):
@@ -278,7 +282,7 @@ async def test_the_run_cache_keys_recordings_by_the_faults(tmp_path) -> None:
 
 
 def test_the_trajectory_reads_injected_from_a_tools_entry_without_an_id() -> None:
-    from evalport.client.trajectory import Trajectory
+    from evalport.client import Trajectory
     from evalport.protocol import ToolCall, ToolRecord
 
     run = AgentRun(tools=[ToolRecord(tool_call=ToolCall(name="lookup"), injected=True)])

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from evalport.client.cli import check
-from evalport.client.cli.check import Unreachable, check_server
+from evalport.client.cli import _check as check
+from evalport.client.cli._check import Unreachable, check_server
 from evalport.server import EvalAdapter
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse, Response

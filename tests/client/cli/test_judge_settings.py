@@ -13,8 +13,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from evalport.client.cli.targets import build_judge
-from evalport.client.config import ConfigError, Settings, load_settings
+from evalport.client._config import ConfigError, Settings, load_settings
+from evalport.client.cli._targets import build_judge
 from evalport.client.judges import OpenAIJudge
 from evalport.protocol._cli import main
 from support.servers import running_server
@@ -26,7 +26,7 @@ from judge_fake_server import FakeChatServer, verdict  # noqa: E402
 AGENT = f"{ROOT / 'examples' / 'support_agent.py'}:agent"
 
 SUITE = """
-from evalport.client.cases import eval_case
+from evalport.client._cases import eval_case
 
 
 @eval_case("the greeting is helpful")

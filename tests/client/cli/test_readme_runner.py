@@ -10,12 +10,10 @@ import sys
 from pathlib import Path
 
 import yaml
-from evalport.client.cli import run as run_command
-from evalport.client.config import load_settings
-from evalport.client.discovery import discover
-from evalport.client.local import LocalTarget
+from evalport.client import LocalTarget, Runner, RunOptions, discover
+from evalport.client._config import load_settings
+from evalport.client.cli import _run as run_command
 from evalport.client.reports import load_reporter
-from evalport.client.runner import Runner, RunOptions
 from evalport.protocol._cli import main
 
 ROOT = Path(__file__).resolve().parents[3]

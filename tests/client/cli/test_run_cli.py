@@ -12,7 +12,7 @@ from support.servers import free_port
 AGENT = str(Path(__file__).resolve().parents[3] / "examples" / "support_agent.py") + ":agent"
 
 SUITE = """
-from evalport.client.cases import eval_case
+from evalport.client._cases import eval_case
 
 
 @eval_case("status of A1049", tags=["status"])
@@ -181,7 +181,7 @@ def test_explicit_config_file(project, tmp_path_factory):
 
 
 ATTACH_SUITE = """
-from evalport.client.cases import eval_case
+from evalport.client._cases import eval_case
 
 
 @eval_case("the conversation someone else had")
@@ -196,7 +196,7 @@ def test_attach_evaluates_an_existing_session_over_http(project, monkeypatch, ca
     import asyncio
     import sys
 
-    from evalport.client.http import HttpTarget
+    from evalport.client import HttpTarget
     from evalport.server import EvalAdapter
     from support.servers import running_server
 

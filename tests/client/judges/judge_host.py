@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evalport.client.results import JudgeRecord
-from evalport.client.target import Turn
+from evalport.client import JudgeRecord, Turn
 from evalport.protocol import AgentRun
 
 

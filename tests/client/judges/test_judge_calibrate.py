@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from evalport.client.judges import FakeJudge, JudgeError
-from evalport.client.judges.calibrate import (
+from evalport.client.judges._calibrate import (
     best_threshold,
     calibrate,
     cohen_kappa,

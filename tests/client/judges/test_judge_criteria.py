@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from evalport.client.judges import Example, JudgeRequest, criteria, render_transcript
-from evalport.client.judges.prompts import classifier_messages, verdict_messages
+from evalport.client.judges._prompts import classifier_messages, verdict_messages
 from evalport.protocol import AgentRun, PendingApproval, Step, ToolExecution
 
 NONCE = "abcdefabcdefabcd"

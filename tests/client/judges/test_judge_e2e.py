@@ -9,12 +9,8 @@ from typing import Any
 
 import msgspec
 import pytest
-from evalport.client.cases import Case
-from evalport.client.http import HttpTarget
+from evalport.client import Case, HttpTarget, SimulatedUser, Verdict, run_trial
 from evalport.client.judges import OpenAIJudge
-from evalport.client.results import Verdict
-from evalport.client.simulated import SimulatedUser
-from evalport.client.trial import run_trial
 from evalport.server import EvalAdapter
 from judge_fake_server import FakeChatServer, completion, verdict
 from support.servers import running_server

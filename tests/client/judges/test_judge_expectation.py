@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from evalport.client.handles import Expectation
+from evalport.client import Expectation, Verdict
+from evalport.client._results import trial_verdict
 from evalport.client.judges import (
     FakeJudge,
     JudgeAssertions,
@@ -11,7 +12,6 @@ from evalport.client.judges import (
     JudgeUsage,
     JudgeVerdict,
 )
-from evalport.client.results import Verdict, trial_verdict
 from evalport.protocol import AgentRun, Approval, Step, ToolExecution, digest
 from judge_host import Host
 

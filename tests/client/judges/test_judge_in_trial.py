@@ -5,12 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from evalport.client.cases import Case
+from evalport.client import Case, ScriptedUser, TargetIdentity, Turn, Verdict, run_trial
 from evalport.client.judges import FakeJudge
-from evalport.client.results import Verdict
-from evalport.client.simulated import ScriptedUser
-from evalport.client.target import TargetIdentity, Turn
-from evalport.client.trial import run_trial
 from evalport.protocol import AgentRun, Approval, ApprovalDecision, Step, ToolExecution, Usage
 
 

@@ -280,8 +280,8 @@ async def test_concurrency_is_bounded_per_client() -> None:
 async def test_the_api_key_never_reaches_an_error_text(
     status: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from evalport.client.judges.base import JudgeError
-    from evalport.client.judges.chat import ChatClient
+    from evalport.client.judges import JudgeError
+    from evalport.client.judges._chat import ChatClient
 
     monkeypatch.setenv("LEAKY_GATEWAY_KEY", "sk-live-SECRET123456")
 

@@ -1,9 +1,9 @@
-"""The public names of the judges package and the simulated users module are pinned."""
+"""The public names of the judges package are pinned; simulated users are on the client face."""
 
 from __future__ import annotations
 
+import evalport.client as client
 import evalport.client.judges as judges
-import evalport.client.simulated as simulated
 
 
 def test_judges_public_api() -> None:
@@ -34,8 +34,6 @@ def test_judges_public_api() -> None:
 
 
 def test_simulated_public_api() -> None:
-    assert sorted(simulated.__all__) == [
-        "ScriptedUser",
-        "SimulatedUser",
-        "SimulatedUserError",
-    ]
+    names = {"ScriptedUser", "SimulatedUser", "SimulatedUserError", "UserSimulator"}
+    assert names <= set(client.__all__)
+    assert client.UserSimulator.__module__ == "evalport.client._conversation"

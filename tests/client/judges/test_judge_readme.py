@@ -8,9 +8,9 @@ import re
 import shlex
 from pathlib import Path
 
+from evalport.client import ScriptedUser, SimulatedUser, Verdict
+from evalport.client._results import trial_verdict
 from evalport.client.judges import FakeJudge, JudgeAssertions, OpenAIJudge
-from evalport.client.results import Verdict, trial_verdict
-from evalport.client.simulated import ScriptedUser, SimulatedUser
 from evalport.protocol import AgentRun
 from evalport.protocol._cli import main as evalport_main
 from judge_fake_server import FakeChatServer, verdict

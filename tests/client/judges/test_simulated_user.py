@@ -6,12 +6,7 @@ import re
 
 import msgspec
 import pytest
-from evalport.client.conversation import UserSimulator
-from evalport.client.simulated import (
-    ScriptedUser,
-    SimulatedUser,
-    SimulatedUserError,
-)
+from evalport.client import ScriptedUser, SimulatedUser, SimulatedUserError, UserSimulator
 from judge_fake_server import FakeChatServer, completion, status
 
 

@@ -2,16 +2,9 @@
 
 from __future__ import annotations
 
+from evalport.client import AssertionResult, CaseResult, JudgeRecord, TrialResult, Verdict
+from evalport.client._results import case_verdict, required_passes
 from evalport.client.reports import Provenance, RunReport, summarize, summarize_case
-from evalport.client.results import (
-    AssertionResult,
-    CaseResult,
-    JudgeRecord,
-    TrialResult,
-    Verdict,
-    case_verdict,
-    required_passes,
-)
 
 
 def run_data(reply: str, tool: str = "lookup_order", turns: int = 1) -> dict:

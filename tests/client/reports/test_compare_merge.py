@@ -1,8 +1,7 @@
 import msgspec
 import pytest
-from evalport.client.config import ConfigError
-from evalport.client.reports import compare, merge
-from evalport.client.reports.summary import CaseSummary
+from evalport.client._config import ConfigError
+from evalport.client.reports import CaseSummary, compare, merge
 from report_data import sample_report
 
 

@@ -53,9 +53,7 @@ async def test_report_of_a_real_run_renders_every_case_and_transcript(tmp_path):
     import sys
     from pathlib import Path
 
-    from evalport.client.discovery import discover
-    from evalport.client.local import LocalTarget
-    from evalport.client.runner import Runner, RunOptions
+    from evalport.client import LocalTarget, Runner, RunOptions, discover
 
     root = Path(__file__).resolve().parents[3]
     sys.path.insert(0, str(root / "examples"))

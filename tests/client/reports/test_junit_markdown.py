@@ -1,7 +1,6 @@
 import xml.etree.ElementTree as ET
 
-from evalport.client.reports import MarkdownReporter, junit_xml, markdown_summary
-from evalport.client.reports.compare import compare
+from evalport.client.reports import MarkdownReporter, compare, junit_xml, markdown_summary
 from report_data import sample_report
 
 

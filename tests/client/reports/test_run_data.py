@@ -6,9 +6,11 @@ import json
 
 import msgspec
 import pytest
-from evalport.client.reports.files import write_json
-from evalport.client.reports.summary import summarize_case, to_builtins, trial_tokens
-from evalport.client.results import CaseResult, RunData, TrialResult, enc_hook
+from evalport.client import CaseResult, RunData, TrialResult
+from evalport.client._results import enc_hook
+from evalport.client.reports import summarize_case
+from evalport.client.reports._files import write_json
+from evalport.client.reports._summary import to_builtins, trial_tokens
 from evalport.protocol import AgentRun, Usage
 
 

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import msgspec
-from evalport.client.results import AssertionResult, TrialResult, trial_verdict
-from evalport.client.target import TargetIdentity, Turn
+from evalport.client import AssertionResult, TargetIdentity, TrialResult, Turn
+from evalport.client._results import trial_verdict
 from evalport.protocol import AgentRun, Message, Step, ToolExecution, Usage
 
 

@@ -1,8 +1,5 @@
 import msgspec
-from evalport.client.cache import RunCache
-from evalport.client.results import Verdict
-from evalport.client.runner import Runner, RunOptions
-from evalport.client.target import TargetIdentity
+from evalport.client import RunCache, Runner, RunOptions, TargetIdentity, Verdict
 from evalport.protocol import ApprovalDecision
 from runner_memory import MemoryTarget, SimpleCase, simple_trial
 

@@ -9,14 +9,17 @@ from typing import Any
 
 import httpx
 import pytest
-from evalport.client.cache import RunCache
-from evalport.client.cases import Case
-from evalport.client.context import EvalContext
-from evalport.client.http import HttpTarget
-from evalport.client.local import LocalTarget
-from evalport.client.results import Verdict
-from evalport.client.runner import Runner, RunOptions
-from evalport.client.trial import run_trial
+from evalport.client import (
+    Case,
+    EvalContext,
+    HttpTarget,
+    LocalTarget,
+    RunCache,
+    Runner,
+    RunOptions,
+    Verdict,
+    run_trial,
+)
 from evalport.protocol import TracePolicy, is_digest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples"))

@@ -3,9 +3,8 @@ import random
 import time
 
 import pytest
+from evalport.client import Runner, RunOptions, TrialResult, Verdict
 from evalport.client.reports import Reporter
-from evalport.client.results import TrialResult, Verdict
-from evalport.client.runner import Runner, RunOptions
 from runner_memory import MemoryTarget, SimpleCase, simple_trial
 
 

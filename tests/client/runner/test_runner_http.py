@@ -5,12 +5,7 @@ import sys
 from pathlib import Path
 
 import httpx
-from evalport.client.cache import RunCache
-from evalport.client.discovery import discover
-from evalport.client.http import HttpTarget
-from evalport.client.local import LocalTarget
-from evalport.client.results import Verdict
-from evalport.client.runner import Runner, RunOptions
+from evalport.client import HttpTarget, LocalTarget, RunCache, Runner, RunOptions, Verdict, discover
 from evalport.server import EvalAdapter
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -6,8 +6,7 @@ import asyncio
 import contextlib
 
 import pytest
-from evalport.client.results import TrialResult, Verdict
-from evalport.client.runner import Runner, RunOptions
+from evalport.client import Runner, RunOptions, TrialResult, Verdict
 from runner_memory import MemoryTarget, SimpleCase
 
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
-from evalport.client.http import HttpTarget
-from evalport.client.retry import RetryPolicy
+from evalport.client import HttpTarget, RetryPolicy
 from target_fixtures import BASE, TOKEN, Sleeps
 
 

@@ -9,12 +9,14 @@ import httpx
 import msgspec
 import pytest
 import respx
-from evalport.client.errors import (
+from evalport.client import (
     AuthFailed,
     FaultsUnsupported,
+    HttpTarget,
     NotSuspended,
     ProtocolError,
     RequestRejected,
+    RetryPolicy,
     SessionBusy,
     SessionNotFound,
     SessionSuspended,
@@ -23,8 +25,6 @@ from evalport.client.errors import (
     TurnLost,
     TurnTimedOut,
 )
-from evalport.client.http import HttpTarget
-from evalport.client.retry import RetryPolicy
 from evalport.protocol import ApprovalDecision, TracePolicy, is_digest, matches_digest
 from evalport.protocol import ProtocolError as WireProtocolError
 from target_fixtures import BASE, SECRET, TOKEN, Sleeps, health, wire_run

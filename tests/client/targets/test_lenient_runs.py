@@ -9,7 +9,7 @@ import httpx
 import msgspec
 import pytest
 import respx
-from evalport.client.http import HttpTarget
+from evalport.client import HttpTarget
 from evalport.protocol import TracePolicy, digest, is_digest, matches_digest
 from target_fixtures import BASE, SECRET, health, wire_run
 

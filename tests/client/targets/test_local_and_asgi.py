@@ -12,20 +12,21 @@ from typing import Any
 import httpx
 import msgspec
 import pytest
-from evalport.client.errors import (
+from evalport.client import (
+    HttpTarget,
+    LocalTarget,
     NotSuspended,
     RequestRejected,
+    Session,
     SessionNotFound,
     SessionSuspended,
+    Target,
+    Turn,
     TurnTimedOut,
 )
-from evalport.client.http import HttpTarget
-from evalport.client.local import LocalTarget
-from evalport.client.target import Session, Target, Turn
 from evalport.protocol import ApprovalDecision, TracePolicy, matches_digest
 from evalport.protocol.runtime import TurnContext
-from evalport.server import EvalAdapter
-from evalport.server.limits import Limits
+from evalport.server import EvalAdapter, Limits
 from target_agents import SECRET, SupportAgent, canonical
 
 TOKEN = "asgi-token-0123456789"

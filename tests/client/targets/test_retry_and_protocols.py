@@ -7,11 +7,17 @@ from email.utils import format_datetime
 
 import httpx
 import pytest
-from evalport.client.http import HttpSession, HttpTarget
-from evalport.client.local import LocalSession, LocalTarget
-from evalport.client.retry import RetryPolicy, parse_retry_after
-from evalport.client.sync import SyncTarget
-from evalport.client.target import Session, Target
+from evalport.client import (
+    HttpSession,
+    HttpTarget,
+    LocalSession,
+    LocalTarget,
+    RetryPolicy,
+    Session,
+    SyncTarget,
+    Target,
+)
+from evalport.client._retry import parse_retry_after
 from target_agents import SupportAgent
 
 

@@ -6,10 +6,14 @@ from collections.abc import Iterator
 
 import msgspec
 import pytest
-from evalport.client.errors import AuthFailed, SessionNotFound
-from evalport.client.http import HttpTarget
-from evalport.client.local import LocalTarget
-from evalport.client.sync import SyncTarget, connect
+from evalport.client import (
+    AuthFailed,
+    HttpTarget,
+    LocalTarget,
+    SessionNotFound,
+    SyncTarget,
+    connect,
+)
 from evalport.protocol import matches_digest
 from evalport.server import EvalAdapter
 from support.servers import running_server

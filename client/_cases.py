@@ -1,0 +1,217 @@
+"""Cases: plain functions that receive an eval context, declared with ``@eval_case``.
+
+Rules:
+
+- ``@eval_case`` (bare, or with a description and options) marks a function ``f(ctx)``,
+  sync or async, as a case, and returns the function unchanged. Options: ``tags``, a
+  per-case ``judge`` (wins over the suite's), a ``timeout`` in seconds, an
+  ``approval_policy``, an explicit ``id``, a ``dataset``, and tool ``faults``
+  (:class:`~evalport.protocol.ToolFault`, checked at decoration) that the runner passes
+  to ``target.open`` for the case's session: injected in-process by ``LocalTarget``, sent
+  to servers that enable them by ``HttpTarget``.
+- With ``dataset=`` the function takes ``f(ctx, row)`` and expands into one case per row;
+  a dataset is a :class:`~evalport.client._datasets.Dataset`, a list of mappings, or a
+  path (relative paths are resolved against the file that defines the function). The
+  description may name row fields (``"refund: {prompt}"``).
+- A case's id is ``<prefix><name>`` where the name is the explicit ``id`` or the
+  function's name, and ``[<row id>]`` is appended per dataset row. Discovery gives the
+  prefix ``<path relative to the root, without .py>::``.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, TypeVar, overload
+
+from evalport.protocol import ToolFault
+from evalport.protocol.runtime import as_faults
+
+from ._conversation import ApprovalPolicy
+from ._datasets import Dataset, DatasetRow
+
+F = TypeVar("F", bound=Callable[..., Any])
+MARK: Final = "__eval_case__"
+
+
+@dataclass(frozen=True, slots=True)
+class CaseSpec:
+    """What ``@eval_case`` records on a function."""
+
+    description: str | None = None
+    tags: tuple[str, ...] = ()
+    judge: Any = None
+    timeout: float | None = None
+    dataset: Dataset | Sequence[Mapping[str, Any]] | str | Path | None = None
+    id: str | None = None
+    approval_policy: ApprovalPolicy | None = None
+    faults: tuple[ToolFault, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    """One runnable case (a dataset row of a function is a case of its own)."""
+
+    id: str
+    func: Callable[..., Any]
+    description: str = ""
+    tags: tuple[str, ...] = ()
+    judge: Any = None
+    timeout: float | None = None
+    row: DatasetRow | None = None
+    source: str = ""
+    approval_policy: ApprovalPolicy | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    faults: tuple[ToolFault, ...] = ()
+
+    @property
+    def is_async(self) -> bool:
+        """Whether the function is async (partials and async callables included)."""
+        func: Any = self.func
+        while isinstance(func, functools.partial):
+            func = func.func
+        if inspect.iscoroutinefunction(func):
+            return True
+        call = getattr(func, "__call__", None)  # noqa: B004 - an instance's async __call__
+        return not inspect.isfunction(func) and inspect.iscoroutinefunction(call)
+
+    def arguments(self, ctx: Any) -> tuple[Any, ...]:
+        """The positional arguments for the case function."""
+        return (ctx,) if self.row is None else (ctx, self.row)
+
+
+@overload
+def eval_case(func: F, /) -> F: ...
+
+
+@overload
+def eval_case(
+    description: str | None = None,
+    /,
+    *,
+    tags: Iterable[str] = (),
+    judge: Any = None,
+    timeout: float | None = None,
+    dataset: Dataset | Sequence[Mapping[str, Any]] | str | Path | None = None,
+    id: str | None = None,
+    approval_policy: ApprovalPolicy | None = None,
+    faults: Iterable[ToolFault | Mapping[str, Any]] | None = None,
+) -> Callable[[F], F]: ...
+
+
+def eval_case(
+    description: Any = None,
+    /,
+    *,
+    tags: Iterable[str] = (),
+    judge: Any = None,
+    timeout: float | None = None,
+    dataset: Dataset | Sequence[Mapping[str, Any]] | str | Path | None = None,
+    id: str | None = None,
+    approval_policy: ApprovalPolicy | None = None,
+    faults: Iterable[ToolFault | Mapping[str, Any]] | None = None,
+) -> Any:
+    """Mark a function as an eval case (see the module rules)."""
+    if callable(description):
+        return eval_case()(description)
+    if isinstance(tags, str):
+        raise TypeError("tags takes a list of strings, e.g. tags=['smoke']")
+    if timeout is not None and timeout <= 0:
+        raise ValueError(f"timeout must be positive, got {timeout}")
+    spec = CaseSpec(
+        description=description,
+        tags=tuple(tags),
+        judge=judge,
+        timeout=timeout,
+        dataset=dataset,
+        id=id,
+        approval_policy=approval_policy,
+        faults=as_faults(faults),
+    )
+
+    def mark(func: F) -> F:
+        if not callable(func):
+            raise TypeError(f"@eval_case decorates a function, got {type(func).__name__}")
+        setattr(func, MARK, spec)
+        return func
+
+    return mark
+
+
+def spec_of(func: Any) -> CaseSpec | None:
+    spec = getattr(func, MARK, None)
+    return spec if isinstance(spec, CaseSpec) else None
+
+
+def source_of(func: Callable[..., Any]) -> str:
+    """``file:line`` of a case function, from its code object (no source file is read:
+    a function compiled from a string or a notebook has no readable source)."""
+    code = getattr(inspect.unwrap(func), "__code__", None)
+    if code is None:
+        return str(getattr(func, "__qualname__", repr(func)))
+    return f"{code.co_filename}:{code.co_firstlineno}"
+
+
+def dataset_of(spec: CaseSpec, func: Callable[..., Any]) -> Dataset | None:
+    data = spec.dataset
+    if data is None or isinstance(data, Dataset):
+        return data
+    if isinstance(data, str | Path):
+        path = Path(data)
+        if not path.is_absolute():
+            defined_in = inspect.getsourcefile(func)
+            if defined_in:
+                path = Path(defined_in).parent / path
+        return Dataset.load(path)
+    return Dataset.from_list(data, source=f"dataset of {func.__qualname__}")
+
+
+def describe_row(template: str, row: DatasetRow | None) -> str:
+    if row is None:
+        return template
+    try:
+        return template.format_map(row.to_dict())
+    except (KeyError, IndexError, ValueError, AttributeError):
+        return template
+
+
+def cases_from(func: Callable[..., Any], *, prefix: str = "") -> list[Case]:
+    """The cases a marked function declares (one per dataset row)."""
+    spec = spec_of(func)
+    if spec is None:
+        raise TypeError(f"{getattr(func, '__qualname__', func)!r} is not marked with @eval_case")
+    name = spec.id or func.__name__
+    doc = inspect.getdoc(func)
+    template = spec.description or (doc.splitlines()[0] if doc else name)
+    base = Case(
+        id=prefix + name,
+        func=func,
+        description=template,
+        tags=spec.tags,
+        judge=spec.judge,
+        timeout=spec.timeout,
+        source=source_of(func),
+        approval_policy=spec.approval_policy,
+        faults=spec.faults,
+    )
+    dataset = dataset_of(spec, func)
+    if dataset is None:
+        return [base]
+    return [
+        Case(
+            id=f"{base.id}[{row.id}]",
+            func=func,
+            description=describe_row(template, row),
+            tags=base.tags,
+            judge=base.judge,
+            timeout=base.timeout,
+            row=row,
+            source=base.source,
+            approval_policy=base.approval_policy,
+            faults=base.faults,
+        )
+        for row in dataset
+    ]

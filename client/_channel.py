@@ -1,0 +1,271 @@
+"""The channel under HttpTarget: one origin, its credentials, retries, errors, decoding.
+
+Rules:
+
+- One pooled ``httpx.AsyncClient`` (keep-alive) per channel, with redirects off.
+- Credentials (the token, and headers whose names look like credentials) are attached
+  by an auth flow that checks the request's origin, so they can only reach the base URL's
+  origin; every text a channel puts in an error passes through :class:`Secrets`.
+- :meth:`Channel.request` applies the retry rules of :mod:`evalport.client._retry` for
+  the call's mode and turns every non-2xx answer into a typed error.
+- :meth:`Channel.run` decodes a run leniently and applies the trace policy in place; a
+  body it cannot use is a :class:`ProtocolError` whose excerpt is redacted.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any, Final, Literal
+
+import httpx
+import msgspec
+from evalport.protocol import (
+    AgentRun,
+    Health,
+    Problem,
+    ProtocolError,
+    TargetError,
+    TargetUnavailable,
+    TracePolicy,
+    decode_response,
+    decode_run,
+)
+
+from ._errors import Secrets, body_excerpt, error_for
+from ._retry import RetryPolicy, parse_retry_after
+
+logger = logging.getLogger("evalport.client")
+
+DEFAULT_TIMEOUT: Final = httpx.Timeout(connect=5.0, read=300.0, write=30.0, pool=30.0)
+_SENSITIVE_HEADER_PARTS: Final = ("auth", "token", "key", "secret", "cookie", "session")
+
+Mode = Literal["idempotent", "create", "keyed", "once"]
+"""How a call may be retried: ``idempotent`` (GET, DELETE), ``create`` (a session),
+``keyed`` (a turn under an Idempotency-Key the server honours), ``once``."""
+
+
+def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    return (url.scheme, url.host, url.port)
+
+
+class _OriginBoundHeaders(httpx.Auth):
+    """Adds the credentials to requests for the base URL's origin, and to no other."""
+
+    def __init__(self, origin: tuple[str, str, int | None], headers: dict[str, str]) -> None:
+        self._origin = origin
+        self._headers = headers
+
+    def auth_flow(self, request: httpx.Request) -> Any:
+        if _origin(request.url) == self._origin:
+            request.headers.update(self._headers)
+        yield request
+
+
+def _timeout_of(timeout: float | httpx.Timeout | None) -> httpx.Timeout:
+    if timeout is None:
+        return DEFAULT_TIMEOUT
+    if isinstance(timeout, httpx.Timeout):
+        return timeout
+    return httpx.Timeout(timeout, connect=min(float(timeout), 5.0))
+
+
+class Channel:
+    """The connection to one agent service."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        token: str | None,
+        headers: Mapping[str, str] | None,
+        timeout: float | httpx.Timeout | None,
+        policy: TracePolicy,
+        retry: RetryPolicy,
+        transport: httpx.AsyncBaseTransport | None,
+        limits: httpx.Limits | None,
+    ) -> None:
+        url = httpx.URL(base_url)
+        clean = url.copy_with(username=None, password=None, query=None, fragment=None)
+        if url.scheme not in ("http", "https") or not url.host:
+            raise ValueError(
+                "base_url must be an absolute http(s) URL such as https://agent.example/, "
+                f"got {clean}"
+            )
+        credentials: dict[str, str] = {}
+        plain: dict[str, str] = {"Accept": "application/json"}
+        for name, value in (headers or {}).items():
+            sensitive = any(part in name.lower() for part in _SENSITIVE_HEADER_PARTS)
+            (credentials if sensitive else plain)[name] = value
+        if token:
+            credentials["Authorization"] = (
+                token if token.lower().startswith("bearer ") else f"Bearer {token}"
+            )
+        self.secrets = Secrets(
+            [
+                token,
+                url.password,
+                *credentials.values(),
+                *(value.split(" ", 1)[-1] for value in credentials.values()),
+            ]
+        )
+        self.base_url = str(clean).rstrip("/") + "/"
+        self.policy = policy
+        self.retry = retry
+        self.client = httpx.AsyncClient(
+            base_url=self.base_url,
+            headers=plain,
+            auth=_OriginBoundHeaders(_origin(clean), credentials),
+            timeout=_timeout_of(timeout),
+            transport=transport,
+            limits=limits or httpx.Limits(max_connections=100, max_keepalive_connections=20),
+            follow_redirects=False,
+        )
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+    def scrub(self, text: str) -> str:
+        return self.secrets.scrub(text)
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: bytes | None = None,
+        mode: Mode,
+        headers: Mapping[str, str] | None = None,
+        session_id: str | None = None,
+    ) -> httpx.Response:
+        """Send one call with the retries its ``mode`` allows; raises for non-2xx."""
+        request_headers = dict(headers or {})
+        if body is not None:
+            request_headers["Content-Type"] = "application/json"
+        retry = 0
+        while True:
+            try:
+                response = await self.client.request(
+                    method, path, content=body, headers=request_headers
+                )
+            except httpx.TransportError as error:
+                retry += 1
+                delay = self.retry.delay(retry) if _retriable(error, mode) else None
+                if delay is None:
+                    raise TargetUnavailable(
+                        self.scrub(
+                            f"{method} {self.base_url}{path} failed after {retry} "
+                            f"attempt(s): {type(error).__name__}: {error}"
+                        )
+                    ) from None
+                logger.info(
+                    "retrying %s /%s in %.2fs after %s", method, path, delay, type(error).__name__
+                )
+                await self.retry.sleep(delay)
+                continue
+            if response.status_code in (429, 503) and mode != "once":
+                retry += 1
+                wait = parse_retry_after(response.headers.get("Retry-After"))
+                delay = self.retry.delay(retry, wait)
+                if delay is not None:
+                    logger.info(
+                        "retrying %s /%s in %.2fs after %d",
+                        method,
+                        path,
+                        delay,
+                        response.status_code,
+                    )
+                    await self.retry.sleep(delay)
+                    continue
+            if response.is_success:
+                return response
+            raise self.error(method, path, response, session_id, attempts=retry + 1)
+
+    def error(
+        self,
+        method: str,
+        path: str,
+        response: httpx.Response,
+        session_id: str | None,
+        attempts: int,
+    ) -> TargetError:
+        problem: Problem | None = None
+        if response.content.lstrip()[:1] == b"{":
+            try:
+                problem = decode_response(response.content, Problem)
+            except ProtocolError:
+                problem = None
+        excerpt = ""
+        if problem is None or not (problem.title or problem.detail):
+            excerpt = body_excerpt(
+                response.content, self.secrets, verbatim=self.policy.verbatim_payloads
+            )
+        return error_for(
+            method=method,
+            url=f"{self.base_url}{path}",
+            status=response.status_code,
+            problem=problem,
+            excerpt=excerpt,
+            location=response.headers.get("Location"),
+            retry_after=response.headers.get("Retry-After"),
+            session_id=session_id,
+            attempts=attempts,
+            scrub=self.scrub,
+        )
+
+    def protocol_error(self, error: ProtocolError, response: httpx.Response) -> ProtocolError:
+        text = str(error)
+        if error.excerpt:
+            text = text.removesuffix(f"; body starts: {error.excerpt}")
+        excerpt = body_excerpt(
+            response.content, self.secrets, verbatim=self.policy.verbatim_payloads
+        )
+        request = response.request
+        return ProtocolError(
+            self.scrub(f"{request.method} {request.url.path}: {text}"),
+            path=error.path,
+            excerpt=excerpt,
+            status=response.status_code,
+        )
+
+    def decode(self, response: httpx.Response, kind: type[Any], what: str) -> Any:
+        try:
+            return decode_response(response.content, kind, what=what)
+        except ProtocolError as error:
+            raise self.protocol_error(error, response) from None
+
+    def health(self, response: httpx.Response) -> Health:
+        data = response.content
+        if not data.strip():
+            return Health()
+        try:
+            value = msgspec.json.decode(data)
+        except msgspec.DecodeError:
+            raise self.protocol_error(
+                ProtocolError("/health did not answer JSON: is base_url the adapter's address?"),
+                response,
+            ) from None
+        if not isinstance(value, dict):
+            return Health()  # Instructor-style servers may answer any JSON
+        health: Health = self.decode(response, Health, "health")
+        return health
+
+    def run(self, response: httpx.Response) -> AgentRun:
+        try:
+            run = decode_run(response.content)
+        except ProtocolError as error:
+            raise self.protocol_error(error, response) from None
+        return self.policy.apply(run, in_place=True)
+
+
+def _retriable(error: httpx.TransportError, mode: Mode) -> bool:
+    if mode == "once":
+        return False
+    if mode == "idempotent":
+        return True
+    never_sent = isinstance(error, (httpx.ConnectError, httpx.ConnectTimeout))
+    if mode == "create":
+        return never_sent
+    # "keyed": the server deduplicates by Idempotency-Key; a read that timed out means
+    # the turn may still run, and repeating it would only meet a busy session.
+    return never_sent or not isinstance(error, httpx.TimeoutException)

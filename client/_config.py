@@ -1,0 +1,161 @@
+"""Run settings from ``[tool.evalport]`` in ``pyproject.toml``.
+
+Rules:
+
+- Keys are the long command-line options in kebab-case (``pass-rate = 0.8``,
+  ``exclude-tags = ["slow"]``); a command-line option given explicitly wins over the file.
+- The file is the nearest ``pyproject.toml`` at or above the starting folder (the folder of
+  the suite, else the working directory). No file, or no table, means defaults.
+- Paths written in the file (``path``, ``cache-dir``, ``out``, ``json``, ``junit``, ``md``,
+  ``html``, ``baseline`` and the judge's ``judge-cache``) are relative to the
+  ``pyproject.toml`` that names them, wherever the command runs; paths given on the
+  command line (and the defaults) are relative to the working directory.
+- An unknown key or a value of the wrong type is a :class:`ConfigError` naming the file,
+  the key and what is expected; nothing is guessed.
+- ``reporters`` lists custom reporters: ``"package.module:Name"`` or a table
+  ``{use = "package.module:Name", ...keyword arguments}``.
+- ``judge`` configures the judge: ``{model = "...", base-url = "...", api-key-env = "...",
+  judge-cache = "..."}``; ``judge-cache`` is a folder of cached verdicts. Keys of the table without a ``model`` are an error:
+  with no judge table the judge comes from ``EVALPORT_JUDGE_*`` variables (see
+  :func:`evalport.client.cli._targets.build_judge`).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+
+class ConfigError(ValueError):
+    """A setting is missing, unknown or invalid; the message says where and how to fix it."""
+
+
+class JudgeSettings(msgspec.Struct, kw_only=True, rename="kebab", forbid_unknown_fields=True):
+    """The judge model behind judged assertions (an OpenAI-compatible endpoint)."""
+
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    judge_cache: str | None = None
+    """A folder of cached verdicts (same model, prompt and parameters: paid once)."""
+
+
+class Settings(msgspec.Struct, kw_only=True, rename="kebab", forbid_unknown_fields=True):
+    """Everything ``evalport run`` can be told, with its defaults."""
+
+    path: str | None = None
+    target: str | None = None
+    local: str | None = None
+    token_env: str | None = None
+    tags: list[str] = msgspec.field(default_factory=list)
+    exclude_tags: list[str] = msgspec.field(default_factory=list)
+    keyword: str | None = None
+    repeat: int = 1
+    pass_rate: float = 1.0
+    min_lower_bound: float | None = None
+    concurrency: int = 8
+    rps: float | None = None
+    timeout: float | None = 120.0
+    strict: bool = False
+    cache: bool = False
+    fresh: bool = False
+    cache_dir: str = ".evalport/cache"
+    out: str | None = None
+    json: str | None = None
+    junit: str | None = None
+    md: str | None = None
+    html: str | None = None
+    baseline: str | None = None
+    reporters: list[str | dict[str, Any]] = msgspec.field(default_factory=list)
+    judge: JudgeSettings = msgspec.field(default_factory=JudgeSettings)
+
+    def validate(self, source: str = "settings") -> Settings:
+        """Check ranges; raises :class:`ConfigError` naming ``source``."""
+        if self.repeat < 1:
+            raise ConfigError(f"{source}: repeat must be at least 1, got {self.repeat}")
+        if not 0.0 <= self.pass_rate <= 1.0:
+            raise ConfigError(f"{source}: pass-rate must be within [0, 1], got {self.pass_rate}")
+        if self.min_lower_bound is not None and not 0.0 <= self.min_lower_bound <= 1.0:
+            raise ConfigError(
+                f"{source}: min-lower-bound must be within [0, 1], got {self.min_lower_bound}"
+            )
+        if self.concurrency < 1:
+            raise ConfigError(f"{source}: concurrency must be at least 1, got {self.concurrency}")
+        if self.rps is not None and self.rps <= 0:
+            raise ConfigError(f"{source}: rps must be positive, got {self.rps}")
+        if self.timeout is not None and self.timeout <= 0:
+            raise ConfigError(f"{source}: timeout must be positive, got {self.timeout}")
+        if self.target and self.local:
+            raise ConfigError(f"{source}: give either target (a URL) or local, not both")
+        return self
+
+
+_PATHS = ("path", "cache_dir", "out", "json", "junit", "md", "html", "baseline")
+
+
+def _beside(pyproject: Path, value: str | None) -> str | None:
+    """A path from the file, relative to the file's folder unless absolute."""
+    if value is None or Path(value).is_absolute():
+        return value
+    return str(pyproject.parent / value)
+
+
+def find_pyproject(start: Path) -> Path | None:
+    """The nearest ``pyproject.toml`` at or above ``start``."""
+    folder = start.resolve()
+    if folder.is_file():
+        folder = folder.parent
+    for candidate in (folder, *folder.parents):
+        path = candidate / "pyproject.toml"
+        if path.is_file():
+            return path
+    return None
+
+
+def load_settings(start: Path | None = None, *, file: Path | None = None) -> Settings:
+    """Settings from ``[tool.evalport]`` of ``file`` or of the nearest ``pyproject.toml``."""
+    path = file or find_pyproject(start or Path.cwd())
+    if path is None:
+        return Settings()
+    try:
+        document = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise ConfigError(f"{path}: cannot read it as TOML: {error}") from None
+    table = document.get("tool", {}).get("evalport")
+    if table is None:
+        return Settings()
+    source = f"{path} [tool.evalport]"
+    if not isinstance(table, dict):
+        raise ConfigError(f"{source}: must be a table")
+    try:
+        settings = msgspec.convert(table, Settings)
+    except msgspec.ValidationError as error:
+        raise ConfigError(f"{source}: {_explain(error)}") from None
+    for name in _PATHS:
+        if name.replace("_", "-") in table:
+            setattr(settings, name, _beside(path, getattr(settings, name)))
+    judge = settings.judge
+    judge.judge_cache = _beside(path, judge.judge_cache)
+    if not judge.model and judge != JudgeSettings():
+        given = [
+            name.replace("_", "-")
+            for name in JudgeSettings.__struct_fields__
+            if name != "model" and getattr(judge, name) is not None
+        ]
+        what = f"sets {', '.join(given)} but no model" if given else "has an empty model"
+        raise ConfigError(
+            f'{path} [tool.evalport.judge]: {what}; add model = "..." '
+            "(or drop the table to take the judge from EVALPORT_JUDGE_* variables)"
+        )
+    return settings.validate(source)
+
+
+def _explain(error: msgspec.ValidationError) -> str:
+    text = str(error)
+    if text.startswith("Object contains unknown field"):
+        known = ", ".join(f.replace("_", "-") for f in Settings.__struct_fields__)
+        return f"{text}; known keys: {known}"
+    return text

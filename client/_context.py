@@ -1,0 +1,339 @@
+"""The eval context: what a case function receives.
+
+Rules:
+
+- ``await ctx.send(message)`` sends one user turn and returns its
+  :class:`~evalport.client._target.Turn`; approvals the agent asks for are answered by the
+  approval policy before ``send`` returns (see :mod:`evalport.client._conversation`).
+  Every assertion made afterwards reads ``ctx.run``, the run accumulated over every turn
+  of the current session.
+- ``ctx.turns`` lists the turns sent on the current session. ``await ctx.new_session()``
+  opens a fresh session (the case starts with one) and ``await ctx.attach(session_id)``
+  continues one opened elsewhere; both reset ``turns``. Sessions the context opened are
+  closed when the trial ends; attached ones are left alone.
+- ``ctx.log(text, context)`` keeps a line for the report; ``ctx.skip(reason)`` ends the
+  case as skipped; ``ctx.require(handle_or_bool, message)`` (or Instructor's
+  ``require(name, passed, message)``) ends the case when the condition failed, recorded
+  as a failed gate.
+- Instructor's method names exist in snake_case (``message_includes``,
+  ``output_equals``, ``output_matches``, ``event``, ``not_event``, ``event_order``,
+  ``events_satisfy``, ``expect(value)``, ``check(name, passed, message)``) beside the
+  catalogue's own.
+- A sync case function runs in a worker thread and receives a :class:`SyncEvalContext`:
+  the same API, with ``send``/``converse``/``simulate``/``new_session``/``attach``
+  blocking instead of awaitable.
+- Judges: ``ctx.judge()`` returns :class:`evalport.client.judges.JudgeAssertions`; the
+  context is its host (``run``, ``turns``, ``case_judge``, ``strict``, ``register``,
+  ``record_judge``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+from collections.abc import Coroutine, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from evalport.protocol import AgentRun, ToolFault
+
+from ._conversation import ApprovalPolicy, UserSimulator, settle_approvals
+from ._handles import AssertionHandle, Expectation
+from ._results import AssertionResult, JudgeRecord
+from ._target import Session, Target, Turn, faults_option
+from ._trajectory import Trajectory
+from .assertions._methods import AssertionMethods
+
+if TYPE_CHECKING:
+    from .judges import JudgeAssertions
+
+T = TypeVar("T")
+
+
+class CaseStopped(BaseException):
+    """Base of the exceptions that end a case early on purpose.
+
+    They derive from ``BaseException`` so that a case's own ``except Exception`` does not
+    swallow them.
+    """
+
+
+class SkipCase(CaseStopped):
+    """Raised by ``ctx.skip(reason)``."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class RequirementFailed(CaseStopped):
+    """Raised by ``ctx.require(...)`` when the requirement failed."""
+
+
+class EvalContext(AssertionMethods):
+    """The async context (see the module rules)."""
+
+    def __init__(
+        self,
+        target: Target,
+        session: Session,
+        *,
+        case_id: str = "",
+        trial: int = 0,
+        case_judge: Any = None,
+        strict: bool = False,
+        approval_policy: ApprovalPolicy | None = None,
+        row: Any = None,
+    ) -> None:
+        self.target = target
+        self.case_id = case_id
+        self.trial = trial
+        self.case_judge = case_judge
+        self.strict = strict
+        self.approval_policy = approval_policy
+        self.row = row
+        self.turns: list[Turn] = []
+        self.logs: list[str] = []
+        self.expectations: list[Expectation] = []
+        self.judge_records: list[JudgeRecord] = []
+        self.opened: list[Session] = [session]
+        self._session = session
+
+    # -- state ------------------------------------------------------------------------
+
+    @property
+    def session(self) -> Session:
+        return self._session
+
+    @property
+    def session_id(self) -> str:
+        return self._session.id
+
+    @property
+    def run(self) -> AgentRun:
+        """The run accumulated over every turn of the current session (redacted)."""
+        return self._session.run
+
+    def trajectory(self) -> Trajectory:
+        """The trajectory view of the run so far."""
+        return Trajectory.of(self.run)
+
+    # -- conversation -----------------------------------------------------------------
+
+    async def send(self, message: str) -> Turn:
+        """Send one user message; approvals are settled by the policy before returning."""
+        if not isinstance(message, str):
+            raise TypeError(f"send() takes a str, got {type(message).__name__}")
+        previous = self._session.run
+        turn = await self._session.send(message)
+        if turn.run.pending_approvals:
+            turn = await settle_approvals(self._session, turn, self.approval_policy, previous)
+        self.turns.append(turn)
+        return turn
+
+    async def converse(self, messages: Sequence[str]) -> list[Turn]:
+        """Scripted turns, in order, each sent after the previous one completed."""
+        if isinstance(messages, str):
+            raise TypeError("converse() takes a list of messages, not one string")
+        return [await self.send(message) for message in messages]
+
+    async def simulate(self, user: UserSimulator, *, max_turns: int | None = None) -> list[Turn]:
+        """Let ``user`` write the user turns until it stops or the turn cap is reached.
+
+        The simulated user sees the visible conversation only; approvals stay with the
+        approval policy.
+        """
+        cap = max_turns if max_turns is not None else getattr(user, "max_turns", None)
+        if not isinstance(cap, int) or cap < 1:
+            raise ValueError("a simulated conversation needs a turn cap: max_turns >= 1")
+        transcript: list[tuple[str, str]] = []
+        turns: list[Turn] = []
+        for _ in range(cap):
+            message = await user.next_message(list(transcript))
+            if message is None:
+                break
+            turn = await self.send(message)
+            turns.append(turn)
+            transcript.append(("user", message))
+            transcript.append(("assistant", turn.reply))
+        return turns
+
+    async def new_session(
+        self,
+        *,
+        description: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        faults: Sequence[ToolFault] | None = None,
+    ) -> Session:
+        """Open a fresh session on the target (with tool ``faults``) and make it current."""
+        session = await self.target.open(
+            case_id=self.case_id,
+            description=description,
+            metadata=metadata,
+            **faults_option(faults),
+        )
+        self.opened.append(session)
+        self._session = session
+        self.turns = []
+        return session
+
+    async def attach(self, session_id: str) -> AgentRun:
+        """Continue (or inspect) a session opened elsewhere; returns its run so far."""
+        self._session = await self.target.attach(session_id)
+        self.turns = []
+        return self._session.run
+
+    async def refresh(self) -> AgentRun:
+        """Read the current session's run again."""
+        return await self._session.refresh()
+
+    # -- case control -----------------------------------------------------------------
+
+    def log(self, text: str, context: Mapping[str, Any] | None = None) -> None:
+        """Keep a line for the report (``context`` is appended as JSON); no effect on
+        the verdict."""
+        line = str(text)
+        if context:
+            line += " " + json.dumps(dict(context), default=repr, ensure_ascii=False)
+        self.logs.append(line)
+
+    def skip(self, reason: str) -> None:
+        raise SkipCase(reason)
+
+    def require(self, condition: Any, message: Any = "", detail: str = "") -> None:
+        """Stop the case unless ``condition`` holds.
+
+        ``condition`` is the handle an assertion method returned (it becomes a gate), or a
+        truth value recorded as a check named ``require``; Instructor's form
+        ``require(name, passed, message)`` works too.
+        """
+        if isinstance(condition, str) and isinstance(message, bool):
+            condition, message, name = message, detail, condition
+        else:
+            name = "require"
+        if isinstance(condition, AssertionHandle):
+            if not any(expectation is condition for expectation in self.expectations):
+                self.register(condition)
+            condition.gate()
+            if not condition.passed:
+                raise RequirementFailed(
+                    message or condition.result.message or condition.result.name
+                )
+            return
+        if isinstance(condition, AssertionResult):
+            raise TypeError("require() takes the handle an assertion method returned")
+        if isinstance(condition, Expectation):
+            raise TypeError(
+                "require() needs a result now; a deferred or judged expectation is only "
+                "known when the case ends"
+            )
+        passed = bool(condition)
+        text = str(message) if message else ("" if passed else "requirement failed")
+        recorded = AssertionResult(name=name, score=float(passed), passed=passed, message=text)
+        self.register(AssertionHandle(recorded))
+        if not passed:
+            raise RequirementFailed(text)
+
+    # -- the judge host ---------------------------------------------------------------
+
+    def register(self, expectation: Expectation) -> None:
+        self.expectations.append(expectation)
+
+    def record_judge(self, record: JudgeRecord) -> None:
+        self.judge_records.append(record)
+
+    def judge(self, judge: Any = None) -> JudgeAssertions:
+        from .judges import JudgeAssertions
+
+        return JudgeAssertions(self, judge)
+
+
+class SyncEvalContext(AssertionMethods):
+    """The context a sync case function receives, in a worker thread."""
+
+    def __init__(self, inner: EvalContext, loop: asyncio.AbstractEventLoop) -> None:
+        self._inner = inner
+        self._loop = loop
+        self._cancelled = False
+        self._pending: set[concurrent.futures.Future[Any]] = set()
+
+    def cancel(self) -> None:
+        """Stop the case: pending calls are cancelled, later ones raise at once."""
+        self._cancelled = True
+        for future in list(self._pending):
+            future.cancel()
+
+    def block(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` on the case's event loop and wait for its result (sync code that
+        holds a coroutine, such as an evaluator's async ``set_up``, uses this)."""
+        if self._cancelled:
+            coro.close()
+            raise asyncio.CancelledError("the case was stopped (timeout)")
+        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        self._pending.add(future)
+        try:
+            return future.result()
+        finally:
+            self._pending.discard(future)
+
+    def __getattr__(self, name: str) -> Any:
+        # state and case control are shared with the async context
+        return getattr(self._inner, name)
+
+    @property
+    def run(self) -> AgentRun:
+        return self._inner.run
+
+    @property
+    def turns(self) -> list[Turn]:
+        return self._inner.turns
+
+    @property
+    def approval_policy(self) -> ApprovalPolicy | None:
+        return self._inner.approval_policy
+
+    @approval_policy.setter
+    def approval_policy(self, policy: ApprovalPolicy | None) -> None:
+        self._inner.approval_policy = policy
+
+    def register(self, expectation: Expectation) -> None:
+        self._inner.register(expectation)
+
+    def record_judge(self, record: JudgeRecord) -> None:
+        self._inner.record_judge(record)
+
+    def require(self, condition: Any, message: Any = "", detail: str = "") -> None:
+        self._inner.require(condition, message, detail)
+
+    def trajectory(self) -> Trajectory:
+        return self._inner.trajectory()
+
+    def judge(self, judge: Any = None) -> JudgeAssertions:
+        from .judges import JudgeAssertions
+
+        return JudgeAssertions(self, judge)
+
+    def send(self, message: str) -> Turn:
+        return self.block(self._inner.send(message))
+
+    def converse(self, messages: Sequence[str]) -> list[Turn]:
+        return self.block(self._inner.converse(messages))
+
+    def simulate(self, user: UserSimulator, *, max_turns: int | None = None) -> list[Turn]:
+        return self.block(self._inner.simulate(user, max_turns=max_turns))
+
+    def new_session(
+        self,
+        *,
+        description: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        faults: Sequence[ToolFault] | None = None,
+    ) -> Session:
+        opened = self._inner.new_session(description=description, metadata=metadata, faults=faults)
+        return self.block(opened)
+
+    def attach(self, session_id: str) -> AgentRun:
+        return self.block(self._inner.attach(session_id))
+
+    def refresh(self) -> AgentRun:
+        return self.block(self._inner.refresh())

@@ -1,0 +1,204 @@
+"""Conversations: scripted turns, approval policies, simulated users.
+
+Rules:
+
+- Scripted turns are delivered in order, each one only after the previous turn completed,
+  approvals included. The turn ``send`` returns covers the whole exchange: its message,
+  the final run, and the steps recorded before and after every suspension.
+- When a turn suspends (the run lists ``pendingApprovals``), the **approval policy**
+  decides: a callable ``policy(request, trajectory)`` (sync or async) that receives an
+  :class:`ApprovalRequest` and the :class:`~evalport.client._trajectory.Trajectory` so
+  far, and returns a decision per pending call id, so decisions can depend on arguments.
+  The arguments are as redacted as the run: with ``TracePolicy.safe()`` they are digests,
+  which ``request.matches(call_id, key=value)`` compares; a policy that must read them
+  needs a verbatim or allow-listing trace policy.
+  The context posts them (``Session.decide``) and repeats until nothing is pending.
+- Fail loud: a suspension with no policy set, a policy that leaves a pending id
+  undecided, or one that decides an id that is not pending raises
+  :class:`ApprovalError` naming the ids; the trial records it as a case error. Silence
+  is never consent. A policy that keeps the agent suspended for ``MAX_APPROVAL_ROUNDS``
+  rounds in one turn is an error too.
+- A decision is any spelling :func:`evalport.client._turns.to_decision` accepts (the one
+  parser ``Session.decide`` uses too): ``"approve"``, ``"reject"``, ``True``/``False``,
+  ``("reject", reason)``, ``{"decision": ..., "reason": ...}`` or an
+  :class:`ApprovalDecision`.
+- Simulated users (:class:`UserSimulator`: ``next_message(transcript) -> str | None`` and
+  ``max_turns``) plug into the same loop through ``ctx.simulate``; they only ever write
+  user messages, never approval decisions.
+- Targets do not matter: the loop only uses the :class:`~evalport.client._target.Session`
+  protocol, so it runs the same on ``LocalTarget`` and ``HttpTarget``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Protocol, TypeAlias, runtime_checkable
+
+from evalport.protocol import AgentRun, PendingApproval, matches_digest
+
+from ._target import Session, Turn
+from ._trajectory import Trajectory
+from ._turns import DecisionLike, next_turn, to_decision
+
+MAX_APPROVAL_ROUNDS: Final = 25
+
+
+class ApprovalError(RuntimeError):
+    """The agent asked for approval and the eval did not (fully) answer."""
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    """What the agent waits for: one or more gated tool calls."""
+
+    pending: tuple[PendingApproval, ...]
+    run: AgentRun
+    turn: int
+
+    @property
+    def ids(self) -> list[str]:
+        return [item.call_id for item in self.pending]
+
+    @property
+    def actions(self) -> tuple[PendingApproval, ...]:
+        """The pending calls (Neuron's name for them)."""
+        return self.pending
+
+    def arguments(self, call_id: str) -> Any:
+        """The arguments of pending call ``call_id`` (digested on a redacted run)."""
+        for item in self.pending:
+            if item.call_id == call_id:
+                return item.arguments
+        raise KeyError(f"no pending call {call_id!r}; pending: {self.ids}")
+
+    def matches(self, call_id: str, **expected: Any) -> bool:
+        """Whether call ``call_id``'s arguments hold ``expected`` (digest-aware), e.g.
+        ``request.matches(id, order_id="A1")`` works on redacted runs too."""
+        arguments = self.arguments(call_id)
+        if not isinstance(arguments, Mapping):
+            return False
+        return all(
+            key in arguments and matches_digest(value, arguments[key])
+            for key, value in expected.items()
+        )
+
+
+ApprovalPolicy: TypeAlias = Callable[
+    [ApprovalRequest, Trajectory],
+    Mapping[str, DecisionLike] | Awaitable[Mapping[str, DecisionLike]],
+]
+
+
+@runtime_checkable
+class UserSimulator(Protocol):
+    """What ``ctx.simulate`` drives: the next user message from the visible transcript
+    (``None`` to stop) under a required turn cap. :class:`~evalport.client.ScriptedUser`
+    and the model-backed :class:`~evalport.client.SimulatedUser` satisfy it."""
+
+    max_turns: int
+
+    async def next_message(self, transcript: Sequence[tuple[str, str]]) -> str | None: ...
+
+
+def _describe(pending: tuple[PendingApproval, ...], ids: list[str]) -> str:
+    tools = {item.call_id: item.tool for item in pending}
+    return ", ".join(f"{call_id} ({tools.get(call_id, '?')})" for call_id in ids)
+
+
+async def settle_approvals(
+    session: Session,
+    turn: Turn,
+    policy: ApprovalPolicy | None,
+    previous: AgentRun | None = None,
+) -> Turn:
+    """Answer suspensions of ``turn`` with ``policy`` until nothing is pending.
+
+    Returns the whole turn: the message that started it, the final run, and the steps
+    the run gained since ``previous`` (the run before the message was sent), across every
+    suspension.
+    """
+    rounds = 0
+    started = turn
+    while turn.run.pending_approvals:
+        pending = tuple(turn.run.pending_approvals)
+        ids = [item.call_id for item in pending]
+        if policy is None:
+            raise ApprovalError(
+                f"the agent suspended for approval of {_describe(pending, ids)} and no "
+                "approval policy is set; pass approval_policy=... (silence is never consent)"
+            )
+        rounds += 1
+        if rounds > MAX_APPROVAL_ROUNDS:
+            raise ApprovalError(
+                f"still suspended after {MAX_APPROVAL_ROUNDS} approval rounds in turn "
+                f"{turn.index}; pending: {_describe(pending, ids)}"
+            )
+        request = ApprovalRequest(pending=pending, run=turn.run, turn=turn.index)
+        answer = policy(request, Trajectory(turn.run))
+        if inspect.isawaitable(answer):
+            answer = await answer
+        if not isinstance(answer, Mapping):
+            raise ApprovalError(
+                f"the approval policy must return a mapping of call id -> decision, "
+                f"got {type(answer).__name__}; pending: {_describe(pending, ids)}"
+            )
+        missing = [call_id for call_id in ids if call_id not in answer]
+        unknown = [str(call_id) for call_id in answer if call_id not in ids]
+        if missing or unknown:
+            parts = []
+            if missing:
+                parts.append(f"left pending call(s) undecided: {_describe(pending, missing)}")
+            if unknown:
+                parts.append(f"decided call(s) that are not pending: {', '.join(unknown)}")
+            raise ApprovalError("the approval policy " + "; ".join(parts))
+        try:
+            decisions = {call_id: to_decision(answer[call_id], call_id) for call_id in ids}
+        except ValueError as error:
+            raise ApprovalError(f"the approval policy answered: {error}") from None
+        turn = await session.decide(decisions)
+    if turn is started:
+        return turn
+    if previous is None:
+        return Turn(index=turn.index, message=started.message, run=turn.run, steps=turn.steps)
+    return next_turn(previous, turn.run, started.message)
+
+
+# -- ready-made policies ------------------------------------------------------------------
+
+
+def approve_all() -> ApprovalPolicy:
+    """Approve every pending call."""
+
+    def policy(request: ApprovalRequest, trajectory: Trajectory) -> dict[str, DecisionLike]:
+        return dict.fromkeys(request.ids, "approve")
+
+    return policy
+
+
+def reject_all(reason: str | None = None) -> ApprovalPolicy:
+    """Reject every pending call (with ``reason``, which reaches the agent)."""
+
+    def policy(request: ApprovalRequest, trajectory: Trajectory) -> dict[str, DecisionLike]:
+        decision: DecisionLike = ("reject", reason) if reason else "reject"
+        return dict.fromkeys(request.ids, decision)
+
+    return policy
+
+
+def decide_by_tool(
+    decisions: Mapping[str, DecisionLike], default: DecisionLike | None = None
+) -> ApprovalPolicy:
+    """Decide by tool name; a tool not listed gets ``default``, or stays undecided
+    (which fails loud) when there is no default."""
+
+    def policy(request: ApprovalRequest, trajectory: Trajectory) -> dict[str, DecisionLike]:
+        answer: dict[str, DecisionLike] = {}
+        for item in request.pending:
+            choice = decisions.get(item.tool, default)
+            if choice is not None:
+                answer[item.call_id] = choice
+        return answer
+
+    return policy

@@ -1,0 +1,162 @@
+"""Class-based evaluators, for suites ported from Neuron AI.
+
+Rules:
+
+- Subclass :class:`Evaluator` and implement ``dataset()`` (a Dataset, a list of mappings,
+  or a path relative to the file that defines the class), ``run(item)`` (drive the agent
+  through ``self.ctx`` and return the output to judge) and ``evaluate(output, item)``
+  (assert with ``self.check(assertion, subject)`` or any ``self.ctx`` method).
+  ``set_up()`` runs once per evaluator, before its first item.
+- Each dataset item becomes one ordinary case, ``<ClassName>[<row id>]``, run by the same
+  machinery as function cases: fresh session, verdicts, timeouts, approvals, judges.
+  Class attributes ``description``, ``tags``, ``judge``, ``timeout`` and
+  ``approval_policy`` play the roles of ``@eval_case``'s options.
+- ``run``/``evaluate``/``set_up`` may be sync or async. When ``run`` is sync the whole
+  item runs in a worker thread and ``self.ctx`` is the blocking
+  :class:`~evalport.client._context.SyncEvalContext`.
+- ``self.ctx`` is the context of the item being evaluated (a context variable), so one
+  evaluator instance serves concurrent items safely.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ._cases import Case, CaseSpec, dataset_of, describe_row, source_of
+from ._conversation import ApprovalPolicy
+from ._datasets import Dataset, DatasetRow
+from .assertions._base import Assertion
+
+_current: contextvars.ContextVar[Any] = contextvars.ContextVar("evalport_evaluator_ctx")
+
+
+class Evaluator:
+    """Base class of Neuron-style evaluators (see the module rules)."""
+
+    description: ClassVar[str | None] = None
+    tags: ClassVar[Sequence[str]] = ()
+    judge: ClassVar[Any] = None
+    timeout: ClassVar[float | None] = None
+    approval_policy: ClassVar[ApprovalPolicy | None] = None
+
+    def __init__(self) -> None:
+        self._set_up_done = False
+        self._sync_lock = threading.Lock()
+        self._async_lock: asyncio.Lock | None = None
+
+    # -- to implement ---------------------------------------------------------------------
+
+    def dataset(self) -> Dataset | Sequence[Mapping[str, Any]] | str | Path:
+        raise NotImplementedError(f"{type(self).__name__} must implement dataset()")
+
+    def set_up(self) -> Any:
+        """Prepare shared resources; runs once, before the first item."""
+
+    def run(self, item: DatasetRow) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} must implement run(item)")
+
+    def evaluate(self, output: Any, item: DatasetRow) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} must implement evaluate(output, item)")
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    @property
+    def ctx(self) -> Any:
+        """The eval context of the item being evaluated."""
+        try:
+            return _current.get()
+        except LookupError:
+            raise RuntimeError("self.ctx is only available while an item runs") from None
+
+    def check(self, assertion: Assertion, subject: Any = None) -> Any:
+        """Neuron's ``$this->assert(assertion, output)``: evaluate and record."""
+        return self.ctx.check(assertion, subject)
+
+    # -- machinery --------------------------------------------------------------------------
+
+    async def _set_up_async(self) -> None:
+        if self._async_lock is None:
+            self._async_lock = asyncio.Lock()
+        async with self._async_lock:
+            if not self._set_up_done:
+                outcome = self.set_up()
+                if inspect.isawaitable(outcome):
+                    await outcome
+                self._set_up_done = True
+
+    def _set_up_sync(self, ctx: Any) -> None:
+        with self._sync_lock:
+            if not self._set_up_done:
+                outcome = self.set_up()
+                if inspect.iscoroutine(outcome):
+                    ctx.block(outcome)
+                self._set_up_done = True
+
+    async def _item_async(self, ctx: Any, item: DatasetRow) -> None:
+        token = _current.set(ctx)
+        try:
+            await self._set_up_async()
+            output = self.run(item)
+            if inspect.isawaitable(output):
+                output = await output
+            outcome = self.evaluate(output, item)
+            if inspect.isawaitable(outcome):
+                await outcome
+        finally:
+            _current.reset(token)
+
+    def _item_sync(self, ctx: Any, item: DatasetRow) -> None:
+        token = _current.set(ctx)
+        try:
+            self._set_up_sync(ctx)
+            output = self.run(item)
+            outcome = self.evaluate(output, item)
+            if inspect.iscoroutine(outcome):
+                ctx.block(outcome)
+        finally:
+            _current.reset(token)
+
+
+def evaluator_cases(cls: type[Evaluator], *, prefix: str = "") -> list[Case]:
+    """One case per dataset item of evaluator class ``cls``."""
+    if not (isinstance(cls, type) and issubclass(cls, Evaluator)):
+        raise TypeError(f"{cls!r} is not an Evaluator subclass")
+    instance = cls()
+    spec = CaseSpec(dataset=instance.dataset())
+    if inspect.iscoroutinefunction(cls.run):
+
+        async def item_case(ctx: Any, item: DatasetRow) -> None:
+            await instance._item_async(ctx, item)
+
+    else:
+
+        def item_case(ctx: Any, item: DatasetRow) -> None:  # type: ignore[misc]
+            instance._item_sync(ctx, item)
+
+    item_case.__qualname__ = item_case.__name__ = cls.__name__
+    dataset = dataset_of(spec, cls)
+    if dataset is None:
+        raise TypeError(f"{cls.__name__}.dataset() returned None; return rows or a path")
+    doc = inspect.getdoc(cls)
+    template = cls.description or (doc.splitlines()[0] if doc and cls.__doc__ else cls.__name__)
+    source = source_of(cls.run)
+    return [
+        Case(
+            id=f"{prefix}{cls.__name__}[{row.id}]",
+            func=item_case,
+            description=describe_row(template, row),
+            tags=tuple(cls.tags),
+            judge=cls.judge,
+            timeout=cls.timeout,
+            row=row,
+            source=source,
+            approval_policy=cls.approval_policy,
+        )
+        for row in dataset
+    ]

@@ -1,0 +1,268 @@
+"""HttpTarget: drive an agent through the evalport protocol over HTTP.
+
+Rules:
+
+- ``open`` checks ``GET /health`` once per target (protocol version, agent name and
+  version; skip it with ``health_check=False``), then ``POST /evals/sessions``. With
+  ``faults`` it checks health even then, and raises :class:`FaultsUnsupported` before
+  creating anything unless the server lists the ``faults`` capability. ``send`` is
+  ``POST .../turns``, ``decide`` ``POST .../approvals``, ``refresh`` and ``attach`` are
+  ``GET /evals/sessions/{id}``, ``close`` is ``DELETE`` (a session already gone is fine).
+- Every run a server returns is decoded leniently and passed through the target's trace
+  policy (:meth:`TracePolicy.safe` unless told otherwise) before anything sees it.
+- The token goes only to the base URL's origin: redirects are never followed (a 3xx is
+  an error that names where it pointed), and the token and credential headers are
+  scrubbed from every error text. ``repr`` never shows them.
+- Retries follow :mod:`evalport.client._retry`: a turn carries an ``Idempotency-Key`` and
+  is retried only if the server lists the ``idempotency`` capability.
+- One pooled ``httpx.AsyncClient`` with keep-alive per target; close it with
+  ``aclose()`` or ``async with``. Timeouts: 5 s to connect, 300 s to read (an agent turn
+  may run many steps); pass ``timeout=`` (seconds or an ``httpx.Timeout``) to change them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import Any, Final
+from urllib.parse import quote
+
+import httpx
+from evalport.protocol import (
+    PROTOCOL_VERSION,
+    AgentRun,
+    ApprovalsRequest,
+    CreateSessionRequest,
+    CreateSessionResponse,
+    FaultsUnsupported,
+    Health,
+    ProtocolError,
+    SessionNotFound,
+    ToolFault,
+    TracePolicy,
+    TurnRequest,
+    encode,
+)
+from evalport.protocol.runtime import as_faults
+from msgspec import UNSET
+
+from ._channel import Channel
+from ._retry import RetryPolicy
+from ._target import TargetIdentity, Turn
+from ._turns import DecisionLike, SessionBase, decisions_of
+
+IDEMPOTENCY_CAPABILITY: Final = "idempotency"
+FAULTS_CAPABILITY: Final = "faults"
+
+
+class HttpTarget:
+    """An agent behind the evalport protocol (or an Instructor-compatible endpoint)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        token: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: float | httpx.Timeout | None = None,
+        policy: TracePolicy | None = None,
+        health_check: bool = True,
+        transport: httpx.AsyncBaseTransport | None = None,
+        retry: RetryPolicy | None = None,
+        limits: httpx.Limits | None = None,
+    ) -> None:
+        self._channel = Channel(
+            base_url,
+            token=token,
+            headers=headers,
+            timeout=timeout,
+            policy=policy if policy is not None else TracePolicy.safe(),
+            retry=retry if retry is not None else RetryPolicy(),
+            transport=transport,
+            limits=limits,
+        )
+        self.health_check = health_check
+        self.health: Health | None = None
+
+    @property
+    def base_url(self) -> str:
+        """The base URL, normalized (trailing slash; no credentials, query or fragment)."""
+        return self._channel.base_url
+
+    @property
+    def policy(self) -> TracePolicy:
+        """The trace policy every run goes through before anyone sees it."""
+        return self._channel.policy
+
+    @property
+    def retry(self) -> RetryPolicy:
+        return self._channel.retry
+
+    def __repr__(self) -> str:
+        return f"HttpTarget({self.base_url!r}, policy={self.policy.describe()})"
+
+    # -- the Target protocol ------------------------------------------------------------
+
+    @property
+    def identity(self) -> TargetIdentity:
+        agent = self.health.agent if self.health is not None else None
+        return TargetIdentity(
+            kind="http",
+            location=self.base_url,
+            agent_name=agent.name if agent is not None else "agent",
+            agent_version=agent.version if agent is not None else "0",
+        )
+
+    @property
+    def idempotent_turns(self) -> bool:
+        """Whether turns may be retried: the server's health lists ``idempotency``."""
+        return self.health is not None and IDEMPOTENCY_CAPABILITY in self.health.capabilities
+
+    async def check(self) -> Health:
+        """``GET /health``: the protocol version must match; records the agent's identity."""
+        channel = self._channel
+        health = channel.health(await channel.request("GET", "health", mode="idempotent"))
+        major = health.protocol.split(".", 1)[0]
+        if major != PROTOCOL_VERSION:
+            raise ProtocolError(
+                f"{self.base_url}health speaks protocol {health.protocol!r}; this client "
+                f"speaks {PROTOCOL_VERSION!r}: upgrade the side that is behind",
+                path="$.protocol",
+            )
+        self.health = health
+        return health
+
+    async def open(
+        self,
+        *,
+        case_id: str | None = None,
+        description: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        faults: Sequence[ToolFault] | None = None,
+    ) -> HttpSession:
+        """Check health (once) and create a session (with ``faults``, see the rules)."""
+        await self._ensure_checked()
+        chosen = as_faults(faults)
+        if chosen:
+            await self._require_faults()
+        body = encode(
+            CreateSessionRequest(
+                case_id=case_id,
+                description=description,
+                metadata=dict(metadata) if metadata is not None else None,
+                faults=list(chosen) if chosen else UNSET,
+            )
+        )
+        channel = self._channel
+        response = await channel.request("POST", "evals/sessions", body=body, mode="create")
+        created = channel.decode(response, CreateSessionResponse, "session")
+        if not created.session_id:
+            raise ProtocolError(
+                "POST /evals/sessions answered an empty sessionId",
+                path="$.sessionId",
+                status=response.status_code,
+            )
+        run = AgentRun(session_id=created.session_id)
+        return HttpSession(
+            self, created.session_id, run, channel=channel, expires_at=created.expires_at
+        )
+
+    async def attach(self, session_id: str) -> HttpSession:
+        """A session opened elsewhere (another process, another run), with its run so far."""
+        if not session_id:
+            raise ValueError("attach() needs the id of an existing session")
+        await self._ensure_checked()
+        run = AgentRun(session_id=session_id)
+        session = HttpSession(self, session_id, run, channel=self._channel)
+        await session.refresh()
+        return session
+
+    async def aclose(self) -> None:
+        """Close the connection pool (sessions stay open on the server)."""
+        await self._channel.aclose()
+
+    async def __aenter__(self) -> HttpTarget:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    # -- plumbing (HttpSession uses these) ------------------------------------------------
+
+    async def _ensure_checked(self) -> None:
+        if self.health_check and self.health is None:
+            await self.check()
+
+    async def _require_faults(self) -> None:
+        health = self.health if self.health is not None else await self.check()
+        if FAULTS_CAPABILITY not in health.capabilities:
+            raise FaultsUnsupported(
+                f"{self.base_url} does not accept tool faults (its /health lists no "
+                f"'{FAULTS_CAPABILITY}' capability): start it with 'evalport serve "
+                "--allow-faults' or build its adapter with EvalAdapter(..., faults=True)"
+            )
+
+
+class HttpSession(SessionBase["HttpTarget"]):
+    """One session on an :class:`HttpTarget`; ``run`` is the accumulated, redacted run.
+
+    Its target hands it the :class:`Channel` every call of the session goes through."""
+
+    def __init__(
+        self,
+        target: HttpTarget,
+        session_id: str,
+        run: AgentRun,
+        *,
+        channel: Channel,
+        expires_at: str | None = None,
+    ) -> None:
+        super().__init__(target, session_id, run)
+        self.expires_at = expires_at
+        self._channel = channel
+        self._path = f"evals/sessions/{quote(session_id, safe='')}"
+
+    async def send(self, message: str) -> Turn:
+        """One user message; returns when the agent finished the turn or suspended it."""
+        response = await self._channel.request(
+            "POST",
+            f"{self._path}/turns",
+            body=encode(TurnRequest(message=message)),
+            mode="keyed" if self._target.idempotent_turns else "once",
+            headers={"Idempotency-Key": uuid.uuid4().hex},
+            session_id=self._id,
+        )
+        return self._advance(self._channel.run(response), message)
+
+    async def decide(self, decisions: Mapping[str, DecisionLike]) -> Turn:
+        """Answer the pending approvals (call id -> decision) and resume the turn."""
+        body = encode(ApprovalsRequest(decisions=decisions_of(decisions)))
+        response = await self._channel.request(
+            "POST", f"{self._path}/approvals", body=body, mode="once", session_id=self._id
+        )
+        return self._advance(self._channel.run(response), None)
+
+    async def refresh(self) -> AgentRun:
+        """Read the accumulated run again (what ``attach`` does)."""
+        response = await self._channel.request(
+            "GET", self._path, mode="idempotent", session_id=self._id
+        )
+        self._run = self._channel.run(response)
+        return self._run
+
+    async def close(self) -> None:
+        """Delete the session on the server; a session already gone counts as closed."""
+        if self.closed:
+            return
+        with contextlib.suppress(SessionNotFound):
+            await self._channel.request(
+                "DELETE", self._path, mode="idempotent", session_id=self._id
+            )
+        self.closed = True

@@ -1,0 +1,245 @@
+"""LocalTarget: the same agent, driven in-process through the server's agent interface.
+
+Rules:
+
+- ``agent`` is anything :func:`evalport.protocol.session_factory` accepts (a session
+  factory, a turn function, a turn handler): the very object you would hand the server
+  adapter. Each ``open`` starts a fresh session through the turn runtime
+  (:class:`evalport.protocol.runtime.AgentSession`), so sessions never share state
+  unless the agent shares it.
+- Every run takes the path an HTTP run takes: encoded as the server encodes it, decoded
+  leniently as :class:`~evalport.client._http.HttpTarget` decodes it, then redacted by the
+  target's trace policy. For the same agent both targets hand out the same runs, ids and
+  timings aside.
+- Errors are the ones :class:`HttpTarget` raises for the same situation
+  (:class:`SessionBusy`, :class:`SessionSuspended`, :class:`NotSuspended`,
+  :class:`RequestRejected` for decisions that do not match the pending calls,
+  :class:`TurnTimedOut`, :class:`SessionNotFound` after ``close``), with the problem
+  ``type`` the server would send and no HTTP ``status``.
+- ``attach(session_id)`` reaches a session this target opened and has not closed.
+- ``open(faults=...)`` injects tool faults in-process; no opt-in is needed here (the
+  server's ``--allow-faults`` guards deployed services).
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import Any, TypeVar
+
+from evalport.protocol import (
+    AgentRun,
+    ProblemType,
+    RequestRejected,
+    RunEnvelope,
+    SessionNotFound,
+    TargetError,
+    ToolFault,
+    TracePolicy,
+    TurnTimedOut,
+    decode_run,
+    encode,
+)
+from evalport.protocol.runtime import (
+    AgentSession,
+    DecisionError,
+    NotSuspended,
+    SessionBusy,
+    SessionClosed,
+    SessionInfo,
+    SessionSuspended,
+    TurnTimeout,
+    agent_identity,
+    as_faults,
+    session_factory,
+)
+
+from ._target import TargetIdentity, Turn
+from ._turns import DecisionLike, SessionBase, decisions_of
+
+T = TypeVar("T")
+
+
+def _location(agent: object) -> str:
+    kind = agent if callable(agent) and hasattr(agent, "__qualname__") else type(agent)
+    return f"{getattr(kind, '__module__', '?')}:{getattr(kind, '__qualname__', repr(kind))}"
+
+
+class LocalTarget:
+    """An agent in this process, evaluated exactly as it would be over HTTP."""
+
+    def __init__(
+        self,
+        agent: object,
+        *,
+        policy: TracePolicy | None = None,
+        name: str | None = None,
+        version: str | None = None,
+        turn_timeout: float | None = None,
+    ) -> None:
+        # Fails at once (TypeError) for an object that is not an agent.
+        self._factory = session_factory(agent)
+        self.policy = policy if policy is not None else TracePolicy.safe()
+        self.turn_timeout = turn_timeout
+        found = agent_identity(agent, name, version)
+        self._identity = TargetIdentity(
+            kind="local",
+            location=_location(agent),
+            agent_name=found.name,
+            agent_version=found.version,
+        )
+        self._sessions: dict[str, AgentSession] = {}
+
+    def __repr__(self) -> str:
+        return f"LocalTarget({self._identity.location!r}, policy={self.policy.describe()})"
+
+    @property
+    def identity(self) -> TargetIdentity:
+        return self._identity
+
+    async def open(
+        self,
+        *,
+        case_id: str | None = None,
+        description: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        faults: Sequence[ToolFault] | None = None,
+    ) -> LocalSession:
+        """Start a new session of the agent (with ``faults`` injected into its tools)."""
+        session_id = secrets.token_urlsafe(24)
+        info = SessionInfo(
+            session_id=session_id,
+            case_id=case_id,
+            description=description,
+            metadata=dict(metadata or {}),
+            faults=as_faults(faults),
+        )
+        live = await AgentSession.from_factory(self._factory, info)
+        self._sessions[session_id] = live
+        return LocalSession(self, session_id, AgentRun(session_id=session_id))
+
+    async def attach(self, session_id: str) -> LocalSession:
+        """A session this target opened (possibly through another handle)."""
+        live = self._live(session_id)
+        return LocalSession(self, session_id, self.seen(live.run))
+
+    async def aclose(self) -> None:
+        """Close every session still open (cancelling turns that still run)."""
+        sessions, self._sessions = self._sessions, {}
+        for live in sessions.values():
+            await live.close()
+
+    async def __aenter__(self) -> LocalTarget:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    # -- what sessions use ---------------------------------------------------------------
+
+    def seen(self, run: AgentRun) -> AgentRun:
+        """``run`` as an HTTP client would see it: encoded, decoded leniently, redacted."""
+        return self.policy.apply(decode_run(encode(RunEnvelope(run=run))), in_place=True)
+
+    def _live(self, session_id: str) -> AgentSession:
+        live = self._sessions.get(session_id)
+        if live is None:
+            raise SessionNotFound(
+                f"session {session_id!r} not found (never opened here, or closed)",
+                problem_type=ProblemType.SESSION_NOT_FOUND,
+            )
+        return live
+
+    async def _close(self, session_id: str) -> None:
+        live = self._sessions.pop(session_id, None)
+        if live is not None:
+            await live.close()
+
+
+_RUNTIME_ERRORS = (
+    SessionBusy,
+    SessionSuspended,
+    NotSuspended,
+    SessionClosed,
+    DecisionError,
+    TurnTimeout,
+)
+"""What a turn of the runtime raises that a target reports as HttpTarget would."""
+
+# The problem type the server answers for each state the runtime refuses a call in.
+_STATE_PROBLEMS: dict[type[TargetError], str] = {
+    SessionBusy: ProblemType.SESSION_BUSY,
+    SessionSuspended: ProblemType.SESSION_SUSPENDED,
+    NotSuspended: ProblemType.NOT_SUSPENDED,
+}
+
+
+def _turn_error(session_id: str, error: Exception) -> TargetError:
+    """The target error for one of :data:`_RUNTIME_ERRORS` (raised ``from None``): the same
+    class for a session's state, with the session id and the problem type added."""
+    if isinstance(error, SessionClosed):
+        return SessionNotFound(
+            f"session {session_id!r}: {error}",
+            problem_type=ProblemType.SESSION_NOT_FOUND,
+            detail=str(error),
+        )
+    if isinstance(error, DecisionError):
+        return RequestRejected(
+            f"decisions for session {session_id!r} do not match its pending calls: {error}",
+            problem_type=ProblemType.INVALID_BODY,
+            detail=str(error),
+        )
+    if isinstance(error, TurnTimeout):
+        return TurnTimedOut(
+            f"session {session_id!r}: {error}; it was cancelled and recorded as failed, "
+            "and the session is usable",
+            problem_type=ProblemType.TURN_TIMEOUT,
+            detail=str(error),
+        )
+    for kind, problem_type in _STATE_PROBLEMS.items():
+        if isinstance(error, kind):
+            text = f"session {session_id!r}: {error}"
+            return kind(text, problem_type=problem_type, detail=str(error))
+    raise TypeError(f"not an error of the runtime: {error!r}")
+
+
+class LocalSession(SessionBase["LocalTarget"]):
+    """One session of a :class:`LocalTarget`; ``run`` is the accumulated, redacted run."""
+
+    async def send(self, message: str) -> Turn:
+        """One user message; returns when the agent finished the turn or suspended it."""
+        target = self._target
+        live = target._live(self._id)
+        try:  # awaited here, not in a helper coroutine: this is the runner's hot path
+            run = await live.send(message, timeout=target.turn_timeout)
+        except _RUNTIME_ERRORS as error:
+            raise _turn_error(self._id, error) from None
+        return self._advance(target.seen(run), message)
+
+    async def decide(self, decisions: Mapping[str, DecisionLike]) -> Turn:
+        """Answer the pending approvals (call id -> decision) and resume the turn."""
+        target = self._target
+        live = target._live(self._id)
+        plain = decisions_of(decisions)
+        try:
+            run = await live.decide(plain, timeout=target.turn_timeout)
+        except _RUNTIME_ERRORS as error:
+            raise _turn_error(self._id, error) from None
+        return self._advance(target.seen(run), None)
+
+    async def refresh(self) -> AgentRun:
+        """The accumulated run as it stands now."""
+        self._run = self._target.seen(self._target._live(self._id).run)
+        return self._run
+
+    async def close(self) -> None:
+        """End the session (a running or suspended turn is cancelled); twice is harmless."""
+        if not self.closed:
+            await self._target._close(self._id)
+            self.closed = True

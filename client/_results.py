@@ -1,0 +1,229 @@
+"""Results: of one assertion, of one trial of a case, of a case over its trials.
+
+Rules (the verdicts follow Instructor's, so reports mean the same thing in both):
+
+- An assertion yields a score in [0, 1]; it passes when ``score >= threshold`` (default
+  1.0). An assertion that could not be evaluated (``evaluated=False``) never passes.
+- Severity is ``gate`` (a failure fails the trial; the default for deterministic
+  assertions) or ``soft`` (a failure only lowers the score; the default for judges).
+- A trial's verdict, first match wins: an error -> ``error``; a failed gate -> ``failed``;
+  skipped -> ``skipped``; a failed soft assertion -> ``scored``; else ``passed``.
+  ``error`` counts as a failure for exit codes but stays distinct in every report.
+- A case repeated N times with pass rate r needs ``clamp(ceil(r*N - 1e-9), 1, N)`` passed
+  trials; only ``passed`` trials count; all trials skipped -> the case is skipped.
+- A trial keeps its redacted run as :class:`RunData`: a read-only mapping of the run's
+  JSON data (what ``msgspec.to_builtins`` gives), held as the JSON text and decoded on
+  first read. Until a report reads it, a kept run is one bytes object the garbage
+  collector never visits: a run of thousands of trials keeps collections cheap.
+- The result Structs hold JSON-like data only and never form reference cycles, so they
+  are ``gc=False`` (like the summaries): the collector skips them too.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from typing import Any, Literal
+
+import msgspec
+
+Severity = Literal["gate", "soft"]
+
+
+class Verdict:
+    """The five outcomes, kept distinct everywhere."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    ERROR = "error"
+    SKIPPED = "skipped"
+    SCORED = "scored"
+    ALL = (PASSED, FAILED, ERROR, SKIPPED, SCORED)
+
+
+class AssertionResult(msgspec.Struct, kw_only=True, gc=False):
+    """The outcome of evaluating one assertion."""
+
+    name: str
+    score: float
+    passed: bool
+    message: str = ""
+    severity: Severity = "gate"
+    threshold: float = 1.0
+    label: str | None = None
+    evaluated: bool = True
+    context: dict[str, Any] = msgspec.field(default_factory=dict)
+
+    @property
+    def failed_gate(self) -> bool:
+        return self.severity == "gate" and not self.passed
+
+    @property
+    def failed_soft(self) -> bool:
+        return self.severity == "soft" and not self.passed
+
+
+class JudgeRecord(msgspec.Struct, kw_only=True, gc=False):
+    """What one judge call saw and said (kept for reports, redacted like the run)."""
+
+    criterion: str
+    score: float | None
+    reason: str = ""
+    model: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached: bool = False
+    error: str | None = None
+
+
+_ENCODER = msgspec.json.Encoder()
+
+
+class _UsageOnly(msgspec.Struct):
+    usage: Any = None
+
+
+_USAGE = msgspec.json.Decoder(_UsageOnly)
+
+
+class RunData(Mapping[str, Any]):
+    """A trial's redacted run as plain JSON data, kept as its JSON text (see the rules).
+
+    It reads like the dict ``msgspec.to_builtins(run)`` gives (``data["turns"]``,
+    ``data.get("usage")``, equality with dicts) but cannot be changed. ``raw`` is the
+    text as a :class:`msgspec.Raw`, for embedding in encoded output unchanged.
+    """
+
+    __slots__ = ("_data", "json")
+
+    def __init__(self, json: bytes) -> None:
+        self.json = json
+        self._data: dict[str, Any] | None = None
+
+    @classmethod
+    def of(cls, run: Any) -> RunData:
+        """The JSON data of ``run`` (an AgentRun, or anything msgspec encodes)."""
+        return cls(_ENCODER.encode(run))
+
+    @property
+    def raw(self) -> msgspec.Raw:
+        return msgspec.Raw(self.json)
+
+    def data(self) -> dict[str, Any]:
+        """The decoded data (decoded once, then kept)."""
+        if self._data is None:
+            data = msgspec.json.decode(self.json)
+            if not isinstance(data, dict):
+                raise TypeError(f"a run is a JSON object, not {type(data).__name__}")
+            self._data = data
+        return self._data
+
+    def usage(self) -> Any:
+        """The run's ``usage`` entry, without decoding the rest when not decoded yet."""
+        if self._data is not None:
+            return self._data.get("usage")
+        return _USAGE.decode(self.json).usage
+
+    def __getitem__(self, key: str) -> Any:
+        return self.data()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.data())
+
+    def __len__(self) -> int:
+        return len(self.data())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, RunData):
+            return self.json == other.json or self.data() == other.data()
+        if isinstance(other, Mapping):
+            return self.data() == other
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # equal to dicts, which are unhashable
+
+    def __repr__(self) -> str:
+        return f"RunData({self.data()!r})"
+
+
+def enc_hook(value: Any) -> Any:
+    """An ``enc_hook`` for msgspec that encodes :class:`RunData` as its data, so results
+    that hold runs encode (``msgspec.json.encode(result, enc_hook=enc_hook)``)."""
+    if isinstance(value, RunData):
+        return value.data()
+    raise NotImplementedError(f"cannot encode {type(value).__name__}")
+
+
+class TrialResult(msgspec.Struct, kw_only=True, gc=False):
+    """One execution of a case."""
+
+    case_id: str
+    trial: int = 0
+    verdict: str = Verdict.PASSED
+    assertions: list[AssertionResult] = msgspec.field(default_factory=list)
+    error: str | None = None
+    error_type: str | None = None
+    skip_reason: str | None = None
+    duration: float = 0.0
+    session_id: str | None = None
+    cached: bool = False
+    judges: list[JudgeRecord] = msgspec.field(default_factory=list)
+    logs: list[str] = msgspec.field(default_factory=list)
+    run: Any = None  # the redacted AgentRun as RunData (plain JSON data), for reports
+
+
+class CaseResult(msgspec.Struct, kw_only=True, gc=False):
+    """A case over all its trials."""
+
+    case_id: str
+    description: str = ""
+    tags: list[str] = msgspec.field(default_factory=list)
+    verdict: str = Verdict.PASSED
+    trials: list[TrialResult] = msgspec.field(default_factory=list)
+    pass_rate: float = 1.0
+    required: int = 1
+    passes: int = 0
+
+
+def trial_verdict(
+    assertions: list[AssertionResult], *, error: bool = False, skipped: bool = False
+) -> str:
+    """A trial's verdict from its assertions (see the module rules)."""
+    if error:
+        return Verdict.ERROR
+    failed_soft = False
+    for result in assertions:  # one pass: this runs once per trial
+        if not result.passed:
+            if result.severity == "gate":
+                return Verdict.FAILED
+            failed_soft = failed_soft or result.severity == "soft"
+    if skipped:
+        return Verdict.SKIPPED
+    return Verdict.SCORED if failed_soft else Verdict.PASSED
+
+
+def required_passes(trials: int, pass_rate: float) -> int:
+    """How many passed trials a case of ``trials`` repetitions needs."""
+    if trials <= 0:
+        return 0
+    return min(max(math.ceil(pass_rate * trials - 1e-9), 1), trials)
+
+
+def case_verdict(verdicts: list[str], pass_rate: float = 1.0) -> str:
+    """A case's verdict over its trials' verdicts.
+
+    With one trial the trial's verdict stands. With several, the case passes when enough
+    trials passed; otherwise it is ``error`` when every trial that missed was an error
+    (the agent was never really judged), else ``failed``.
+    """
+    if len(verdicts) == 1:
+        return verdicts[0]
+    if not verdicts or all(verdict == Verdict.SKIPPED for verdict in verdicts):
+        return Verdict.SKIPPED
+    passes = sum(verdict == Verdict.PASSED for verdict in verdicts)
+    if passes >= required_passes(len(verdicts), pass_rate):
+        return Verdict.PASSED
+    misses = [v for v in verdicts if v not in (Verdict.PASSED, Verdict.SKIPPED)]
+    if misses and all(verdict == Verdict.ERROR for verdict in misses):
+        return Verdict.ERROR
+    return Verdict.FAILED

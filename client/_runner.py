@@ -1,0 +1,404 @@
+"""The runner: every trial of every case, concurrently, each in its own fresh session.
+
+Rules:
+
+- Trials run on at most ``concurrency`` workers; a trial is one call of the trial function
+  (:func:`evalport.client._cases.run_trial` by default) on a fresh session of the target.
+- Each trial has a timeout (the case's own, else the run's). When it expires the trial's
+  task is **cancelled** (the pending request or agent call is abandoned) and the trial is
+  an ``error``. Sessions a trial opened are closed afterwards in every case.
+- Anything a trial raises (a crash in the case, a target error, a protocol error) is that
+  trial's ``error`` and never stops the run. Only cancelling the run itself stops it.
+- Before the first trial a target that learns its identity lazily is asked for it
+  (``HttpTarget.check()``), so that provenance and run-cache keys name the agent version.
+- ``rps`` spaces the target's requests (per target, across all workers); ``attach`` makes
+  every case inspect one existing session; ``cache`` replays recorded turns
+  (:mod:`evalport.client._cache`) and marks the trials it fully answered as cached.
+- A case's verdict follows :func:`~evalport.client._results.case_verdict` with the run's
+  pass rate; ``min_lower_bound`` additionally fails a passing case whose Wilson lower
+  bound is below it. Reporters hear about every trial and case as they finish.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import platform
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from evalport.protocol import __version__
+
+from ._cache import CachingTarget, RunCache
+from ._pacing import AttachedTarget, RateLimitedTarget, TrackingTarget
+from ._results import CaseResult, TrialResult, Verdict, case_verdict, required_passes
+from ._target import Target
+from .reports._base import Reporters, RunPlan, RunReport
+from .reports._summary import CaseSummary, Provenance, summarize, summarize_case
+
+CLOSE_TIMEOUT = 10.0
+"""Seconds to close a session the trial left open after a timeout or an error."""
+
+
+class RunnableCase(Protocol):
+    """What the runner reads from a case (see :mod:`evalport.client._cases`)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def tags(self) -> Sequence[str]: ...
+
+
+TrialFunction = Callable[..., Awaitable[TrialResult]]
+
+
+@dataclass(slots=True)
+class RunOptions:
+    """How to run; the command line and ``[tool.evalport]`` fill it."""
+
+    repeat: int = 1
+    pass_rate: float = 1.0
+    concurrency: int = 8
+    rps: float | None = None
+    timeout: float | None = 120.0
+    strict: bool = False
+    min_lower_bound: float | None = None
+    attach: str | None = None
+    shard: str | None = None
+    command: list[str] = field(default_factory=list)
+
+
+def git_sha(folder: str | None = None) -> str | None:
+    """The commit checked out in ``folder`` (``GITHUB_SHA`` first), or ``None``."""
+    if os.environ.get("GITHUB_SHA"):
+        return os.environ["GITHUB_SHA"]
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() or None if done.returncode == 0 else None
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _default_trial_function() -> TrialFunction:
+    from ._trial import run_trial
+
+    function: TrialFunction = run_trial
+    return function
+
+
+def _error_trial(case_id: str, trial: int, error: BaseException, duration: float) -> TrialResult:
+    message = str(error) or type(error).__name__
+    return TrialResult(
+        case_id=case_id,
+        trial=trial,
+        verdict=Verdict.ERROR,
+        error=message,
+        error_type=type(error).__name__,
+        duration=duration,
+    )
+
+
+class Runner:
+    """Runs cases against one target and reports as it goes."""
+
+    def __init__(
+        self,
+        target: Target,
+        options: RunOptions | None = None,
+        *,
+        judge: Any = None,
+        cache: RunCache | None = None,
+        reporters: Sequence[object] = (),
+        trial_function: TrialFunction | None = None,
+    ) -> None:
+        self.target = target
+        self.options = options or RunOptions()
+        self.judge = judge
+        self.cache = cache
+        self.reporters = Reporters(reporters)
+        self.trial_function = trial_function or _default_trial_function()
+        self._base: Target = target
+        if self.options.rps:
+            self._base = RateLimitedTarget(self._base, self.options.rps)
+        if self.options.attach:
+            self._base = AttachedTarget(self._base, self.options.attach)
+
+    def provenance(self) -> Provenance:
+        identity = self.target.identity
+        options = self.options
+        return Provenance(
+            evalport_version=__version__,
+            started_at=_now(),
+            git_sha=git_sha(),
+            target={
+                "kind": identity.kind,
+                "location": identity.location,
+                "agent_name": identity.agent_name,
+                "agent_version": identity.agent_version,
+            },
+            judge_model=getattr(self.judge, "model", None),
+            repeat=options.repeat,
+            pass_rate=options.pass_rate,
+            min_lower_bound=options.min_lower_bound,
+            concurrency=options.concurrency,
+            strict=options.strict,
+            shard=options.shard,
+            python=f"{platform.python_implementation()} {platform.python_version()}",
+            command=list(options.command or sys.argv),
+        )
+
+    async def run(self, cases: Sequence[Any], *, load_errors: Sequence[str] = ()) -> RunReport:
+        """Run every trial of every case; returns the report (reporters already called)."""
+        options = self.options
+        await self._learn_identity()
+        provenance = self.provenance()
+        started = time.perf_counter()
+        self.reporters.start(
+            RunPlan(cases=len(cases), trials=len(cases) * options.repeat, provenance=provenance)
+        )
+        trials: dict[int, list[TrialResult]] = {index: [] for index in range(len(cases))}
+        results: dict[int, CaseResult] = {}
+        summaries: dict[int, CaseSummary] = {}
+        jobs = iter([(i, trial) for i in range(len(cases)) for trial in range(options.repeat)])
+
+        async def worker() -> None:
+            deadline = _Deadline()
+            try:
+                for index, trial in jobs:
+                    result = await self._trial(cases[index], trial, deadline)
+                    trials[index].append(result)
+                    self.reporters.trial_done(result)
+                    if len(trials[index]) == options.repeat:
+                        results[index], summaries[index] = self._finish_case(
+                            cases[index], trials[index]
+                        )
+                        self.reporters.case_done(results[index], summaries[index])
+            finally:
+                deadline.close()
+
+        workers = min(options.concurrency, len(cases) * options.repeat) or 1
+        async with asyncio.TaskGroup() as group:
+            for _ in range(workers):
+                group.create_task(worker())
+        provenance.finished_at = _now()
+        ordered = range(len(cases))
+        summary = summarize(
+            [summaries[i] for i in ordered],
+            provenance,
+            duration=time.perf_counter() - started,
+            load_errors=list(load_errors),
+        )
+        report = RunReport(summary=summary, results=[results[i] for i in ordered])
+        self.reporters.finish(report)
+        return report
+
+    async def _learn_identity(self) -> None:
+        """Ask a target that learns its agent's identity lazily (``HttpTarget`` reads
+        ``/health`` on first use) to do it now: provenance and cache keys need it."""
+        check = getattr(self.target, "check", None)
+        if (
+            check is not None
+            and getattr(self.target, "health", ...) is None
+            and getattr(self.target, "health_check", True)  # the user turned /health off
+        ):
+            await check()
+
+    async def run_trial(self, case: Any, trial: int) -> TrialResult:
+        """One trial of one case; never raises (except when the run is cancelled)."""
+        deadline = _Deadline()
+        try:
+            return await self._trial(case, trial, deadline)
+        finally:
+            deadline.close()
+
+    async def _trial(self, case: Any, trial: int, deadline: _Deadline) -> TrialResult:
+        case_id = case.id
+        tracking = TrackingTarget(self._base)
+        target: Any = tracking
+        if self.cache is not None and self.options.attach is None:
+            # An attached session is inspected, not replayed: it is never cached.
+            target = self.cache.wrap(
+                tracking,
+                case_id=case_id,
+                row=_row(case),
+                trial=trial,
+                policy=getattr(self.target, "policy", None),
+            )
+        timeout = getattr(case, "timeout", None) or self.options.timeout
+        started = time.perf_counter()
+        close_errors: list[str] | None = None
+        # One timer bounds the whole trial (open, turns, assertions, judges, closing); on
+        # expiry the trial's work is cancelled where it waits.
+        deadline.arm(timeout)
+        try:
+            try:
+                result = await self.trial_function(
+                    case, target, trial=trial, judge=self.judge, strict=self.options.strict
+                )
+                if not isinstance(result, TrialResult):
+                    raise TypeError(
+                        f"the trial function returned {type(result).__name__}, not a TrialResult"
+                    )
+                close_errors = await _close(target, tracking)
+            finally:
+                deadline.disarm()
+        except Exception as error:
+            result = _error_trial(case_id, trial, error, time.perf_counter() - started)
+        except asyncio.CancelledError as error:
+            if not deadline.caused(error):  # the run itself was cancelled
+                await _close(target, tracking, bound=CLOSE_TIMEOUT)
+                raise
+            result = _error_trial(case_id, trial, TimeoutError(), time.perf_counter() - started)
+            result.error = f"timed out after {timeout:g}s (the trial was cancelled)"
+        deadline.settle()
+        if close_errors is None:  # the trial ended early: close what it left open
+            close_errors = await _close(target, tracking, bound=CLOSE_TIMEOUT)
+        if isinstance(target, CachingTarget):
+            result.cached = target.cached
+        result.logs.extend(close_errors)
+        return result
+
+    def _finish_case(self, case: Any, trials: list[TrialResult]) -> tuple[CaseResult, CaseSummary]:
+        if len(trials) > 1:
+            trials.sort(key=lambda trial: trial.trial)
+        verdicts = [trial.verdict for trial in trials]
+        result = CaseResult(
+            case_id=case.id,
+            description=getattr(case, "description", "") or "",
+            tags=list(getattr(case, "tags", ()) or ()),
+            verdict=case_verdict(verdicts, self.options.pass_rate),
+            trials=trials,
+            pass_rate=self.options.pass_rate,
+            required=required_passes(len(verdicts), self.options.pass_rate),
+            passes=verdicts.count(Verdict.PASSED),
+        )
+        summary = summarize_case(result, min_lower_bound=self.options.min_lower_bound)
+        result.verdict = summary.verdict
+        return result, summary
+
+
+class _Deadline:
+    """``asyncio.timeout`` for the trials of one worker task (the runner's hot path).
+
+    Same contract: on expiry the task is cancelled; a cancellation that the expiry caused
+    is the trial's timeout, any other one (the run being cancelled) stays a cancellation.
+    Per trial: ``arm(seconds)``, ``disarm()`` when the guarded work ended, ``caused`` in
+    the ``CancelledError`` handler, ``settle()`` last (it withdraws an expiry's
+    cancellation request that the work swallowed). ``close()`` when the worker is done.
+
+    One timer serves many trials: ``disarm`` leaves it pending, and when it fires before
+    the current deadline it is set again for that deadline; so a trial costs two field
+    writes instead of scheduling and cancelling a timer.
+    """
+
+    __slots__ = ("_cancelling", "_deadline", "_handle", "_settled", "_task", "_when", "expired")
+
+    def __init__(self) -> None:
+        self._task: asyncio.Task[Any] | None = None
+        self._handle: asyncio.TimerHandle | None = None
+        self._when = self._deadline = 0.0
+        self._cancelling = 0
+        self.expired = self._settled = False
+
+    def arm(self, seconds: float | None) -> None:
+        self.expired = self._settled = False
+        self._deadline = 0.0
+        if seconds is None:
+            return
+        task = asyncio.current_task()
+        if task is None:
+            return
+        loop = asyncio.get_running_loop()
+        self._task = task
+        self._cancelling = task.cancelling()
+        self._deadline = deadline = loop.time() + seconds
+        if self._handle is None or deadline < self._when:
+            if self._handle is not None:
+                self._handle.cancel()
+            self._when = deadline
+            self._handle = loop.call_at(deadline, self._fire)
+
+    def _fire(self) -> None:
+        self._handle = None
+        deadline = self._deadline
+        if not deadline or self._task is None:
+            return  # no trial is guarded now
+        if deadline <= self._when:
+            self._deadline = 0.0
+            self.expired = True
+            self._task.cancel()
+        else:  # a later trial's deadline: wait for it
+            self._when = deadline
+            self._handle = asyncio.get_running_loop().call_at(deadline, self._fire)
+
+    def disarm(self) -> None:
+        self._deadline = 0.0
+
+    def caused(self, error: asyncio.CancelledError) -> bool:
+        """Whether ``error`` is this deadline's cancellation (and nothing else's)."""
+        if not self.expired or self._settled or self._task is None:
+            return False
+        self._settled = True
+        return self._task.uncancel() <= self._cancelling
+
+    def settle(self) -> None:
+        if self.expired and not self._settled and self._task is not None:
+            self._settled = True
+            self._task.uncancel()
+
+    def close(self) -> None:
+        self._deadline = 0.0
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+
+async def _close(target: Any, tracking: TrackingTarget, bound: float | None = None) -> list[str]:
+    """Close every session of a trial (closing twice is harmless); returns the errors."""
+    sessions: list[Any] = list(target.sessions) if isinstance(target, CachingTarget) else []
+    sessions += tracking.sessions  # caching sessions first: closing them records what went live
+    errors: list[str] = []
+    for session in sessions:
+        try:
+            if bound is None:
+                await session.close()
+            else:
+                async with asyncio.timeout(bound):
+                    await session.close()
+        except Exception as error:
+            errors.append(f"closing session {session.id}: {type(error).__name__}: {error}")
+    return errors
+
+
+def _row(case: Any) -> Any:
+    for name in ("row", "data", "dataset_row"):
+        if hasattr(case, name):
+            return getattr(case, name)
+    return None
+
+
+async def run_cases(
+    cases: Sequence[Any],
+    target: Target,
+    options: RunOptions | None = None,
+    **kwargs: Any,
+) -> RunReport:
+    """Run ``cases`` against ``target`` with a one-off :class:`Runner`."""
+    return await Runner(target, options, **kwargs).run(cases)

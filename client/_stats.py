@@ -1,0 +1,128 @@
+"""Statistics of repeated trials and of run comparisons.
+
+Rules:
+
+- A trial is a Bernoulli sample: it succeeds when its verdict is ``passed``. Skipped
+  trials are not samples (nothing was judged); ``error``, ``failed`` and ``scored`` trials
+  are failures. ``n`` below is the number of samples, ``c`` the number of successes.
+- :func:`wilson` is the Wilson score interval (95% by default); it stays inside [0, 1] and
+  is meaningful for small ``n`` and for ``c`` of 0 or ``n``, unlike the normal interval.
+- :func:`pass_at_k` is the unbiased estimator of "at least one of k fresh trials passes",
+  ``1 - C(n-c, k) / C(n, k)``; :func:`pass_hat_k` (pass^k) the unbiased estimator of "all k
+  fresh trials pass", ``C(c, k) / C(n, k)``. Both need ``1 <= k <= n``.
+- A case is :func:`flaky` when some but not all of its samples passed.
+- :func:`fisher_exact` (two-sided) compares two pass rates of independent samples (one case
+  in two runs); :func:`mcnemar_exact` tests whether flips between two runs of the same
+  cases lean one way (paired, exact binomial form). Both return a p-value.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+Z95 = 1.959963984540054
+
+
+def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval of ``successes`` out of ``n`` (``(0, 1)`` when ``n == 0``)."""
+    _check(successes, n)
+    if n == 0:
+        return 0.0, 1.0
+    p = successes / n
+    z2 = z * z
+    denominator = 1 + z2 / n
+    centre = (p + z2 / (2 * n)) / denominator
+    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denominator
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == n else min(1.0, centre + half)
+    return low, high
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased estimate of P(at least one of ``k`` trials passes) from ``c`` of ``n``."""
+    _check(c, n)
+    _check_k(n, k)
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """Unbiased estimate of P(all ``k`` trials pass) (pass^k) from ``c`` of ``n``."""
+    _check(c, n)
+    _check_k(n, k)
+    return math.comb(c, k) / math.comb(n, k)
+
+
+def k_values(n: int) -> list[int]:
+    """The ``k`` reported for ``n`` samples: 1, the powers of two below ``n``, and ``n``."""
+    if n <= 0:
+        return []
+    values = {1, n}
+    k = 2
+    while k < n:
+        values.add(k)
+        k *= 2
+    return sorted(values)
+
+
+def flaky(successes: int, n: int) -> bool:
+    """Some, but not all, samples passed."""
+    _check(successes, n)
+    return 0 < successes < n
+
+
+def mean_std(values: Iterable[float]) -> tuple[float | None, float | None]:
+    """Mean and population standard deviation; ``(None, None)`` for no values."""
+    data = list(values)
+    if not data:
+        return None, None
+    mean = sum(data) / len(data)
+    variance = sum((value - mean) ** 2 for value in data) / len(data)
+    return mean, math.sqrt(variance)
+
+
+def fisher_exact(a_successes: int, a_n: int, b_successes: int, b_n: int) -> float:
+    """Two-sided p-value of Fisher's exact test on two proportions."""
+    _check(a_successes, a_n)
+    _check(b_successes, b_n)
+    total = a_n + b_n
+    successes = a_successes + b_successes
+    if total == 0:
+        return 1.0
+    denominator = math.comb(total, a_n)
+
+    def probability(x: int) -> float:
+        return math.comb(successes, x) * math.comb(total - successes, a_n - x) / denominator
+
+    observed = probability(a_successes)
+    low = max(0, a_n - (total - successes))
+    high = min(a_n, successes)
+    p = sum(
+        value
+        for value in (probability(x) for x in range(low, high + 1))
+        if value <= observed * (1 + 1e-7)
+    )
+    return min(1.0, p)
+
+
+def mcnemar_exact(worse: int, better: int) -> float:
+    """Two-sided exact McNemar p-value from the counts of discordant pairs."""
+    if worse < 0 or better < 0:
+        raise ValueError("counts must not be negative")
+    n = worse + better
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(min(worse, better) + 1)) / (1 << n)
+    return min(1.0, 2 * tail)
+
+
+def _check(successes: int, n: int) -> None:
+    if n < 0 or not 0 <= successes <= n:
+        raise ValueError(f"need 0 <= successes <= n, got {successes} of {n}")
+
+
+def _check_k(n: int, k: int) -> None:
+    if not 1 <= k <= n:
+        raise ValueError(f"need 1 <= k <= n, got k={k} with n={n}")

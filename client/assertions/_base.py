@@ -1,0 +1,140 @@
+"""The assertion contract, and the helpers every assertion family shares.
+
+Rules (they hold for every assertion in this package):
+
+- An assertion is a small object configured in its constructor with one method,
+  ``evaluate(subject) -> AssertionResult``. It never raises for a fact about the agent:
+  a reply that lacks a word is a *failed* result, not an exception.
+- A subject of the wrong type is a mistake in the eval, not in the agent: ``evaluate``
+  raises :class:`AssertionTypeError`, and a trial turns it into verdict ``error``.
+- Run assertions accept an :class:`~evalport.protocol.AgentRun`, a
+  :class:`~evalport.client._target.Turn` or a
+  :class:`~evalport.client._trajectory.Trajectory`. Text assertions accept a ``str`` or
+  any of those (they read its reply / final answer).
+- The score is in [0, 1]; ``passed`` is ``score >= threshold`` and ``evaluated``.
+  An assertion that cannot be evaluated (say, a predicate that needs verbatim arguments
+  on a redacted run) returns ``evaluated=False`` with a message saying why; it never
+  passes, whatever its threshold.
+- Assertions whose evaluation needs I/O (embedding similarity) implement
+  ``aevaluate``; every assertion has it, the default calls ``evaluate``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from evalport.protocol import AgentRun
+
+from .._results import AssertionResult
+from .._target import Turn
+from .._trajectory import Trajectory, TrajectoryToolCall
+from ._matchers import as_matcher
+
+
+class AssertionTypeError(TypeError):
+    """An assertion was given a subject it cannot read (a bug in the eval)."""
+
+
+def run_of(subject: Any, assertion: str) -> AgentRun:
+    """The run behind ``subject``, or :class:`AssertionTypeError`."""
+    if isinstance(subject, AgentRun):
+        return subject
+    if isinstance(subject, Turn):
+        return subject.run
+    if isinstance(subject, Trajectory):
+        return subject.run
+    raise AssertionTypeError(
+        f"{assertion} evaluates an AgentRun, a Turn or a Trajectory, got {type(subject).__name__}"
+    )
+
+
+def text_of(subject: Any, assertion: str) -> str:
+    """The text behind ``subject``: itself, a reply, or a final answer."""
+    if isinstance(subject, str):
+        return subject
+    if isinstance(subject, AgentRun | Turn):
+        return subject.reply
+    if isinstance(subject, Trajectory):
+        return subject.final_answer
+    raise AssertionTypeError(
+        f"{assertion} evaluates text (a str, an AgentRun, a Turn or a Trajectory), "
+        f"got {type(subject).__name__}"
+    )
+
+
+class Assertion:
+    """Base class: subclasses set ``kind`` and implement :meth:`evaluate`."""
+
+    kind: ClassVar[str] = "assertion"
+    threshold: float = 1.0
+
+    def evaluate(self, subject: Any) -> AssertionResult:
+        raise NotImplementedError
+
+    async def aevaluate(self, subject: Any) -> AssertionResult:
+        """Evaluate from async code; assertions that need I/O override this."""
+        return self.evaluate(subject)
+
+    @property
+    def name(self) -> str:
+        """How the assertion appears in reports, e.g. ``called_tool(refund)``."""
+        cached: str | None = self.__dict__.get("_name")
+        if cached is None:
+            detail = self.describe()
+            cached = self.__dict__["_name"] = f"{self.kind}({detail})" if detail else self.kind
+        return cached
+
+    def describe(self) -> str:
+        """The short argument summary shown in :attr:`name`."""
+        return ""
+
+    def result(
+        self,
+        score: float | bool,
+        message: str = "",
+        **context: Any,
+    ) -> AssertionResult:
+        """A result graded against this assertion's threshold."""
+        value = float(score)
+        if not 0.0 <= value <= 1.0:
+            value = min(max(value, 0.0), 1.0)
+        return AssertionResult(
+            name=self.name,
+            score=value,
+            passed=value >= self.threshold,
+            message=message,
+            threshold=self.threshold,
+            context=context,
+        )
+
+    def not_evaluable(self, message: str, **context: Any) -> AssertionResult:
+        """A result for an assertion that could not be evaluated; it never passes."""
+        return AssertionResult(
+            name=self.name,
+            score=0.0,
+            passed=False,
+            message=message,
+            threshold=self.threshold,
+            evaluated=False,
+            context=context,
+        )
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name}>"
+
+
+class ToolCallsAssertion(Assertion):
+    """Base class of assertions about the calls of one tool, optionally only those whose
+    arguments match ``args`` (a matcher, or a plain mapping compared as a subset)."""
+
+    def __init__(self, name: str, args: Any = None) -> None:
+        self.tool = name
+        self.args = None if args is None else as_matcher(args)
+
+    def describe(self) -> str:
+        return self.tool if self.args is None else f"{self.tool}, {self.args.describe()}"
+
+    def calls(self, subject: Any) -> Sequence[TrajectoryToolCall]:
+        """The calls of the tool in ``subject`` (a run, a turn or a trajectory)."""
+        return Trajectory.of(run_of(subject, self.kind)).calls_of(self.tool)

@@ -1,0 +1,153 @@
+"""``ctx.expect(value)``: grade any value pulled out of the run (Instructor's
+``ValueExpectation``).
+
+Rules:
+
+- Each call in the chain records one assertion with the context and returns the chain;
+  ``gate()``, ``soft()``, ``at_least(t)`` and ``label(s)`` tune the most recent one.
+- ``includes(x)``: a substring of a string, an element of a list or tuple (digests compare
+  by hash), a key of a mapping; any other value fails.
+- ``equals(x)``: the matcher rules of :mod:`.matchers` (a mapping is a partial match,
+  plain values match their digests, callables are predicates).
+- ``matches(pattern)``: a regular expression searched in a string.
+- ``similarity(text)``: ``1 - levenshtein / max length``, a continuous score; **soft** by
+  default, passing at 1.0 unless ``at_least`` lowers it.
+- ``satisfies(predicate)``: any predicate over the value.
+- A redacted value cannot be graded by a predicate (``satisfies``) or looked inside
+  (``includes`` on a digest): the assertion is not evaluable and never passes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from evalport.protocol import is_digest
+
+from .._handles import AssertionHandle
+from .._results import AssertionResult
+from ._base import Assertion
+from ._matchers import VERBATIM_HINT, EqualTo, as_matcher, has_digest
+from ._text import LevenshteinDistance, MatchesRegex
+
+if TYPE_CHECKING:
+    from ._methods import AssertionMethods
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+class ValueIncludes(Assertion):
+    kind = "includes"
+
+    def __init__(self, expected: Any) -> None:
+        self.expected = expected
+
+    def describe(self) -> str:
+        return _shown(self.expected)
+
+    def evaluate(self, subject: Any) -> AssertionResult:
+        if is_digest(subject):  # a redacted value: its keys are the digest's own
+            return self.not_evaluable(f"the value {VERBATIM_HINT}")
+        if isinstance(subject, str):
+            ok = isinstance(self.expected, str) and self.expected in subject
+        elif isinstance(subject, list | tuple):
+            matcher = EqualTo(self.expected)
+            ok = any(matcher.match(item) for item in subject)
+        elif isinstance(subject, Mapping):
+            ok = self.expected in subject
+        else:
+            return self.result(False, f"cannot look inside a {type(subject).__name__}")
+        return self.result(
+            ok, "" if ok else f"{_shown(subject)} does not include {self.describe()}"
+        )
+
+
+class ValueEquals(Assertion):
+    kind = "equals"
+
+    def __init__(self, expected: Any) -> None:
+        self.expected = expected
+        self.matcher = as_matcher(expected)
+
+    def describe(self) -> str:
+        return self.matcher.describe()
+
+    def evaluate(self, subject: Any) -> AssertionResult:
+        answer = self.matcher.match(subject)
+        if answer is None:
+            return self.not_evaluable(f"the value {VERBATIM_HINT}")
+        return self.result(answer, "" if answer else f"{_shown(subject)} does not match")
+
+
+class ValueSatisfies(Assertion):
+    kind = "satisfies"
+
+    def __init__(self, predicate: Callable[[Any], Any]) -> None:
+        self.predicate = predicate
+
+    def describe(self) -> str:
+        return getattr(self.predicate, "__name__", "predicate")
+
+    def evaluate(self, subject: Any) -> AssertionResult:
+        if has_digest(subject):  # a predicate would judge the digest, not the value
+            return self.not_evaluable(f"the value {VERBATIM_HINT}")
+        ok = bool(self.predicate(subject))
+        return self.result(ok, "" if ok else f"the predicate rejected {_shown(subject)}")
+
+
+class ValueExpectation:
+    """The chain ``ctx.expect(value)`` returns (see the module rules)."""
+
+    __slots__ = ("_host", "_last", "value")
+
+    def __init__(self, host: AssertionMethods, value: Any) -> None:
+        self._host = host
+        self.value = value
+        self._last: AssertionHandle | None = None
+
+    def _record(self, assertion: Assertion) -> ValueExpectation:
+        handle = self._host.check(assertion, self.value)
+        assert isinstance(handle, AssertionHandle)
+        self._last = handle
+        return self
+
+    def includes(self, expected: Any) -> ValueExpectation:
+        return self._record(ValueIncludes(expected))
+
+    def equals(self, expected: Any) -> ValueExpectation:
+        return self._record(ValueEquals(expected))
+
+    def matches(self, pattern: str) -> ValueExpectation:
+        return self._record(MatchesRegex(pattern))
+
+    def similarity(self, expected: str) -> ValueExpectation:
+        self._record(LevenshteinDistance(expected, threshold=1.0))
+        return self.soft()
+
+    def satisfies(self, predicate: Callable[[Any], Any]) -> ValueExpectation:
+        return self._record(ValueSatisfies(predicate))
+
+    @property
+    def last(self) -> AssertionHandle:
+        if self._last is None:
+            raise RuntimeError("expect(value) has recorded nothing yet; call includes(...) first")
+        return self._last
+
+    def gate(self) -> ValueExpectation:
+        self.last.gate()
+        return self
+
+    def soft(self) -> ValueExpectation:
+        self.last.soft()
+        return self
+
+    def at_least(self, threshold: float) -> ValueExpectation:
+        self.last.at_least(threshold)
+        return self
+
+    def label(self, text: str) -> ValueExpectation:
+        self.last.label(text)
+        return self

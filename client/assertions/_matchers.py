@@ -1,0 +1,317 @@
+"""Matchers for tool arguments, results and event data, and count predicates.
+
+Rules:
+
+- A matcher answers ``True`` (matches), ``False`` (does not) or ``None`` (cannot tell,
+  because the value was redacted and the matcher needs it verbatim).
+- A plain value matches by equality, and matches a digest when the digest is that
+  value's digest (:func:`evalport.protocol.matches_digest`). So
+  ``called_tool("refund", args={"order_id": "A1"})`` works on runs redacted by
+  ``TracePolicy.safe()``, which keeps argument keys in clear and digests each value.
+- A mapping given for arguments is a **subset** match: every key given must be present
+  and match, other keys are ignored. :class:`Exact` demands the same key set. Inside the
+  mapping each value may itself be a matcher or a callable (a per-argument matcher).
+- A callable (``lambda args: args["amount"] <= 100``) is a predicate: it needs verbatim
+  data, and on a redacted value it answers ``None``, which the assertion reports as
+  "not evaluable" with a message that says which policy to use. A predicate that raises
+  (say, ``KeyError`` on a call without that key) counts as not matching.
+- Counts: an ``int`` means exactly that many; :func:`at_least`, :func:`at_most`,
+  :func:`between` and :func:`exactly` build the others.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+import msgspec
+from evalport.protocol import digest, is_digest, matches_digest
+
+VERBATIM_HINT: Final = (
+    "needs verbatim data but the run was redacted (digests only); evaluate with "
+    "TracePolicy.verbatim() or allow-list this tool/argument in the trace policy"
+)
+
+
+def has_digest(value: Any) -> bool:
+    """Whether ``value`` is a digest or holds one anywhere inside."""
+    if is_digest(value):
+        return True
+    if type(value) is dict:
+        return any(has_digest(item) for item in value.values())
+    if type(value) is list:
+        return any(has_digest(item) for item in value)
+    return False
+
+
+class Matcher:
+    """Base class: :meth:`match` returns ``True``, ``False`` or ``None`` (cannot tell)."""
+
+    def match(self, value: Any) -> bool | None:
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        return type(self).__name__
+
+
+class EqualTo(Matcher):
+    """Equal to ``expected``, or a digest of it (the expected hash is computed once)."""
+
+    __slots__ = ("_hash", "expected")
+
+    def __init__(self, expected: Any) -> None:
+        self.expected = expected
+        self._hash: str | None = None
+
+    def match(self, value: Any) -> bool | None:
+        if type(value) is dict and is_digest(value):
+            if is_digest(self.expected):
+                return bool(self.expected["hash"] == value["hash"])
+            if self._hash is None:
+                self._hash = digest(self.expected)["hash"]
+            return bool(self._hash == value["hash"])
+        return bool(self.expected == value)
+
+    def describe(self) -> str:
+        return short(self.expected)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, EqualTo) and other.expected == self.expected
+
+    def __hash__(self) -> int:
+        return hash(repr(self.expected))
+
+
+@dataclass(frozen=True, slots=True)
+class AnyValue(Matcher):
+    """Present, whatever the value (redacted or not)."""
+
+    def match(self, value: Any) -> bool | None:
+        return True
+
+    def describe(self) -> str:
+        return "<any>"
+
+
+@dataclass(frozen=True, slots=True)
+class OneOf(Matcher):
+    """Equal to one of ``options`` (digests compared by hash)."""
+
+    options: tuple[Any, ...]
+
+    def match(self, value: Any) -> bool | None:
+        return any(EqualTo(option).match(value) for option in self.options)
+
+    def describe(self) -> str:
+        return "one of " + ", ".join(short(option) for option in self.options)
+
+
+@dataclass(frozen=True, slots=True)
+class Predicate(Matcher):
+    """A callable over the verbatim value; ``None`` on redacted data."""
+
+    func: Callable[[Any], Any]
+
+    def match(self, value: Any) -> bool | None:
+        if has_digest(value):
+            return None
+        try:
+            return bool(self.func(value))
+        except Exception:  # e.g. a key the predicate expects is absent from this call
+            return False
+
+    def describe(self) -> str:
+        return getattr(self.func, "__name__", "predicate")
+
+
+@dataclass(frozen=True, slots=True)
+class Regex(Matcher):
+    """A string searched with a regular expression (needs verbatim data)."""
+
+    pattern: str
+
+    def match(self, value: Any) -> bool | None:
+        if has_digest(value):
+            return None
+        return isinstance(value, str) and re.search(self.pattern, value) is not None
+
+    def describe(self) -> str:
+        return f"/{self.pattern}/"
+
+
+def _as_map(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            decoded = msgspec.json.decode(value)
+        except msgspec.DecodeError:
+            return value
+        return decoded if isinstance(decoded, dict) else value
+    return value
+
+
+class Subset(Matcher):
+    """Every given key is present and matches; other keys are ignored."""
+
+    __slots__ = ("_matchers", "_plain", "expected")
+
+    def __init__(self, expected: Mapping[str, Any]) -> None:
+        self.expected = expected
+        self._matchers = tuple((key, as_matcher(spec)) for key, spec in expected.items())
+        self._plain = all(type(m) is EqualTo for _, m in self._matchers)
+
+    def match(self, value: Any) -> bool | None:
+        if type(value) is not dict:
+            value = _as_map(value)
+            if not isinstance(value, dict):
+                return False
+        if is_digest(value):
+            # the whole map was digested: its keys are unknown, unless it is exactly ours
+            if self._plain and matches_digest(dict(self.expected), value):
+                return True
+            return None
+        undecided = False
+        for key, matcher in self._matchers:
+            if key not in value:
+                return False
+            answer = matcher.match(value[key])
+            if answer is False:
+                return False
+            if answer is None:
+                undecided = True
+        return None if undecided else True
+
+    def describe(self) -> str:
+        return _describe_map(self.expected, "⊆")
+
+
+class Exact(Matcher):
+    """The same keys, each matching; a map digested whole matches by its own digest."""
+
+    __slots__ = ("_keys", "_subset", "expected")
+
+    def __init__(self, expected: Mapping[str, Any]) -> None:
+        self.expected = expected
+        self._keys = frozenset(expected)
+        self._subset = Subset(expected)
+
+    def match(self, value: Any) -> bool | None:
+        if type(value) is not dict:
+            value = _as_map(value)
+            if not isinstance(value, dict):
+                return False
+        if is_digest(value):
+            if any(callable(spec) or isinstance(spec, Matcher) for spec in self.expected.values()):
+                return None
+            return matches_digest(dict(self.expected), value)
+        if len(value) != len(self._keys) or not self._keys.issuperset(value):
+            return False
+        return self._subset.match(value)
+
+    def describe(self) -> str:
+        return _describe_map(self.expected, "==")
+
+
+def as_matcher(spec: Any) -> Matcher:
+    """A matcher for ``spec``: matchers as they are, callables as predicates, mappings
+    as subset matches, anything else by equality."""
+    if isinstance(spec, Matcher):
+        return spec
+    if callable(spec):
+        return Predicate(spec)
+    if isinstance(spec, Mapping):
+        return Subset(spec)
+    return EqualTo(spec)
+
+
+def any_value() -> AnyValue:
+    """Matches any value, redacted or not (the key only has to be present)."""
+    return AnyValue()
+
+
+def one_of(*options: Any) -> OneOf:
+    """Matches a value equal to one of ``options``."""
+    return OneOf(tuple(options))
+
+
+def short(value: Any) -> str:
+    try:
+        text = msgspec.json.encode(value).decode()
+    except (TypeError, msgspec.EncodeError):
+        text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _describe_map(expected: Mapping[str, Any], relation: str) -> str:
+    parts = []
+    for key, spec in expected.items():
+        shown = (
+            spec.describe()
+            if isinstance(spec, Matcher)
+            else (getattr(spec, "__name__", "predicate") if callable(spec) else short(spec))
+        )
+        parts.append(f"{key}={shown}")
+    return f"args {relation} {{{', '.join(parts)}}}"
+
+
+# -- counts -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Count:
+    """A predicate over a number of calls: ``low <= n <= high`` (``high`` None = no cap)."""
+
+    low: int = 1
+    high: int | None = None
+
+    def check(self, count: int) -> bool:
+        return count >= self.low and (self.high is None or count <= self.high)
+
+    def describe(self) -> str:
+        if self.high is None:
+            return f"at least {self.low}"
+        if self.low == self.high:
+            return f"exactly {self.low}"
+        if self.low == 0:
+            return f"at most {self.high}"
+        return f"between {self.low} and {self.high}"
+
+
+def exactly(count: int) -> Count:
+    """Exactly ``count`` times."""
+    return Count(_non_negative(count), count)
+
+
+def at_least(count: int) -> Count:
+    """``count`` times or more."""
+    return Count(_non_negative(count), None)
+
+
+def at_most(count: int) -> Count:
+    """``count`` times or fewer (zero included)."""
+    return Count(0, _non_negative(count))
+
+
+def between(low: int, high: int) -> Count:
+    """``low`` to ``high`` calls, both included."""
+    if _non_negative(low) > _non_negative(high):
+        raise ValueError(f"between({low}, {high}): low must not exceed high")
+    return Count(low, high)
+
+
+def as_count(spec: int | Count | None, default: Count | None = None) -> Count:
+    """An ``int`` means exactly; ``None`` means ``default`` (at least one)."""
+    if spec is None:
+        return default or Count(1, None)
+    if isinstance(spec, Count):
+        return spec
+    if isinstance(spec, bool) or not isinstance(spec, int):
+        raise TypeError(f"count must be an int or a Count (at_least(...)), got {spec!r}")
+    return exactly(spec)
+
+
+def _non_negative(count: int) -> int:
+    if count < 0:
+        raise ValueError(f"a count cannot be negative, got {count}")
+    return count

@@ -1,0 +1,100 @@
+"""Step and token budgets.
+
+Rules:
+
+- Steps are the run's ``steps`` (every turn). ``StepCount`` takes an exact number or a
+  count predicate (``at_least(2)``, ``between(2, 4)``).
+- Token totals are summed over the steps (input + output + cache write + cache read +
+  reasoning, as Instructor counts them); ``TokensAtMost`` budgets one kind.
+- Budgets give partial credit: over budget, the score is ``limit / actual``, so
+  ``.at_least(0.9)`` tolerates a 10 % overrun.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from .._results import AssertionResult
+from .._trajectory import Trajectory
+from ._base import Assertion, run_of
+from ._matchers import Count, as_count
+
+TOKEN_KINDS: Final = ("input", "output", "cache_write", "cache_read", "reasoning")
+
+
+def budget_score(actual: int, limit: int) -> float:
+    """1 within budget, else ``limit / actual``."""
+    if actual <= limit:
+        return 1.0
+    return limit / actual if actual else 0.0
+
+
+class StepCount(Assertion):
+    kind = "step_count"
+
+    def __init__(self, count: int | Count) -> None:
+        self.count = as_count(count)
+
+    def describe(self) -> str:
+        return self.count.describe()
+
+    def evaluate(self, subject: Any) -> AssertionResult:
+        steps = len(run_of(subject, self.kind).steps)
+        ok = self.count.check(steps)
+        message = "" if ok else f"{steps} steps, expected {self.count.describe()}"
+        return self.result(ok, message, steps=steps)
+
+
+class MaxSteps(Assertion):
+    kind = "max_steps"
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+
+    def describe(self) -> str:
+        return str(self.limit)
+
+    def evaluate(self, subject: Any) -> AssertionResult:
+        steps = len(run_of(subject, self.kind).steps)
+        message = "" if steps <= self.limit else f"{steps} steps exceed the limit of {self.limit}"
+        return self.result(budget_score(steps, self.limit), message, steps=steps)
+
+
+class TotalTokensAtMost(Assertion):
+    kind = "total_tokens_at_most"
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+
+    def describe(self) -> str:
+        return str(self.limit)
+
+    def evaluate(self, subject: Any) -> AssertionResult:
+        total = Trajectory.of(run_of(subject, self.kind)).usage.total
+        message = "" if total <= self.limit else f"{total} tokens exceed the budget of {self.limit}"
+        return self.result(budget_score(total, self.limit), message, tokens=total)
+
+
+class TokensAtMost(Assertion):
+    """A budget for one kind of token: input, output, cache_write, cache_read, reasoning."""
+
+    kind = "tokens_at_most"
+
+    def __init__(self, kind: str, limit: int) -> None:
+        if kind not in TOKEN_KINDS:
+            raise ValueError(f"unknown token kind {kind!r}; use one of {', '.join(TOKEN_KINDS)}")
+        self.token_kind = kind
+        self.limit = limit
+
+    def describe(self) -> str:
+        return f"{self.token_kind}, {self.limit}"
+
+    def evaluate(self, subject: Any) -> AssertionResult:
+        usage = Trajectory.of(run_of(subject, self.kind)).usage
+        used = int(getattr(usage, self.token_kind))
+        message = (
+            ""
+            if used <= self.limit
+            else f"{used} {self.token_kind} tokens exceed the budget of {self.limit}"
+        )
+        return self.result(budget_score(used, self.limit), message, tokens=used)

@@ -1,0 +1,275 @@
+"""Text assertions: on a string, or on the reply of a run, turn or trajectory.
+
+Rules:
+
+- Matching is case-sensitive unless ``case_sensitive=False``.
+- ``ContainsAll`` gives partial credit (the share of needles found), so
+  ``.at_least(0.5)`` means "at least half of them".
+- ``MatchesRegex`` uses Python's ``re.search``; a pattern written with PHP delimiters
+  (``/^\\d+$/i``, as in Neuron suites) is accepted and its ``i``, ``m``, ``s``, ``x``
+  flags are honoured.
+- ``LevenshteinDistance`` scores ``1 - distance / max(len)`` and passes when the score
+  reaches ``threshold``; a distance above ``max_distance`` (if given) scores 0.
+- ``MatchesJsonSchema`` needs the ``jsonschema`` package.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from evalport.protocol import require
+
+from .._results import AssertionResult
+from ._base import Assertion, text_of
+
+_QUOTE_LIMIT: Final = 200
+
+
+def _quote(text: str) -> str:
+    shown = text if len(text) <= _QUOTE_LIMIT else text[: _QUOTE_LIMIT - 3] + "..."
+    return repr(shown)
+
+
+class _Text(Assertion):
+    """A text assertion with an optional case-insensitive mode."""
+
+    case_sensitive: bool = True
+
+    def _fold(self, text: str) -> str:
+        return text if self.case_sensitive else text.casefold()
+
+
+class Contains(_Text):
+    kind = "contains"
+
+    def __init__(self, needle: str, *, case_sensitive: bool = True) -> None:
+        self.needle = needle
+        self.case_sensitive = case_sensitive
+
+    def describe(self) -> str:
+        return repr(self.needle)
+
+    def evaluate(self, subject: Any) -> AssertionResult:
+        text = text_of(subject, self.kind)
+        found = self._fold(self.needle) in self._fold(text)
+        return self.result(found, "" if found else f"{_quote(text)} lacks {self.needle!r}")
+
+
+class ContainsAll(_Text):
+    kind = "contains_all"
+
+    def __init__(self, needles: Sequence[str], *, case_sensitive: bool = True) -> None:
+        if isinstance(needles, str):
+            raise TypeError("contains_all takes a list of strings, not one string")
+        self.needles = list(needles)
+        self.case_sensitive = case_sensitive
+
+    def describe(self) -> str:
+        return ", ".join(repr(needle) for needle in self.needles)
+
+    def evaluate(self, subject: Any) -> AssertionResult:
+        text = self._fold(text_of(subject, self.kind))
+        missing = [needle for needle in self.needles if self._fold(needle) not in text]
+        score = 1.0 - len(missing) / len(self.needles) if self.needles else 1.0
+        message = f"missing {missing!r}" if missing else ""
+        return self.result(score, message, missing=missing)
+
+
+class ContainsAny(_Text):
+    kind = "contains_any"
+
+    def __init__(self, needles: Sequence[str], *, case_sensitive: bool = True) -> None:
+        if isinstance(needles, str):
+            raise TypeError("contains_any takes a list of strings, not one string")
+        self.needles = list(needles)
+        self.case_sensitive = case_sensitive
+
+    def describe(self) -> str:
+        return ", ".join(repr(needle) for needle in self.needles)
+
+    def evaluate(self, subject: Any) -> AssertionResult:
+        text = text_of(subject, self.kind)
+        folded = self._fold(text)
+        found = [needle for needle in self.needles if self._fold(needle) in folded]
+        message = "" if found else f"{_quote(text)} contains none of {self.needles!r}"
+        return self.result(bool(found), message, found=found)
+
+
+class StartsWith(_Text):
+    kind = "starts_with"
+
+    def __init__(self, prefix: str, *, case_sensitive: bool = True) -> None:
+        self.prefix = prefix
+        self.case_sensitive = case_sensitive
+
+    def describe(self) -> str:
+        return repr(self.prefix)
+
+    def evaluate(self, subject: Any) -> AssertionResult:
+        text = text_of(subject, self.kind)
+        ok = self._fold(text).startswith(self._fold(self.prefix))
+        return self.result(ok, "" if ok else f"{_quote(text)} does not start with {self.prefix!r}")
+
+
+class EndsWith(_Text):
+    kind = "ends_with"
+
+    def __init__(self, suffix: str, *, case_sensitive: bool = True) -> None:
+        self.suffix = suffix
+        self.case_sensitive = case_sensitive
+
+    def describe(self) -> str:
+        return repr(self.suffix)
+
+    def evaluate(self, subject: Any) -> AssertionResult:
+        text = text_of(subject, self.kind)
+        ok = self._fold(text).endswith(self._fold(self.suffix))
+        return self.result(ok, "" if ok else f"{_quote(text)} does not end with {self.suffix!r}")
+
+
+class Equals(_Text):
+    kind = "equals"
+
+    def __init__(self, expected: str, *, case_sensitive: bool = True, strip: bool = False) -> None:
+        self.expected = expected
+        self.case_sensitive = case_sensitive
+        self.strip = strip
+
+    def describe(self) -> str:
+        return repr(self.expected)
+
+    def evaluate(self, subject: Any) -> AssertionResult:
+        text = text_of(subject, self.kind)
+        left, right = self._fold(text), self._fold(self.expected)
+        if self.strip:
+            left, right = left.strip(), right.strip()
+        ok = left == right
+        return self.result(ok, "" if ok else f"{_quote(text)} != {_quote(self.expected)}")
+
+
+class LengthBetween(Assertion):
+    """Length in characters within ``[minimum, maximum]`` (both included)."""
+
+    kind = "length_between"
+
+    def __init__(self, minimum: int, maximum: int) -> None:
+        if minimum > maximum:
+            raise ValueError(f"length_between({minimum}, {maximum}): minimum exceeds maximum")
+        self.minimum, self.maximum = minimum, maximum
+
+    def describe(self) -> str:
+        return f"{self.minimum}, {self.maximum}"
+
+    def evaluate(self, subject: Any) -> AssertionResult:
+        length = len(text_of(subject, self.kind))
+        ok = self.minimum <= length <= self.maximum
+        message = "" if ok else f"length {length} is outside [{self.minimum}, {self.maximum}]"
+        return self.result(ok, message, length=length)
+
+
+_PHP_PATTERN = re.compile(r"^/(?P<body>.*)/(?P<flags>[imsxu]*)$", re.DOTALL)
+_FLAGS: Final = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
+
+
+class MatchesRegex(Assertion):
+    kind = "matches_regex"
+
+    def __init__(self, pattern: str | re.Pattern[str], flags: int = 0) -> None:
+        if isinstance(pattern, str):
+            php = _PHP_PATTERN.match(pattern)
+            if php:
+                for letter in php["flags"]:
+                    flags |= _FLAGS.get(letter, 0)
+                pattern = php["body"]
+            pattern = re.compile(pattern, flags)
+        self.pattern = pattern
+
+    def describe(self) -> str:
+        return f"/{self.pattern.pattern}/"
+
+    def evaluate(self, subject: Any) -> AssertionResult:
+        text = text_of(subject, self.kind)
+        match = self.pattern.search(text)
+        if match is None:
+            return self.result(False, f"{_quote(text)} does not match /{self.pattern.pattern}/")
+        return self.result(True, match=match.group(0))
+
+
+class IsValidJson(Assertion):
+    kind = "is_valid_json"
+
+    def evaluate(self, subject: Any) -> AssertionResult:
+        text = text_of(subject, self.kind)
+        try:
+            json.loads(text)
+        except ValueError as error:
+            return self.result(False, f"not valid JSON: {error}")
+        return self.result(True)
+
+
+class MatchesJsonSchema(Assertion):
+    """The text is JSON valid against ``schema``; every violation is listed."""
+
+    kind = "matches_json_schema"
+
+    def __init__(self, schema: Mapping[str, Any]) -> None:
+        jsonschema = require("jsonschema", "dev", "MatchesJsonSchema")
+        validator_class = jsonschema.validators.validator_for(schema)
+        validator_class.check_schema(schema)
+        self.validator = validator_class(schema)
+
+    def evaluate(self, subject: Any) -> AssertionResult:
+        text = text_of(subject, self.kind)
+        try:
+            document = json.loads(text)
+        except ValueError as error:
+            return self.result(False, f"not valid JSON: {error}")
+        errors = sorted(self.validator.iter_errors(document), key=lambda e: list(e.path))
+        if not errors:
+            return self.result(True)
+        problems = [f"{'/'.join(map(str, e.path)) or '$'}: {e.message}" for e in errors]
+        return self.result(False, "; ".join(problems[:5]), errors=problems)
+
+
+def levenshtein(left: str, right: str) -> int:
+    """The edit distance between two strings (insertions, deletions, substitutions)."""
+    if len(left) < len(right):
+        left, right = right, left
+    previous = list(range(len(right) + 1))
+    for i, char in enumerate(left, 1):
+        current = [i]
+        for j, other in enumerate(right, 1):
+            cost = 0 if char == other else 1
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost))
+        previous = current
+    return previous[-1]
+
+
+class LevenshteinDistance(Assertion):
+    """Close to ``reference`` in edit distance (Neuron's ``StringDistance``)."""
+
+    kind = "levenshtein"
+
+    def __init__(
+        self, reference: str, *, threshold: float = 0.5, max_distance: int | None = None
+    ) -> None:
+        self.reference = reference
+        self.threshold = threshold
+        self.max_distance = max_distance
+
+    def describe(self) -> str:
+        return _quote(self.reference)
+
+    def evaluate(self, subject: Any) -> AssertionResult:
+        text = text_of(subject, self.kind)
+        distance = levenshtein(text, self.reference)
+        longest = max(len(text), len(self.reference))
+        score = 1.0 - distance / longest if longest else 1.0
+        if self.max_distance is not None and distance > self.max_distance:
+            # a hard cap: the score drops to 0 so that no threshold can pass it
+            message = f"distance {distance} exceeds max_distance {self.max_distance}"
+            return self.result(0.0, message, distance=distance)
+        return self.result(score, f"distance {distance}", distance=distance)

@@ -1,0 +1,277 @@
+"""Tool assertions: which tools the agent called, with what, how often, in which order.
+
+Rules:
+
+- A call counts when the agent made it, whatever its approval state (a call still
+  waiting for approval counts; use :mod:`.approvals` to assert on decisions).
+- ``args=`` is a matcher (see :mod:`.matchers`): a mapping is a subset match, ``Exact``
+  an exact one, a callable a predicate, and values inside a mapping may be per-argument
+  matchers. ``result=`` matches the call's result *whole* (a plain mapping means equality,
+  because a redacted result is one digest; ``Subset({...})`` matches part of a verbatim
+  one); ``is_error=`` matches its error flag. Plain values match digests of themselves, so all of this works on redacted runs;
+  a predicate that needs verbatim data makes the assertion *not evaluable*, with a
+  message saying so, unless the calls that could be read already settle it.
+- ``count=`` is exact for an ``int``, else a predicate: ``at_least(n)``, ``at_most(n)``,
+  ``between(a, b)``. Without it, ``called_tool`` means "at least once".
+- ``ToolOrder`` compares the sequence of called tool names with ``names``. Every mode is
+  stated as a relation of the *expected* list to the *actual* calls:
+
+  ========== ============================================================== ============
+  mode       passes when                                                    credit
+  ========== ============================================================== ============
+  strict     actual == expected: the same calls, same order, nothing else   LCS / max len
+  unordered  the same calls with the same counts, in any order              overlap / max len
+  subset     expected ⊆ actual: expected calls occur in this order, other   LCS / len(expected)
+             calls may come before, between and after
+  superset   expected ⊇ actual: every actual call is in the expected list   allowed / len(actual)
+             (an allow-list); order and missing calls do not matter
+  ========== ============================================================== ============
+
+  ``ToolOrderMode.EXPECTED_IN_ORDER`` and ``ToolOrderMode.ONLY_FROM_EXPECTED`` are
+  descriptive aliases of ``subset`` and ``superset``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+from .._results import AssertionResult
+from .._trajectory import Trajectory, TrajectoryToolCall
+from ._base import Assertion, ToolCallsAssertion, run_of
+from ._matchers import VERBATIM_HINT, Count, EqualTo, Matcher, as_count, as_matcher, at_most, short
+from ._sequence import lcs_length, multiset_overlap
+from ._steps import budget_score
+
+UNSET: Final[Any] = object()
+
+
+class ToolOrderMode:
+    """The four modes of :class:`ToolOrder` (see the module docstring's table)."""
+
+    STRICT = "strict"
+    UNORDERED = "unordered"
+    SUBSET = "subset"
+    SUPERSET = "superset"
+    EXPECTED_IN_ORDER = SUBSET
+    ONLY_FROM_EXPECTED = SUPERSET
+    ALL = (STRICT, UNORDERED, SUBSET, SUPERSET)
+    MEANING: Final = {
+        STRICT: "actual == expected, same order, nothing else",
+        UNORDERED: "same calls and counts as expected, any order",
+        SUBSET: "expected ⊆ actual: expected calls in this order, extra calls allowed",
+        SUPERSET: "expected ⊇ actual: no call outside the expected list",
+    }
+
+
+def match_calls(
+    calls: Sequence[TrajectoryToolCall],
+    args: Matcher | None = None,
+    result: Matcher | None = None,
+    is_error: bool | None = None,
+    enough: int | None = None,
+) -> tuple[int, int]:
+    """``(matched, undecided)``: calls that match, and calls that could not be read.
+
+    With ``enough``, counting stops once that many calls matched.
+    """
+    matched = undecided = 0
+    for call in calls:
+        if matched == enough:
+            break
+        if is_error is not None and call.is_error != is_error:
+            continue
+        answers = []
+        if args is not None:
+            answers.append(args.match(call.arguments))
+        if result is not None:
+            answers.append(result.match(call.result) if call.executed else False)
+        if False in answers:
+            continue
+        if None in answers:
+            undecided += 1
+        else:
+            matched += 1
+    return matched, undecided
+
+
+def _result_matcher(spec: Any) -> Matcher:
+    """Results are compared whole: a plain mapping means equality, not a subset, because
+    a redacted result is one digest of the whole value. Pass ``Subset({...})`` to match
+    part of a verbatim result."""
+    if isinstance(spec, Matcher) or callable(spec):
+        return as_matcher(spec)
+    return EqualTo(spec)
+
+
+def _settle(count: Count, matched: int, undecided: int) -> bool | None:
+    """The count's verdict over every possible reading of the undecided calls."""
+    verdicts = {count.check(n) for n in range(matched, matched + undecided + 1)}
+    return verdicts.pop() if len(verdicts) == 1 else None
+
+
+def _seen(calls: Sequence[TrajectoryToolCall], limit: int = 5) -> list[str]:
+    return [short(call.arguments) for call in calls[:limit]]
+
+
+class CalledTool(ToolCallsAssertion):
+    kind = "called_tool"
+
+    def __init__(
+        self,
+        name: str,
+        args: Any = None,
+        *,
+        result: Any = UNSET,
+        is_error: bool | None = None,
+        count: int | Count | None = None,
+    ) -> None:
+        super().__init__(name, args)
+        self.expected_result = None if result is UNSET else _result_matcher(result)
+        self.is_error = is_error
+        self.count = as_count(count)
+
+    def describe(self) -> str:
+        parts = [self.tool]
+        if self.args is not None:
+            parts.append(self.args.describe())
+        if self.expected_result is not None:
+            parts.append(f"result={self.expected_result.describe()}")
+        if self.is_error is not None:
+            parts.append(f"is_error={self.is_error}")
+        if self.count != Count(1, None):
+            parts.append(self.count.describe())
+        return ", ".join(parts)
+
+    def evaluate(self, subject: Any) -> AssertionResult:
+        calls = self.calls(subject)
+        count = self.count
+        enough = count.low if count.high is None else count.high + 1
+        matched, undecided = match_calls(
+            calls, self.args, self.expected_result, self.is_error, enough
+        )
+        verdict = _settle(self.count, matched, undecided)
+        context = {"calls": len(calls), "matched": matched, "undecided": undecided}
+        if verdict is None:
+            return self.not_evaluable(
+                f"{undecided} call(s) of {self.tool!r}: the matcher {VERBATIM_HINT}", **context
+            )
+        if verdict:
+            return self.result(True, "", **context)
+        if not calls:
+            message = f"{self.tool!r} was never called"
+        else:
+            found = f"more than {count.high}" if matched == enough else str(matched)
+            message = (
+                f"{self.tool!r} called {len(calls)} time(s), {found} matching; "
+                f"expected {count.describe()} matching; arguments seen: {_seen(calls)}"
+            )
+        return self.result(False, message, **context)
+
+
+class NotCalledTool(ToolCallsAssertion):
+    """``name`` was not called (with arguments matching ``args``, if given)."""
+
+    kind = "not_called_tool"
+
+    def evaluate(self, subject: Any) -> AssertionResult:
+        calls = self.calls(subject)
+        matched, undecided = match_calls(calls, self.args, enough=1)
+        verdict = _settle(at_most(0), matched, undecided)
+        if verdict is None:
+            return self.not_evaluable(f"calls of {self.tool!r}: the matcher {VERBATIM_HINT}")
+        message = "" if verdict else f"{self.tool!r} was called {matched} time(s)"
+        return self.result(verdict, message, calls=len(calls), matched=matched)
+
+
+class UsedNoTools(Assertion):
+    kind = "used_no_tools"
+
+    def evaluate(self, subject: Any) -> AssertionResult:
+        calls = Trajectory.of(run_of(subject, self.kind)).all_calls
+        if not calls:
+            return self.result(True)
+        return self.result(False, f"tools were called: {[call.name for call in calls][:20]!r}")
+
+
+class MaxToolCalls(Assertion):
+    """At most ``limit`` tool calls in all (or of tool ``name``); partial credit above."""
+
+    kind = "max_tool_calls"
+
+    def __init__(self, limit: int, name: str | None = None) -> None:
+        self.limit = limit
+        self.tool = name
+
+    def describe(self) -> str:
+        return str(self.limit) if self.tool is None else f"{self.limit}, {self.tool}"
+
+    def evaluate(self, subject: Any) -> AssertionResult:
+        view = Trajectory.of(run_of(subject, self.kind))
+        used = len(view.all_calls if self.tool is None else view.calls_of(self.tool))
+        message = (
+            "" if used <= self.limit else f"{used} tool calls exceed the limit of {self.limit}"
+        )
+        return self.result(budget_score(used, self.limit), message, calls=used)
+
+
+class NoFailedActions(Assertion):
+    """No tool call failed and the run recorded no error (as in Instructor); partial
+    credit is the share of calls that succeeded (0 when the run itself has errors)."""
+
+    kind = "no_failed_actions"
+
+    def evaluate(self, subject: Any) -> AssertionResult:
+        run = run_of(subject, self.kind)
+        calls = Trajectory.of(run).all_calls
+        failed = [call.name for call in calls if call.is_error]
+        if run.errors:
+            message = f"the run recorded errors: {run.errors[:200]}"
+            return self.result(0.0, message, failed=failed, run_errors=True)
+        if not failed:
+            return self.result(True, "", calls=len(calls))
+        score = 1.0 - len(failed) / len(calls)
+        return self.result(score, f"failed tool calls: {failed!r}", failed=failed)
+
+
+class ToolOrder(Assertion):
+    kind = "tool_order"
+
+    def __init__(self, names: Sequence[str], mode: str = ToolOrderMode.SUBSET) -> None:
+        if isinstance(names, str):
+            raise TypeError("tool_order takes a list of tool names, not one string")
+        if mode not in ToolOrderMode.ALL:
+            meanings = "; ".join(f"{m!r}: {ToolOrderMode.MEANING[m]}" for m in ToolOrderMode.ALL)
+            raise ValueError(f"unknown tool_order mode {mode!r}. Modes: {meanings}")
+        self.names = list(names)
+        self.mode = mode
+
+    def describe(self) -> str:
+        return f"{self.mode}: {' > '.join(self.names)}"
+
+    def evaluate(self, subject: Any) -> AssertionResult:
+        actual = Trajectory.of(run_of(subject, self.kind)).call_names
+        expected = self.names
+        mode = self.mode
+        if mode == ToolOrderMode.STRICT:
+            ok = actual == expected
+            longest = max(len(actual), len(expected))
+            score = 1.0 if ok else lcs_length(expected, actual) / longest
+        elif mode == ToolOrderMode.UNORDERED:
+            longest = max(len(actual), len(expected))
+            score = multiset_overlap(expected, actual) / longest if longest else 1.0
+        elif mode == ToolOrderMode.SUBSET:
+            score = lcs_length(expected, actual) / len(expected) if expected else 1.0
+        else:
+            allowed = set(expected)
+            inside = sum(1 for name in actual if name in allowed)
+            score = inside / len(actual) if actual else 1.0
+        message = (
+            ""
+            if score >= 1.0
+            else (
+                f"mode {mode!r} ({ToolOrderMode.MEANING[mode]}): expected {expected!r}, "
+                f"actual {actual!r}"
+            )
+        )
+        return self.result(score, message, mode=mode, expected=expected, actual=actual)

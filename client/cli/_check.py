@@ -1,0 +1,299 @@
+"""``evalport check URL``: protocol conformance of a live server, one line per check.
+
+What is checked, in order (later checks use the session the earlier ones opened):
+
+- ``health``: 200 JSON with ``status: "ok"``, ``protocol: "1"`` and the agent's name and
+  version;
+- ``auth`` (when a token is given): no token and a wrong token are 401 problems;
+- ``create``: 201 with a non-empty ``sessionId``;
+- ``turn`` and ``second turn``: 200 runs that decode, with valid status, UUID step and
+  tool ids, known stop reasons, and ``turns`` counting 1 then 2 (accumulated runs);
+- ``attach``: ``GET`` returns the same accumulated run;
+- ``malformed JSON`` (400), ``invalid body`` (422 with field errors), ``unknown session``
+  (404): each an RFC 9457 problem (``application/problem+json``, ``type``, ``title``,
+  ``status`` equal to the HTTP status, no stack trace);
+- ``approvals`` (when ``/health`` lists the capability): decisions posted while nothing
+  is pending are a 409 ``not-suspended`` problem;
+- ``delete``: 204, after which the session is a 404 problem.
+
+Exit ``0`` when everything passed, ``1`` when a check failed, ``3`` when the server cannot
+be reached, ``2`` for usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import uuid
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+import msgspec
+from evalport.protocol import (
+    PROBLEM_CONTENT_TYPE,
+    AgentRun,
+    ProblemType,
+    ProtocolError,
+    RunStatus,
+    StopReason,
+    decode_run,
+)
+
+from ._common import EXIT_FAILED, EXIT_OK, EXIT_UNREACHABLE, fail
+
+HELP = "check a server's protocol conformance"
+
+
+@dataclass(slots=True)
+class CheckResult:
+    name: str
+    ok: bool
+    detail: str = ""
+
+
+class Unreachable(Exception):
+    """The server could not be reached at all."""
+
+
+class _Failed(Exception):
+    pass
+
+
+def _uuid_or_empty(value: str, where: str) -> None:
+    if value:
+        try:
+            uuid.UUID(value)
+        except ValueError:
+            raise _Failed(f"{where} is {value!r}, not a UUID") from None
+
+
+def _validate_run(run: AgentRun, turns: int) -> None:
+    if run.turns != turns:
+        raise _Failed(f"run.turns is {run.turns}, expected {turns} (runs are accumulated)")
+    if run.status not in RunStatus.ALL:
+        raise _Failed(f"run.status {run.status!r} is not one of {', '.join(RunStatus.ALL)}")
+    for index, step in enumerate(run.steps):
+        _uuid_or_empty(step.id, f"steps[{index}].id")
+        for position, execution in enumerate(step.tool_executions):
+            _uuid_or_empty(execution.id, f"steps[{index}].toolExecutions[{position}].id")
+        if step.stop_signal and step.stop_signal.reason not in StopReason.ALL:
+            raise _Failed(f"steps[{index}].stopSignal.reason {step.stop_signal.reason!r}")
+    for index, record in enumerate(run.tools):
+        _uuid_or_empty(record.id, f"tools[{index}].id")
+    if run.stop_signal and run.stop_signal.reason not in StopReason.ALL:
+        raise _Failed(f"stopSignal.reason {run.stop_signal.reason!r} is not a known reason")
+
+
+def _problem(response: httpx.Response, status: int, kind: str | None = None) -> dict[str, Any]:
+    if response.status_code != status:
+        raise _Failed(f"HTTP {response.status_code}, expected {status}: {response.text[:200]}")
+    content_type = response.headers.get("content-type", "")
+    if not content_type.startswith(PROBLEM_CONTENT_TYPE):
+        raise _Failed(f"content-type {content_type!r}, expected {PROBLEM_CONTENT_TYPE}")
+    if "Traceback" in response.text:
+        raise _Failed("the problem body contains a stack trace")
+    try:
+        body = response.json()
+    except ValueError:
+        raise _Failed("the problem body is not JSON") from None
+    if not isinstance(body, dict) or not {"type", "title", "status"} <= body.keys():
+        raise _Failed(f"a problem needs type, title and status: {response.text[:200]}")
+    if body["status"] != status:
+        raise _Failed(f"problem status {body['status']} differs from HTTP {status}")
+    if kind is not None and body["type"] != kind:
+        raise _Failed(f"problem type {body['type']!r}, expected {kind!r}")
+    return body
+
+
+class _Checker:
+    def __init__(self, client: httpx.AsyncClient, token: str | None, message: str) -> None:
+        self.client = client
+        self.token = token
+        self.message = message
+        self.results: list[CheckResult] = []
+        self.session_id: str | None = None
+        self.run: AgentRun | None = None
+        self.capabilities: set[str] = set()
+
+    def headers(self, token: str | None = None) -> dict[str, str]:
+        token = self.token if token is None else token
+        return {"Authorization": f"Bearer {token}"} if token else {}
+
+    async def check(self, name: str, step: Any) -> bool:
+        try:
+            detail = await step()
+        except _Failed as failure:
+            self.results.append(CheckResult(name, False, str(failure)))
+            return False
+        except (httpx.HTTPError, ProtocolError) as error:
+            self.results.append(CheckResult(name, False, f"{type(error).__name__}: {error}"))
+            return False
+        self.results.append(CheckResult(name, True, detail or ""))
+        return True
+
+    async def health(self) -> str:
+        try:
+            response = await self.client.get("health", headers=self.headers())
+        except httpx.TransportError as error:
+            raise Unreachable(f"{type(error).__name__}: {error}") from None
+        if response.status_code != 200:
+            raise _Failed(f"HTTP {response.status_code}: {response.text[:200]}")
+        body = response.json()
+        if not isinstance(body, dict) or body.get("status") != "ok":
+            raise _Failed(f'expected {{"status": "ok", ...}}, got {response.text[:200]}')
+        if body.get("protocol") != "1":
+            raise _Failed(f"protocol is {body.get('protocol')!r}, expected '1'")
+        agent = body.get("agent")
+        if not isinstance(agent, dict) or not all(
+            isinstance(agent.get(key), str) for key in ("name", "version")
+        ):
+            raise _Failed("agent must carry a name and a version")
+        capabilities = body.get("capabilities")
+        self.capabilities = set(capabilities) if isinstance(capabilities, list) else set()
+        return f"{agent['name']} {agent['version']}"
+
+    async def auth(self) -> str:
+        url = "evals/sessions"
+        missing = await self.client.post(url, json={})
+        _problem(missing, 401, ProblemType.UNAUTHORIZED)
+        wrong = await self.client.post(url, json={}, headers=self.headers("wrong-" + "x" * 16))
+        _problem(wrong, 401, ProblemType.UNAUTHORIZED)
+        return "no token and a wrong token are refused"
+
+    async def create(self) -> str:
+        body = {"caseId": "evalport-check", "description": "protocol conformance check"}
+        response = await self.client.post("evals/sessions", json=body, headers=self.headers())
+        if response.status_code != 201:
+            raise _Failed(f"HTTP {response.status_code}, expected 201: {response.text[:200]}")
+        session_id = response.json().get("sessionId")
+        if not isinstance(session_id, str) or not session_id:
+            raise _Failed("sessionId must be a non-empty string")
+        self.session_id = session_id
+        return session_id
+
+    def _session_url(self, session_id: str | None = None) -> str:
+        return "evals/sessions/" + quote(session_id or self.session_id or "", safe="")
+
+    async def turn(self, number: int) -> str:
+        response = await self.client.post(
+            self._session_url() + "/turns", json={"message": self.message}, headers=self.headers()
+        )
+        if response.status_code != 200:
+            raise _Failed(f"HTTP {response.status_code}, expected 200: {response.text[:200]}")
+        run = decode_run(response.content)
+        _validate_run(run, number)
+        self.run = run
+        return f"status {run.status}, {len(run.steps)} steps, {len(run.tools)} tool calls"
+
+    async def attach(self) -> str:
+        response = await self.client.get(self._session_url(), headers=self.headers())
+        if response.status_code != 200:
+            raise _Failed(f"HTTP {response.status_code}, expected 200: {response.text[:200]}")
+        run = decode_run(response.content)
+        _validate_run(run, 2)
+        if self.run is not None and msgspec.to_builtins(run) != msgspec.to_builtins(self.run):
+            raise _Failed("the attached run differs from the run of the last turn")
+        return "same accumulated run"
+
+    async def malformed(self) -> str:
+        response = await self.client.post(
+            self._session_url() + "/turns",
+            content=b'{"message": ',
+            headers={**self.headers(), "Content-Type": "application/json"},
+        )
+        _problem(response, 400, ProblemType.MALFORMED_JSON)
+        return "400 problem"
+
+    async def invalid(self) -> str:
+        response = await self.client.post(
+            self._session_url() + "/turns", json={"msg": 1}, headers=self.headers()
+        )
+        body = _problem(response, 422, ProblemType.INVALID_BODY)
+        if not body.get("errors"):
+            raise _Failed("a 422 problem should list the invalid fields in errors")
+        return "422 problem naming " + ", ".join(str(e.get("path")) for e in body["errors"])
+
+    async def unknown(self) -> str:
+        response = await self.client.post(
+            self._session_url("no-such-session-" + uuid.uuid4().hex) + "/turns",
+            json={"message": "hi"},
+            headers=self.headers(),
+        )
+        _problem(response, 404, ProblemType.SESSION_NOT_FOUND)
+        return "404 problem"
+
+    async def approvals(self) -> str:
+        decisions = {"decisions": {"evalport-check": {"decision": "approve"}}}
+        response = await self.client.post(
+            self._session_url() + "/approvals", json=decisions, headers=self.headers()
+        )
+        _problem(response, 409, ProblemType.NOT_SUSPENDED)
+        return "409 problem: nothing is waiting for approval"
+
+    async def delete(self) -> str:
+        response = await self.client.delete(self._session_url(), headers=self.headers())
+        if response.status_code != 204:
+            raise _Failed(f"HTTP {response.status_code}, expected 204: {response.text[:200]}")
+        after = await self.client.get(self._session_url(), headers=self.headers())
+        _problem(after, 404, ProblemType.SESSION_NOT_FOUND)
+        return "204, then 404"
+
+    async def run_all(self) -> list[CheckResult]:
+        if not await self.check("health", self.health):
+            return self.results
+        if self.token:
+            await self.check("auth", self.auth)
+        if await self.check("create", self.create):
+            if await self.check("turn", lambda: self.turn(1)):
+                await self.check("second turn", lambda: self.turn(2))
+                await self.check("attach", self.attach)
+            await self.check("malformed JSON", self.malformed)
+            await self.check("invalid body", self.invalid)
+            await self.check("unknown session", self.unknown)
+            if "approvals" in self.capabilities:
+                await self.check("approvals", self.approvals)
+            await self.check("delete", self.delete)
+        return self.results
+
+
+async def check_server(
+    url: str,
+    *,
+    token: str | None = None,
+    message: str = "Hello from evalport check",
+    transport: httpx.AsyncBaseTransport | None = None,
+    timeout: float = 30.0,
+) -> list[CheckResult]:
+    """Run every check against the server at ``url``; raises :class:`Unreachable`."""
+    base = url if url.endswith("/") else url + "/"
+    async with httpx.AsyncClient(base_url=base, transport=transport, timeout=timeout) as client:
+        return await _Checker(client, token, message).run_all()
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("url", metavar="URL", help="base URL where the protocol is mounted")
+    parser.add_argument("--token-env", metavar="VAR", help="environment variable with the token")
+    parser.add_argument("--message", default="Hello from evalport check", help="turn message")
+    parser.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
+
+
+def main(args: argparse.Namespace) -> int:
+    token = None
+    if args.token_env:
+        token = os.environ.get(args.token_env)
+        if not token:
+            return fail("check", f"--token-env {args.token_env}: the variable is not set")
+    try:
+        results = asyncio.run(
+            check_server(args.url, token=token, message=args.message, timeout=args.timeout)
+        )
+    except Unreachable as error:
+        return fail("check", f"{args.url} is unreachable: {error}", EXIT_UNREACHABLE)
+    for result in results:
+        print(f"{'PASS' if result.ok else 'FAIL'}  {result.name}: {result.detail}")
+    failed = [result for result in results if not result.ok]
+    print(f"{len(results) - len(failed)} of {len(results)} checks passed")
+    return EXIT_FAILED if failed else EXIT_OK

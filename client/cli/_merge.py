@@ -1,0 +1,72 @@
+"""``evalport merge SHARD...``: join the results of a sharded run (``--shard I/N``).
+
+Writes the merged summary (``-o``) and optionally JUnit and Markdown; with ``--pass-rate``
+every case is re-gated from its saved trial verdicts, without running anything. Exit code
+as for ``run``: ``0`` when no case failed or errored, else ``1``.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import msgspec
+
+from .._config import ConfigError
+from .._results import case_verdict, required_passes
+from ..reports._base import RunReport
+from ..reports._compare import merge
+from ..reports._console import summary_lines
+from ..reports._files import JsonReporter, load_summary
+from ..reports._junit import JUnitReporter
+from ..reports._markdown import MarkdownReporter
+from ..reports._summary import CaseSummary, RunSummary, summarize
+from ._common import EXIT_FAILED, EXIT_OK, fail
+
+HELP = "merge the results of sharded runs"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("shards", nargs="+", metavar="RESULTS", help="--json files or run folders")
+    parser.add_argument("-o", "--output", metavar="F", help="write the merged summary here")
+    parser.add_argument("--junit", metavar="F", help="write JUnit XML")
+    parser.add_argument("--md", metavar="F", help="write a Markdown summary")
+    parser.add_argument(
+        "--pass-rate", type=float, metavar="R", help="re-gate every case at this pass rate"
+    )
+
+
+def regate(summary: RunSummary, pass_rate: float) -> RunSummary:
+    """The same results judged again at ``pass_rate`` (from the saved trial verdicts)."""
+    cases: list[CaseSummary] = []
+    for case in summary.cases:
+        verdicts = case.trial_verdicts
+        cases.append(
+            msgspec.structs.replace(
+                case,
+                verdict=case_verdict(verdicts, pass_rate),
+                pass_rate=pass_rate,
+                required=required_passes(len(verdicts), pass_rate),
+            )
+        )
+    provenance = msgspec.structs.replace(summary.provenance, pass_rate=pass_rate)
+    return summarize(cases, provenance, duration=summary.duration, load_errors=summary.load_errors)
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.pass_rate is not None and not 0.0 <= args.pass_rate <= 1.0:
+        return fail("merge", f"--pass-rate must be within [0, 1], got {args.pass_rate}")
+    try:
+        merged = merge([load_summary(path) for path in args.shards])
+    except ConfigError as error:
+        return fail("merge", str(error))
+    if args.pass_rate is not None:
+        merged = regate(merged, args.pass_rate)
+    report = RunReport(summary=merged)
+    if args.output:
+        JsonReporter(args.output).finish(report)
+    if args.junit:
+        JUnitReporter(args.junit).finish(report)
+    if args.md:
+        MarkdownReporter(args.md).finish(report)
+    print("\n".join(summary_lines(merged)))
+    return EXIT_OK if merged.ok else EXIT_FAILED

@@ -1,0 +1,233 @@
+"""``evalport run PATH``: discover cases, run them against a target, write every report.
+
+Rules:
+
+- Settings come from ``[tool.evalport]`` in the nearest ``pyproject.toml`` (see
+  :mod:`evalport.client._config`); an option given on the command line wins.
+- The target is ``--target URL`` (the protocol over HTTP, token from the variable named by
+  ``--token-env``) or ``--local module:attr`` (the agent in-process). An HTTP target's
+  ``/health`` is read before anything runs: unreachable is exit ``3``; a refused token or
+  a server speaking another protocol is exit ``2``.
+- ``--list`` prints the selected case ids and exits without a target.
+- Selecting no case at all is a usage error (exit ``2``), not a green run; an empty
+  shard is fine.
+- Reports: the console always; the run folder (``--out``, default
+  ``.evalport/runs/<UTC time>``); ``--json``, ``--junit``, ``--md``, ``--html`` files;
+  custom reporters from ``reporters`` in the configuration. ``--baseline F`` adds the
+  comparison with an earlier run to the console and Markdown output.
+- Exit ``0`` when no case failed or errored (and, under ``--strict``, none was only
+  scored) and every file loaded; ``1`` otherwise; ``2`` usage or configuration errors;
+  ``3`` target unreachable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from .._cache import RunCache
+from .._config import ConfigError, Settings, load_settings
+from .._runner import Runner, RunOptions
+from .._selection import parse_shard, select
+from ..reports._base import load_reporter
+from ..reports._compare import compare
+from ..reports._console import ConsoleReporter
+from ..reports._files import JsonReporter, RunFolderReporter, load_summary
+from ..reports._html import HtmlReporter
+from ..reports._junit import JUnitReporter
+from ..reports._markdown import MarkdownReporter
+from ._common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE, fail
+from ._targets import TargetUnreachable, build_judge, build_target
+
+HELP = "run eval cases against a target"
+
+# option dest -> Settings field, for the options that [tool.evalport] can also set
+_SETTINGS = (
+    "target",
+    "local",
+    "token_env",
+    "tags",
+    "exclude_tags",
+    "keyword",
+    "repeat",
+    "pass_rate",
+    "min_lower_bound",
+    "concurrency",
+    "rps",
+    "timeout",
+    "strict",
+    "cache",
+    "fresh",
+    "cache_dir",
+    "out",
+    "json",
+    "junit",
+    "md",
+    "html",
+    "baseline",
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add = parser.add_argument
+    add("path", nargs="?", metavar="PATH", help="eval file or folder (default from config)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--target", metavar="URL", help="base URL of the agent's eval protocol")
+    where.add_argument("--local", metavar="TARGET", help="in-process agent: module:attr")
+    add("--token-env", metavar="VAR", help="environment variable holding the bearer token")
+    add("--tag", dest="tags", action="append", metavar="T", help="run cases with tag T")
+    add("--exclude-tag", dest="exclude_tags", action="append", metavar="T", help="skip tag T")
+    add(
+        "-k", dest="keyword", metavar="EXPR", help="select cases by id words: 'refund and not slow'"
+    )
+    add("--repeat", type=int, metavar="N", help="trials per case (default 1)")
+    add("--pass-rate", type=float, metavar="R", help="share of trials that must pass (default 1)")
+    add("--min-lower-bound", type=float, metavar="L", help="fail cases whose Wilson low bound < L")
+    add("--concurrency", type=int, metavar="N", help="trials in flight at once (default 8)")
+    add("--rps", type=float, metavar="R", help="at most R requests per second to the target")
+    add("--timeout", type=float, metavar="S", help="seconds per trial (default 120)")
+    add("--strict", action="store_true", default=None, help="a scored case fails the run")
+    add("--cache", action="store_true", default=None, help="replay recorded turns when unchanged")
+    add("--fresh", action="store_true", default=None, help="record again, read no recording")
+    add("--cache-dir", metavar="DIR", help="where recordings live (default .evalport/cache)")
+    add("--attach", metavar="SESSION_ID", help="evaluate an existing session instead")
+    add("--out", metavar="DIR", help="run folder (default .evalport/runs/<time>)")
+    add("--json", metavar="F", help="write the results summary as JSON")
+    add("--junit", metavar="F", help="write JUnit XML")
+    add("--md", metavar="F", help="write a Markdown summary ($GITHUB_STEP_SUMMARY)")
+    add("--html", metavar="F", help="write a self-contained HTML report")
+    add("--baseline", metavar="F", help="compare with an earlier --json file or run folder")
+    add("--shard", metavar="I/N", help="run the I-th of N shards of the cases")
+    add("--list", action="store_true", help="list the selected cases and exit")
+    add("--config", metavar="PYPROJECT", help="read [tool.evalport] from this file")
+
+
+def resolve_settings(args: argparse.Namespace) -> Settings:
+    """Configuration file values, overridden by the options given explicitly."""
+    start = Path(args.path) if args.path else Path.cwd()
+    file = Path(args.config) if args.config else None
+    settings = load_settings(start if start.exists() else Path.cwd(), file=file)
+    if args.target or args.local:  # the command line names the target: config's is replaced
+        settings.target = settings.local = None
+    for name in _SETTINGS:
+        value = getattr(args, name, None)
+        if value is not None:
+            setattr(settings, name, value)
+    if args.path:
+        settings.path = args.path
+    return settings.validate("command line")
+
+
+def _discover(path: str) -> tuple[list[Any], list[str]]:
+    from .._discovery import DuplicateCaseError, discover
+
+    if not Path(path).exists():
+        raise ConfigError(f"{path}: no such file or folder")
+    try:
+        cases, errors = discover(path)
+    except DuplicateCaseError as error:
+        raise ConfigError(str(error)) from None
+    return list(cases), [str(error) for error in errors]
+
+
+def _reporters(settings: Settings, out: Path) -> list[object]:
+    reporters: list[object] = [ConsoleReporter(), RunFolderReporter(out)]
+    baseline = load_summary(settings.baseline) if settings.baseline else None
+    if settings.json:
+        reporters.append(JsonReporter(settings.json))
+    if settings.junit:
+        reporters.append(JUnitReporter(settings.junit))
+    if settings.md:
+        reporters.append(MarkdownReporter(settings.md, baseline=baseline))
+    if settings.html:
+        reporters.append(HtmlReporter(settings.html))
+    reporters += [load_reporter(spec) for spec in settings.reporters]
+    return reporters
+
+
+def _out_folder(settings: Settings) -> Path:
+    if settings.out:
+        return Path(settings.out)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return Path(".evalport") / "runs" / f"{stamp}-{os.getpid()}"
+
+
+async def _run(
+    args: argparse.Namespace, settings: Settings, cases: list[Any], errors: list[str]
+) -> int:
+    out = _out_folder(settings)
+    reporters = _reporters(settings, out)
+    options = RunOptions(
+        repeat=settings.repeat,
+        pass_rate=settings.pass_rate,
+        concurrency=settings.concurrency,
+        rps=settings.rps,
+        timeout=settings.timeout,
+        strict=settings.strict,
+        min_lower_bound=settings.min_lower_bound,
+        attach=args.attach,
+        shard=args.shard,
+        command=["evalport", "run", *sys.argv[2:]],
+    )
+    cache = RunCache(settings.cache_dir, fresh=settings.fresh) if settings.cache else None
+    target = build_target(settings)
+    judge = None
+    try:
+        try:
+            await target.prepare()
+        except TargetUnreachable as error:
+            return fail("run", str(error), EXIT_UNREACHABLE)
+        judge = build_judge(settings)
+        runner = Runner(target.target, options, judge=judge, cache=cache, reporters=reporters)
+        report = await runner.run(cases, load_errors=errors)
+    finally:
+        await target.aclose()
+        aclose = getattr(judge, "aclose", None)
+        if aclose is not None:
+            await aclose()
+    for problem in [*runner.reporters.errors, *(cache.errors if cache else [])]:
+        print(f"evalport run: warning: {problem}", file=sys.stderr)
+    if settings.baseline:
+        print("\n".join(compare(load_summary(settings.baseline), report.summary).lines()))
+    print(f"run folder: {out}")
+    return EXIT_OK if report.summary.ok else EXIT_FAILED
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        settings = resolve_settings(args)
+        if not settings.path:
+            return fail("run", "give a PATH to the eval files (or path = ... in [tool.evalport])")
+        shard = parse_shard(args.shard) if args.shard else None
+        cases, errors = _discover(settings.path)
+        cases = select(
+            cases,
+            tags=settings.tags,
+            exclude_tags=settings.exclude_tags,
+            keyword=settings.keyword,
+            shard=shard,
+        )
+        if args.list:
+            for case in cases:
+                print(case.id)
+            for error in errors:
+                print(f"load error: {error}", file=sys.stderr)
+            return EXIT_FAILED if errors else EXIT_OK
+        if not cases and not errors and shard is None:
+            return fail(
+                "run",
+                f"no case to run under {settings.path} (eval files are named *_eval.py or "
+                "eval_*.py; check --tag, --exclude-tag and -k)",
+            )
+        if not settings.target and not settings.local:
+            return fail("run", "give --target URL or --local module:attr (or set one in config)")
+        return asyncio.run(_run(args, settings, cases, errors))
+    except ConfigError as error:
+        return fail("run", str(error), EXIT_USAGE)
+    except KeyboardInterrupt:
+        return fail("run", "interrupted; open sessions were closed", EXIT_INTERRUPTED)

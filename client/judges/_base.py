@@ -1,0 +1,119 @@
+"""The judge protocol: what a judge is asked, what it answers, how it fails.
+
+Rules:
+
+- A :class:`Judge` takes a :class:`JudgeRequest` (the criterion, the text under judgement,
+  the redacted run, the user's input, the reference) and returns a :class:`JudgeVerdict`:
+  a score in [0, 1], a reason, the evidence it quoted and the tokens it spent.
+- A judge that cannot produce a verdict (transport failure, a malformed answer after the
+  bounded retries, a score outside [0, 1]) raises :class:`JudgeError`. There is no
+  implicit pass: a missing or unparseable verdict never becomes a score.
+- ``verdict.usage`` counts the judge's own tokens for this call only: a verdict served
+  from the cache spent nothing and says so (``cached=True``, zero tokens). Judge tokens
+  are never added to the target's usage.
+- ``request.sample`` numbers repeated samples of the same request (``samples=N``) so that
+  a cache keeps them apart.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+import msgspec
+from evalport.protocol import AgentRun
+
+
+class JudgeError(Exception):
+    """A judge could not produce a verdict; the assertion is then not evaluated."""
+
+
+class MalformedAnswer(JudgeError):
+    """The judge's server answered, but not with a usable completion or verdict."""
+
+
+class Example(msgspec.Struct, frozen=True, kw_only=True):
+    """A few-shot example for a custom criterion: an output and the score it deserves."""
+
+    output: str
+    score: float
+    reason: str = ""
+    input: str | None = None
+
+
+class Criterion(msgspec.Struct, frozen=True, kw_only=True):
+    """What to judge and how (build them with :mod:`evalport.client.judges.criteria`).
+
+    ``instructions`` is the rubric, written by the eval author (trusted text).
+    ``reference`` is material the output is compared with; ``reference_label`` says what
+    it is ("expected answer", "source text", ...). ``scope`` is ``"output"`` to judge one
+    text, ``"trajectory"`` to judge the whole conversation. ``levels`` (worst to best)
+    makes it a classifier: the judge picks one level and the score is the level's
+    position (or the expected position under the answer distribution) over
+    ``len(levels) - 1``.
+    """
+
+    name: str
+    instructions: str
+    reference: str | None = None
+    reference_label: str = "reference"
+    scope: str = "output"
+    examples: tuple[Example, ...] = ()
+    levels: tuple[str, ...] | None = None
+
+    @property
+    def is_classifier(self) -> bool:
+        return self.levels is not None
+
+
+class JudgeRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """One question to a judge. Everything but the criterion is untrusted data."""
+
+    criterion: Criterion
+    output: str
+    input: str | None = None
+    transcript: str | None = None
+    run: AgentRun | None = None
+    sample: int = 0
+
+    @property
+    def reference(self) -> str | None:
+        return self.criterion.reference
+
+
+class JudgeUsage(msgspec.Struct, frozen=True, kw_only=True):
+    """Tokens a judge call spent (its own, apart from the target's)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def __add__(self, other: JudgeUsage) -> JudgeUsage:
+        return JudgeUsage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+        )
+
+
+class JudgeVerdict(msgspec.Struct, kw_only=True):
+    """A judge's answer."""
+
+    score: float
+    reason: str = ""
+    evidence: list[str] = msgspec.field(default_factory=list)
+    usage: JudgeUsage = msgspec.field(default_factory=JudgeUsage)
+    model: str | None = None
+    cached: bool = False
+    details: dict[str, Any] = msgspec.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.score, bool) or not 0.0 <= self.score <= 1.0:
+            raise JudgeError(f"a verdict's score must be a number in [0, 1], got {self.score!r}")
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """Anything that grades a :class:`JudgeRequest`."""
+
+    @property
+    def model(self) -> str | None: ...
+
+    async def judge(self, request: JudgeRequest) -> JudgeVerdict: ...

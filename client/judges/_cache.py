@@ -1,0 +1,69 @@
+"""A judge cache on disk: the same question to the same model is paid for once.
+
+Rules:
+
+- The key is the SHA-256 of the compact JSON of ``{model, messages, params}``, where the
+  messages are rendered with the fixed cache nonce (real calls use fresh nonces) and the
+  params hold everything else that changes the answer (temperature, answer format, sample
+  index, the judge kind). Change any of them and the entry is different.
+- One file per entry, ``<dir>/<key[:2]>/<key>.json``, written atomically (temporary file
+  then rename), so concurrent runs and a crash mid-write never leave a torn entry. An
+  entry that cannot be read is treated as a miss and overwritten.
+- Only verdicts are cached, never judge errors. A hit returns the verdict with
+  ``cached=True`` and zero tokens (nothing was spent this time).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from evalport.protocol import compact_json
+
+from ._base import JudgeError, JudgeUsage, JudgeVerdict
+
+
+def cache_key(model: str, messages: Sequence[Mapping[str, str]], params: Mapping[str, Any]) -> str:
+    """The cache key of one judge call (hex SHA-256)."""
+    payload = {"v": 1, "model": model, "messages": list(messages), "params": dict(params)}
+    return hashlib.sha256(compact_json(payload)).hexdigest()
+
+
+class JudgeCache:
+    """Verdicts on disk under ``directory`` (created on first write)."""
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.directory = Path(directory)
+        self.hits = 0
+        self.misses = 0
+
+    def _path(self, key: str) -> Path:
+        return self.directory / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> JudgeVerdict | None:
+        try:
+            verdict = msgspec.json.decode(self._path(key).read_bytes(), type=JudgeVerdict)
+        except (OSError, msgspec.DecodeError, msgspec.ValidationError, ValueError, JudgeError):
+            self.misses += 1
+            return None
+        self.hits += 1
+        verdict.cached = True
+        verdict.usage = JudgeUsage()
+        return verdict
+
+    def put(self, key: str, verdict: JudgeVerdict) -> None:
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        try:
+            with os.fdopen(handle, "wb") as file:
+                file.write(msgspec.json.encode(verdict))
+            os.replace(temporary, path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise

@@ -1,0 +1,227 @@
+"""A small client for OpenAI-compatible chat completions (judges and simulated users).
+
+Rules:
+
+- One endpoint, ``POST {base_url}/chat/completions``, the API OpenAI, Azure (with
+  ``auth_header="api-key"`` and ``params={"api-version": ...}``), vLLM, Ollama, LM Studio
+  and llama.cpp all serve. Temperature 0 unless told otherwise.
+- The API key is read from the environment variable ``api_key_env`` at call time, never
+  stored in configuration, and scrubbed from every error text; ``api_key_env=None`` sends no key (local servers). A named
+  variable that is unset is a clear :class:`~.base.JudgeError`.
+- 429 and 5xx answers and transport errors (timeouts included) are retried up to
+  ``max_retries`` times with exponential backoff and jitter, honouring ``Retry-After``
+  (capped at ``max_backoff``). Other 4xx answers are not retried.
+- Optional features (a JSON-schema ``response_format``, ``logprobs``) are dropped once,
+  and for the client's lifetime, when the server answers 400/422 to a request using them;
+  callers then fall back to plain JSON parsing or to the chosen answer alone.
+- A 200 whose body is not a chat completion raises :class:`MalformedAnswer`, which the
+  callers count against their bounded retries on malformed output.
+- At most ``concurrency`` requests are in flight per client (judges run in parallel
+  trials; this keeps a local server or a rate limit from being flooded).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import httpx
+import msgspec
+
+from .._errors import Secrets
+from ._base import JudgeError, JudgeUsage, MalformedAnswer
+
+_RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+
+
+class ChatCompletion(msgspec.Struct, kw_only=True):
+    """The parts of a completion evalport reads."""
+
+    content: str
+    usage: JudgeUsage
+    model: str | None = None
+    top_logprobs: list[tuple[str, float]] | None = None
+
+
+class ChatClient:
+    """Calls ``/chat/completions`` with retries, timeouts and feature fallback."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str = "https://api.openai.com/v1",
+        api_key_env: str | None = "OPENAI_API_KEY",
+        timeout: float = 60.0,
+        max_retries: int = 4,
+        backoff: float = 0.5,
+        max_backoff: float = 30.0,
+        temperature: float = 0.0,
+        params: Mapping[str, str] | None = None,
+        auth_header: str = "Authorization",
+        concurrency: int = 8,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        if not model:
+            raise ValueError("a chat model name is required (model=...)")
+        self.model = model
+        self.base_url = base_url.rstrip("/")
+        self.api_key_env = api_key_env
+        self.max_retries = max_retries
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self.temperature = temperature
+        self.auth_header = auth_header
+        self.structured_output = True
+        self.logprobs = True
+        self._slots = asyncio.Semaphore(max(1, concurrency))
+        self._client = httpx.AsyncClient(
+            timeout=timeout, transport=transport, params=dict(params or {})
+        )
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    def _headers(self) -> dict[str, str]:
+        if self.api_key_env is None:
+            return {}
+        key = os.environ.get(self.api_key_env)
+        if not key:
+            raise JudgeError(
+                f"environment variable {self.api_key_env} is not set: export the API key "
+                "there, or pass api_key_env=None for a server that needs no key"
+            )
+        if self.auth_header.lower() == "authorization":
+            return {"Authorization": f"Bearer {key}"}
+        return {self.auth_header: key}
+
+    def _body(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        schema: Mapping[str, Any] | None,
+        max_tokens: int | None,
+        top_logprobs: int,
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": list(messages),
+            "temperature": self.temperature,
+        }
+        if max_tokens is not None:
+            body["max_tokens"] = max_tokens
+        if schema is not None and self.structured_output:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "answer", "strict": True, "schema": dict(schema)},
+            }
+        if top_logprobs and self.logprobs:
+            body["logprobs"] = True
+            body["top_logprobs"] = top_logprobs
+        return body
+
+    async def complete(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        *,
+        schema: Mapping[str, Any] | None = None,
+        max_tokens: int | None = None,
+        top_logprobs: int = 0,
+    ) -> ChatCompletion:
+        """One completion; see the module rules for retries and fallbacks."""
+        headers = self._headers()
+        async with self._slots:
+            try:
+                return await self._complete(messages, headers, schema, max_tokens, top_logprobs)
+            except JudgeError as error:
+                # A gateway may echo the credentials: they never reach errors or reports.
+                keys = [value.removeprefix("Bearer ") for value in headers.values()]
+                scrubbed = Secrets([*headers.values(), *keys]).scrub(str(error))
+                if scrubbed == str(error):
+                    raise
+                raise type(error)(scrubbed) from None
+
+    async def _complete(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        headers: Mapping[str, str],
+        schema: Mapping[str, Any] | None,
+        max_tokens: int | None,
+        top_logprobs: int,
+    ) -> ChatCompletion:
+        attempt = 0
+        while True:
+            body = self._body(messages, schema, max_tokens, top_logprobs)
+            try:
+                response = await self._client.post(
+                    f"{self.base_url}/chat/completions", json=body, headers=headers
+                )
+            except httpx.TransportError as error:
+                if attempt >= self.max_retries:
+                    raise JudgeError(
+                        f"chat server {self.base_url} unreachable after {attempt + 1} "
+                        f"attempts: {type(error).__name__}: {error}"
+                    ) from error
+                await asyncio.sleep(self._delay(attempt, None))
+                attempt += 1
+                continue
+            status = response.status_code
+            if status in _RETRY_STATUS:
+                if attempt >= self.max_retries:
+                    raise JudgeError(
+                        f"chat server {self.base_url} answered {status} after "
+                        f"{attempt + 1} attempts: {response.text[:300]}"
+                    )
+                await asyncio.sleep(self._delay(attempt, response.headers.get("retry-after")))
+                attempt += 1
+                continue
+            if status in (400, 422) and ("response_format" in body or "logprobs" in body):
+                self.structured_output = self.structured_output and "response_format" not in body
+                self.logprobs = self.logprobs and "logprobs" not in body
+                continue
+            if status != 200:
+                raise JudgeError(
+                    f"chat server {self.base_url} answered {status}: {response.text[:300]}"
+                )
+            return _completion(response.content)
+
+    def _delay(self, attempt: int, retry_after: str | None) -> float:
+        if retry_after is not None:
+            try:
+                seconds = float(retry_after)
+            except ValueError:
+                seconds = math.nan
+            if math.isfinite(seconds) and seconds >= 0:
+                return min(seconds, self.max_backoff)
+        base = self.backoff * (2**attempt)
+        return float(min(base + random.uniform(0, self.backoff), self.max_backoff))
+
+
+def _completion(raw: bytes) -> ChatCompletion:
+    try:
+        data = msgspec.json.decode(raw)
+        choice = data["choices"][0]
+        content = choice["message"]["content"]
+    except (msgspec.DecodeError, KeyError, IndexError, TypeError) as error:
+        raise MalformedAnswer(f"the server's answer is not a chat completion: {error!r}") from None
+    if not isinstance(content, str):
+        raise MalformedAnswer("the completion has no text content")
+    usage = data.get("usage") or {}
+    tokens = JudgeUsage(
+        input_tokens=int(usage.get("prompt_tokens") or 0),
+        output_tokens=int(usage.get("completion_tokens") or 0),
+    )
+    top: list[tuple[str, float]] | None = None
+    logprobs = choice.get("logprobs")
+    if isinstance(logprobs, dict) and logprobs.get("content"):
+        first = logprobs["content"][0]
+        entries = first.get("top_logprobs") or [first]
+        top = [
+            (str(entry.get("token", "")), float(entry.get("logprob", -math.inf)))
+            for entry in entries
+            if isinstance(entry, dict)
+        ]
+    return ChatCompletion(content=content, usage=tokens, model=data.get("model"), top_logprobs=top)

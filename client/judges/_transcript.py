@@ -1,0 +1,116 @@
+"""The transcript a judge reads: a run rendered as plain text, turn by turn.
+
+Rules:
+
+- Turn by turn: the user's message, each step's tool calls with arguments, results,
+  errors and approval decisions (state and reason), then the assistant's reply. Pending
+  approvals and run errors close the transcript.
+- Runs arrive already redacted by the trace policy. A digest is shown as what it is,
+  ``<redacted sha256:1f2e3d4c... 23 bytes, shape {"card":"<string:23>"}>``, never as if it
+  were the value; an argument map shows its keys in clear.
+- Payloads longer than 2,000 characters are cut; a transcript longer than ``max_chars``
+  keeps its first third and its last two thirds of the budget, with the cut marked.
+- The transcript is data for the judge; :mod:`.prompts` fences it. Nothing here trusts it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from evalport.protocol import AgentRun, Step, compact_json, is_digest
+
+_MAX_VALUE_CHARS = 2000
+MAX_TRANSCRIPT_CHARS = 60_000
+
+
+def render_value(value: Any) -> str:
+    """A payload as text: verbatim JSON, or a digest spelled out as redacted."""
+    if is_digest(value):
+        digest_hash = str(value["hash"])
+        short = digest_hash[: len("sha256:") + 12] + "..."
+        return f"<redacted {short} {value['bytes']} bytes, shape {value['preview']}>"
+    if isinstance(value, dict):
+        inner = ", ".join(f"{key}: {render_value(item)}" for key, item in value.items())
+        return "{" + inner + "}"
+    text = value if isinstance(value, str) else compact_json(value).decode(errors="replace")
+    if len(text) > _MAX_VALUE_CHARS:
+        text = text[:_MAX_VALUE_CHARS] + f"... [{len(text) - _MAX_VALUE_CHARS} more chars]"
+    return text
+
+
+def _step_lines(step: Step) -> list[str]:
+    lines: list[str] = []
+    for execution in step.tool_executions:
+        lines.append(f"TOOL CALL {execution.name}({render_value(execution.arguments)})")
+        approval = execution.approval
+        if approval is not None:
+            reason = f": {approval.reason}" if approval.reason else ""
+            lines.append(f"  approval {approval.state}{reason}")
+        if execution.has_error:
+            lines.append(f"  error: {render_value(execution.error)}")
+        elif execution.result is not None:
+            lines.append(f"  result: {render_value(execution.result)}")
+    for error in step.errors:
+        lines.append(f"STEP ERROR: {render_value(error.message)}")
+    return lines
+
+
+def _assistant_text(step: Step) -> list[str]:
+    texts = []
+    for message in step.output_messages:
+        if message.role == "assistant" and isinstance(message.content, str) and message.content:
+            texts.append(message.content)
+    return texts
+
+
+def render_transcript(
+    run: AgentRun, turns: Sequence[Any] = (), *, max_chars: int = MAX_TRANSCRIPT_CHARS
+) -> str:
+    """Render ``run`` as a transcript.
+
+    ``turns`` are the context's :class:`~evalport.client._target.Turn` objects, when known:
+    they give each turn's message and reply; its steps are read from ``run`` by turn
+    number (complete even for a turn resumed after an approval), else from the turn.
+    Without turns the run's ``user_messages`` and the steps' ``turn`` numbers are used,
+    and the run's reply closes the last turn.
+    """
+    lines: list[str] = []
+    if turns:
+        shown: set[int] = set()
+        for turn in turns:
+            if turn.message:
+                lines.append(f"USER: {turn.message}")
+            steps = [] if turn.index in shown else run.steps_of_turn(turn.index)
+            shown.add(turn.index)
+            for step in steps or turn.steps:
+                lines += _step_lines(step)
+            if turn.reply:
+                lines.append(f"ASSISTANT: {turn.reply}")
+    else:
+        numbers = sorted({step.turn for step in run.steps} | set(range(1, run.turns + 1)))
+        numbers = numbers or [1]
+        for position, number in enumerate(numbers):
+            if 0 < number <= len(run.user_messages):
+                lines.append(f"USER: {run.user_messages[number - 1]}")
+            said: list[str] = []
+            for step in run.steps_of_turn(number):
+                lines += _step_lines(step)
+                said += _assistant_text(step)
+            if position == len(numbers) - 1 and run.reply and run.reply not in said:
+                said.append(run.reply)
+            lines += [f"ASSISTANT: {text}" for text in said]
+    for pending in run.pending_approvals:
+        lines.append(
+            f"PENDING APPROVAL {pending.tool}({render_value(pending.arguments)}) "
+            f"call {pending.call_id}"
+        )
+    if run.errors:
+        lines.append(f"RUN ERRORS: {run.errors}")
+    lines.append(f"RUN STATUS: {run.status}")
+    text = "\n".join(lines)
+    if len(text) <= max_chars:
+        return text
+    head, tail = max_chars // 3, max_chars - max_chars // 3
+    omitted = len(text) - head - tail
+    return f"{text[:head]}\n[... {omitted} characters omitted ...]\n{text[-tail:]}"

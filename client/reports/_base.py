@@ -1,0 +1,128 @@
+"""The reporter interface, and loading custom reporters named in configuration.
+
+Rules:
+
+- A reporter is any object with some of the four hooks of :class:`Reporter`; missing hooks
+  are skipped. ``start`` sees the plan, ``trial_done`` each finished trial (as it happens,
+  from the event loop: keep it quick), ``case_done`` each finished case, ``finish`` the
+  whole :class:`RunReport` once, after every case finished.
+- Reporters see redacted runs only: the targets redact every run before the runner does.
+- A reporter that raises never stops the run or the other reporters; its error is kept in
+  :attr:`Reporters.errors` and shown at the end.
+- A custom reporter is named ``"package.module:Name"``; ``Name`` is a class or a factory,
+  called with the keyword arguments given next to it in configuration.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._config import ConfigError
+from .._results import CaseResult, TrialResult
+from ._summary import CaseSummary, Provenance, RunSummary
+
+
+@dataclass(slots=True)
+class RunPlan:
+    """What is about to run."""
+
+    cases: int
+    trials: int
+    provenance: Provenance
+
+
+@dataclass(slots=True)
+class RunReport:
+    """A finished run: its summary and every case's full result (with redacted runs)."""
+
+    summary: RunSummary
+    results: list[CaseResult] = field(default_factory=list)
+
+    def case(self, case_id: str) -> tuple[CaseSummary, CaseResult | None]:
+        """The summary and the full result of one case."""
+        summary = next(case for case in self.summary.cases if case.case_id == case_id)
+        result = next((r for r in self.results if r.case_id == case_id), None)
+        return summary, result
+
+
+class Reporter:
+    """Base class with no-op hooks; subclass and override what you need."""
+
+    def start(self, plan: RunPlan) -> None:
+        """The run is about to start."""
+
+    def trial_done(self, trial: TrialResult) -> None:
+        """One trial finished."""
+
+    def case_done(self, result: CaseResult, summary: CaseSummary) -> None:
+        """Every trial of one case finished."""
+
+    def finish(self, report: RunReport) -> None:
+        """The run finished; write files here."""
+
+
+class Reporters:
+    """Calls every reporter's hooks; one failing reporter does not stop the others."""
+
+    def __init__(self, reporters: Sequence[object] = ()) -> None:
+        self.reporters = list(reporters)
+        self.errors: list[str] = []
+
+    def _call(self, hook: str, *args: Any) -> None:
+        for reporter in self.reporters:
+            method = getattr(reporter, hook, None)
+            if method is None:
+                continue
+            try:
+                method(*args)
+            except Exception as error:
+                name = type(reporter).__name__
+                self.errors.append(
+                    f"reporter {name}.{hook} failed: {type(error).__name__}: {error}"
+                )
+
+    def start(self, plan: RunPlan) -> None:
+        self._call("start", plan)
+
+    def trial_done(self, trial: TrialResult) -> None:
+        self._call("trial_done", trial)
+
+    def case_done(self, result: CaseResult, summary: CaseSummary) -> None:
+        self._call("case_done", result, summary)
+
+    def finish(self, report: RunReport) -> None:
+        self._call("finish", report)
+
+
+def load_reporter(spec: str | Mapping[str, Any]) -> object:
+    """Build a reporter from ``"module:Name"`` or ``{"use": "module:Name", **kwargs}``."""
+    if isinstance(spec, str):
+        target, options = spec, {}
+    else:
+        options = {key.replace("-", "_"): value for key, value in spec.items() if key != "use"}
+        target = spec.get("use", "")
+    if not isinstance(target, str) or ":" not in target:
+        raise ConfigError(
+            f"reporter {spec!r}: name it as 'package.module:Name' "
+            "(a string, or a table with use = 'package.module:Name')"
+        )
+    module_name, _, attribute = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ConfigError(f"reporter {target!r}: cannot import {module_name!r}: {error}") from None
+    factory = getattr(module, attribute, None)
+    if factory is None or not callable(factory):
+        raise ConfigError(f"reporter {target!r}: {module_name} has no callable {attribute!r}")
+    try:
+        reporter = factory(**options)
+    except TypeError as error:
+        raise ConfigError(f"reporter {target!r}: cannot build it with {options}: {error}") from None
+    if not any(hasattr(reporter, hook) for hook in ("start", "trial_done", "case_done", "finish")):
+        raise ConfigError(
+            f"reporter {target!r}: has none of the hooks start, trial_done, case_done, finish"
+        )
+    return reporter

@@ -1,0 +1,171 @@
+"""Comparing two runs, and merging shard results.
+
+Rules:
+
+- Cases are matched by id. A **flip** is a case whose verdict went from ``passed`` to
+  anything else (a regression) or back (a fix); other verdict changes are listed too.
+- A **rate change** is a case whose pass rate moved between the runs; each carries the
+  two-sided p-value of Fisher's exact test on its passes, so a 9/10 -> 7/10 wobble is not
+  read as a regression. ``significant`` means ``p < alpha`` (0.05 by default).
+- The whole comparison carries the exact McNemar p-value over the regressions and fixes of
+  the cases both runs share (paired by case).
+- :func:`merge` joins shard summaries: cases are concatenated (a case id seen twice is an
+  error: the shards overlapped), counts are recomputed, provenance comes from the first
+  shard with the earliest start and latest finish.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import msgspec
+
+from .._config import ConfigError
+from .._results import Verdict
+from .._stats import fisher_exact, mcnemar_exact
+from ._summary import CaseSummary, RunSummary, summarize
+
+
+@dataclass(slots=True)
+class Change:
+    """One case that differs between the base and the new run."""
+
+    case_id: str
+    base_verdict: str
+    new_verdict: str
+    base_passes: int
+    base_samples: int
+    new_passes: int
+    new_samples: int
+    p_value: float
+
+    @property
+    def base_rate(self) -> float | None:
+        return self.base_passes / self.base_samples if self.base_samples else None
+
+    @property
+    def new_rate(self) -> float | None:
+        return self.new_passes / self.new_samples if self.new_samples else None
+
+    @property
+    def kind(self) -> str:
+        """``regression``, ``fix``, ``changed`` (verdict) or ``rate`` (same verdict)."""
+        if self.base_verdict == Verdict.PASSED and self.new_verdict != Verdict.PASSED:
+            return "regression"
+        if self.base_verdict != Verdict.PASSED and self.new_verdict == Verdict.PASSED:
+            return "fix"
+        if self.base_verdict != self.new_verdict:
+            return "changed"
+        return "rate"
+
+
+@dataclass(slots=True)
+class Comparison:
+    """The differences between two runs."""
+
+    changes: list[Change] = field(default_factory=list)
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    p_value: float = 1.0
+    alpha: float = 0.05
+    base_rate: float = 0.0
+    new_rate: float = 0.0
+
+    @property
+    def regressions(self) -> list[Change]:
+        return [change for change in self.changes if change.kind == "regression"]
+
+    @property
+    def fixes(self) -> list[Change]:
+        return [change for change in self.changes if change.kind == "fix"]
+
+    def significant(self, change: Change) -> bool:
+        return change.p_value < self.alpha
+
+    def lines(self) -> list[str]:
+        """A plain-text rendering, one finding per line."""
+        out = [
+            f"cases passed: {self.base_rate:.1%} -> {self.new_rate:.1%}; "
+            f"{len(self.regressions)} regressed, {len(self.fixes)} fixed "
+            f"(McNemar p={self.p_value:.3g})"
+        ]
+        for change in self.changes:
+            mark = " *" if self.significant(change) else ""
+            out.append(
+                f"  {change.kind:<10} {change.case_id}: {change.base_verdict} -> "
+                f"{change.new_verdict}, {change.base_passes}/{change.base_samples} -> "
+                f"{change.new_passes}/{change.new_samples} (p={change.p_value:.3g}){mark}"
+            )
+        out += [f"  added      {case_id}" for case_id in self.added]
+        out += [f"  removed    {case_id}" for case_id in self.removed]
+        if any(self.significant(change) for change in self.changes):
+            out.append(f"  * significant at alpha={self.alpha}")
+        return out
+
+
+def _rate(cases: list[CaseSummary]) -> float:
+    judged = [case for case in cases if case.verdict != Verdict.SKIPPED]
+    return sum(case.verdict == Verdict.PASSED for case in judged) / len(judged) if judged else 0.0
+
+
+def compare(base: RunSummary, new: RunSummary, *, alpha: float = 0.05) -> Comparison:
+    """What changed from ``base`` to ``new``."""
+    base_cases = {case.case_id: case for case in base.cases}
+    new_cases = {case.case_id: case for case in new.cases}
+    shared = [case_id for case_id in new_cases if case_id in base_cases]
+    comparison = Comparison(
+        added=[case_id for case_id in new_cases if case_id not in base_cases],
+        removed=[case_id for case_id in base_cases if case_id not in new_cases],
+        alpha=alpha,
+        base_rate=_rate([base_cases[case_id] for case_id in shared]),
+        new_rate=_rate([new_cases[case_id] for case_id in shared]),
+    )
+    for case_id in shared:
+        old, now = base_cases[case_id], new_cases[case_id]
+        same_rate = old.passes * now.samples == now.passes * old.samples
+        if old.verdict == now.verdict and same_rate:
+            continue
+        comparison.changes.append(
+            Change(
+                case_id=case_id,
+                base_verdict=old.verdict,
+                new_verdict=now.verdict,
+                base_passes=old.passes,
+                base_samples=old.samples,
+                new_passes=now.passes,
+                new_samples=now.samples,
+                p_value=fisher_exact(old.passes, old.samples, now.passes, now.samples),
+            )
+        )
+    order = {"regression": 0, "changed": 1, "fix": 2, "rate": 3}
+    comparison.changes.sort(key=lambda change: (order[change.kind], change.p_value))
+    comparison.p_value = mcnemar_exact(len(comparison.regressions), len(comparison.fixes))
+    return comparison
+
+
+def merge(shards: list[RunSummary]) -> RunSummary:
+    """One summary from the summaries of several shards of the same run."""
+    if not shards:
+        raise ConfigError("merge: give at least one results file")
+    seen: set[str] = set()
+    cases: list[CaseSummary] = []
+    for shard in shards:
+        for case in shard.cases:
+            if case.case_id in seen:
+                raise ConfigError(
+                    f"merge: case {case.case_id!r} appears in two shards; "
+                    "merge the results of one sharded run (--shard I/N with the same N)"
+                )
+            seen.add(case.case_id)
+            cases.append(case)
+    first = shards[0].provenance
+    finished = [shard.provenance.finished_at for shard in shards if shard.provenance.finished_at]
+    provenance = msgspec.structs.replace(
+        first,
+        started_at=min(shard.provenance.started_at for shard in shards),
+        finished_at=max(finished) if finished else None,
+        shard=None,
+    )
+    load_errors = list(dict.fromkeys(e for shard in shards for e in shard.load_errors))
+    duration = max(shard.duration for shard in shards)
+    return summarize(cases, provenance, duration=duration, load_errors=load_errors)

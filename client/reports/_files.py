@@ -1,0 +1,121 @@
+"""JSON artifacts: the run folder, the ``--json`` summary file, and reading them back.
+
+A run folder holds::
+
+    summary.json            RunSummary: provenance, counts, per-case statistics
+    results.jsonl           one CaseResult per line (trials, assertions, judge records)
+    cases/<slug>/trial-<i>.json   each trial's redacted trace, verdict and assertions
+    cases/<slug>/judges.json      the judge records of every trial of the case
+
+Rules: everything written is redacted already (the targets redact every run); case folder
+names are the case id made filesystem-safe plus a short hash, so two ids never collide;
+:func:`load_summary` accepts a summary file or a run folder and names the file in errors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+from pathlib import Path
+
+import msgspec
+
+from .._config import ConfigError
+from .._results import CaseResult, RunData, enc_hook
+from ._base import Reporter, RunReport
+from ._summary import RunSummary
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def case_slug(case_id: str) -> str:
+    """A folder name for a case: readable, filesystem-safe, unique per id."""
+    readable = _UNSAFE.sub("_", case_id).strip("._")[:60] or "case"
+    return f"{readable}-{hashlib.sha256(case_id.encode()).hexdigest()[:8]}"
+
+
+def write_json(path: Path, value: object) -> None:
+    """Write ``value`` (a Struct or plain data) as indented JSON, creating folders."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    encoded = msgspec.json.encode(value, enc_hook=enc_hook)
+    path.write_bytes(msgspec.json.format(encoded, indent=2) + b"\n")
+
+
+def write_run_folder(report: RunReport, folder: Path) -> Path:
+    """Write the whole run folder; returns it. A ``cases/`` folder left by an earlier run
+    in the same place is replaced, so traces of different runs never mix."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(folder / "cases", ignore_errors=True)
+    write_json(folder / "summary.json", report.summary)
+    encoder = msgspec.json.Encoder()
+    with (folder / "results.jsonl").open("wb") as lines:
+        for result in report.results:
+            light = msgspec.structs.replace(
+                result,
+                trials=[msgspec.structs.replace(trial, run=None) for trial in result.trials],
+            )
+            lines.write(encoder.encode(light) + b"\n")
+    for result in report.results:
+        _write_case(folder / "cases" / case_slug(result.case_id), result)
+    return folder
+
+
+def _write_case(folder: Path, result: CaseResult) -> None:
+    judges = []
+    for trial in result.trials:
+        write_json(
+            folder / f"trial-{trial.trial}.json",
+            {
+                "caseId": result.case_id,
+                "trial": trial.trial,
+                "verdict": trial.verdict,
+                "cached": trial.cached,
+                "sessionId": trial.session_id,
+                "error": trial.error,
+                "errorType": trial.error_type,
+                "assertions": trial.assertions,
+                "logs": trial.logs,
+                "run": trial.run.raw if isinstance(trial.run, RunData) else trial.run,
+            },
+        )
+        judges.append({"trial": trial.trial, "judges": trial.judges})
+    write_json(folder / "judges.json", judges)
+
+
+class RunFolderReporter(Reporter):
+    """Writes the run folder when the run finishes."""
+
+    def __init__(self, folder: str | Path) -> None:
+        self.folder = Path(folder)
+
+    def finish(self, report: RunReport) -> None:
+        write_run_folder(report, self.folder)
+
+
+class JsonReporter(Reporter):
+    """Writes the run summary (``summary.json``'s content) to one file."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+
+    def finish(self, report: RunReport) -> None:
+        write_json(self.path, report.summary)
+
+
+def load_summary(path: str | Path) -> RunSummary:
+    """Read a summary written by ``--json`` or a run folder (its ``summary.json``)."""
+    file = Path(path)
+    if file.is_dir():
+        file = file / "summary.json"
+    try:
+        data = file.read_bytes()
+    except OSError as error:
+        raise ConfigError(f"{file}: cannot read results: {error.strerror or error}") from None
+    try:
+        return msgspec.json.decode(data, type=RunSummary)
+    except msgspec.DecodeError as error:
+        raise ConfigError(
+            f"{file}: not an evalport results file ({error}); "
+            "pass the file written by --json or a run folder"
+        ) from None

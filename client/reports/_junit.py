@@ -1,0 +1,117 @@
+"""JUnit XML for CI: one ``testcase`` per case, pass rates as properties.
+
+Rules: ``failed`` -> ``<failure>``, ``error`` -> ``<error>``, ``skipped`` -> ``<skipped>``;
+``scored`` is a pass with a ``verdict=scored`` property, or a ``<failure>`` under
+``strict``. Every testcase carries its statistics (passes, trials, required, pass rate,
+Wilson bounds, flaky, cached trials) as ``<properties>``; the suite carries provenance.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from .._results import Verdict
+from ._base import Reporter, RunReport
+from ._summary import CaseSummary, RunSummary
+
+
+def _split(case_id: str) -> tuple[str, str]:
+    if "::" in case_id:
+        module, _, name = case_id.partition("::")
+        return module.removesuffix(".py").replace("/", ".").replace("\\", "."), name
+    return "evalport", case_id
+
+
+def _properties(parent: ET.Element, values: dict[str, object]) -> None:
+    properties = ET.SubElement(parent, "properties")
+    for name, value in values.items():
+        if value is not None:
+            ET.SubElement(properties, "property", name=name, value=str(value))
+
+
+def _testcase(suite: ET.Element, case: CaseSummary, strict: bool) -> None:
+    classname, name = _split(case.case_id)
+    element = ET.SubElement(
+        suite, "testcase", classname=classname, name=name, time=f"{case.duration:.3f}"
+    )
+    _properties(
+        element,
+        {
+            "verdict": case.verdict,
+            "passes": case.passes,
+            "trials": case.trials,
+            "required": case.required,
+            "pass_rate": f"{case.passes / case.samples:.4f}" if case.samples else None,
+            "required_pass_rate": case.pass_rate,
+            "wilson_low": f"{case.wilson_low:.4f}",
+            "wilson_high": f"{case.wilson_high:.4f}",
+            "flaky": str(case.flaky).lower(),
+            "cached_trials": case.cached_trials,
+            "judge_mean": None if case.judge_mean is None else f"{case.judge_mean:.4f}",
+            "tags": ",".join(case.tags) or None,
+        },
+    )
+    detail = "\n".join(case.failures)
+    summary = f"{case.passes}/{case.samples} trials passed (needed {case.required})"
+    if case.verdict == Verdict.FAILED or (case.verdict == Verdict.SCORED and strict):
+        ET.SubElement(element, "failure", message=summary, type=case.verdict).text = detail
+    elif case.verdict == Verdict.ERROR:
+        ET.SubElement(element, "error", message=case.error or summary, type="error").text = detail
+    elif case.verdict == Verdict.SKIPPED:
+        ET.SubElement(element, "skipped", message=case.error or "skipped")
+
+
+def junit_xml(summary: RunSummary) -> bytes:
+    """The JUnit XML document of a run."""
+    strict = summary.provenance.strict
+    counts = summary.counts
+    failures = counts.get(Verdict.FAILED, 0) + (counts.get(Verdict.SCORED, 0) if strict else 0)
+    suites = ET.Element("testsuites", name="evalport")
+    suite = ET.SubElement(
+        suites,
+        "testsuite",
+        name="evalport",
+        tests=str(summary.total + len(summary.load_errors)),
+        failures=str(failures),
+        errors=str(counts.get(Verdict.ERROR, 0) + len(summary.load_errors)),
+        skipped=str(counts.get(Verdict.SKIPPED, 0)),
+        time=f"{summary.duration:.3f}",
+        timestamp=summary.provenance.started_at,
+    )
+    provenance = summary.provenance
+    _properties(
+        suite,
+        {
+            "evalport_version": provenance.evalport_version,
+            "git_sha": provenance.git_sha,
+            "target": provenance.target.get("location"),
+            "agent": "{}@{}".format(
+                provenance.target.get("agent_name", "?"),
+                provenance.target.get("agent_version", "?"),
+            ),
+            "judge_model": provenance.judge_model,
+            "repeat": provenance.repeat,
+            "pass_rate": provenance.pass_rate,
+            "cached_trials": summary.cached_trials,
+        },
+    )
+    for case in summary.cases:
+        _testcase(suite, case, strict)
+    for error in summary.load_errors:
+        element = ET.SubElement(suite, "testcase", classname="evalport", name="load error")
+        ET.SubElement(element, "error", message=error.splitlines()[0], type="load").text = error
+    ET.indent(suites)
+    document: bytes = ET.tostring(suites, encoding="utf-8", xml_declaration=True)
+    return document + b"\n"
+
+
+class JUnitReporter(Reporter):
+    """Writes JUnit XML when the run finishes."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+
+    def finish(self, report: RunReport) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_bytes(junit_xml(report.summary))

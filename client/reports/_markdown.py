@@ -1,0 +1,98 @@
+"""A Markdown summary, sized for ``$GITHUB_STEP_SUMMARY``.
+
+Rules: a headline with the five counts and the cached-trial count; a table with one row per
+case (verdict, passes k/n against the required number, the Wilson interval, pass@k and
+pass^k at the largest k, flaky and cached marks); the first failure reasons of every case
+that did not pass; the comparison with a baseline when one is given. When the path is the
+file named by ``$GITHUB_STEP_SUMMARY`` the summary is appended, as GitHub expects.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .._results import Verdict
+from ._base import Reporter, RunReport
+from ._compare import Comparison, compare
+from ._summary import RunSummary
+
+ICONS = {
+    Verdict.PASSED: "✅",
+    Verdict.FAILED: "❌",
+    Verdict.ERROR: "💥",
+    Verdict.SKIPPED: "⏭️",
+    Verdict.SCORED: "🟡",
+}
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_summary(summary: RunSummary, comparison: Comparison | None = None) -> str:
+    """The Markdown text of a run (and of its comparison with a baseline)."""
+    counts = summary.counts
+    provenance = summary.provenance
+    target = provenance.target
+    lines = [
+        "## evalport results",
+        "",
+        " · ".join(f"{ICONS[v]} {counts.get(v, 0)} {v}" for v in Verdict.ALL)
+        + f" · {summary.total} cases, {summary.trials} trials"
+        + (f", {summary.cached_trials} from the run cache" if summary.cached_trials else ""),
+        "",
+        f"Target `{target.get('location', '?')}` "
+        f"({target.get('agent_name', '?')} {target.get('agent_version', '?')}), "
+        f"repeat {provenance.repeat}, pass rate {provenance.pass_rate:g}, "
+        f"evalport {provenance.evalport_version}"
+        + (f", git `{provenance.git_sha[:12]}`" if provenance.git_sha else ""),
+        "",
+        f"Tokens: target {summary.target_tokens:,}, judge {summary.judge_tokens:,} "
+        "(reported apart)",
+        "",
+        "| case | verdict | passes | 95% interval | pass@k | pass^k | notes |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for case in summary.cases:
+        largest = max(case.pass_at_k, key=int) if case.pass_at_k else None
+        notes = [word for word, on in (("flaky", case.flaky), ("cached", case.cached_trials)) if on]
+        if case.judge_mean is not None:
+            notes.append(f"judge {case.judge_mean:.2f}±{case.judge_std or 0:.2f}")
+        lines.append(
+            f"| `{_cell(case.case_id)}` | {ICONS.get(case.verdict, '')} {case.verdict} "
+            f"| {case.passes}/{case.samples} (need {case.required}) "
+            f"| {case.wilson_low:.2f}..{case.wilson_high:.2f} "
+            f"| {f'{case.pass_at_k[largest]:.2f} (k={largest})' if largest else '-'} "
+            f"| {f'{case.pass_hat_k[largest]:.2f}' if largest else '-'} "
+            f"| {', '.join(notes)} |"
+        )
+    troubled = [case for case in summary.cases if case.verdict not in (Verdict.PASSED,)]
+    troubled = [case for case in troubled if case.failures or case.error]
+    if troubled or summary.load_errors:
+        lines += ["", "### What went wrong", ""]
+        for error in summary.load_errors:
+            lines.append(f"- load error: {_cell(error)}")
+        for case in troubled:
+            reasons = case.failures or [case.error or ""]
+            lines.append(f"- `{_cell(case.case_id)}`: " + "; ".join(_cell(r) for r in reasons[:3]))
+    if comparison is not None:
+        lines += ["", "### Compared with the baseline", "", "```", *comparison.lines(), "```"]
+    return "\n".join(lines) + "\n"
+
+
+class MarkdownReporter(Reporter):
+    """Writes the Markdown summary (appends to ``$GITHUB_STEP_SUMMARY``)."""
+
+    def __init__(self, path: str | Path, baseline: RunSummary | None = None) -> None:
+        self.path = Path(path)
+        self.baseline = baseline
+
+    def finish(self, report: RunReport) -> None:
+        comparison = None if self.baseline is None else compare(self.baseline, report.summary)
+        text = markdown_summary(report.summary, comparison)
+        step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+        append = bool(step_summary) and Path(step_summary or "").resolve() == self.path.resolve()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a" if append else "w", encoding="utf-8") as file:
+            file.write(text)

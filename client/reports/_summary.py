@@ -1,0 +1,254 @@
+"""The run summary: what every report shows, computed once from the case results.
+
+Rules:
+
+- :func:`summarize_case` turns a :class:`~evalport.client._results.CaseResult` into a
+  :class:`CaseSummary` with the statistics of :mod:`evalport.client._stats`: passes k of n
+  (skipped trials are not samples), the Wilson 95% interval, pass@k and pass^k for
+  :func:`~evalport.client._stats.k_values`, the flaky flag, the judge score mean and
+  population spread, target and judge tokens kept apart, and how many trials were served
+  from the run cache.
+- :class:`RunSummary` is ``summary.json`` in the run folder and the ``--json`` file; it
+  holds each trial's verdict so that saved results can be compared, merged and re-gated
+  without running anything again.
+- Counts are per case verdict and cover all five outcomes, always all five keys.
+- The Structs hold JSON data only and never form cycles, so they are ``gc=False``: a run
+  of many cases keeps its summaries without making every garbage collection slower.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import msgspec
+
+from .._results import CaseResult, RunData, TrialResult, Verdict, enc_hook
+from .._stats import k_values, mean_std, pass_at_k, pass_hat_k, wilson
+
+SCHEMA = "evalport.run/1"
+
+
+class Provenance(msgspec.Struct, kw_only=True, gc=False):
+    """Where a run's results come from."""
+
+    evalport_version: str
+    started_at: str
+    finished_at: str | None = None
+    git_sha: str | None = None
+    target: dict[str, str] = msgspec.field(default_factory=dict)
+    judge_model: str | None = None
+    repeat: int = 1
+    pass_rate: float = 1.0
+    min_lower_bound: float | None = None
+    concurrency: int = 1
+    strict: bool = False
+    shard: str | None = None
+    python: str | None = None
+    command: list[str] = msgspec.field(default_factory=list)
+
+
+class CaseSummary(msgspec.Struct, kw_only=True, gc=False):
+    """One case, over its trials."""
+
+    case_id: str
+    verdict: str
+    description: str = ""
+    tags: list[str] = msgspec.field(default_factory=list)
+    trials: int = 0
+    samples: int = 0
+    passes: int = 0
+    required: int = 1
+    pass_rate: float = 1.0
+    trial_verdicts: list[str] = msgspec.field(default_factory=list)
+    wilson_low: float = 0.0
+    wilson_high: float = 1.0
+    pass_at_k: dict[str, float] = msgspec.field(default_factory=dict)
+    pass_hat_k: dict[str, float] = msgspec.field(default_factory=dict)
+    flaky: bool = False
+    judge_mean: float | None = None
+    judge_std: float | None = None
+    cached_trials: int = 0
+    duration: float = 0.0
+    target_tokens: int = 0
+    judge_tokens: int = 0
+    error: str | None = None
+    failures: list[str] = msgspec.field(default_factory=list)
+
+
+class TagSummary(msgspec.Struct, kw_only=True, gc=False):
+    """Pass figures of the cases that carry one tag."""
+
+    cases: int = 0
+    passed: int = 0
+    pass_rate: float = 0.0
+
+
+class RunSummary(msgspec.Struct, kw_only=True, gc=False):
+    """``summary.json``: provenance, counts, and one :class:`CaseSummary` per case."""
+
+    schema: str = SCHEMA
+    provenance: Provenance
+    counts: dict[str, int] = msgspec.field(default_factory=dict)
+    total: int = 0
+    trials: int = 0
+    cached_trials: int = 0
+    duration: float = 0.0
+    target_tokens: int = 0
+    judge_tokens: int = 0
+    tags: dict[str, TagSummary] = msgspec.field(default_factory=dict)
+    cases: list[CaseSummary] = msgspec.field(default_factory=list)
+    load_errors: list[str] = msgspec.field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """No case failed or errored (``scored`` counts as a failure under ``strict``)."""
+        bad = self.counts.get(Verdict.FAILED, 0) + self.counts.get(Verdict.ERROR, 0)
+        if self.provenance.strict:
+            bad += self.counts.get(Verdict.SCORED, 0)
+        return bad == 0 and not self.load_errors
+
+
+def trial_tokens(trial: TrialResult) -> int:
+    """Tokens the target spent in one trial (from its redacted run's usage)."""
+    run = trial.run
+    if type(run) is RunData or isinstance(run, dict):
+        usage = run.usage() if type(run) is RunData else run.get("usage")
+        if isinstance(usage, dict):
+            return sum(value for value in usage.values() if type(value) is int)
+    return 0
+
+
+def _failures(trial: TrialResult, seen: list[str]) -> None:
+    if trial.error:
+        text = f"{trial.error_type or 'Error'}: {trial.error}"
+        if text not in seen:
+            seen.append(text)
+    for result in trial.assertions:
+        if not result.passed:
+            text = f"{result.label or result.name}: {result.message}".rstrip(": ")
+            if text not in seen:
+                seen.append(text)
+
+
+@functools.lru_cache(maxsize=1024)
+def _rates(
+    n: int, c: int
+) -> tuple[float, float, tuple[tuple[str, float], ...], tuple[tuple[str, float], ...]]:
+    """Wilson bounds, pass@k and pass^k of ``c`` passes in ``n`` (few distinct pairs)."""
+    low, high = wilson(c, n)
+    ks = k_values(n)
+    at_k = tuple((str(k), pass_at_k(n, c, k)) for k in ks)
+    hat_k = tuple((str(k), pass_hat_k(n, c, k)) for k in ks)
+    return low, high, at_k, hat_k
+
+
+def summarize_case(result: CaseResult, *, min_lower_bound: float | None = None) -> CaseSummary:
+    """Statistics of one case; ``min_lower_bound`` fails a passed case whose interval is low."""
+    # One pass over the trials: this runs once per case, on the runner's hot path.
+    verdicts: list[str] = []
+    failures: list[str] = []
+    scores: list[float] = []
+    n = c = cached = target_tokens = judge_tokens = 0
+    duration = 0.0
+    error: str | None = None
+    for trial in result.trials:
+        verdict = trial.verdict
+        verdicts.append(verdict)
+        if verdict != Verdict.SKIPPED:
+            n += 1
+            if verdict == Verdict.PASSED:
+                c += 1
+            elif len(failures) < 20:
+                _failures(trial, failures)
+        cached += trial.cached
+        duration += trial.duration
+        if trial.run is not None:
+            target_tokens += trial_tokens(trial)
+        for judge in trial.judges:
+            judge_tokens += judge.input_tokens + judge.output_tokens
+            if judge.score is not None:
+                scores.append(judge.score)
+        if error is None and trial.error:
+            error = trial.error
+    low, high, at_k, hat_k = _rates(n, c)
+    judge_mean, judge_std = mean_std(scores) if scores else (None, None)
+    verdict = result.verdict
+    if min_lower_bound is not None and verdict == Verdict.PASSED and n and low < min_lower_bound:
+        verdict = Verdict.FAILED
+        failures.insert(
+            0, f"Wilson lower bound {low:.3f} is below the required {min_lower_bound:.3f}"
+        )
+    return CaseSummary(
+        case_id=result.case_id,
+        verdict=verdict,
+        description=result.description,
+        tags=list(result.tags),
+        trials=len(verdicts),
+        samples=n,
+        passes=c,
+        required=result.required,
+        pass_rate=result.pass_rate,
+        trial_verdicts=verdicts,
+        wilson_low=low,
+        wilson_high=high,
+        pass_at_k=dict(at_k),
+        pass_hat_k=dict(hat_k),
+        flaky=0 < c < n,
+        judge_mean=judge_mean,
+        judge_std=judge_std,
+        cached_trials=cached,
+        duration=duration,
+        target_tokens=target_tokens,
+        judge_tokens=judge_tokens,
+        error=error,
+        failures=failures,
+    )
+
+
+def count_verdicts(verdicts: list[str]) -> dict[str, int]:
+    """How many of each of the five outcomes (every key present)."""
+    counts = dict.fromkeys(Verdict.ALL, 0)
+    for verdict in verdicts:
+        counts[verdict] = counts.get(verdict, 0) + 1
+    return counts
+
+
+def _tags(cases: list[CaseSummary]) -> dict[str, TagSummary]:
+    tags: dict[str, TagSummary] = {}
+    for case in cases:
+        for tag in case.tags:
+            entry = tags.setdefault(tag, TagSummary())
+            entry.cases += 1
+            entry.passed += case.verdict == Verdict.PASSED
+    for entry in tags.values():
+        entry.pass_rate = entry.passed / entry.cases if entry.cases else 0.0
+    return dict(sorted(tags.items()))
+
+
+def summarize(
+    cases: list[CaseSummary],
+    provenance: Provenance,
+    *,
+    duration: float = 0.0,
+    load_errors: list[str] | None = None,
+) -> RunSummary:
+    """The run summary over already summarized cases (also used to merge shards)."""
+    return RunSummary(
+        provenance=provenance,
+        counts=count_verdicts([case.verdict for case in cases]),
+        total=len(cases),
+        trials=sum(case.trials for case in cases),
+        cached_trials=sum(case.cached_trials for case in cases),
+        duration=duration,
+        target_tokens=sum(case.target_tokens for case in cases),
+        judge_tokens=sum(case.judge_tokens for case in cases),
+        tags=_tags(cases),
+        cases=cases,
+        load_errors=list(load_errors or []),
+    )
+
+
+def to_builtins(value: Any) -> Any:
+    """Plain JSON data of a Struct (for templates and custom reporters)."""
+    return msgspec.to_builtins(value, enc_hook=enc_hook)
