@@ -174,7 +174,7 @@ def _floor_turn(second: Any) -> Any:
     from evalport.protocol import Message, RunEnvelope, Step
     from evalport.protocol.runtime._stamps import new_id, utc_now
     from evalport.protocol.runtime._tasks import start_task
-    from evalport.server.records import Outcome
+    from evalport.server._records import Outcome
 
     encode = msgspec.json.Encoder().encode
     decode = msgspec.json.Decoder(RunEnvelope).decode

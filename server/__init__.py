@@ -1,50 +1,40 @@
 """evalport.server: expose an in-process agent over the eval protocol (Starlette).
 
 Install with ``pip install 'evalport[server]'``. Mount :meth:`EvalAdapter.routes` in a
-Starlette or FastAPI app, or serve :meth:`EvalAdapter.app` (``evalport serve``).
+Starlette or FastAPI app, or serve :meth:`EvalAdapter.app` (a :class:`ProtocolApp`;
+``evalport serve`` runs one), tuned by :class:`Limits`.
+
+Rules:
+
+- This module is the package's public face; its implementation modules are private
+  (``_name.py``) and export nothing of their own.
+- Two public subpackages have faces of their own: :mod:`evalport.server.stores` (the
+  session store interface, the memory store, ``RedisStore`` and ``open_store``) and
+  :mod:`evalport.server.adapters` (framework adapters, each loaded when first used,
+  since each needs its framework's extra).
+- The agent interface (:class:`TurnContext`, :func:`tool`, :class:`ApprovalRejected`,
+  :class:`SessionInfo`) is re-exported from :mod:`evalport.protocol.runtime`, where it
+  lives so that the client's LocalTarget drives the same interface without the server.
+- Layers: the server builds on :mod:`evalport.protocol` and its runtime, never on the
+  client; no import cycles among its modules.
 """
 
 from evalport.protocol import require as _require
 
 _require("starlette", "server", "evalport.server")
 
-# The agent interface, for agents written against the server: ``from evalport.server
-# import TurnContext, tool``. It lives in evalport.protocol so that the client's
-# LocalTarget drives the same interface without importing the server.
 from evalport.protocol.runtime import ApprovalRejected, SessionInfo, TurnContext, tool  # noqa: E402
 
-from .app import EvalAdapter  # noqa: E402
-from .limits import Limits  # noqa: E402
-from .problems import HTTPProblem  # noqa: E402
-from .records import RunPolicy  # noqa: E402
-from .sessions import SessionManager  # noqa: E402
-from .standalone import ProtocolApp  # noqa: E402
-from .stores import (  # noqa: E402
-    ApprovalRelay,
-    Lease,
-    MemoryStore,
-    SessionStore,
-    StoredSession,
-    StoreUnavailable,
-    open_store,
-)
+from ._app import EvalAdapter  # noqa: E402
+from ._limits import Limits  # noqa: E402
+from ._standalone import ProtocolApp  # noqa: E402
 
 __all__ = [
     "ApprovalRejected",
-    "ApprovalRelay",
     "EvalAdapter",
-    "HTTPProblem",
-    "Lease",
     "Limits",
-    "MemoryStore",
     "ProtocolApp",
-    "RunPolicy",
     "SessionInfo",
-    "SessionManager",
-    "SessionStore",
-    "StoreUnavailable",
-    "StoredSession",
     "TurnContext",
-    "open_store",
     "tool",
 ]

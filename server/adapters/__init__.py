@@ -14,26 +14,24 @@ lives in its own module and needs its own extra (``evalport[pydantic-ai]``,
 framework, and a name is resolved only when it is used.
 """
 
-from __future__ import annotations
-
 import importlib
-from typing import TYPE_CHECKING, Any
+import typing
 
-if TYPE_CHECKING:
-    from .langgraph import LangGraphAgent
-    from .openai_agents import OpenAIAgentsAgent
-    from .pydantic_ai import PydanticAIAgent
+if typing.TYPE_CHECKING:
+    from ._langgraph import LangGraphAgent
+    from ._openai_agents import OpenAIAgentsAgent
+    from ._pydantic_ai import PydanticAIAgent
 
 __all__ = ["LangGraphAgent", "OpenAIAgentsAgent", "PydanticAIAgent"]
 
 _MODULES = {
-    "LangGraphAgent": ".langgraph",
-    "OpenAIAgentsAgent": ".openai_agents",
-    "PydanticAIAgent": ".pydantic_ai",
+    "LangGraphAgent": "._langgraph",
+    "OpenAIAgentsAgent": "._openai_agents",
+    "PydanticAIAgent": "._pydantic_ai",
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> typing.Any:
     module = _MODULES.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -29,8 +29,6 @@ from evalport.protocol.runtime import ApprovalResult
 
 from ._recording import ApprovalAsk, arguments_of
 
-__all__ = ["InterruptPlan", "ToolCallInfo", "plan_interrupt"]
-
 _BATCHED: Final = "batched"
 _PER_CALL: Final = "per_call"
 _PLAIN: Final = "plain"

@@ -28,18 +28,6 @@ from evalport.protocol.runtime import ApprovalRejected, ApprovalResult, TurnCont
 
 DECIDED_EVENT = "approval.decided"
 
-__all__ = [
-    "DECIDED_EVENT",
-    "ApprovalAsk",
-    "ToolCallFailed",
-    "arguments_of",
-    "ask_all",
-    "mark_decision",
-    "record_execution",
-    "reply_text",
-    "step_usage",
-]
-
 
 class ToolCallFailed(Exception):
     """A tool call that the framework reported as failed (its error text, no traceback)."""

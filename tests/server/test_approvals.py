@@ -11,7 +11,8 @@ import httpx
 import pytest
 from evalport.protocol import Message, decode_run
 from evalport.protocol.runtime import ApprovalRejected, TurnContext, tool
-from evalport.server import Limits, MemoryStore
+from evalport.server import Limits
+from evalport.server.stores import MemoryStore
 from serverkit import Build, open_session
 
 EXAMPLES = Path(__file__).parents[2] / "examples"

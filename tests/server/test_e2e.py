@@ -244,7 +244,7 @@ def test_evalport_serve_without_auth_on_loopback_when_told_so() -> None:
 
 def test_the_serve_command_drains_the_adapter_on_a_signal() -> None:
     import uvicorn
-    from evalport.server.cli import DrainingServer
+    from evalport.server._cli import DrainingServer
 
     adapter = EvalAdapter(lambda message, history, ctx: message, token=TOKEN)
     server = DrainingServer(uvicorn.Config(adapter.app()), adapter)

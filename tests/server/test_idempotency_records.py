@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import msgspec
 import pytest
-from evalport.server.problems import HTTPProblem
-from evalport.server.records import (
+from evalport.server._problems import HTTPProblem
+from evalport.server._records import (
     IdempotencyRecord,
     Outcome,
     fingerprint,

@@ -372,7 +372,7 @@ class FakeClock:
 
 
 async def test_idle_sessions_expire_and_use_renews_them(build: Build) -> None:
-    from evalport.server import MemoryStore
+    from evalport.server.stores import MemoryStore
 
     clock = FakeClock()
     adapter, client = build(store=MemoryStore(clock=clock), limits=Limits(session_ttl=60))
@@ -392,7 +392,7 @@ async def test_idle_sessions_expire_and_use_renews_them(build: Build) -> None:
 
 
 async def test_session_cap_is_503_with_retry_after(build: Build) -> None:
-    from evalport.server import MemoryStore
+    from evalport.server.stores import MemoryStore
 
     clock = FakeClock()
     _, client = build(
@@ -451,7 +451,7 @@ def test_an_adapter_needs_an_explicit_auth_decision() -> None:
 async def test_an_unexpected_failure_is_a_500_problem_with_an_error_id(
     build: Build, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from evalport.server import MemoryStore
+    from evalport.server.stores import MemoryStore
 
     class BrokenStore(MemoryStore):
         async def finish_turn(self, *args: object, **kwargs: object) -> bool:  # a turn's last call

@@ -9,8 +9,7 @@ from typing import Any
 import httpx
 import pytest
 from evalport.protocol import PROBLEM_CONTENT_TYPE, decode_run
-from evalport.server import EvalAdapter
-from evalport.server.standalone import ProtocolApp
+from evalport.server import EvalAdapter, ProtocolApp
 from serverkit import AUTH, TOKEN, Build, echo_agent, open_session
 from starlette.applications import Starlette
 from starlette.routing import Mount

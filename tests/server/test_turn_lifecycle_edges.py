@@ -111,7 +111,7 @@ async def test_a_content_length_of_non_ascii_digits_is_not_a_500() -> None:
 
 
 async def test_sessions_the_memory_store_drops_on_its_own_are_reported_by_purge() -> None:
-    from evalport.server import MemoryStore
+    from evalport.server.stores import MemoryStore
 
     now = [0.0]
     store = MemoryStore(clock=lambda: now[0])

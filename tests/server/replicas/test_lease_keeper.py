@@ -15,11 +15,10 @@ import pytest
 import redis.asyncio as aioredis
 from evalport.protocol import ApprovalDecision, CreateSessionRequest, Message, ProblemType
 from evalport.protocol.runtime import TurnContext
-from evalport.server.limits import Limits
-from evalport.server.problems import HTTPProblem
-from evalport.server.sessions import SessionManager
-from evalport.server.stores import Lease, LeaseRenewal, MemoryStore, StoreUnavailable
-from evalport.server.stores.redis import RedisStore
+from evalport.server import Limits
+from evalport.server._problems import HTTPProblem
+from evalport.server._sessions import SessionManager
+from evalport.server.stores import Lease, LeaseRenewal, MemoryStore, RedisStore, StoreUnavailable
 from support.redis import RedisServer
 
 LEASE = 0.3  # renewed every 0.1 s

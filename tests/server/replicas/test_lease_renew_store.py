@@ -9,8 +9,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 import redis.asyncio as aioredis
-from evalport.server.stores import Lease
-from evalport.server.stores.redis import RedisStore
+from evalport.server.stores import Lease, RedisStore
 from support.redis import RedisServer
 
 

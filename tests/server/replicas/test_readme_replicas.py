@@ -11,8 +11,8 @@ from typing import Any
 import httpx
 import pytest
 import redis
-from evalport.server.cli import add_arguments
-from evalport.server.stores.redis import RedisStore
+from evalport.server._cli import add_arguments
+from evalport.server.stores import RedisStore
 from support.redis import RedisServer
 
 ROOT = Path(__file__).parents[3]

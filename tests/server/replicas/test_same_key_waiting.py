@@ -14,12 +14,11 @@ from typing import Any
 import pytest
 from evalport.protocol import CreateSessionRequest, Message, ProblemType
 from evalport.protocol.runtime import TurnContext
-from evalport.server.limits import Limits
-from evalport.server.problems import HTTPProblem
-from evalport.server.records import Outcome, fingerprint, idempotency_record
-from evalport.server.sessions import SessionManager
-from evalport.server.stores import Lease, TurnStart
-from evalport.server.stores.redis import RedisStore
+from evalport.server import Limits
+from evalport.server._problems import HTTPProblem
+from evalport.server._records import Outcome, fingerprint, idempotency_record
+from evalport.server._sessions import SessionManager
+from evalport.server.stores import Lease, RedisStore, TurnStart
 from support.redis import RedisServer
 
 SHORT = 0.3  # lease_ttl: the wait's bound (2 x turn timeout 0.2 s + lease) is quick to reach

@@ -7,8 +7,14 @@ import uuid
 from collections.abc import AsyncIterator
 
 import pytest
-from evalport.server.stores import Lease, MemoryStore, SessionStore, StoreUnavailable, open_store
-from evalport.server.stores.redis import RedisStore
+from evalport.server.stores import (
+    Lease,
+    MemoryStore,
+    RedisStore,
+    SessionStore,
+    StoreUnavailable,
+    open_store,
+)
 from support.redis import RedisServer
 
 

@@ -16,12 +16,11 @@ import pytest
 import redis.asyncio as aioredis
 from evalport.protocol import AgentRun, CreateSessionRequest, Message
 from evalport.protocol.runtime import SessionInfo, TurnContext
-from evalport.server.limits import Limits
-from evalport.server.problems import HTTPProblem
-from evalport.server.records import Outcome, fingerprint, replayed
-from evalport.server.sessions import SessionManager
-from evalport.server.stores import StoreUnavailable, TurnStart
-from evalport.server.stores.redis import RedisStore
+from evalport.server import Limits
+from evalport.server._problems import HTTPProblem
+from evalport.server._records import Outcome, fingerprint, replayed
+from evalport.server._sessions import SessionManager
+from evalport.server.stores import RedisStore, StoreUnavailable, TurnStart
 from support.redis import RedisServer
 
 LEASE = 0.3

@@ -14,11 +14,11 @@ from evalport.server.stores import (
     ComposedTurns,
     Lease,
     MemoryStore,
+    RedisStore,
     SessionStore,
     StoredSession,
     TurnStore,
 )
-from evalport.server.stores.redis import RedisStore
 from serverkit import Build, open_session
 from support.redis import RedisServer
 

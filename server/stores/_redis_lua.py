@@ -1,4 +1,4 @@
-"""The Lua scripts of :class:`~evalport.server.stores.redis.RedisStore`, one per operation.
+"""The Lua scripts of :class:`~evalport.server.stores._redis.RedisStore`, one per operation.
 
 Each script runs atomically in Redis. ``BEGIN_TURN`` and ``FINISH_TURN`` compose the
 single operations (acquire and read, or look up the idempotency record; write, store the
@@ -6,28 +6,12 @@ record and release) so that a turn costs two round trips; every acquisition reco
 token as the session's ``holder``, which fences the finish (see ``holds`` and
 ``settle``). ``ARGV[1]`` is always the key prefix; keys are built from it inside the
 script, so the scripts need one Redis server (not a cluster).
-Times come from Redis's ``TIME``. See :mod:`evalport.server.stores.redis` for the rules.
+Times come from Redis's ``TIME``. See :mod:`evalport.server.stores._redis` for the rules.
 """
 
 from __future__ import annotations
 
 from typing import Final
-
-__all__ = [
-    "ACQUIRE",
-    "BEGIN_TURN",
-    "COUNT",
-    "CREATE",
-    "DELETE",
-    "FINISH_TURN",
-    "GET_RESULT",
-    "PURGE",
-    "PUT_RESULT",
-    "READ",
-    "RELEASE",
-    "RENEW",
-    "WRITE",
-]
 
 # Shared by the scripts that build their keys from the prefix in ARGV[1] (which is why
 # they need a single Redis: a cluster would need every key declared in KEYS).

@@ -46,7 +46,7 @@ from ._recording import (
     step_usage,
 )
 
-require("agents", "openai-agents", "evalport.server.adapters.openai_agents")
+require("agents", "openai-agents", "evalport.server.adapters._openai_agents")
 
 import pydantic_core  # noqa: E402
 from agents import Agent, RunConfig, RunContextWrapper, RunHooks, Runner  # noqa: E402
@@ -55,8 +55,6 @@ from agents.run_config import ToolErrorFormatterArgs  # noqa: E402
 from agents.tool import Tool  # noqa: E402
 from agents.tool_context import ToolContext  # noqa: E402
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage  # noqa: E402
-
-__all__ = ["OpenAIAgentsAgent"]
 
 
 class OpenAIAgentsAgent:

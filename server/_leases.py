@@ -23,8 +23,8 @@ import logging
 import secrets
 from collections.abc import Awaitable
 
-from .jobs import Jobs
-from .limits import Limits
+from ._jobs import Jobs
+from ._limits import Limits
 from .stores import LeaseRenewal, SessionStore, StoreUnavailable
 
 logger = logging.getLogger("evalport.server")

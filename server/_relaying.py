@@ -5,7 +5,7 @@ Redis pub/sub), and its answer travels back.
 Rules:
 
 - What travels is the approvals request body as the client sent it, and back the
-  holder's :class:`~.records.Outcome` (status and body), msgpack-encoded.
+  holder's :class:`~._records.Outcome` (status and body), msgpack-encoded.
 - A problem the holder answered is raised again on the replica that received the
   request, so its headers (``Retry-After``) and field errors reach the client.
 - No answer within the timeout is a 504; a holder that is gone is a 409 ``session-busy``
@@ -27,11 +27,9 @@ from evalport.protocol import (
     encode,
 )
 
-from .problems import HTTPProblem, problem_body
-from .records import Outcome, decode_problem, decode_relayed, encode_relayed
+from ._problems import HTTPProblem, problem_body
+from ._records import Outcome, decode_problem, decode_relayed, encode_relayed
 from .stores import ApprovalRelay
-
-__all__ = ["answer_relayed", "forward_decisions"]
 
 logger = logging.getLogger("evalport.server")
 

@@ -52,19 +52,7 @@ from typing import Protocol, runtime_checkable
 import msgspec
 from evalport.protocol import ProblemType
 
-from ..problems import HTTPProblem
-
-__all__ = [
-    "ApprovalRelay",
-    "ComposedTurns",
-    "Lease",
-    "LeaseRenewal",
-    "SessionStore",
-    "StoreUnavailable",
-    "StoredSession",
-    "TurnStart",
-    "TurnStore",
-]
+from .._problems import HTTPProblem
 
 STORE_RETRY_AFTER = 1
 

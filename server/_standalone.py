@@ -40,9 +40,7 @@ from starlette.datastructures import URL
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .problems import problem_response
-
-__all__ = ["ProtocolApp"]
+from ._problems import problem_response
 
 logger = logging.getLogger("evalport.server")
 

@@ -6,10 +6,10 @@ Rules:
   and stores the session (the store enforces the cap: 503 ``session-limit``).
 - A turn takes the session's lease in the store (409 ``session-busy`` when another turn
   holds it): for ``Limits.lease_ttl``, renewed while the turn runs, with a store that
-  renews leases (see :mod:`.leases`), else for ``Limits.lease_seconds``. The agent runs
+  renews leases (see :mod:`._leases`), else for ``Limits.lease_seconds``. The agent runs
   in a task of its own; the rest of the turn (store the new run and the idempotency
   record when the request had a key, release the lease) is a job that the request only
-  watches (:mod:`.turns`), so a client that disconnects cancels nothing. Every store
+  watches (:mod:`._turns`), so a client that disconnects cancels nothing. Every store
   takes this one path: the in-process store and Redis implement the same contract.
 - Idempotency: a repeated key with the same message answers the stored response (or
   waits for the turn still running under that key) without running the agent again; the
@@ -28,11 +28,11 @@ Rules:
   relayed to the holder when the store can (:class:`~.stores.ApprovalRelay`: Redis
   pub/sub), else refused with 409 ``session-busy`` (route them to the holder).
 - A repeated key whose first attempt still runs on another replica waits for it (or
-  learns that it was lost): :mod:`.keywaits` has the rules.
-- The manager composes its collaborators: the live agents (:class:`~.live.LiveSessions`),
-  the turn runner (:class:`~.turns.TurnRunner`, which owns the same-key waiter), the
-  leases and their keepers (:class:`~.leases.Leases`) and the jobs that outlive their
-  request (:class:`~.jobs.Jobs`).
+  learns that it was lost): :mod:`._keywaits` has the rules.
+- The manager composes its collaborators: the live agents (:class:`~._live.LiveSessions`),
+  the turn runner (:class:`~._turns.TurnRunner`, which owns the same-key waiter), the
+  leases and their keepers (:class:`~._leases.Leases`) and the jobs that outlive their
+  request (:class:`~._jobs.Jobs`).
 - With a shared store a turn's bookkeeping is two store calls (:class:`~.stores.TurnStore`):
   one looks up the idempotency record or takes the lease and reads the stored run, the
   other writes the new run and the record and releases the lease.
@@ -50,12 +50,12 @@ from typing import Final
 from evalport.protocol import AgentRun, ApprovalDecision, CreateSessionRequest, ProblemType
 from evalport.protocol.runtime import AgentSession, DecisionError, SessionInfo, session_factory
 
-from .jobs import Jobs
-from .leases import Leases
-from .limits import Limits
-from .live import LiveSessions
-from .problems import HTTPProblem
-from .records import (
+from ._jobs import Jobs
+from ._leases import Leases
+from ._limits import Limits
+from ._live import LiveSessions
+from ._problems import HTTPProblem
+from ._records import (
     SUSPENDED,
     Outcome,
     RunPolicy,
@@ -66,9 +66,9 @@ from .records import (
     new_session_id,
     not_found,
 )
-from .relaying import answer_relayed, forward_decisions
+from ._relaying import answer_relayed, forward_decisions
+from ._turns import TurnRunner
 from .stores import ApprovalRelay, Lease, MemoryStore, SessionStore
-from .turns import TurnRunner
 
 _SWEEP_EVERY: Final = 1.0
 
@@ -186,7 +186,7 @@ class SessionManager:
 
     def drain(self) -> None:
         """Before a shutdown: requests waiting for their key's first attempt on another
-        replica answer 503 ``draining`` (see :mod:`.keywaits`); turns run on."""
+        replica answer 503 ``draining`` (see :mod:`._keywaits`); turns run on."""
         self.turns.waiter.drain()
 
     async def aclose(self) -> None:

@@ -5,13 +5,13 @@ Rules:
 - :meth:`EvalAdapter.routes` is the primitive: a list of Starlette routes under a prefix,
   which a host adds to its own routes (``Mount`` works too); the host answers paths that
   are not the adapter's. :meth:`EvalAdapter.app` serves the same endpoints as a standalone
-  ASGI app without Starlette's router and middleware (:mod:`evalport.server.standalone`),
+  ASGI app without Starlette's router and middleware (:mod:`evalport.server._standalone`),
   whose unknown routes and methods are problems too.
 - Nothing depends on a lifespan: state is created with the adapter, expired sessions are
   purged lazily, so mounting under a host that never sends lifespan events is fine.
 - Routes are plain ASGI endpoints (no per-request ``Request`` object); the hot answers
   (turns, approvals) are sent with precomputed headers.
-- Every error is ``application/problem+json`` (see :mod:`evalport.server.problems`),
+- Every error is ``application/problem+json`` (see :mod:`evalport.server._problems`),
   produced by the adapter itself, so a host's exception handlers never reformat it.
   Unexpected failures are a 500 ``internal`` problem with an error id that the log repeats.
 - Requests are decoded strictly: a body that is not JSON is 400, a body of the wrong
@@ -54,15 +54,13 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
-from .auth import BearerAuth
-from .limits import Limits
-from .problems import HTTPProblem
-from .records import Outcome, RunPolicy
-from .sessions import SessionManager
-from .standalone import ProtocolApp, internal_problem, request_path, safe_instance
+from ._auth import BearerAuth
+from ._limits import Limits
+from ._problems import HTTPProblem
+from ._records import Outcome, RunPolicy
+from ._sessions import SessionManager
+from ._standalone import ProtocolApp, internal_problem, request_path, safe_instance
 from .stores import SessionStore, open_store
-
-__all__ = ["EvalAdapter"]
 
 _JSON: Final = "application/json"
 # Every path takes every common method, so that a wrong one is our 405 problem, not the host's.
@@ -166,7 +164,7 @@ class EvalAdapter:
     def app(self, prefix: str = "") -> ProtocolApp:
         """A standalone ASGI app serving the same endpoints as :meth:`routes`, without a router.
 
-        Unknown paths and methods are problems too; see :mod:`evalport.server.standalone`.
+        Unknown paths and methods are problems too; see :mod:`evalport.server._standalone`.
         """
         endpoints = self._endpoints(prefix)
         return ProtocolApp(
@@ -300,7 +298,7 @@ class _Endpoint:
     """The ASGI endpoint of one path (Starlette routes a class instance as plain ASGI).
 
     It reads the session id from ``scope["path_params"]``, which Starlette's ``Route`` and
-    :class:`~evalport.server.standalone.ProtocolApp` both set.
+    :class:`~evalport.server._standalone.ProtocolApp` both set.
     """
 
     __slots__ = ("_adapter", "_allow", "_auth", "_drains", "_endpoints")

@@ -1,7 +1,7 @@
 """The in-process session store (the default): a dict, a clock and nothing else.
 
-It follows every rule of :mod:`evalport.server.stores.base` and is a
-:class:`~evalport.server.stores.base.TurnStore` like the Redis store: the adapter drives
+It follows every rule of :mod:`evalport.server.stores._base` and is a
+:class:`~evalport.server.stores._base.TurnStore` like the Redis store: the adapter drives
 both through the same calls. No coroutine here ever waits, so every operation, a turn's
 ``begin_turn`` and ``finish_turn`` included, is atomic on the event loop. It records no
 holder's key (``same_key`` is never true, ``lost`` is ignored): one process holds every
@@ -16,9 +16,7 @@ from collections.abc import Callable
 
 import msgspec
 
-from .base import Lease, StoredSession, TurnStart
-
-__all__ = ["MemoryStore"]
+from ._base import Lease, StoredSession, TurnStart
 
 
 class _Entry(msgspec.Struct, gc=False):

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Limits"]
-
 
 @dataclass(frozen=True, slots=True)
 class Limits:

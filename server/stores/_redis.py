@@ -1,9 +1,9 @@
 """The Redis session store: sessions shared by every replica of a service.
 
-It follows every rule of :mod:`evalport.server.stores.base`; each operation is one Lua
+It follows every rule of :mod:`evalport.server.stores._base`; each operation is one Lua
 script, so it is atomic across replicas. It is a
-:class:`~evalport.server.stores.base.TurnStore`: a turn costs two round trips (begin,
-finish), and a :class:`~evalport.server.stores.base.LeaseRenewal`: a turn's lease is
+:class:`~evalport.server.stores._base.TurnStore`: a turn costs two round trips (begin,
+finish), and a :class:`~evalport.server.stores._base.LeaseRenewal`: a turn's lease is
 short and its holder renews it. Install with ``pip install 'evalport[redis]'``.
 
 Rules:
@@ -37,12 +37,12 @@ Rules:
 - :meth:`RedisStore.purge_expired` returns the ids that expired **or were deleted** since
   this store object last asked (kept ``gone_seconds``), so every replica closes its own
   live agents of sessions that ended elsewhere.
-- Approvals relay (:class:`~evalport.server.stores.base.ApprovalRelay`): a replica that
+- Approvals relay (:class:`~evalport.server.stores._base.ApprovalRelay`): a replica that
   holds a suspended turn subscribes to ``relay:{id}`` (Redis pub/sub); another replica
   publishes the decisions there with a reply channel and waits for the answer. A publish
   that no replica receives means the holder is gone (``forward`` returns ``None``).
 - A Redis that cannot be reached (refused, reset, timed out, loading, read-only) raises
-  :class:`~evalport.server.stores.base.StoreUnavailable`, which the adapter answers with
+  :class:`~evalport.server.stores._base.StoreUnavailable`, which the adapter answers with
   503 ``store-unavailable`` and ``Retry-After``. Nothing is half written: a script runs
   whole or not at all.
 """
@@ -59,15 +59,13 @@ from typing import Any, Final, TypeVar
 import msgspec
 from evalport.protocol import require
 
-from . import redis_lua as lua
-from .base import Lease, StoredSession, StoreUnavailable, TurnStart
+from . import _redis_lua as lua
+from ._base import Lease, StoredSession, StoreUnavailable, TurnStart
 
-require("redis", "redis", "evalport.server.stores.redis")
+require("redis", "redis", "evalport.server.stores._redis")
 
 import redis.asyncio as aioredis  # noqa: E402
 import redis.exceptions as redis_errors  # noqa: E402
-
-__all__ = ["RedisStore"]
 
 logger = logging.getLogger("evalport.server")
 

@@ -20,13 +20,7 @@ from typing import Any
 
 from evalport.protocol.runtime import AgentSession, SessionInfo
 
-from .records import (
-    SUSPENDED,
-    decode_envelope,
-    decode_meta,
-    not_found,
-    suspended_elsewhere,
-)
+from ._records import SUSPENDED, decode_envelope, decode_meta, not_found, suspended_elsewhere
 from .stores import ApprovalRelay, SessionStore, StoredSession, StoreUnavailable
 
 

@@ -2,7 +2,7 @@
 
 ``evalport serve --store URL`` and ``EvalAdapter(store=URL)`` both come here. ``memory``
 (the default) is the in-process store; ``redis://``, ``rediss://`` and ``unix://`` URLs
-open a :class:`~evalport.server.stores.redis.RedisStore` (the ``redis`` extra). Anything
+open a :class:`~evalport.server.stores._redis.RedisStore` (the ``redis`` extra). Anything
 else is a ``ValueError`` that names the accepted forms.
 """
 
@@ -10,10 +10,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from .base import SessionStore
-from .memory import MemoryStore
-
-__all__ = ["open_store"]
+from ._base import SessionStore
+from ._memory import MemoryStore
 
 _REDIS_SCHEMES: Final = ("redis://", "rediss://", "unix://")
 
@@ -23,7 +21,7 @@ def open_store(spec: str) -> SessionStore:
     if spec == "memory":
         return MemoryStore()
     if spec.startswith(_REDIS_SCHEMES):
-        from .redis import RedisStore
+        from ._redis import RedisStore
 
         return RedisStore(spec)
     raise ValueError(

@@ -42,7 +42,7 @@ from ._recording import (
     step_usage,
 )
 
-require("pydantic_ai", "pydantic-ai", "evalport.server.adapters.pydantic_ai")
+require("pydantic_ai", "pydantic-ai", "evalport.server.adapters._pydantic_ai")
 
 import pydantic_core  # noqa: E402
 from pydantic_ai import Agent, RunContext  # noqa: E402
@@ -58,7 +58,6 @@ from pydantic_ai.tools import (  # noqa: E402
 if TYPE_CHECKING:
     from pydantic_ai.models import ModelRequestContext
 
-__all__ = ["PydanticAIAgent"]
 
 _DENIED = "The tool call was denied."
 

@@ -37,11 +37,11 @@ from typing import Final
 
 from evalport.protocol import ProblemType
 
-from .jobs import Jobs
-from .leases import quietly
-from .limits import Limits
-from .problems import HTTPProblem, problem_body
-from .records import Outcome, idempotency_record
+from ._jobs import Jobs
+from ._leases import quietly
+from ._limits import Limits
+from ._problems import HTTPProblem, problem_body
+from ._records import Outcome, idempotency_record
 from .stores import Lease, TurnStart
 
 LOST: Final = Outcome(

@@ -50,7 +50,7 @@ from ._recording import (
     step_usage,
 )
 
-require("langgraph", "langgraph", "evalport.server.adapters.langgraph")
+require("langgraph", "langgraph", "evalport.server.adapters._langgraph")
 
 from langchain_core.callbacks import AsyncCallbackHandler  # noqa: E402
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage  # noqa: E402
@@ -60,8 +60,6 @@ from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
 from langgraph.errors import GraphInterrupt  # noqa: E402
 from langgraph.pregel import Pregel  # noqa: E402
 from langgraph.types import Command, Interrupt  # noqa: E402
-
-__all__ = ["LangGraphAgent"]
 
 
 class LangGraphAgent:

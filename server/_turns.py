@@ -1,13 +1,13 @@
 """A turn, from the request to the stored outcome: the one path every store takes.
 
-Rules (the session rules are those of :mod:`evalport.server.sessions`):
+Rules (the session rules are those of :mod:`evalport.server._sessions`):
 
 - A turn costs two store calls (:class:`~.stores.TurnStore`): ``begin_turn`` answers the
   key's idempotency record, or takes the session's lease and reads the stored session;
   ``finish_turn`` writes the new run and the key's record and releases the lease.
 - A repeat of a key whose turn runs in this process waits for that turn's outcome; one
-  whose turn runs on another replica waits in :mod:`.keywaits`.
-- Once the lease is taken, the rest is a job (:mod:`.jobs`) that the request only
+  whose turn runs on another replica waits in :mod:`._keywaits`.
+- Once the lease is taken, the rest is a job (:mod:`._jobs`) that the request only
   watches: drive the agent's step to its outcome (the accumulated run: 200; a timed-out
   turn: 504 ``turn-timeout``, whose run is stored too; or a problem that stores
   nothing: a busy, suspended or closed session, decisions that do not match), then the
@@ -41,13 +41,13 @@ from evalport.protocol.runtime import (
     TurnTimeout,
 )
 
-from .jobs import Jobs
-from .keywaits import SameKeyWaiter, lost_record
-from .leases import LeaseKeeper, Leases
-from .limits import Limits
-from .live import LiveSessions
-from .problems import HTTPProblem, problem_body
-from .records import (
+from ._jobs import Jobs
+from ._keywaits import SameKeyWaiter, lost_record
+from ._leases import LeaseKeeper, Leases
+from ._limits import Limits
+from ._live import LiveSessions
+from ._problems import HTTPProblem, problem_body
+from ._records import (
     IDLE,
     SUSPENDED,
     InFlight,
@@ -161,7 +161,7 @@ class TurnRunner:
         return await asyncio.shield(job)
 
     def body(self, live: AgentSession | None, run: AgentRun | None = None) -> bytes:
-        """The response body of a session's run (see :func:`~.records.run_body`)."""
+        """The response body of a session's run (see :func:`~._records.run_body`)."""
         return run_body(self._policy, live, run)
 
     async def _begin(self, session_id: str, token: str, key: str | None, lost: bytes) -> TurnStart:

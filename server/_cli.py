@@ -32,10 +32,8 @@ from typing import Final
 import uvicorn
 from evalport.protocol.runtime import load_object
 
-from .app import EvalAdapter
-from .limits import Limits
-
-__all__ = ["DrainingServer", "add_arguments", "load_target", "main"]
+from ._app import EvalAdapter
+from ._limits import Limits
 
 HELP = "serve an agent over the eval protocol"
 

@@ -35,7 +35,7 @@ from evalport.protocol import (
 )
 from evalport.protocol.runtime import AgentSession, DecisionError
 
-from .problems import HTTPProblem
+from ._problems import HTTPProblem
 
 IDLE: Final = "idle"
 SUSPENDED: Final = "suspended"

@@ -21,9 +21,7 @@ from typing import Final
 
 from evalport.protocol import ProblemType
 
-from .problems import HTTPProblem
-
-__all__ = ["BearerAuth"]
+from ._problems import HTTPProblem
 
 _REALM: Final = 'Bearer realm="evalport"'
 

@@ -19,8 +19,6 @@ from typing import Final
 from evalport.protocol import PROBLEM_CONTENT_TYPE, FieldError, Problem, ProblemType, encode
 from starlette.responses import Response
 
-__all__ = ["TITLES", "HTTPProblem", "problem_body", "problem_response"]
-
 TITLES: Final[dict[str, str]] = {
     ProblemType.MALFORMED_JSON: "Malformed JSON",
     ProblemType.UNAUTHORIZED: "Unauthorized",
