@@ -9,12 +9,19 @@ Rules:
   the assertion runs when the case ends (or when the handle is resolved), at most once.
 - ``check(assertion, subject=None)`` does the same for any :class:`Assertion`, including
   your own, on the run or on a subject you pass.
+- A method's signature and docstring are its class's: each is a :class:`Delegate` that
+  forwards its arguments to the class (``ctx.contains(...)`` builds
+  ``Contains(...)``), so a signature lives once, and the type checker checks calls
+  against the class's ``__init__``. Only methods that adapt (Instructor's names,
+  ``tool_order``'s varargs form) are written out.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+import inspect
+import types
+from collections.abc import Callable, Sequence
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 from evalport.protocol import AgentRun, Event
 
@@ -32,7 +39,8 @@ from ._base import Assertion
 from ._expect import ValueEquals, ValueExpectation
 from ._matchers import Count
 
-UNSET: Any = tools.UNSET
+P = ParamSpec("P")
+H = TypeVar("H", bound="AssertionHandle | DeferredHandle")
 
 
 class DeferredHandle:
@@ -83,6 +91,86 @@ def _needs_io(assertion: Assertion) -> bool:
     return type(assertion).aevaluate is not Assertion.aevaluate
 
 
+def _on_reply(ctx: AssertionMethods, assertion: Assertion) -> AssertionHandle:
+    handle = AssertionHandle(assertion.evaluate(ctx.run.reply))
+    ctx.register(handle)
+    return handle
+
+
+def _on_run(ctx: AssertionMethods, assertion: Assertion) -> AssertionHandle:
+    handle = AssertionHandle(assertion.evaluate(ctx.run))
+    ctx.register(handle)
+    return handle
+
+
+def _later_on_reply(ctx: AssertionMethods, assertion: Assertion) -> DeferredHandle:
+    deferred = DeferredHandle(assertion, ctx.run.reply)
+    ctx.register(deferred)
+    return deferred
+
+
+_SUBJECTS: dict[Callable[..., Any], str] = {
+    _on_reply: "on the latest reply, evaluated now",
+    _on_run: "on the run so far, evaluated now",
+    _later_on_reply: "on the latest reply, evaluated when the case ends (it needs I/O)",
+}
+
+
+class Delegate(Generic[P, H]):
+    """A context method that builds ``kind(*args, **kwargs)`` and hands it to ``on``.
+
+    The method takes the class's signature and docstring (``help(ctx.contains)`` shows
+    :class:`Contains`'s), and type checkers check its calls against the class.
+    """
+
+    def __init__(
+        self, kind: Callable[P, Assertion], on: Callable[[AssertionMethods, Assertion], H]
+    ) -> None:
+        self.kind = kind
+        self.on = on
+        self.function: Callable[Concatenate[AssertionMethods, P], H] = self._call
+
+    def _call(self, ctx: AssertionMethods, /, *args: P.args, **kwargs: P.kwargs) -> H:
+        return self.on(ctx, self.kind(*args, **kwargs))
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        call = self._call
+
+        def method(ctx: AssertionMethods, /, *args: P.args, **kwargs: P.kwargs) -> H:
+            return call(ctx, *args, **kwargs)
+
+        spec = inspect.signature(self.kind)
+        this = inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)
+        method.__signature__ = spec.replace(  # type: ignore[attr-defined]
+            parameters=[this, *spec.parameters.values()],
+            return_annotation=self.on.__annotations__.get("return", spec.empty),
+        )
+        method.__name__ = name
+        method.__qualname__ = f"{owner.__qualname__}.{name}"
+        method.__module__ = owner.__module__
+        title = getattr(self.kind, "__name__", repr(self.kind))
+        method.__doc__ = f":class:`{title}` {_SUBJECTS[self.on]}; returns its handle.\n\n" + (
+            inspect.getdoc(self.kind) or ""
+        )
+        self.function = method
+
+    @overload
+    def __get__(
+        self, ctx: None, owner: type | None = None
+    ) -> Callable[Concatenate[AssertionMethods, P], H]: ...
+
+    @overload
+    def __get__(self, ctx: AssertionMethods, owner: type | None = None) -> Callable[P, H]: ...
+
+    def __get__(
+        self, ctx: AssertionMethods | None, owner: type | None = None
+    ) -> Callable[Concatenate[AssertionMethods, P], H] | Callable[P, H]:
+        if ctx is None:  # on the class: the plain function, as for any method
+            return self.function
+        bound: Callable[P, H] = types.MethodType(self.function, ctx)
+        return bound
+
+
 class AssertionMethods:
     """Mixed into the eval contexts; they provide ``run`` and ``register``."""
 
@@ -120,109 +208,35 @@ class AssertionMethods:
         self.register(handle)
         return handle
 
-    def _reply(self, assertion: Assertion) -> AssertionHandle:
-        handle = AssertionHandle(assertion.evaluate(self.run.reply))
-        self.register(handle)
-        return handle
-
-    def _on_run(self, assertion: Assertion) -> AssertionHandle:
-        handle = AssertionHandle(assertion.evaluate(self.run))
-        self.register(handle)
-        return handle
-
     # -- text (on the latest reply) -----------------------------------------------------
 
-    def contains(self, needle: str, *, case_sensitive: bool = True) -> AssertionHandle:
-        return self._reply(text.Contains(needle, case_sensitive=case_sensitive))
-
-    def contains_all(
-        self, needles: Sequence[str], *, case_sensitive: bool = True
-    ) -> AssertionHandle:
-        return self._reply(text.ContainsAll(needles, case_sensitive=case_sensitive))
-
-    def contains_any(
-        self, needles: Sequence[str], *, case_sensitive: bool = True
-    ) -> AssertionHandle:
-        return self._reply(text.ContainsAny(needles, case_sensitive=case_sensitive))
-
-    def starts_with(self, prefix: str, *, case_sensitive: bool = True) -> AssertionHandle:
-        return self._reply(text.StartsWith(prefix, case_sensitive=case_sensitive))
-
-    def ends_with(self, suffix: str, *, case_sensitive: bool = True) -> AssertionHandle:
-        return self._reply(text.EndsWith(suffix, case_sensitive=case_sensitive))
-
-    def length_between(self, minimum: int, maximum: int) -> AssertionHandle:
-        return self._reply(text.LengthBetween(minimum, maximum))
-
-    def equals(
-        self, expected: str, *, case_sensitive: bool = True, strip: bool = False
-    ) -> AssertionHandle:
-        return self._reply(text.Equals(expected, case_sensitive=case_sensitive, strip=strip))
-
-    def matches_regex(self, pattern: str, flags: int = 0) -> AssertionHandle:
-        return self._reply(text.MatchesRegex(pattern, flags))
-
-    def is_valid_json(self) -> AssertionHandle:
-        return self._reply(text.IsValidJson())
-
-    def matches_json_schema(self, schema: Mapping[str, Any]) -> AssertionHandle:
-        return self._reply(text.MatchesJsonSchema(schema))
-
-    def levenshtein(
-        self, reference: str, *, threshold: float = 0.5, max_distance: int | None = None
-    ) -> AssertionHandle:
-        return self._reply(
-            text.LevenshteinDistance(reference, threshold=threshold, max_distance=max_distance)
-        )
-
-    def similar_to(
-        self, reference: str, embedder: similarity.Embedder, *, threshold: float = 0.8
-    ) -> DeferredHandle:
-        assertion = similarity.EmbeddingSimilarity(reference, embedder, threshold=threshold)
-        deferred = DeferredHandle(assertion, self.run.reply)
-        self.register(deferred)
-        return deferred
+    contains = Delegate(text.Contains, _on_reply)
+    contains_all = Delegate(text.ContainsAll, _on_reply)
+    contains_any = Delegate(text.ContainsAny, _on_reply)
+    starts_with = Delegate(text.StartsWith, _on_reply)
+    ends_with = Delegate(text.EndsWith, _on_reply)
+    length_between = Delegate(text.LengthBetween, _on_reply)
+    equals = Delegate(text.Equals, _on_reply)
+    matches_regex = Delegate(text.MatchesRegex, _on_reply)
+    is_valid_json = Delegate(text.IsValidJson, _on_reply)
+    matches_json_schema = Delegate(text.MatchesJsonSchema, _on_reply)
+    levenshtein = Delegate(text.LevenshteinDistance, _on_reply)
+    similar_to = Delegate(similarity.EmbeddingSimilarity, _later_on_reply)
 
     # -- outcome ------------------------------------------------------------------------
 
-    def succeeded(self) -> AssertionHandle:
-        return self._on_run(outcome.Succeeded())
-
-    def stopped(self) -> AssertionHandle:
-        return self._on_run(outcome.Stopped())
-
-    def failed(self) -> AssertionHandle:
-        return self._on_run(outcome.Failed())
-
-    def stop_reason(self, *reasons: str) -> AssertionHandle:
-        return self._on_run(outcome.StopReasonIs(*reasons))
+    succeeded = Delegate(outcome.Succeeded, _on_run)
+    stopped = Delegate(outcome.Stopped, _on_run)
+    failed = Delegate(outcome.Failed, _on_run)
+    stop_reason = Delegate(outcome.StopReasonIs, _on_run)
 
     # -- tools --------------------------------------------------------------------------
 
-    def called_tool(
-        self,
-        name: str,
-        args: Any = None,
-        *,
-        result: Any = UNSET,
-        is_error: bool | None = None,
-        count: int | Count | None = None,
-    ) -> AssertionHandle:
-        return self._on_run(
-            tools.CalledTool(name, args, result=result, is_error=is_error, count=count)
-        )
-
-    def not_called_tool(self, name: str, args: Any = None) -> AssertionHandle:
-        return self._on_run(tools.NotCalledTool(name, args))
-
-    def used_no_tools(self) -> AssertionHandle:
-        return self._on_run(tools.UsedNoTools())
-
-    def max_tool_calls(self, limit: int, name: str | None = None) -> AssertionHandle:
-        return self._on_run(tools.MaxToolCalls(limit, name))
-
-    def no_failed_actions(self) -> AssertionHandle:
-        return self._on_run(tools.NoFailedActions())
+    called_tool = Delegate(tools.CalledTool, _on_run)
+    not_called_tool = Delegate(tools.NotCalledTool, _on_run)
+    used_no_tools = Delegate(tools.UsedNoTools, _on_run)
+    max_tool_calls = Delegate(tools.MaxToolCalls, _on_run)
+    no_failed_actions = Delegate(tools.NoFailedActions, _on_run)
 
     def tool_order(
         self, *names: str | Sequence[str], mode: str = tools.ToolOrderMode.SUBSET
@@ -237,52 +251,25 @@ class AssertionMethods:
             flat = [str(name) for name in names[0]]
         else:
             flat = [str(name) for name in names]
-        return self._on_run(tools.ToolOrder(flat, mode))
+        return _on_run(self, tools.ToolOrder(flat, mode))
 
-    def tool_was_approved(self, name: str, args: Any = None) -> AssertionHandle:
-        return self._on_run(approvals.ToolWasApproved(name, args))
-
-    def tool_was_rejected(self, name: str, args: Any = None) -> AssertionHandle:
-        return self._on_run(approvals.ToolWasRejected(name, args))
-
-    def tool_was_injected(self, name: str, args: Any = None) -> AssertionHandle:
-        return self._on_run(faults.ToolWasInjected(name, args))
+    tool_was_approved = Delegate(approvals.ToolWasApproved, _on_run)
+    tool_was_rejected = Delegate(approvals.ToolWasRejected, _on_run)
+    tool_was_injected = Delegate(faults.ToolWasInjected, _on_run)
 
     # -- steps and tokens ---------------------------------------------------------------
 
-    def step_count(self, count: int | Count) -> AssertionHandle:
-        return self._on_run(steps.StepCount(count))
-
-    def max_steps(self, limit: int) -> AssertionHandle:
-        return self._on_run(steps.MaxSteps(limit))
-
-    def total_tokens_at_most(self, limit: int) -> AssertionHandle:
-        return self._on_run(steps.TotalTokensAtMost(limit))
-
-    def tokens_at_most(self, kind: str, limit: int) -> AssertionHandle:
-        """Budget one kind: ``input``, ``output``, ``cache_write``, ``cache_read``, ``reasoning``."""
-        return self._on_run(steps.TokensAtMost(kind, limit))
+    step_count = Delegate(steps.StepCount, _on_run)
+    max_steps = Delegate(steps.MaxSteps, _on_run)
+    total_tokens_at_most = Delegate(steps.TotalTokensAtMost, _on_run)
+    tokens_at_most = Delegate(steps.TokensAtMost, _on_run)
 
     # -- events -------------------------------------------------------------------------
 
-    def event_seen(
-        self,
-        name: str,
-        *,
-        data: Any = None,
-        where: Callable[[Event], Any] | None = None,
-        count: int | Count | None = None,
-    ) -> AssertionHandle:
-        return self._on_run(events.EventSeen(name, data=data, where=where, count=count))
-
-    def event_not_seen(self, name: str) -> AssertionHandle:
-        return self._on_run(events.EventNotSeen(name))
-
-    def events_in_order(self, names: Sequence[str]) -> AssertionHandle:
-        return self._on_run(events.EventsInOrder(names))
-
-    def events_satisfy(self, predicate: Callable[[list[Event]], Any]) -> AssertionHandle:
-        return self._on_run(events.EventsSatisfy(predicate))
+    event_seen = Delegate(events.EventSeen, _on_run)
+    event_not_seen = Delegate(events.EventNotSeen, _on_run)
+    events_in_order = Delegate(events.EventsInOrder, _on_run)
+    events_satisfy = Delegate(events.EventsSatisfy, _on_run)
 
     # -- Instructor's names -------------------------------------------------------------
 
@@ -294,7 +281,7 @@ class AssertionMethods:
         """Instructor's ``outputEquals``: the reply equals ``expected`` (or its matcher)."""
         if isinstance(expected, str):
             return self.equals(expected)
-        return self._reply(ValueEquals(expected))
+        return _on_reply(self, ValueEquals(expected))
 
     def output_matches(self, pattern: str) -> AssertionHandle:
         """Instructor's ``outputMatches``: :meth:`matches_regex`."""
