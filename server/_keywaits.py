@@ -64,7 +64,7 @@ def lost_record(digest: str) -> bytes:
 _POLL_FIRST: Final = 0.02  # the first pause between two looks at the store (s)
 _POLL_MAX: Final = 0.25  # and the longest one
 
-Begin = Callable[[str, str, "str | None", bytes], Awaitable[TurnStart]]
+Begin = Callable[[str, str, str | None, bytes], Awaitable[TurnStart]]
 
 
 class SameKeyWaiter:

@@ -2,15 +2,14 @@
 
 Rules:
 
-- Creating a session draws an id with 192 random bits, calls the agent's session factory
-  and stores the session (the store enforces the cap: 503 ``session-limit``).
+- Creating a session draws an id with 192 random bits and stores the session (the store
+  enforces the cap: 503 ``session-limit``), then calls the agent's session factory (a
+  factory that fails leaves no session behind).
 - A turn takes the session's lease in the store (409 ``session-busy`` when another turn
-  holds it): for ``Limits.lease_ttl``, renewed while the turn runs, with a store that
-  renews leases (see :mod:`._leases`), else for ``Limits.lease_seconds``. The agent runs
-  in a task of its own; the rest of the turn (store the new run and the idempotency
-  record when the request had a key, release the lease) is a job that the request only
-  watches (:mod:`._turns`), so a client that disconnects cancels nothing. Every store
-  takes this one path: the in-process store and Redis implement the same contract.
+  holds it; :mod:`._leases` says for how long) and runs its agent in a task of its own;
+  the rest of the turn is a job that the request only watches (:mod:`._turns`), so a
+  client that disconnects cancels nothing. Every store takes this one path: the
+  in-process store and Redis implement the same contract (:class:`~.stores.TurnStore`).
 - Idempotency: a repeated key with the same message answers the stored response (or
   waits for the turn still running under that key) without running the agent again; the
   same key with another message is 422 ``idempotency-key-reused``. Keys are per session;
@@ -20,22 +19,16 @@ Rules:
   records the turn as ``failed`` with a ``time_limit`` stop signal (attach shows it).
 - A suspended session refuses new turns (409 ``session-suspended``) until its approvals
   are decided; it still expires with its idle TTL, which cancels the suspended turn.
-- Several replicas (a shared store such as Redis): after taking the lease, a turn reads
-  the stored run; if this process has not seen the session, or another replica has
-  moved it on since, the agent is rebuilt from the stored run (its factory again, then
-  the handler's ``restore(history, run)`` hook). A session suspended on another replica
-  refuses turns (409 ``session-suspended``, without taking its lease). Approvals posted to another replica are
-  relayed to the holder when the store can (:class:`~.stores.ApprovalRelay`: Redis
-  pub/sub), else refused with 409 ``session-busy`` (route them to the holder).
-- A repeated key whose first attempt still runs on another replica waits for it (or
-  learns that it was lost): :mod:`._keywaits` has the rules.
+- Several replicas (a shared store such as Redis): a live agent continues a session only
+  if it is current, else it is rebuilt from the stored run (:mod:`._live`). Approvals
+  posted to another replica are relayed to the holder when the store can
+  (:class:`~.stores.ApprovalRelay`: Redis pub/sub), else refused with 409
+  ``session-busy`` (route them to the holder). A repeated key whose first attempt still
+  runs on another replica waits for it (or learns that it was lost): :mod:`._keywaits`.
 - The manager composes its collaborators: the live agents (:class:`~._live.LiveSessions`),
   the turn runner (:class:`~._turns.TurnRunner`, which owns the same-key waiter), the
   leases and their keepers (:class:`~._leases.Leases`) and the jobs that outlive their
   request (:class:`~._jobs.Jobs`).
-- With a shared store a turn's bookkeeping is two store calls (:class:`~.stores.TurnStore`):
-  one looks up the idempotency record or takes the lease and reads the stored run, the
-  other writes the new run and the record and releases the lease.
 - Expired sessions are purged lazily (at most once a second, on any request) and their
   live agents closed; no background task, so nothing depends on the host's lifespan.
 """

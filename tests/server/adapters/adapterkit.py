@@ -16,13 +16,17 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, NamedTuple
 
 import httpx
-from evalport.client.cases import cases_from, eval_case
-from evalport.client.context import EvalContext
-from evalport.client.conversation import decide_by_tool
-from evalport.client.http import HttpTarget
-from evalport.client.results import TrialResult, Verdict
-from evalport.client.target import Target
-from evalport.client.trial import run_trial
+from evalport.client import (
+    EvalContext,
+    HttpTarget,
+    Target,
+    TrialResult,
+    Verdict,
+    cases_from,
+    decide_by_tool,
+    eval_case,
+    run_trial,
+)
 from evalport.protocol import TracePolicy
 from evalport.server import EvalAdapter
 

@@ -23,7 +23,7 @@ from adapterkit import (
     refund_result,
     trial,
 )
-from evalport.client.context import EvalContext
+from evalport.client import EvalContext
 from evalport.protocol.runtime import AgentSession, SessionInfo
 from evalport.server.adapters import LangGraphAgent
 from langchain_core.messages import AIMessage

@@ -27,9 +27,7 @@ pytest.importorskip("langgraph")
 
 from adapterfakes import chat_model, function_model, scripted_model
 from adapterkit import TOKEN, Call, passed, trial
-from evalport.client.context import EvalContext
-from evalport.client.conversation import approve_all
-from evalport.client.http import HttpTarget
+from evalport.client import EvalContext, HttpTarget, approve_all
 from evalport.protocol import MissingExtraError
 from support.servers import running_server
 

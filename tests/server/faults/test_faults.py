@@ -12,11 +12,15 @@ from pathlib import Path
 
 import httpx
 import pytest
-from evalport.client.cases import cases_from, eval_case
-from evalport.client.http import HttpTarget
-from evalport.client.results import Verdict
-from evalport.client.retry import RetryPolicy
-from evalport.client.runner import RunOptions, run_cases
+from evalport.client import (
+    HttpTarget,
+    RetryPolicy,
+    RunOptions,
+    Verdict,
+    cases_from,
+    eval_case,
+    run_cases,
+)
 from support.redis import RedisServer, running_redis, save_snapshot
 from support.replicas import Replica, running_replicas, serve_args
 from support.servers import free_port, running_process
