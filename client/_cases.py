@@ -10,7 +10,7 @@ Rules:
   to ``target.open`` for the case's session: injected in-process by ``LocalTarget``, sent
   to servers that enable them by ``HttpTarget``.
 - With ``dataset=`` the function takes ``f(ctx, row)`` and expands into one case per row;
-  a dataset is a :class:`~evalport.client._datasets.Dataset`, a list of mappings, or a
+  a dataset is a :class:`~evalport.client.Dataset`, a list of mappings, or a
   path (relative paths are resolved against the file that defines the function). The
   description may name row fields (``"refund: {prompt}"``).
 - A case's id is ``<prefix><name>`` where the name is the explicit ``id`` or the

@@ -3,7 +3,7 @@
 Rules:
 
 - ``await ctx.send(message)`` sends one user turn and returns its
-  :class:`~evalport.client._target.Turn`; approvals the agent asks for are answered by the
+  :class:`~evalport.client.Turn`; approvals the agent asks for are answered by the
   approval policy before ``send`` returns (see :mod:`evalport.client._conversation`).
   Every assertion made afterwards reads ``ctx.run``, the run accumulated over every turn
   of the current session.

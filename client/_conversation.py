@@ -7,7 +7,7 @@ Rules:
   the final run, and the steps recorded before and after every suspension.
 - When a turn suspends (the run lists ``pendingApprovals``), the **approval policy**
   decides: a callable ``policy(request, trajectory)`` (sync or async) that receives an
-  :class:`ApprovalRequest` and the :class:`~evalport.client._trajectory.Trajectory` so
+  :class:`ApprovalRequest` and the :class:`~evalport.client.Trajectory` so
   far, and returns a decision per pending call id, so decisions can depend on arguments.
   The arguments are as redacted as the run: with ``TracePolicy.safe()`` they are digests,
   which ``request.matches(call_id, key=value)`` compares; a policy that must read them
@@ -25,7 +25,7 @@ Rules:
 - Simulated users (:class:`UserSimulator`: ``next_message(transcript) -> str | None`` and
   ``max_turns``) plug into the same loop through ``ctx.simulate``; they only ever write
   user messages, never approval decisions.
-- Targets do not matter: the loop only uses the :class:`~evalport.client._target.Session`
+- Targets do not matter: the loop only uses the :class:`~evalport.client.Session`
   protocol, so it runs the same on ``LocalTarget`` and ``HttpTarget``.
 """
 

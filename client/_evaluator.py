@@ -13,7 +13,7 @@ Rules:
   ``approval_policy`` play the roles of ``@eval_case``'s options.
 - ``run``/``evaluate``/``set_up`` may be sync or async. When ``run`` is sync the whole
   item runs in a worker thread and ``self.ctx`` is the blocking
-  :class:`~evalport.client._context.SyncEvalContext`.
+  :class:`~evalport.client.SyncEvalContext`.
 - ``self.ctx`` is the context of the item being evaluated (a context variable), so one
   evaluator instance serves concurrent items safely.
 """

@@ -8,7 +8,7 @@ Rules:
   (:class:`evalport.protocol.runtime.AgentSession`), so sessions never share state
   unless the agent shares it.
 - Every run takes the path an HTTP run takes: encoded as the server encodes it, decoded
-  leniently as :class:`~evalport.client._http.HttpTarget` decodes it, then redacted by the
+  leniently as :class:`~evalport.client.HttpTarget` decodes it, then redacted by the
   target's trace policy. For the same agent both targets hand out the same runs, ids and
   timings aside.
 - Errors are the ones :class:`HttpTarget` raises for the same situation
@@ -216,7 +216,7 @@ class LocalSession(SessionBase["LocalTarget"]):
         """One user message; returns when the agent finished the turn or suspended it."""
         target = self._target
         live = target._live(self._id)
-        try:  # awaited here, not in a helper coroutine: this is the runner's hot path
+        try:
             run = await live.send(message, timeout=target.turn_timeout)
         except _RUNTIME_ERRORS as error:
             raise _turn_error(self._id, error) from None

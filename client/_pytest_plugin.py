@@ -7,7 +7,7 @@ Rules:
   ``EVALPORT_TOKEN``) names the variable holding the bearer token. A test that asks for a
   fixture while no target is configured is **skipped** with a message saying what to pass.
 - ``evalport_target`` is the target (function-scoped: it lives on the test's event loop).
-- ``evalport`` is an :class:`~evalport.client._context.EvalContext` on a fresh session of
+- ``evalport`` is an :class:`~evalport.client.EvalContext` on a fresh session of
   that target, the context eval cases receive: ``await evalport.send(...)``, then the same
   assertion methods. A failed gate fails the test when it ends, with each failure listed.
   Deferred and judged assertions are resolved as soon as the test function returns, on

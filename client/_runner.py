@@ -3,7 +3,7 @@
 Rules:
 
 - Trials run on at most ``concurrency`` workers; a trial is one call of the trial function
-  (:func:`evalport.client._cases.run_trial` by default) on a fresh session of the target.
+  (:func:`evalport.client.run_trial` by default) on a fresh session of the target.
 - Each trial has a timeout (the case's own, else the run's). When it expires the trial's
   task is **cancelled** (the pending request or agent call is abandoned) and the trial is
   an ``error``. Sessions a trial opened are closed afterwards in every case.
@@ -179,19 +179,15 @@ class Runner:
         jobs = iter([(i, trial) for i in range(len(cases)) for trial in range(options.repeat)])
 
         async def worker() -> None:
-            deadline = _Deadline()
-            try:
-                for index, trial in jobs:
-                    result = await self._trial(cases[index], trial, deadline)
-                    trials[index].append(result)
-                    self.reporters.trial_done(result)
-                    if len(trials[index]) == options.repeat:
-                        results[index], summaries[index] = self._finish_case(
-                            cases[index], trials[index]
-                        )
-                        self.reporters.case_done(results[index], summaries[index])
-            finally:
-                deadline.close()
+            for index, trial in jobs:
+                result = await self.run_trial(cases[index], trial)
+                trials[index].append(result)
+                self.reporters.trial_done(result)
+                if len(trials[index]) == options.repeat:
+                    results[index], summaries[index] = self._finish_case(
+                        cases[index], trials[index]
+                    )
+                    self.reporters.case_done(results[index], summaries[index])
 
         workers = min(options.concurrency, len(cases) * options.repeat) or 1
         async with asyncio.TaskGroup() as group:
@@ -222,13 +218,6 @@ class Runner:
 
     async def run_trial(self, case: Any, trial: int) -> TrialResult:
         """One trial of one case; never raises (except when the run is cancelled)."""
-        deadline = _Deadline()
-        try:
-            return await self._trial(case, trial, deadline)
-        finally:
-            deadline.close()
-
-    async def _trial(self, case: Any, trial: int, deadline: _Deadline) -> TrialResult:
         case_id = case.id
         tracking = TrackingTarget(self._base)
         target: Any = tracking
@@ -244,30 +233,28 @@ class Runner:
         timeout = getattr(case, "timeout", None) or self.options.timeout
         started = time.perf_counter()
         close_errors: list[str] | None = None
-        # One timer bounds the whole trial (open, turns, assertions, judges, closing); on
+        # One timeout bounds the whole trial (open, turns, assertions, judges, closing); on
         # expiry the trial's work is cancelled where it waits.
-        deadline.arm(timeout)
         try:
-            try:
-                result = await self.trial_function(
-                    case, target, trial=trial, judge=self.judge, strict=self.options.strict
-                )
-                if not isinstance(result, TrialResult):
-                    raise TypeError(
-                        f"the trial function returned {type(result).__name__}, not a TrialResult"
+            async with asyncio.timeout(timeout):
+                try:
+                    result = await self.trial_function(
+                        case, target, trial=trial, judge=self.judge, strict=self.options.strict
                     )
-                close_errors = await _close(target, tracking)
-            finally:
-                deadline.disarm()
-        except Exception as error:
-            result = _error_trial(case_id, trial, error, time.perf_counter() - started)
-        except asyncio.CancelledError as error:
-            if not deadline.caused(error):  # the run itself was cancelled
-                await _close(target, tracking, bound=CLOSE_TIMEOUT)
-                raise
+                    if not isinstance(result, TrialResult):
+                        raise TypeError(
+                            f"the trial function returned {type(result).__name__}, "
+                            "not a TrialResult"
+                        )
+                    close_errors = await _close(target, tracking)
+                except Exception as error:
+                    result = _error_trial(case_id, trial, error, time.perf_counter() - started)
+        except TimeoutError:  # the expiry (the trial's own errors are caught inside)
             result = _error_trial(case_id, trial, TimeoutError(), time.perf_counter() - started)
             result.error = f"timed out after {timeout:g}s (the trial was cancelled)"
-        deadline.settle()
+        except asyncio.CancelledError:  # the run itself was cancelled
+            await _close(target, tracking, bound=CLOSE_TIMEOUT)
+            raise
         if close_errors is None:  # the trial ended early: close what it left open
             close_errors = await _close(target, tracking, bound=CLOSE_TIMEOUT)
         if isinstance(target, CachingTarget):
@@ -292,82 +279,6 @@ class Runner:
         summary = summarize_case(result, min_lower_bound=self.options.min_lower_bound)
         result.verdict = summary.verdict
         return result, summary
-
-
-class _Deadline:
-    """``asyncio.timeout`` for the trials of one worker task (the runner's hot path).
-
-    Same contract: on expiry the task is cancelled; a cancellation that the expiry caused
-    is the trial's timeout, any other one (the run being cancelled) stays a cancellation.
-    Per trial: ``arm(seconds)``, ``disarm()`` when the guarded work ended, ``caused`` in
-    the ``CancelledError`` handler, ``settle()`` last (it withdraws an expiry's
-    cancellation request that the work swallowed). ``close()`` when the worker is done.
-
-    One timer serves many trials: ``disarm`` leaves it pending, and when it fires before
-    the current deadline it is set again for that deadline; so a trial costs two field
-    writes instead of scheduling and cancelling a timer.
-    """
-
-    __slots__ = ("_cancelling", "_deadline", "_handle", "_settled", "_task", "_when", "expired")
-
-    def __init__(self) -> None:
-        self._task: asyncio.Task[Any] | None = None
-        self._handle: asyncio.TimerHandle | None = None
-        self._when = self._deadline = 0.0
-        self._cancelling = 0
-        self.expired = self._settled = False
-
-    def arm(self, seconds: float | None) -> None:
-        self.expired = self._settled = False
-        self._deadline = 0.0
-        if seconds is None:
-            return
-        task = asyncio.current_task()
-        if task is None:
-            return
-        loop = asyncio.get_running_loop()
-        self._task = task
-        self._cancelling = task.cancelling()
-        self._deadline = deadline = loop.time() + seconds
-        if self._handle is None or deadline < self._when:
-            if self._handle is not None:
-                self._handle.cancel()
-            self._when = deadline
-            self._handle = loop.call_at(deadline, self._fire)
-
-    def _fire(self) -> None:
-        self._handle = None
-        deadline = self._deadline
-        if not deadline or self._task is None:
-            return  # no trial is guarded now
-        if deadline <= self._when:
-            self._deadline = 0.0
-            self.expired = True
-            self._task.cancel()
-        else:  # a later trial's deadline: wait for it
-            self._when = deadline
-            self._handle = asyncio.get_running_loop().call_at(deadline, self._fire)
-
-    def disarm(self) -> None:
-        self._deadline = 0.0
-
-    def caused(self, error: asyncio.CancelledError) -> bool:
-        """Whether ``error`` is this deadline's cancellation (and nothing else's)."""
-        if not self.expired or self._settled or self._task is None:
-            return False
-        self._settled = True
-        return self._task.uncancel() <= self._cancelling
-
-    def settle(self) -> None:
-        if self.expired and not self._settled and self._task is not None:
-            self._settled = True
-            self._task.uncancel()
-
-    def close(self) -> None:
-        self._deadline = 0.0
-        if self._handle is not None:
-            self._handle.cancel()
-            self._handle = None
 
 
 async def _close(target: Any, tracking: TrackingTarget, bound: float | None = None) -> list[str]:

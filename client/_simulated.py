@@ -2,7 +2,7 @@
 
 Rules:
 
-- A simulated user (a :class:`~evalport.client._conversation.UserSimulator`) offers ``max_turns`` (required, at least 1: there is no infinite
+- A simulated user (a :class:`~evalport.client.UserSimulator`) offers ``max_turns`` (required, at least 1: there is no infinite
   default) and ``async next_message(transcript) -> str | None``. ``transcript`` is the
   conversation so far as ``(role, text)`` pairs, roles ``"user"`` and ``"assistant"``.
   ``None`` means stop; :attr:`stop_reason` then says why (``"goal_met"``, ``"gave_up"``,

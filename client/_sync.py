@@ -6,7 +6,7 @@ Rules:
   call of the wrapped async target and of its sessions on it, so pooled connections stay
   valid between calls. Close it (``close()`` or ``with``) to close the target and the loop.
 - It refuses to run inside a running event loop: use the async API there.
-- :func:`connect` is the shortcut for an :class:`~evalport.client._http.HttpTarget`.
+- :func:`connect` is the shortcut for an :class:`~evalport.client.HttpTarget`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ T = TypeVar("T")
 
 
 class SyncTarget:
-    """Blocking calls on an async :class:`~evalport.client._target.Target`."""
+    """Blocking calls on an async :class:`~evalport.client.Target`."""
 
     def __init__(self, target: Target) -> None:
         self._target = target
@@ -139,5 +139,5 @@ class SyncSession:
 
 
 def connect(base_url: str, **options: Any) -> SyncTarget:
-    """A blocking :class:`~evalport.client._http.HttpTarget` (same keyword options)."""
+    """A blocking :class:`~evalport.client.HttpTarget` (same keyword options)."""
     return SyncTarget(HttpTarget(base_url, **options))

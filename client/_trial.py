@@ -9,7 +9,7 @@ Rules:
   ``skipped``; ``ctx.require`` that failed is a failed gate. Only cancellation of the
   trial itself propagates (after the sessions are closed).
 - An async case function runs on the caller's event loop. A sync one runs in a worker
-  thread (``asyncio.to_thread``) with a :class:`~evalport.client._context.SyncEvalContext`
+  thread (``asyncio.to_thread``) with a :class:`~evalport.client.SyncEvalContext`
   whose blocking calls hop back onto the loop.
 - The timeout (the case's own, else the one given) bounds the case function. On expiry
   the trial is ``error`` (``TimeoutError``); a sync case's pending calls are cancelled,
@@ -19,7 +19,7 @@ Rules:
   requirement: an errored or skipped case spends no judge tokens.
 - The verdict is :func:`evalport.client._results.trial_verdict`. The result keeps the
   logs, the judge records, the current session's id, and its (already redacted) run as
-  :class:`~evalport.client._results.RunData` (plain JSON data, kept encoded).
+  :class:`~evalport.client.RunData` (plain JSON data, kept encoded).
 """
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ async def run_trial(
             error = _describe(exc)
         results: list[AssertionResult] = []
         for expectation in ctx.expectations:
-            if type(expectation) is AssertionHandle:  # evaluated already: no await needed
+            if isinstance(expectation, AssertionHandle):  # evaluated already: no await needed
                 results.append(expectation.result)
                 continue
             if error or skip_reason:

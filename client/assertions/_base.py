@@ -8,8 +8,8 @@ Rules (they hold for every assertion in this package):
 - A subject of the wrong type is a mistake in the eval, not in the agent: ``evaluate``
   raises :class:`AssertionTypeError`, and a trial turns it into verdict ``error``.
 - Run assertions accept an :class:`~evalport.protocol.AgentRun`, a
-  :class:`~evalport.client._target.Turn` or a
-  :class:`~evalport.client._trajectory.Trajectory`. Text assertions accept a ``str`` or
+  :class:`~evalport.client.Turn` or a
+  :class:`~evalport.client.Trajectory`. Text assertions accept a ``str`` or
   any of those (they read its reply / final answer).
 - The score is in [0, 1]; ``passed`` is ``score >= threshold`` and ``evaluated``.
   An assertion that cannot be evaluated (say, a predicate that needs verbatim arguments

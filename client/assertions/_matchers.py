@@ -39,9 +39,9 @@ def has_digest(value: Any) -> bool:
     """Whether ``value`` is a digest or holds one anywhere inside."""
     if is_digest(value):
         return True
-    if type(value) is dict:
+    if isinstance(value, dict):
         return any(has_digest(item) for item in value.values())
-    if type(value) is list:
+    if isinstance(value, list):
         return any(has_digest(item) for item in value)
     return False
 
@@ -66,7 +66,7 @@ class EqualTo(Matcher):
         self._hash: str | None = None
 
     def match(self, value: Any) -> bool | None:
-        if type(value) is dict and is_digest(value):
+        if is_digest(value):
             if is_digest(self.expected):
                 return bool(self.expected["hash"] == value["hash"])
             if self._hash is None:
@@ -159,10 +159,10 @@ class Subset(Matcher):
     def __init__(self, expected: Mapping[str, Any]) -> None:
         self.expected = expected
         self._matchers = tuple((key, as_matcher(spec)) for key, spec in expected.items())
-        self._plain = all(type(m) is EqualTo for _, m in self._matchers)
+        self._plain = all(isinstance(m, EqualTo) for _, m in self._matchers)
 
     def match(self, value: Any) -> bool | None:
-        if type(value) is not dict:
+        if not isinstance(value, dict):
             value = _as_map(value)
             if not isinstance(value, dict):
                 return False
@@ -197,7 +197,7 @@ class Exact(Matcher):
         self._subset = Subset(expected)
 
     def match(self, value: Any) -> bool | None:
-        if type(value) is not dict:
+        if not isinstance(value, dict):
             value = _as_map(value)
             if not isinstance(value, dict):
                 return False

@@ -1,8 +1,9 @@
 """The evaluation subcommands of ``evalport``: ``run``, ``check``, ``compare``, ``merge``.
 
-Each module exposes ``add_arguments(parser)`` and ``main(args) -> int`` and is registered
-in :data:`evalport.protocol._cli.COMMANDS`. Exit codes are the same everywhere: see
-:mod:`evalport.client.cli._common`.
+Each command is a private module (``_run``, ``_check``, ``_compare``, ``_merge``) with
+``HELP``, ``add_arguments(parser)`` and ``main(args) -> int``, registered in the
+``evalport.commands`` entry-point group of ``pyproject.toml``. Exit codes are the same
+everywhere: the ``EXIT_*`` constants below.
 """
 
 from ._common import EXIT_FAILED, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE

@@ -1,10 +1,10 @@
 """Building the target and the judge that ``evalport run`` was told to use.
 
-Rules: ``--target URL`` is an :class:`~evalport.client._http.HttpTarget` whose ``/health``
+Rules: ``--target URL`` is an :class:`~evalport.client.HttpTarget` whose ``/health``
 is read first (:meth:`PreparedTarget.prepare`): a server that cannot be reached raises
 :class:`TargetUnreachable` (exit 3); a refused token or another protocol version is a
 :class:`~evalport.client._config.ConfigError` (exit 2). ``--local module:attr`` (or
-``path/to/file.py:attr``) is a :class:`~evalport.client._local.LocalTarget` over that
+``path/to/file.py:attr``) is a :class:`~evalport.client.LocalTarget` over that
 agent. The token is read from the environment only, never from the command line.
 
 The judge (:func:`build_judge`) is the one ``[tool.evalport.judge]`` names; without that

@@ -69,7 +69,7 @@ def render_transcript(
 ) -> str:
     """Render ``run`` as a transcript.
 
-    ``turns`` are the context's :class:`~evalport.client._target.Turn` objects, when known:
+    ``turns`` are the context's :class:`~evalport.client.Turn` objects, when known:
     they give each turn's message and reply; its steps are read from ``run`` by turn
     number (complete even for a turn resumed after an approval), else from the turn.
     Without turns the run's ``user_messages`` and the steps' ``turn`` numbers are used,

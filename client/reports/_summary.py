@@ -2,7 +2,7 @@
 
 Rules:
 
-- :func:`summarize_case` turns a :class:`~evalport.client._results.CaseResult` into a
+- :func:`summarize_case` turns a :class:`~evalport.client.CaseResult` into a
   :class:`CaseSummary` with the statistics of :mod:`evalport.client._stats`: passes k of n
   (skipped trials are not samples), the Wilson 95% interval, pass@k and pass^k for
   :func:`~evalport.client._stats.k_values`, the flaky flag, the judge score mean and
@@ -112,10 +112,14 @@ class RunSummary(msgspec.Struct, kw_only=True, gc=False):
 def trial_tokens(trial: TrialResult) -> int:
     """Tokens the target spent in one trial (from its redacted run's usage)."""
     run = trial.run
-    if type(run) is RunData or isinstance(run, dict):
-        usage = run.usage() if type(run) is RunData else run.get("usage")
+    if isinstance(run, RunData | dict):
+        usage = run.usage() if isinstance(run, RunData) else run.get("usage")
         if isinstance(usage, dict):
-            return sum(value for value in usage.values() if type(value) is int)
+            return sum(
+                value
+                for value in usage.values()
+                if isinstance(value, int) and not isinstance(value, bool)
+            )
     return 0
 
 
