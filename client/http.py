@@ -1,7 +1,7 @@
 """Transition path, not API: import these names from :mod:`evalport.client`.
 
-Kept only while README.md and tests/server/ (owned elsewhere) still import this module;
-delete it once they import from the face. Nothing else lives here.
+Kept only while README.md (owned elsewhere) still imports this module; delete it
+once it imports from the face. Nothing else lives here.
 """
 
 from evalport.client import HttpSession, HttpTarget

@@ -25,24 +25,11 @@ NAMESPACES = {
     "evalport.client.assertions.neuron",  # `from ....neuron import *`: Neuron's names
     "evalport.client.judges.criteria",  # `criteria.factuality(...)`: the criteria catalogue
 }
-# Old module paths that still re-export face names, only while README.md and tests/server/
-# (owned elsewhere) import them; each holds nothing but `from evalport.client import ...`.
+# Old module paths that still re-export face names, only while README.md (owned elsewhere)
+# imports them; each holds nothing but `from evalport.client import ...`.
 TRANSITION = {
     f"evalport.client.{name}"
-    for name in (
-        "cases",
-        "context",
-        "conversation",
-        "http",
-        "local",
-        "results",
-        "retry",
-        "runner",
-        "simulated",
-        "sync",
-        "target",
-        "trial",
-    )
+    for name in ("cases", "conversation", "http", "local", "simulated", "sync", "trial")
 }
 # Classes the client re-exports from the layers below it (defined there, once).
 FROM_BELOW = {

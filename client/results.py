@@ -1,9 +1,0 @@
-"""Transition path, not API: import these names from :mod:`evalport.client`.
-
-Kept only while README.md and tests/server/ (owned elsewhere) still import this module;
-delete it once they import from the face. Nothing else lives here.
-"""
-
-from evalport.client import AssertionResult, CaseResult, JudgeRecord, RunData, TrialResult, Verdict
-
-__all__ = ["AssertionResult", "CaseResult", "JudgeRecord", "RunData", "TrialResult", "Verdict"]
