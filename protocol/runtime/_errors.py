@@ -5,15 +5,19 @@ adapter maps them to problems (409 ``session-busy``, ``session-suspended``,
 ``not-suspended``; 422 for decisions that do not match; 504 ``turn-timeout``).
 :class:`SessionBusy`, :class:`SessionSuspended` and :class:`NotSuspended` are the very
 classes every target raises (defined once, in the tree of :mod:`evalport.protocol`'s
-errors), so ``except SessionBusy`` catches them wherever they come from.
+errors), so ``except SessionBusy`` catches them wherever they come from. The session's
+own errors join that tree where they mean the same: :class:`SessionClosed` is a
+``SessionNotFound``, :class:`DecisionError` a ``RequestRejected`` (and a ``ValueError``),
+:class:`TurnTimeout` a ``TurnTimedOut`` (and a ``TimeoutError``); each adds what the
+server needs (the ids that do not match, the timed-out run).
 """
 
 from __future__ import annotations
 
 from .._models import AgentRun
 from .._problems import NotSuspended as NotSuspended
+from .._problems import RequestRejected, SessionNotFound, TurnTimedOut
 from .._problems import SessionBusy as SessionBusy
-from .._problems import SessionNotFound
 from .._problems import SessionSuspended as SessionSuspended
 
 
@@ -21,7 +25,7 @@ class SessionClosed(SessionNotFound):
     """The session was closed (in process, what a server answers 404 for)."""
 
 
-class DecisionError(ValueError):
+class DecisionError(RequestRejected, ValueError):
     """Decisions that do not match the pending call ids exactly."""
 
     def __init__(self, missing: list[str], unknown: list[str]) -> None:
@@ -35,7 +39,7 @@ class DecisionError(ValueError):
         self.unknown = unknown
 
 
-class TurnTimeout(TimeoutError):
+class TurnTimeout(TurnTimedOut, TimeoutError):
     """The agent did not finish the turn in time; ``run`` records the timed-out turn."""
 
     def __init__(self, timeout: float, run: AgentRun) -> None:

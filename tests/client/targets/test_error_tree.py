@@ -19,6 +19,11 @@ def test_each_error_is_one_class_on_every_face() -> None:
     assert issubclass(client.ProtocolError, ValueError)  # as the wire's decoder raised it
     assert issubclass(client.SessionBusy, client.SessionConflict)
     assert issubclass(runtime.SessionClosed, client.SessionNotFound)
+    # The session's own errors join the tree where they mean the same.
+    assert issubclass(runtime.TurnTimeout, client.TurnTimedOut)
+    assert issubclass(runtime.TurnTimeout, TimeoutError)
+    assert issubclass(runtime.DecisionError, client.RequestRejected)
+    assert issubclass(runtime.DecisionError, ValueError)
 
 
 async def test_a_busy_session_raises_the_class_the_runtime_raises() -> None:
