@@ -25,12 +25,18 @@ from .stores import ApprovalRelay, SessionStore, StoredSession, StoreUnavailable
 
 
 class LiveSessions:
-    """Live agents by session id, over ``store`` (``factory``: the adapted session factory)."""
+    """Live agents by session id, over ``store`` (``factory``: the adapted session factory;
+    ``relay``: the store's approvals relay, if it has one)."""
 
-    def __init__(self, factory: Callable[[SessionInfo], Any], store: SessionStore) -> None:
+    def __init__(
+        self,
+        factory: Callable[[SessionInfo], Any],
+        store: SessionStore,
+        relay: ApprovalRelay | None,
+    ) -> None:
         self._factory = factory
         self._store = store
-        self._relay = store if isinstance(store, ApprovalRelay) else None
+        self._relay = relay
         self._agents: dict[str, AgentSession] = {}
         self._seen: dict[str, bytes] = {}  # the stored run each live agent has reached
 

@@ -84,7 +84,7 @@ class SessionManager:
         self._wall_clock = wall_clock
         self.jobs = Jobs()
         self.leases = Leases(self.store, limits, self.jobs)
-        self.live = LiveSessions(session_factory(agent), self.store)
+        self.live = LiveSessions(session_factory(agent), self.store, self._relay)
         self.turns = TurnRunner(
             self.store,
             limits,
@@ -92,6 +92,7 @@ class SessionManager:
             self.leases,
             self.jobs,
             policy=policy,
+            relay=self._relay,
             relayed=self._relayed,
         )
         self._next_sweep = 0.0

@@ -73,8 +73,9 @@ Relayed = Callable[[str, bytes], Awaitable[bytes]]
 class TurnRunner:
     """Runs turns and decisions over ``store`` (see the module's rules).
 
-    ``relayed`` answers approvals that another replica relays to this one (the session
-    manager's ``decide`` without forwarding).
+    ``relay`` is the store's approvals relay, if it has one; ``relayed`` answers the
+    approvals that another replica relays to this one (the session manager's ``decide``
+    without forwarding).
     """
 
     def __init__(
@@ -86,11 +87,12 @@ class TurnRunner:
         jobs: Jobs,
         *,
         policy: RunPolicy | None,
+        relay: ApprovalRelay | None,
         relayed: Relayed,
     ) -> None:
         self._store = store
         self._turns: TurnStore = store if isinstance(store, TurnStore) else ComposedTurns(store)
-        self._relay = store if isinstance(store, ApprovalRelay) else None
+        self._relay = relay
         self._limits = limits
         self._live = live
         self._leases = leases
