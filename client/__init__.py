@@ -42,7 +42,7 @@ from ._conversation import (  # noqa: E402
 from ._datasets import Dataset, DatasetError, DatasetRow  # noqa: E402
 from ._discovery import DuplicateCaseError, LoadError, discover  # noqa: E402
 from ._evaluator import Evaluator, evaluator_cases  # noqa: E402
-from ._handles import AssertionHandle, Expectation  # noqa: E402
+from ._handles import AssertionHandle, DeferredHandle, Expectation  # noqa: E402
 from ._http import HttpSession, HttpTarget  # noqa: E402
 from ._local import LocalSession, LocalTarget  # noqa: E402
 from ._results import AssertionResult, CaseResult, JudgeRecord, RunData, TrialResult, Verdict  # noqa: E402
@@ -70,6 +70,7 @@ __all__ = [
     "DatasetError",
     "DatasetRow",
     "DecisionLike",
+    "DeferredHandle",
     "DuplicateCaseError",
     "EvalContext",
     "Evaluator",

@@ -7,6 +7,8 @@ Rules:
 - Deterministic assertions evaluate **at once**, on the run accumulated so far, so an
   assertion written after the first ``send`` reads the first turn only. Their handle only
   re-grades the stored score when ``at_least`` changes the threshold.
+- Assertions that need I/O (embedding similarity) evaluate **later**, once, when the case
+  ends or the handle is resolved: a :class:`DeferredHandle`.
 - Judge expectations evaluate **lazily**: the judge runs at most once, the first time the
   result is read. They implement the same :class:`Expectation` protocol.
 - ``soft()``/``gate()``/``at_least(t)``/``label(s)`` return the handle, for chaining.
@@ -14,9 +16,12 @@ Rules:
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from ._results import AssertionResult
+from ._results import AssertionResult, Severity
+
+if TYPE_CHECKING:
+    from .assertions import Assertion
 
 
 @runtime_checkable
@@ -68,3 +73,47 @@ class AssertionHandle:
 
     async def resolve(self) -> AssertionResult:
         return self._result
+
+
+class DeferredHandle:
+    """The handle of an assertion evaluated later, once (same tuning as AssertionHandle)."""
+
+    __slots__ = ("_assertion", "_label", "_result", "_severity", "_subject", "_threshold")
+
+    def __init__(self, assertion: Assertion, subject: Any) -> None:
+        self._assertion = assertion
+        self._subject = subject
+        self._severity: Severity = "gate"
+        self._threshold: float | None = None
+        self._label: str | None = None
+        self._result: AssertionResult | None = None
+
+    def soft(self) -> DeferredHandle:
+        self._severity = "soft"
+        return self
+
+    def gate(self) -> DeferredHandle:
+        self._severity = "gate"
+        return self
+
+    def at_least(self, threshold: float) -> DeferredHandle:
+        if not 0.0 <= threshold <= 1.0:
+            raise ValueError(f"threshold must be within [0, 1], got {threshold}")
+        self._threshold = threshold
+        return self
+
+    def label(self, text: str) -> DeferredHandle:
+        self._label = text
+        return self
+
+    async def resolve(self) -> AssertionResult:
+        if self._result is None:
+            self._result = await self._assertion.aevaluate(self._subject)
+        result = self._result
+        result.severity = self._severity
+        if self._threshold is not None:
+            result.threshold = self._threshold
+        result.passed = result.evaluated and result.score >= result.threshold
+        if self._label is not None:
+            result.label = self._label
+        return result

@@ -25,8 +25,8 @@ from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 from evalport.protocol import AgentRun, Event
 
-from .._handles import AssertionHandle, Expectation
-from .._results import AssertionResult, Severity
+from .._handles import AssertionHandle, DeferredHandle, Expectation
+from .._results import AssertionResult
 from . import _approvals as approvals
 from . import _events as events
 from . import _faults as faults
@@ -41,50 +41,6 @@ from ._matchers import Count
 
 P = ParamSpec("P")
 H = TypeVar("H", bound="AssertionHandle | DeferredHandle")
-
-
-class DeferredHandle:
-    """The handle of an assertion evaluated later, once (same tuning as AssertionHandle)."""
-
-    __slots__ = ("_assertion", "_label", "_result", "_severity", "_subject", "_threshold")
-
-    def __init__(self, assertion: Assertion, subject: Any) -> None:
-        self._assertion = assertion
-        self._subject = subject
-        self._severity: Severity = "gate"
-        self._threshold: float | None = None
-        self._label: str | None = None
-        self._result: AssertionResult | None = None
-
-    def soft(self) -> DeferredHandle:
-        self._severity = "soft"
-        return self
-
-    def gate(self) -> DeferredHandle:
-        self._severity = "gate"
-        return self
-
-    def at_least(self, threshold: float) -> DeferredHandle:
-        if not 0.0 <= threshold <= 1.0:
-            raise ValueError(f"threshold must be within [0, 1], got {threshold}")
-        self._threshold = threshold
-        return self
-
-    def label(self, text: str) -> DeferredHandle:
-        self._label = text
-        return self
-
-    async def resolve(self) -> AssertionResult:
-        if self._result is None:
-            self._result = await self._assertion.aevaluate(self._subject)
-        result = self._result
-        result.severity = self._severity
-        if self._threshold is not None:
-            result.threshold = self._threshold
-        result.passed = result.evaluated and result.score >= result.threshold
-        if self._label is not None:
-            result.label = self._label
-        return result
 
 
 def _needs_io(assertion: Assertion) -> bool:
