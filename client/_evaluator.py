@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 from ._cases import Case, CaseSpec, dataset_of, describe_row, source_of
 from ._conversation import ApprovalPolicy
 from ._datasets import Dataset, DatasetRow
-from .assertions._base import Assertion
+from .assertions import Assertion
 
 _current: contextvars.ContextVar[Any] = contextvars.ContextVar("evalport_evaluator_ctx")
 

@@ -38,8 +38,15 @@ from ._cache import CachingTarget, RunCache
 from ._pacing import AttachedTarget, RateLimitedTarget, TrackingTarget
 from ._results import CaseResult, TrialResult, Verdict, case_verdict, required_passes
 from ._target import Target
-from .reports._base import Reporters, RunPlan, RunReport
-from .reports._summary import CaseSummary, Provenance, summarize, summarize_case
+from .reports import (
+    CaseSummary,
+    Provenance,
+    Reporters,
+    RunPlan,
+    RunReport,
+    summarize,
+    summarize_case,
+)
 
 CLOSE_TIMEOUT = 10.0
 """Seconds to close a session the trial left open after a timeout or an error."""

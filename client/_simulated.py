@@ -31,7 +31,7 @@ from typing import Any, Final
 
 import httpx
 
-from .judges._base import JudgeError, JudgeUsage, MalformedAnswer
+from .judges import JudgeError, JudgeUsage, MalformedAnswer
 from .judges._chat import ChatClient
 from .judges._prompts import fence, new_nonce, parse_json_object
 

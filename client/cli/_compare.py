@@ -11,8 +11,7 @@ from __future__ import annotations
 import argparse
 
 from .._config import ConfigError
-from ..reports._compare import compare
-from ..reports._files import load_summary
+from ..reports import compare, load_summary
 from ._common import EXIT_FAILED, EXIT_OK, fail
 
 HELP = "compare two runs' results"

@@ -13,13 +13,18 @@ import msgspec
 
 from .._config import ConfigError
 from .._results import case_verdict, required_passes
-from ..reports._base import RunReport
-from ..reports._compare import merge
+from ..reports import (
+    CaseSummary,
+    JsonReporter,
+    JUnitReporter,
+    MarkdownReporter,
+    RunReport,
+    RunSummary,
+    load_summary,
+    merge,
+    summarize,
+)
 from ..reports._console import summary_lines
-from ..reports._files import JsonReporter, load_summary
-from ..reports._junit import JUnitReporter
-from ..reports._markdown import MarkdownReporter
-from ..reports._summary import CaseSummary, RunSummary, summarize
 from ._common import EXIT_FAILED, EXIT_OK, fail
 
 HELP = "merge the results of sharded runs"

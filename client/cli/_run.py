@@ -34,13 +34,17 @@ from .._cache import RunCache
 from .._config import ConfigError, Settings, load_settings
 from .._runner import Runner, RunOptions
 from .._selection import parse_shard, select
-from ..reports._base import load_reporter
-from ..reports._compare import compare
-from ..reports._console import ConsoleReporter
-from ..reports._files import JsonReporter, RunFolderReporter, load_summary
-from ..reports._html import HtmlReporter
-from ..reports._junit import JUnitReporter
-from ..reports._markdown import MarkdownReporter
+from ..reports import (
+    ConsoleReporter,
+    HtmlReporter,
+    JsonReporter,
+    JUnitReporter,
+    MarkdownReporter,
+    RunFolderReporter,
+    compare,
+    load_reporter,
+    load_summary,
+)
 from ._common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE, fail
 from ._targets import TargetUnreachable, build_judge, build_target
 
