@@ -45,11 +45,6 @@ class Evaluator:
     timeout: ClassVar[float | None] = None
     approval_policy: ClassVar[ApprovalPolicy | None] = None
 
-    def __init__(self) -> None:
-        self._set_up_done = False
-        self._sync_lock = threading.Lock()
-        self._async_lock: asyncio.Lock | None = None
-
     # -- to implement ---------------------------------------------------------------------
 
     def dataset(self) -> Dataset | Sequence[Mapping[str, Any]] | str | Path:
@@ -78,14 +73,23 @@ class Evaluator:
         """Neuron's ``$this->assert(assertion, output)``: evaluate and record."""
         return self.ctx.check(assertion, subject)
 
-    # -- machinery --------------------------------------------------------------------------
+
+class _Items:
+    """Runs the items of one evaluator: ``set_up`` once (whether items run in the event
+    loop or in worker threads), then ``run`` and ``evaluate`` with ``self.ctx`` bound."""
+
+    def __init__(self, evaluator: Evaluator) -> None:
+        self.evaluator = evaluator
+        self._set_up_done = False
+        self._sync_lock = threading.Lock()
+        self._async_lock: asyncio.Lock | None = None
 
     async def _set_up_async(self) -> None:
         if self._async_lock is None:
             self._async_lock = asyncio.Lock()
         async with self._async_lock:
             if not self._set_up_done:
-                outcome = self.set_up()
+                outcome = self.evaluator.set_up()
                 if inspect.isawaitable(outcome):
                     await outcome
                 self._set_up_done = True
@@ -93,30 +97,30 @@ class Evaluator:
     def _set_up_sync(self, ctx: Any) -> None:
         with self._sync_lock:
             if not self._set_up_done:
-                outcome = self.set_up()
+                outcome = self.evaluator.set_up()
                 if inspect.iscoroutine(outcome):
                     ctx.block(outcome)
                 self._set_up_done = True
 
-    async def _item_async(self, ctx: Any, item: DatasetRow) -> None:
+    async def run_async(self, ctx: Any, item: DatasetRow) -> None:
         token = _current.set(ctx)
         try:
             await self._set_up_async()
-            output = self.run(item)
+            output = self.evaluator.run(item)
             if inspect.isawaitable(output):
                 output = await output
-            outcome = self.evaluate(output, item)
+            outcome = self.evaluator.evaluate(output, item)
             if inspect.isawaitable(outcome):
                 await outcome
         finally:
             _current.reset(token)
 
-    def _item_sync(self, ctx: Any, item: DatasetRow) -> None:
+    def run_sync(self, ctx: Any, item: DatasetRow) -> None:
         token = _current.set(ctx)
         try:
             self._set_up_sync(ctx)
-            output = self.run(item)
-            outcome = self.evaluate(output, item)
+            output = self.evaluator.run(item)
+            outcome = self.evaluator.evaluate(output, item)
             if inspect.iscoroutine(outcome):
                 ctx.block(outcome)
         finally:
@@ -129,15 +133,16 @@ def evaluator_cases(cls: type[Evaluator], *, prefix: str = "") -> list[Case]:
         raise TypeError(f"{cls!r} is not an Evaluator subclass")
     instance = cls()
     spec = CaseSpec(dataset=instance.dataset())
+    items = _Items(instance)
     if inspect.iscoroutinefunction(cls.run):
 
         async def item_case(ctx: Any, item: DatasetRow) -> None:
-            await instance._item_async(ctx, item)
+            await items.run_async(ctx, item)
 
     else:
 
         def item_case(ctx: Any, item: DatasetRow) -> None:  # type: ignore[misc]
-            instance._item_sync(ctx, item)
+            items.run_sync(ctx, item)
 
     item_case.__qualname__ = item_case.__name__ = cls.__name__
     dataset = dataset_of(spec, cls)

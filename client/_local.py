@@ -117,17 +117,19 @@ class LocalTarget:
         )
         live = await AgentSession.from_factory(self._factory, info)
         self._sessions[session_id] = live
-        return LocalSession(self, session_id, AgentRun(session_id=session_id))
+        run = AgentRun(session_id=session_id)
+        return LocalSession(self, session_id, run, sessions=self._sessions)
 
     async def attach(self, session_id: str) -> LocalSession:
         """A session this target opened (possibly through another handle)."""
-        live = self._live(session_id)
-        return LocalSession(self, session_id, self.seen(live.run))
+        live = _live(self._sessions, session_id)
+        return LocalSession(self, session_id, self.seen(live.run), sessions=self._sessions)
 
     async def aclose(self) -> None:
         """Close every session still open (cancelling turns that still run)."""
-        sessions, self._sessions = self._sessions, {}
-        for live in sessions.values():
+        sessions = list(self._sessions.values())
+        self._sessions.clear()
+        for live in sessions:
             await live.close()
 
     async def __aenter__(self) -> LocalTarget:
@@ -147,19 +149,16 @@ class LocalTarget:
         """``run`` as an HTTP client would see it: encoded, decoded leniently, redacted."""
         return self.policy.apply(decode_run(encode(RunEnvelope(run=run))), in_place=True)
 
-    def _live(self, session_id: str) -> AgentSession:
-        live = self._sessions.get(session_id)
-        if live is None:
-            raise SessionNotFound(
-                f"session {session_id!r} not found (never opened here, or closed)",
-                problem_type=ProblemType.SESSION_NOT_FOUND,
-            )
-        return live
 
-    async def _close(self, session_id: str) -> None:
-        live = self._sessions.pop(session_id, None)
-        if live is not None:
-            await live.close()
+def _live(sessions: Mapping[str, AgentSession], session_id: str) -> AgentSession:
+    """The open session ``session_id`` of a target's ``sessions``."""
+    live = sessions.get(session_id)
+    if live is None:
+        raise SessionNotFound(
+            f"session {session_id!r} not found (never opened here, or closed)",
+            problem_type=ProblemType.SESSION_NOT_FOUND,
+        )
+    return live
 
 
 _RUNTIME_ERRORS = (
@@ -210,12 +209,26 @@ def _turn_error(session_id: str, error: Exception) -> TargetError:
 
 
 class LocalSession(SessionBase["LocalTarget"]):
-    """One session of a :class:`LocalTarget`; ``run`` is the accumulated, redacted run."""
+    """One session of a :class:`LocalTarget`; ``run`` is the accumulated, redacted run.
+
+    Its target hands it the map of open sessions it shares with the target (and with
+    other handles of the same session)."""
+
+    def __init__(
+        self,
+        target: LocalTarget,
+        session_id: str,
+        run: AgentRun,
+        *,
+        sessions: dict[str, AgentSession],
+    ) -> None:
+        super().__init__(target, session_id, run)
+        self._sessions = sessions
 
     async def send(self, message: str) -> Turn:
         """One user message; returns when the agent finished the turn or suspended it."""
         target = self._target
-        live = target._live(self._id)
+        live = _live(self._sessions, self._id)
         try:
             run = await live.send(message, timeout=target.turn_timeout)
         except _RUNTIME_ERRORS as error:
@@ -225,7 +238,7 @@ class LocalSession(SessionBase["LocalTarget"]):
     async def decide(self, decisions: Mapping[str, DecisionLike]) -> Turn:
         """Answer the pending approvals (call id -> decision) and resume the turn."""
         target = self._target
-        live = target._live(self._id)
+        live = _live(self._sessions, self._id)
         plain = decisions_of(decisions)
         try:
             run = await live.decide(plain, timeout=target.turn_timeout)
@@ -235,11 +248,13 @@ class LocalSession(SessionBase["LocalTarget"]):
 
     async def refresh(self) -> AgentRun:
         """The accumulated run as it stands now."""
-        self._run = self._target.seen(self._target._live(self._id).run)
+        self._run = self._target.seen(_live(self._sessions, self._id).run)
         return self._run
 
     async def close(self) -> None:
         """End the session (a running or suspended turn is cancelled); twice is harmless."""
         if not self.closed:
-            await self._target._close(self._id)
+            live = self._sessions.pop(self._id, None)
+            if live is not None:
+                await live.close()
             self.closed = True

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Coroutine, Mapping, Sequence
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from evalport.protocol import AgentRun, ToolFault
 
@@ -23,6 +23,12 @@ from ._target import Session, Target, TargetIdentity, Turn, faults_option
 from ._turns import DecisionLike, decisions_of
 
 T = TypeVar("T")
+
+
+class Blocking(Protocol):
+    """Runs a coroutine to its end and returns its result (``SyncTarget``'s loop does)."""
+
+    def __call__(self, coroutine: Coroutine[Any, Any, T]) -> T: ...
 
 
 class SyncTarget:
@@ -67,10 +73,10 @@ class SyncTarget:
             case_id=case_id, description=description, metadata=metadata, **faults_option(faults)
         )
         session = self._call(opened)
-        return SyncSession(self, session)
+        return SyncSession(self._call, session)
 
     def attach(self, session_id: str) -> SyncSession:
-        return SyncSession(self, self._call(self._target.attach(session_id)))
+        return SyncSession(self._call, self._call(self._target.attach(session_id)))
 
     def close(self) -> None:
         """Close the target and the private event loop; closing twice is harmless."""
@@ -95,10 +101,11 @@ class SyncTarget:
 
 
 class SyncSession:
-    """Blocking calls on one session of a :class:`SyncTarget`."""
+    """Blocking calls on one session of a :class:`SyncTarget` (whose ``call`` runs each
+    coroutine on the target's loop)."""
 
-    def __init__(self, owner: SyncTarget, session: Session) -> None:
-        self._owner = owner
+    def __init__(self, call: Blocking, session: Session) -> None:
+        self._call = call
         self._session = session
 
     @property
@@ -115,16 +122,16 @@ class SyncSession:
         return self._session
 
     def send(self, message: str) -> Turn:
-        return self._owner._call(self._session.send(message))
+        return self._call(self._session.send(message))
 
     def decide(self, decisions: Mapping[str, DecisionLike]) -> Turn:
-        return self._owner._call(self._session.decide(decisions_of(decisions)))
+        return self._call(self._session.decide(decisions_of(decisions)))
 
     def refresh(self) -> AgentRun:
-        return self._owner._call(self._session.refresh())
+        return self._call(self._session.refresh())
 
     def close(self) -> None:
-        self._owner._call(self._session.close())
+        self._call(self._session.close())
 
     def __enter__(self) -> SyncSession:
         return self
