@@ -1,15 +1,19 @@
 """evalport.client: drive agents locally or over HTTP, assert on their runs, judge them.
 
 Install with ``pip install 'evalport[client]'``. The names below are the supported API;
-the assertion classes live in :mod:`evalport.client.assertions`, the judge criteria in
-:mod:`evalport.client.judges`, the reporters in :mod:`evalport.client.reports`.
+the assertion classes live in :mod:`evalport.client.assertions`, the judges in
+:mod:`evalport.client.judges` (the criteria in ``judges.criteria``), the reporters in
+:mod:`evalport.client.reports`, the commands' exit codes in :mod:`evalport.client.cli`.
+Every other module is private (``_name.py``). The errors a target raises are one tree,
+defined in :mod:`evalport.protocol` and re-exported here (``TargetError`` and below):
+``except SessionBusy`` catches it from ``LocalTarget``, ``HttpTarget`` and the runtime.
 """
 
 from evalport.protocol import require as _require
 
 _require("httpx", "client", "evalport.client")
 
-from evalport.protocol import (  # noqa: E402  # noqa: E402
+from evalport.protocol import (  # noqa: E402
     AuthFailed,
     FaultsUnsupported,
     NotSuspended,
