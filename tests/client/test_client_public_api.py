@@ -25,12 +25,6 @@ NAMESPACES = {
     "evalport.client.assertions.neuron",  # `from ....neuron import *`: Neuron's names
     "evalport.client.judges.criteria",  # `criteria.factuality(...)`: the criteria catalogue
 }
-# Old module paths that still re-export face names, only while README.md (owned elsewhere)
-# imports them; each holds nothing but `from evalport.client import ...`.
-TRANSITION = {
-    f"evalport.client.{name}"
-    for name in ("cases", "conversation", "http", "local", "simulated", "sync", "trial")
-}
 # Classes the client re-exports from the layers below it (defined there, once).
 FROM_BELOW = {
     "AuthFailed",
@@ -75,7 +69,7 @@ FACES = {
 
 def test_no_implementation_module_is_public() -> None:
     plain = {name for name, module in PUBLIC.items() if not hasattr(module, "__path__")}
-    assert plain == NAMESPACES | TRANSITION
+    assert plain == NAMESPACES
     assert set(FACES) >= {
         "evalport.client",
         "evalport.client.assertions",
@@ -89,13 +83,6 @@ def test_private_modules_have_no_all() -> None:
     assert [
         name for name, module in MODULES.items() if _private(name) and hasattr(module, "__all__")
     ] == []
-
-
-def test_transition_modules_only_reexport_the_face() -> None:
-    for name in TRANSITION:
-        module = PUBLIC[name]
-        for export in module.__all__:
-            assert getattr(module, export) is getattr(client, export), (name, export)
 
 
 def test_every_name_in_all_resolves_and_is_documented() -> None:

@@ -1,9 +1,0 @@
-"""Transition path, not API: import these names from :mod:`evalport.client`.
-
-Kept only while README.md (owned elsewhere) still imports this module; delete it
-once it imports from the face. Nothing else lives here.
-"""
-
-from evalport.client import Case, cases_from, eval_case
-
-__all__ = ["Case", "cases_from", "eval_case"]
