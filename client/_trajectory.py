@@ -26,6 +26,8 @@ from typing import Any, Final, NamedTuple
 import msgspec
 from evalport.protocol import AgentRun, Event, Message, Usage
 
+# The memo of views: 30 assertions on one 200-step run take 0.5 ms with it, 9.2 ms without
+# (benchmarks/assertions.py, about 18x).
 _CACHE_SIZE: Final = 8
 _cache: dict[int, tuple[AgentRun, tuple[Any, ...], Trajectory]] = {}
 _lock = threading.Lock()
