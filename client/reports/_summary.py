@@ -18,7 +18,6 @@ Rules:
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import msgspec
@@ -135,11 +134,10 @@ def _failures(trial: TrialResult, seen: list[str]) -> None:
                 seen.append(text)
 
 
-@functools.lru_cache(maxsize=1024)
 def _rates(
     n: int, c: int
 ) -> tuple[float, float, tuple[tuple[str, float], ...], tuple[tuple[str, float], ...]]:
-    """Wilson bounds, pass@k and pass^k of ``c`` passes in ``n`` (few distinct pairs)."""
+    """Wilson bounds, pass@k and pass^k of ``c`` passes in ``n``."""
     low, high = wilson(c, n)
     ks = k_values(n)
     at_k = tuple((str(k), pass_at_k(n, c, k)) for k in ks)
@@ -149,7 +147,6 @@ def _rates(
 
 def summarize_case(result: CaseResult, *, min_lower_bound: float | None = None) -> CaseSummary:
     """Statistics of one case; ``min_lower_bound`` fails a passed case whose interval is low."""
-    # One pass over the trials: this runs once per case, on the runner's hot path.
     verdicts: list[str] = []
     failures: list[str] = []
     scores: list[float] = []
