@@ -145,7 +145,9 @@ class TurnRunner:
         flight = None
         if key is not None:
             flight = self._inflight[(session_id, key)] = InFlight(digest)
-        step = live.send(message, timeout=self._limits.turn_timeout)
+        # The turn's task starts before the job that follows it, so the loop runs the
+        # turn first and a turn that never waits is over when the job takes its first step.
+        step = live.start(message, timeout=self._limits.turn_timeout)
         job = self._jobs.start(self._turn_job(session_id, live, step, key, flight, token, keeper))
         return await asyncio.shield(job)
 

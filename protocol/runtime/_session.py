@@ -42,7 +42,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, Final, NoReturn
 
 import msgspec
@@ -233,23 +233,30 @@ class AgentSession:
 
     async def send(self, message: str, *, timeout: float | None = None) -> AgentRun:
         """Run one turn; returns the accumulated run once it completes or suspends."""
+        return await self.start(message, timeout=timeout)
+
+    def start(self, message: str, *, timeout: float | None = None) -> Coroutine[Any, Any, AgentRun]:
+        """:meth:`send` in two halves: the turn's task is created before this returns, and
+        the coroutine returned waits for the turn as ``send`` does (and raises what it
+        raises). A caller that starts other work meanwhile lets the loop run the turn's
+        first step before that work's."""
         if self._closed:
-            raise SessionClosed("the session is closed")
+            return _raise(SessionClosed("the session is closed"))
         if self._futures:
-            raise SessionSuspended("the session waits for approval decisions")
+            return _raise(SessionSuspended("the session waits for approval decisions"))
         if self._task is not None:
-            raise SessionBusy("a turn is already running on this session")
+            return _raise(SessionBusy("a turn is already running on this session"))
         self._checkpoint = None
         self._ended = False
         self._timing_out = None
         task = start_task(self._turn(message))
         if self._ended:  # (started eagerly, 3.12+: a turn that never waits is over)
-            return self._park()
+            return _ready(self._park())
         self._task = task
         checkpoint = self._checkpoint  # an approval requested at once made one already
         if checkpoint is None:
             checkpoint = self._checkpoint = asyncio.get_running_loop().create_future()
-        return await self._drive(checkpoint, timeout)
+        return self._drive(checkpoint, timeout)
 
     async def decide(
         self, decisions: Mapping[str, Decision], *, timeout: float | None = None
@@ -502,6 +509,14 @@ class AgentSession:
         run.errors = f"{run.errors}\n{text}" if run.errors else text
         self._history.append(Message(role="user", content=ctx.message))
         run.sync_turn(self._usage_before)
+
+
+async def _raise(error: Exception) -> AgentRun:
+    raise error
+
+
+async def _ready(run: AgentRun) -> AgentRun:
+    return run
 
 
 def _resolve(future: asyncio.Future[str], outcome: str) -> None:

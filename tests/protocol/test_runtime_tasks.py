@@ -14,7 +14,14 @@ import sys
 import anyio
 import pytest
 from evalport.protocol import RunStatus
-from evalport.protocol.runtime import AgentSession, SessionInfo, TurnContext, TurnTimeout
+from evalport.protocol.runtime import (
+    AgentSession,
+    SessionBusy,
+    SessionClosed,
+    SessionInfo,
+    TurnContext,
+    TurnTimeout,
+)
 
 marker: contextvars.ContextVar[str] = contextvars.ContextVar("marker", default="caller")
 
@@ -189,3 +196,19 @@ async def test_anyio_move_on_after_inside_the_agent_cancels_only_its_scope() -> 
     run = await session.send("go", timeout=5)
     assert (run.status, run.reply) == (RunStatus.COMPLETED, "moved on True")
     await session.close()
+
+
+async def test_start_creates_the_turns_task_at_once_and_its_coroutine_waits_for_it() -> None:
+    async def agent(message: str, history: list[object], ctx: TurnContext) -> str:
+        return f"ran {message}"
+
+    session = await open_session(agent)
+    waiting = session.start("go", timeout=5)
+    assert session.busy  # the turn's task exists before anything awaits it
+    with pytest.raises(SessionBusy):
+        await session.start("again")  # one turn at a time, raised by the coroutine
+    assert (await waiting).reply == "ran go"
+    assert not session.busy
+    await session.close()
+    with pytest.raises(SessionClosed):
+        await session.start("late")
