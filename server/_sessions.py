@@ -35,6 +35,7 @@ Rules:
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Mapping
 from functools import partial
@@ -61,7 +62,7 @@ from ._records import (
 )
 from ._relaying import answer_relayed, forward_decisions
 from ._turns import TurnRunner
-from .stores import ApprovalRelay, Lease, MemoryStore, SessionStore
+from .stores import ApprovalRelay, Lease, MemoryStore, SessionStore, StoreUnavailable
 
 _SWEEP_EVERY: Final = 1.0
 
@@ -141,7 +142,8 @@ class SessionManager:
         try:
             live = await self.live.open(info)
         except BaseException:  # the factory failed: the session was never opened
-            await self.store.delete(session_id)
+            with contextlib.suppress(StoreUnavailable):  # (else it expires with its TTL)
+                await self.store.delete(session_id)
             raise
         self.live.adopt(session_id, live, body)
         return session_id, iso(now + limits.session_ttl)
