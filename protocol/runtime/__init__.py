@@ -32,7 +32,8 @@ from ._agent import (
     as_turn_function,
     session_factory,
 )
-from ._context import ApprovalRejected, ApprovalResult, TurnContext, current_context
+from ._approvals import ApprovalRejected, ApprovalResult
+from ._context import TurnContext, current_context
 from ._errors import (
     DecisionError,
     NotSuspended,

@@ -37,7 +37,7 @@ from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 from .._messages import ToolFault
 from .._models import AgentRun, Message, StepType
-from ._context import TurnContext
+from ._context import TurnContext, TurnControl
 
 _SHAPE_ATTR = "__evalport_shape__"
 
@@ -113,7 +113,7 @@ class AsyncTurnHandler:
 def _call_in_context(
     turn: Callable[[str, TurnContext], Any], message: str, ctx: TurnContext
 ) -> Any:
-    ctx._activate()
+    TurnControl(ctx).activate()
     return turn(message, ctx)
 
 

@@ -32,9 +32,7 @@ import asyncio
 import time
 from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
-from typing import Any, Protocol
-
-import msgspec
+from typing import Any
 
 from .._messages import ToolFault
 from .._models import (
@@ -53,6 +51,7 @@ from .._models import (
     ToolExecution,
     Usage,
 )
+from ._approvals import ApprovalRejected, ApprovalResult, Approvals
 from ._faults import FaultPlan
 from ._stamps import TOOL_ERROR_CLASS, arguments_of, error_info, json_value, new_id, utc_now
 from ._tool_runs import ToolExecutionBlock, ToolRun
@@ -63,28 +62,6 @@ _current: ContextVar[TurnContext | None] = ContextVar("evalport_turn_context", d
 def current_context() -> TurnContext | None:
     """The context of the turn running in this task or thread, if any."""
     return _current.get()
-
-
-class ApprovalResult(msgspec.Struct, frozen=True, gc=False):
-    """The decision on one approval request."""
-
-    approved: bool
-    reason: str | None = None
-
-
-class ApprovalRejected(Exception):
-    """Raised into the agent when an approver rejects a gated tool call."""
-
-    def __init__(self, tool: str, reason: str | None) -> None:
-        super().__init__(f"{tool} was rejected" + (f": {reason}" if reason else ""))
-        self.tool = tool
-        self.reason = reason
-
-
-class _Approvals(Protocol):
-    """What the runtime gives a context so that it can suspend its turn."""
-
-    def register(self, pending: PendingApproval) -> asyncio.Future[ApprovalResult]: ...
 
 
 class TurnContext:
@@ -121,7 +98,7 @@ class TurnContext:
         session_id: str = "",
         history: list[Message] | None = None,
         state: dict[str, Any] | None = None,
-        approvals: _Approvals | None = None,
+        approvals: Approvals | None = None,
         loop: asyncio.AbstractEventLoop | None = None,
         faults: Sequence[ToolFault] = (),
     ) -> None:
@@ -269,7 +246,7 @@ class TurnContext:
         """:meth:`tool_execution`; ``results``: the caller (``@tool``) skips the tool's body
         when a result fault applies, so one may."""
         run = self._start_execution(name, arguments, call_id)
-        return ToolExecutionBlock(self, run, approval, results)
+        return ToolExecutionBlock(TurnControl(self), run, approval, results)
 
     async def request_approval(
         self,
@@ -464,6 +441,64 @@ class TurnContext:
     def _reopen(self) -> None:
         # The runtime records a timeout into a turn whose agent was cut off.
         self._closed = False
+
+
+class TurnControl:
+    """The runtime's handle on a turn's context: what the session and the tool blocks do
+    to it, which the agent's code never calls (so it is not on :class:`TurnContext`)."""
+
+    __slots__ = ("ctx",)
+
+    def __init__(self, ctx: TurnContext) -> None:
+        self.ctx = ctx
+
+    def activate(self) -> Any:
+        """Make the context current (a context variable token)."""
+        return self.ctx._activate()
+
+    def close(self) -> None:
+        """End recording: later steps, executions and events are discarded."""
+        self.ctx._close()
+
+    def reopen(self) -> None:
+        """Record again (a timed-out turn's failure is recorded after it closed)."""
+        self.ctx._reopen()
+
+    def final_step(self, reply: str) -> Step:
+        """Close the open step and record the final response step with ``reply``."""
+        return self.ctx._final_step(reply)
+
+    def error_step(self, info: ErrorInfo) -> Step:
+        """Close the open step and record a step for the turn's error."""
+        return self.ctx._error_step(info)
+
+    def tool_block(
+        self, name: str, arguments: Mapping[str, Any] | None, *, approval: bool = False
+    ) -> ToolExecutionBlock:
+        """:meth:`TurnContext.tool_execution` for ``@tool``, which skips the tool's body when
+        a result fault applies, so one may."""
+        return self.ctx._tool_block(name, arguments, approval=approval, results=True)
+
+    @property
+    def has_faults(self) -> bool:
+        """Whether the session carries a fault plan."""
+        return self.ctx._faults is not None
+
+    async def gate(self, run: ToolRun) -> None:
+        """Ask for approval of a tool execution and wait for the decision."""
+        await self.ctx._gate(run)
+
+    def gate_sync(self, run: ToolRun) -> None:
+        """:meth:`gate` from a worker thread."""
+        self.ctx._gate_sync(run)
+
+    def inject(self, run: ToolRun, results: bool) -> None:
+        """Apply the fault plan to a tool execution (``results``: a result may replace it)."""
+        self.ctx._inject(run, results)
+
+    def finish_execution(self, run: ToolRun, error: BaseException | None) -> None:
+        """Record a tool execution's end, with its result or ``error``."""
+        self.ctx._finish_execution(run, error)
 
 
 def _unexecuted_call(step: Step, name: str) -> str | None:

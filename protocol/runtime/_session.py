@@ -59,7 +59,8 @@ from .._models import (
     Usage,
 )
 from ._agent import AsyncTurnHandler, SessionInfo, history_of, session_factory
-from ._context import ApprovalResult, TurnContext
+from ._approvals import ApprovalResult
+from ._context import TurnContext, TurnControl
 from ._errors import (
     DecisionError,
     NotSuspended,
@@ -398,9 +399,9 @@ class AgentSession:
             ctx.stop_signal = StopSignal(
                 reason=StopReason.TIME_LIMIT, message=str(error), source="runtime"
             )
-            ctx._reopen()
+            TurnControl(ctx).reopen()
             self._fail(ctx, info)
-            ctx._close()
+            TurnControl(ctx).close()
             self.run.sync_turn(self._usage_before)
         return TurnTimeout(timeout, self._park())
 
@@ -444,13 +445,13 @@ class AgentSession:
         completed = False
         try:
             ctx = self._begin(message)
-            ctx._activate()
+            TurnControl(ctx).activate()
             try:
                 reply = await self._handler.turn(message, ctx)
             except asyncio.CancelledError as cancelled:
                 task = asyncio.current_task()
                 if task is not None and task.cancelling():  # the turn itself was cancelled
-                    ctx._close()
+                    TurnControl(ctx).close()
                     raise
                 # The agent let a CancelledError of its own (an awaited task someone else
                 # cancelled) escape: agent behaviour, recorded as a failure like any error.
@@ -459,7 +460,7 @@ class AgentSession:
                 self._fail(ctx, self._agent_error(ctx, error))
             else:
                 self._complete(ctx, message, reply)
-            ctx._close()
+            TurnControl(ctx).close()
             completed = True
         except BaseException:
             self.run.sync_turn(self._usage_before)
@@ -484,7 +485,7 @@ class AgentSession:
 
     def _complete(self, ctx: TurnContext, message: str, reply: str) -> None:
         run = ctx.run
-        ctx._final_step(reply)
+        TurnControl(ctx).final_step(reply)
         run.reply = reply
         run.stop_signal = ctx.stop_signal or StopSignal(
             reason=StopReason.COMPLETED, source="runtime"
@@ -500,7 +501,7 @@ class AgentSession:
             ctx.stop_signal = StopSignal(
                 reason=StopReason.ERROR, message=str(info.message), source="runtime"
             )
-        ctx._error_step(info)
+        TurnControl(ctx).error_step(info)
         run.reply = ""
         run.status = RunStatus.FAILED
         run.stop_signal = ctx.stop_signal

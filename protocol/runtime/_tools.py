@@ -23,7 +23,7 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any, ParamSpec, TypeVar, cast, overload
 
-from ._context import current_context
+from ._context import TurnControl, current_context
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -85,7 +85,7 @@ def tool(
                     return await async_function(*args, **kwargs)
                 arguments = _bound_arguments(signature, args, kwargs)
                 approve = needs_approval(arguments)
-                block = ctx._tool_block(tool_name, arguments, approval=approve, results=True)
+                block = TurnControl(ctx).tool_block(tool_name, arguments, approval=approve)
                 async with block as run:
                     if not run.execution.injected:  # a result fault skips the body
                         run.result = await async_function(*args, **kwargs)
@@ -99,13 +99,9 @@ def tool(
             if ctx is None:
                 return function(*args, **kwargs)
             arguments = _bound_arguments(signature, args, kwargs)
-            block = ctx._tool_block(tool_name, arguments, results=True)
+            block = TurnControl(ctx).tool_block(tool_name, arguments)
             if needs_approval(arguments):
-                try:
-                    ctx._gate_sync(block._run)
-                except BaseException as error:
-                    ctx._finish_execution(block._run, error)
-                    raise
+                block.gate_sync()
             with block as run:
                 if not run.execution.injected:  # a result fault skips the body
                     run.result = function(*args, **kwargs)

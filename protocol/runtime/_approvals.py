@@ -1,0 +1,37 @@
+"""Approvals as the turn context sees them: a decision, a rejection, who takes requests.
+
+A gated tool call suspends its turn (:meth:`TurnContext.request_approval`) until the
+session's owner posts a decision (:meth:`AgentSession.decide`); a rejection is raised into
+the agent's code as :class:`ApprovalRejected`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Protocol
+
+import msgspec
+
+from .._models import PendingApproval
+
+
+class ApprovalResult(msgspec.Struct, frozen=True, gc=False):
+    """The decision on one approval request."""
+
+    approved: bool
+    reason: str | None = None
+
+
+class ApprovalRejected(Exception):
+    """Raised into the agent when an approver rejects a gated tool call."""
+
+    def __init__(self, tool: str, reason: str | None) -> None:
+        super().__init__(f"{tool} was rejected" + (f": {reason}" if reason else ""))
+        self.tool = tool
+        self.reason = reason
+
+
+class Approvals(Protocol):
+    """What the runtime gives a context so that it can suspend its turn."""
+
+    def register(self, pending: PendingApproval) -> asyncio.Future[ApprovalResult]: ...
