@@ -326,7 +326,6 @@ class TurnContext:
         execution.approval = Approval(state=state, reason=decision.reason, decided_at=utc_now())
         if not decision.approved:
             raise ApprovalRejected(execution.name, decision.reason)
-        run._started = time.perf_counter()
         execution.started_at = utc_now()
 
     def _start_execution(

@@ -8,7 +8,6 @@ session's fault plan, and closes it with the result or the error.
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Any
 
 from .._models import ToolExecution
@@ -20,12 +19,11 @@ if TYPE_CHECKING:
 class ToolRun:
     """A tool execution in progress; set :attr:`result` before the block ends."""
 
-    __slots__ = ("_started", "execution", "result")
+    __slots__ = ("execution", "result")
 
     def __init__(self, execution: ToolExecution) -> None:
         self.execution = execution
         self.result: Any = None
-        self._started = time.perf_counter()
 
 
 class ToolExecutionBlock:
