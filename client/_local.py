@@ -2,7 +2,7 @@
 
 Rules:
 
-- ``agent`` is anything :func:`evalport.protocol.session_factory` accepts (a session
+- ``agent`` is anything :func:`evalport.protocol.runtime.session_factory` accepts (a session
   factory, a turn function, a turn handler): the very object you would hand the server
   adapter. Each ``open`` starts a fresh session through the turn runtime
   (:class:`evalport.protocol.runtime.AgentSession`), so sessions never share state

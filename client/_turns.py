@@ -59,7 +59,7 @@ def to_decision(value: DecisionLike, call_id: str) -> ApprovalDecision:
     reason: object = None
     if isinstance(value, bool):
         verdict = "approve" if value else "reject"
-    elif isinstance(value, tuple) and len(value) == 2:
+    elif isinstance(value, tuple | list) and len(value) == 2:
         verdict, reason = value
     elif isinstance(value, Mapping):
         verdict, reason = value.get("decision"), value.get("reason")

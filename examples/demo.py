@@ -48,12 +48,14 @@ def wait_until_up(url: str, server: subprocess.Popen[bytes], timeout: float = 20
             time.sleep(0.1)
 
 
-def evalport(*args: str) -> int:
-    """Run one ``evalport`` command in this process; returns its exit code."""
-    from evalport.protocol._cli import main
+# The ``evalport`` command installed beside this interpreter (the venv's script).
+EVALPORT = str(Path(sys.executable).with_name("evalport"))
 
+
+def evalport(*args: str) -> int:
+    """Run one ``evalport`` command; returns its exit code."""
     print(f"\n$ evalport {' '.join(args)}", flush=True)
-    return main(list(args))
+    return subprocess.run([EVALPORT, *args], check=False).returncode
 
 
 def main() -> int:
@@ -62,9 +64,7 @@ def main() -> int:
     url = f"http://127.0.0.1:{port}"
     os.environ["EVALPORT_TOKEN"] = secrets.token_urlsafe(24)
     command = [
-        sys.executable,
-        "-m",
-        "evalport.protocol._cli",
+        EVALPORT,
         "serve",
         "examples/support_agent.py:agent",
         "--port",

@@ -12,7 +12,8 @@ re-exported where its users are (the client's face, :mod:`evalport.protocol.runt
     ├── TargetUnavailable        cannot reach it, 5xx, 429/503 after the retries
     ├── AuthFailed               401 / 403
     ├── SessionNotFound          404: unknown, expired or deleted session
-    ├── SessionConflict          409: the session cannot take this call now
+    ├── SessionConflict          409: the session cannot take this call now (also a
+    │   │                        RuntimeError, as the runtime's state errors always were)
     │   ├── SessionBusy          a turn is already running
     │   ├── SessionSuspended     the session waits for approval decisions
     │   ├── NotSuspended         decisions sent with nothing pending
@@ -131,7 +132,7 @@ class SessionNotFound(TargetError):
     """The session does not exist (any more): unknown, expired or deleted."""
 
 
-class SessionConflict(TargetError):
+class SessionConflict(TargetError, RuntimeError):
     """The session cannot take this call in its current state (409)."""
 
 

@@ -102,7 +102,7 @@ class _Endpoints(NamedTuple):
 
 
 class EvalAdapter:
-    """Serve ``agent`` (any shape :func:`evalport.protocol.session_factory` accepts)."""
+    """Serve ``agent`` (any shape :func:`evalport.protocol.runtime.session_factory` accepts)."""
 
     def __init__(
         self,

@@ -3,7 +3,7 @@
 Rules:
 
 - ``TARGET`` is ``package.module:attr`` or ``path/to/file.py:attr``; ``attr`` is any agent
-  shape :func:`evalport.protocol.session_factory` accepts (a file's folder goes on
+  shape :func:`evalport.protocol.runtime.session_factory` accepts (a file's folder goes on
   ``sys.path`` so that its sibling imports work).
 - The bearer token is read from the environment variable named by ``--token-env``
   (``EVALPORT_TOKEN`` by default), never from the command line, where ``ps`` would show it.

@@ -46,6 +46,7 @@ from ._faults import FaultNotApplicable, FaultPlan, InjectedFault, as_faults
 from ._loader import load_object
 from ._session import AgentSession
 from ._stamps import utc_now
+from ._tasks import start_task
 from ._tool_runs import ToolRun
 from ._tools import tool
 
@@ -74,6 +75,7 @@ __all__ = [
     "current_context",
     "load_object",
     "session_factory",
+    "start_task",
     "tool",
     "utc_now",
 ]

@@ -173,7 +173,7 @@ def _shape(agent: object) -> str:
     raise TypeError(
         f"cannot tell what {agent!r} is from its signature: a session factory takes one "
         "argument (SessionInfo), a turn function three (message, history, ctx); mark it "
-        "with evalport.protocol.as_factory or as_turn_function"
+        "with evalport.protocol.runtime.as_factory or as_turn_function"
     )
 
 

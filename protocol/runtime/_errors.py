@@ -7,7 +7,8 @@ adapter maps them to problems (409 ``session-busy``, ``session-suspended``,
 classes every target raises (defined once, in the tree of :mod:`evalport.protocol`'s
 errors), so ``except SessionBusy`` catches them wherever they come from. The session's
 own errors join that tree where they mean the same: :class:`SessionClosed` is a
-``SessionNotFound``, :class:`DecisionError` a ``RequestRejected`` (and a ``ValueError``),
+``SessionNotFound`` (and a ``RuntimeError``, as the session's state errors always were),
+:class:`DecisionError` a ``RequestRejected`` (and a ``ValueError``),
 :class:`TurnTimeout` a ``TurnTimedOut`` (and a ``TimeoutError``); each adds what the
 server needs (the ids that do not match, the timed-out run).
 """
@@ -21,7 +22,7 @@ from .._problems import SessionBusy as SessionBusy
 from .._problems import SessionSuspended as SessionSuspended
 
 
-class SessionClosed(SessionNotFound):
+class SessionClosed(SessionNotFound, RuntimeError):
     """The session was closed (in process, what a server answers 404 for)."""
 
 

@@ -7,7 +7,8 @@ Rules:
   (or the one given): context variables set in the task stay in it, and cancel scopes,
   ``asyncio.timeout`` and anyio task groups entered there belong to the task, never to
   the caller.
-- On Python 3.12 and later the task starts eagerly (``eager_start=True``, public API):
+- On Python 3.12 and later, unless the loop has a task factory (which then makes every
+  task, as the host wants), the task starts eagerly (``eager_start=True``, public API):
   its coroutine runs until it first waits before :func:`start_task` returns, already
   as the new task, so a turn that never waits is over without a trip through the event
   loop. On 3.11 it is a plain task, whose first step runs at the loop's next pass.
@@ -35,6 +36,6 @@ def start_task(
     loop = asyncio.get_running_loop()
     if context is None:
         context = contextvars.copy_context()
-    if sys.version_info >= (3, 12):  # pragma: no cover - depends on the interpreter
+    if sys.version_info >= (3, 12) and loop.get_task_factory() is None:  # pragma: no cover
         return asyncio.Task(coroutine, loop=loop, context=context, eager_start=True)
     return loop.create_task(coroutine, context=context)

@@ -7,7 +7,7 @@ Rules:
 
 - Each session keeps its own conversation (``result.to_input_list()`` of its last turn)
   and sends it, with the new message, as the next run's input; ``context`` (a callable
-  taking the :class:`~evalport.protocol.SessionInfo`) gives each session its own run
+  taking the :class:`~evalport.protocol.runtime.SessionInfo`) gives each session its own run
   context object.
 - Recording is live, through the SDK's run hooks: each model response (``on_llm_end``)
   is a step with its text, function calls (call ids, arguments), token usage and the

@@ -7,7 +7,7 @@ Rules:
 
 - Each session keeps its own message history (``result.all_messages()`` of its last
   turn) and passes it to the next run; ``deps`` (a callable taking the
-  :class:`~evalport.protocol.SessionInfo`) gives each session its own dependencies.
+  :class:`~evalport.protocol.runtime.SessionInfo`) gives each session its own dependencies.
 - Recording is live, through a pydantic-ai capability added to every run: each model
   response is a step (its text, its function tool calls with their ids and arguments,
   its finish reason and token usage, the model and provider names as the run's LLM

@@ -1,4 +1,5 @@
-"""The agent interface, the turn context and the turn runtime (protocol/agent, recorder, runtime)."""
+"""The agent interface, the turn context and the turn runtime (protocol/runtime: _agent,
+_context, _session)."""
 
 from __future__ import annotations
 
