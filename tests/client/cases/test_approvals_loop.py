@@ -208,6 +208,7 @@ def test_decision_spellings() -> None:
     assert to_decision(("reject", None), "c") == ApprovalDecision(decision="reject")
     assert to_decision(("approve", "ok"), "c") == ApprovalDecision(decision="approve", reason="ok")
     assert to_decision({"decision": "reject", "reason": "r"}, "c").reason == "r"
+    assert to_decision(["reject", "why"], "c") == ApprovalDecision(decision="reject", reason="why")
     for bad in ("maybe", ("maybe", "x"), {"decision": "yes"}, 1, None, ("reject",)):
         with pytest.raises(ValueError, match="the decision for call 'c'"):
             to_decision(bad, "c")  # type: ignore[arg-type]

@@ -45,3 +45,15 @@ async def test_a_busy_session_raises_the_class_the_runtime_raises() -> None:
         assert caught.value.problem_type == protocol.ProblemType.SESSION_BUSY
         release.set()
         await first
+
+
+def test_the_session_conflicts_are_still_runtime_errors() -> None:
+    """``except RuntimeError`` around AgentSession calls caught them before the tree was one."""
+    for kind in (
+        runtime.SessionBusy,
+        runtime.SessionSuspended,
+        runtime.NotSuspended,
+        runtime.SessionClosed,
+    ):
+        assert issubclass(kind, RuntimeError), kind
+        assert issubclass(kind, client.TargetError), kind
