@@ -20,7 +20,14 @@ from typing import Any
 
 from evalport.protocol.runtime import AgentSession, SessionInfo
 
-from ._records import SUSPENDED, decode_envelope, decode_meta, not_found, suspended_elsewhere
+from ._records import (
+    SUSPENDED,
+    decode_envelope,
+    decode_meta,
+    not_found,
+    session_info,
+    suspended_elsewhere,
+)
 from .stores import ApprovalRelay, SessionStore, StoredSession, StoreUnavailable
 
 
@@ -88,13 +95,7 @@ class LiveSessions:
             raise suspended_elsewhere()
         await self.forget(session_id)
         meta = decode_meta.decode(stored.meta)
-        info = SessionInfo(
-            session_id=session_id,
-            case_id=meta.case_id,
-            description=meta.description,
-            metadata=meta.metadata or {},
-            faults=tuple(meta.faults) if meta.faults else (),
-        )
+        info = session_info(session_id, meta)
         run = decode_envelope.decode(stored.run).run
         live = await AgentSession.restore(self._factory, info, run)
         self.adopt(session_id, live, stored.run)

@@ -26,6 +26,7 @@ from typing import Any, Final, Protocol
 import msgspec
 from evalport.protocol import (
     AgentRun,
+    CreateSessionRequest,
     FieldError,
     Problem,
     ProblemType,
@@ -33,7 +34,7 @@ from evalport.protocol import (
     ToolFault,
     encode,
 )
-from evalport.protocol.runtime import AgentSession, DecisionError
+from evalport.protocol.runtime import AgentSession, DecisionError, SessionInfo
 
 from ._problems import HTTPProblem
 
@@ -89,6 +90,17 @@ class SessionMeta(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     metadata: dict[str, Any] | None = None
     created_at: str = ""
     faults: list[ToolFault] | None = None
+
+
+def session_info(session_id: str, made: CreateSessionRequest | SessionMeta) -> SessionInfo:
+    """The agent's view of a session, from the request that created it or its stored meta."""
+    return SessionInfo(
+        session_id=session_id,
+        case_id=made.case_id,
+        description=made.description,
+        metadata=made.metadata or {},
+        faults=tuple(made.faults) if made.faults else (),
+    )
 
 
 encode_meta = msgspec.json.Encoder()

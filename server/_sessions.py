@@ -42,7 +42,7 @@ from functools import partial
 from typing import Final
 
 from evalport.protocol import AgentRun, ApprovalDecision, CreateSessionRequest, ProblemType
-from evalport.protocol.runtime import AgentSession, DecisionError, SessionInfo, session_factory
+from evalport.protocol.runtime import AgentSession, DecisionError, session_factory
 
 from ._jobs import Jobs
 from ._leases import Leases
@@ -59,6 +59,7 @@ from ._records import (
     iso,
     new_session_id,
     not_found,
+    session_info,
 )
 from ._relaying import answer_relayed, forward_decisions
 from ._turns import TurnRunner
@@ -110,13 +111,7 @@ class SessionManager:
         await self.sweep()
         limits = self.limits
         session_id = new_session_id()
-        info = SessionInfo(
-            session_id=session_id,
-            case_id=request.case_id,
-            description=request.description,
-            metadata=request.metadata or {},
-            faults=tuple(request.faults) if request.faults else (),
-        )
+        info = session_info(session_id, request)
         now = self._wall_clock()
         meta = encode_meta.encode(
             SessionMeta(
