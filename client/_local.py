@@ -16,6 +16,9 @@ Rules:
   :class:`RequestRejected` for decisions that do not match the pending calls,
   :class:`TurnTimedOut`, :class:`SessionNotFound` after ``close``), with the problem
   ``type`` the server would send and no HTTP ``status``.
+- ``location`` names the agent as the user gave it (``evalport run --local``'s
+  ``path.py:attr``); without it the agent's module and qualified name stand in. Reports
+  and cache keys use it.
 - ``attach(session_id)`` reaches a session this target opened and has not closed.
 - ``open(faults=...)`` injects tool faults in-process; no opt-in is needed here (the
   server's ``--allow-faults`` guards deployed services).
@@ -77,6 +80,7 @@ class LocalTarget:
         name: str | None = None,
         version: str | None = None,
         turn_timeout: float | None = None,
+        location: str | None = None,
     ) -> None:
         # Fails at once (TypeError) for an object that is not an agent.
         self._factory = session_factory(agent)
@@ -85,7 +89,7 @@ class LocalTarget:
         found = agent_identity(agent, name, version)
         self._identity = TargetIdentity(
             kind="local",
-            location=_location(agent),
+            location=location or _location(agent),
             agent_name=found.name,
             agent_version=found.version,
         )

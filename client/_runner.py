@@ -11,6 +11,8 @@ Rules:
   trial's ``error`` and never stops the run. Only cancelling the run itself stops it.
 - Before the first trial a target that learns its identity lazily is asked for it
   (``HttpTarget.check()``), so that provenance and run-cache keys name the agent version.
+  Provenance also names the target's trace policy (``TracePolicy.describe()``), which
+  every report states in its header.
 - ``rps`` spaces the target's requests (per target, across all workers); ``attach`` makes
   every case inspect one existing session; ``cache`` replays recorded turns
   (:mod:`evalport.client._cache`) and marks the trials it fully answered as cached.
@@ -32,7 +34,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from evalport.protocol import __version__
+from evalport.protocol import TracePolicy, __version__
 
 from ._cache import CachingTarget, RunCache
 from ._pacing import AttachedTarget, RateLimitedTarget, TrackingTarget
@@ -110,6 +112,11 @@ def _default_trial_function() -> TrialFunction:
     return function
 
 
+def _policy_text(policy: object) -> str | None:
+    """The target's trace policy as reports state it (``None``: the target has none)."""
+    return policy.describe() if isinstance(policy, TracePolicy) else None
+
+
 def _error_trial(case_id: str, trial: int, error: BaseException, duration: float) -> TrialResult:
     message = str(error) or type(error).__name__
     return TrialResult(
@@ -160,6 +167,7 @@ class Runner:
                 "agent_name": identity.agent_name,
                 "agent_version": identity.agent_version,
             },
+            trace_policy=_policy_text(getattr(self.target, "policy", None)),
             judge_model=getattr(self.judge, "model", None),
             repeat=options.repeat,
             pass_rate=options.pass_rate,

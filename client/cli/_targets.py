@@ -85,7 +85,7 @@ def build_target(settings: Settings) -> PreparedTarget:
         from .._local import LocalTarget
 
         agent = load_object(settings.local)
-        return PreparedTarget(LocalTarget(agent))
+        return PreparedTarget(LocalTarget(agent, location=settings.local))
     raise ConfigError("give --target URL or --local module:attr")
 
 

@@ -15,7 +15,7 @@ from typing import TextIO
 
 from .._results import CaseResult, TrialResult, Verdict
 from ._base import Reporter, RunPlan, RunReport
-from ._summary import CaseSummary, RunSummary
+from ._summary import CaseSummary, RunSummary, trace_policy_note
 
 MARKS = {
     Verdict.PASSED: "PASS",
@@ -66,7 +66,7 @@ class ConsoleReporter(Reporter):
         self.stream.write(
             f"evalport: {plan.cases} cases, {plan.trials} trials against "
             f"{target.get('location', '?')} ({target.get('agent_name', '?')} "
-            f"{target.get('agent_version', '?')})\n"
+            f"{target.get('agent_version', '?')}), {trace_policy_note(plan.provenance)}\n"
         )
         self.stream.flush()
 

@@ -23,7 +23,7 @@ from evalport.protocol import is_digest
 from .._results import CaseResult, RunData, TrialResult, Verdict
 from ._base import Reporter, RunReport
 from ._files import case_slug
-from ._summary import CaseSummary, RunSummary
+from ._summary import CaseSummary, RunSummary, trace_policy_note
 
 _STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
@@ -252,6 +252,7 @@ def html_report(report: RunReport) -> str:
         f"{summary.total} cases · {summary.trials} trials · {summary.cached_trials} cached · "
         f"{summary.duration:.2f}s · target {_text(target.get('location', '?'))} "
         f"({_text(target.get('agent_name', '?'))} {_text(target.get('agent_version', '?'))})"
+        f" · {_text(trace_policy_note(provenance))}"
         f" · repeat {provenance.repeat} · pass rate {provenance.pass_rate:g} · evalport "
         f"{_text(provenance.evalport_version)} · git {_text(provenance.git_sha or '-')} · "
         f"judge {_text(provenance.judge_model or '-')} · started {_text(provenance.started_at)}"

@@ -3,7 +3,8 @@
 Rules: ``failed`` -> ``<failure>``, ``error`` -> ``<error>``, ``skipped`` -> ``<skipped>``;
 ``scored`` is a pass with a ``verdict=scored`` property, or a ``<failure>`` under
 ``strict``. Every testcase carries its statistics (passes, trials, required, pass rate,
-Wilson bounds, flaky, cached trials) as ``<properties>``; the suite carries provenance.
+Wilson bounds, flaky, cached trials) as ``<properties>``; the suite carries provenance
+(the trace policy as ``trace_policy``).
 """
 
 from __future__ import annotations
@@ -90,6 +91,7 @@ def junit_xml(summary: RunSummary) -> bytes:
                 provenance.target.get("agent_name", "?"),
                 provenance.target.get("agent_version", "?"),
             ),
+            "trace_policy": provenance.trace_policy,
             "judge_model": provenance.judge_model,
             "repeat": provenance.repeat,
             "pass_rate": provenance.pass_rate,

@@ -15,7 +15,7 @@ from pathlib import Path
 from .._results import Verdict
 from ._base import Reporter, RunReport
 from ._compare import Comparison, compare
-from ._summary import RunSummary
+from ._summary import RunSummary, trace_policy_note
 
 ICONS = {
     Verdict.PASSED: "✅",
@@ -46,7 +46,8 @@ def markdown_summary(summary: RunSummary, comparison: Comparison | None = None) 
         f"({target.get('agent_name', '?')} {target.get('agent_version', '?')}), "
         f"repeat {provenance.repeat}, pass rate {provenance.pass_rate:g}, "
         f"evalport {provenance.evalport_version}"
-        + (f", git `{provenance.git_sha[:12]}`" if provenance.git_sha else ""),
+        + (f", git `{provenance.git_sha[:12]}`" if provenance.git_sha else "")
+        + f", {trace_policy_note(provenance)}",
         "",
         f"Tokens: target {summary.target_tokens:,}, judge {summary.judge_tokens:,} "
         "(reported apart)",

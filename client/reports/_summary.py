@@ -11,6 +11,8 @@ Rules:
 - :class:`RunSummary` is ``summary.json`` in the run folder and the ``--json`` file; it
   holds each trial's verdict so that saved results can be compared, merged and re-gated
   without running anything again.
+- Provenance records the target's trace policy; every report states it in its header in
+  the words of :func:`trace_policy_note` (JUnit as the ``trace_policy`` property).
 - Counts are per case verdict and cover all five outcomes, always all five keys.
 - The Structs hold JSON data only and never form cycles, so they are ``gc=False``: a run
   of many cases keeps its summaries without making every garbage collection slower.
@@ -36,6 +38,7 @@ class Provenance(msgspec.Struct, kw_only=True, gc=False):
     finished_at: str | None = None
     git_sha: str | None = None
     target: dict[str, str] = msgspec.field(default_factory=dict)
+    trace_policy: str | None = None  # TracePolicy.describe() of the target: "safe()", "verbatim"
     judge_model: str | None = None
     repeat: int = 1
     pass_rate: float = 1.0
@@ -45,6 +48,19 @@ class Provenance(msgspec.Struct, kw_only=True, gc=False):
     shard: str | None = None
     python: str | None = None
     command: list[str] = msgspec.field(default_factory=list)
+
+
+def trace_policy_note(provenance: Provenance) -> str:
+    """The trace policy as every report's header states it."""
+    policy = provenance.trace_policy
+    if policy is None:
+        return "trace policy not recorded"
+    if policy == "verbatim":
+        return "trace policy verbatim (payloads as the agent sent them)"
+    return (
+        f"trace policy {policy.removesuffix('()')} (payloads shown as digests; "
+        "--trace-policy verbatim shows them)"
+    )
 
 
 class CaseSummary(msgspec.Struct, kw_only=True, gc=False):

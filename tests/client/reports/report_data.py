@@ -143,6 +143,7 @@ def sample_report(*, strict: bool = False) -> RunReport:
             "agent_name": "support",
             "agent_version": "1.2",
         },
+        trace_policy="safe()",
         judge_model="judge-1",
         repeat=5,
         pass_rate=0.8,

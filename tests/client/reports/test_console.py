@@ -16,7 +16,8 @@ def test_live_progress_redraws_one_line_and_ends_with_the_summary():
     console.finish(report)
     text = stream.getvalue()
     assert text.startswith(
-        "evalport: 5 cases, 13 trials against http://127.0.0.1:8765/ (support 1.2)\n"
+        "evalport: 5 cases, 13 trials against http://127.0.0.1:8765/ (support 1.2), trace policy "
+        "safe (payloads shown as digests; --trace-policy verbatim shows them)\n"
     )
     assert "\r[13/13] 6 passed 4 failed 1 error 1 skipped 1 scored (1 cached)" in text
     assert "PASS " not in text  # no per-case lines on a terminal
