@@ -69,6 +69,7 @@ class JudgeRecord(msgspec.Struct, kw_only=True, gc=False):
     criterion: str
     score: float | None
     reason: str = ""
+    evidence: list[str] = msgspec.field(default_factory=list)  # what the judge quoted
     model: str | None = None
     input_tokens: int = 0
     output_tokens: int = 0

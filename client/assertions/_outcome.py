@@ -4,6 +4,8 @@ Rules:
 
 - ``Succeeded`` passes on status ``completed``; ``Stopped`` on ``stopped``; ``Failed``
   on ``failed`` (for cases that expect the agent to give up, e.g. on forbidden input).
+  A failed one names the agent's errors (type, error id, message as the trace policy
+  lets it be seen: :mod:`evalport.client._agent_errors`).
 - ``StopReasonIs`` reads the last turn's ``stopSignal.reason``; a run without a stop
   signal has no reason and fails it. Several accepted reasons may be given.
 """
@@ -12,8 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 from evalport.protocol import RunStatus
 
+from .._agent_errors import describe_error, run_errors
 from .._results import AssertionResult
 from ._base import Assertion, run_of
 
@@ -25,8 +29,13 @@ class _Status(Assertion):
         run = run_of(subject, self.kind)
         ok = run.status == self.expected
         message = "" if ok else f"status is {run.status!r}, expected {self.expected!r}"
-        if not ok and run.errors:
-            message += f" (errors: {run.errors[:200]})"
+        if not ok:
+            data = {
+                "errorDetails": msgspec.to_builtins(run.error_details),
+                "steps": [{"errors": msgspec.to_builtins(step.errors)} for step in run.steps],
+                "errors": run.errors,
+            }
+            message += "".join(f"; {describe_error(info)}" for info in run_errors(data)[:3])
         return self.result(ok, message, status=run.status)
 
 

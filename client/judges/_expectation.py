@@ -263,6 +263,7 @@ class JudgeExpectation:
                 criterion=name,
                 score=verdict.score,
                 reason=verdict.reason,
+                evidence=list(verdict.evidence),
                 model=verdict.model or _model(judge),
                 input_tokens=verdict.usage.input_tokens,
                 output_tokens=verdict.usage.output_tokens,

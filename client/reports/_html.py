@@ -11,6 +11,7 @@ text. Only redacted runs reach this module.
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Mapping
 from datetime import datetime
 from html import escape
@@ -20,6 +21,7 @@ from typing import Any
 import msgspec
 from evalport.protocol import is_digest
 
+from .._agent_errors import error_message, error_title, run_errors
 from .._results import CaseResult, RunData, TrialResult, Verdict
 from ._base import Reporter, RunReport
 from ._files import case_slug
@@ -27,10 +29,14 @@ from ._summary import CaseSummary, RunSummary, trace_policy_note
 
 _STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
-header,main{max-width:1100px;margin:0 auto;padding:16px}
+header,main{max-width:1100px;margin:0 auto;padding:16px}header{padding-bottom:0}main{padding-top:0}
+main>h2:first-child{margin-top:8px}
 h1{font-size:22px;margin:8px 0}h2{font-size:17px;margin:20px 0 8px}
 table{border-collapse:collapse;width:100%;background:#fff}
 th,td{border-bottom:1px solid #e3e6eb;padding:5px 8px;text-align:left;vertical-align:top}
+td,code,.lanelabel,.muted{overflow-wrap:anywhere}
+table.assertions{table-layout:fixed}.assertions .mark{width:26px}.assertions .name{width:30%}
+.assertions .score{width:130px}.assertions .severity{width:76px}
 th{background:#eef0f4;font-weight:600}
 .v{display:inline-block;padding:1px 7px;border-radius:9px;font-size:12px;color:#fff}
 .passed{background:#2e8540}.failed{background:#c62828}.error{background:#6a1b9a}
@@ -44,6 +50,13 @@ details.case>summary{cursor:pointer;font-weight:600}
 .lane{position:relative;height:18px;background:#f1f3f4;margin:2px 0;border-radius:3px}
 .bar{position:absolute;top:2px;height:14px;border-radius:3px;background:#5c6bc0;min-width:2px}
 .bar.bad{background:#c62828}.lanelabel{font-size:12px;font-family:monospace}
+.axis{position:relative;height:18px;border-top:1px solid #9aa3b0;margin-top:2px;font-size:11px;color:#66707f}
+.axis span{position:absolute;top:1px;transform:translateX(-50%);white-space:nowrap}
+.axis span:first-child{transform:none}.axis span:last-child{transform:translateX(-100%)}
+.failure{background:#fdecea;border-left:3px solid #c62828}
+.count{display:inline-block;padding:0 6px;border-radius:9px;background:#dfe3ea;font-size:12px}
+.variants{display:grid;grid-template-columns:repeat(auto-fit,minmax(320px,1fr));gap:12px}
+.variants>.trial{min-width:0}.evidence{margin:2px 0 0 14px;padding:0}
 code{font-size:12px}.filters button{margin-right:6px}
 """
 
@@ -115,9 +128,23 @@ def _transcript(run: Mapping[str, Any]) -> str:
                 content = message.get("content")
                 if message.get("role") == "assistant" and content:
                     parts.append(f'<div class="msg assistant"><b>agent</b> {_text(content)}</div>')
+            parts += [_failure(info) for info in step.get("errors") or [] if isinstance(info, dict)]
     if not any("assistant" in part for part in parts) and run.get("reply"):
         parts.append(f'<div class="msg assistant"><b>agent</b> {_text(run["reply"])}</div>')
+    if run.get("status") == "failed" and not any('class="msg failure"' in p for p in parts):
+        parts += [_failure(info) for info in run_errors(run)]  # no step named its errors
     return "".join(parts) or '<p class="muted">no transcript</p>'
+
+
+def _failure(info: Mapping[str, Any]) -> str:
+    """The transcript row of an agent error: type, error id, message as the policy shows it."""
+    error_id = info.get("errorId")
+    ident = f" · error id <code>{_text(error_id)}</code>" if error_id else ""
+    message = error_message(info.get("message"))
+    return (
+        f'<div class="msg failure"><b>{_text(error_title(info))}</b>{ident}'
+        f"{': ' + _text(message) if message else ''}</div>"
+    )
 
 
 def _timeline(run: Mapping[str, Any]) -> str:
@@ -141,7 +168,21 @@ def _timeline(run: Mapping[str, Any]) -> str:
             f'<div class="lane"><div class="bar{bad}" style="left:{left:.2f}%;'
             f'width:{min(span, 100 - left):.2f}%"></div></div>'
         )
-    return "".join(rows)
+    return "".join(rows) + _axis(1000 * width)
+
+
+def _axis(total_ms: float) -> str:
+    """The time axis under the lanes: milliseconds since the first tool call started, at
+    round steps (1, 2 or 5 times a power of ten), the end of the span last."""
+    step = 10 ** math.floor(math.log10(total_ms / 4)) if total_ms > 0 else 1.0
+    step *= next((m for m in (1, 2, 5, 10) if total_ms / (step * m) <= 5), 10)
+    ticks = [i * step for i in range(int(total_ms / step) + 1) if i * step < total_ms * 0.9]
+    digits = 0 if step >= 1 else min(3, -math.floor(math.log10(step)))
+    spans = "".join(
+        f'<span style="left:{100 * tick / total_ms:.2f}%">{tick:.{digits}f} ms</span>'
+        for tick in [*ticks, total_ms]
+    )
+    return f'<div class="axis" title="milliseconds since the first tool call">{spans}</div>'
 
 
 def _assertions(trial: TrialResult) -> str:
@@ -155,8 +196,9 @@ def _assertions(trial: TrialResult) -> str:
         for result in trial.assertions
     )
     return (
-        "<table><tr><th></th><th>assertion</th><th>score / threshold</th><th>severity</th>"
-        f"<th>message</th></tr>{rows}</table>"
+        '<table class="assertions"><colgroup><col class="mark"><col class="name">'
+        '<col class="score"><col class="severity"><col></colgroup><tr><th></th><th>assertion'
+        f"</th><th>score / threshold</th><th>severity</th><th>message</th></tr>{rows}</table>"
     )
 
 
@@ -165,14 +207,21 @@ def _judges(trial: TrialResult) -> str:
         return ""
     rows = "".join(
         f"<tr><td>{_text(judge.criterion)}</td><td>{_text(judge.score)}</td>"
-        f"<td>{_text(judge.reason or judge.error or '')}</td>"
+        f"<td>{_text(judge.reason or judge.error or '')}{_evidence(judge.evidence)}</td>"
         f"<td>{judge.input_tokens + judge.output_tokens}</td></tr>"
         for judge in trial.judges
     )
     return (
-        "<h4>judges</h4><table><tr><th>criterion</th><th>score</th><th>reason</th>"
-        f"<th>tokens</th></tr>{rows}</table>"
+        "<h4>judges</h4><table><tr><th>criterion</th><th>score</th><th>reason and evidence"
+        f"</th><th>tokens</th></tr>{rows}</table>"
     )
+
+
+def _evidence(quotes: list[str]) -> str:
+    if not quotes:
+        return ""
+    items = "".join(f"<li>“{_text(quote)}”</li>" for quote in quotes)
+    return f'<ul class="evidence">{items}</ul>'
 
 
 def _usage(run: Mapping[str, Any], trial: TrialResult) -> str:
@@ -182,25 +231,82 @@ def _usage(run: Mapping[str, Any], trial: TrialResult) -> str:
     return f'<p class="muted">target tokens: {escape(parts or "0")}; judge tokens: {judge}</p>'
 
 
-def _trial(trial: TrialResult) -> str:
-    run = trial.run if isinstance(trial.run, RunData | dict) else {}
-    flags = " · from the run cache" if trial.cached else ""
+def _run_of(trial: TrialResult) -> Mapping[str, Any]:
+    return trial.run if isinstance(trial.run, RunData | dict) else {}
+
+
+def _error_ids(trial: TrialResult) -> list[str]:
+    return [str(info["errorId"]) for info in run_errors(_run_of(trial)) if info.get("errorId")]
+
+
+def _sameness(trial: TrialResult) -> bytes:
+    """What two trials must share to be shown as one: verdict, error, transcript, assertions
+    and judges; session ids, timings, usage and the agent's error ids may differ."""
+    ids = _error_ids(trial)
+
+    def plain(text: str) -> str:
+        for error_id in ids:
+            text = text.replace(error_id, "")
+        return text
+
+    return msgspec.json.encode(
+        [
+            trial.verdict,
+            trial.error_type,
+            trial.error,
+            trial.skip_reason,
+            plain(_transcript(_run_of(trial))),
+            [(a.label or a.name, a.passed, a.score, plain(a.message)) for a in trial.assertions],
+            [(j.criterion, j.score, j.reason, j.error, j.evidence) for j in trial.judges],
+        ]
+    )
+
+
+def _group(trials: list[TrialResult]) -> str:
+    """Trials that went alike, shown once: the first one's transcript, timeline, assertions
+    and judges, with each trial's own session, duration and error ids listed."""
+    first = trials[0]
+    run = _run_of(first)
+    if len(trials) == 1:
+        title = f"trial {first.trial}"
+    else:
+        numbers = ", ".join(str(trial.trial) for trial in trials)
+        title = f'trials {numbers} <span class="count">×{len(trials)}</span> identical'
+    each = "<br>".join(
+        f"trial {trial.trial}: {trial.duration:.3f}s · session {_text(trial.session_id or '-')}"
+        + "".join(f" · error id {_text(error_id)}" for error_id in _error_ids(trial))
+        + (" · from the run cache" if trial.cached else "")
+        for trial in trials
+    )
     error = (
-        f'<p class="msg tool">{_text(trial.error_type or "error")}: {_text(trial.error)}</p>'
-        if trial.error
+        f'<p class="msg failure">{_text(first.error_type or "error")}: {_text(first.error)}</p>'
+        if first.error
         else ""
     )
     return (
-        f'<div class="trial"><b>trial {trial.trial}</b> {_badge(trial.verdict)} '
-        f'<span class="muted">{trial.duration:.3f}s · session {_text(trial.session_id or "-")}'
-        f"{flags}</span>{error}<h4>transcript</h4>{_transcript(run)}"
-        f"<h4>tool timeline</h4>{_timeline(run)}<h4>assertions</h4>{_assertions(trial)}"
-        f"{_judges(trial)}{_usage(run, trial)}</div>"
+        f'<div class="trial"><b>{title}</b> {_badge(first.verdict)}'
+        f'<p class="muted">{each}</p>{error}<h4>transcript</h4>{_transcript(run)}'
+        f"<h4>tool timeline</h4>{_timeline(run)}<h4>assertions</h4>{_assertions(first)}"
+        f"{_judges(first)}{_usage(run, first)}</div>"
+    )
+
+
+def _trials(trials: list[TrialResult]) -> str:
+    """A case's trials: identical ones once with their count, differing ones side by side."""
+    groups: dict[bytes, list[TrialResult]] = {}
+    for trial in trials:
+        groups.setdefault(_sameness(trial), []).append(trial)
+    shown = "".join(_group(group) for group in groups.values())
+    if len(groups) < 2:
+        return shown
+    return (
+        f'<p class="muted">{len(groups)} different outcomes, side by side</p>'
+        f'<div class="variants">{shown}</div>'
     )
 
 
 def _case(summary: CaseSummary, result: CaseResult | None) -> str:
-    trials = "".join(_trial(trial) for trial in result.trials) if result else ""
+    trials = _trials(result.trials) if result else ""
     return (
         f'<details class="case" id="{case_slug(summary.case_id)}" data-case="1" '
         f'data-verdict="{escape(summary.verdict)}"><summary>{_badge(summary.verdict)} '

@@ -8,6 +8,11 @@ Rules:
   :func:`~evalport.client._stats.k_values`, the flaky flag, the judge score mean and
   population spread, target and judge tokens kept apart, and how many trials were served
   from the run cache.
+- A case's ``failures`` are the reasons its trials did not pass, each once with its count
+  (``(×3)``) when several trials gave it: a trial's error, the agent's errors (type, error
+  id and the message as the trace policy shows it, see :mod:`evalport.client._agent_errors`)
+  and the failed assertions. Trials that failed alike but for their error ids are one
+  reason, shown with the first id (``error id … and 2 more``).
 - :class:`RunSummary` is ``summary.json`` in the run folder and the ``--json`` file; it
   holds each trial's verdict so that saved results can be compared, merged and re-gated
   without running anything again.
@@ -24,6 +29,7 @@ from typing import Any
 
 import msgspec
 
+from .._agent_errors import describe_error, run_errors
 from .._results import CaseResult, RunData, TrialResult, Verdict, enc_hook
 from .._stats import k_values, mean_std, pass_at_k, pass_hat_k, wilson
 
@@ -138,16 +144,46 @@ def trial_tokens(trial: TrialResult) -> int:
     return 0
 
 
-def _failures(trial: TrialResult, seen: list[str]) -> None:
-    if trial.error:
-        text = f"{trial.error_type or 'Error'}: {trial.error}"
-        if text not in seen:
-            seen.append(text)
-    for result in trial.assertions:
-        if not result.passed:
-            text = f"{result.label or result.name}: {result.message}".rstrip(": ")
-            if text not in seen:
-                seen.append(text)
+def _failures(trial: TrialResult, seen: dict[str, list[str]]) -> None:
+    """Collect the reasons ``trial`` did not pass: its error, the agent's errors (unless a
+    failed assertion names them already) and its failed assertions. A reason is kept
+    without the agent's error ids, so that trials failing alike count as one reason; the
+    ids are collected beside it."""
+    texts = [f"{trial.error_type or 'Error'}: {trial.error}"] if trial.error else []
+    failed = [
+        f"{result.label or result.name}: {result.message}".rstrip(": ")
+        for result in trial.assertions
+        if not result.passed
+    ]
+    ids: list[str] = []
+    if isinstance(trial.run, RunData | dict) and trial.run.get("status") == "failed":
+        errors = run_errors(trial.run)
+        texts += [
+            line
+            for line in map(describe_error, errors)
+            if not any(line in text for text in failed)
+        ]
+        ids = [str(info["errorId"]) for info in errors if info.get("errorId")]
+    for text in texts + failed:
+        found = ""
+        for error_id in ids:
+            if f" (error id {error_id})" in text:
+                text = text.replace(f" (error id {error_id})", "")
+                found = found or error_id
+        seen.setdefault(text, []).append(found)
+
+
+def _reasons(seen: dict[str, list[str]]) -> list[str]:
+    """Each reason once, with how many trials gave it and the agent's first error id."""
+    reasons = []
+    for text, found in seen.items():
+        ids = [error_id for error_id in found if error_id]
+        notes = [f"×{len(found)}"] if len(found) > 1 else []
+        if ids:
+            more = f" and {len(ids) - 1} more" if len(ids) > 1 else ""
+            notes.append(f"error id {ids[0]}{more}")
+        reasons.append(f"{text} ({'; '.join(notes)})" if notes else text)
+    return reasons
 
 
 def _rates(
@@ -164,7 +200,7 @@ def _rates(
 def summarize_case(result: CaseResult, *, min_lower_bound: float | None = None) -> CaseSummary:
     """Statistics of one case; ``min_lower_bound`` fails a passed case whose interval is low."""
     verdicts: list[str] = []
-    failures: list[str] = []
+    seen: dict[str, list[str]] = {}
     scores: list[float] = []
     n = c = cached = target_tokens = judge_tokens = 0
     duration = 0.0
@@ -176,8 +212,8 @@ def summarize_case(result: CaseResult, *, min_lower_bound: float | None = None) 
             n += 1
             if verdict == Verdict.PASSED:
                 c += 1
-            elif len(failures) < 20:
-                _failures(trial, failures)
+            elif len(seen) < 20:
+                _failures(trial, seen)
         cached += trial.cached
         duration += trial.duration
         if trial.run is not None:
@@ -188,6 +224,7 @@ def summarize_case(result: CaseResult, *, min_lower_bound: float | None = None) 
                 scores.append(judge.score)
         if error is None and trial.error:
             error = trial.error
+    failures = _reasons(seen)
     low, high, at_k, hat_k = _rates(n, c)
     judge_mean, judge_std = mean_std(scores) if scores else (None, None)
     verdict = result.verdict

@@ -3,11 +3,15 @@
 Collects console messages, uncaught exceptions, log entries (failed loads, CSP, network
 attempts) and requests to anything but the file itself, then returns the rendered DOM's
 text. Launch flags keep Chromium offline and quiet; the profile is a temporary folder.
+``width`` sets the viewport width in CSS pixels, ``checks`` are JavaScript expressions
+evaluated after every ``<details>`` was opened (their JSON values land in ``values``), and
+``screenshot`` saves a full-page PNG there (and the page in slices beside it).
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import shutil
@@ -43,6 +47,7 @@ class PageLoad:
     console: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     requests: list[str] = field(default_factory=list)
+    values: list[object] = field(default_factory=list)
 
 
 async def _endpoint(profile: Path, process: subprocess.Popen[bytes], timeout: float) -> str:
@@ -59,7 +64,14 @@ async def _endpoint(profile: Path, process: subprocess.Popen[bytes], timeout: fl
     raise TimeoutError("chromium did not open its DevTools port")
 
 
-async def load_page(path: Path, *, timeout: float = 30.0) -> PageLoad:
+async def load_page(
+    path: Path,
+    *,
+    timeout: float = 30.0,
+    width: int | None = None,
+    checks: tuple[str, ...] = (),
+    screenshot: Path | None = None,
+) -> PageLoad:
     binary = chromium_binary()
     if binary is None:
         raise RuntimeError("chromium is not installed")
@@ -72,7 +84,7 @@ async def load_page(path: Path, *, timeout: float = 30.0) -> PageLoad:
     try:
         url = await _endpoint(profile, process, timeout)
         async with asyncio.timeout(timeout):
-            return await _drive(url, path)
+            return await _drive(url, path, width, checks, screenshot)
     finally:
         process.terminate()
         try:
@@ -83,7 +95,26 @@ async def load_page(path: Path, *, timeout: float = 30.0) -> PageLoad:
         shutil.rmtree(profile, ignore_errors=True)
 
 
-async def _drive(browser_url: str, path: Path) -> PageLoad:
+async def _slices(call, session: str, screenshot: Path, height: int = 1100) -> None:
+    """Also save the page in viewport-sized slices (``name-1.png``, ...) for reading."""
+    metrics = await call("Page.getLayoutMetrics", session)
+    size = metrics["cssContentSize"]
+    for number, top in enumerate(range(0, int(size["height"]), height), start=1):
+        clip = {"x": 0, "y": top, "width": size["width"], "height": height, "scale": 1}
+        shot = await call(
+            "Page.captureScreenshot", session, format="png", clip=clip, captureBeyondViewport=True
+        )
+        path = screenshot.with_name(f"{screenshot.stem}-{number}.png")
+        path.write_bytes(base64.b64decode(shot["data"]))
+
+
+async def _drive(
+    browser_url: str,
+    path: Path,
+    width: int | None,
+    checks: tuple[str, ...],
+    screenshot: Path | None,
+) -> PageLoad:
     result = PageLoad()
     file_url = path.resolve().as_uri()
     async with websockets.connect(browser_url, max_size=None) as socket:
@@ -138,6 +169,15 @@ async def _drive(browser_url: str, path: Path) -> PageLoad:
             session = attached["sessionId"]
             for domain in ("Page", "Runtime", "Log", "Network"):
                 await call(f"{domain}.enable", session)
+            if width is not None:
+                await call(
+                    "Emulation.setDeviceMetricsOverride",
+                    session,
+                    width=width,
+                    height=900,
+                    deviceScaleFactor=1,
+                    mobile=False,
+                )
             await call("Page.navigate", session, url=file_url)
             await loaded.wait()
             await asyncio.sleep(0.2)  # let late console messages arrive
@@ -151,6 +191,17 @@ async def _drive(browser_url: str, path: Path) -> PageLoad:
                 returnByValue=True,
             )
             result.text, result.html = evaluated["result"]["value"]
+            for expression in checks:
+                checked = await call(
+                    "Runtime.evaluate", session, expression=expression, returnByValue=True
+                )
+                result.values.append(checked["result"].get("value"))
+            if screenshot is not None:
+                shot = await call(
+                    "Page.captureScreenshot", session, format="png", captureBeyondViewport=True
+                )
+                screenshot.write_bytes(base64.b64decode(shot["data"]))
+                await _slices(call, session, screenshot)
             # exercise the filter script: clicking must not throw
             await call(
                 "Runtime.evaluate",

@@ -19,7 +19,7 @@ def test_summary_counts_statistics_and_tags():
     assert ok.judge_tokens == 5 * 55 and ok.target_tokens == 5 * 120
     assert summary.cases[2].samples == 1 and summary.cases[3].samples == 0  # skipped: no sample
     assert summary.tags["refund"].cases == 2 and summary.tags["refund"].passed == 1
-    assert summary.cases[1].failures == ["reply_contains: reply lacks 'refund'"]
+    assert summary.cases[1].failures == ["reply_contains: reply lacks 'refund' (×3)"]
     assert summary.cases[2].failures == ["TargetUnavailable: ConnectError: refused"]
     assert not summary.ok
 
