@@ -186,7 +186,12 @@ class Runner:
         provenance = self.provenance()
         started = time.perf_counter()
         self.reporters.start(
-            RunPlan(cases=len(cases), trials=len(cases) * options.repeat, provenance=provenance)
+            RunPlan(
+                cases=len(cases),
+                trials=len(cases) * options.repeat,
+                provenance=provenance,
+                case_ids=[case.id for case in cases],
+            )
         )
         trials: dict[int, list[TrialResult]] = {index: [] for index in range(len(cases))}
         results: dict[int, CaseResult] = {}

@@ -11,9 +11,9 @@ Rules:
 - ``--list`` prints the selected case ids and exits without a target.
 - Selecting no case at all is a usage error (exit ``2``), not a green run; an empty
   shard is fine.
-- Reports: the console always; the run folder (``--out``, default
-  ``.evalport/runs/<UTC time>``); ``--json``, ``--junit``, ``--md``, ``--html`` files;
-  custom reporters from ``reporters`` in the configuration. ``--baseline F`` adds the
+- Reports: the console always (``-v`` adds the judges' reasons and evidence); the run
+  folder (``--out``, default ``.evalport/runs/<UTC time>``); ``--json``, ``--junit``,
+  ``--md``, ``--html`` files; custom reporters from ``reporters`` in the configuration. ``--baseline F`` adds the
   comparison with an earlier run to the console and Markdown output.
 - Exit ``0`` when no case failed or errored (and, under ``--strict``, none was only
   scored) and every file loaded; ``1`` otherwise; ``2`` usage or configuration errors;
@@ -108,6 +108,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--baseline", metavar="F", help="compare with an earlier --json file or run folder")
     add("--shard", metavar="I/N", help="run the I-th of N shards of the cases")
     add("--list", action="store_true", help="list the selected cases and exit")
+    add(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="more detail in the console: the judges' reasons and evidence",
+    )
     add("--config", metavar="PYPROJECT", help="read [tool.evalport] from this file")
 
 
@@ -139,8 +146,8 @@ def _discover(path: str) -> tuple[list[Any], list[str]]:
     return list(cases), [str(error) for error in errors]
 
 
-def _reporters(settings: Settings, out: Path) -> list[object]:
-    reporters: list[object] = [ConsoleReporter(), RunFolderReporter(out)]
+def _reporters(settings: Settings, out: Path, verbose: bool = False) -> list[object]:
+    reporters: list[object] = [ConsoleReporter(verbose=verbose), RunFolderReporter(out)]
     baseline = load_summary(settings.baseline) if settings.baseline else None
     if settings.json:
         reporters.append(JsonReporter(settings.json))
@@ -165,7 +172,7 @@ async def _run(
     args: argparse.Namespace, settings: Settings, cases: list[Any], errors: list[str]
 ) -> int:
     out = _out_folder(settings)
-    reporters = _reporters(settings, out)
+    reporters = _reporters(settings, out, verbose=args.verbose > 0)
     options = RunOptions(
         repeat=settings.repeat,
         pass_rate=settings.pass_rate,

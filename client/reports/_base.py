@@ -32,6 +32,7 @@ class RunPlan:
     cases: int
     trials: int
     provenance: Provenance
+    case_ids: list[str] = field(default_factory=list)  # in discovery order
 
 
 @dataclass(slots=True)

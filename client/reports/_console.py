@@ -2,9 +2,14 @@
 
 Rules: on a terminal one status line is redrawn as trials finish (done/total and the
 counts of trial outcomes so far); elsewhere (CI logs) one line per finished case is
-printed instead, so logs stay readable. The closing summary lists every case that did
+printed instead, so logs stay readable. Cases finish in any order (trials run
+concurrently); their lines are printed in discovery order all the same (the plan's
+``case_ids``), each as soon as every case before it has finished, so two runs of one
+suite print the same lines in the same order. The closing summary lists every case that did
 not pass with its first reasons, then the five case counts, the cached trials and the
-wall time. Nothing here decides an exit code.
+wall time. With ``verbose`` the judges' reasons and evidence of every judged case come
+first, each distinct judgement once with the number of trials that got it. Nothing here
+decides an exit code.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from typing import TextIO
 
 from .._results import CaseResult, TrialResult, Verdict
 from ._base import Reporter, RunPlan, RunReport
-from ._summary import CaseSummary, RunSummary, trace_policy_note
+from ._summary import CaseSummary, RunSummary, judgements, trace_policy_note
 
 MARKS = {
     Verdict.PASSED: "PASS",
@@ -48,20 +53,39 @@ def summary_lines(summary: RunSummary) -> list[str]:
     return lines
 
 
+def judge_lines(result: CaseResult) -> list[str]:
+    """What the judges said about one case: score, reason and evidence, each distinct
+    judgement once (``×3`` when three trials got it)."""
+    said = judgements(result)
+    lines = [f"JUDGE  {result.case_id}"] if said else []
+    for judgement in said:
+        times = f" (×{judgement.trials})" if judgement.trials > 1 else ""
+        score = "not judged" if judgement.score is None else f"{judgement.score:.2f}"
+        lines.append(f"         {judgement.criterion} {score}{times}: {judgement.reason}")
+        lines += [f"           “{quote}”" for quote in judgement.evidence]
+    return lines
+
+
 class ConsoleReporter(Reporter):
     """Progress while running, a summary at the end."""
 
-    def __init__(self, stream: TextIO | None = None, *, live: bool | None = None) -> None:
+    def __init__(
+        self, stream: TextIO | None = None, *, live: bool | None = None, verbose: bool = False
+    ) -> None:
         self.stream = stream or sys.stdout
         self.live = self.stream.isatty() if live is None else live
+        self.verbose = verbose
         self.total = 0
         self.done = 0
         self.cached = 0
         self.counts = dict.fromkeys(Verdict.ALL, 0)
         self._last_draw = 0.0
+        self._order: list[str] = []  # case ids still to print, in discovery order
+        self._finished: dict[str, str] = {}  # case id -> its line, until its turn
 
     def start(self, plan: RunPlan) -> None:
         self.total = plan.trials
+        self._order = list(plan.case_ids)
         target = plan.provenance.target
         self.stream.write(
             f"evalport: {plan.cases} cases, {plan.trials} trials against "
@@ -86,13 +110,23 @@ class ConsoleReporter(Reporter):
         if self.live:
             return
         cached = f", {summary.cached_trials} cached" if summary.cached_trials else ""
-        self.stream.write(
+        line = (
             f"{MARKS.get(summary.verdict, summary.verdict):<7}{summary.case_id} "
             f"({summary.passes}/{summary.samples}{cached})\n"
         )
+        if summary.case_id not in self._order:  # not in the plan: print it as it comes
+            self.stream.write(line)
+            return
+        self._finished[summary.case_id] = line
+        while self._order and self._order[0] in self._finished:
+            self.stream.write(self._finished.pop(self._order.pop(0)))
+        self.stream.flush()
 
     def finish(self, report: RunReport) -> None:
         if self.live:
             self.stream.write("\n")
-        self.stream.write("\n".join(summary_lines(report.summary)) + "\n")
+        lines = summary_lines(report.summary)
+        if self.verbose:
+            lines = [line for result in report.results for line in judge_lines(result)] + lines
+        self.stream.write("\n".join(lines) + "\n")
         self.stream.flush()

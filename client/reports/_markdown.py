@@ -3,19 +3,22 @@
 Rules: a headline with the five counts and the cached-trial count; a table with one row per
 case (verdict, passes k/n against the required number, the Wilson interval, pass@k and
 pass^k at the largest k, flaky and cached marks); the first failure reasons of every case
-that did not pass; the comparison with a baseline when one is given. When the path is the
-file named by ``$GITHUB_STEP_SUMMARY`` the summary is appended, as GitHub expects.
+that did not pass; what the judges said (reason and evidence, each distinct judgement once
+with its trial count) when the case results are given; the comparison with a baseline
+when one is given. When the path is the file named by ``$GITHUB_STEP_SUMMARY`` the summary
+is appended, as GitHub expects.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
-from .._results import Verdict
+from .._results import CaseResult, Verdict
 from ._base import Reporter, RunReport
 from ._compare import Comparison, compare
-from ._summary import RunSummary, trace_policy_note
+from ._summary import RunSummary, judgements, trace_policy_note
 
 ICONS = {
     Verdict.PASSED: "✅",
@@ -30,8 +33,28 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def markdown_summary(summary: RunSummary, comparison: Comparison | None = None) -> str:
-    """The Markdown text of a run (and of its comparison with a baseline)."""
+def _judged(results: Sequence[CaseResult]) -> list[str]:
+    lines = []
+    for result in results:
+        for said in judgements(result):
+            score = "not judged" if said.score is None else f"{said.score:.2f}"
+            times = f" (×{said.trials})" if said.trials > 1 else ""
+            evidence = " Evidence: " + ", ".join(f"“{_cell(q)}”" for q in said.evidence)
+            lines.append(
+                f"- `{_cell(result.case_id)}` {_cell(said.criterion)} {score}{times}: "
+                f"{_cell(said.reason)}{evidence if said.evidence else ''}"
+            )
+    return ["", "### What the judges said", "", *lines] if lines else []
+
+
+def markdown_summary(
+    summary: RunSummary,
+    comparison: Comparison | None = None,
+    *,
+    results: Sequence[CaseResult] = (),
+) -> str:
+    """The Markdown text of a run (and of its comparison with a baseline); with the case
+    ``results``, what the judges said (reason and evidence)."""
     counts = summary.counts
     provenance = summary.provenance
     target = provenance.target
@@ -77,6 +100,7 @@ def markdown_summary(summary: RunSummary, comparison: Comparison | None = None) 
         for case in troubled:
             reasons = case.failures or [case.error or ""]
             lines.append(f"- `{_cell(case.case_id)}`: " + "; ".join(_cell(r) for r in reasons[:3]))
+    lines += _judged(results)
     if comparison is not None:
         lines += ["", "### Compared with the baseline", "", "```", *comparison.lines(), "```"]
     return "\n".join(lines) + "\n"
@@ -91,7 +115,7 @@ class MarkdownReporter(Reporter):
 
     def finish(self, report: RunReport) -> None:
         comparison = None if self.baseline is None else compare(self.baseline, report.summary)
-        text = markdown_summary(report.summary, comparison)
+        text = markdown_summary(report.summary, comparison, results=report.results)
         step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
         append = bool(step_summary) and Path(step_summary or "").resolve() == self.path.resolve()
         self.path.parent.mkdir(parents=True, exist_ok=True)

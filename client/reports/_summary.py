@@ -159,9 +159,7 @@ def _failures(trial: TrialResult, seen: dict[str, list[str]]) -> None:
     if isinstance(trial.run, RunData | dict) and trial.run.get("status") == "failed":
         errors = run_errors(trial.run)
         texts += [
-            line
-            for line in map(describe_error, errors)
-            if not any(line in text for text in failed)
+            line for line in map(describe_error, errors) if not any(line in text for text in failed)
         ]
         ids = [str(info["errorId"]) for info in errors if info.get("errorId")]
     for text in texts + failed:
@@ -258,6 +256,27 @@ def summarize_case(result: CaseResult, *, min_lower_bound: float | None = None) 
         error=error,
         failures=failures,
     )
+
+
+class Judgement(msgspec.Struct, frozen=True, gc=False):
+    """One distinct thing the judges said about a case, and how many trials got it."""
+
+    criterion: str
+    score: float | None
+    reason: str
+    evidence: tuple[str, ...] = ()
+    trials: int = 1
+
+
+def judgements(result: CaseResult) -> list[Judgement]:
+    """What the judges said about a case over its trials, each distinct judgement once."""
+    said: dict[tuple[Any, ...], int] = {}
+    for trial in result.trials:
+        for judge in trial.judges:
+            key = (judge.criterion, judge.score, judge.reason or judge.error or "")
+            key += (tuple(judge.evidence),)
+            said[key] = said.get(key, 0) + 1
+    return [Judgement(*key, trials=count) for key, count in said.items()]
 
 
 def count_verdicts(verdicts: list[str]) -> dict[str, int]:

@@ -13,7 +13,7 @@ from evalport.client.judges import FakeJudge, JudgeVerdict
 from evalport.protocol import TracePolicy
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples"))
-from support_agent import SupportAgent  # noqa: E402
+from support_agent import SupportAgent
 
 SECRET = "inventory database at 10.0.0.7 refused the connection"
 
