@@ -1,5 +1,5 @@
 """A real run for looking at the reports: the example support agent in-process, a case that
-passes on every trial, one whose trials differ, one that fails on a long digested argument,
+passes on every trial, one whose trials differ, one that fails on a long digested argument, one on a long unbroken value,
 one where the agent itself fails, and a judged case with evidence."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from evalport.protocol import TracePolicy
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples"))
 from support_agent import SupportAgent
 
+LONG = "sha256:" + "3023b9" * 22  # one long word, as a digest's hash is
 SECRET = "inventory database at 10.0.0.7 refused the connection"
 
 
@@ -44,6 +45,11 @@ async def wrong_argument(ctx):
     ctx.called_tool("order_status", {"order_id": "A1049-" + "x" * 120})
 
 
+async def long_value(ctx):
+    await ctx.send("where is order A1049?")
+    ctx.contains(LONG)
+
+
 async def crash(ctx):
     await ctx.send("please crash now")
     ctx.succeeded()
@@ -62,6 +68,7 @@ async def judged(ctx):
 CASES = [
     Case(id="review_eval::status", func=status, description="status of A1049"),
     Case(id="review_eval::wrong_argument", func=wrong_argument, description="argument check"),
+    Case(id="review_eval::long_value", func=long_value, description="a long unbroken value"),
     Case(id="review_eval::crash", func=crash, description="the agent fails"),
     Case(id="review_eval::coin", func=coin, description="trials differ"),
     Case(id="review_eval::judged", func=judged, description="judged with evidence"),

@@ -72,3 +72,51 @@ async def test_report_of_a_real_run_renders_every_case_and_transcript(tmp_path):
         assert case.case_id in page.text
     assert "user I want a refund for order A1049" in page.text
     assert "refund_order ·" in page.text  # the tool timeline of the refund cases
+
+
+NO_OVERFLOW = """
+(() => {
+  const page = document.documentElement;
+  const tables = [...document.querySelectorAll('table')].filter(
+    (table) => table.scrollWidth > table.parentElement.clientWidth + 1
+  );
+  return {
+    page: page.scrollWidth - page.clientWidth,
+    tables: tables.map((table) => table.className + ': ' + table.innerText.slice(0, 80)),
+    assertionTables: document.querySelectorAll('table.assertions').length,
+  };
+})()
+"""
+
+FAILURE_ROWS = """
+[...document.querySelectorAll('.msg.failure')].map((row) => ({
+  text: row.innerText,
+  height: row.getBoundingClientRect().height,
+}))
+"""
+
+GAP = """
+(() => {
+  const filters = document.querySelector('.filters').getBoundingClientRect();
+  const cases = [...document.querySelectorAll('h2')].find((h) => h.textContent === 'Cases');
+  return cases.getBoundingClientRect().top - filters.bottom;
+})()
+"""
+
+
+@pytest.mark.skipif(chromium_binary() is None, reason="chromium is not installed (CI installs it)")
+async def test_a_run_with_failures_renders_at_1280px_without_overflow(tmp_path):
+    from review_run import LONG, review_run
+
+    path = tmp_path / "report.html"
+    await review_run([HtmlReporter(path)])
+    page = await load_page(path, width=1280, checks=(NO_OVERFLOW, FAILURE_ROWS, GAP))
+    assert page.errors == [] and page.requests == []
+    overflow, failures, gap = page.values
+    assert overflow == {"page": 0, "tables": [], "assertionTables": 7}, overflow
+    assert LONG in page.text  # wrapped, not cut
+    assert len(failures) == 1  # the agent's failure, once for three identical trials
+    assert failures[0]["text"].startswith("agent error ConnectionError · error id ")
+    assert "message hidden by the safe trace policy" in failures[0]["text"]
+    assert failures[0]["height"] > 0
+    assert gap < 40, f"{gap:.0f}px between the filters and Cases"
