@@ -85,7 +85,9 @@ def test_run_local_names_the_users_path_and_attr_not_an_adapter_class(tmp_path, 
         "@eval_case('greets')\nasync def greets(ctx):\n    await ctx.send('hello')\n"
     )
     agent = f"{ROOT / 'examples' / 'support_agent.py'}:agent"
-    code = main(["run", str(tmp_path / "evals"), "--local", agent, "--out", str(tmp_path / "run")])
+    code = main(
+        ["run", str(tmp_path / "evals"), "--local", agent, "-v", "--out", str(tmp_path / "run")]
+    )
     assert code == 0
     header = capsys.readouterr().out.splitlines()[0]
     assert f"against {agent} (" in header
