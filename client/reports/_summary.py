@@ -270,13 +270,17 @@ class Judgement(msgspec.Struct, frozen=True, gc=False):
 
 def judgements(result: CaseResult) -> list[Judgement]:
     """What the judges said about a case over its trials, each distinct judgement once."""
-    said: dict[tuple[Any, ...], int] = {}
+    said: dict[Judgement, int] = {}
     for trial in result.trials:
         for judge in trial.judges:
-            key = (judge.criterion, judge.score, judge.reason or judge.error or "")
-            key += (tuple(judge.evidence),)
+            key = Judgement(
+                criterion=judge.criterion,
+                score=judge.score,
+                reason=judge.reason or judge.error or "",
+                evidence=tuple(judge.evidence),
+            )
             said[key] = said.get(key, 0) + 1
-    return [Judgement(*key, trials=count) for key, count in said.items()]
+    return [msgspec.structs.replace(key, trials=count) for key, count in said.items()]
 
 
 def count_verdicts(verdicts: list[str]) -> dict[str, int]:
