@@ -109,6 +109,7 @@ class Channel:
                 *(value.split(" ", 1)[-1] for value in credentials.values()),
             ]
         )
+        self.credentials = bool(credentials)
         self.base_url = str(clean).rstrip("/") + "/"
         self.policy = policy
         self.retry = retry
@@ -209,6 +210,7 @@ class Channel:
             retry_after=response.headers.get("Retry-After"),
             session_id=session_id,
             attempts=attempts,
+            credentials=self.credentials,
             scrub=self.scrub,
         )
 

@@ -136,8 +136,11 @@ def error_for(
     retry_after: str | None = None,
     session_id: str | None = None,
     attempts: int = 1,
+    credentials: bool = True,
 ) -> TargetError:
-    """The typed error for a non-2xx answer; every text is passed through ``scrub``."""
+    """The typed error for a non-2xx answer; every text is passed through ``scrub``.
+
+    ``attempts`` is how many requests were sent; ``credentials`` whether they carried any."""
     kind = problem.type if problem is not None and problem.type != "about:blank" else None
     said = _said(problem, excerpt)
     head = f"{method} {url} answered {status}"
@@ -156,10 +159,12 @@ def error_for(
             status=status,
         )
     if status in (401, 403):
-        return AuthFailed(
-            scrub(f"{head}: the target refused the credentials ({said}); check the token"),
-            **fields,
+        refused = (
+            "the target refused the credentials"
+            if credentials
+            else "the target asks for credentials and none were sent"
         )
+        return AuthFailed(scrub(f"{head}: {refused} ({said}); check the token"), **fields)
     if status == 404:
         if session_id is not None and kind in (None, ProblemType.SESSION_NOT_FOUND):
             return SessionNotFound(
