@@ -12,6 +12,8 @@ Rules:
 - ``--attach SESSION_ID`` evaluates the cases on that existing session over HTTP, one
   trial at a time (in discovery order), and never deletes it; with ``--local`` or
   ``--repeat`` above 1 it is a usage error (exit ``2``).
+- A ``--local`` agent's exceptions reach stderr with their error id and type; their
+  message and traceback only under ``--trace-policy verbatim`` (:mod:`._logs`).
 - Nothing written (reports, ``provenance.command``) or printed holds the user and
   password of a URL given on the command line.
 - Selecting no case at all is a usage error (exit ``2``), not a green run; an empty
@@ -51,6 +53,7 @@ from ..reports import (
     load_summary,
 )
 from ._common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE, fail
+from ._logs import agent_logs
 from ._targets import TargetUnreachable, build_judge, build_target, without_credentials
 
 HELP = "run eval cases against a target"
@@ -267,7 +270,8 @@ def main(args: argparse.Namespace) -> int:
                 f"--attach evaluates the one conversation of that session: --repeat "
                 f"{settings.repeat} would run later trials on what earlier ones sent; drop it",
             )
-        return asyncio.run(_run(args, settings, cases, errors))
+        with agent_logs(settings.policy(), sys.stderr):
+            return asyncio.run(_run(args, settings, cases, errors))
     except ConfigError as error:
         return fail("run", str(error), EXIT_USAGE)
     except KeyboardInterrupt:
