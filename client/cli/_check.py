@@ -187,6 +187,11 @@ class _Checker:
     async def auth(self) -> str:
         url = "evals/sessions"
         missing = await self.client.post(url, json={})
+        if missing.status_code < 400:
+            raise _Failed(
+                f"HTTP {missing.status_code} without a token, although ${self.token_env} holds "
+                "one: the server serves without auth (or does not check it)"
+            )
         _problem(missing, 401, ProblemType.UNAUTHORIZED)
         wrong = await self.client.post(url, json={}, headers=self.headers("wrong-" + "x" * 16))
         _problem(wrong, 401, ProblemType.UNAUTHORIZED)

@@ -175,6 +175,14 @@ def test_run_and_check_read_evalport_token_unless_told_otherwise(project, monkey
         assert "none was sent" in capsys.readouterr().out
 
 
+def test_check_with_a_token_against_a_server_without_auth_says_so(monkeypatch, capsys):
+    monkeypatch.setenv("EVALPORT_TOKEN", TOKEN)
+    with running_server(EvalAdapter(_support_agent(), token=None).app()) as url:
+        assert main(["check", url]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL  auth: HTTP 201 without a token, although $EVALPORT_TOKEN holds one" in out
+
+
 # -- 16.7: credentials in a URL reach no file and no --json ------------------------------
 
 
