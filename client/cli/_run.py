@@ -4,10 +4,12 @@ Rules:
 
 - Settings come from ``[tool.evalport]`` in the nearest ``pyproject.toml`` (see
   :mod:`evalport.client._config`); an option given on the command line wins.
-- The target is ``--target URL`` (the protocol over HTTP, token from the variable named by
-  ``--token-env``) or ``--local module:attr`` (the agent in-process). An HTTP target's
-  ``/health`` is read before anything runs: unreachable is exit ``3``; a refused token or
-  a server speaking another protocol is exit ``2``.
+- The target is ``--target URL`` (the protocol over HTTP, token from ``$EVALPORT_TOKEN``
+  or the variable ``--token-env`` names) or ``--local module:attr`` (the agent
+  in-process), with the trace policy ``--trace-policy`` names (default ``safe``). An HTTP
+  target's ``/health`` is read before anything runs, within ``--timeout``: unreachable or
+  silent is exit ``3``; a refused token or a server speaking another protocol is exit
+  ``2`` (see :mod:`._targets`).
 - ``--list`` prints the selected case ids and exits without a target.
 - ``--attach SESSION_ID`` evaluates the cases on that existing session over HTTP, one
   trial at a time (in discovery order), and never deletes it; with ``--local`` or
