@@ -283,7 +283,7 @@ def test_a_non_json_reply_is_quoted_by_the_policy(project, capsys, policy):
     out, err = capsys.readouterr()
     files = written(project / "run")
     assert {"summary.json", "results.jsonl"} <= {Path(name).name for name in files}
-    texts = [out, *files.values(), (project / "r.json").read_text()]
+    texts = [out, err, *files.values(), (project / "r.json").read_text()]
     summary = (project / "r.json").read_text()
     assert "answered 502" in summary and "turn_html" in summary
     if policy == "safe":
