@@ -166,7 +166,11 @@ class _Checker:
         if response.status_code in (401, 403):
             raise _Failed(
                 f"HTTP {response.status_code}: "
-                + token_refused(str(self.client.base_url), self.token_env, bool(self.token))
+                + token_refused(
+                    without_credentials(str(self.client.base_url)),
+                    self.token_env,
+                    bool(self.token),
+                )
             )
         if response.status_code != 200:
             raise _Failed(f"HTTP {response.status_code}: {response.text[:200]}")
@@ -361,9 +365,11 @@ def main(args: argparse.Namespace) -> int:
             )
         )
     except Unreachable as error:
-        return fail("check", f"{url} is unreachable: {error}", EXIT_UNREACHABLE)
+        reason = without_credentials(str(error))
+        return fail("check", f"{url} is unreachable: {reason}", EXIT_UNREACHABLE)
     for result in results:
-        print(f"{'PASS' if result.ok else 'FAIL'}  {result.name}: {result.detail}")
+        detail = without_credentials(result.detail)
+        print(f"{'PASS' if result.ok else 'FAIL'}  {result.name}: {detail}")
     failed = [result for result in results if not result.ok]
     print(f"{len(results) - len(failed)} of {len(results)} checks passed")
     return EXIT_FAILED if failed else EXIT_OK
