@@ -109,6 +109,7 @@ class Channel:
                 *(value.split(" ", 1)[-1] for value in credentials.values()),
             ]
         )
+        self.credentials = bool(credentials)
         self.base_url = str(clean).rstrip("/") + "/"
         self.policy = policy
         self.retry = retry
@@ -142,19 +143,19 @@ class Channel:
         request_headers = dict(headers or {})
         if body is not None:
             request_headers["Content-Type"] = "application/json"
-        retry = 0
+        attempts = 0  # requests actually sent (or tried), the first included
         while True:
+            attempts += 1
             try:
                 response = await self.client.request(
                     method, path, content=body, headers=request_headers
                 )
             except httpx.TransportError as error:
-                retry += 1
-                delay = self.retry.delay(retry) if _retriable(error, mode) else None
+                delay = self.retry.delay(attempts) if _retriable(error, mode) else None
                 if delay is None:
                     raise TargetUnavailable(
                         self.scrub(
-                            f"{method} {self.base_url}{path} failed after {retry} "
+                            f"{method} {self.base_url}{path} failed after {attempts} "
                             f"attempt(s): {type(error).__name__}: {error}"
                         )
                     ) from None
@@ -164,9 +165,8 @@ class Channel:
                 await self.retry.sleep(delay)
                 continue
             if response.status_code in (429, 503) and mode != "once":
-                retry += 1
                 wait = parse_retry_after(response.headers.get("Retry-After"))
-                delay = self.retry.delay(retry, wait)
+                delay = self.retry.delay(attempts, wait)
                 if delay is not None:
                     logger.info(
                         "retrying %s /%s in %.2fs after %d",
@@ -179,7 +179,7 @@ class Channel:
                     continue
             if response.is_success:
                 return response
-            raise self.error(method, path, response, session_id, attempts=retry + 1)
+            raise self.error(method, path, response, session_id, attempts=attempts)
 
     def error(
         self,
@@ -210,6 +210,7 @@ class Channel:
             retry_after=response.headers.get("Retry-After"),
             session_id=session_id,
             attempts=attempts,
+            credentials=self.credentials,
             scrub=self.scrub,
         )
 

@@ -22,11 +22,16 @@ Rules:
 
 from __future__ import annotations
 
+import math
 import tomllib
 from pathlib import Path
 from typing import Any
 
 import msgspec
+from evalport.protocol import TracePolicy
+
+TRACE_POLICIES = ("safe", "verbatim")
+"""The names ``--trace-policy`` and ``trace-policy`` accept (the default is the first)."""
 
 
 class ConfigError(ValueError):
@@ -59,6 +64,12 @@ class Settings(msgspec.Struct, kw_only=True, rename="kebab", forbid_unknown_fiel
     concurrency: int = 8
     rps: float | None = None
     timeout: float | None = 120.0
+    connect_timeout: float = 5.0
+    """Seconds to wait for a connection to the target (each attempt)."""
+    read_timeout: float | None = None
+    """Seconds to wait for each answer of the target; ``None``: as long as ``timeout``."""
+    trace_policy: str = "safe"
+    """What of a run stays readable: ``safe`` (payloads digested) or ``verbatim``."""
     strict: bool = False
     cache: bool = False
     fresh: bool = False
@@ -86,11 +97,25 @@ class Settings(msgspec.Struct, kw_only=True, rename="kebab", forbid_unknown_fiel
             raise ConfigError(f"{source}: concurrency must be at least 1, got {self.concurrency}")
         if self.rps is not None and self.rps <= 0:
             raise ConfigError(f"{source}: rps must be positive, got {self.rps}")
-        if self.timeout is not None and self.timeout <= 0:
-            raise ConfigError(f"{source}: timeout must be positive, got {self.timeout}")
+        for name in ("timeout", "connect_timeout", "read_timeout"):
+            value = getattr(self, name)
+            if value is not None and not (math.isfinite(value) and value > 0):
+                key = name.replace("_", "-")
+                raise ConfigError(
+                    f"{source}: {key} must be a positive number of seconds, got {value}"
+                )
+        if self.trace_policy not in TRACE_POLICIES:
+            raise ConfigError(
+                f"{source}: trace-policy must be one of {', '.join(TRACE_POLICIES)}, "
+                f"got {self.trace_policy!r}"
+            )
         if self.target and self.local:
             raise ConfigError(f"{source}: give either target (a URL) or local, not both")
         return self
+
+    def policy(self) -> TracePolicy:
+        """The trace policy ``trace_policy`` names."""
+        return TracePolicy.verbatim() if self.trace_policy == "verbatim" else TracePolicy.safe()
 
 
 _PATHS = ("path", "cache_dir", "out", "json", "junit", "md", "html", "baseline")

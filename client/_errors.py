@@ -8,12 +8,14 @@ Rules:
   ``status``/``problem_type``), never on text. :func:`error_for` picks the class for a
   non-2xx answer.
 - No secret reaches an error text: a :class:`Secrets` scrubs the token and the values of
-  credential headers from every message, and a body excerpt is shape-only unless the
-  target's trace policy is verbatim (:func:`body_excerpt`).
+  credential headers from every message, and a body excerpt quotes nothing of the body's
+  content (a JSON body's shape, a text body's size and hash) unless the target's trace
+  policy is verbatim (:func:`body_excerpt`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable, Iterable
 from typing import Any, Final
@@ -82,10 +84,11 @@ def body_excerpt(
 ) -> str:
     """The start of a response body, fit for an error message.
 
-    Unless ``verbatim``, a JSON body shows its shape only: keys stay, every value becomes
-    ``"<string:N>"``, ``"<int>"``... (the preview form of a digest), so a payload the
-    trace policy would digest never leaks through an error. Text that is not JSON (a
-    proxy's HTML page) is shown as it is. Secrets are scrubbed either way.
+    Under a ``verbatim`` policy the body's start is quoted as it is. Otherwise nothing of
+    its content is: a JSON body shows its shape only (keys stay, every value becomes
+    ``"<string:N>"``, ``"<int>"``..., the preview form of a digest), and text that is not
+    JSON (a proxy's HTML page, a stack trace) is named by its size and the start of its
+    SHA-256, with the option that would quote it. Secrets are scrubbed either way.
     """
     text: str
     if verbatim:
@@ -95,12 +98,21 @@ def body_excerpt(
             value = msgspec.json.decode(data)
         except msgspec.DecodeError:
             head = data[:limit].decode(errors="replace")
-            text = _shape_text(head) if head.lstrip()[:1] in ("{", "[", '"') else head
+            text = _shape_text(head) if head.lstrip()[:1] in ("{", "[", '"') else _unquoted(data)
         else:
             text = digest(value, limit)["preview"]  # a digest's preview is the shape
             if is_digest(value):  # digest() hands a digest back: shape its preview too
                 text = _shape_text(value["preview"])[:limit]
     return secrets.scrub(text)
+
+
+def _unquoted(data: bytes) -> str:
+    """What a safe excerpt says of a body that is not JSON."""
+    fingerprint = hashlib.sha256(data).hexdigest()[:16]
+    return (
+        f"<not JSON: {len(data)} bytes, sha256:{fingerprint}; quoted only under a "
+        "verbatim trace policy (--trace-policy verbatim)>"
+    )
 
 
 def _said(problem: Problem | None, excerpt: str) -> str:
@@ -136,8 +148,11 @@ def error_for(
     retry_after: str | None = None,
     session_id: str | None = None,
     attempts: int = 1,
+    credentials: bool = True,
 ) -> TargetError:
-    """The typed error for a non-2xx answer; every text is passed through ``scrub``."""
+    """The typed error for a non-2xx answer; every text is passed through ``scrub``.
+
+    ``attempts`` is how many requests were sent; ``credentials`` whether they carried any."""
     kind = problem.type if problem is not None and problem.type != "about:blank" else None
     said = _said(problem, excerpt)
     head = f"{method} {url} answered {status}"
@@ -156,10 +171,12 @@ def error_for(
             status=status,
         )
     if status in (401, 403):
-        return AuthFailed(
-            scrub(f"{head}: the target refused the credentials ({said}); check the token"),
-            **fields,
+        refused = (
+            "the target refused the credentials"
+            if credentials
+            else "the target asks for credentials and none were sent"
         )
+        return AuthFailed(scrub(f"{head}: {refused} ({said}); check the token"), **fields)
     if status == 404:
         if session_id is not None and kind in (None, ProblemType.SESSION_NOT_FOUND):
             return SessionNotFound(

@@ -30,12 +30,13 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from evalport.protocol import DEFAULT_TOKEN_ENV
 
 if TYPE_CHECKING:
     from ._context import EvalContext
     from ._results import AssertionResult
 
-_DEFAULT_TOKEN_ENV = "EVALPORT_TOKEN"
+_DEFAULT_TOKEN_ENV = DEFAULT_TOKEN_ENV
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -10,11 +10,15 @@ Rules:
 - Anything a trial raises (a crash in the case, a target error, a protocol error) is that
   trial's ``error`` and never stops the run. Only cancelling the run itself stops it.
 - Before the first trial a target that learns its identity lazily is asked for it
-  (``HttpTarget.check()``), so that provenance and run-cache keys name the agent version.
+  (``HttpTarget.check()``), so that provenance and run-cache keys name the agent version;
+  the run's timeout bounds that call too (:class:`TargetUnavailable` when it expires).
   Provenance also names the target's trace policy (``TracePolicy.describe()``), which
   every report states in its header.
 - ``rps`` spaces the target's requests (per target, across all workers); ``attach`` makes
-  every case inspect one existing session; ``cache`` replays recorded turns
+  every case inspect one existing session, **one trial at a time** whatever the
+  concurrency (two turns at once in one session would meet a busy session), and refuses
+  ``repeat`` above 1 (each trial would see what the earlier ones sent); ``cache`` replays
+  recorded turns
   (:mod:`evalport.client._cache`) and marks the trials it fully answered as cached.
 - A case's verdict follows :func:`~evalport.client._results.case_verdict` with the run's
   pass rate; ``min_lower_bound`` additionally fails a passing case whose Wilson lower
@@ -34,7 +38,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from evalport.protocol import TracePolicy, __version__
+from evalport.protocol import TargetUnavailable, TracePolicy, __version__
 
 from ._cache import CachingTarget, RunCache
 from ._pacing import AttachedTarget, RateLimitedTarget, TrackingTarget
@@ -152,6 +156,12 @@ class Runner:
         if self.options.rps:
             self._base = RateLimitedTarget(self._base, self.options.rps)
         if self.options.attach:
+            if self.options.repeat > 1:
+                raise ValueError(
+                    f"attach: repeat is {self.options.repeat}, but an attached session holds "
+                    "one conversation; every trial after the first would see what the "
+                    "earlier ones sent: run it with repeat 1"
+                )
             self._base = AttachedTarget(self._base, self.options.attach)
 
     def provenance(self) -> Provenance:
@@ -210,6 +220,8 @@ class Runner:
                     self.reporters.case_done(results[index], summaries[index])
 
         workers = min(options.concurrency, len(cases) * options.repeat) or 1
+        if options.attach:
+            workers = 1  # one session: its trials take turns
         async with asyncio.TaskGroup() as group:
             for _ in range(workers):
                 group.create_task(worker())
@@ -234,7 +246,14 @@ class Runner:
             and getattr(self.target, "health", ...) is None
             and getattr(self.target, "health_check", True)  # the user turned /health off
         ):
-            await check()
+            timeout = self.options.timeout
+            try:
+                async with asyncio.timeout(timeout):
+                    await check()
+            except TimeoutError:
+                raise TargetUnavailable(
+                    f"the target did not tell its identity (GET /health) within {timeout:g} s"
+                ) from None
 
     async def run_trial(self, case: Any, trial: int) -> TrialResult:
         """One trial of one case; never raises (except when the run is cancelled)."""

@@ -10,6 +10,7 @@ private. ``openapi.yaml`` at the top of the repository is the source of truth th
 follow, and a test keeps the two in step. Nothing here names the server or the client.
 """
 
+from ._auth import DEFAULT_TOKEN_ENV
 from ._codec import decode_request, decode_response, decode_run, encode, normalize_run
 from ._digest import DEFAULT_PREVIEW_BYTES, compact_json, digest, is_digest, matches_digest
 from ._extras import MissingExtraError, require
@@ -70,6 +71,7 @@ from ._version import PROTOCOL_VERSION, __version__
 
 __all__ = [
     "DEFAULT_PREVIEW_BYTES",
+    "DEFAULT_TOKEN_ENV",
     "PROBLEM_CONTENT_TYPE",
     "PROTOCOL_VERSION",
     "AgentInfo",

@@ -30,6 +30,7 @@ from types import FrameType
 from typing import Final
 
 import uvicorn
+from evalport.protocol import DEFAULT_TOKEN_ENV
 from evalport.protocol.runtime import load_object
 
 from ._app import EvalAdapter
@@ -37,7 +38,6 @@ from ._limits import Limits
 
 HELP = "serve an agent over the eval protocol"
 
-DEFAULT_TOKEN_ENV: Final = "EVALPORT_TOKEN"
 _DEFAULTS: Final = Limits()
 
 

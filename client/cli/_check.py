@@ -17,14 +17,19 @@ What is checked, in order (later checks use the session the earlier ones opened)
 - ``delete``: 204, after which the session is a 404 problem.
 
 Exit ``0`` when everything passed, ``1`` when a check failed, ``3`` when the server cannot
-be reached, ``2`` for usage errors.
+be reached or does not answer ``/health`` in time, ``2`` for usage errors.
+
+Waits are bounded as in ``evalport run``: ``--timeout`` bounds each check (all its
+requests together), ``--connect-timeout`` and ``--read-timeout`` each request. The token
+is read as ``run`` reads it (``--token-env``, else ``EVALPORT_TOKEN`` when set), and a
+refused token names the variable it came from, or says that none was sent.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import os
+import math
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +38,7 @@ from urllib.parse import quote
 import httpx
 import msgspec
 from evalport.protocol import (
+    DEFAULT_TOKEN_ENV,
     PROBLEM_CONTENT_TYPE,
     AgentRun,
     ProblemType,
@@ -42,7 +48,9 @@ from evalport.protocol import (
     decode_run,
 )
 
+from .._config import ConfigError
 from ._common import EXIT_FAILED, EXIT_OK, EXIT_UNREACHABLE, fail
+from ._targets import read_token, token_refused, without_credentials
 
 HELP = "check a server's protocol conformance"
 
@@ -109,10 +117,20 @@ def _problem(response: httpx.Response, status: int, kind: str | None = None) -> 
 
 
 class _Checker:
-    def __init__(self, client: httpx.AsyncClient, token: str | None, message: str) -> None:
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        token: str | None,
+        message: str,
+        *,
+        timeout: float | None = None,
+        token_env: str = DEFAULT_TOKEN_ENV,
+    ) -> None:
         self.client = client
         self.token = token
         self.message = message
+        self.timeout = timeout
+        self.token_env = token_env
         self.results: list[CheckResult] = []
         self.session_id: str | None = None
         self.run: AgentRun | None = None
@@ -124,7 +142,13 @@ class _Checker:
 
     async def check(self, name: str, step: Any) -> bool:
         try:
-            detail = await step()
+            async with asyncio.timeout(self.timeout):
+                detail = await step()
+        except TimeoutError:
+            if name == "health":
+                raise Unreachable(f"no answer to GET /health within {self.timeout:g} s") from None
+            self.results.append(CheckResult(name, False, f"no answer within {self.timeout:g} s"))
+            return False
         except _Failed as failure:
             self.results.append(CheckResult(name, False, str(failure)))
             return False
@@ -139,6 +163,15 @@ class _Checker:
             response = await self.client.get("health", headers=self.headers())
         except httpx.TransportError as error:
             raise Unreachable(f"{type(error).__name__}: {error}") from None
+        if response.status_code in (401, 403):
+            raise _Failed(
+                f"HTTP {response.status_code}: "
+                + token_refused(
+                    without_credentials(str(self.client.base_url)),
+                    self.token_env,
+                    bool(self.token),
+                )
+            )
         if response.status_code != 200:
             raise _Failed(f"HTTP {response.status_code}: {response.text[:200]}")
         body = response.json()
@@ -158,6 +191,11 @@ class _Checker:
     async def auth(self) -> str:
         url = "evals/sessions"
         missing = await self.client.post(url, json={})
+        if missing.status_code < 400:
+            raise _Failed(
+                f"HTTP {missing.status_code} without a token, although ${self.token_env} holds "
+                "one: the server serves without auth (or does not check it)"
+            )
         _problem(missing, 401, ProblemType.UNAUTHORIZED)
         wrong = await self.client.post(url, json={}, headers=self.headers("wrong-" + "x" * 16))
         _problem(wrong, 401, ProblemType.UNAUTHORIZED)
@@ -266,34 +304,72 @@ async def check_server(
     message: str = "Hello from evalport check",
     transport: httpx.AsyncBaseTransport | None = None,
     timeout: float = 30.0,
+    connect_timeout: float = 5.0,
+    read_timeout: float | None = None,
+    token_env: str = DEFAULT_TOKEN_ENV,
 ) -> list[CheckResult]:
-    """Run every check against the server at ``url``; raises :class:`Unreachable`."""
+    """Run every check against the server at ``url``; raises :class:`Unreachable`.
+
+    ``timeout`` bounds each check, ``connect_timeout`` and ``read_timeout`` (default
+    ``timeout``) each request; ``token_env`` only names the token's variable in messages."""
     base = url if url.endswith("/") else url + "/"
-    async with httpx.AsyncClient(base_url=base, transport=transport, timeout=timeout) as client:
-        return await _Checker(client, token, message).run_all()
+    limits = httpx.Timeout(30.0, connect=connect_timeout, read=read_timeout or timeout)
+    async with httpx.AsyncClient(base_url=base, transport=transport, timeout=limits) as client:
+        checker = _Checker(client, token, message, timeout=timeout, token_env=token_env)
+        return await checker.run_all()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("url", metavar="URL", help="base URL where the protocol is mounted")
     parser.add_argument("--token-env", metavar="VAR", help="environment variable with the token")
     parser.add_argument("--message", default="Hello from evalport check", help="turn message")
-    parser.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
+    parser.add_argument(
+        "--timeout", type=float, default=30.0, help="seconds per check (default 30)"
+    )
+    parser.add_argument(
+        "--connect-timeout",
+        type=float,
+        default=5.0,
+        metavar="S",
+        help="seconds to connect, each request (default 5)",
+    )
+    parser.add_argument(
+        "--read-timeout",
+        type=float,
+        metavar="S",
+        help="seconds to wait for each answer (default: --timeout)",
+    )
 
 
 def main(args: argparse.Namespace) -> int:
-    token = None
-    if args.token_env:
-        token = os.environ.get(args.token_env)
-        if not token:
-            return fail("check", f"--token-env {args.token_env}: the variable is not set")
+    url = without_credentials(args.url)
+    for name in ("timeout", "connect_timeout", "read_timeout"):
+        value = getattr(args, name)
+        if value is not None and not (math.isfinite(value) and value > 0):
+            option = "--" + name.replace("_", "-")
+            return fail("check", f"{option} must be a positive number of seconds, got {value}")
+    try:
+        token, token_env = read_token(args.token_env)
+    except ConfigError as error:
+        return fail("check", str(error))
     try:
         results = asyncio.run(
-            check_server(args.url, token=token, message=args.message, timeout=args.timeout)
+            check_server(
+                args.url,
+                token=token,
+                message=args.message,
+                timeout=args.timeout,
+                connect_timeout=args.connect_timeout,
+                read_timeout=args.read_timeout,
+                token_env=token_env,
+            )
         )
     except Unreachable as error:
-        return fail("check", f"{args.url} is unreachable: {error}", EXIT_UNREACHABLE)
+        reason = without_credentials(str(error))
+        return fail("check", f"{url} is unreachable: {reason}", EXIT_UNREACHABLE)
     for result in results:
-        print(f"{'PASS' if result.ok else 'FAIL'}  {result.name}: {result.detail}")
+        detail = without_credentials(result.detail)
+        print(f"{'PASS' if result.ok else 'FAIL'}  {result.name}: {detail}")
     failed = [result for result in results if not result.ok]
     print(f"{len(results) - len(failed)} of {len(results)} checks passed")
     return EXIT_FAILED if failed else EXIT_OK

@@ -4,11 +4,20 @@ Rules:
 
 - Settings come from ``[tool.evalport]`` in the nearest ``pyproject.toml`` (see
   :mod:`evalport.client._config`); an option given on the command line wins.
-- The target is ``--target URL`` (the protocol over HTTP, token from the variable named by
-  ``--token-env``) or ``--local module:attr`` (the agent in-process). An HTTP target's
-  ``/health`` is read before anything runs: unreachable is exit ``3``; a refused token or
-  a server speaking another protocol is exit ``2``.
+- The target is ``--target URL`` (the protocol over HTTP, token from ``$EVALPORT_TOKEN``
+  or the variable ``--token-env`` names) or ``--local module:attr`` (the agent
+  in-process), with the trace policy ``--trace-policy`` names (default ``safe``). An HTTP
+  target's ``/health`` is read before anything runs, within ``--timeout``: unreachable or
+  silent is exit ``3``; a refused token or a server speaking another protocol is exit
+  ``2`` (see :mod:`._targets`).
 - ``--list`` prints the selected case ids and exits without a target.
+- ``--attach SESSION_ID`` evaluates the cases on that existing session over HTTP, one
+  trial at a time (in discovery order), and never deletes it; with ``--local`` or
+  ``--repeat`` above 1 it is a usage error (exit ``2``).
+- A ``--local`` agent's exceptions reach stderr with their error id and type; their
+  message and traceback only under ``--trace-policy verbatim`` (:mod:`._logs`).
+- Nothing written (reports, ``provenance.command``) or printed holds the user and
+  password of a URL given on the command line.
 - Selecting no case at all is a usage error (exit ``2``), not a green run; an empty
   shard is fine.
 - Reports: the console always (``-v`` adds the judges' reasons and evidence); the run
@@ -31,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from .._cache import RunCache
-from .._config import ConfigError, Settings, load_settings
+from .._config import TRACE_POLICIES, ConfigError, Settings, load_settings
 from .._runner import Runner, RunOptions
 from .._selection import parse_shard, select
 from ..reports import (
@@ -46,7 +55,8 @@ from ..reports import (
     load_summary,
 )
 from ._common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE, fail
-from ._targets import TargetUnreachable, build_judge, build_target
+from ._logs import agent_logs
+from ._targets import TargetUnreachable, build_judge, build_target, without_credentials
 
 HELP = "run eval cases against a target"
 
@@ -64,6 +74,9 @@ _SETTINGS = (
     "concurrency",
     "rps",
     "timeout",
+    "connect_timeout",
+    "read_timeout",
+    "trace_policy",
     "strict",
     "cache",
     "fresh",
@@ -95,6 +108,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--concurrency", type=int, metavar="N", help="trials in flight at once (default 8)")
     add("--rps", type=float, metavar="R", help="at most R requests per second to the target")
     add("--timeout", type=float, metavar="S", help="seconds per trial (default 120)")
+    add(
+        "--connect-timeout",
+        type=float,
+        metavar="S",
+        help="seconds to connect to the target, each attempt (default 5)",
+    )
+    add(
+        "--read-timeout",
+        type=float,
+        metavar="S",
+        help="seconds to wait for each answer of the target (default: --timeout)",
+    )
+    add(
+        "--trace-policy",
+        choices=TRACE_POLICIES,
+        help="safe: tool payloads and error texts digested (default); verbatim: all in clear",
+    )
     add("--strict", action="store_true", default=None, help="a scored case fails the run")
     add("--cache", action="store_true", default=None, help="replay recorded turns when unchanged")
     add("--fresh", action="store_true", default=None, help="record again, read no recording")
@@ -183,7 +213,7 @@ async def _run(
         min_lower_bound=settings.min_lower_bound,
         attach=args.attach,
         shard=args.shard,
-        command=["evalport", "run", *sys.argv[2:]],
+        command=["evalport", "run", *(without_credentials(arg) for arg in sys.argv[2:])],
     )
     cache = RunCache(settings.cache_dir, fresh=settings.fresh) if settings.cache else None
     target = build_target(settings)
@@ -237,7 +267,20 @@ def main(args: argparse.Namespace) -> int:
             )
         if not settings.target and not settings.local:
             return fail("run", "give --target URL or --local module:attr (or set one in config)")
-        return asyncio.run(_run(args, settings, cases, errors))
+        if args.attach and settings.local:
+            return fail(
+                "run",
+                "--attach needs --target URL: a --local agent's sessions live only in the "
+                "process that opened them",
+            )
+        if args.attach and settings.repeat > 1:
+            return fail(
+                "run",
+                f"--attach evaluates the one conversation of that session: --repeat "
+                f"{settings.repeat} would run later trials on what earlier ones sent; drop it",
+            )
+        with agent_logs(settings.policy(), sys.stderr):
+            return asyncio.run(_run(args, settings, cases, errors))
     except ConfigError as error:
         return fail("run", str(error), EXIT_USAGE)
     except KeyboardInterrupt:

@@ -1,11 +1,20 @@
 """Building the target and the judge that ``evalport run`` was told to use.
 
 Rules: ``--target URL`` is an :class:`~evalport.client.HttpTarget` whose ``/health``
-is read first (:meth:`PreparedTarget.prepare`): a server that cannot be reached raises
+is read first (:meth:`PreparedTarget.prepare`), within the run's ``--timeout``: a server
+that cannot be reached, or does not answer in that time, raises
 :class:`TargetUnreachable` (exit 3); a refused token or another protocol version is a
 :class:`~evalport.client._config.ConfigError` (exit 2). ``--local module:attr`` (or
 ``path/to/file.py:attr``) is a :class:`~evalport.client.LocalTarget` over that
-agent. The token is read from the environment only, never from the command line.
+agent. Both get the trace policy ``--trace-policy`` names.
+
+- Every request to an HTTP target waits at most ``--connect-timeout`` to connect and
+  ``--read-timeout`` (default: the ``--timeout``) for each answer.
+- The token is read from the environment only, never from the command line
+  (:func:`read_token`): the variable ``--token-env`` names, else ``EVALPORT_TOKEN`` when it
+  is set. A refused token names the variable it came from, or says that none was sent.
+- No text of these objects holds the credentials of a URL (``http://user:secret@host``):
+  they name the target by its address without them (:func:`without_credentials`).
 
 The judge (:func:`build_judge`) is the one ``[tool.evalport.judge]`` names; without that
 table it is :meth:`JudgeConfig.from_env() <evalport.client.judges.JudgeConfig.from_env>`'s
@@ -15,11 +24,19 @@ there is no judge, and judged assertions are not evaluated (never passed).
 
 from __future__ import annotations
 
+import asyncio
 import os
+import re
 from collections.abc import Mapping
 from typing import Any
 
-from evalport.protocol import AuthFailed, ProtocolError, TargetError, TargetUnavailable
+from evalport.protocol import (
+    DEFAULT_TOKEN_ENV,
+    AuthFailed,
+    ProtocolError,
+    TargetError,
+    TargetUnavailable,
+)
 from evalport.protocol.runtime import load_object as _load_object
 
 from .._config import ConfigError, Settings
@@ -30,25 +47,83 @@ class TargetUnreachable(Exception):
     """The target could not be reached before the run started."""
 
 
+_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)[^/?#\s]*@")
+
+DEFAULT_READ_TIMEOUT = 300.0
+"""Seconds to wait for an answer when neither ``--read-timeout`` nor ``--timeout`` is set."""
+
+
+def without_credentials(text: str) -> str:
+    """``text`` with the user and password of every URL in it replaced by ``***``.
+
+    Any text: a URL, or an argument such as ``--target=http://user:secret@host``."""
+    return _USERINFO.sub(r"\g<scheme>***@", text)
+
+
+def read_token(
+    token_env: str | None, environ: Mapping[str, str] | None = None
+) -> tuple[str | None, str]:
+    """The bearer token and the variable it was read from (see the rules).
+
+    A variable named explicitly must be set (:class:`ConfigError` otherwise); the default
+    one may be unset, and then no token is sent."""
+    environ = os.environ if environ is None else environ
+    if token_env:
+        token = environ.get(token_env)
+        if not token:
+            raise ConfigError(f"--token-env {token_env}: the variable is not set")
+        return token, token_env
+    return environ.get(DEFAULT_TOKEN_ENV) or None, DEFAULT_TOKEN_ENV
+
+
+def token_refused(url: str, token_env: str, sent: bool) -> str:
+    """What to say when ``url`` answers 401 or 403."""
+    if sent:
+        return (
+            f"{url} refused the token read from ${token_env}: check that variable "
+            "(or name another with --token-env)"
+        )
+    return (
+        f"{url} asks for a token and none was sent (${token_env} is not set): set it, "
+        "or name the variable holding the token with --token-env"
+    )
+
+
 class PreparedTarget:
     """A target plus what must happen before (health) and after (closing) the run."""
 
-    def __init__(self, target: Target, *, url: str | None = None) -> None:
+    def __init__(
+        self,
+        target: Target,
+        *,
+        url: str | None = None,
+        timeout: float | None = None,
+        token_env: str = DEFAULT_TOKEN_ENV,
+        token_sent: bool = False,
+    ) -> None:
         self.target = target
-        self.url = url
+        self.url = without_credentials(url) if url is not None else None
+        self.timeout = timeout
+        self.token_env = token_env
+        self.token_sent = token_sent
 
     async def prepare(self) -> None:
         check = getattr(self.target, "check", None)
         if self.url is None or check is None:
             return
         try:
-            await check()
+            async with asyncio.timeout(self.timeout):
+                await check()
+        except TimeoutError:
+            raise TargetUnreachable(
+                f"{self.url} did not answer GET /health within {self.timeout:g} s "
+                "(--timeout; --connect-timeout and --read-timeout bound each attempt)"
+            ) from None
         except TargetUnavailable as error:
             raise TargetUnreachable(f"{self.url} is unreachable: {error}") from None
         except AuthFailed as error:
-            raise ConfigError(
-                f"{self.url} refused the token ({error}); check --token-env"
-            ) from None
+            refused = token_refused(self.url, self.token_env, self.token_sent)
+            raise ConfigError(f"{refused} ({error})") from None
         except ProtocolError as error:
             raise ConfigError(f"{self.url} does not speak the evalport protocol: {error}") from None
         except TargetError as error:
@@ -68,24 +143,31 @@ def load_object(spec: str) -> Any:
 
 def build_target(settings: Settings) -> PreparedTarget:
     """The target named by ``--target`` or ``--local``."""
+    policy = settings.policy()
     if settings.target:
+        import httpx
+
         from .._http import HttpTarget
 
-        token = None
-        if settings.token_env:
-            token = os.environ.get(settings.token_env)
-            if not token:
-                raise ConfigError(f"--token-env {settings.token_env}: the variable is not set")
+        token, token_env = read_token(settings.token_env)
+        read = settings.read_timeout or settings.timeout or DEFAULT_READ_TIMEOUT
+        timeout = httpx.Timeout(30.0, connect=settings.connect_timeout, read=read)
         try:
-            target = HttpTarget(settings.target, token=token)
+            target = HttpTarget(settings.target, token=token, timeout=timeout, policy=policy)
         except ValueError as error:
             raise ConfigError(f"--target: {error}") from None
-        return PreparedTarget(target, url=settings.target)
+        return PreparedTarget(
+            target,
+            url=target.base_url,
+            timeout=settings.timeout,
+            token_env=token_env,
+            token_sent=token is not None,
+        )
     if settings.local:
         from .._local import LocalTarget
 
         agent = load_object(settings.local)
-        return PreparedTarget(LocalTarget(agent, location=settings.local))
+        return PreparedTarget(LocalTarget(agent, policy=policy, location=settings.local))
     raise ConfigError("give --target URL or --local module:attr")
 
 

@@ -480,6 +480,7 @@ class AgentSession:
             info.type,
             info.message,
             exc_info=error,
+            extra={"error_id": info.error_id, "error_type": info.type},
         )
         return info
 

@@ -16,6 +16,7 @@ from evalport.client import (
     Session,
     SyncTarget,
     Target,
+    TargetUnavailable,
 )
 from evalport.client._retry import parse_retry_after
 from target_agents import SupportAgent
@@ -107,3 +108,34 @@ def test_base_url_is_normalized_and_stripped_of_credentials() -> None:
     with pytest.raises(ValueError, match="absolute") as raised:
         HttpTarget("ftp://user:pw-123456@agent.test/?key=abc")
     assert "pw-123456" not in str(raised.value) and "abc" not in str(raised.value)
+
+
+async def test_retry_counts_are_the_attempts_actually_made() -> None:
+    sent: list[str] = []
+
+    def unavailable(request: httpx.Request) -> httpx.Response:
+        sent.append(request.url.path)
+        return httpx.Response(503, json={"title": "busy"})
+
+    async def no_wait(delay: float) -> None:
+        return None
+
+    retry = RetryPolicy(attempts=4, sleep=no_wait)
+    transport = httpx.MockTransport(unavailable)
+    async with HttpTarget("http://agent.test/", transport=transport, retry=retry) as target:
+        with pytest.raises(TargetUnavailable) as raised:
+            await target.check()
+    assert len(sent) == 4
+    assert "after 4 attempt(s)" in str(raised.value)
+
+    def refused(request: httpx.Request) -> httpx.Response:
+        sent.append(request.url.path)
+        raise httpx.ConnectError("refused", request=request)
+
+    sent.clear()
+    transport = httpx.MockTransport(refused)
+    async with HttpTarget("http://agent.test/", transport=transport, retry=retry) as target:
+        with pytest.raises(TargetUnavailable) as raised:
+            await target.check()
+    assert len(sent) == 4
+    assert "after 4 attempt(s)" in str(raised.value)
