@@ -1,26 +1,43 @@
 """The Redis session store: sessions shared by every replica of a service.
 
-It follows every rule of :mod:`evalport.server.stores._base`; each operation is one Lua
-script, so it is atomic across replicas. It is a
+It follows every rule of :mod:`evalport.server.stores._base`; each operation on a session
+is one Lua script over that session's keys, so it is atomic across replicas. It is a
 :class:`~evalport.server.stores._base.TurnStore`: a turn costs two round trips (begin,
 finish), and a :class:`~evalport.server.stores._base.LeaseRenewal`: a turn's lease is
 short and its holder renews it. Install with ``pip install 'evalport[redis]'``.
 
 Rules:
 
-- Keys (``prefix`` defaults to ``evalport:``): ``s:{id}`` a hash of ``meta``, ``run`` and
-  ``state`` (and while a lease is taken and not given back: ``holder``, the token that
-  took it last; for a keyed turn ``holder_key``, ``holder_lost`` and ``holder_keep``,
-  its idempotency key, its turn-lost record and how many records to keep); ``l:{id}``
-  the turn lease (its token, with a Redis expiry); ``r:{id}`` and
-  ``o:{id}`` the idempotency records and their order; ``index`` a sorted set of live ids
-  scored by their expiry; ``gone`` a sorted set of recently expired or deleted ids.
+- Keys (``prefix`` defaults to ``evalport:`` and holds no braces): ``s:{id}`` a hash of
+  ``meta``, ``run`` and ``state`` (and while a lease is taken and not given back:
+  ``holder``, the token that took it last; for a keyed turn ``holder_key``,
+  ``holder_lost`` and ``holder_keep``, its idempotency key, its turn-lost record and how
+  many records to keep); ``l:{id}`` the turn lease (its token, with a Redis expiry);
+  ``r:{id}`` and ``o:{id}`` the idempotency records and their order. The braces are
+  literal: ``{id}`` is the keys' hash tag, so a session's four keys live in one hash
+  slot and its scripts run atomically on a Redis Cluster too. ``{index}`` a sorted set of
+  live ids scored by the earliest time each may have expired, ``{index}:gone`` a sorted
+  set of recently expired or deleted ids (both in one slot of their own).
+- Deployments: one server, TLS, ACL users, Sentinel and Cluster are chosen by the URL
+  (:mod:`evalport.server.stores._redis_url`). With Sentinel the client asks the
+  Sentinels for the master on every new connection; a failover is a few 503s. With
+  ``wait_replicas=N`` every save that acknowledges a turn or a session runs ``WAIT N``
+  on the same connection and is a 503 unless ``N`` replicas have it, so a failover
+  loses no acknowledged turn. In a cluster the approvals relay uses sharded pub/sub.
+- Upgrading from the key names without hash tags (``s:ID``, ``index``): the new names
+  do not read the old ones; a session started before the upgrade answers 404 on an
+  upgraded replica. Drain the old replicas (sessions last ``session_ttl`` idle) or
+  upgrade between runs; the two layouts share no key, so mixing them corrupts nothing.
 - Expiry is Redis's own (``PEXPIRE``): every renewal records the idle deadline
   (``now + ttl``) and sets the session's keys to expire at the later of it and the
   lease's end, so a session whose lease is held outlives the lease; releasing the lease
   brings the expiry back to the idle deadline. Times come from the Redis server's clock
   (``TIME``), never from a replica's.
-- The cap counts the ``index`` after dropping the ids whose keys Redis has expired.
+- The cap counts the ``index`` after the sweep dropped the ids whose keys Redis has
+  expired: ``create`` reserves the id's place in the index (one script: the cap holds
+  across replicas), then writes the session; a session write that fails gives the place
+  back (or the sweep does, once its TTL passed). The sweep reads the due ids, asks
+  their ``s:{id}`` keys' ``PTTL`` and then rescores them or moves them to ``gone``.
 - Leases: ``acquire`` sets ``l:{id}`` with the token only if it is absent (taking it again
   with the same token succeeds, so a retried call is safe); ``release`` deletes it only if
   it still holds the caller's token; ``renew`` moves the expiry of ``l:{id}`` (and of the
@@ -38,13 +55,14 @@ Rules:
   this store object last asked (kept ``gone_seconds``), so every replica closes its own
   live agents of sessions that ended elsewhere.
 - Approvals relay (:class:`~evalport.server.stores._base.ApprovalRelay`): a replica that
-  holds a suspended turn subscribes to ``relay:{id}`` (Redis pub/sub); another replica
-  publishes the decisions there with a reply channel and waits for the answer. A publish
+  holds a suspended turn subscribes to ``relay:{id}`` (Redis pub/sub, sharded in a
+  cluster); another replica publishes the decisions there with a reply channel and waits for the answer. A publish
   that no replica receives means the holder is gone (``forward`` returns ``None``).
 - A Redis that cannot be reached (refused, reset, timed out, loading, read-only) raises
   :class:`~evalport.server.stores._base.StoreUnavailable`, which the adapter answers with
-  503 ``store-unavailable`` and ``Retry-After``. Nothing is half written: a script runs
-  whole or not at all.
+  503 ``store-unavailable`` and ``Retry-After``; so does one that refuses the store's
+  user (wrong password, an ACL without a command the store needs), saying so. Nothing
+  is half written: a script runs whole or not at all.
 """
 
 from __future__ import annotations
@@ -97,6 +115,9 @@ _UNAVAILABLE: Final = (
 )
 
 
+# Wrong credentials or a user whose ACL lacks a command: a setting to fix, said as such.
+_REFUSED: Final = (redis_errors.AuthenticationError, redis_errors.NoPermissionError)
+
 _RELAY_GRACE: Final = 3.0
 
 
@@ -127,7 +148,9 @@ def _connect(url: RedisURL, *, timeout: float, max_connections: int) -> tuple[An
         }
         if url.tls:
             sentinel_kwargs.update(ssl=True, **url.tls_options)
-        sentinel = Sentinel(list(url.hosts), sentinel_kwargs=sentinel_kwargs, **common)
+        sentinel = Sentinel(  # type: ignore[no-untyped-call]
+            list(url.hosts), sentinel_kwargs=sentinel_kwargs, **common
+        )
         client = sentinel.master_for(url.service, db=url.db, max_connections=max_connections)
         return client, list(sentinel.sentinels)
     # A blocking pool: under a burst, callers wait for one of ``max_connections``
@@ -229,6 +252,11 @@ class RedisStore:
     async def _call(self, operation: Callable[[], Awaitable[T]]) -> T:
         try:
             return await operation()
+        except _REFUSED as error:
+            raise StoreUnavailable(
+                f"The session store (Redis) refused the store's user ({type(error).__name__}):"
+                " check the user and password in the store URL and that user's ACL."
+            ) from error
         except _UNAVAILABLE as error:
             raise StoreUnavailable(
                 f"The session store (Redis) is unavailable ({type(error).__name__}); retry shortly."
@@ -468,7 +496,7 @@ class RedisStore:
                     return bytes(answer["data"])
             raise TimeoutError(f"no answer for session {session_id} within {timeout:g} s")
         finally:
-            await pubsub.aclose()  # type: ignore[no-untyped-call]
+            await pubsub.aclose()
 
     async def _receive(self) -> None:
         while self._handlers:

@@ -89,19 +89,19 @@ class RedisURL(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def redacted(url: str) -> str:
-    """``url`` without its password (``redis://user:secret@host`` -> ``redis://user:***@host``)."""
+    """``url`` without its passwords (``redis://user:secret@host`` -> ``redis://user:***@host``)."""
     scheme, sep, rest = url.partition("://")
-    authority, slash, tail = rest.partition("/")
+    rest, question, query = rest.partition("?")
+    authority, slash, path = rest.partition("/")
     if "@" in authority:
         userinfo, _, hosts = authority.rpartition("@")
         user, colon, _ = userinfo.partition(":")
         authority = f"{user}{':***' if colon else ''}@{hosts}"
-    if "password=" in tail:
-        tail = "&".join(
-            f"{part.partition('=')[0]}=***" if "password=" in part else part
-            for part in tail.split("&")
-        )
-    return f"{scheme}{sep}{authority}{slash}{tail}"
+    query = "&".join(
+        f"{part.partition('=')[0]}=***" if "password" in part.partition("=")[0] else part
+        for part in query.split("&")
+    )
+    return f"{scheme}{sep}{authority}{slash}{path}{question}{query}"
 
 
 def is_redis_url(spec: str) -> bool:
@@ -164,7 +164,9 @@ def parse_redis_url(url: str) -> RedisURL:
             fields["db"] = _number(parts[0], "the db", bad)
         if kind == "server" and "," in authority:
             raise bad("one host only (several hosts are for redis+sentinel:// or redis+cluster://)")
-    tls_options = {name: options.pop(name) for name in _TLS_OPTIONS if name in options}
+    tls_options: dict[str, str] = {
+        name: options.pop(name) for name in _TLS_OPTIONS if name in options
+    }
     if tls_options and not tls:
         raise bad(f"{', '.join(tls_options)} need TLS: use the scheme {scheme}s… (rediss://)")
     if tls_options.get("ssl_cert_reqs", "required") not in _CERT_REQS:
