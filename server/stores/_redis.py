@@ -252,7 +252,10 @@ class RedisStore:
     async def _call(self, operation: Callable[[], Awaitable[T]]) -> T:
         try:
             return await operation()
-        except _REFUSED as error:
+        except (*_REFUSED, redis_errors.ResponseError) as error:
+            refused = isinstance(error, _REFUSED) or "can't run this command" in str(error)
+            if not refused:
+                raise
             raise StoreUnavailable(
                 f"The session store (Redis) refused the store's user ({type(error).__name__}):"
                 " check the user and password in the store URL and that user's ACL."

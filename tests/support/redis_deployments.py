@@ -53,11 +53,13 @@ __all__ = [
 REDIS_CLI = shutil.which("redis-cli")
 ACL_USER = "evalport"
 ACL_PASSWORD = "s3cret-acl-pass"
-# What RedisStore needs, and nothing else: its keys and channels under the prefix, its
-# scripts, PTTL (the sweep), PING, pub/sub for the approvals relay and WAIT.
+# What RedisStore needs, and nothing else: its keys and channels under the prefix, the
+# commands of its scripts, PTTL (the sweep), PING, pub/sub for the approvals relay, WAIT.
 STORE_ACL = (
-    "~evalport:* &evalport:* "
-    "+evalsha +eval +script|load +script|exists +pttl +ping +hello +auth +client|setname "
+    "~evalport:* &evalport:* +ping +hello +auth +client|setname "
+    "+evalsha +eval +script|load +script|exists +time +exists +pttl +pexpire +get +set "
+    "+del +hset +hget +hmget +hdel +hexists +lrem +rpush +llen +lpop +zadd +zrem +zcard "
+    "+zscore +zrangebyscore +zremrangebyscore +zremrangebyrank "
     "+publish +subscribe +unsubscribe +spublish +ssubscribe +sunsubscribe +wait"
 )
 _QUIET = ["--save", "", "--appendonly", "no", "--loglevel", "warning"]
