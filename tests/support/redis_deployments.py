@@ -12,8 +12,8 @@ nothing, in a temporary folder removed on exit; every wait is bounded.
   master is down after 500 ms); :meth:`SentinelSetup.kill_master` kills the master with
   SIGKILL, waits for the Sentinel to promote the replica and restarts the old master as
   the new master's replica.
-- :func:`running_cluster` starts three masters with ``--cluster-enabled yes`` and joins
-  them with ``redis-cli --cluster create ... --cluster-yes``.
+- :func:`running_cluster` starts three masters with ``--cluster-enabled yes`` (on ports
+  whose bus port, 10000 higher, is free too) and joins them with ``redis-cli --cluster create ... --cluster-yes``.
 - Each skips the test, naming what is missing, when ``redis-server`` (or ``redis-cli``,
   or TLS support in ``redis-server``, or ``cryptography``) is not there.
 """
@@ -149,8 +149,28 @@ def _processes() -> Iterator[tuple[Path, list[RedisProcess]]]:
                 process.stop()
 
 
-def _server(folder: Path, *args: str, ready: Callable[[], bool] | None = None) -> RedisProcess:
-    port = free_port()
+def _bindable(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _cluster_port() -> int:
+    """A free port whose cluster bus port (``port + 10000``) is free too."""
+    for _ in range(200):
+        port = free_port()
+        if port + 10000 <= 65535 and _bindable(port + 10000):
+            return port
+    raise RuntimeError("no free port pair for a cluster node")
+
+
+def _server(
+    folder: Path, *args: str, port: int = 0, ready: Callable[[], bool] | None = None
+) -> RedisProcess:
+    port = port or free_port()
     command = [_skip_without_redis(), "--port", str(port), "--bind", "127.0.0.1"]
     command += ["--dir", str(folder), *_QUIET, *args]
     return RedisProcess(port, command, ready or (lambda: _answers(port)))
@@ -415,6 +435,7 @@ def running_cluster(masters: int = 3) -> Iterator[list[RedisProcess]]:
                 "--cluster-enabled", "yes",
                 "--cluster-config-file", str(node_folder / "nodes.conf"),
                 "--cluster-node-timeout", "2000",
+                port=_cluster_port(),
             )  # fmt: skip
             started.append(node)
             node.start()

@@ -172,6 +172,7 @@ async def test_a_cluster_spreads_sessions_and_keeps_each_in_one_slot(cluster_url
             cluster_url.replace("redis+cluster", "redis", 1).split(",")[0]
         )
         try:
+            await probe.initialize()
             owners = set()
             for session in sessions:
                 keys = [f"{prefix}{kind}:{{{session}}}" for kind in "slro"]
