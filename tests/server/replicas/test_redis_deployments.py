@@ -237,9 +237,9 @@ def test_a_sentinel_failover_mid_run_loses_no_acknowledged_turn_and_runs_none_tw
             killer: threading.Thread | None = None
             deadline = time.monotonic() + 60
             for n in range(1, 16):
-                message, key = f"m{n}", str(uuid.uuid4())
-                if n == 4:  # the master dies while turns go on
-                    killer = threading.Thread(target=sentinel.kill_master, daemon=True)
+                message, key = f"slow:0.3:m{n}", str(uuid.uuid4())
+                if n == 4:  # the master dies in the middle of this turn
+                    killer = threading.Timer(0.15, sentinel.kill_master)
                     killer.start()
                 while True:
                     assert time.monotonic() < deadline, f"no answer for {message} in time"
@@ -259,10 +259,10 @@ def test_a_sentinel_failover_mid_run_loses_no_acknowledged_turn_and_runs_none_tw
             killer.join(30)
             assert not killer.is_alive()
             # After the failover the whole run is there, each message once, in order.
-            final = turn(http, session, "m16", str(uuid.uuid4()))
+            final = turn(http, session, "last", str(uuid.uuid4()))
             assert final.status_code == 200, final.text
-            assert final.json()["run"]["userMessages"] == [*acknowledged, "m16"]
-            assert acknowledged == [f"m{n}" for n in range(1, 16)]
+            assert final.json()["run"]["userMessages"] == [*acknowledged, "last"]
+            assert acknowledged == [f"slow:0.3:m{n}" for n in range(1, 16)]
     ran = [line.split("\t")[1] for line in effects.read_text().splitlines()]
     for message in acknowledged:  # a message ran again only after its key was lost
         assert ran.count(message) <= 1 + resent.get(message, 0), (message, ran)
