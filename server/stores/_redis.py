@@ -214,7 +214,7 @@ class RedisStore:
             self._redis = redis
             self._owned = False
             self.url = None
-        self._timeout_ms = _ms(timeout)
+        self._wait_ms = _ms(timeout / 2)  # WAIT answers before the socket times out
         self._sharded = isinstance(self._redis, RedisCluster)
         self.prefix = prefix
         self._index = [f"{prefix}{{index}}", f"{prefix}{{index}}:gone"]
@@ -277,7 +277,7 @@ class RedisStore:
         async def saved() -> Any:
             async with self._redis.pipeline(transaction=False) as pipe:
                 await script(keys=keys, args=args, client=pipe)
-                pipe.execute_command("WAIT", self._wait_replicas, self._timeout_ms)
+                pipe.execute_command("WAIT", self._wait_replicas, self._wait_ms)
                 return await pipe.execute()
 
         result, acknowledged = await self._call(saved)

@@ -28,7 +28,7 @@ Rules:
   certificate, for servers with ``tls-auth-clients``), ``ssl_cert_reqs``
   (``required``, the default, ``optional`` or ``none``), only with a TLS scheme;
   ``wait_replicas=N``: every save that acknowledges a turn waits until ``N`` replicas
-  have it (Redis ``WAIT``, within the store's timeout), else the turn is answered 503
+  have it (Redis ``WAIT``, up to half the store's timeout), else the turn is answered 503
   ``store-unavailable`` and a retry of its key finds it or ``turn-lost`` (not with a
   cluster); ``db`` (``unix://`` only).
 - Anything else is a ``ValueError`` that names the part at fault and the form to use,

@@ -18,6 +18,7 @@ import httpx
 import pytest
 from evalport.server.stores import Lease, RedisStore, StoreUnavailable
 from redis.asyncio.cluster import RedisCluster
+from support.redis import RedisServer
 from support.redis_deployments import (
     ACL_USER,
     TLSRedis,
@@ -139,17 +140,15 @@ async def test_tls_and_acl_refusals_are_503s_that_say_what_to_fix(tls_redis: TLS
 
 
 def test_serve_over_tls_with_an_acl_user(tls_redis: TLSRedis) -> None:
-    with running_replicas(AGENT, store=tls_redis.url(), token=TOKEN, count=1) as (a,):
-        with httpx.Client(base_url=a.url, headers=AUTH, timeout=20) as http:
-            session = open_session(http)
-            assert (
-                turn(http, session, "one", "k1").json()["run"]["reply"] == "one #1 on A history=0"
-            )
-            again = turn(http, session, "one", "k1")
-            assert again.json()["run"]["reply"] == "one #1 on A history=0"  # replayed
-            assert (
-                turn(http, session, "two", "k2").json()["run"]["reply"] == "two #2 on A history=2"
-            )
+    with (
+        running_replicas(AGENT, store=tls_redis.url(), token=TOKEN, count=1) as (a,),
+        httpx.Client(base_url=a.url, headers=AUTH, timeout=20) as http,
+    ):
+        session = open_session(http)
+        assert turn(http, session, "one", "k1").json()["run"]["reply"] == "one #1 on A history=0"
+        again = turn(http, session, "one", "k1")
+        assert again.json()["run"]["reply"] == "one #1 on A history=0"  # replayed
+        assert turn(http, session, "two", "k2").json()["run"]["reply"] == "two #2 on A history=2"
 
 
 # -- Cluster ---------------------------------------------------------------------------
@@ -194,27 +193,37 @@ async def test_a_cluster_spreads_sessions_and_keeps_each_in_one_slot(cluster_url
 
 
 def test_serve_replicas_over_a_cluster(cluster_url: str) -> None:
-    with running_replicas(AGENT, store=cluster_url, token=TOKEN) as (a, b):
-        with (
-            httpx.Client(base_url=a.url, headers=AUTH, timeout=20) as on_a,
-            httpx.Client(base_url=b.url, headers=AUTH, timeout=20) as on_b,
-        ):
-            sessions = [open_session(on_a) for _ in range(4)]
-            for session in sessions:
-                assert (
-                    turn(on_a, session, "one", "k1").json()["run"]["reply"]
-                    == "one #1 on A history=0"
-                )
-                second = turn(on_b, session, "two", "k2").json()["run"]["reply"]
-                assert second == "two #2 on B restored history=2"
-                assert (
-                    turn(on_b, session, "one", "k1").json()["run"]["reply"]
-                    == "one #1 on A history=0"
-                )
-            assert on_a.delete(f"/evals/sessions/{sessions[0]}").status_code == 204
+    with (
+        running_replicas(AGENT, store=cluster_url, token=TOKEN) as (a, b),
+        httpx.Client(base_url=a.url, headers=AUTH, timeout=20) as on_a,
+        httpx.Client(base_url=b.url, headers=AUTH, timeout=20) as on_b,
+    ):
+        sessions = [open_session(on_a) for _ in range(4)]
+        for session in sessions:
+            assert (
+                turn(on_a, session, "one", "k1").json()["run"]["reply"] == "one #1 on A history=0"
+            )
+            second = turn(on_b, session, "two", "k2").json()["run"]["reply"]
+            assert second == "two #2 on B restored history=2"
+            assert (
+                turn(on_b, session, "one", "k1").json()["run"]["reply"] == "one #1 on A history=0"
+            )
+        assert on_a.delete(f"/evals/sessions/{sessions[0]}").status_code == 204
 
 
 # -- Sentinel: a failover during a run -------------------------------------------------
+
+
+async def test_wait_replicas_acknowledges_no_save_that_no_replica_has(
+    redis_server: RedisServer,
+) -> None:
+    store = RedisStore(f"{redis_server.url}?wait_replicas=1", prefix="wait:", timeout=0.3)
+    try:
+        with pytest.raises(StoreUnavailable, match="only 0 of 1 replicas acknowledged"):
+            await store.create("s", b"m", b"r", ttl=30, limit=10)
+        assert await store.count() == 0  # its place under the cap was given back
+    finally:
+        await store.aclose()
 
 
 def test_a_sentinel_failover_mid_run_loses_no_acknowledged_turn_and_runs_none_twice(
