@@ -5,7 +5,7 @@ nothing, in a temporary folder removed on exit; every wait is bounded.
 
 - :func:`running_tls_redis` starts a server that speaks only TLS, with a CA, a server
   certificate (for ``127.0.0.1``) and a client certificate made in the test
-  (:func:`make_certificates`, with the ``cryptography`` package) and the ACL user
+  (:func:`make_certificates`, with the ``cryptography`` package or else ``openssl``) and the ACL user
   :data:`ACL_USER` (password :data:`ACL_PASSWORD`) allowed only what the store needs
   (:data:`STORE_ACL`); the ``default`` user is off.
 - :func:`running_sentinel` starts a master, one replica and one Sentinel (quorum 1, a
@@ -190,9 +190,48 @@ class Certificates:
     client_key: Path
 
 
+def _certificates(folder: Path) -> Certificates:
+    return Certificates(
+        ca=folder / "ca.crt",
+        server_cert=folder / "server.crt",
+        server_key=folder / "server.key",
+        client_cert=folder / "client.crt",
+        client_key=folder / "client.key",
+    )
+
+
+def _openssl_certificates(folder: Path) -> Certificates:
+    """:func:`make_certificates` with the ``openssl`` command."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("neither the cryptography package nor the openssl command is installed")
+
+    def run(*args: str) -> None:
+        subprocess.run([openssl, *args], check=True, capture_output=True, timeout=30)
+
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    run("req", "-x509", *ec, "-keyout", str(folder / "ca.key"), "-out", str(folder / "ca.crt"),
+        "-days", "1", "-subj", "/CN=evalport test CA")  # fmt: skip
+    for stem, extensions in (
+        ("server", "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n"),
+        ("client", "extendedKeyUsage=clientAuth\n"),
+    ):
+        (folder / f"{stem}.ext").write_text(extensions)
+        run("req", *ec, "-keyout", str(folder / f"{stem}.key"), "-out", str(folder / f"{stem}.csr"),
+            "-subj", f"/CN=evalport test {stem}")  # fmt: skip
+        run("x509", "-req", "-in", str(folder / f"{stem}.csr"), "-CA", str(folder / "ca.crt"),
+            "-CAkey", str(folder / "ca.key"), "-CAcreateserial", "-days", "1",
+            "-out", str(folder / f"{stem}.crt"), "-extfile", str(folder / f"{stem}.ext"))  # fmt: skip
+    return _certificates(folder)
+
+
 def make_certificates(folder: Path) -> Certificates:
-    """A CA made now, and a server (``127.0.0.1``, ``localhost``) and a client certificate."""
-    x509 = pytest.importorskip("cryptography.x509", reason="the cryptography package is needed")
+    """A CA made now, and a server (``127.0.0.1``, ``localhost``) and a client certificate
+    (with the ``cryptography`` package, else the ``openssl`` command)."""
+    try:
+        from cryptography import x509
+    except ImportError:
+        return _openssl_certificates(folder)
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
@@ -257,13 +296,7 @@ def make_certificates(folder: Path) -> Certificates:
     local = [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]
     issue("server", ExtendedKeyUsageOID.SERVER_AUTH, local)
     issue("client", ExtendedKeyUsageOID.CLIENT_AUTH, [])
-    return Certificates(
-        ca=folder / "ca.crt",
-        server_cert=folder / "server.crt",
-        server_key=folder / "server.key",
-        client_cert=folder / "client.crt",
-        client_key=folder / "client.key",
-    )
+    return _certificates(folder)
 
 
 def _tls_capable() -> None:
