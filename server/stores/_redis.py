@@ -79,14 +79,13 @@ from evalport.protocol import require
 
 from . import _redis_lua as lua
 from ._base import Lease, StoredSession, StoreUnavailable, TurnStart
-from ._redis_url import RedisURL, parse_redis_url, redacted
+from ._redis_url import connect, parse_redis_url, redacted
 
 require("redis", "redis", "evalport.server.stores._redis")
 
 import redis.asyncio as aioredis  # noqa: E402
 import redis.exceptions as redis_errors  # noqa: E402
-from redis.asyncio.cluster import ClusterNode, RedisCluster  # noqa: E402
-from redis.asyncio.sentinel import Sentinel  # noqa: E402
+from redis.asyncio.cluster import RedisCluster  # noqa: E402
 
 logger = logging.getLogger("evalport.server")
 
@@ -109,6 +108,7 @@ _UNAVAILABLE: Final = (
     redis_errors.ReadOnlyError,
     redis_errors.ClusterDownError,
     redis_errors.TryAgainError,
+    redis_errors.SlotNotCoveredError,  # a cluster that lost a master, until it fails over
     ConnectionError,
     TimeoutError,
     OSError,
@@ -123,51 +123,6 @@ _RELAY_GRACE: Final = 3.0
 
 def _ms(seconds: float) -> int:
     return max(1, int(seconds * 1000))
-
-
-def _connect(url: RedisURL, *, timeout: float, max_connections: int) -> tuple[Any, list[Any]]:
-    """A client for ``url``, and the other clients to close with it (the Sentinels)."""
-    common: dict[str, Any] = {
-        "username": url.username,
-        "password": url.password,
-        "socket_timeout": timeout,
-        "socket_connect_timeout": timeout,
-        "health_check_interval": 30,
-    }
-    if url.tls:
-        common.update(ssl=True, **url.tls_options)
-    if url.kind == "cluster":
-        nodes = [ClusterNode(host, port) for host, port in url.hosts]
-        return RedisCluster(startup_nodes=nodes, max_connections=max_connections, **common), []
-    if url.kind == "sentinel":
-        sentinel_kwargs: dict[str, Any] = {
-            "username": url.sentinel_username,
-            "password": url.sentinel_password,
-            "socket_timeout": timeout,
-            "socket_connect_timeout": timeout,
-        }
-        if url.tls:
-            sentinel_kwargs.update(ssl=True, **url.tls_options)
-        sentinel = Sentinel(  # type: ignore[no-untyped-call]
-            list(url.hosts), sentinel_kwargs=sentinel_kwargs, **common
-        )
-        client = sentinel.master_for(url.service, db=url.db, max_connections=max_connections)
-        return client, list(sentinel.sentinels)
-    # A blocking pool: under a burst, callers wait for one of ``max_connections``
-    # connections (up to ``timeout``) instead of failing at once.
-    if url.kind == "unix":
-        common.update(connection_class=aioredis.UnixDomainSocketConnection, path=url.path)
-        common.pop("health_check_interval")
-    else:
-        host, port = url.hosts[0]
-        ssl = common.pop("ssl", False)
-        common.update(host=host, port=port)
-        if ssl:
-            common.update(connection_class=aioredis.SSLConnection)
-    pool = aioredis.BlockingConnectionPool(
-        db=url.db, max_connections=max_connections, timeout=timeout, **common
-    )
-    return aioredis.Redis.from_pool(pool), []  # closing the client closes the pool
 
 
 class RedisStore:
@@ -204,7 +159,7 @@ class RedisStore:
         self._others: list[Any] = []
         if isinstance(redis, str):
             parsed = parse_redis_url(redis)
-            self._redis, self._others = _connect(
+            self._redis, self._others = connect(
                 parsed, timeout=timeout, max_connections=max_connections
             )
             self._wait_replicas = parsed.wait_replicas

@@ -33,12 +33,14 @@ Rules:
   cluster); ``db`` (``unix://`` only).
 - Anything else is a ``ValueError`` that names the part at fault and the form to use,
   with the password replaced by ``***``.
+- :func:`parse_redis_url` needs no ``redis`` package (a bad URL says so before the
+  extra is needed); :func:`connect` builds the redis-py client of each form.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Final, Literal
+from typing import Any, Final, Literal
 from urllib.parse import parse_qsl, unquote
 
 import msgspec
@@ -232,3 +234,54 @@ def _hosts(authority: str, default_port: int, bad: Bad) -> tuple[tuple[str, int]
             raise bad(f"the port of {item!r} must be a number from 1 to 65535")
         hosts.append((host, port))
     return tuple(hosts)
+
+
+def connect(url: RedisURL, *, timeout: float, max_connections: int) -> tuple[Any, list[Any]]:
+    """A redis-py asyncio client for ``url`` (at most ``max_connections`` connections, per
+    node of a cluster; ``timeout`` to connect, for each answer and for a free connection)
+    and the other clients to close with it (the Sentinels)."""
+    import redis.asyncio as aioredis
+    from redis.asyncio.cluster import ClusterNode, RedisCluster
+    from redis.asyncio.sentinel import Sentinel
+
+    common: dict[str, Any] = {
+        "username": url.username,
+        "password": url.password,
+        "socket_timeout": timeout,
+        "socket_connect_timeout": timeout,
+        "health_check_interval": 30,
+    }
+    if url.tls:
+        common.update(ssl=True, **url.tls_options)
+    if url.kind == "cluster":
+        nodes = [ClusterNode(host, port) for host, port in url.hosts]
+        return RedisCluster(startup_nodes=nodes, max_connections=max_connections, **common), []
+    if url.kind == "sentinel":
+        sentinel_kwargs: dict[str, Any] = {
+            "username": url.sentinel_username,
+            "password": url.sentinel_password,
+            "socket_timeout": timeout,
+            "socket_connect_timeout": timeout,
+        }
+        if url.tls:
+            sentinel_kwargs.update(ssl=True, **url.tls_options)
+        sentinel = Sentinel(  # type: ignore[no-untyped-call]
+            list(url.hosts), sentinel_kwargs=sentinel_kwargs, **common
+        )
+        client = sentinel.master_for(url.service, db=url.db, max_connections=max_connections)
+        return client, list(sentinel.sentinels)
+    # A blocking pool: under a burst, callers wait for one of ``max_connections``
+    # connections (up to ``timeout``) instead of failing at once.
+    if url.kind == "unix":
+        common.update(connection_class=aioredis.UnixDomainSocketConnection, path=url.path)
+        common.pop("health_check_interval")
+    else:
+        host, port = url.hosts[0]
+        ssl = common.pop("ssl", False)
+        common.update(host=host, port=port)
+        if ssl:
+            common.update(connection_class=aioredis.SSLConnection)
+    pool = aioredis.BlockingConnectionPool(
+        db=url.db, max_connections=max_connections, timeout=timeout, **common
+    )
+    return aioredis.Redis.from_pool(pool), []  # closing the client closes the pool
