@@ -35,8 +35,9 @@ Rules:
   (``TIME``), never from a replica's.
 - The cap counts the ``index`` after the sweep dropped the ids whose keys Redis has
   expired: ``create`` reserves the id's place in the index (one script: the cap holds
-  across replicas), then writes the session; a session write that fails gives the place
-  back (or the sweep does, once its TTL passed). The sweep reads the due ids, asks
+  across replicas; only at the cap does it sweep and try again), then writes the
+  session; a session write that fails gives the place back (or the sweep does, once its
+  TTL passed). The sweep reads the due ids, asks
   their ``s:{id}`` keys' ``PTTL`` and then rescores them or moves them to ``gone``.
 - Leases: ``acquire`` sets ``l:{id}`` with the token only if it is absent (taking it again
   with the same token succeeds, so a retried call is safe); ``release`` deletes it only if
@@ -250,9 +251,11 @@ class RedisStore:
     async def create(
         self, session_id: str, meta: bytes, run: bytes, *, ttl: float, limit: int
     ) -> bool:
-        await self._sweep()
-        if not await self._run(self._reserve, self._index, session_id, _ms(ttl), limit):
-            return False
+        reserve = (self._reserve, self._index, session_id, _ms(ttl), limit)
+        if not await self._run(*reserve):
+            await self._sweep()  # the cap may count sessions that expired meanwhile
+            if not await self._run(*reserve):
+                return False
         try:
             await self._save(self._create, self._keys(session_id), meta, run, _ms(ttl))
         except StoreUnavailable:
@@ -360,24 +363,26 @@ class RedisStore:
         )
         return bool(stored)
 
-    async def _sweep(self) -> int:
-        """Move the index's expired ids to ``gone``; the number of live ids left."""
+    async def _sweep(self) -> None:
+        """Move the index's expired ids to ``gone`` (and rescore the live ones that were due)."""
         due = await self._run(self._due, self._index)
+        if not due:
+            return
+
+        async def lefts() -> list[int]:
+            async with self._redis.pipeline(transaction=False) as pipe:
+                for session_id in due:
+                    pipe.pttl(self._keys(session_id.decode())[0])
+                return list(await pipe.execute())
+
         verdicts: list[Any] = []
-        if due:
-
-            async def lefts() -> list[int]:
-                async with self._redis.pipeline(transaction=False) as pipe:
-                    for session_id in due:
-                        pipe.pttl(self._keys(session_id.decode())[0])
-                    return list(await pipe.execute())
-
-            for session_id, left in zip(due, await self._call(lefts), strict=True):
-                verdicts += [session_id, left]
-        return int(await self._run(self._swept, self._index, *verdicts))
+        for session_id, left in zip(due, await self._call(lefts), strict=True):
+            verdicts += [session_id, left]
+        await self._run(self._swept, self._index, *verdicts)
 
     async def count(self) -> int:
-        return await self._sweep()
+        await self._sweep()
+        return int(await self._call(lambda: self._redis.zcard(self._index[0])))
 
     async def purge_expired(self) -> list[str]:
         await self._sweep()

@@ -284,7 +284,7 @@ for i = 1, #ARGV, 2 do
     redis.call('ZADD', gone, now, id)
   end
 end
-return redis.call('ZCARD', index)
+return 1
 """
 )
 
