@@ -9,8 +9,10 @@ Rules:
   (``EVALPORT_TOKEN`` by default), never from the command line, where ``ps`` would show it.
   Without a token the server refuses to start, unless ``--insecure-no-auth`` is given
   **and** the host is a loopback address.
-- ``--store`` picks the session store: ``memory`` (default) or ``redis://HOST:PORT/DB``,
-  which replicas behind a load balancer share (the ``redis`` extra).
+- ``--store`` picks the session store: ``memory`` (default) or a Redis URL, which
+  replicas behind a load balancer share (the ``redis`` extra): ``redis://HOST:PORT/DB``,
+  ``rediss://`` (TLS), ``redis+sentinel://HOST:PORT/SERVICE``, ``redis+cluster://HOST:PORT``
+  (the forms: :mod:`evalport.server.stores._redis_url`). A bad URL is exit 2.
 - ``--allow-faults`` lets new sessions carry tool faults (``faults`` capability); off by
   default, so a deployed service injects nothing unless told to.
 - Binds ``127.0.0.1`` by default. On SIGTERM or Ctrl-C it drains the adapter (new sessions
@@ -96,7 +98,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--store",
         default="memory",
         metavar="URL",
-        help="session store: memory (default) or redis://HOST:PORT/DB shared by replicas",
+        help="session store: memory (default) or a Redis URL shared by replicas: "
+        "redis://HOST:PORT/DB, rediss://... (TLS), redis+sentinel://HOST:PORT/SERVICE, "
+        "redis+cluster://HOST:PORT[,HOST:PORT] (see the README)",
     )
     parser.add_argument(
         "--allow-faults",

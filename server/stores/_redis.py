@@ -1,26 +1,44 @@
 """The Redis session store: sessions shared by every replica of a service.
 
-It follows every rule of :mod:`evalport.server.stores._base`; each operation is one Lua
-script, so it is atomic across replicas. It is a
+It follows every rule of :mod:`evalport.server.stores._base`; each operation on a session
+is one Lua script over that session's keys, so it is atomic across replicas. It is a
 :class:`~evalport.server.stores._base.TurnStore`: a turn costs two round trips (begin,
 finish), and a :class:`~evalport.server.stores._base.LeaseRenewal`: a turn's lease is
 short and its holder renews it. Install with ``pip install 'evalport[redis]'``.
 
 Rules:
 
-- Keys (``prefix`` defaults to ``evalport:``): ``s:{id}`` a hash of ``meta``, ``run`` and
-  ``state`` (and while a lease is taken and not given back: ``holder``, the token that
-  took it last; for a keyed turn ``holder_key``, ``holder_lost`` and ``holder_keep``,
-  its idempotency key, its turn-lost record and how many records to keep); ``l:{id}``
-  the turn lease (its token, with a Redis expiry); ``r:{id}`` and
-  ``o:{id}`` the idempotency records and their order; ``index`` a sorted set of live ids
-  scored by their expiry; ``gone`` a sorted set of recently expired or deleted ids.
+- Keys (``prefix`` defaults to ``evalport:`` and holds no braces): ``s:{id}`` a hash of
+  ``meta``, ``run`` and ``state`` (and while a lease is taken and not given back:
+  ``holder``, the token that took it last; for a keyed turn ``holder_key``,
+  ``holder_lost`` and ``holder_keep``, its idempotency key, its turn-lost record and how
+  many records to keep); ``l:{id}`` the turn lease (its token, with a Redis expiry);
+  ``r:{id}`` and ``o:{id}`` the idempotency records and their order. The braces are
+  literal: ``{id}`` is the keys' hash tag, so a session's four keys live in one hash
+  slot and its scripts run atomically on a Redis Cluster too. ``{index}`` a sorted set of
+  live ids scored by the earliest time each may have expired, ``{index}:gone`` a sorted
+  set of recently expired or deleted ids (both in one slot of their own).
+- Deployments: one server, TLS, ACL users, Sentinel and Cluster are chosen by the URL
+  (:mod:`evalport.server.stores._redis_url`). With Sentinel the client asks the
+  Sentinels for the master on every new connection; a failover is a few 503s. With
+  ``wait_replicas=N`` every save that acknowledges a turn or a session runs ``WAIT N``
+  on the same connection and is a 503 unless ``N`` replicas have it, so a failover
+  loses no acknowledged turn. In a cluster the approvals relay uses sharded pub/sub.
+- Upgrading from the key names without hash tags (``s:ID``, ``index``): the new names
+  do not read the old ones; a session started before the upgrade answers 404 on an
+  upgraded replica. Drain the old replicas (sessions last ``session_ttl`` idle) or
+  upgrade between runs; the two layouts share no key, so mixing them corrupts nothing.
 - Expiry is Redis's own (``PEXPIRE``): every renewal records the idle deadline
   (``now + ttl``) and sets the session's keys to expire at the later of it and the
   lease's end, so a session whose lease is held outlives the lease; releasing the lease
   brings the expiry back to the idle deadline. Times come from the Redis server's clock
   (``TIME``), never from a replica's.
-- The cap counts the ``index`` after dropping the ids whose keys Redis has expired.
+- The cap counts the ``index`` after the sweep dropped the ids whose keys Redis has
+  expired: ``create`` reserves the id's place in the index (one script: the cap holds
+  across replicas; only at the cap does it sweep and try again), then writes the
+  session; a session write that fails gives the place back (or the sweep does, once its
+  TTL passed). The sweep reads the due ids, asks
+  their ``s:{id}`` keys' ``PTTL`` and then rescores them or moves them to ``gone``.
 - Leases: ``acquire`` sets ``l:{id}`` with the token only if it is absent (taking it again
   with the same token succeeds, so a retried call is safe); ``release`` deletes it only if
   it still holds the caller's token; ``renew`` moves the expiry of ``l:{id}`` (and of the
@@ -38,13 +56,14 @@ Rules:
   this store object last asked (kept ``gone_seconds``), so every replica closes its own
   live agents of sessions that ended elsewhere.
 - Approvals relay (:class:`~evalport.server.stores._base.ApprovalRelay`): a replica that
-  holds a suspended turn subscribes to ``relay:{id}`` (Redis pub/sub); another replica
-  publishes the decisions there with a reply channel and waits for the answer. A publish
+  holds a suspended turn subscribes to ``relay:{id}`` (Redis pub/sub, sharded in a
+  cluster); another replica publishes the decisions there with a reply channel and waits for the answer. A publish
   that no replica receives means the holder is gone (``forward`` returns ``None``).
 - A Redis that cannot be reached (refused, reset, timed out, loading, read-only) raises
   :class:`~evalport.server.stores._base.StoreUnavailable`, which the adapter answers with
-  503 ``store-unavailable`` and ``Retry-After``. Nothing is half written: a script runs
-  whole or not at all.
+  503 ``store-unavailable`` and ``Retry-After``; so does one that refuses the store's
+  user (wrong password, an ACL without a command the store needs), saying so. Nothing
+  is half written: a script runs whole or not at all.
 """
 
 from __future__ import annotations
@@ -61,11 +80,13 @@ from evalport.protocol import require
 
 from . import _redis_lua as lua
 from ._base import Lease, StoredSession, StoreUnavailable, TurnStart
+from ._redis_url import connect, parse_redis_url, redacted
 
 require("redis", "redis", "evalport.server.stores._redis")
 
 import redis.asyncio as aioredis  # noqa: E402
 import redis.exceptions as redis_errors  # noqa: E402
+from redis.asyncio.cluster import RedisCluster  # noqa: E402
 
 logger = logging.getLogger("evalport.server")
 
@@ -88,21 +109,17 @@ _UNAVAILABLE: Final = (
     redis_errors.ReadOnlyError,
     redis_errors.ClusterDownError,
     redis_errors.TryAgainError,
+    redis_errors.SlotNotCoveredError,  # a cluster that lost a master, until it fails over
     ConnectionError,
     TimeoutError,
     OSError,
 )
 
 
+# Wrong credentials or a user whose ACL lacks a command: a setting to fix, said as such.
+_REFUSED: Final = (redis_errors.AuthenticationError, redis_errors.NoPermissionError)
+
 _RELAY_GRACE: Final = 3.0
-
-
-def _redacted(url: str) -> str:
-    """``url`` without its credentials (``redis://user:secret@host`` -> ``redis://***@host``)."""
-    scheme, sep, rest = url.partition("://")
-    if "@" in rest:
-        rest = "***@" + rest.rsplit("@", 1)[1]
-    return f"{scheme}{sep}{rest}"
 
 
 def _ms(seconds: float) -> int:
@@ -112,44 +129,51 @@ def _ms(seconds: float) -> int:
 class RedisStore:
     """Sessions in Redis, shared by several replicas.
 
-    Pass a URL (``redis://host:6379/0``, ``rediss://``, ``unix://``) or an existing
-    ``redis.asyncio.Redis`` client (the store then leaves closing it to you). Keys start
-    with ``prefix``; ``gone_seconds`` is how long ended ids are kept for other replicas
-    (at most the newest 100,000). Each replica sweeps at most once a second, on requests;
-    one that serves no request for longer than that keeps the agents of sessions that
-    ended elsewhere meanwhile in memory (never served again) until it restarts.
-    A URL opens at most ``max_connections`` connections; a call waits up to ``timeout``
-    seconds for one, to connect and for each answer.
+    Pass a URL (the forms of :mod:`evalport.server.stores._redis_url`: ``redis://``,
+    ``rediss://``, ``unix://``, ``redis+sentinel://``, ``redis+cluster://``) or an
+    existing ``redis.asyncio.Redis`` or ``redis.asyncio.RedisCluster`` client (the store
+    then leaves closing it to you). Keys start with ``prefix`` (no ``{`` or ``}``: the
+    store's hash tags follow it); ``gone_seconds`` is how long ended ids are kept for
+    other replicas (at most the newest 100,000). Each replica sweeps at most once a
+    second, on requests; one that serves no request for longer than that keeps the agents
+    of sessions that ended elsewhere meanwhile in memory (never served again) until it
+    restarts. A URL opens at most ``max_connections`` connections (per node of a
+    cluster); a call waits up to ``timeout`` seconds for one, to connect and for each
+    answer.
     """
 
     def __init__(
         self,
-        redis: str | aioredis.Redis,
+        redis: str | aioredis.Redis | RedisCluster,
         *,
         prefix: str = "evalport:",
         gone_seconds: float = 3600.0,
         timeout: float = 5.0,
         max_connections: int = 64,
     ) -> None:
-        if isinstance(redis, str):
-            # A blocking pool: under a burst, callers wait for one of ``max_connections``
-            # connections (up to ``timeout``) instead of failing at once.
-            pool = aioredis.BlockingConnectionPool.from_url(
-                redis,
-                max_connections=max_connections,
-                timeout=timeout,
-                socket_timeout=timeout,
-                socket_connect_timeout=timeout,
-                health_check_interval=30,
+        if "{" in prefix or "}" in prefix:
+            raise ValueError(
+                f"RedisStore prefix {prefix!r}: drop the braces (the store puts each "
+                "session's keys under the hash tag {id} after the prefix)"
             )
-            self._redis = aioredis.Redis.from_pool(pool)  # closing the client closes the pool
+        self._wait_replicas = 0
+        self._others: list[Any] = []
+        if isinstance(redis, str):
+            parsed = parse_redis_url(redis)
+            self._redis, self._others = connect(
+                parsed, timeout=timeout, max_connections=max_connections
+            )
+            self._wait_replicas = parsed.wait_replicas
             self._owned = True
             self.url: str | None = redis
         else:
             self._redis = redis
             self._owned = False
             self.url = None
+        self._wait_ms = _ms(timeout / 2)  # WAIT answers before the socket times out
+        self._sharded = isinstance(self._redis, RedisCluster)
         self.prefix = prefix
+        self._index = [f"{prefix}{{index}}", f"{prefix}{{index}}:gone"]
         self._gone_ms = _ms(gone_seconds)
         self._since = -1
         self._handlers: dict[str, Handler] = {}
@@ -168,22 +192,57 @@ class RedisStore:
         self._get_result = register(lua.GET_RESULT)
         self._begin_turn = register(lua.BEGIN_TURN)
         self._finish_turn = register(lua.FINISH_TURN)
-        self._count = register(lua.COUNT)
-        self._purge = register(lua.PURGE)
+        self._reserve = register(lua.RESERVE)
+        self._due = register(lua.DUE)
+        self._swept = register(lua.SWEPT)
+        self._ended = register(lua.ENDED)
+        self._gone = register(lua.GONE)
 
     def __repr__(self) -> str:
-        return f"RedisStore({_redacted(self.url) if self.url else self._redis!r}, prefix={self.prefix!r})"
+        return f"RedisStore({redacted(self.url) if self.url else self._redis!r}, prefix={self.prefix!r})"
+
+    def _keys(self, session_id: str) -> list[str]:
+        """The session's keys ``s``, ``l``, ``r``, ``o``: one hash slot (tag ``{id}``)."""
+        return [f"{self.prefix}{kind}:{{{session_id}}}" for kind in "slro"]
 
     async def _call(self, operation: Callable[[], Awaitable[T]]) -> T:
         try:
             return await operation()
+        except (*_REFUSED, redis_errors.ResponseError) as error:
+            refused = isinstance(error, _REFUSED) or "can't run this command" in str(error)
+            if not refused:
+                raise
+            raise StoreUnavailable(
+                f"The session store (Redis) refused the store's user ({type(error).__name__}):"
+                " check the user and password in the store URL and that user's ACL."
+            ) from error
         except _UNAVAILABLE as error:
             raise StoreUnavailable(
                 f"The session store (Redis) is unavailable ({type(error).__name__}); retry shortly."
             ) from error
 
-    async def _run(self, script: Any, *args: Any, keys: list[str] | None = None) -> Any:
-        return await self._call(lambda: script(keys=keys or [], args=args))
+    async def _run(self, script: Any, keys: list[str], *args: Any) -> Any:
+        return await self._call(lambda: script(keys=keys, args=args))
+
+    async def _save(self, script: Any, keys: list[str], *args: Any) -> Any:
+        """Run a script that writes what a turn's answer acknowledges; with
+        ``wait_replicas``, on the same connection ``WAIT`` for that many replicas."""
+        if not self._wait_replicas:
+            return await self._run(script, keys, *args)
+
+        async def saved() -> Any:
+            async with self._redis.pipeline(transaction=False) as pipe:
+                await script(keys=keys, args=args, client=pipe)
+                pipe.execute_command("WAIT", self._wait_replicas, self._wait_ms)
+                return await pipe.execute()
+
+        result, acknowledged = await self._call(saved)
+        if int(acknowledged) < self._wait_replicas:
+            raise StoreUnavailable(
+                f"The session store (Redis) saved on the primary but only {acknowledged} of "
+                f"{self._wait_replicas} replicas acknowledged it in time; retry shortly."
+            )
+        return result
 
     async def ping(self) -> bool:
         """Whether Redis answers (raises :class:`StoreUnavailable` otherwise)."""
@@ -192,11 +251,22 @@ class RedisStore:
     async def create(
         self, session_id: str, meta: bytes, run: bytes, *, ttl: float, limit: int
     ) -> bool:
-        created = await self._run(self._create, self.prefix, session_id, meta, run, _ms(ttl), limit)
-        return bool(created)
+        reserve = (self._reserve, self._index, session_id, _ms(ttl), limit)
+        if not await self._run(*reserve):
+            await self._sweep()  # the cap may count sessions that expired meanwhile
+            if not await self._run(*reserve):
+                return False
+        try:
+            await self._save(self._create, self._keys(session_id), meta, run, _ms(ttl))
+        except StoreUnavailable:
+            with contextlib.suppress(StoreUnavailable):  # else the sweep frees it in ``ttl``
+                await self._run(self._ended, self._index, session_id, 0)
+            raise
+        return True
 
     async def read(self, session_id: str, *, ttl: float | None = None) -> StoredSession | None:
-        found = await self._run(self._read, self.prefix, session_id, 0 if ttl is None else _ms(ttl))
+        keys = self._keys(session_id)
+        found = await self._run(self._read, keys, 0 if ttl is None else _ms(ttl))
         if not found:
             return None
         meta, run, state = found
@@ -205,35 +275,33 @@ class RedisStore:
     async def write(
         self, session_id: str, run: bytes, *, state: str, ttl: float, token: str | None = None
     ) -> bool:
-        written = await self._run(
-            self._write, self.prefix, session_id, run, state, _ms(ttl), token or ""
-        )
+        keys = self._keys(session_id)
+        written = await self._save(self._write, keys, run, state, _ms(ttl), token or "")
         return bool(written)
 
     async def delete(self, session_id: str) -> bool:
-        return bool(await self._run(self._delete, self.prefix, session_id))
+        existed = bool(await self._run(self._delete, self._keys(session_id)))
+        await self._run(self._ended, self._index, session_id, int(existed))
+        return existed
 
     async def acquire(self, session_id: str, token: str, *, lease: float, ttl: float) -> Lease:
-        outcome = await self._run(
-            self._acquire, self.prefix, session_id, token, _ms(lease), _ms(ttl)
-        )
+        keys = self._keys(session_id)
+        outcome = await self._run(self._acquire, keys, token, _ms(lease), _ms(ttl))
         return Lease(outcome.decode())
 
     async def release(self, session_id: str, token: str) -> None:
-        await self._run(self._release, self.prefix, session_id, token)
+        await self._run(self._release, self._keys(session_id), token)
 
     async def renew(self, session_id: str, token: str, *, lease: float) -> bool:
-        return bool(await self._run(self._renew, self.prefix, session_id, token, _ms(lease)))
+        return bool(await self._run(self._renew, self._keys(session_id), token, _ms(lease)))
 
     async def get_result(self, session_id: str, key: str) -> bytes | None:
-        prefix = self.prefix
-        found = await self._run(
-            self._get_result, key, keys=[f"{prefix}s:{session_id}", f"{prefix}r:{session_id}"]
-        )
+        s, _, r, _ = self._keys(session_id)
+        found = await self._run(self._get_result, [s, r], key)
         return bytes(found) if found else None
 
     async def put_result(self, session_id: str, key: str, record: bytes, *, keep: int) -> None:
-        await self._run(self._put_result, self.prefix, session_id, key, record, keep)
+        await self._save(self._put_result, self._keys(session_id), key, record, keep)
 
     async def begin_turn(
         self,
@@ -248,8 +316,7 @@ class RedisStore:
     ) -> TurnStart:
         found = await self._run(
             self._begin_turn,
-            self.prefix,
-            session_id,
+            self._keys(session_id),
             token,
             _ms(lease),
             _ms(ttl),
@@ -281,10 +348,9 @@ class RedisStore:
         record: bytes = b"",
         keep: int = 0,
     ) -> bool:
-        stored = await self._run(
+        stored = await self._save(
             self._finish_turn,
-            self.prefix,
-            session_id,
+            self._keys(session_id),
             token,
             0 if run is None else 1,
             run or b"",
@@ -297,26 +363,62 @@ class RedisStore:
         )
         return bool(stored)
 
+    async def _sweep(self) -> None:
+        """Move the index's expired ids to ``gone`` (and rescore the live ones that were due)."""
+        due = await self._run(self._due, self._index)
+        if not due:
+            return
+
+        async def lefts() -> list[int]:
+            async with self._redis.pipeline(transaction=False) as pipe:
+                for session_id in due:
+                    pipe.pttl(self._keys(session_id.decode())[0])
+                return list(await pipe.execute())
+
+        verdicts: list[Any] = []
+        for session_id, left in zip(due, await self._call(lefts), strict=True):
+            verdicts += [session_id, left]
+        await self._run(self._swept, self._index, *verdicts)
+
     async def count(self) -> int:
-        return int(await self._run(self._count, self.prefix))
+        await self._sweep()
+        return int(await self._call(lambda: self._redis.zcard(self._index[0])))
 
     async def purge_expired(self) -> list[str]:
-        now, ids = await self._run(self._purge, self.prefix, self._since, self._gone_ms)
+        await self._sweep()
+        now, ids = await self._run(self._gone, self._index, self._since, self._gone_ms)
         self._since = int(now)
         return [session_id.decode() for session_id in ids]
 
     # -- approvals relay -----------------------------------------------------------------
 
     def _channel(self, session_id: str) -> str:
-        return f"{self.prefix}relay:{session_id}"
+        return f"{self.prefix}relay:{{{session_id}}}"
+
+    async def _subscribe(self, pubsub: Any, channel: str) -> None:
+        await self._call(
+            lambda: pubsub.ssubscribe(channel) if self._sharded else pubsub.subscribe(channel)
+        )
+
+    async def _publish(self, channel: str, message: bytes) -> int:
+        if self._sharded:
+            return int(await self._call(lambda: self._redis.spublish(channel, message)))
+        return int(await self._call(lambda: self._redis.publish(channel, message)))
+
+    async def _next(self, pubsub: Any, timeout: float) -> Any:
+        """The next message of ``pubsub`` (``None`` if none came within ``timeout``)."""
+        if self._sharded:
+            message = await pubsub.get_sharded_message(timeout=timeout)
+            return message if message is not None and message["type"] == "smessage" else None
+        message = await pubsub.get_message(timeout=timeout)
+        return message if message is not None and message["type"] == "message" else None
 
     async def listen(self, session_id: str, handler: Handler) -> None:
         """Answer requests :meth:`forward`-ed to ``session_id`` with ``handler``."""
         self._handlers[session_id] = handler
         if self._pubsub is None:
             self._pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
-        channel = self._channel(session_id)
-        await self._call(lambda: self._pubsub.subscribe(channel))
+        await self._subscribe(self._pubsub, self._channel(session_id))
         if self._pump is None or self._pump.done():
             self._pump = asyncio.get_running_loop().create_task(self._receive())
 
@@ -325,7 +427,10 @@ class RedisStore:
         if self._handlers.pop(session_id, None) is None or self._pubsub is None:
             return
         channel = self._channel(session_id)
-        await self._call(lambda: self._pubsub.unsubscribe(channel))
+        pubsub = self._pubsub
+        await self._call(
+            lambda: pubsub.sunsubscribe(channel) if self._sharded else pubsub.unsubscribe(channel)
+        )
 
     async def forward(self, session_id: str, request: bytes, *, timeout: float) -> bytes | None:
         """Send ``request`` to the replica listening for ``session_id``; its answer.
@@ -333,33 +438,33 @@ class RedisStore:
         ``None`` when no replica listens (for ``_RELAY_GRACE`` seconds: a holder may be
         reconnecting); :class:`TimeoutError` after ``timeout`` seconds.
         """
-        reply = f"{self.prefix}reply:{uuid.uuid4().hex}"
+        reply = f"{self.prefix}reply:{{{uuid.uuid4().hex}}}"
         message = _encode_forwarded.encode(_Forwarded(reply=reply, body=request))
         pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
         try:
-            await self._call(lambda: pubsub.subscribe(reply))
+            await self._subscribe(pubsub, reply)
             channel = self._channel(session_id)
             loop = asyncio.get_running_loop()
             # Nobody listening may be a holder that is reconnecting (Redis restarted):
             # give it a moment before calling it gone.
             settle = loop.time() + _RELAY_GRACE
-            while not await self._call(lambda: self._redis.publish(channel, message)):
+            while not await self._publish(channel, message):
                 if loop.time() >= settle:
                     return None
                 await asyncio.sleep(0.2)
             deadline = loop.time() + timeout
             while (left := deadline - loop.time()) > 0:
-                answer = await self._call(lambda: pubsub.get_message(timeout=min(left, 1.0)))
-                if answer is not None and answer["type"] == "message":
+                answer = await self._call(lambda: self._next(pubsub, min(left, 1.0)))
+                if answer is not None:
                     return bytes(answer["data"])
             raise TimeoutError(f"no answer for session {session_id} within {timeout:g} s")
         finally:
-            await pubsub.aclose()  # type: ignore[no-untyped-call]
+            await pubsub.aclose()
 
     async def _receive(self) -> None:
         while self._handlers:
             try:
-                message = await self._pubsub.get_message(timeout=1.0)
+                message = await self._next(self._pubsub, 1.0)
             except _UNAVAILABLE:
                 await asyncio.sleep(0.5)  # the pub/sub connection re-subscribes when back
                 continue
@@ -367,9 +472,10 @@ class RedisStore:
                 logger.exception("approvals relay: reading Redis pub/sub failed")
                 await asyncio.sleep(0.5)
                 continue
-            if message is None or message["type"] != "message":
+            if message is None:
                 continue
-            session_id = message["channel"].decode().removeprefix(f"{self.prefix}relay:")
+            channel = message["channel"].decode()
+            session_id = channel.removeprefix(f"{self.prefix}relay:{{").removesuffix("}")
             handler = self._handlers.get(session_id)
             if handler is not None:
                 task = asyncio.get_running_loop().create_task(
@@ -381,7 +487,7 @@ class RedisStore:
     async def _answer(self, handler: Handler, forwarded: _Forwarded) -> None:
         try:
             answer = await handler(forwarded.body)
-            await self._redis.publish(forwarded.reply, answer)
+            await self._publish(forwarded.reply, answer)
         except Exception:
             logger.exception("could not answer a forwarded approvals request")
 
@@ -398,3 +504,5 @@ class RedisStore:
                 await self._pubsub.aclose()
         if self._owned:
             await self._redis.aclose()
+            for other in self._others:
+                await other.aclose()

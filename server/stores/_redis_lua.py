@@ -1,11 +1,19 @@
 """The Lua scripts of :class:`~evalport.server.stores._redis.RedisStore`, one per operation.
 
-Each script runs atomically in Redis. ``BEGIN_TURN`` and ``FINISH_TURN`` compose the
-single operations (acquire and read, or look up the idempotency record; write, store the
-record and release) so that a turn costs two round trips; every acquisition records its
-token as the session's ``holder``, which fences the finish (see ``holds`` and
-``settle``). ``ARGV[1]`` is always the key prefix; keys are built from it inside the
-script, so the scripts need one Redis server (not a cluster).
+Each script runs atomically in Redis and touches only the keys it is given (``KEYS``), so
+the scripts run on a Redis Cluster as on a single server:
+
+- A session's scripts get its four keys, ``KEYS = {s, l, r, o}``, which share the hash
+  tag ``{id}`` (one hash slot). ``BEGIN_TURN`` and ``FINISH_TURN`` compose the single
+  operations (acquire and read, or look up the idempotency record; write, store the
+  record and release) so that a turn costs two round trips; every acquisition records its
+  token as the session's ``holder``, which fences the finish (see ``holds`` and
+  ``settle``).
+- The index scripts get ``KEYS = {index, gone}`` (hash tag ``{index}``): the cap's
+  reservation, the sweep's verdicts and the ended ids. An index score is the earliest
+  time the session may have expired; the sweep asks the session's own key (``PTTL``,
+  from the store, between ``DUE`` and ``SWEPT``) before calling it gone.
+
 Times come from Redis's ``TIME``. See :mod:`evalport.server.stores._redis` for the rules.
 """
 
@@ -13,41 +21,35 @@ from __future__ import annotations
 
 from typing import Final
 
-# Shared by the scripts that build their keys from the prefix in ARGV[1] (which is why
-# they need a single Redis: a cluster would need every key declared in KEYS).
-_COMMON: Final = """
-local prefix = ARGV[1]
+_CLOCK: Final = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local index = prefix .. 'index'
-local gone = prefix .. 'gone'
-local function keys_of(id)
-  return prefix .. 's:' .. id, prefix .. 'l:' .. id, prefix .. 'r:' .. id, prefix .. 'o:' .. id
-end
-local function expire_in(id, ms)
-  local s, l, r, o = keys_of(id)
+"""
+
+# Shared by the session scripts: KEYS = {s, l, r, o} of one session.
+_SESSION: Final = (
+    _CLOCK
+    + """
+local s, l, r, o = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local function expire_in(ms)
   redis.call('PEXPIRE', s, ms)
   redis.call('PEXPIRE', r, ms)
   redis.call('PEXPIRE', o, ms)
-  redis.call('ZADD', index, now + ms, id)
 end
-local function renew(id, ttl)
-  local s, l = keys_of(id)
+local function renew(ttl)
   redis.call('HSET', s, 'idle', now + ttl)
   local ms = ttl
   local left = redis.call('PTTL', l)
   if left > ms then ms = left end
-  expire_in(id, ms)
+  expire_in(ms)
 end
-local function write_run(id, run, state, ttl)
-  local s = keys_of(id)
+local function write_run(run, state, ttl)
   if redis.call('EXISTS', s) == 0 then return 0 end
   redis.call('HSET', s, 'run', run, 'state', state)
-  renew(id, ttl)
+  renew(ttl)
   return 1
 end
-local function put_result(id, key, record, keep)
-  local s, l, r, o = keys_of(id)
+local function put_result(key, record, keep)
   local left = redis.call('PTTL', s)
   if left <= 0 then return 0 end
   redis.call('HSET', r, key, record)
@@ -60,127 +62,104 @@ local function put_result(id, key, record, keep)
   redis.call('PEXPIRE', o, left)
   return 1
 end
-local function settle(id, token)
+local function settle(token)
   -- a holder that took the lease and never gave it back died mid-turn (or stalled past
   -- its lease): its key gets the turn-lost record it left, unless it has one
-  local s, l, r = keys_of(id)
   if redis.call('EXISTS', l) == 1 then return end
   local h = redis.call('HMGET', s, 'holder', 'holder_key', 'holder_lost', 'holder_keep')
   if not h[1] or h[1] == token then return end
   if h[2] and h[3] and h[3] ~= '' and redis.call('HEXISTS', r, h[2]) == 0 then
-    put_result(id, h[2], h[3], tonumber(h[4]))
+    put_result(h[2], h[3], tonumber(h[4]))
   end
   redis.call('HDEL', s, 'holder', 'holder_key', 'holder_lost', 'holder_keep')
 end
-local function take_lease(id, token, lease, ttl)
-  local s, l = keys_of(id)
+local function take_lease(token, lease, ttl)
   local holder = redis.call('GET', l)
   if holder and holder ~= token then return 'busy' end
-  if not holder then settle(id, token) end
+  if not holder then settle(token) end
   redis.call('SET', l, token, 'PX', lease)
   redis.call('HSET', s, 'holder', token)
-  renew(id, ttl)
+  renew(ttl)
   return 'acquired'
 end
-local function holds(id, token)
+local function holds(token)
   -- the token took the lease and no other has since (its own may have lapsed)
-  local s, l = keys_of(id)
   local lease = redis.call('GET', l)
   if lease and lease ~= token then return false end
   return redis.call('HGET', s, 'holder') == token
 end
-local function release(id, token)
-  local s, l = keys_of(id)
-  if not holds(id, token) then return 0 end
+local function release(token)
+  if not holds(token) then return 0 end
   redis.call('DEL', l)
   redis.call('HDEL', s, 'holder', 'holder_key', 'holder_lost', 'holder_keep')
   local idle = tonumber(redis.call('HGET', s, 'idle'))
   if idle then
     local ms = idle - now
     if ms < 1 then ms = 1 end
-    expire_in(id, ms)
+    expire_in(ms)
   end
   return 1
 end
-local function sweep()
-  local due = redis.call('ZRANGEBYSCORE', index, '-inf', now, 'LIMIT', 0, 1000)
-  for _, id in ipairs(due) do
-    local s = prefix .. 's:' .. id
-    local left = redis.call('PTTL', s)
-    if left > 0 then
-      redis.call('ZADD', index, now + left, id)
-    else
-      redis.call('ZREM', index, id)
-      redis.call('ZADD', gone, now, id)
-    end
-  end
-end
-"""
-
-CREATE: Final = (
-    _COMMON
-    + """
-local id, meta, run, ttl, limit = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
-local s = keys_of(id)
-if redis.call('EXISTS', s) == 0 then
-  sweep()
-  if redis.call('ZCARD', index) >= limit then return 0 end
-end
-redis.call('HSET', s, 'meta', meta, 'run', run, 'state', 'idle')
-renew(id, ttl)
-return 1
 """
 )
 
-READ: Final = (
-    _COMMON
+# ARGV: meta, run, ttl. Returns 1 for a new session, 2 for one that existed (its meta and
+# run replaced); the store then reserves a new one's place in the index (the cap).
+CREATE: Final = (
+    _SESSION
     + """
-local id, ttl = ARGV[2], tonumber(ARGV[3])
-local s = keys_of(id)
+local existed = redis.call('EXISTS', s)
+redis.call('HSET', s, 'meta', ARGV[1], 'run', ARGV[2], 'state', 'idle')
+renew(tonumber(ARGV[3]))
+return existed + 1
+"""
+)
+
+# ARGV: ttl (0: no renewal).
+READ: Final = (
+    _SESSION
+    + """
+local ttl = tonumber(ARGV[1])
 local found = redis.call('HMGET', s, 'meta', 'run', 'state')
 if not found[1] then return false end
-if ttl > 0 then renew(id, ttl) end
+if ttl > 0 then renew(ttl) end
 return found
 """
 )
 
-# ARGV: prefix, id, run, state, ttl, token ('' for none). With a token, writes only if
-# that token holds the lease (or held it last: no other took it since).
+# ARGV: run, state, ttl, token ('' for none). With a token, writes only if that token
+# holds the lease (or held it last: no other took it since).
 WRITE: Final = (
-    _COMMON
+    _SESSION
     + """
-local id, token = ARGV[2], ARGV[6]
-if token ~= '' and not holds(id, token) then return 0 end
-return write_run(id, ARGV[3], ARGV[4], tonumber(ARGV[5]))
+local token = ARGV[4]
+if token ~= '' and not holds(token) then return 0 end
+return write_run(ARGV[1], ARGV[2], tonumber(ARGV[3]))
 """
 )
 
+# Returns 1 if the session existed; the store then records it as ended in the index.
 DELETE: Final = (
-    _COMMON
+    _SESSION
     + """
-local id = ARGV[2]
-local s, l, r, o = keys_of(id)
 local existed = redis.call('EXISTS', s)
 redis.call('DEL', s, l, r, o)
-redis.call('ZREM', index, id)
-if existed == 1 then redis.call('ZADD', gone, now, id) end
 return existed
 """
 )
 
+# ARGV: token, lease, ttl.
 ACQUIRE: Final = (
-    _COMMON
+    _SESSION
     + """
-local id = ARGV[2]
-local s = keys_of(id)
 if redis.call('EXISTS', s) == 0 then return 'missing' end
-return take_lease(id, ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]))
+return take_lease(ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]))
 """
 )
 
-# ARGV: prefix, id, token, lease, ttl, with_key ('1' or '0'), key, lost, keep. Returns
-# {'missing'}, {'replay', record} (the key's record; no lease taken), {'suspended'} (no
-# lease taken: the session waits for approvals), {'busy', same_key (1 or 0)} or
+# ARGV: token, lease, ttl, with_key ('1' or '0'), key, lost, keep. Returns {'missing'},
+# {'replay', record} (the key's record; no lease taken), {'suspended'} (no lease taken:
+# the session waits for approvals), {'busy', same_key (1 or 0)} or
 # {'acquired', meta, run, state}. Taking the lease records the token in the session's
 # hash ('holder'), and for a keyed turn its key, the turn-lost record ``lost`` to store
 # under that key if the holder never gives the lease back, and ``keep`` ('holder_key',
@@ -188,20 +167,19 @@ return take_lease(id, ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]))
 # free and a holder still recorded stores that record first (``settle``), so a retry of
 # the dead holder's key replays 409 turn-lost.
 BEGIN_TURN: Final = (
-    _COMMON
+    _SESSION
     + """
-local id, token, lease, ttl = ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
-local keyed, key = ARGV[6] == '1', ARGV[7]
-local s, l, r = keys_of(id)
+local token, lease, ttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local keyed, key = ARGV[4] == '1', ARGV[5]
 local found = redis.call('HMGET', s, 'meta', 'run', 'state')
 if not found[1] then return {'missing'} end
-settle(id, token)
+settle(token)
 if keyed then
   local record = redis.call('HGET', r, key)
   if record then return {'replay', record} end
 end
 if found[3] == 'suspended' then return {'suspended'} end
-local outcome = take_lease(id, token, lease, ttl)
+local outcome = take_lease(token, lease, ttl)
 if outcome ~= 'acquired' then
   if not keyed then return {outcome, 0} end
   local holder = redis.call('HMGET', s, 'holder', 'holder_key')
@@ -209,77 +187,123 @@ if outcome ~= 'acquired' then
   return {outcome, 0}
 end
 if keyed then
-  redis.call('HSET', s, 'holder_key', key, 'holder_lost', ARGV[8], 'holder_keep', ARGV[9])
+  redis.call('HSET', s, 'holder_key', key, 'holder_lost', ARGV[6], 'holder_keep', ARGV[7])
 end
 return {outcome, found[1], found[2], found[3]}
 """
 )
 
-# ARGV: prefix, id, token, with_run ('1' or '0'), run, state, ttl, with_key, key, record,
-# keep. Only while the token holds the lease (or held it last): writes the run (if
-# given), stores the record (if given), releases the lease and returns 1; otherwise
-# changes nothing and returns 0 (another turn took the session over: fencing).
+# ARGV: token, with_run ('1' or '0'), run, state, ttl, with_key, key, record, keep. Only
+# while the token holds the lease (or held it last): writes the run (if given), stores
+# the record (if given), releases the lease and returns 1; otherwise changes nothing and
+# returns 0 (another turn took the session over: fencing).
 FINISH_TURN: Final = (
-    _COMMON
+    _SESSION
     + """
-local id, token = ARGV[2], ARGV[3]
-if not holds(id, token) then return 0 end
-if ARGV[4] == '1' then write_run(id, ARGV[5], ARGV[6], tonumber(ARGV[7])) end
-if ARGV[8] == '1' then put_result(id, ARGV[9], ARGV[10], tonumber(ARGV[11])) end
-return release(id, token)
+local token = ARGV[1]
+if not holds(token) then return 0 end
+if ARGV[2] == '1' then write_run(ARGV[3], ARGV[4], tonumber(ARGV[5])) end
+if ARGV[6] == '1' then put_result(ARGV[7], ARGV[8], tonumber(ARGV[9])) end
+return release(token)
 """
 )
 
-# ARGV: prefix, id, token, lease. Returns 1 when the token held the lease, which now ends
-# ``lease`` ms from now (the session's keys then expire at the later of that and the idle
-# deadline); 0, changing nothing, when the lease expired or another token holds it.
+# ARGV: token, lease. Returns 1 when the token held the lease, which now ends ``lease`` ms
+# from now (the session's keys then expire at the later of that and the idle deadline);
+# 0, changing nothing, when the lease expired or another token holds it.
 RENEW: Final = (
-    _COMMON
+    _SESSION
     + """
-local id, token, lease = ARGV[2], ARGV[3], tonumber(ARGV[4])
-local s, l = keys_of(id)
+local token, lease = ARGV[1], tonumber(ARGV[2])
 if redis.call('GET', l) ~= token or redis.call('EXISTS', s) == 0 then return 0 end
 redis.call('PEXPIRE', l, lease)
 local ms = lease
 local idle = tonumber(redis.call('HGET', s, 'idle'))
 if idle and idle - now > ms then ms = idle - now end
-expire_in(id, ms)
+expire_in(ms)
 return 1
 """
 )
 
+# ARGV: token.
 RELEASE: Final = (
-    _COMMON
+    _SESSION
     + """
-return release(ARGV[2], ARGV[3])
+return release(ARGV[1])
 """
 )
 
+# ARGV: key, record, keep.
 PUT_RESULT: Final = (
-    _COMMON
+    _SESSION
     + """
-return put_result(ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]))
+return put_result(ARGV[1], ARGV[2], tonumber(ARGV[3]))
 """
 )
 
+# KEYS = {s, r}; ARGV: key.
 GET_RESULT: Final = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return false end
 return redis.call('HGET', KEYS[2], ARGV[1])
 """
 
-COUNT: Final = (
-    _COMMON
+# -- the index: KEYS = {index, gone} ------------------------------------------------------
+
+# ARGV: id, ttl, limit. Returns 1 if the id has (or now takes) a place under the cap.
+RESERVE: Final = (
+    _CLOCK
     + """
-sweep()
-return redis.call('ZCARD', index)
+local index, id = KEYS[1], ARGV[1]
+if redis.call('ZSCORE', index, id) then return 1 end
+if redis.call('ZCARD', index) >= tonumber(ARGV[3]) then return 0 end
+redis.call('ZADD', index, now + tonumber(ARGV[2]), id)
+return 1
 """
 )
 
-PURGE: Final = (
-    _COMMON
+# The ids whose index score is due (at most 1000): the store asks their keys' PTTL.
+DUE: Final = (
+    _CLOCK
     + """
-local since, keep = tonumber(ARGV[2]), tonumber(ARGV[3])
-sweep()
+return redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, 1000)
+"""
+)
+
+# ARGV: id, pttl, id, pttl, ... as the sweep found them. A live one is due again when its
+# keys would expire; an expired one (or one whose keys are gone) leaves the index for
+# ``gone``. Ids that left the index meanwhile (deleted) are left alone.
+SWEPT: Final = (
+    _CLOCK
+    + """
+local index, gone = KEYS[1], KEYS[2]
+for i = 1, #ARGV, 2 do
+  local id, left = ARGV[i], tonumber(ARGV[i + 1])
+  if left > 0 then
+    redis.call('ZADD', index, 'XX', now + left, id)
+  elseif redis.call('ZREM', index, id) == 1 then
+    redis.call('ZADD', gone, now, id)
+  end
+end
+return 1
+"""
+)
+
+# ARGV: id, existed ('1' or '0'): a deleted session leaves the index (for ``gone``).
+ENDED: Final = (
+    _CLOCK
+    + """
+local removed = redis.call('ZREM', KEYS[1], ARGV[1])
+if removed == 1 or ARGV[2] == '1' then redis.call('ZADD', KEYS[2], now, ARGV[1]) end
+return removed
+"""
+)
+
+# ARGV: since (-1: none yet), keep (ms). Trims ``gone`` (by age, and to the newest
+# 100,000) and returns {now, ids that ended at or after ``since``}.
+GONE: Final = (
+    _CLOCK
+    + """
+local gone, since, keep = KEYS[2], tonumber(ARGV[1]), tonumber(ARGV[2])
 redis.call('ZREMRANGEBYSCORE', gone, '-inf', now - keep)
 redis.call('ZREMRANGEBYRANK', gone, 0, -100001)
 local ids = {}

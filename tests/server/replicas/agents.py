@@ -2,7 +2,7 @@
 
 ``agent`` is a session factory whose handler keeps a turn counter in memory and rebuilds it
 in ``restore(history, run)``; every reply names the replica (``$REPLICA``) and the count.
-Messages steer it: ``slow:SECONDS`` sleeps first, ``approve`` suspends on an approval,
+Messages steer it: ``slow:SECONDS`` (or ``slow:SECONDS:ANYTHING``) sleeps first, ``approve`` suspends on an approval,
 ``crash`` kills the server process mid-turn. When ``$EFFECTS`` names a file, each turn
 appends ``session<TAB>message`` to it before anything else: the tests count how often
 the agent really ran.
@@ -44,7 +44,7 @@ class Counter:
         _effect(self.session_id, message)
         self.turns += 1
         if message.startswith("slow:"):
-            await asyncio.sleep(float(message.split(":", 1)[1]))
+            await asyncio.sleep(float(message.split(":")[1]))
         elif message == "approve":
             decision = await ctx.request_approval("refund", {"order": "A1"})
             return f"approved={decision.approved} #{self.turns} on {REPLICA}"

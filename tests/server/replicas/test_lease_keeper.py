@@ -51,7 +51,7 @@ class Setup:
 
     async def holder(self) -> bytes | None:
         """The token that holds the session's lease in Redis (``None``: nobody)."""
-        token: bytes | None = await self.redis.get(f"{self.prefix}l:{self.session}")
+        token: bytes | None = await self.redis.get(f"{self.prefix}l:{{{self.session}}}")
         return token
 
     async def busy_elsewhere(self) -> bool:
@@ -140,7 +140,7 @@ async def test_a_renewal_never_takes_back_a_lease_another_holder_took(
     turn = asyncio.create_task(setup.manager.turn(setup.session, "slow:0.5", None))
     await asyncio.sleep(0.05)
     # the lease is lost (say the replica stalled past it) and another replica takes it
-    await setup.redis.delete(f"{setup.prefix}l:{setup.session}")
+    await setup.redis.delete(f"{setup.prefix}l:{{{setup.session}}}")
     assert await setup.elsewhere.acquire(setup.session, "other", lease=5, ttl=30) is Lease.ACQUIRED
     before = await setup.store.read(setup.session)
     # the turn ran on, but stores nothing and does not answer a 200 the store lacks
@@ -152,7 +152,7 @@ async def test_a_renewal_never_takes_back_a_lease_another_holder_took(
     assert lost.value.problem_type == ProblemType.TURN_LOST
     assert await setup.store.read(setup.session) == before
     assert await setup.holder() == b"other"  # neither renewed nor released by the turn
-    assert 4000 < await setup.redis.pttl(f"{setup.prefix}l:{setup.session}") <= 5000
+    assert 4000 < await setup.redis.pttl(f"{setup.prefix}l:{{{setup.session}}}") <= 5000
     assert setup.store.renewals == 1  # the first renewal found it gone and stopped
     assert "another turn took it" in caplog.text
 
@@ -163,7 +163,7 @@ async def test_a_renewal_never_brings_back_an_expired_lease(
     with caplog.at_level(logging.WARNING, logger="evalport.server"):
         turn = asyncio.create_task(setup.manager.turn(setup.session, "slow:0.5", None))
         await asyncio.sleep(0.05)
-        await setup.redis.delete(f"{setup.prefix}l:{setup.session}")  # as if it expired
+        await setup.redis.delete(f"{setup.prefix}l:{{{setup.session}}}")  # as if it expired
         await asyncio.sleep(0.3)  # renewals were due
         assert await setup.holder() is None
         # nobody took the session meanwhile: the turn held the lease last, so it stores

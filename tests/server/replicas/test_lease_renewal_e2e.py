@@ -103,7 +103,7 @@ async def test_a_turn_longer_than_its_lease_keeps_it_on_a_live_replica(
             assert ran(effects, session)[0] == "slow:2"
             assert ran(effects, session).count("slow:2") == 1  # the agent ran it once
             with redis.Redis.from_url(store) as probe:
-                assert probe.exists(f"evalport:l:{session}") == 0  # released at the end
+                assert probe.exists(f"evalport:l:{{{session}}}") == 0  # released at the end
 
 
 async def test_a_replica_killed_mid_turn_frees_its_sessions_within_one_lease(

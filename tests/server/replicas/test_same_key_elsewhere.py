@@ -156,7 +156,7 @@ async def test_a_retry_whose_holder_died_is_turn_lost_and_not_run_again(
                 await first
             # the dead lease would lapse within lease_ttl (15 s by default): expire it now
             with redis.Redis.from_url(replicas.store) as probe:
-                assert probe.delete(f"evalport:l:{session}") == 1
+                assert probe.delete(f"evalport:l:{{{session}}}") == 1
             answer = await retry
             assert answer.status_code == 409, answer.text
             assert answer.json()["type"] == "urn:evalport:problem:turn-lost"

@@ -115,7 +115,7 @@ async def test_a_holder_displaced_from_its_lease_stores_nothing_and_agrees_with_
     while "slow:0.4" not in WORLD.ran:
         await asyncio.sleep(0.01)
     # A stalls past its lease (as if its loop blocked): the lease lapses
-    await cluster.redis.delete(f"{cluster.prefix}l:{session}")
+    await cluster.redis.delete(f"{cluster.prefix}l:{{{session}}}")
     retry = await cluster.b.turn(session, "slow:0.4", "K")  # finds the holder gone
     assert (retry.status, problem_type(retry)) == (409, LOST)
     other = await cluster.b.turn(session, "other", "K2")  # B moves the session on
@@ -130,7 +130,7 @@ async def test_a_holder_displaced_from_its_lease_stores_nothing_and_agrees_with_
     unkeyed = asyncio.create_task(cluster.a.turn(session, "slow:0.4", None))
     while WORLD.ran.count("slow:0.4") < 2:
         await asyncio.sleep(0.01)
-    await cluster.redis.delete(f"{cluster.prefix}l:{session}")
+    await cluster.redis.delete(f"{cluster.prefix}l:{{{session}}}")
     assert (await cluster.b.turn(session, "third", None)).status == 200
     with pytest.raises(HTTPProblem) as lost:
         await unkeyed
@@ -190,7 +190,7 @@ async def test_a_suspended_session_takes_no_turn_and_keeps_its_approvals_open(
         session, "u", lease=5, ttl=30, key="K2"
     )
     assert refused.suspended and refused.session is None
-    assert await cluster.redis.get(f"{cluster.prefix}l:{session}") is None  # no lease taken
+    assert await cluster.redis.get(f"{cluster.prefix}l:{{{session}}}") is None  # no lease taken
     with pytest.raises(HTTPProblem) as caught:
         await cluster.c.turn(session, "hello", "K3")
     assert caught.value.problem_type == "urn:evalport:problem:session-suspended"
