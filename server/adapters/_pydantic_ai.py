@@ -22,6 +22,11 @@ Rules:
   the model as ``ToolDenied`` and is recorded on the call; an approval is recorded on the
   execution that follows. Calls deferred for *external* execution cannot be served and
   fail the turn with a clear error.
+- State kept with the session: the messages each completed turn added to the history
+  (pydantic-ai's own JSON form, ``ModelMessagesTypeAdapter``); ``restore`` joins them
+  again on another replica. ``deps`` are made anew there from the session's info.
+- A ``UsageLimitExceeded`` (the run's ``usage_limits``, e.g. ``request_limit``) stops
+  the turn with the ``steps_limit`` stop reason.
 - A reply that is not ``str`` (structured output) is sent as compact JSON.
 """
 
@@ -30,24 +35,33 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from evalport.protocol import ToolCall, require
+from evalport.protocol import AgentRun, Message, ToolCall, require
 from evalport.protocol.runtime import ApprovalResult, SessionInfo, TurnContext, utc_now
 
 from ._recording import (
     ApprovalAsk,
     ask_all,
+    finish_turn,
     mark_decision,
     record_execution,
     reply_text,
+    save_state,
+    saved_states,
     step_usage,
+    steps_limit,
 )
 
 require("pydantic_ai", "pydantic-ai", "evalport.server.adapters._pydantic_ai")
 
 import pydantic_core  # noqa: E402
-from pydantic_ai import Agent, RunContext  # noqa: E402
+from pydantic_ai import Agent, RunContext, UsageLimitExceeded  # noqa: E402
 from pydantic_ai.capabilities import AbstractCapability  # noqa: E402
-from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart  # noqa: E402
+from pydantic_ai.messages import (  # noqa: E402
+    ModelMessage,
+    ModelMessagesTypeAdapter,
+    ModelResponse,
+    ToolCallPart,
+)
 from pydantic_ai.tools import (  # noqa: E402
     DeferredToolRequests,
     DeferredToolResults,
@@ -60,6 +74,7 @@ if TYPE_CHECKING:
 
 
 _DENIED = "The tool call was denied."
+FRAMEWORK = "pydantic-ai"
 
 
 class PydanticAIAgent:
@@ -95,28 +110,45 @@ class _Session:
         self.deps = deps
         self.history: list[ModelMessage] = []
 
+    def restore(self, history: list[Message], run: AgentRun) -> None:
+        """Rebuild the message history from the states the session's turns saved."""
+        self.history = [
+            message
+            for state in saved_states(run, FRAMEWORK)
+            for message in ModelMessagesTypeAdapter.validate_python(state.get("messages", []))
+        ]
+
     async def turn(self, message: str, ctx: TurnContext) -> str:
         agent = self._adapter.agent
         recorder = _Recorder(ctx)
         prompt: str | None = message
         history = self.history
         results: DeferredToolResults | None = None
-        while True:
-            result = await agent.run(
-                prompt,
-                message_history=history,
-                deferred_tool_results=results,
-                output_type=self._adapter._output_type,
-                deps=self.deps,
-                capabilities=[recorder],
-            )
-            history = result.all_messages()
-            output = result.output
-            if not isinstance(output, DeferredToolRequests):
-                break
-            results = await _decide(ctx, output, recorder)
-            prompt = None
+        try:
+            while True:
+                result = await agent.run(
+                    prompt,
+                    message_history=history,
+                    deferred_tool_results=results,
+                    output_type=self._adapter._output_type,
+                    deps=self.deps,
+                    capabilities=[recorder],
+                )
+                history = result.all_messages()
+                output = result.output
+                if not isinstance(output, DeferredToolRequests):
+                    break
+                results = await _decide(ctx, output, recorder)
+                prompt = None
+        except UsageLimitExceeded as error:
+            return steps_limit(ctx, error)
+        finally:
+            finish_turn(ctx)
+        added = history[len(self.history) :]
         self.history = history
+        save_state(
+            ctx, FRAMEWORK, {"messages": ModelMessagesTypeAdapter.dump_python(added, mode="json")}
+        )
         return reply_text(pydantic_core.to_jsonable_python(output))
 
 
