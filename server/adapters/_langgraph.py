@@ -193,6 +193,7 @@ async def _decide(
     ctx: TurnContext, interrupts: tuple[Interrupt, ...], recorder: _Recorder
 ) -> dict[str, Any]:
     plans = [recorder.plan_for(interrupt) for interrupt in interrupts]
+    recorder.superseded()
     decisions = await ask_all(ctx, [ask for plan in plans for ask in plan.asks])
     recorder.decisions.update(decisions)
     for plan in plans:
@@ -248,6 +249,11 @@ class _Recorder(AsyncCallbackHandler):
         self._tools: dict[UUID, tuple[str, dict[str, Any], str | None, str]] = {}
         self._interrupted: dict[str, ToolCallInfo] = {}
         self._last_calls: list[ToolCall] = []
+
+    def superseded(self) -> None:
+        """The graph stopped at an interrupt: tool runs still under way belong to an attempt
+        it will run again on resume; their late ends are not recorded."""
+        self._tools.clear()
 
     def plan_for(self, interrupt: Interrupt) -> InterruptPlan:
         """The approvals one interrupt asks for (see :mod:`._interrupts`)."""

@@ -25,8 +25,8 @@ Rules:
 - State kept with the session: the messages each completed turn added to the history
   (pydantic-ai's own JSON form, ``ModelMessagesTypeAdapter``); ``restore`` joins them
   again on another replica. ``deps`` are made anew there from the session's info.
-- A ``UsageLimitExceeded`` (the run's ``usage_limits``, e.g. ``request_limit``) stops
-  the turn with the ``steps_limit`` stop reason.
+- ``usage_limits`` go to every run; a ``UsageLimitExceeded`` (``request_limit``, say)
+  stops the turn with the ``steps_limit`` stop reason.
 - A reply that is not ``str`` (structured output) is sent as compact JSON.
 """
 
@@ -68,6 +68,7 @@ from pydantic_ai.tools import (  # noqa: E402
     ToolApproved,
     ToolDenied,
 )
+from pydantic_ai.usage import UsageLimits  # noqa: E402
 
 if TYPE_CHECKING:
     from pydantic_ai.models import ModelRequestContext
@@ -85,13 +86,17 @@ class PydanticAIAgent:
         agent: Agent[Any, Any],
         *,
         deps: Callable[[SessionInfo], Any] | None = None,
+        usage_limits: UsageLimits | None = None,
         name: str | None = None,
         version: str | None = None,
     ) -> None:
         if not isinstance(agent, Agent):
-            raise TypeError(f"PydanticAIAgent serves a pydantic_ai.Agent, not {agent!r}")
+            raise TypeError(
+                f"PydanticAIAgent serves a pydantic_ai.Agent, not {type(agent).__qualname__}"
+            )
         self.agent = agent
         self.deps = deps
+        self.usage_limits = usage_limits
         self.agent_name = name or agent.name or "pydantic-ai-agent"
         self.agent_version = version or "0"
         self._output_type = _with_deferred(agent.output_type)
@@ -132,6 +137,7 @@ class _Session:
                     deferred_tool_results=results,
                     output_type=self._adapter._output_type,
                     deps=self.deps,
+                    usage_limits=self._adapter.usage_limits,
                     capabilities=[recorder],
                 )
                 history = result.all_messages()

@@ -133,7 +133,7 @@ async def test_the_agent_handed_off_to_answers_the_next_turns() -> None:
 
 
 async def test_a_restored_session_continues_with_the_agent_handed_off_to() -> None:
-    front, billing = _front_and_billing()
+    front, _ = _front_and_billing()
     adapter = OpenAIAgentsAgent(front, run_config=NO_TRACING)
     factory = session_factory(adapter)
     first = await AgentSession.from_factory(factory, SessionInfo("s"))
@@ -159,7 +159,10 @@ async def test_a_current_agent_that_cannot_be_found_fails_the_turn_by_name() -> 
 
 async def test_max_turns_stops_the_turn_with_the_steps_limit_reason() -> None:
     model = ScriptedModel(
-        [{"output": [function_call("lookup", {"order_id": "A1"}, call_id=f"c{n}")]} for n in range(3)]
+        [
+            {"output": [function_call("lookup", {"order_id": "A1"}, call_id=f"c{n}")]}
+            for n in range(3)
+        ]
     )
     agent = Agent(name="looper", model=model, tools=[lookup])
     session = await AgentSession.open(
