@@ -128,13 +128,12 @@ class _Session:
         return {"configurable": {"thread_id": self.thread_id, "checkpoint_ns": ""}}
 
     async def restore(self, history: list[Message], run: AgentRun) -> None:
-        """Put the thread's latest saved checkpoint back into the in-memory checkpointer."""
+        """Replace the thread in the in-memory checkpointer with its latest saved checkpoint."""
         saver = self._adapter.saver
         states = saved_states(run, FRAMEWORK)
         if saver is None or not states:
             return
-        if await saver.aget_tuple(self._root()) is not None:
-            return  # this process still holds the thread
+        await saver.adelete_thread(self.thread_id)  # what this process held is stale
         state = states[-1]
         checkpoint = _load(saver, state["checkpoint"])
         metadata = _load(saver, state["metadata"])

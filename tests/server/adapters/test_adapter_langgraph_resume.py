@@ -109,10 +109,12 @@ async def test_a_thread_continues_in_another_process_from_the_saved_checkpoint()
         # each adapter has its own in-memory checkpointer, as each replica would
         return session_factory(LangGraphAgent(tool_graph([], remembers)))
 
-    first = await AgentSession.from_factory(make(), SessionInfo("s"))
+    on_a, on_b = make(), make()
+    first = await AgentSession.from_factory(on_a, SessionInfo("s"))
     assert (await first.send("my name is Ada")).reply == "you are Ada (1 messages)"
-    moved = await AgentSession.restore(make(), SessionInfo("s"), first.snapshot())
+    moved = await AgentSession.restore(on_b, SessionInfo("s"), first.snapshot())
     run = await moved.send("who am I?")
     assert run.reply == "you are Ada (2 messages)"
-    again = await AgentSession.restore(make(), SessionInfo("s"), run)
-    assert (await again.send("and now?")).reply == "you are Ada (3 messages)"
+    # back on A, whose checkpointer still holds the thread as it was after turn 1
+    back = await AgentSession.restore(on_a, SessionInfo("s"), run)
+    assert (await back.send("and now?")).reply == "you are Ada (3 messages)"
