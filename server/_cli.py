@@ -192,5 +192,10 @@ def main(args: argparse.Namespace) -> int:
         timeout_graceful_shutdown=int(grace),
     )
     server = DrainingServer(config, app)
-    server.run()
+    try:
+        server.run()
+    except SystemExit:  # uvicorn's exit when the start-up (an async target) failed
+        if server.started:
+            raise
+        return 2
     return 0 if server.started else 2

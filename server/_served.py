@@ -135,8 +135,8 @@ class ServedApp:
                     text = (
                         f"{_name(self._target)} failed at start-up: {type(error).__name__}: {error}"
                     )
-                    self._say(text)
-                    await send({"type": "lifespan.startup.failed", "message": text})
+                    self._say(text)  # uvicorn adds that start-up failed
+                    await send({"type": "lifespan.startup.failed", "message": ""})
                     return
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
