@@ -7,7 +7,12 @@ What is checked, in order (later checks use the session the earlier ones opened)
 - ``auth`` (when a token is given): no token and a wrong token are 401 problems;
 - ``create``: 201 with a non-empty ``sessionId``;
 - ``turn`` and ``second turn``: 200 runs that decode, with valid status, UUID step and
-  tool ids, known stop reasons, and ``turns`` counting 1 then 2 (accumulated runs);
+  tool ids, known stop reasons, and ``turns`` counting 1 then 2 (accumulated runs). A
+  turn that suspends on approvals (``in_progress`` with ``pendingApprovals``) is decided
+  through ``/approvals``: every pending call rejected (``--approve``: approved), again
+  while it suspends, up to :data:`MAX_DECISIONS` rounds; the run it ends with is the
+  turn's run, which the later checks use. The line counts the pending calls decided;
+  the tool calls it counts are those of the turn's run once decided;
 - ``attach``: ``GET`` returns the same accumulated run;
 - ``malformed JSON`` (400), ``invalid body`` (422 with field errors), ``unknown session``
   (404): each an RFC 9457 problem (``application/problem+json``, ``type``, ``title``,
@@ -45,6 +50,9 @@ from evalport.protocol import (
 from ._common import EXIT_FAILED, EXIT_OK, EXIT_UNREACHABLE, fail
 
 HELP = "check a server's protocol conformance"
+
+MAX_DECISIONS = 10
+REJECTION = "rejected by evalport check"
 
 
 @dataclass(slots=True)
@@ -109,10 +117,13 @@ def _problem(response: httpx.Response, status: int, kind: str | None = None) -> 
 
 
 class _Checker:
-    def __init__(self, client: httpx.AsyncClient, token: str | None, message: str) -> None:
+    def __init__(
+        self, client: httpx.AsyncClient, token: str | None, message: str, approve: bool = False
+    ) -> None:
         self.client = client
         self.token = token
         self.message = message
+        self.approve = approve
         self.results: list[CheckResult] = []
         self.session_id: str | None = None
         self.run: AgentRun | None = None
@@ -185,8 +196,42 @@ class _Checker:
             raise _Failed(f"HTTP {response.status_code}, expected 200: {response.text[:200]}")
         run = decode_run(response.content)
         _validate_run(run, number)
+        run, decided = await self._decide(run, number)
         self.run = run
-        return f"status {run.status}, {len(run.steps)} steps, {len(run.tools)} tool calls"
+        summary = f"status {run.status}, {len(run.steps)} steps, {len(run.tools)} tool calls"
+        if decided:
+            verdict = "approved" if self.approve else "rejected"
+            summary += f"; {decided} pending call(s) {verdict}"
+        return summary
+
+    async def _decide(self, run: AgentRun, number: int) -> tuple[AgentRun, int]:
+        """Answer a suspended turn's pending calls until it ends; returns the run and count."""
+        decided = 0
+        for _ in range(MAX_DECISIONS):
+            if run.status != RunStatus.IN_PROGRESS or not run.pending_approvals:
+                return run, decided
+            answer: dict[str, Any] = (
+                {"decision": "approve"}
+                if self.approve
+                else {"decision": "reject", "reason": REJECTION}
+            )
+            decisions = {pending.call_id: answer for pending in run.pending_approvals}
+            response = await self.client.post(
+                self._session_url() + "/approvals",
+                json={"decisions": decisions},
+                headers=self.headers(),
+            )
+            if response.status_code != 200:
+                raise _Failed(
+                    f"deciding {len(decisions)} pending call(s): HTTP {response.status_code}, "
+                    f"expected 200: {response.text[:200]}"
+                )
+            decided += len(decisions)
+            run = decode_run(response.content)
+            _validate_run(run, number)
+        if run.pending_approvals:
+            raise _Failed(f"the turn still suspends after {MAX_DECISIONS} rounds of decisions")
+        return run, decided
 
     async def attach(self) -> str:
         response = await self.client.get(self._session_url(), headers=self.headers())
@@ -266,11 +311,14 @@ async def check_server(
     message: str = "Hello from evalport check",
     transport: httpx.AsyncBaseTransport | None = None,
     timeout: float = 30.0,
+    approve: bool = False,
 ) -> list[CheckResult]:
-    """Run every check against the server at ``url``; raises :class:`Unreachable`."""
+    """Run every check against the server at ``url``; raises :class:`Unreachable`.
+
+    ``approve``: a turn that suspends has its pending calls approved, not rejected."""
     base = url if url.endswith("/") else url + "/"
     async with httpx.AsyncClient(base_url=base, transport=transport, timeout=timeout) as client:
-        return await _Checker(client, token, message).run_all()
+        return await _Checker(client, token, message, approve).run_all()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -278,6 +326,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--token-env", metavar="VAR", help="environment variable with the token")
     parser.add_argument("--message", default="Hello from evalport check", help="turn message")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
+    parser.add_argument(
+        "--approve",
+        action="store_true",
+        help="approve the calls a turn suspends on (default: reject them)",
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -288,7 +341,13 @@ def main(args: argparse.Namespace) -> int:
             return fail("check", f"--token-env {args.token_env}: the variable is not set")
     try:
         results = asyncio.run(
-            check_server(args.url, token=token, message=args.message, timeout=args.timeout)
+            check_server(
+                args.url,
+                token=token,
+                message=args.message,
+                timeout=args.timeout,
+                approve=args.approve,
+            )
         )
     except Unreachable as error:
         return fail("check", f"{args.url} is unreachable: {error}", EXIT_UNREACHABLE)
