@@ -68,6 +68,7 @@ from ._recording import (
     saved_states,
     step_usage,
     steps_limit,
+    unreadable_state,
 )
 
 require("langgraph", "langgraph", "evalport.server.adapters._langgraph")
@@ -118,11 +119,12 @@ class LangGraphAgent:
 class _Session:
     """One session: one thread of the graph."""
 
-    __slots__ = ("_adapter", "thread_id")
+    __slots__ = ("_adapter", "_unreadable", "thread_id")
 
     def __init__(self, adapter: LangGraphAgent, thread_id: str) -> None:
         self._adapter = adapter
         self.thread_id = thread_id
+        self._unreadable: RuntimeError | None = None
 
     def _root(self) -> RunnableConfig:
         return {"configurable": {"thread_id": self.thread_id, "checkpoint_ns": ""}}
@@ -135,8 +137,12 @@ class _Session:
             return
         await saver.adelete_thread(self.thread_id)  # what this process held is stale
         state = states[-1]
-        checkpoint = _load(saver, state["checkpoint"])
-        metadata = _load(saver, state["metadata"])
+        try:
+            checkpoint = _load(saver, state["checkpoint"])
+            metadata = _load(saver, state["metadata"])
+        except (ValueError, TypeError, KeyError) as error:
+            self._unreadable = unreadable_state(FRAMEWORK, error)
+            return
         await saver.aput(self._root(), checkpoint, metadata, checkpoint["channel_versions"])
 
     async def _save(self, ctx: TurnContext) -> None:
@@ -156,6 +162,8 @@ class _Session:
         )
 
     async def turn(self, message: str, ctx: TurnContext) -> str:
+        if self._unreadable is not None:
+            raise self._unreadable
         try:
             reply = await self._turn(message, ctx)
         except GraphRecursionError as error:

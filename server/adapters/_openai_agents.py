@@ -58,6 +58,7 @@ from ._recording import (
     saved_states,
     step_usage,
     steps_limit,
+    unreadable_state,
 )
 
 require("agents", "openai-agents", "evalport.server.adapters._openai_agents")
@@ -122,7 +123,7 @@ class OpenAIAgentsAgent:
 class _Session:
     """One session: its conversation items, current agent and run context."""
 
-    __slots__ = ("_adapter", "_lost_agent", "agent", "context", "history")
+    __slots__ = ("_adapter", "_lost_agent", "_unreadable", "agent", "context", "history")
 
     def __init__(self, adapter: OpenAIAgentsAgent, context: Any) -> None:
         self._adapter = adapter
@@ -130,11 +131,16 @@ class _Session:
         self.history: list[TResponseInputItem] = []
         self.agent: Agent[Any] = adapter.agent
         self._lost_agent: str | None = None
+        self._unreadable: RuntimeError | None = None
 
     def restore(self, history: list[Message], run: AgentRun) -> None:
         """Rebuild the conversation and the current agent from the session's saved states."""
         states = saved_states(run, FRAMEWORK)
-        self.history = [item for state in states for item in state.get("items", [])]
+        items = [state.get("items") for state in states]
+        if not all(isinstance(part, list) for part in items):
+            self._unreadable = unreadable_state(FRAMEWORK, TypeError("items are not a list"))
+            return
+        self.history = [item for part in items for item in part]
         name = states[-1].get("agent") if states else None
         if isinstance(name, str) and name != self.agent.name:
             found = self._adapter.find_agent(name)
@@ -144,6 +150,8 @@ class _Session:
                 self.agent = found
 
     async def turn(self, message: str, ctx: TurnContext) -> str:
+        if self._unreadable is not None:
+            raise self._unreadable
         if self._lost_agent is not None:
             raise LookupError(
                 f"the session continues with agent {self._lost_agent!r}, which is not reachable "

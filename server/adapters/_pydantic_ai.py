@@ -49,6 +49,7 @@ from ._recording import (
     saved_states,
     step_usage,
     steps_limit,
+    unreadable_state,
 )
 
 require("pydantic_ai", "pydantic-ai", "evalport.server.adapters._pydantic_ai")
@@ -108,22 +109,28 @@ class PydanticAIAgent:
 class _Session:
     """One session: its message history and dependencies."""
 
-    __slots__ = ("_adapter", "deps", "history")
+    __slots__ = ("_adapter", "_unreadable", "deps", "history")
 
     def __init__(self, adapter: PydanticAIAgent, deps: Any) -> None:
         self._adapter = adapter
         self.deps = deps
         self.history: list[ModelMessage] = []
+        self._unreadable: RuntimeError | None = None
 
     def restore(self, history: list[Message], run: AgentRun) -> None:
         """Rebuild the message history from the states the session's turns saved."""
-        self.history = [
-            message
-            for state in saved_states(run, FRAMEWORK)
-            for message in ModelMessagesTypeAdapter.validate_python(state.get("messages", []))
-        ]
+        try:
+            self.history = [
+                message
+                for state in saved_states(run, FRAMEWORK)
+                for message in ModelMessagesTypeAdapter.validate_python(state.get("messages", []))
+            ]
+        except (ValueError, TypeError) as error:
+            self._unreadable = unreadable_state(FRAMEWORK, error)
 
     async def turn(self, message: str, ctx: TurnContext) -> str:
+        if self._unreadable is not None:
+            raise self._unreadable
         agent = self._adapter.agent
         recorder = _Recorder(ctx)
         prompt: str | None = message

@@ -23,7 +23,9 @@ Rules:
   conversation as one :data:`STATE_EVENT` event (``{"framework", ...}``, only what the
   turn added where the framework's state is a list), and a handler's
   ``restore(history, run)`` reads them back (:func:`saved_states`): so the session
-  continues on any replica, as the runtime's restore hook intends.
+  continues on any replica, as the runtime's restore hook intends. A saved state that
+  cannot be read back fails the next turn with :func:`unreadable_state`'s message, not
+  the restore.
 - Token counts: the frameworks count inclusively (input includes cache reads and writes,
   output includes reasoning); a step's :class:`~evalport.protocol.Usage` is disjoint, as
   Instructor adds it up, so :func:`step_usage` subtracts the parts from their totals.
@@ -230,3 +232,12 @@ def saved_states(run: AgentRun, framework: str) -> list[dict[str, Any]]:
         and isinstance(event.data, dict)
         and event.data.get("framework") == framework
     ]
+
+
+def unreadable_state(framework: str, error: BaseException) -> RuntimeError:
+    """The error a turn fails with when the session's saved state could not be read back."""
+    return RuntimeError(
+        f"the session's saved {framework} state could not be read back on this replica "
+        f"({type(error).__name__}: {error}); was it saved by another version of the "
+        "framework or of evalport?"
+    )

@@ -226,3 +226,18 @@ async def test_the_request_limit_stops_the_turn_with_the_steps_limit_reason() ->
     assert run.status == "stopped", run.errors
     assert run.stop_signal is not None and run.stop_signal.reason == "steps_limit"
     assert len(run.tools) == 3
+
+
+async def test_a_saved_state_that_cannot_be_read_back_fails_the_next_turn_saying_so() -> None:
+    def make() -> Any:
+        return session_factory(PydanticAIAgent(Agent(FunctionModel(_remembers))))
+
+    first = await AgentSession.from_factory(make(), SessionInfo("s"))
+    await first.send("my name is Ada")
+    stored = first.snapshot()
+    (state,) = [event for event in stored.events if event.name == "framework.state"]
+    state.data["messages"] = [{"hash": "sha256:00", "bytes": 3}]  # not pydantic-ai's form
+    moved = await AgentSession.restore(make(), SessionInfo("s"), stored)
+    run = await moved.send("who am I?")
+    assert run.status == "failed"
+    assert "saved pydantic-ai state could not be read back" in run.errors

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -112,3 +113,14 @@ def test_a_target_that_is_no_agent_is_named_in_one_short_line(tmp_path: Path) ->
     assert done.returncode == 2
     assert "xxxxxxxxxx" not in done.stderr and len(done.stderr) < 400, done.stderr
     assert "Huge object is not an agent" in done.stderr
+
+
+def test_the_readme_async_resources_example_is_served(tmp_path: Path) -> None:
+    readme = (HERE.parents[2] / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.DOTALL)
+    (block,) = [b for b in blocks if b.startswith("# app.py: evalport serve app.py:agent")]
+    app = tmp_path / "app.py"
+    app.write_text(block)
+    with serving(f"{app}:agent", tmp_path) as (url, _):
+        run = one_turn(url, "hello")
+    assert run["reply"] == "hello (orders at https://orders.example)"
