@@ -136,11 +136,14 @@ class _Session:
     def restore(self, history: list[Message], run: AgentRun) -> None:
         """Rebuild the conversation and the current agent from the session's saved states."""
         states = saved_states(run, FRAMEWORK)
-        items = [state.get("items") for state in states]
-        if not all(isinstance(part, list) for part in items):
-            self._unreadable = unreadable_state(FRAMEWORK, TypeError("items are not a list"))
-            return
-        self.history = [item for part in items for item in part]
+        items: list[TResponseInputItem] = []
+        for state in states:
+            part = state.get("items")
+            if not isinstance(part, list):
+                self._unreadable = unreadable_state(FRAMEWORK, TypeError("items are not a list"))
+                return
+            items.extend(part)
+        self.history = items
         name = states[-1].get("agent") if states else None
         if isinstance(name, str) and name != self.agent.name:
             found = self._adapter.find_agent(name)

@@ -124,3 +124,16 @@ def test_the_readme_async_resources_example_is_served(tmp_path: Path) -> None:
     with serving(f"{app}:agent", tmp_path) as (url, _):
         run = one_turn(url, "hello")
     assert run["reply"] == "hello (orders at https://orders.example)"
+
+
+def test_serve_recognises_framework_agents_without_importing_any_framework() -> None:
+    code = (
+        "import sys\n"
+        "from evalport.server import _cli\n"
+        "from evalport.server._served import as_agent\n"
+        "async def agent(message, history, ctx): return message\n"
+        "assert as_agent(agent, say=print) is agent\n"
+        "assert not {'pydantic_ai', 'agents', 'langgraph'} & set(sys.modules), sorted(sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
