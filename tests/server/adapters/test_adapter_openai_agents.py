@@ -221,3 +221,19 @@ async def test_a_tool_error_the_model_sees_is_recorded_with_the_tools_own_type()
     assert [(e.type, e.message) for e in run.steps[0].errors] == [
         ("PermissionError", "only owners may close accounts")
     ]
+
+
+async def test_an_agent_behind_a_handoff_object_is_found_among_the_agents_given() -> None:
+    from agents import handoff
+
+    front, billing = _front_and_billing()
+    front = front.clone(handoffs=[handoff(billing)])
+    first = await AgentSession.open(
+        OpenAIAgentsAgent(front, run_config=NO_TRACING), SessionInfo("s")
+    )
+    assert (await first.send("I have a billing question")).tools[0].result == {
+        "assistant": "billing"
+    }
+    factory = session_factory(OpenAIAgentsAgent(front, agents=[billing], run_config=NO_TRACING))
+    moved = await AgentSession.restore(factory, SessionInfo("s"), first.snapshot())
+    assert (await moved.send("and another one")).reply == "billing again"
