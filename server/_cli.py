@@ -4,7 +4,9 @@ Rules:
 
 - ``TARGET`` is ``package.module:attr`` or ``path/to/file.py:attr``; ``attr`` is any agent
   shape :func:`evalport.protocol.runtime.session_factory` accepts (a file's folder goes on
-  ``sys.path`` so that its sibling imports work).
+  ``sys.path`` so that its sibling imports work), a framework's own agent (wrapped in its
+  adapter), or an async factory or generator made inside the server's loop at start-up
+  (:mod:`evalport.server._served` has the rules).
 - The bearer token is read from the environment variable named by ``--token-env``
   (``EVALPORT_TOKEN`` by default), never from the command line, where ``ps`` would show it.
   Without a token the server refuses to start, unless ``--insecure-no-auth`` is given
@@ -37,6 +39,7 @@ from evalport.protocol.runtime import load_object
 
 from ._app import EvalAdapter
 from ._limits import Limits
+from ._served import ServedApp, stderr_line
 
 HELP = "serve an agent over the eval protocol"
 
@@ -128,7 +131,7 @@ def is_loopback(host: str) -> bool:
 class DrainingServer(uvicorn.Server):
     """uvicorn that drains the adapter (503 ``draining``) as soon as a signal arrives."""
 
-    def __init__(self, config: uvicorn.Config, adapter: EvalAdapter) -> None:
+    def __init__(self, config: uvicorn.Config, adapter: EvalAdapter | ServedApp) -> None:
         super().__init__(config)
         self.adapter = adapter
 
@@ -160,18 +163,21 @@ def main(args: argparse.Namespace) -> int:
             max_sessions=args.max_sessions,
             lease_ttl=args.lease_ttl,
         )
-        agent = load_target(args.target)
-        adapter = EvalAdapter(
-            agent,
-            token=token,
-            name=args.name,
-            version=args.agent_version,
-            limits=limits,
-            public_health=args.public_health,
-            store=args.store,
-            faults=args.allow_faults,
-        )
-        app = adapter.app(args.prefix)
+        target = load_target(args.target)
+
+        def build(agent: object) -> EvalAdapter:
+            return EvalAdapter(
+                agent,
+                token=token,
+                name=args.name,
+                version=args.agent_version,
+                limits=limits,
+                public_health=args.public_health,
+                store=args.store,
+                faults=args.allow_faults,
+            )
+
+        app = ServedApp(target, build, prefix=args.prefix, say=stderr_line)
     except (ValueError, TypeError, ImportError) as error:
         return _fail(str(error))
 
@@ -185,10 +191,15 @@ def main(args: argparse.Namespace) -> int:
         app,
         host=args.host,
         port=args.port,
-        lifespan="off",
+        lifespan="on",
         log_level=args.log_level,
         timeout_graceful_shutdown=int(grace),
     )
-    server = DrainingServer(config, adapter)
-    server.run()
+    server = DrainingServer(config, app)
+    try:
+        server.run()
+    except SystemExit:  # uvicorn's exit when the start-up (an async target) failed
+        if server.started:
+            raise
+        return 2
     return 0 if server.started else 2

@@ -7,7 +7,12 @@ What is checked, in order (later checks use the session the earlier ones opened)
 - ``auth`` (when a token is given): no token and a wrong token are 401 problems;
 - ``create``: 201 with a non-empty ``sessionId``;
 - ``turn`` and ``second turn``: 200 runs that decode, with valid status, UUID step and
-  tool ids, known stop reasons, and ``turns`` counting 1 then 2 (accumulated runs);
+  tool ids, known stop reasons, and ``turns`` counting 1 then 2 (accumulated runs). A
+  turn that suspends on approvals (``in_progress`` with ``pendingApprovals``) is decided
+  through ``/approvals``: every pending call rejected (``--approve``: approved), again
+  while it suspends, up to :data:`MAX_DECISIONS` rounds; the run it ends with is the
+  turn's run, which the later checks use. The line counts the pending calls decided;
+  the tool calls it counts are those of the turn's run once decided;
 - ``attach``: ``GET`` returns the same accumulated run;
 - ``malformed JSON`` (400), ``invalid body`` (422 with field errors), ``unknown session``
   (404): each an RFC 9457 problem (``application/problem+json``, ``type``, ``title``,
@@ -53,6 +58,9 @@ from ._common import EXIT_FAILED, EXIT_OK, EXIT_UNREACHABLE, fail
 from ._targets import read_token, token_refused, without_credentials
 
 HELP = "check a server's protocol conformance"
+
+MAX_DECISIONS = 10
+REJECTION = "rejected by evalport check"
 
 
 @dataclass(slots=True)
@@ -125,12 +133,14 @@ class _Checker:
         *,
         timeout: float | None = None,
         token_env: str = DEFAULT_TOKEN_ENV,
+        approve: bool = False,
     ) -> None:
         self.client = client
         self.token = token
         self.message = message
         self.timeout = timeout
         self.token_env = token_env
+        self.approve = approve
         self.results: list[CheckResult] = []
         self.session_id: str | None = None
         self.run: AgentRun | None = None
@@ -223,8 +233,42 @@ class _Checker:
             raise _Failed(f"HTTP {response.status_code}, expected 200: {response.text[:200]}")
         run = decode_run(response.content)
         _validate_run(run, number)
+        run, decided = await self._decide(run, number)
         self.run = run
-        return f"status {run.status}, {len(run.steps)} steps, {len(run.tools)} tool calls"
+        summary = f"status {run.status}, {len(run.steps)} steps, {len(run.tools)} tool calls"
+        if decided:
+            verdict = "approved" if self.approve else "rejected"
+            summary += f"; {decided} pending call(s) {verdict}"
+        return summary
+
+    async def _decide(self, run: AgentRun, number: int) -> tuple[AgentRun, int]:
+        """Answer a suspended turn's pending calls until it ends; returns the run and count."""
+        decided = 0
+        for _ in range(MAX_DECISIONS):
+            if run.status != RunStatus.IN_PROGRESS or not run.pending_approvals:
+                return run, decided
+            answer: dict[str, Any] = (
+                {"decision": "approve"}
+                if self.approve
+                else {"decision": "reject", "reason": REJECTION}
+            )
+            decisions = {pending.call_id: answer for pending in run.pending_approvals}
+            response = await self.client.post(
+                self._session_url() + "/approvals",
+                json={"decisions": decisions},
+                headers=self.headers(),
+            )
+            if response.status_code != 200:
+                raise _Failed(
+                    f"deciding {len(decisions)} pending call(s): HTTP {response.status_code}, "
+                    f"expected 200: {response.text[:200]}"
+                )
+            decided += len(decisions)
+            run = decode_run(response.content)
+            _validate_run(run, number)
+        if run.pending_approvals:
+            raise _Failed(f"the turn still suspends after {MAX_DECISIONS} rounds of decisions")
+        return run, decided
 
     async def attach(self) -> str:
         response = await self.client.get(self._session_url(), headers=self.headers())
@@ -307,15 +351,19 @@ async def check_server(
     connect_timeout: float = 5.0,
     read_timeout: float | None = None,
     token_env: str = DEFAULT_TOKEN_ENV,
+    approve: bool = False,
 ) -> list[CheckResult]:
     """Run every check against the server at ``url``; raises :class:`Unreachable`.
 
     ``timeout`` bounds each check, ``connect_timeout`` and ``read_timeout`` (default
-    ``timeout``) each request; ``token_env`` only names the token's variable in messages."""
+    ``timeout``) each request; ``token_env`` only names the token's variable in messages;
+    ``approve``: a turn that suspends has its pending calls approved, not rejected."""
     base = url if url.endswith("/") else url + "/"
     limits = httpx.Timeout(30.0, connect=connect_timeout, read=read_timeout or timeout)
     async with httpx.AsyncClient(base_url=base, transport=transport, timeout=limits) as client:
-        checker = _Checker(client, token, message, timeout=timeout, token_env=token_env)
+        checker = _Checker(
+            client, token, message, timeout=timeout, token_env=token_env, approve=approve
+        )
         return await checker.run_all()
 
 
@@ -338,6 +386,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         metavar="S",
         help="seconds to wait for each answer (default: --timeout)",
+    )
+    parser.add_argument(
+        "--approve",
+        action="store_true",
+        help="approve the calls a turn suspends on (default: reject them)",
     )
 
 
@@ -362,6 +415,7 @@ def main(args: argparse.Namespace) -> int:
                 connect_timeout=args.connect_timeout,
                 read_timeout=args.read_timeout,
                 token_env=token_env,
+                approve=args.approve,
             )
         )
     except Unreachable as error:

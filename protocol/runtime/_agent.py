@@ -162,7 +162,7 @@ def _shape(agent: object) -> str:
         return "handler"
     if not callable(agent):
         raise TypeError(
-            f"{agent!r} is not an agent: pass a session factory, a turn function "
+            f"{_described(agent)} is not an agent: pass a session factory, a turn function "
             "'async def agent(message, history, ctx) -> str', or an object with a turn method"
         )
     count = _required_positionals(agent)
@@ -171,10 +171,19 @@ def _shape(agent: object) -> str:
     if count == 3:
         return "function"
     raise TypeError(
-        f"cannot tell what {agent!r} is from its signature: a session factory takes one "
+        f"cannot tell what {_described(agent)} is from its signature: a session factory takes one "
         "argument (SessionInfo), a turn function three (message, history, ctx); mark it "
         "with evalport.protocol.runtime.as_factory or as_turn_function"
     )
+
+
+def _described(value: object) -> str:
+    """``value``'s repr when short, else its type (a framework object's repr can fill pages)."""
+    text = repr(value)
+    if len(text) <= 80:
+        return text
+    kind = type(value)
+    return f"a {kind.__module__}.{kind.__qualname__} object"
 
 
 def _adapt_handler(handler: object) -> AsyncTurnHandler:

@@ -10,7 +10,21 @@ Rules:
 - Each session is one LangGraph thread (``thread_id`` is ``evalport-<session id>``), so
   the graph's checkpointer keeps the session's history and a turn sends only the new
   user message. A graph compiled without a checkpointer is served from a copy with an
-  in-memory one (its threads live as long as the process).
+  in-memory one (``InMemorySaver``); the same holds for a graph compiled with an
+  ``InMemorySaver`` of its own.
+- State kept with the session, with an in-memory checkpointer: each completed turn saves
+  the thread's latest checkpoint (LangGraph's own serializer, base64 in the event), and
+  ``restore`` puts it back into the checkpointer on another replica, so the thread
+  continues there. Each turn saves the whole state (the checkpoint holds every message):
+  for long conversations, give the graph a checkpointer every replica shares (Postgres,
+  Redis, SQLite on a shared disk; create it inside the server's loop, see the README),
+  and nothing is saved with the session.
+- A tool that LangGraph runs again when a node resumes after an interrupt is recorded
+  once, with the result of the run the graph kept (the last). A rejected call is
+  recorded as rejected (no result of its own), whatever the tool returns after
+  ``interrupt()`` answered it.
+- ``GraphRecursionError`` (the ``recursion_limit``) stops the turn with the
+  ``steps_limit`` stop reason.
 - Recording is live, through a LangChain callback handler added to the run's config:
   each chat model response is a step (text, tool calls with ids and arguments, token
   usage from ``usage_metadata``, finish reason, model name); each tool run is an
@@ -32,22 +46,29 @@ Rules:
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Mapping
 from typing import Any, cast
 from uuid import UUID
 
-from evalport.protocol import ToolCall, require
+from evalport.protocol import AgentRun, Message, ToolCall, require
 from evalport.protocol.runtime import ApprovalResult, SessionInfo, TurnContext, utc_now
 
 from ._interrupts import InterruptPlan, ToolCallInfo, plan_interrupt
 from ._recording import (
     arguments_of,
     ask_all,
+    finish_turn,
     mark_decision,
     record_execution,
+    recorded_call_ids,
     reply_text,
+    save_state,
+    saved_states,
     step_usage,
+    steps_limit,
+    unreadable_state,
 )
 
 require("langgraph", "langgraph", "evalport.server.adapters._langgraph")
@@ -57,9 +78,11 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.outputs import ChatGeneration, LLMResult  # noqa: E402
 from langchain_core.runnables import RunnableConfig  # noqa: E402
 from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
-from langgraph.errors import GraphInterrupt  # noqa: E402
+from langgraph.errors import GraphInterrupt, GraphRecursionError  # noqa: E402
 from langgraph.pregel import Pregel  # noqa: E402
 from langgraph.types import Command, Interrupt  # noqa: E402
+
+FRAMEWORK = "langgraph"
 
 
 class LangGraphAgent:
@@ -76,11 +99,14 @@ class LangGraphAgent:
     ) -> None:
         if not isinstance(graph, Pregel):
             raise TypeError(
-                f"LangGraphAgent serves a compiled graph (graph.compile()), not {graph!r}"
+                "LangGraphAgent serves a compiled graph (graph.compile()), "
+                f"not {type(graph).__qualname__}"
             )
         if not graph.checkpointer:
             graph = graph.copy(update={"checkpointer": InMemorySaver()})
         self.graph = graph
+        saver = graph.checkpointer
+        self.saver: InMemorySaver | None = saver if isinstance(saver, InMemorySaver) else None
         self.messages_key = messages_key
         self.config = dict(config or {})
         self.agent_name = name or graph.name or "langgraph-agent"
@@ -93,13 +119,61 @@ class LangGraphAgent:
 class _Session:
     """One session: one thread of the graph."""
 
-    __slots__ = ("_adapter", "thread_id")
+    __slots__ = ("_adapter", "_unreadable", "thread_id")
 
     def __init__(self, adapter: LangGraphAgent, thread_id: str) -> None:
         self._adapter = adapter
         self.thread_id = thread_id
+        self._unreadable: RuntimeError | None = None
+
+    def _root(self) -> RunnableConfig:
+        return {"configurable": {"thread_id": self.thread_id, "checkpoint_ns": ""}}
+
+    async def restore(self, history: list[Message], run: AgentRun) -> None:
+        """Replace the thread in the in-memory checkpointer with its latest saved checkpoint."""
+        saver = self._adapter.saver
+        states = saved_states(run, FRAMEWORK)
+        if saver is None or not states:
+            return
+        await saver.adelete_thread(self.thread_id)  # what this process held is stale
+        state = states[-1]
+        try:
+            checkpoint = _load(saver, state["checkpoint"])
+            metadata = _load(saver, state["metadata"])
+        except (ValueError, TypeError, KeyError) as error:
+            self._unreadable = unreadable_state(FRAMEWORK, error)
+            return
+        await saver.aput(self._root(), checkpoint, metadata, checkpoint["channel_versions"])
+
+    async def _save(self, ctx: TurnContext) -> None:
+        saver = self._adapter.saver
+        if saver is None:
+            return
+        saved = await saver.aget_tuple(self._root())
+        if saved is None:
+            return
+        save_state(
+            ctx,
+            FRAMEWORK,
+            {
+                "checkpoint": _dump(saver, saved.checkpoint),
+                "metadata": _dump(saver, saved.metadata),
+            },
+        )
 
     async def turn(self, message: str, ctx: TurnContext) -> str:
+        if self._unreadable is not None:
+            raise self._unreadable
+        try:
+            reply = await self._turn(message, ctx)
+        except GraphRecursionError as error:
+            return steps_limit(ctx, error)
+        finally:
+            finish_turn(ctx)
+        await self._save(ctx)
+        return reply
+
+    async def _turn(self, message: str, ctx: TurnContext) -> str:
         adapter = self._adapter
         recorder = _Recorder(ctx)
         base = adapter.config
@@ -126,6 +200,7 @@ async def _decide(
     ctx: TurnContext, interrupts: tuple[Interrupt, ...], recorder: _Recorder
 ) -> dict[str, Any]:
     plans = [recorder.plan_for(interrupt) for interrupt in interrupts]
+    recorder.superseded()
     decisions = await ask_all(ctx, [ask for plan in plans for ask in plan.asks])
     recorder.decisions.update(decisions)
     for plan in plans:
@@ -138,6 +213,16 @@ async def _decide(
                     ctx, ask.tool, ask.arguments, call_id=ask.call_id, decision=decision
                 )
     return {plan.interrupt_id: plan.resume(decisions) for plan in plans}
+
+
+def _dump(saver: InMemorySaver, value: Any) -> list[str]:
+    kind, data = saver.serde.dumps_typed(value)
+    return [kind, base64.b64encode(data).decode()]
+
+
+def _load(saver: InMemorySaver, saved: list[str]) -> Any:
+    kind, data = saved
+    return saver.serde.loads_typed((kind, base64.b64decode(data)))
 
 
 def _content_value(content: Any) -> Any:
@@ -171,6 +256,11 @@ class _Recorder(AsyncCallbackHandler):
         self._tools: dict[UUID, tuple[str, dict[str, Any], str | None, str]] = {}
         self._interrupted: dict[str, ToolCallInfo] = {}
         self._last_calls: list[ToolCall] = []
+
+    def superseded(self) -> None:
+        """The graph stopped at an interrupt: tool runs still under way belong to an attempt
+        it will run again on resume; their late ends are not recorded."""
+        self._tools.clear()
 
     def plan_for(self, interrupt: Interrupt) -> InterruptPlan:
         """The approvals one interrupt asks for (see :mod:`._interrupts`)."""
@@ -267,7 +357,7 @@ class _Recorder(AsyncCallbackHandler):
             for interrupt in error.args[0] if error.args else ():
                 self._interrupted[interrupt.id] = ToolCallInfo(name, arguments, call_id)
             return
-        self._record(name, arguments, call_id, started_at, error=str(error) or type(error).__name__)
+        self._record(name, arguments, call_id, started_at, error=error)
 
     def _record(
         self,
@@ -277,8 +367,15 @@ class _Recorder(AsyncCallbackHandler):
         started_at: str,
         *,
         result: Any = None,
-        error: str | None = None,
+        error: str | BaseException | None = None,
     ) -> None:
+        decision = self.decisions.get(call_id or "")
+        if (
+            decision is not None
+            and not decision.approved
+            and call_id in recorded_call_ids(self.ctx)
+        ):
+            return  # the rejection is recorded already (the middleware did not run it)
         execution = record_execution(
             self.ctx,
             name,
@@ -286,6 +383,8 @@ class _Recorder(AsyncCallbackHandler):
             call_id=call_id,
             result=result,
             error=error,
+            decision=decision,
             started_at=started_at,
+            replace=True,
         )
-        mark_decision(execution, self.decisions.get(call_id or ""))
+        mark_decision(execution, decision)

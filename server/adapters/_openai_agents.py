@@ -15,8 +15,19 @@ Rules:
   execution with its result. A tool that raised is recorded as failed with the exception's
   text: the adapter wraps ``RunConfig.tool_error_formatter`` (yours still decides what the
   model sees). Tools with their own ``failure_error_function`` report failures as results.
-- Hand-offs are events (``handoff`` with ``from`` and ``to``); the model is the run's LLM
-  profile when the agent names it.
+- Hand-offs: each is an event (``handoff`` with ``from`` and ``to``) and an execution of
+  the model's transfer call (its result is what the SDK tells the model,
+  ``{"assistant": name}``); the agent handed off to answers the session's next turns
+  (the SDK's ``last_agent``). The model is the run's LLM profile when the agent names it.
+- State kept with the session: the input items each completed turn added
+  (``to_input_list()``) and the name of the current agent. On another replica
+  ``restore`` joins the items and finds the agent by name among those reachable from the
+  starting agent through handoffs, or among ``agents=`` (needed for a handoff declared
+  with ``handoff(...)``, whose agent the SDK does not expose); a name found in neither
+  fails the next turn with a message naming it.
+- ``MaxTurnsExceeded`` stops the turn with the ``steps_limit`` stop reason. A tool that
+  raised is recorded with its own exception (type and message), not the SDK's
+  ``UserError`` around it; so is the turn's error when the tool's failure ends the run.
 - Approvals: when a run stops with ``interruptions`` (tools with ``needs_approval``),
   every pending call becomes a pending approval of the turn at once; the decisions go to
   ``RunState.approve`` / ``reject`` (the approver's reason is the rejection message the
@@ -29,32 +40,40 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from evalport.protocol import ToolCall, require
+from evalport.protocol import AgentRun, Message, ToolCall, require
 from evalport.protocol.runtime import ApprovalResult, SessionInfo, ToolRun, TurnContext, utc_now
 
 from ._recording import (
     ApprovalAsk,
-    ToolCallFailed,
     arguments_of,
     ask_all,
+    finish_turn,
     mark_decision,
     record_execution,
     reply_text,
+    save_state,
+    saved_states,
     step_usage,
+    steps_limit,
+    unreadable_state,
 )
 
 require("agents", "openai-agents", "evalport.server.adapters._openai_agents")
 
 import pydantic_core  # noqa: E402
 from agents import Agent, RunConfig, RunContextWrapper, RunHooks, Runner  # noqa: E402
+from agents.exceptions import AgentsException, MaxTurnsExceeded  # noqa: E402
+from agents.handoffs import Handoff  # noqa: E402
 from agents.items import ModelResponse, ToolApprovalItem, TResponseInputItem  # noqa: E402
 from agents.run_config import ToolErrorFormatterArgs  # noqa: E402
 from agents.tool import Tool  # noqa: E402
 from agents.tool_context import ToolContext  # noqa: E402
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage  # noqa: E402
+
+FRAMEWORK = "openai-agents"
 
 
 class OpenAIAgentsAgent:
@@ -67,12 +86,16 @@ class OpenAIAgentsAgent:
         context: Callable[[SessionInfo], Any] | None = None,
         run_config: RunConfig | None = None,
         max_turns: int | None = None,
+        agents: Iterable[Agent[Any]] = (),
         name: str | None = None,
         version: str | None = None,
     ) -> None:
         if not isinstance(agent, Agent):
-            raise TypeError(f"OpenAIAgentsAgent serves an agents.Agent, not {agent!r}")
+            raise TypeError(
+                f"OpenAIAgentsAgent serves an agents.Agent, not {type(agent).__qualname__}"
+            )
         self.agent = agent
+        self.agents = list(agents)
         self.context = context
         self.run_config = run_config or RunConfig()
         self.max_turns = max_turns
@@ -82,18 +105,62 @@ class OpenAIAgentsAgent:
     def __call__(self, info: SessionInfo) -> _Session:
         return _Session(self, self.context(info) if self.context is not None else None)
 
+    def find_agent(self, name: str) -> Agent[Any] | None:
+        """The agent called ``name``: among ``agents``, or reachable through handoffs."""
+        queue = [*self.agents, self.agent]
+        seen: set[int] = set()
+        while queue:
+            agent = queue.pop(0)
+            if id(agent) in seen:
+                continue
+            seen.add(id(agent))
+            if agent.name == name:
+                return agent
+            queue.extend(item for item in agent.handoffs if isinstance(item, Agent))
+        return None
+
 
 class _Session:
-    """One session: its conversation items and run context."""
+    """One session: its conversation items, current agent and run context."""
 
-    __slots__ = ("_adapter", "context", "history")
+    __slots__ = ("_adapter", "_lost_agent", "_unreadable", "agent", "context", "history")
 
     def __init__(self, adapter: OpenAIAgentsAgent, context: Any) -> None:
         self._adapter = adapter
         self.context = context
         self.history: list[TResponseInputItem] = []
+        self.agent: Agent[Any] = adapter.agent
+        self._lost_agent: str | None = None
+        self._unreadable: RuntimeError | None = None
+
+    def restore(self, history: list[Message], run: AgentRun) -> None:
+        """Rebuild the conversation and the current agent from the session's saved states."""
+        states = saved_states(run, FRAMEWORK)
+        items: list[TResponseInputItem] = []
+        for state in states:
+            part = state.get("items")
+            if not isinstance(part, list):
+                self._unreadable = unreadable_state(FRAMEWORK, TypeError("items are not a list"))
+                return
+            items.extend(part)
+        self.history = items
+        name = states[-1].get("agent") if states else None
+        if isinstance(name, str) and name != self.agent.name:
+            found = self._adapter.find_agent(name)
+            if found is None:
+                self._lost_agent = name
+            else:
+                self.agent = found
 
     async def turn(self, message: str, ctx: TurnContext) -> str:
+        if self._unreadable is not None:
+            raise self._unreadable
+        if self._lost_agent is not None:
+            raise LookupError(
+                f"the session continues with agent {self._lost_agent!r}, which is not reachable "
+                f"from {self._adapter.agent.name!r} through Agent handoffs: pass it in "
+                "OpenAIAgentsAgent(..., agents=[...])"
+            )
         adapter = self._adapter
         hooks = _Hooks(ctx)
         config = dataclasses.replace(
@@ -105,16 +172,40 @@ class _Session:
             options["max_turns"] = adapter.max_turns
         first: list[TResponseInputItem] = [{"role": "user", "content": message}]
         try:
-            result = await Runner.run(adapter.agent, [*self.history, *first], **options)
+            result = await Runner.run(self.agent, [*self.history, *first], **options)
             while result.interruptions:
                 state = result.to_state()
                 await _decide(ctx, state, result.interruptions, hooks)
-                result = await Runner.run(adapter.agent, state, **options)
-        except Exception as error:
+                result = await Runner.run(self.agent, state, **options)
+        except MaxTurnsExceeded as error:
             hooks.abandon(error)
+            return steps_limit(ctx, error)
+        except Exception as error:
+            own = tool_error(error)
+            hooks.abandon(own)
+            if own is not error:
+                raise own from None
             raise
-        self.history = result.to_input_list()
+        finally:
+            finish_turn(ctx)
+        items = result.to_input_list()
+        added = pydantic_core.to_jsonable_python(items[len(self.history) :])
+        self.history = items
+        self.agent = result.last_agent
+        save_state(ctx, FRAMEWORK, {"items": added, "agent": self.agent.name})
         return reply_text(pydantic_core.to_jsonable_python(result.final_output))
+
+
+def tool_error(error: BaseException) -> BaseException:
+    """The tool's own exception inside the SDK's wrapper (``UserError ... from e``), else ``error``."""
+    cause = error.__cause__
+    if (
+        isinstance(error, AgentsException)
+        and cause is not None
+        and not isinstance(cause, AgentsException)
+    ):
+        return cause
+    return error
 
 
 async def _decide(
@@ -138,7 +229,7 @@ async def _decide(
 def _formatter(hooks: _Hooks, inner: Any) -> Callable[[ToolErrorFormatterArgs[Any]], Any]:
     async def format_error(args: ToolErrorFormatterArgs[Any]) -> str | None:
         if args.kind == "tool_exception" and args.error is not None:
-            hooks.failures[args.call_id] = str(args.error) or type(args.error).__name__
+            hooks.failures[args.call_id] = tool_error(args.error)
         if inner is None:
             return None
         message = inner(args)
@@ -155,7 +246,8 @@ class _Hooks(RunHooks[Any]):
     def __init__(self, ctx: TurnContext) -> None:
         self.ctx = ctx
         self.decisions: dict[str, ApprovalResult] = {}
-        self.failures: dict[str, str] = {}
+        self.failures: dict[str, BaseException] = {}
+        self._handoffs: dict[str, ToolCall] = {}  # transfer calls asked for, by target agent
         self._running: dict[str, tuple[Any, ToolRun]] = {}
         self._llm_started: str | None = None
 
@@ -185,6 +277,10 @@ class _Hooks(RunHooks[Any]):
                         id=item.call_id, name=item.name, arguments=arguments_of(item.arguments)
                     )
                 )
+        targets = _handoff_targets(agent)
+        for call in calls:
+            if call.name in targets:
+                self._handoffs[targets[call.name]] = call
         usage = response.usage
         self.ctx.model_step(
             content="".join(texts) or None,
@@ -226,19 +322,38 @@ class _Hooks(RunHooks[Any]):
             run.result = result
             block.__exit__(None, None, None)
         else:
-            block.__exit__(ToolCallFailed, ToolCallFailed(failure), None)
+            block.__exit__(type(failure), failure, None)
 
     def abandon(self, error: BaseException) -> None:
         """The run raised: tools still running failed with it (their end never comes)."""
         running, self._running = self._running, {}
         for block, _ in running.values():
-            text = str(error) or type(error).__name__
-            block.__exit__(ToolCallFailed, ToolCallFailed(text), None)
+            block.__exit__(type(error), error, None)
 
     async def on_handoff(
         self, context: RunContextWrapper[Any], from_agent: Agent[Any], to_agent: Agent[Any]
     ) -> None:
         self.ctx.event("handoff", {"from": from_agent.name, "to": to_agent.name})
+        call = self._handoffs.pop(to_agent.name, None)
+        if call is not None:
+            record_execution(
+                self.ctx,
+                call.name,
+                call.arguments if isinstance(call.arguments, dict) else None,
+                call_id=call.id,
+                result={"assistant": to_agent.name},
+            )
+
+
+def _handoff_targets(agent: Agent[Any]) -> dict[str, str]:
+    """The agent's transfer tool names and the agent each hands off to."""
+    targets: dict[str, str] = {}
+    for item in agent.handoffs:
+        if isinstance(item, Handoff):
+            targets[item.tool_name] = item.agent_name
+        elif isinstance(item, Agent):
+            targets[Handoff.default_tool_name(item)] = item.name
+    return targets
 
 
 def _tool_call(context: RunContextWrapper[Any], tool: Tool) -> tuple[str | None, str, Any]:

@@ -22,6 +22,11 @@ Rules:
   the model as ``ToolDenied`` and is recorded on the call; an approval is recorded on the
   execution that follows. Calls deferred for *external* execution cannot be served and
   fail the turn with a clear error.
+- State kept with the session: the messages each completed turn added to the history
+  (pydantic-ai's own JSON form, ``ModelMessagesTypeAdapter``); ``restore`` joins them
+  again on another replica. ``deps`` are made anew there from the session's info.
+- ``usage_limits`` go to every run; a ``UsageLimitExceeded`` (``request_limit``, say)
+  stops the turn with the ``steps_limit`` stop reason.
 - A reply that is not ``str`` (structured output) is sent as compact JSON.
 """
 
@@ -30,36 +35,48 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from evalport.protocol import ToolCall, require
+from evalport.protocol import AgentRun, Message, ToolCall, require
 from evalport.protocol.runtime import ApprovalResult, SessionInfo, TurnContext, utc_now
 
 from ._recording import (
     ApprovalAsk,
     ask_all,
+    finish_turn,
     mark_decision,
     record_execution,
     reply_text,
+    save_state,
+    saved_states,
     step_usage,
+    steps_limit,
+    unreadable_state,
 )
 
 require("pydantic_ai", "pydantic-ai", "evalport.server.adapters._pydantic_ai")
 
 import pydantic_core  # noqa: E402
-from pydantic_ai import Agent, RunContext  # noqa: E402
+from pydantic_ai import Agent, RunContext, UsageLimitExceeded  # noqa: E402
 from pydantic_ai.capabilities import AbstractCapability  # noqa: E402
-from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart  # noqa: E402
+from pydantic_ai.messages import (  # noqa: E402
+    ModelMessage,
+    ModelMessagesTypeAdapter,
+    ModelResponse,
+    ToolCallPart,
+)
 from pydantic_ai.tools import (  # noqa: E402
     DeferredToolRequests,
     DeferredToolResults,
     ToolApproved,
     ToolDenied,
 )
+from pydantic_ai.usage import UsageLimits  # noqa: E402
 
 if TYPE_CHECKING:
     from pydantic_ai.models import ModelRequestContext
 
 
 _DENIED = "The tool call was denied."
+FRAMEWORK = "pydantic-ai"
 
 
 class PydanticAIAgent:
@@ -70,13 +87,17 @@ class PydanticAIAgent:
         agent: Agent[Any, Any],
         *,
         deps: Callable[[SessionInfo], Any] | None = None,
+        usage_limits: UsageLimits | None = None,
         name: str | None = None,
         version: str | None = None,
     ) -> None:
         if not isinstance(agent, Agent):
-            raise TypeError(f"PydanticAIAgent serves a pydantic_ai.Agent, not {agent!r}")
+            raise TypeError(
+                f"PydanticAIAgent serves a pydantic_ai.Agent, not {type(agent).__qualname__}"
+            )
         self.agent = agent
         self.deps = deps
+        self.usage_limits = usage_limits
         self.agent_name = name or agent.name or "pydantic-ai-agent"
         self.agent_version = version or "0"
         self._output_type = _with_deferred(agent.output_type)
@@ -88,35 +109,59 @@ class PydanticAIAgent:
 class _Session:
     """One session: its message history and dependencies."""
 
-    __slots__ = ("_adapter", "deps", "history")
+    __slots__ = ("_adapter", "_unreadable", "deps", "history")
 
     def __init__(self, adapter: PydanticAIAgent, deps: Any) -> None:
         self._adapter = adapter
         self.deps = deps
         self.history: list[ModelMessage] = []
+        self._unreadable: RuntimeError | None = None
+
+    def restore(self, history: list[Message], run: AgentRun) -> None:
+        """Rebuild the message history from the states the session's turns saved."""
+        try:
+            self.history = [
+                message
+                for state in saved_states(run, FRAMEWORK)
+                for message in ModelMessagesTypeAdapter.validate_python(state.get("messages", []))
+            ]
+        except (ValueError, TypeError) as error:
+            self._unreadable = unreadable_state(FRAMEWORK, error)
 
     async def turn(self, message: str, ctx: TurnContext) -> str:
+        if self._unreadable is not None:
+            raise self._unreadable
         agent = self._adapter.agent
         recorder = _Recorder(ctx)
         prompt: str | None = message
         history = self.history
         results: DeferredToolResults | None = None
-        while True:
-            result = await agent.run(
-                prompt,
-                message_history=history,
-                deferred_tool_results=results,
-                output_type=self._adapter._output_type,
-                deps=self.deps,
-                capabilities=[recorder],
-            )
-            history = result.all_messages()
-            output = result.output
-            if not isinstance(output, DeferredToolRequests):
-                break
-            results = await _decide(ctx, output, recorder)
-            prompt = None
+        try:
+            while True:
+                result = await agent.run(
+                    prompt,
+                    message_history=history,
+                    deferred_tool_results=results,
+                    output_type=self._adapter._output_type,
+                    deps=self.deps,
+                    usage_limits=self._adapter.usage_limits,
+                    capabilities=[recorder],
+                )
+                history = result.all_messages()
+                output = result.output
+                if not isinstance(output, DeferredToolRequests):
+                    break
+                results = await _decide(ctx, output, recorder)
+                prompt = None
+        except UsageLimitExceeded as error:
+            return steps_limit(ctx, error)
+        finally:
+            finish_turn(ctx)
+        added = history[len(self.history) :]
         self.history = history
+        save_state(
+            ctx, FRAMEWORK, {"messages": ModelMessagesTypeAdapter.dump_python(added, mode="json")}
+        )
         return reply_text(pydantic_core.to_jsonable_python(output))
 
 

@@ -10,6 +10,22 @@ Rules:
   each is also an ``approval.decided`` event (``callId``, ``tool``, ``approved``,
   ``reason``), so a decision that gated no tool execution still shows in the run.
 - A reply that is not text is sent as compact JSON (the framework's structured output).
+- A call's executions in a step follow the order in which the model asked for them
+  (:func:`finish_turn` sorts them, whatever order they were decided or ran in); a call
+  the framework ran again (LangGraph re-runs a node on resume) is recorded once, with the
+  result it kept (:func:`record_execution` ``replace``).
+- A rejected call is recorded the same way by every adapter: ``approval.state``
+  rejected, ``hasError`` with the approver's reason, no result, whatever the tool's body
+  returned on rejection.
+- A framework's step limit ends the turn as stopped, with the ``steps_limit`` stop
+  reason (:func:`steps_limit`), not as a failure.
+- Framework state: each completed turn records what the framework needs to continue the
+  conversation as one :data:`STATE_EVENT` event (``{"framework", ...}``, only what the
+  turn added where the framework's state is a list), and a handler's
+  ``restore(history, run)`` reads them back (:func:`saved_states`): so the session
+  continues on any replica, as the runtime's restore hook intends. A saved state that
+  cannot be read back fails the next turn with :func:`unreadable_state`'s message, not
+  the restore.
 - Token counts: the frameworks count inclusively (input includes cache reads and writes,
   output includes reasoning); a step's :class:`~evalport.protocol.Usage` is disjoint, as
   Instructor adds it up, so :func:`step_usage` subtracts the parts from their totals.
@@ -23,10 +39,20 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 import msgspec
-from evalport.protocol import Approval, ApprovalState, ToolExecution, Usage, compact_json
+from evalport.protocol import (
+    AgentRun,
+    Approval,
+    ApprovalState,
+    Step,
+    StopReason,
+    ToolExecution,
+    Usage,
+    compact_json,
+)
 from evalport.protocol.runtime import ApprovalRejected, ApprovalResult, TurnContext, utc_now
 
 DECIDED_EVENT = "approval.decided"
+STATE_EVENT = "framework.state"
 
 
 class ToolCallFailed(Exception):
@@ -123,21 +149,28 @@ def record_execution(
     *,
     call_id: str | None,
     result: Any = None,
-    error: str | None = None,
+    error: str | BaseException | None = None,
     decision: ApprovalResult | None = None,
     started_at: str | None = None,
+    replace: bool = False,
 ) -> ToolExecution:
     """Record a finished tool execution in the open step; returns it.
 
-    ``error`` marks it failed with that text; a rejecting ``decision`` records the
-    rejection (``has_error`` with the approver's reason), as gated tools of the turn
-    context do.
+    ``error`` marks it failed (an exception is recorded with its own type and message,
+    text as the framework's report); a rejecting ``decision`` records the rejection
+    (``has_error`` with the approver's reason, no result), as gated tools of the turn
+    context do. ``replace``: an execution of this turn with the same call id is dropped
+    first (the framework ran the call again and kept this run).
     """
+    if replace and call_id:
+        _drop_execution(ctx, call_id)
     block = ctx.tool_execution(name, arguments, call_id=call_id)
     run = block.__enter__()
     failure: BaseException | None = None
     if decision is not None and not decision.approved:
         failure = ApprovalRejected(name, decision.reason)
+    elif isinstance(error, BaseException):
+        failure = error
     elif error is not None:
         failure = ToolCallFailed(error)
     else:
@@ -148,3 +181,63 @@ def record_execution(
         execution.started_at = started_at
     mark_decision(execution, decision)
     return execution
+
+
+def _turn_steps(ctx: TurnContext) -> list[Step]:
+    return [step for step in ctx.run.steps if step.turn == ctx.turn]
+
+
+def _drop_execution(ctx: TurnContext, call_id: str) -> None:
+    for step in _turn_steps(ctx):
+        step.tool_executions[:] = [
+            execution for execution in step.tool_executions if execution.tool_call_id != call_id
+        ]
+
+
+def recorded_call_ids(ctx: TurnContext) -> set[str]:
+    """The call ids this turn has recorded an execution for."""
+    return {
+        execution.tool_call_id
+        for step in _turn_steps(ctx)
+        for execution in step.tool_executions
+        if execution.tool_call_id
+    }
+
+
+def finish_turn(ctx: TurnContext) -> None:
+    """Put each step's executions of this turn in the order the model asked for the calls."""
+    for step in _turn_steps(ctx):
+        order = {call.id: index for index, call in enumerate(step.requested_tool_calls)}
+        last = len(order)
+        step.tool_executions.sort(key=lambda execution: order.get(execution.tool_call_id, last))
+
+
+def steps_limit(ctx: TurnContext, error: BaseException) -> str:
+    """End the turn as stopped by the framework's step limit; returns the (empty) reply."""
+    ctx.stop(StopReason.STEPS_LIMIT, str(error) or type(error).__name__)
+    return ""
+
+
+def save_state(ctx: TurnContext, framework: str, state: Mapping[str, Any]) -> None:
+    """Record what ``framework`` needs to continue the session (see the module rules)."""
+    ctx.event(STATE_EVENT, {"framework": framework, **state})
+
+
+def saved_states(run: AgentRun, framework: str) -> list[dict[str, Any]]:
+    """Every state ``framework`` saved in the session, oldest first."""
+    return [
+        event.data
+        for event in run.events
+        if event.name == STATE_EVENT
+        and isinstance(event.data, dict)
+        and event.data.get("framework") == framework
+    ]
+
+
+def unreadable_state(framework: str, error: BaseException) -> RuntimeError:
+    """The error a turn fails with when the session's saved state could not be read back."""
+    return RuntimeError(
+        f"the session's saved {framework} state could not be read back on this replica "
+        f"({type(error).__name__}: {error}); was it saved by another version of the "
+        "framework or of evalport?"
+    )

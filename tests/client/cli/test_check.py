@@ -102,3 +102,57 @@ def test_cli_exit_codes(capsys, monkeypatch):
     args = parser.parse_args(["http://127.0.0.1:9", "--token-env", "EVALPORT_NO_SUCH_VAR"])
     monkeypatch.delenv("EVALPORT_NO_SUCH_VAR", raising=False)
     assert check.main(args) == 2
+
+
+class _Gated:
+    """Every turn calls a gated tool, and a second one when the first was approved."""
+
+    def __init__(self, info):
+        pass
+
+    async def turn(self, message, ctx):
+        from evalport.protocol import ToolCall
+
+        ctx.model_step(tool_calls=[ToolCall(id=None, name="refund", arguments={"order": "A1"})])
+        first = await ctx.request_approval("refund", {"order": "A1"})
+        if not first.approved:
+            return f"not refunded: {first.reason}"
+        second = await ctx.request_approval("notify", {"order": "A1"})
+        return f"refunded, notified={second.approved}"
+
+
+@pytest.mark.parametrize("approve", [False, True], ids=["rejected", "approved"])
+async def test_a_turn_that_suspends_is_decided_and_the_sequence_goes_on(approve):
+    app = EvalAdapter(_Gated, token=TOKEN).app()
+    results = await check_server(
+        "http://adapter/",
+        token=TOKEN,
+        transport=httpx.ASGITransport(app=app),
+        message="please refund A1",
+        approve=approve,
+    )
+    failed = [f"{r.name}: {r.detail}" for r in results if not r.ok]
+    assert failed == []
+    assert len(results) == 11
+    turn = {r.name: r.detail for r in results}["turn"]
+    if approve:
+        assert turn.endswith("; 2 pending call(s) approved")
+    else:
+        assert turn.endswith("; 1 pending call(s) rejected")
+    assert turn.startswith("status completed, ")
+
+
+def test_the_approve_option_reaches_the_checks(monkeypatch):
+    seen = {}
+
+    async def fake_check_server(url, **options):
+        seen.update(options)
+        return []
+
+    monkeypatch.setattr(check, "check_server", fake_check_server)
+    parser = argparse.ArgumentParser()
+    check.add_arguments(parser)
+    assert check.main(parser.parse_args(["http://x/", "--approve"])) == 0
+    assert seen["approve"] is True
+    assert check.main(parser.parse_args(["http://x/"])) == 0
+    assert seen["approve"] is False

@@ -13,11 +13,17 @@ its framework sent it, so a planner sees the real history and tool results.
 
 from __future__ import annotations
 
-import itertools
+import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from adapterkit import Call, usage_of
+
+
+def _call_id() -> str:
+    """A call id unique across models and processes (replicas share one conversation)."""
+    return f"call-{uuid.uuid4().hex[:12]}"
+
 
 Planner = Callable[[Sequence[str], Sequence[tuple[str, str]]], "list[Call] | str"]
 
@@ -70,8 +76,6 @@ def scripted_model(plan: Planner, calls: int = 12) -> Any:
     from agents.usage import Usage
     from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
 
-    ids = itertools.count(1)
-
     def respond(call: ModelCall) -> ModelStep:
         items = (
             call.input
@@ -103,7 +107,7 @@ def scripted_model(plan: Planner, calls: int = 12) -> Any:
         )
         if isinstance(action, str):
             return ModelStep(output=[assistant_message(action)], usage=step_usage)
-        output = [function_call(c.name, c.arguments, call_id=f"call-{next(ids)}") for c in action]
+        output = [function_call(c.name, c.arguments, call_id=_call_id()) for c in action]
         return ModelStep(output=output, usage=step_usage)
 
     return ScriptedModel([ModelStep.respond(respond)] * calls)
@@ -155,10 +159,7 @@ def chat_model(plan: Planner) -> Any:
             if isinstance(action, str):
                 reply = AIMessage(action, usage_metadata=metadata, response_metadata=info)
             else:
-                calls = [
-                    {"name": c.name, "args": c.arguments, "id": f"call-{self.calls}-{n}"}
-                    for n, c in enumerate(action)
-                ]
+                calls = [{"name": c.name, "args": c.arguments, "id": _call_id()} for c in action]
                 reply = AIMessage(
                     "", tool_calls=calls, usage_metadata=metadata, response_metadata=info
                 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -12,7 +13,7 @@ pytest.importorskip("pydantic_ai")
 
 from adapterfakes import function_model
 from adapterkit import TRACK_ERROR, Call, evaluate_all, lookup_result, plan, refund_result
-from evalport.protocol.runtime import AgentSession, SessionInfo, TurnTimeout
+from evalport.protocol.runtime import AgentSession, SessionInfo, TurnTimeout, session_factory
 from evalport.server.adapters import PydanticAIAgent
 from pydantic import BaseModel
 from pydantic_ai import Agent, RunContext, ToolFailed, models
@@ -25,6 +26,7 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.usage import UsageLimits
 
 
 @pytest.fixture(autouse=True)
@@ -180,3 +182,62 @@ async def test_a_turn_timeout_cancels_the_run_and_the_session_goes_on() -> None:
     # the cancelled run left nothing in the session's history
     assert (run.status, run.reply) == ("completed", "seen 1 message(s)")
     await session.close()
+
+
+def _remembers(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    users = [
+        part.content
+        for message in messages
+        for part in getattr(message, "parts", [])
+        if isinstance(part, UserPromptPart) and isinstance(part.content, str)
+    ]
+    names = [text.split("my name is ", 1)[1] for text in users if "my name is " in text]
+    known = f"you are {names[-1]}" if names else "I don't know your name"
+    return ModelResponse(parts=[TextPart(f"{known} ({len(users)} messages)")])
+
+
+async def test_a_session_continues_in_another_process_from_its_saved_history() -> None:
+    def make() -> Any:
+        return session_factory(PydanticAIAgent(Agent(FunctionModel(_remembers))))
+
+    first = await AgentSession.from_factory(make(), SessionInfo("s"))
+    assert (await first.send("my name is Ada")).reply == "you are Ada (1 messages)"
+    moved = await AgentSession.restore(make(), SessionInfo("s"), first.snapshot())
+    run = await moved.send("who am I?")
+    assert run.reply == "you are Ada (2 messages)"
+    again = await AgentSession.restore(make(), SessionInfo("s"), run)
+    assert (await again.send("and now?")).reply == "you are Ada (3 messages)"
+
+
+async def test_the_request_limit_stops_the_turn_with_the_steps_limit_reason() -> None:
+    def forever(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[ToolCallPart("lookup", {"order_id": "A1"})])
+
+    agent = Agent(FunctionModel(forever))
+
+    @agent.tool_plain
+    def lookup(order_id: str) -> dict[str, str]:
+        """Find an order."""
+        return lookup_result(order_id)
+
+    adapter = PydanticAIAgent(agent, usage_limits=UsageLimits(request_limit=3))
+    session = await AgentSession.open(adapter, SessionInfo("s"))
+    run = await session.send("loop")
+    assert run.status == "stopped", run.errors
+    assert run.stop_signal is not None and run.stop_signal.reason == "steps_limit"
+    assert len(run.tools) == 3
+
+
+async def test_a_saved_state_that_cannot_be_read_back_fails_the_next_turn_saying_so() -> None:
+    def make() -> Any:
+        return session_factory(PydanticAIAgent(Agent(FunctionModel(_remembers))))
+
+    first = await AgentSession.from_factory(make(), SessionInfo("s"))
+    await first.send("my name is Ada")
+    stored = first.snapshot()
+    (state,) = [event for event in stored.events if event.name == "framework.state"]
+    state.data["messages"] = [{"hash": "sha256:00", "bytes": 3}]  # not pydantic-ai's form
+    moved = await AgentSession.restore(make(), SessionInfo("s"), stored)
+    run = await moved.send("who am I?")
+    assert run.status == "failed"
+    assert "saved pydantic-ai state could not be read back" in run.errors

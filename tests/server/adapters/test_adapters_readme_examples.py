@@ -82,7 +82,7 @@ async def test_readme_mount_block_and_case_over_http(
     index: int, framework: str, examples: dict[str, ModuleType]
 ) -> None:
     blocks = section_blocks("adapters")
-    assert len(blocks) == 4
+    assert len(blocks) == 7
     namespace: dict[str, Any] = {"os": os, **built(framework, examples)}
     exec(compile(blocks[index], "README.md", "exec"), namespace)
     case_namespace: dict[str, Any] = {"EvalContext": EvalContext}
@@ -188,3 +188,23 @@ async def test_every_example_app_serves_its_agent(
         await session.close()
     assert "shipped" in turn.run.reply and "DHL" in turn.run.reply
     assert [tool.tool_call.name for tool in turn.run.tools] == ["order_status"]
+
+
+@pytest.mark.parametrize(
+    ("index", "framework"), list(enumerate(["pydantic-ai", "openai-agents", "langgraph"], 4))
+)
+def test_readme_examples_on_fake_models_run_as_scripts(
+    index: int, framework: str, tmp_path: Path
+) -> None:
+    script = tmp_path / "example.py"
+    script.write_text(section_blocks("adapters")[index])
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT / "examples" / "frameworks"),
+        "OPENAI_AGENTS_DISABLE_TRACING": "1",
+    }
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "Order A1 is shipped. [('order_status', 'shipped')]"

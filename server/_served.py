@@ -1,0 +1,153 @@
+"""What ``evalport serve`` runs: the target made into an agent, in the server's loop when it must.
+
+Rules:
+
+- A target that is an agent (any shape the runtime accepts) is served as it is; a
+  framework's own agent (a pydantic-ai ``Agent``, an Agents SDK ``Agent``, a compiled
+  LangGraph graph) is wrapped in its adapter with its defaults, and one line on stderr
+  says so (:mod:`evalport.server.adapters._detect`). Both are built before the server
+  binds, so a bad target exits 2 at once.
+- **Async resources** (a checkpointer, a client, a connection pool) must be created
+  inside the loop that serves: a target that is an ``async def`` function taking no
+  arguments is awaited there at start-up (the ASGI lifespan), before the first request,
+  and returns the agent. A target that is an async generator function taking no
+  arguments, or an ``@asynccontextmanager`` function, yields the agent: what follows its
+  ``yield`` runs at shutdown, after the turns in flight finished. Either result may be a
+  framework's agent, wrapped as above.
+- A start-up that fails (the factory raised, or returned no agent) is one line on stderr
+  and exit 2; the server never answers a request without an agent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ._app import EvalAdapter
+from .adapters._detect import framework_adapter
+
+Build = Callable[[object], EvalAdapter]
+
+
+def _takes_no_arguments(function: Callable[..., Any]) -> bool:
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return all(
+        parameter.default is not inspect.Parameter.empty
+        or parameter.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+        for parameter in parameters
+    )
+
+
+def _context_factory(target: object) -> Callable[[], Any] | None:
+    """A no-argument callable returning an async context manager, if ``target`` is one."""
+    if not callable(target) or inspect.isclass(target) or not _takes_no_arguments(target):
+        return None
+    if inspect.isasyncgenfunction(target):
+        return contextlib.asynccontextmanager(target)
+    if inspect.isasyncgenfunction(inspect.unwrap(target)):  # @asynccontextmanager
+        return target
+    return None
+
+
+def is_deferred(target: object) -> bool:
+    """Whether ``target`` is made in the server's loop (an async factory or generator)."""
+    if _context_factory(target) is not None:
+        return True
+    return (
+        callable(target)
+        and not inspect.isclass(target)
+        and inspect.iscoroutinefunction(target)
+        and _takes_no_arguments(target)
+    )
+
+
+def as_agent(value: object, *, say: Callable[[str], None]) -> object:
+    """``value``, or its framework's adapter around it (``say`` tells which)."""
+    recognised = framework_adapter(value)
+    if recognised is None:
+        return value
+    say(
+        f"serving the {recognised.framework} with "
+        f"evalport.server.adapters.{recognised.wrapper} (its defaults; wrap it yourself "
+        "to pass options)"
+    )
+    return recognised.agent
+
+
+class ServedApp:
+    """The ASGI app ``evalport serve`` runs: the adapter's app, built at once or at start-up."""
+
+    def __init__(
+        self, target: object, build: Build, *, prefix: str = "", say: Callable[[str], None]
+    ) -> None:
+        self._target = target
+        self._build = build
+        self._prefix = prefix
+        self._say = say
+        self._stack = contextlib.AsyncExitStack()
+        self.adapter: EvalAdapter | None = None
+        self._app: ASGIApp | None = None
+        if not is_deferred(target):
+            self._serve(as_agent(target, say=say))
+
+    def _serve(self, agent: object) -> None:
+        self.adapter = self._build(agent)
+        self._app = self.adapter.app(self._prefix)
+
+    def drain(self) -> None:
+        """Drain the adapter (before a shutdown), once there is one."""
+        if self.adapter is not None:
+            self.adapter.drain()
+
+    async def _start(self) -> None:
+        if self._app is not None:
+            return
+        target = self._target
+        context = _context_factory(target)
+        if context is not None:
+            made = await self._stack.enter_async_context(context())
+        else:
+            assert callable(target)
+            made = await target()
+        if made is None:
+            raise TypeError(f"{_name(target)} returned no agent")
+        self._serve(as_agent(made, say=self._say))
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "lifespan":
+            assert self._app is not None, "no agent before start-up"
+            await self._app(scope, receive, send)
+            return
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                try:
+                    await self._start()
+                except Exception as error:
+                    text = (
+                        f"{_name(self._target)} failed at start-up: {type(error).__name__}: {error}"
+                    )
+                    self._say(text)  # uvicorn adds that start-up failed
+                    await send({"type": "lifespan.startup.failed", "message": ""})
+                    return
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self._stack.aclose()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+
+def _name(target: object) -> str:
+    return getattr(target, "__qualname__", None) or type(target).__qualname__
+
+
+def stderr_line(text: str) -> None:
+    print(f"evalport serve: {text}", file=sys.stderr)

@@ -1,0 +1,44 @@
+"""Recognising a framework's own agent object, to wrap it in its adapter.
+
+Rules:
+
+- A pydantic-ai ``Agent``, an Agents SDK ``Agent`` and a compiled LangGraph graph
+  (``Pregel``, what ``graph.compile()`` and ``create_agent`` return) are recognised, by
+  ``isinstance`` against the framework's class, only when the framework is imported
+  already (the object exists, so it is): recognising never imports a framework.
+- :func:`framework_adapter` returns the adapter around the object with its defaults,
+  and the adapter's name for the one line that says so; anything else is ``None``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import NamedTuple
+
+
+class Recognised(NamedTuple):
+    """A framework agent wrapped in its adapter: the adapter and how it was made."""
+
+    agent: object
+    framework: str
+    wrapper: str
+
+
+# (module holding the class, class name, framework, adapter module, adapter class)
+_KNOWN = (
+    ("pydantic_ai", "Agent", "pydantic-ai Agent", "._pydantic_ai", "PydanticAIAgent"),
+    ("agents", "Agent", "OpenAI Agents SDK Agent", "._openai_agents", "OpenAIAgentsAgent"),
+    ("langgraph.pregel", "Pregel", "compiled LangGraph graph", "._langgraph", "LangGraphAgent"),
+)
+
+
+def framework_adapter(value: object) -> Recognised | None:
+    """``value`` wrapped in its framework's adapter (defaults), or ``None``."""
+    for module_name, class_name, framework, adapter_module, wrapper in _KNOWN:
+        module = sys.modules.get(module_name)
+        kind = getattr(module, class_name, None) if module is not None else None
+        if isinstance(kind, type) and isinstance(value, kind):
+            adapter = getattr(importlib.import_module(adapter_module, __package__), wrapper)
+            return Recognised(adapter(value), framework, wrapper)
+    return None
