@@ -18,6 +18,9 @@ Rules (the session rules are those of :mod:`evalport.server._sessions`):
   (the turn-lost record its successor stored), else 409 ``turn-lost``, never a 200 the
   store does not hold; it is logged and this replica's agent is dropped (rebuilt from
   the store next time).
+- A turn whose outcome could not be stored (the store failed: 503 ``store-unavailable``)
+  was never acknowledged, so it must never be stored later: this replica's agent, which
+  ran it, is dropped too, and the next turn rebuilds the agent from the store.
 - A suspended turn's run is written first and its relay (:class:`~.stores.ApprovalRelay`,
   if the store has one) listens before the lease goes, so approvals relayed by another
   replica find their holder at once.
@@ -294,6 +297,23 @@ class TurnRunner:
         (two for a suspended turn with a relay). ``False``, storing nothing, when the
         lease was lost: this replica's agent is then dropped, the store moved on without it.
         """
+        try:
+            return await self._store_outcome(session_id, live, token, body, key, record)
+        except BaseException:
+            # Not stored, so not acknowledged: the agent's memory holds a turn the store
+            # does not; drop it, and the next turn rebuilds the agent from the store.
+            await self._live.forget(session_id)
+            raise
+
+    async def _store_outcome(
+        self,
+        session_id: str,
+        live: AgentSession,
+        token: str,
+        body: bytes,
+        key: str | None,
+        record: bytes,
+    ) -> bool:
         state = SUSPENDED if live.suspended else IDLE
         ttl = self._limits.session_ttl
         run: bytes | None = body
