@@ -29,8 +29,18 @@ Rules:
   signal and a ``TurnTimeout`` error, pending approvals are dropped, the session is idle
   again and usable, and :class:`TurnTimeout` is raised carrying the run (a caller cancelled
   meanwhile does not cut that short: :meth:`AgentSession.wait` raises it). A sync agent's
-  worker thread cannot be cancelled: it finishes in the background, and new steps, tool
-  executions and events it records after the timeout are discarded.
+  worker thread cannot be cancelled: it finishes in the background, new steps, tool
+  executions and events it records after the timeout are discarded, and the session stays
+  busy (:class:`SessionBusy`) until the thread returns (:mod:`._steps`).
+- An async agent that holds the event loop past the turn's deadline (its timer cannot
+  fire meanwhile) gets the same timeout when it lets go: a turn that ends after its
+  deadline is recorded and raised as timed out, never as completed.
+- Each step of an async turn is told to the session's ``clock``, if it has one (a
+  :class:`~._steps.StepClock`): how a host notices an agent holding the loop.
+- An agent's exception is logged at ERROR with its error id and type; its message and
+  traceback go in that record only with ``log_details=True`` (the default: the caller's
+  trace policy keeps payloads verbatim), else in a DEBUG record of the logger
+  ``evalport.agent.details``, which an operator may switch on.
 - ``tools`` and the ``usage`` total are re-derived from the latest turn's steps whenever
   it completes or suspends (earlier turns never change, so this costs one turn's work).
 - Between turns the run is kept only encoded, as the protocol's ``{"run": ...}`` bytes
@@ -42,7 +52,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from concurrent.futures import Executor
 from typing import Any, Final, NoReturn
 
 import msgspec
@@ -70,9 +81,11 @@ from ._errors import (
     TurnTimeout,
 )
 from ._stamps import error_info
+from ._steps import StepClock, Timed, Worker
 from ._tasks import start_task
 
 logger = logging.getLogger("evalport.agent")
+details_logger = logging.getLogger("evalport.agent.details")
 
 _encode_envelope = msgspec.json.Encoder().encode
 _decode_envelope = msgspec.json.Decoder(RunEnvelope).decode
@@ -106,27 +119,46 @@ class AgentSession:
 
     __slots__ = (
         "_checkpoint",
+        "_clock",
         "_closed",
         "_ctx",
+        "_deadline",
         "_ended",
         "_finished",
         "_futures",
         "_handler",
         "_history",
+        "_log_details",
+        "_overran",
         "_parked",
         "_run",
         "_task",
+        "_timeout",
         "_timer",
         "_timing_out",
         "_usage_before",
+        "_worker",
         "info",
         "state",
     )
 
     def __init__(
-        self, handler: AsyncTurnHandler, info: SessionInfo, run: AgentRun | None = None
+        self,
+        handler: AsyncTurnHandler,
+        info: SessionInfo,
+        run: AgentRun | None = None,
+        *,
+        workers: Executor | None = None,
+        clock: StepClock | None = None,
+        log_details: bool = True,
     ) -> None:
         self._handler = handler
+        self._worker = Worker(workers)
+        self._clock = clock
+        self._log_details = log_details
+        self._deadline: float | None = None
+        self._timeout: float | None = None
+        self._overran = False
         self.info = info
         self._run: AgentRun | None = run
         self._parked = b""
@@ -150,21 +182,27 @@ class AgentSession:
         cls,
         agent: object | Callable[[SessionInfo], Any],
         info: SessionInfo,
+        **options: Any,
     ) -> AgentSession:
-        """Start a session: adapt ``agent`` (any accepted shape) and call its factory."""
+        """Start a session: adapt ``agent`` (any accepted shape) and call its factory
+        (``options``: the keyword arguments of the constructor)."""
         factory = session_factory(agent)
-        return cls(await factory(info), info)
+        return cls(await factory(info), info, **options)
 
     @classmethod
     async def from_factory(
-        cls, factory: Callable[[SessionInfo], Any], info: SessionInfo
+        cls, factory: Callable[[SessionInfo], Any], info: SessionInfo, **options: Any
     ) -> AgentSession:
         """Start a session from a factory already adapted by :func:`session_factory`."""
-        return cls(await factory(info), info)
+        return cls(await factory(info), info, **options)
 
     @classmethod
     async def restore(
-        cls, factory: Callable[[SessionInfo], Any], info: SessionInfo, run: AgentRun
+        cls,
+        factory: Callable[[SessionInfo], Any],
+        info: SessionInfo,
+        run: AgentRun,
+        **options: Any,
     ) -> AgentSession:
         """Rebuild a session another process started, from its accumulated ``run``.
 
@@ -173,7 +211,7 @@ class AgentSession:
         continues that run.
         """
         handler: AsyncTurnHandler = await factory(info)
-        session = cls(handler, info, run)
+        session = cls(handler, info, run, **options)
         session._history = history_of(run)
         await handler.restore(list(session._history), session.snapshot())
         return session
@@ -214,8 +252,8 @@ class AgentSession:
 
     @property
     def busy(self) -> bool:
-        """A turn is running (not suspended)."""
-        return self._task is not None and not self._futures
+        """A turn is running (not suspended), or a timed-out turn's thread still runs."""
+        return (self._task is not None and not self._futures) or self._worker.running
 
     @property
     def suspended(self) -> bool:
@@ -247,11 +285,24 @@ class AgentSession:
             return _raise(SessionSuspended("the session waits for approval decisions"))
         if self._task is not None:
             return _raise(SessionBusy("a turn is already running on this session"))
+        if self._worker.running:
+            return _raise(
+                SessionBusy(
+                    "the previous turn timed out but its sync code still runs in its "
+                    "thread; the session takes a turn once it returns"
+                )
+            )
         self._checkpoint = None
         self._ended = False
         self._timing_out = None
+        self._overran = False
+        self._timeout = timeout
+        loop = asyncio.get_running_loop()
+        self._deadline = None if timeout is None else loop.time() + timeout
         task = start_task(self._turn(message))
         if self._ended:  # (started eagerly, 3.12+: a turn that never waits is over)
+            if self._overran:
+                return _raise(TurnTimeout(timeout or 0.0, self._park()))
             return _ready(self._park())
         self._task = task
         checkpoint = self._checkpoint  # an approval requested at once made one already
@@ -273,6 +324,9 @@ class AgentSession:
             raise DecisionError(missing, unknown)
         results = {call_id: _result_of(decision) for call_id, decision in decisions.items()}
         self._timing_out = None
+        self._timeout = timeout  # each resumption gets the full timeout again
+        loop = asyncio.get_running_loop()
+        self._deadline = None if timeout is None else loop.time() + timeout
         futures, self._futures = self._futures, {}
         self.run.pending_approvals = []
         self.run.status = RunStatus.IN_PROGRESS
@@ -361,6 +415,8 @@ class AgentSession:
                     timer.cancel()
         if outcome == _TIMED_OUT and self._task is not None:
             return await self._timed_out(self._task, timeout or 0.0)
+        if outcome == _DONE and self._overran:
+            raise TurnTimeout(self._timeout or 0.0, self._park())
         if outcome == _SUSPENDED:
             self.run.status = RunStatus.IN_PROGRESS
             self.run.sync_turn(self._usage_before)
@@ -393,17 +449,30 @@ class AgentSession:
         if task.done() and self._task is task:
             self._settled(False)
         if ctx is not None:
-            error = TimeoutError(f"the turn did not finish within {timeout:g} s")
-            info = error_info(error)
-            info.type = "TurnTimeout"
-            ctx.stop_signal = StopSignal(
-                reason=StopReason.TIME_LIMIT, message=str(error), source="runtime"
-            )
             TurnControl(ctx).reopen()
-            self._fail(ctx, info)
+            self._fail_timeout(ctx, timeout)
             TurnControl(ctx).close()
             self.run.sync_turn(self._usage_before)
         return TurnTimeout(timeout, self._park())
+
+    def _fail_timeout(self, ctx: TurnContext, timeout: float) -> None:
+        error = TimeoutError(f"the turn did not finish within {timeout:g} s")
+        info = error_info(error)
+        info.type = "TurnTimeout"
+        ctx.stop_signal = StopSignal(
+            reason=StopReason.TIME_LIMIT, message=str(error), source="runtime"
+        )
+        self._fail(ctx, info)
+
+    def _past_deadline(self, ctx: TurnContext) -> bool:
+        """Whether the turn ends after its deadline (it held the loop, so its timer could
+        not fire): then it is recorded as timed out, whatever it returned."""
+        deadline = self._deadline
+        if deadline is None or asyncio.get_running_loop().time() < deadline:
+            return False
+        self._overran = True
+        self._fail_timeout(ctx, self._timeout or 0.0)
+        return True
 
     def _settled(self, completed: bool) -> None:
         # The turn's task is ending (it runs this last): the session is idle again. A
@@ -447,7 +516,11 @@ class AgentSession:
             ctx = self._begin(message)
             TurnControl(ctx).activate()
             try:
-                reply = await self._handler.turn(message, ctx)
+                turn = self._handler.turn(message, ctx, self._worker)
+                replying: Awaitable[str] = turn
+                if self._clock is not None:
+                    replying = Timed(turn, self._clock, self.info.session_id, ctx.turn)
+                reply = await replying
             except asyncio.CancelledError as cancelled:
                 task = asyncio.current_task()
                 if task is not None and task.cancelling():  # the turn itself was cancelled
@@ -455,11 +528,14 @@ class AgentSession:
                     raise
                 # The agent let a CancelledError of its own (an awaited task someone else
                 # cancelled) escape: agent behaviour, recorded as a failure like any error.
-                self._fail(ctx, self._agent_error(ctx, cancelled))
+                if not self._past_deadline(ctx):
+                    self._fail(ctx, self._agent_error(ctx, cancelled))
             except Exception as error:  # agent behaviour, not a transport failure
-                self._fail(ctx, self._agent_error(ctx, error))
+                if not self._past_deadline(ctx):
+                    self._fail(ctx, self._agent_error(ctx, error))
             else:
-                self._complete(ctx, message, reply)
+                if not self._past_deadline(ctx):
+                    self._complete(ctx, message, reply)
             TurnControl(ctx).close()
             completed = True
         except BaseException:
@@ -472,15 +548,19 @@ class AgentSession:
         """The error record of an exception the agent raised, logged with its id."""
         info = error_info(error)
         info.error_id = str(uuid.uuid4())
+        where = (info.error_id, self.info.session_id, ctx.turn, info.type)
+        if self._log_details:
+            logger.error(
+                "agent error %s in session %s turn %d: %s: %s", *where, info.message,
+                exc_info=error,
+            )  # fmt: skip
+            return info
         logger.error(
-            "agent error %s in session %s turn %d: %s: %s",
-            info.error_id,
-            self.info.session_id,
-            ctx.turn,
-            info.type,
-            info.message,
-            exc_info=error,
+            "agent error %s in session %s turn %d: %s (message and traceback withheld by "
+            "the trace policy; DEBUG on logger evalport.agent.details shows them)",
+            *where,
         )
+        details_logger.debug("agent error %s: %s", info.error_id, info.message, exc_info=error)
         return info
 
     def _complete(self, ctx: TurnContext, message: str, reply: str) -> None:
