@@ -45,10 +45,14 @@ def test_a_refund_is_refused_the_second_time_on_any_replica(redis_server: RedisS
         assert "Shall I refund it" in say(on_a, session, "refund A1050")
         assert say(on_a, session, "yes").startswith("Done: I refunded 24.50 on order A1050")
         # The session goes on on B, which never saw it: B rebuilds the agent's state.
-        assert say(on_b, session, "refund A1050") == "Order A1050 has already been refunded in full."
+        assert (
+            say(on_b, session, "refund A1050") == "Order A1050 has already been refunded in full."
+        )
         assert "yes" not in say(on_b, session, "yes")  # nothing proposed: no refund
         # And back on A, whose live agent is behind the store now.
-        assert say(on_a, session, "refund A1050") == "Order A1050 has already been refunded in full."
+        assert (
+            say(on_a, session, "refund A1050") == "Order A1050 has already been refunded in full."
+        )
 
         # A proposal made on A is carried out on B, once.
         other = on_a.post("/evals/sessions", json={}).json()["sessionId"]
