@@ -23,7 +23,7 @@ Rules:
 - A turn's run status: ``completed``, ``stopped`` (the agent gave a stop signal),
   ``failed`` (the agent raised: the error's type and message are recorded, with an error
   id that is also logged, never a traceback), ``in_progress`` while suspended (with
-  ``pendingApprovals``).
+  ``pendingApprovals``); :mod:`._outcomes` writes them.
 - Timeout (``timeout=`` seconds of agent time; time spent suspended does not count): the
   turn's task is cancelled, the turn is recorded as ``failed`` with a ``time_limit`` stop
   signal and a ``TurnTimeout`` error, pending approvals are dropped, the session is idle
@@ -37,10 +37,9 @@ Rules:
   deadline is recorded and raised as timed out, never as completed.
 - Each step of an async turn is told to the session's ``clock``, if it has one (a
   :class:`~._steps.StepClock`): how a host notices an agent holding the loop.
-- An agent's exception is logged at ERROR with its error id and type; its message and
-  traceback go in that record only with ``log_details=True`` (the default: the caller's
-  trace policy keeps payloads verbatim), else in a DEBUG record of the logger
-  ``evalport.agent.details``, which an operator may switch on.
+- An agent's exception is logged as :mod:`._outcomes` says: its message and traceback
+  only with ``log_details=True`` (the default: the caller's trace policy keeps payloads
+  verbatim).
 - ``tools`` and the ``usage`` total are re-derived from the latest turn's steps whenever
   it completes or suspends (earlier turns never change, so this costs one turn's work).
 - Between turns the run is kept only encoded, as the protocol's ``{"run": ...}`` bytes
@@ -50,7 +49,6 @@ Rules:
 from __future__ import annotations
 
 import asyncio
-import logging
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from concurrent.futures import Executor
@@ -61,12 +59,9 @@ import msgspec
 from .._messages import ApprovalDecision, RunEnvelope
 from .._models import (
     AgentRun,
-    ErrorInfo,
     Message,
     PendingApproval,
     RunStatus,
-    StopReason,
-    StopSignal,
     Usage,
 )
 from ._agent import AsyncTurnHandler, SessionInfo, history_of, session_factory
@@ -80,12 +75,9 @@ from ._errors import (
     SessionSuspended,
     TurnTimeout,
 )
-from ._stamps import error_info
+from ._outcomes import agent_error, complete, fail, fail_timeout
 from ._steps import StepClock, Timed, Worker
 from ._tasks import start_task
-
-logger = logging.getLogger("evalport.agent")
-details_logger = logging.getLogger("evalport.agent.details")
 
 _encode_envelope = msgspec.json.Encoder().encode
 _decode_envelope = msgspec.json.Decoder(RunEnvelope).decode
@@ -450,19 +442,14 @@ class AgentSession:
             self._settled(False)
         if ctx is not None:
             TurnControl(ctx).reopen()
-            self._fail_timeout(ctx, timeout)
+            fail_timeout(ctx, self._history, timeout, self._usage_before)
             TurnControl(ctx).close()
             self.run.sync_turn(self._usage_before)
         return TurnTimeout(timeout, self._park())
 
-    def _fail_timeout(self, ctx: TurnContext, timeout: float) -> None:
-        error = TimeoutError(f"the turn did not finish within {timeout:g} s")
-        info = error_info(error)
-        info.type = "TurnTimeout"
-        ctx.stop_signal = StopSignal(
-            reason=StopReason.TIME_LIMIT, message=str(error), source="runtime"
-        )
-        self._fail(ctx, info)
+    def _fail(self, ctx: TurnContext, error: BaseException) -> None:
+        info = agent_error(ctx, self.info.session_id, error, log_details=self._log_details)
+        fail(ctx, self._history, info, self._usage_before)
 
     def _past_deadline(self, ctx: TurnContext) -> bool:
         """Whether the turn ends after its deadline (it held the loop, so its timer could
@@ -471,7 +458,7 @@ class AgentSession:
         if deadline is None or asyncio.get_running_loop().time() < deadline:
             return False
         self._overran = True
-        self._fail_timeout(ctx, self._timeout or 0.0)
+        fail_timeout(ctx, self._history, self._timeout or 0.0, self._usage_before)
         return True
 
     def _settled(self, completed: bool) -> None:
@@ -529,13 +516,13 @@ class AgentSession:
                 # The agent let a CancelledError of its own (an awaited task someone else
                 # cancelled) escape: agent behaviour, recorded as a failure like any error.
                 if not self._past_deadline(ctx):
-                    self._fail(ctx, self._agent_error(ctx, cancelled))
+                    self._fail(ctx, cancelled)
             except Exception as error:  # agent behaviour, not a transport failure
                 if not self._past_deadline(ctx):
-                    self._fail(ctx, self._agent_error(ctx, error))
+                    self._fail(ctx, error)
             else:
                 if not self._past_deadline(ctx):
-                    self._complete(ctx, message, reply)
+                    complete(ctx, self._history, reply, self._usage_before)
             TurnControl(ctx).close()
             completed = True
         except BaseException:
@@ -543,53 +530,6 @@ class AgentSession:
             raise
         finally:
             self._settled(completed)
-
-    def _agent_error(self, ctx: TurnContext, error: BaseException) -> ErrorInfo:
-        """The error record of an exception the agent raised, logged with its id."""
-        info = error_info(error)
-        info.error_id = str(uuid.uuid4())
-        where = (info.error_id, self.info.session_id, ctx.turn, info.type)
-        if self._log_details:
-            logger.error(
-                "agent error %s in session %s turn %d: %s: %s", *where, info.message,
-                exc_info=error,
-            )  # fmt: skip
-            return info
-        logger.error(
-            "agent error %s in session %s turn %d: %s (message and traceback withheld by "
-            "the trace policy; DEBUG on logger evalport.agent.details shows them)",
-            *where,
-        )
-        details_logger.debug("agent error %s: %s", info.error_id, info.message, exc_info=error)
-        return info
-
-    def _complete(self, ctx: TurnContext, message: str, reply: str) -> None:
-        run = ctx.run
-        TurnControl(ctx).final_step(reply)
-        run.reply = reply
-        run.stop_signal = ctx.stop_signal or StopSignal(
-            reason=StopReason.COMPLETED, source="runtime"
-        )
-        run.status = RunStatus.STOPPED if ctx.stop_signal is not None else RunStatus.COMPLETED
-        self._history.append(Message(role="user", content=message))
-        self._history.append(Message(role="assistant", content=reply))
-        run.sync_turn(self._usage_before)
-
-    def _fail(self, ctx: TurnContext, info: Any) -> None:
-        run = ctx.run
-        if ctx.stop_signal is None:
-            ctx.stop_signal = StopSignal(
-                reason=StopReason.ERROR, message=str(info.message), source="runtime"
-            )
-        TurnControl(ctx).error_step(info)
-        run.reply = ""
-        run.status = RunStatus.FAILED
-        run.stop_signal = ctx.stop_signal
-        run.error_details.append(info)
-        text = f"{info.type}: {info.message}"
-        run.errors = f"{run.errors}\n{text}" if run.errors else text
-        self._history.append(Message(role="user", content=ctx.message))
-        run.sync_turn(self._usage_before)
 
 
 async def _raise(error: Exception) -> AgentRun:
