@@ -16,6 +16,15 @@ What it does, turn by turn (state carries across turns of a session):
 Every session sees the order database as it was seeded and copies an order before it
 changes it, so refunds in one evaluation never leak into another.
 
+Served by several replicas over a shared store, a session may continue on a replica
+that has not seen it: ``restore(history, run)`` rebuilds the conversation's state there
+from the session's messages and events (refunds done, the order under discussion, a
+refund waiting for its yes), so a refund is refused the second time on any replica.
+
+Its patterns run in linear time, whatever the message: a pattern that backtracks
+(an address pattern tried at every offset of a long word) would hold the event loop for
+seconds on one large message, and every other session of the server with it.
+
 It records what an LLM-backed agent would cost, deterministically: the run's llm profile
 names the ``rules`` driver and model ``support-rules-1``, and every model step carries a
 usage estimated at one token per four characters (at least one) of what the step reads
@@ -33,7 +42,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from evalport.protocol import Usage
+from evalport.protocol import AgentRun, Message, Usage
 from evalport.protocol.runtime import ApprovalRejected, SessionInfo, TurnContext, tool
 
 __all__ = ["MODEL", "ORDERS", "REFUND_LIMIT", "SYSTEM_PROMPT", "SupportAgent", "agent", "tokens"]
@@ -86,8 +95,11 @@ ORDERS: Final = {
 }
 
 _ORDER_ID = re.compile(r"#?\b([A-Z]\d{4}|\d{3,6})\b", re.IGNORECASE)
-_EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+")
+# A match starts only where a run of address characters starts (the lookbehind), so a
+# long word without "@" is scanned once, not once per offset.
+_EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+\.[\w.]+")
 _YES = re.compile(r"^\s*(yes|yep|sure|ok(ay)?|please do|go ahead|do it)\b", re.IGNORECASE)
+_REFUNDED: Final = "Done: I refunded"
 _NO = re.compile(r"^\s*(no|nope|don't|do not|cancel that)\b", re.IGNORECASE)
 
 
@@ -102,6 +114,36 @@ class SupportAgent:
         self.orders = dict(ORDERS)  # shared rows, copied on first write (see _own)
         self.current_order: str | None = None
         self.proposed_refund: tuple[str, float] | None = None
+
+    def restore(self, history: list[Message], run: AgentRun) -> None:
+        """Rebuild this conversation's state from the session so far (another replica
+        ran its earlier turns): replay each turn's effect on the state, as ``_reply``
+        made it, from the user's messages, the agent's replies and its events."""
+        proposals = {e.turn: e.data for e in run.events if e.name == "refund.proposed"}
+        turn = 0
+        for index, message in enumerate(history):
+            if message.role != "user":
+                continue
+            turn += 1
+            text = str(message.content or "").strip()
+            following = history[index + 1] if index + 1 < len(history) else None
+            reply = (
+                str(following.content or "") if following and following.role == "assistant" else ""
+            )
+            if self.proposed_refund is not None and (_YES.match(text) or _NO.match(text)):
+                order_id, amount = self.proposed_refund
+                self.proposed_refund = None
+                if _YES.match(text) and reply.startswith(_REFUNDED):
+                    order = self._own(order_id)
+                    order.refunded += amount
+                    order.history.append(f"refunded {amount:.2f}: customer request")
+                continue
+            order_id = self._mentioned_order(text)
+            if order_id is not None:
+                self.current_order = order_id
+            proposed = proposals.get(turn)
+            if isinstance(proposed, dict):
+                self.proposed_refund = (str(proposed["order_id"]), float(proposed["amount"]))
 
     # -- tools (recorded in the run by @tool) ------------------------------------------------
 
@@ -258,7 +300,7 @@ class SupportAgent:
             return f"I'm sorry, I cannot refund order {order_id}{why}"
         except (LookupError, ValueError) as error:
             return f"I'm sorry, I cannot refund order {order_id}: {error}"
-        return f"Done: I refunded {amount:.2f} on order {order_id}. It reaches your account in 3-5 days."
+        return f"{_REFUNDED} {amount:.2f} on order {order_id}. It reaches your account in 3-5 days."
 
 
 agent = SupportAgent

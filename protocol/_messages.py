@@ -117,13 +117,25 @@ class AgentInfo(_Response):
     version: str = "0"
 
 
+class LoopHold(_Response):
+    """The longest time a turn held the server's event loop (evalport addition): while it
+    did, the server answered nothing else. ``seconds`` is how long, ``at`` when it ended."""
+
+    session_id: str
+    turn: int
+    seconds: float
+    at: str
+
+
 class Health(_Response):
-    """``GET /health``."""
+    """``GET /health``. ``loopHeld`` (evalport addition) is absent until a turn holds the
+    server's event loop longer than the server tolerates."""
 
     status: str = "ok"
     protocol: str = "1"
     agent: AgentInfo = msgspec.field(default_factory=AgentInfo)
     capabilities: list[str] = msgspec.field(default_factory=list)
+    loop_held: LoopHold | msgspec.UnsetType = msgspec.UNSET
 
 
 class CreateSessionResponse(_Response):

@@ -48,6 +48,7 @@ class ProblemType:
     NOT_SUSPENDED = _BASE + "not-suspended"  # 409: decisions posted with none pending
     TURN_LOST = _BASE + "turn-lost"  # 409: a key's first attempt died without an outcome
     PAYLOAD_TOO_LARGE = _BASE + "payload-too-large"  # 413
+    RUN_TOO_LARGE = _BASE + "run-too-large"  # 413: the session's run is at its size limit
     UNSUPPORTED_MEDIA_TYPE = _BASE + "unsupported-media-type"  # 415
     INVALID_BODY = _BASE + "invalid-body"  # 422
     IDEMPOTENCY_MISMATCH = _BASE + "idempotency-key-reused"  # 422
@@ -70,6 +71,7 @@ class ProblemType:
         NOT_SUSPENDED: 409,
         TURN_LOST: 409,
         PAYLOAD_TOO_LARGE: 413,
+        RUN_TOO_LARGE: 413,
         UNSUPPORTED_MEDIA_TYPE: 415,
         INVALID_BODY: 422,
         IDEMPOTENCY_MISMATCH: 422,

@@ -21,6 +21,11 @@ Rules:
   :func:`~evalport.server.stores.open_store` (``"memory"``, ``"redis://host:6379/0"``).
 - :meth:`EvalAdapter.drain` before a shutdown: new sessions, new turns and ``/health``
   answer 503 ``draining``; work in flight and suspended turns can still finish.
+- ``/health`` shows ``loopHeld`` once a turn held the event loop too long
+  (:mod:`evalport.server._watchdog`).
+- Logs follow the trace policy: an agent's error message and traceback appear in them
+  only when runs are verbatim (no ``policy``, or a verbatim one); otherwise the error id
+  and type, and the rest at DEBUG on ``evalport.agent.details``.
 - Auth (``token``) is required unless ``token=None`` says the host authenticates.
   ``/health`` needs the token too unless ``public_health=True``.
 - Tool faults (``CreateSessionRequest.faults``, :mod:`evalport.protocol.runtime._faults`) are off
@@ -34,6 +39,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Final, NamedTuple, TypeVar
 
+import msgspec
 from evalport.protocol import (
     PROBLEM_CONTENT_TYPE,
     PROTOCOL_VERSION,
@@ -57,7 +63,7 @@ from starlette.types import Receive, Scope, Send
 from ._auth import BearerAuth
 from ._limits import Limits
 from ._problems import HTTPProblem
-from ._records import Outcome, RunPolicy
+from ._records import Outcome, RunPolicy, log_details
 from ._sessions import SessionManager
 from ._standalone import ProtocolApp, internal_problem, request_path, safe_instance
 from .stores import SessionStore, open_store
@@ -127,6 +133,8 @@ class EvalAdapter:
         self._approvals = approvals
         self._faults = faults
         self._draining = False
+        self.log_details = log_details(policy)
+        """Whether the logs may quote agents' error texts (see :func:`~._records.log_details`)."""
         identity = agent_identity(agent, name, version)
         capabilities = ["attach", "delete", "idempotency"]
         if approvals:
@@ -135,14 +143,13 @@ class EvalAdapter:
             capabilities.append("redaction")
         if faults:
             capabilities.append("faults")
-        self._health = encode(
-            Health(
-                status="ok",
-                protocol=PROTOCOL_VERSION,
-                agent=AgentInfo(name=identity.name, version=identity.version),
-                capabilities=capabilities,
-            )
+        self._health_of = Health(
+            status="ok",
+            protocol=PROTOCOL_VERSION,
+            agent=AgentInfo(name=identity.name, version=identity.version),
+            capabilities=capabilities,
         )
+        self._health = encode(self._health_of)
 
     # -- assembly --------------------------------------------------------------------------------
 
@@ -253,7 +260,11 @@ class EvalAdapter:
     # -- endpoints ---------------------------------------------------------------------------------
 
     async def _health_endpoint(self, scope: Scope, receive: Receive, headers: _Headers) -> Answer:
-        return Response(self._health, media_type=_JSON)
+        held = self.sessions.watchdog.longest
+        if held is None:
+            return Response(self._health, media_type=_JSON)
+        health = msgspec.structs.replace(self._health_of, loop_held=held)
+        return Response(encode(health), media_type=_JSON)
 
     async def _create(self, scope: Scope, receive: Receive, headers: _Headers) -> Answer:
         body = await self._body(receive, headers)
@@ -339,7 +350,7 @@ class _Endpoint:
         except HTTPProblem as problem:
             answer = problem.response(safe_instance(scope))
         except Exception:
-            answer = internal_problem(scope)
+            answer = internal_problem(scope, details=self._adapter.log_details)
         if isinstance(answer, Outcome):
             body = answer.body
             await send(

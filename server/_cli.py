@@ -20,6 +20,9 @@ Rules:
 - Binds ``127.0.0.1`` by default. On SIGTERM or Ctrl-C it drains the adapter (new sessions
   and turns get 503 ``draining``), stops accepting connections and lets turns in flight
   finish (up to the turn timeout) before it exits.
+- Every setting is checked before anything starts: numbers finite and in range (times
+  above 0 and at most a year; ``--turn-timeout 0`` means no timeout), ``--port`` 1-65535.
+  A bad one ends the command with exit 2 and one line naming the option.
 - Exit codes: 2 for a usage or start-up error; after a graceful shutdown on a signal the
   process ends with that signal's status (uvicorn re-raises it), else 0.
 """
@@ -98,6 +101,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f" (Redis): how soon a dead replica frees its sessions (default {_DEFAULTS.lease_ttl:g})",
     )
     parser.add_argument(
+        "--turn-threads",
+        type=int,
+        default=_DEFAULTS.turn_threads,
+        help="worker threads for sync turns, one per session at most"
+        f" (default {_DEFAULTS.turn_threads})",
+    )
+    parser.add_argument(
+        "--max-run-bytes",
+        type=int,
+        default=_DEFAULTS.max_run_bytes,
+        help="largest accumulated run of a session; further turns get 413 run-too-large"
+        f" (default {_DEFAULTS.max_run_bytes})",
+    )
+    parser.add_argument(
         "--store",
         default="memory",
         metavar="URL",
@@ -140,6 +157,35 @@ class DrainingServer(uvicorn.Server):
         super().handle_exit(sig, frame)
 
 
+_OPTIONS: Final = {  # Limits field -> the option that sets it
+    "max_body_bytes": "--max-body-bytes",
+    "turn_timeout": "--turn-timeout",
+    "session_ttl": "--session-ttl",
+    "max_sessions": "--max-sessions",
+    "lease_ttl": "--lease-ttl",
+    "turn_threads": "--turn-threads",
+    "max_run_bytes": "--max-run-bytes",
+}
+
+
+def limits_from(args: argparse.Namespace) -> Limits:
+    """The adapter's limits from the options; ``ValueError`` names the bad option."""
+    timeout: float | None = args.turn_timeout
+    if timeout == 0:
+        timeout = None
+    elif timeout is not None and timeout < 0:
+        raise ValueError(f"--turn-timeout must be above 0 (or 0 for none), not {timeout!r}")
+    values = {field: getattr(args, field) for field in _OPTIONS}
+    values["turn_timeout"] = timeout
+    try:
+        return Limits(**values)
+    except ValueError as error:
+        text = str(error)
+        field = text.split(" ", 1)[0]
+        option = _OPTIONS.get(field)
+        raise ValueError(text.replace(field, option, 1) if option else text) from None
+
+
 def _fail(message: str) -> int:
     print(f"evalport serve: {message}", file=sys.stderr)
     return 2
@@ -155,14 +201,13 @@ def main(args: argparse.Namespace) -> int:
         )
     if token is None and not is_loopback(args.host):
         return _fail(f"--insecure-no-auth is refused on {args.host}: bind a loopback address")
+    if not 1 <= args.port <= 65535:
+        return _fail(f"--port must be 1-65535, not {args.port}")
     try:
-        limits = Limits(
-            max_body_bytes=args.max_body_bytes,
-            turn_timeout=args.turn_timeout if args.turn_timeout > 0 else None,
-            session_ttl=args.session_ttl,
-            max_sessions=args.max_sessions,
-            lease_ttl=args.lease_ttl,
-        )
+        limits = limits_from(args)
+    except ValueError as error:
+        return _fail(str(error))
+    try:
         target = load_target(args.target)
 
         def build(agent: object) -> EvalAdapter:

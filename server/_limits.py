@@ -12,11 +12,24 @@ Rules:
   ``lease_ttl`` and the replica running the turn renews it every third of that, so a
   replica that dies mid-turn frees its session within ``lease_ttl``; with any other
   store it lasts :attr:`Limits.lease_seconds` (the turn timeout + 5 s).
+- Every number is finite; times are at most :data:`MAX_SECONDS` (a year): a value past
+  that is a typo, and a clock or a store would overflow on it.
+- ``turn_threads`` sync turns run at once in the adapter's worker pool (more wait for a
+  thread, their timeout running). A sync turn that timed out keeps its thread and its
+  session busy until its code returns, so one session never holds more than one thread.
+- ``max_run_bytes`` caps a session's accumulated run as stored: a turn on a session whose
+  run, with the new message, would pass it is refused (413 ``run-too-large``) before the
+  agent runs; a run may pass it by what its last accepted turn added.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import Final
+
+MAX_SECONDS: Final = 365 * 24 * 3600.0
+"""The longest time any limit may name (one year)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,22 +52,45 @@ class Limits:
     """A turn's lease between renewals, with a store that renews leases (Redis): a
     replica that dies mid-turn blocks its session this long at most. A turn that blocks
     the event loop for longer (no renewal can run) may lose its lease to another turn."""
+    turn_threads: int = 16
+    """Worker threads for sync turns (each session uses one at most)."""
+    max_run_bytes: int = 16 * 1_048_576
+    """Largest accumulated run of a session (413 ``run-too-large`` for further turns)."""
 
     def __post_init__(self) -> None:
+        for name in (
+            "max_body_bytes",
+            "max_sessions",
+            "retry_after",
+            "idempotency_keys",
+            "turn_threads",
+            "max_run_bytes",
+        ):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"{name} must be a whole number, not {value!r}")
+        for name in ("turn_timeout", "session_ttl", "lease_ttl"):
+            value = getattr(self, name)
+            if value is None and name == "turn_timeout":
+                continue
+            if not (isinstance(value, int | float) and math.isfinite(value)):
+                raise ValueError(f"{name} must be a finite number of seconds, not {value!r}")
+            if not 0 < value <= MAX_SECONDS:
+                raise ValueError(
+                    f"{name} must be above 0 and at most {MAX_SECONDS:.0f} seconds (a year), not {value!r}"
+                )
         if self.max_body_bytes < 64:
             raise ValueError(f"max_body_bytes must be at least 64, not {self.max_body_bytes}")
-        if self.turn_timeout is not None and self.turn_timeout <= 0:
-            raise ValueError(f"turn_timeout must be positive or None, not {self.turn_timeout}")
-        if self.session_ttl <= 0:
-            raise ValueError(f"session_ttl must be positive, not {self.session_ttl}")
         if self.max_sessions < 1:
             raise ValueError(f"max_sessions must be at least 1, not {self.max_sessions}")
         if self.retry_after < 0:
             raise ValueError(f"retry_after must not be negative, not {self.retry_after}")
         if self.idempotency_keys < 1:
             raise ValueError(f"idempotency_keys must be at least 1, not {self.idempotency_keys}")
-        if not self.lease_ttl > 0:
-            raise ValueError(f"lease_ttl must be positive, not {self.lease_ttl}")
+        if self.turn_threads < 1:
+            raise ValueError(f"turn_threads must be at least 1, not {self.turn_threads}")
+        if self.max_run_bytes < 1024:
+            raise ValueError(f"max_run_bytes must be at least 1024, not {self.max_run_bytes}")
 
     @property
     def lease_seconds(self) -> float:

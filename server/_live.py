@@ -33,15 +33,18 @@ from .stores import ApprovalRelay, SessionStore, StoredSession, StoreUnavailable
 
 class LiveSessions:
     """Live agents by session id, over ``store`` (``factory``: the adapted session factory;
-    ``relay``: the store's approvals relay, if it has one)."""
+    ``relay``: the store's approvals relay, if it has one; ``options``: the keyword
+    arguments of every :class:`AgentSession` made here)."""
 
     def __init__(
         self,
         factory: Callable[[SessionInfo], Any],
         store: SessionStore,
         relay: ApprovalRelay | None,
+        **options: Any,
     ) -> None:
         self._factory = factory
+        self._options = options  # every AgentSession's keyword arguments
         self._store = store
         self._relay = relay
         self._agents: dict[str, AgentSession] = {}
@@ -59,7 +62,7 @@ class LiveSessions:
 
     async def open(self, info: SessionInfo) -> AgentSession:
         """A new session's agent (not yet live: :meth:`adopt` it once stored)."""
-        return await AgentSession.from_factory(self._factory, info)
+        return await AgentSession.from_factory(self._factory, info, **self._options)
 
     def adopt(self, session_id: str, live: AgentSession, stored_run: bytes) -> None:
         """``live`` is the session's agent, and ``stored_run`` what the store holds."""
@@ -97,6 +100,6 @@ class LiveSessions:
         meta = decode_meta.decode(stored.meta)
         info = session_info(session_id, meta)
         run = decode_envelope.decode(stored.run).run
-        live = await AgentSession.restore(self._factory, info, run)
+        live = await AgentSession.restore(self._factory, info, run, **self._options)
         self.adopt(session_id, live, stored.run)
         return live

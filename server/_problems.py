@@ -30,6 +30,7 @@ TITLES: Final[dict[str, str]] = {
     ProblemType.NOT_SUSPENDED: "Not suspended",
     ProblemType.TURN_LOST: "Turn lost",
     ProblemType.PAYLOAD_TOO_LARGE: "Payload too large",
+    ProblemType.RUN_TOO_LARGE: "Run too large",
     ProblemType.UNSUPPORTED_MEDIA_TYPE: "Unsupported media type",
     ProblemType.INVALID_BODY: "Invalid body",
     ProblemType.IDEMPOTENCY_MISMATCH: "Idempotency key reused",

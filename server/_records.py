@@ -48,6 +48,13 @@ class RunPolicy(Protocol):
     def apply(self, run: AgentRun) -> AgentRun: ...
 
 
+def log_details(policy: RunPolicy | None) -> bool:
+    """Whether logs may carry an agent's error messages and tracebacks: only when the
+    adapter's runs are verbatim (no policy, or a verbatim one); else logs hold the error
+    id and type, and the rest only at DEBUG on ``evalport.agent.details``."""
+    return policy is None or getattr(policy, "verbatim_payloads", False) is True
+
+
 def run_body(
     policy: RunPolicy | None, live: AgentSession | None, run: AgentRun | None = None
 ) -> bytes:

@@ -29,6 +29,11 @@ Rules:
   the turn runner (:class:`~._turns.TurnRunner`, which owns the same-key waiter), the
   leases and their keepers (:class:`~._leases.Leases`) and the jobs that outlive their
   request (:class:`~._jobs.Jobs`).
+- Sync turns run in the manager's own worker pool (``Limits.turn_threads`` threads): a
+  timed-out sync turn keeps its session busy (409 ``session-busy``) until its thread
+  returns, so a session holds one thread at most and stuck sessions cannot take more
+  threads than there are sessions stuck. Async turns are timed by the
+  :mod:`event-loop watchdog <._watchdog>`.
 - Expired sessions are purged lazily (at most once a second, on any request) and their
   live agents closed; no background task, so nothing depends on the host's lifespan.
 """
@@ -38,6 +43,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Final
 
@@ -57,12 +63,14 @@ from ._records import (
     decision_problem,
     encode_meta,
     iso,
+    log_details,
     new_session_id,
     not_found,
     session_info,
 )
 from ._relaying import answer_relayed, forward_decisions
 from ._turns import TurnRunner
+from ._watchdog import Watchdog
 from .stores import ApprovalRelay, Lease, MemoryStore, SessionStore, StoreUnavailable
 
 _SWEEP_EVERY: Final = 1.0
@@ -86,7 +94,16 @@ class SessionManager:
         self._wall_clock = wall_clock
         self.jobs = Jobs()
         self.leases = Leases(self.store, limits, self.jobs)
-        self.live = LiveSessions(session_factory(agent), self.store, self._relay)
+        self.watchdog = Watchdog()
+        self.workers = ThreadPoolExecutor(limits.turn_threads, thread_name_prefix="evalport-turn")
+        self.live = LiveSessions(
+            session_factory(agent),
+            self.store,
+            self._relay,
+            workers=self.workers,
+            clock=self.watchdog,
+            log_details=log_details(policy),
+        )
         self.turns = TurnRunner(
             self.store,
             limits,
@@ -185,6 +202,7 @@ class SessionManager:
         await self.jobs.wait(timeout=1.0)
         for session_id in self.live.ids():
             await self.live.forget(session_id)
+        self.workers.shutdown(wait=False, cancel_futures=True)
         await self.store.aclose()
 
     # -- turns ----------------------------------------------------------------------------------

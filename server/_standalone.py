@@ -32,6 +32,7 @@ Rules:
 from __future__ import annotations
 
 import logging
+import sys
 import uuid
 from typing import Final
 
@@ -43,6 +44,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from ._problems import problem_response
 
 logger = logging.getLogger("evalport.server")
+details_logger = logging.getLogger("evalport.agent.details")
 
 _SESSIONS: Final = "/evals/sessions"
 
@@ -131,10 +133,22 @@ def safe_instance(scope: Scope) -> str | None:
         return path if isinstance(path, str) else None
 
 
-def internal_problem(scope: Scope) -> Response:
-    """The 500 ``internal`` problem for the exception being handled, logged with an error id."""
+def internal_problem(scope: Scope, *, details: bool = True) -> Response:
+    """The 500 ``internal`` problem for the exception being handled, logged with an error
+    id and the exception's type; its message and traceback too if ``details`` (the
+    adapter's trace policy is verbatim), else at DEBUG on ``evalport.agent.details``."""
     error_id = str(uuid.uuid4())
-    logger.exception("internal error %s on %s %s", error_id, scope.get("method"), scope.get("path"))
+    method, path = scope.get("method"), scope.get("path")
+    if details:
+        logger.exception("internal error %s on %s %s", error_id, method, path)
+    else:
+        kind = type(sys.exc_info()[1]).__name__
+        logger.error(
+            "internal error %s on %s %s: %s (message and traceback withheld by the trace "
+            "policy; DEBUG on logger evalport.agent.details shows them)",
+            error_id, method, path, kind,
+        )  # fmt: skip
+        details_logger.debug("internal error %s", error_id, exc_info=True)
     return problem_response(
         ProblemType.INTERNAL,
         f"The server failed unexpectedly (error id {error_id}).",

@@ -7,6 +7,8 @@ Rules (the session rules are those of :mod:`evalport.server._sessions`):
   ``finish_turn`` writes the new run and the key's record and releases the lease.
 - A repeat of a key whose turn runs in this process waits for that turn's outcome; one
   whose turn runs on another replica waits in :mod:`._keywaits`.
+- A session's run has a size limit (``Limits.max_run_bytes``): a turn whose message would
+  take the run past it is refused with 413 ``run-too-large`` before the agent runs.
 - Once the lease is taken, the rest is a job (:mod:`._jobs`) that the request only
   watches: drive the agent's step to its outcome (the accumulated run: 200; a timed-out
   turn: 504 ``turn-timeout``, whose run is stored too; or a problem that stores
@@ -18,6 +20,9 @@ Rules (the session rules are those of :mod:`evalport.server._sessions`):
   (the turn-lost record its successor stored), else 409 ``turn-lost``, never a 200 the
   store does not hold; it is logged and this replica's agent is dropped (rebuilt from
   the store next time).
+- A turn whose outcome could not be stored (the store failed: 503 ``store-unavailable``)
+  was never acknowledged, so it must never be stored later: this replica's agent, which
+  ran it, is dropped too, and the next turn rebuilds the agent from the store.
 - A suspended turn's run is written first and its relay (:class:`~.stores.ApprovalRelay`,
   if the store has one) listens before the lease goes, so approvals relayed by another
   replica find their holder at once.
@@ -137,6 +142,7 @@ class TurnRunner:
         keeper = self._leases.keep(session_id, token)
         try:
             live = await self._live.current(session_id, start.session)
+            self._check_size(live, message)
         except BaseException:
             if keeper is not None:
                 keeper.stop()
@@ -163,6 +169,16 @@ class TurnRunner:
         keeper = self._leases.keep(session_id, token)
         job = self._jobs.start(self._decide_job(session_id, live, decisions, token, keeper))
         return await asyncio.shield(job)
+
+    def _check_size(self, live: AgentSession, message: str) -> None:
+        """413 ``run-too-large`` if the session's run with ``message`` would pass the limit."""
+        limit = self._limits.max_run_bytes
+        if len(live.run_envelope) + len(message.encode()) > limit:
+            raise HTTPProblem(
+                ProblemType.RUN_TOO_LARGE,
+                "This session's run would pass the server's run size limit (max_run_bytes, "
+                f"serve --max-run-bytes) of {limit} bytes; start a new session.",
+            )
 
     def body(self, live: AgentSession | None, run: AgentRun | None = None) -> bytes:
         """The response body of a session's run (see :func:`~._records.run_body`)."""
@@ -294,6 +310,23 @@ class TurnRunner:
         (two for a suspended turn with a relay). ``False``, storing nothing, when the
         lease was lost: this replica's agent is then dropped, the store moved on without it.
         """
+        try:
+            return await self._store_outcome(session_id, live, token, body, key, record)
+        except BaseException:
+            # Not stored, so not acknowledged: the agent's memory holds a turn the store
+            # does not; drop it, and the next turn rebuilds the agent from the store.
+            await self._live.forget(session_id)
+            raise
+
+    async def _store_outcome(
+        self,
+        session_id: str,
+        live: AgentSession,
+        token: str,
+        body: bytes,
+        key: str | None,
+        record: bytes,
+    ) -> bool:
         state = SUSPENDED if live.suspended else IDLE
         ttl = self._limits.session_ttl
         run: bytes | None = body

@@ -17,7 +17,11 @@ factory, three a turn function. :func:`as_factory` and :func:`as_turn_function` 
 callable explicitly when its signature says neither.
 
 Sync code runs in a worker thread, so it never blocks the event loop; the turn context
-is current there too. A reply must be a ``str`` (``None`` counts as ``""``).
+is current there too. An async agent runs on the event loop itself: it must never block
+it (no ``time.sleep``, no blocking I/O, no long computation between two awaits), or every
+other session of the process waits with it. CPU-bound work belongs in a sync agent, or
+in ``await asyncio.to_thread(work, ...)`` inside an async one. A reply must be a ``str``
+(``None`` counts as ``""``).
 
 Several replicas (a shared session store): when a turn reaches a process that has not
 seen the session, the factory is called again and, if the handler has a
@@ -66,6 +70,8 @@ class TurnHandler(Protocol):
 
 TurnFunction: TypeAlias = Callable[[str, list[Message], TurnContext], Any]
 SessionFactory: TypeAlias = Callable[[SessionInfo], Any]
+InThread: TypeAlias = Callable[..., Awaitable[Any]]
+"""Runs ``function(*args)`` in a worker thread and awaits its result."""
 
 
 class AsyncTurnHandler:
@@ -96,11 +102,14 @@ class AsyncTurnHandler:
             if inspect.isawaitable(done):
                 await done
 
-    async def turn(self, message: str, ctx: TurnContext) -> str:
+    async def turn(self, message: str, ctx: TurnContext, in_thread: InThread | None = None) -> str:
+        """The reply to ``message``; a sync ``turn`` runs in a worker thread, through
+        ``in_thread`` if given (the session's pool), else :func:`asyncio.to_thread`."""
         if self._async:
             reply = await self._turn(message, ctx)
         else:
-            reply = await asyncio.to_thread(_call_in_context, self._turn, message, ctx)
+            run = in_thread or asyncio.to_thread
+            reply = await run(_call_in_context, self._turn, message, ctx)
             if inspect.isawaitable(reply):
                 reply = await reply
         if reply is None:

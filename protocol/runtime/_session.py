@@ -23,14 +23,23 @@ Rules:
 - A turn's run status: ``completed``, ``stopped`` (the agent gave a stop signal),
   ``failed`` (the agent raised: the error's type and message are recorded, with an error
   id that is also logged, never a traceback), ``in_progress`` while suspended (with
-  ``pendingApprovals``).
+  ``pendingApprovals``); :mod:`._outcomes` writes them.
 - Timeout (``timeout=`` seconds of agent time; time spent suspended does not count): the
   turn's task is cancelled, the turn is recorded as ``failed`` with a ``time_limit`` stop
   signal and a ``TurnTimeout`` error, pending approvals are dropped, the session is idle
   again and usable, and :class:`TurnTimeout` is raised carrying the run (a caller cancelled
   meanwhile does not cut that short: :meth:`AgentSession.wait` raises it). A sync agent's
-  worker thread cannot be cancelled: it finishes in the background, and new steps, tool
-  executions and events it records after the timeout are discarded.
+  worker thread cannot be cancelled: it finishes in the background, new steps, tool
+  executions and events it records after the timeout are discarded, and the session stays
+  busy (:class:`SessionBusy`) until the thread returns (:mod:`._steps`).
+- An async agent that holds the event loop past the turn's deadline (its timer cannot
+  fire meanwhile) gets the same timeout when it lets go: a turn that ends after its
+  deadline is recorded and raised as timed out, never as completed.
+- Each step of an async turn is told to the session's ``clock``, if it has one (a
+  :class:`~._steps.StepClock`): how a host notices an agent holding the loop.
+- An agent's exception is logged as :mod:`._outcomes` says: its message and traceback
+  only with ``log_details=True`` (the default: the caller's trace policy keeps payloads
+  verbatim).
 - ``tools`` and the ``usage`` total are re-derived from the latest turn's steps whenever
   it completes or suspends (earlier turns never change, so this costs one turn's work).
 - Between turns the run is kept only encoded, as the protocol's ``{"run": ...}`` bytes
@@ -40,9 +49,9 @@ Rules:
 from __future__ import annotations
 
 import asyncio
-import logging
 import uuid
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from concurrent.futures import Executor
 from typing import Any, Final, NoReturn
 
 import msgspec
@@ -50,12 +59,9 @@ import msgspec
 from .._messages import ApprovalDecision, RunEnvelope
 from .._models import (
     AgentRun,
-    ErrorInfo,
     Message,
     PendingApproval,
     RunStatus,
-    StopReason,
-    StopSignal,
     Usage,
 )
 from ._agent import AsyncTurnHandler, SessionInfo, history_of, session_factory
@@ -69,10 +75,9 @@ from ._errors import (
     SessionSuspended,
     TurnTimeout,
 )
-from ._stamps import error_info
+from ._outcomes import agent_error, complete, fail, fail_timeout
+from ._steps import StepClock, Timed, Worker
 from ._tasks import start_task
-
-logger = logging.getLogger("evalport.agent")
 
 _encode_envelope = msgspec.json.Encoder().encode
 _decode_envelope = msgspec.json.Decoder(RunEnvelope).decode
@@ -106,27 +111,46 @@ class AgentSession:
 
     __slots__ = (
         "_checkpoint",
+        "_clock",
         "_closed",
         "_ctx",
+        "_deadline",
         "_ended",
         "_finished",
         "_futures",
         "_handler",
         "_history",
+        "_log_details",
+        "_overran",
         "_parked",
         "_run",
         "_task",
+        "_timeout",
         "_timer",
         "_timing_out",
         "_usage_before",
+        "_worker",
         "info",
         "state",
     )
 
     def __init__(
-        self, handler: AsyncTurnHandler, info: SessionInfo, run: AgentRun | None = None
+        self,
+        handler: AsyncTurnHandler,
+        info: SessionInfo,
+        run: AgentRun | None = None,
+        *,
+        workers: Executor | None = None,
+        clock: StepClock | None = None,
+        log_details: bool = True,
     ) -> None:
         self._handler = handler
+        self._worker = Worker(workers)
+        self._clock = clock
+        self._log_details = log_details
+        self._deadline: float | None = None
+        self._timeout: float | None = None
+        self._overran = False
         self.info = info
         self._run: AgentRun | None = run
         self._parked = b""
@@ -150,21 +174,27 @@ class AgentSession:
         cls,
         agent: object | Callable[[SessionInfo], Any],
         info: SessionInfo,
+        **options: Any,
     ) -> AgentSession:
-        """Start a session: adapt ``agent`` (any accepted shape) and call its factory."""
+        """Start a session: adapt ``agent`` (any accepted shape) and call its factory
+        (``options``: the keyword arguments of the constructor)."""
         factory = session_factory(agent)
-        return cls(await factory(info), info)
+        return cls(await factory(info), info, **options)
 
     @classmethod
     async def from_factory(
-        cls, factory: Callable[[SessionInfo], Any], info: SessionInfo
+        cls, factory: Callable[[SessionInfo], Any], info: SessionInfo, **options: Any
     ) -> AgentSession:
         """Start a session from a factory already adapted by :func:`session_factory`."""
-        return cls(await factory(info), info)
+        return cls(await factory(info), info, **options)
 
     @classmethod
     async def restore(
-        cls, factory: Callable[[SessionInfo], Any], info: SessionInfo, run: AgentRun
+        cls,
+        factory: Callable[[SessionInfo], Any],
+        info: SessionInfo,
+        run: AgentRun,
+        **options: Any,
     ) -> AgentSession:
         """Rebuild a session another process started, from its accumulated ``run``.
 
@@ -173,7 +203,7 @@ class AgentSession:
         continues that run.
         """
         handler: AsyncTurnHandler = await factory(info)
-        session = cls(handler, info, run)
+        session = cls(handler, info, run, **options)
         session._history = history_of(run)
         await handler.restore(list(session._history), session.snapshot())
         return session
@@ -214,8 +244,8 @@ class AgentSession:
 
     @property
     def busy(self) -> bool:
-        """A turn is running (not suspended)."""
-        return self._task is not None and not self._futures
+        """A turn is running (not suspended), or a timed-out turn's thread still runs."""
+        return (self._task is not None and not self._futures) or self._worker.running
 
     @property
     def suspended(self) -> bool:
@@ -247,11 +277,24 @@ class AgentSession:
             return _raise(SessionSuspended("the session waits for approval decisions"))
         if self._task is not None:
             return _raise(SessionBusy("a turn is already running on this session"))
+        if self._worker.running:
+            return _raise(
+                SessionBusy(
+                    "the previous turn timed out but its sync code still runs in its "
+                    "thread; the session takes a turn once it returns"
+                )
+            )
         self._checkpoint = None
         self._ended = False
         self._timing_out = None
+        self._overran = False
+        self._timeout = timeout
+        loop = asyncio.get_running_loop()
+        self._deadline = None if timeout is None else loop.time() + timeout
         task = start_task(self._turn(message))
         if self._ended:  # (started eagerly, 3.12+: a turn that never waits is over)
+            if self._overran:
+                return _raise(TurnTimeout(timeout or 0.0, self._park()))
             return _ready(self._park())
         self._task = task
         checkpoint = self._checkpoint  # an approval requested at once made one already
@@ -273,6 +316,9 @@ class AgentSession:
             raise DecisionError(missing, unknown)
         results = {call_id: _result_of(decision) for call_id, decision in decisions.items()}
         self._timing_out = None
+        self._timeout = timeout  # each resumption gets the full timeout again
+        loop = asyncio.get_running_loop()
+        self._deadline = None if timeout is None else loop.time() + timeout
         futures, self._futures = self._futures, {}
         self.run.pending_approvals = []
         self.run.status = RunStatus.IN_PROGRESS
@@ -361,6 +407,8 @@ class AgentSession:
                     timer.cancel()
         if outcome == _TIMED_OUT and self._task is not None:
             return await self._timed_out(self._task, timeout or 0.0)
+        if outcome == _DONE and self._overran:
+            raise TurnTimeout(self._timeout or 0.0, self._park())
         if outcome == _SUSPENDED:
             self.run.status = RunStatus.IN_PROGRESS
             self.run.sync_turn(self._usage_before)
@@ -393,17 +441,25 @@ class AgentSession:
         if task.done() and self._task is task:
             self._settled(False)
         if ctx is not None:
-            error = TimeoutError(f"the turn did not finish within {timeout:g} s")
-            info = error_info(error)
-            info.type = "TurnTimeout"
-            ctx.stop_signal = StopSignal(
-                reason=StopReason.TIME_LIMIT, message=str(error), source="runtime"
-            )
             TurnControl(ctx).reopen()
-            self._fail(ctx, info)
+            fail_timeout(ctx, self._history, timeout, self._usage_before)
             TurnControl(ctx).close()
             self.run.sync_turn(self._usage_before)
         return TurnTimeout(timeout, self._park())
+
+    def _fail(self, ctx: TurnContext, error: BaseException) -> None:
+        info = agent_error(ctx, self.info.session_id, error, log_details=self._log_details)
+        fail(ctx, self._history, info, self._usage_before)
+
+    def _past_deadline(self, ctx: TurnContext) -> bool:
+        """Whether the turn ends after its deadline (it held the loop, so its timer could
+        not fire): then it is recorded as timed out, whatever it returned."""
+        deadline = self._deadline
+        if deadline is None or asyncio.get_running_loop().time() < deadline:
+            return False
+        self._overran = True
+        fail_timeout(ctx, self._history, self._timeout or 0.0, self._usage_before)
+        return True
 
     def _settled(self, completed: bool) -> None:
         # The turn's task is ending (it runs this last): the session is idle again. A
@@ -447,7 +503,11 @@ class AgentSession:
             ctx = self._begin(message)
             TurnControl(ctx).activate()
             try:
-                reply = await self._handler.turn(message, ctx)
+                turn = self._handler.turn(message, ctx, self._worker)
+                replying: Awaitable[str] = turn
+                if self._clock is not None:
+                    replying = Timed(turn, self._clock, self.info.session_id, ctx.turn)
+                reply = await replying
             except asyncio.CancelledError as cancelled:
                 task = asyncio.current_task()
                 if task is not None and task.cancelling():  # the turn itself was cancelled
@@ -455,11 +515,14 @@ class AgentSession:
                     raise
                 # The agent let a CancelledError of its own (an awaited task someone else
                 # cancelled) escape: agent behaviour, recorded as a failure like any error.
-                self._fail(ctx, self._agent_error(ctx, cancelled))
+                if not self._past_deadline(ctx):
+                    self._fail(ctx, cancelled)
             except Exception as error:  # agent behaviour, not a transport failure
-                self._fail(ctx, self._agent_error(ctx, error))
+                if not self._past_deadline(ctx):
+                    self._fail(ctx, error)
             else:
-                self._complete(ctx, message, reply)
+                if not self._past_deadline(ctx):
+                    complete(ctx, self._history, reply, self._usage_before)
             TurnControl(ctx).close()
             completed = True
         except BaseException:
@@ -467,50 +530,6 @@ class AgentSession:
             raise
         finally:
             self._settled(completed)
-
-    def _agent_error(self, ctx: TurnContext, error: BaseException) -> ErrorInfo:
-        """The error record of an exception the agent raised, logged with its id."""
-        info = error_info(error)
-        info.error_id = str(uuid.uuid4())
-        logger.error(
-            "agent error %s in session %s turn %d: %s: %s",
-            info.error_id,
-            self.info.session_id,
-            ctx.turn,
-            info.type,
-            info.message,
-            exc_info=error,
-            extra={"error_id": info.error_id, "error_type": info.type},
-        )
-        return info
-
-    def _complete(self, ctx: TurnContext, message: str, reply: str) -> None:
-        run = ctx.run
-        TurnControl(ctx).final_step(reply)
-        run.reply = reply
-        run.stop_signal = ctx.stop_signal or StopSignal(
-            reason=StopReason.COMPLETED, source="runtime"
-        )
-        run.status = RunStatus.STOPPED if ctx.stop_signal is not None else RunStatus.COMPLETED
-        self._history.append(Message(role="user", content=message))
-        self._history.append(Message(role="assistant", content=reply))
-        run.sync_turn(self._usage_before)
-
-    def _fail(self, ctx: TurnContext, info: Any) -> None:
-        run = ctx.run
-        if ctx.stop_signal is None:
-            ctx.stop_signal = StopSignal(
-                reason=StopReason.ERROR, message=str(info.message), source="runtime"
-            )
-        TurnControl(ctx).error_step(info)
-        run.reply = ""
-        run.status = RunStatus.FAILED
-        run.stop_signal = ctx.stop_signal
-        run.error_details.append(info)
-        text = f"{info.type}: {info.message}"
-        run.errors = f"{run.errors}\n{text}" if run.errors else text
-        self._history.append(Message(role="user", content=ctx.message))
-        run.sync_turn(self._usage_before)
 
 
 async def _raise(error: Exception) -> AgentRun:

@@ -2,6 +2,12 @@
 
 Every response must be free of 5xx and conform to openapi.yaml (status code, content type,
 headers, body schema), for generated valid and invalid inputs alike.
+
+A random workflow may draw no valid turn at all (issue 16 item 12: it failed one clean run
+in three), so each example starts with one known-good chain, create -> turn -> get ->
+delete, sent and checked as spec cases; the random steps follow. The test then asserts only what every seed
+guarantees: every operation answered below 500 and as the spec says, and each of the four
+succeeded at least once.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import pytest
 import schemathesis
 from evalport.server import EvalAdapter, Limits
 from hypothesis import HealthCheck, settings
+from hypothesis.stateful import initialize
 from schemathesis.core.failures import FailureGroup
 from schemathesis.generation.stateful.state_machine import APIStateMachine
 from serverkit import AUTH, TOKEN, echo_agent
@@ -47,7 +54,32 @@ def run_workflow(base_url: str, max_examples: int) -> list[tuple[str, int]]:
     schema = schemathesis.openapi.from_path(SPEC)
     seen: list[tuple[str, int]] = []
 
+    def checked(case: Any) -> Any:
+        response = case.call(base_url=base_url, headers=dict(AUTH), timeout=10)
+        seen.append((case.operation.label, response.status_code))
+        assert response.status_code < 500, (case.operation.label, response.text)
+        case.validate_response(response, headers=dict(AUTH))
+        return response
+
     class Workflow(schema.as_state_machine()):  # type: ignore[misc]
+        @initialize()
+        def a_known_good_turn(self) -> None:
+            created = checked(schema["/evals/sessions"]["POST"].Case(body={}))
+            assert created.status_code == 201, created.text
+            session = created.json()["sessionId"]
+            turn = schema["/evals/sessions/{sessionId}/turns"]["POST"].Case(
+                path_parameters={"sessionId": session}, body={"message": "hello"}
+            )
+            answered = checked(turn)
+            assert answered.status_code == 200, answered.text
+            path = {"sessionId": session}
+            read = checked(schema["/evals/sessions/{sessionId}"]["GET"].Case(path_parameters=path))
+            assert read.status_code == 200, read.text
+            gone = checked(
+                schema["/evals/sessions/{sessionId}"]["DELETE"].Case(path_parameters=path)
+            )
+            assert gone.status_code == 204, gone.text
+
         def get_call_kwargs(self, case: Any) -> dict[str, Any]:
             return {"base_url": base_url, "headers": dict(AUTH), "timeout": 10}
 
