@@ -149,3 +149,17 @@ def test_pytest_plugin_loads_with_the_client(wheel: Path, tmp_path: Path) -> Non
     )
     assert done.returncode == 0, done.stderr
     assert "--evalport-target" in done.stdout
+
+
+def test_a_base_install_names_the_missing_module(wheel: Path, tmp_path: Path) -> None:
+    python = make_venv(tmp_path, wheel, ["msgspec"])
+    for command, module, extra in (("serve", "starlette", "server"), ("run", "httpx", "client")):
+        done = subprocess.run(
+            [str(python.parent / "evalport"), command],
+            capture_output=True,
+            text=True,
+            env=clean_env(),
+        )
+        assert done.returncode == 2, done.stderr
+        assert f"needs {module!r}, which is not installed." in done.stderr, done.stderr
+        assert f"Run: pip install 'evalport[{extra}]'" in done.stderr
