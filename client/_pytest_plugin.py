@@ -82,6 +82,8 @@ class _Verification:
         self.verified = 0
 
     def _failure(self, result: AssertionResult) -> str | None:
+        if not result.evaluated and "judge_error" in result.context:
+            return f"{result.label or result.name}: {result.message}"  # an error, soft or not
         if result.failed_gate or (self.context.strict and result.failed_soft):
             label = result.label or result.name
             return f"{label}: {result.message or 'failed'} (score {result.score:.2f})"
