@@ -34,6 +34,12 @@ def _run(python: Path, code: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def test_the_build_warns_of_nothing_deprecated(wheel: Path) -> None:
+    log = (wheel.parents[1] / "build.log").read_text()
+    assert "running bdist_wheel" in log  # the backend's own output is there
+    assert "DeprecationWarning" not in log, log
+
+
 def test_wheel_holds_only_the_evalport_namespace(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     tops = {name.split("/", 1)[0] for name in names}

@@ -1,7 +1,7 @@
 """Fresh virtual environments holding the built wheel and only the dependencies a test names.
 
 - :func:`build_wheel` builds the wheel offline (no build isolation, no index) from a copy of
-  the sources.
+  the sources; the build's verbose output is kept beside it, in ``build.log``.
 - :func:`make_venv` creates a bare venv (no pip), installs the wheel ``--no-deps`` with this
   interpreter's pip, and makes exactly ``deps`` and their requirement closure importable:
   a ``.pth`` file points at a folder of links to the already installed distributions
@@ -63,16 +63,20 @@ def _link_site(target: Path, names: list[str]) -> Path:
 def build_wheel(work: Path) -> Path:
     """The wheel of the current sources, built offline into ``work``."""
     source = work / "src"
-    source.mkdir()
+    source.mkdir(parents=True)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     for folder in ("protocol", "server", "client"):
         shutil.copytree(ROOT / folder, source / folder, ignore=ignore)
     for file in ("pyproject.toml", "README.md"):
         shutil.copy2(ROOT / file, source / file)
     out = work / "dist"
-    subprocess.run(
+    done = subprocess.run(
         [
-            *PIP,
+            sys.executable,
+            "-m",
+            "pip",
+            "-v",
+            "--disable-pip-version-check",
             "wheel",
             "--no-deps",
             "--no-build-isolation",
@@ -83,7 +87,9 @@ def build_wheel(work: Path) -> Path:
         ],
         check=True,
         capture_output=True,
+        text=True,
     )
+    (work / "build.log").write_text(done.stdout + done.stderr)
     (built,) = out.glob("evalport-*.whl")
     return built
 
