@@ -109,7 +109,9 @@ class _Pending:
         self.fixture = fixture
 
     def __getattr__(self, name: str) -> Any:
-        raise RuntimeError(
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise AttributeError(
             f"evalport: the {self.fixture!r} fixture is live only inside the async test "
             f"function that asks for it, not in other fixtures (asked for {name!r})"
         )
