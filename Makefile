@@ -1,8 +1,13 @@
-# The two commands: `make demo` and `make test`. Both set up .venv on first use.
+# The two commands: `make demo` and `make test`. Each sets up its own venv on first use:
+# .venv-demo holds only what the demo runs (the server and client extras), .venv the
+# whole dev toolchain; neither touches the other, so they work in either order.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+DEMO_VENV := .venv-demo
+DEMO_BIN := $(DEMO_VENV)/bin
+DEMO_STAMP := $(DEMO_VENV)/.installed
 
 .PHONY: test demo lint typecheck pytest bench clean
 
@@ -11,6 +16,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[all,dev]'
 	touch $(STAMP)
+
+$(DEMO_STAMP): pyproject.toml
+	test -x $(DEMO_BIN)/python || $(PY) -m venv $(DEMO_VENV)
+	$(DEMO_BIN)/python -m pip install -q --disable-pip-version-check -e '.[server,client]'
+	touch $(DEMO_STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check protocol server client tests examples benchmarks
@@ -30,8 +40,8 @@ pytest: $(STAMP)
 
 test: lint typecheck pytest
 
-demo: $(STAMP)
-	$(BIN)/python examples/demo.py
+demo: $(DEMO_STAMP)
+	$(DEMO_BIN)/python examples/demo.py
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/wire.py

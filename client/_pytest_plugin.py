@@ -6,15 +6,23 @@ Rules:
   ``--evalport-local module:attr`` names the agent; ``--evalport-token-env VAR`` (default
   ``EVALPORT_TOKEN``) names the variable holding the bearer token. A test that asks for a
   fixture while no target is configured is **skipped** with a message saying what to pass.
-- ``evalport_target`` is the target (function-scoped: it lives on the test's event loop).
-- ``evalport`` is an :class:`~evalport.client.EvalContext` on a fresh session of
-  that target, the context eval cases receive: ``await evalport.send(...)``, then the same
-  assertion methods. A failed gate fails the test when it ends, with each failure listed.
-  Deferred and judged assertions are resolved as soon as the test function returns, on
-  its event loop, so a failure among them fails the test itself; ``await
-  evalport.verify()`` resolves everything made so far, judges included, earlier. What a
-  test that raised left pending is resolved at teardown (a failure there is a teardown
-  error). Nothing passes unverified; the session is closed in every case.
+- ``evalport_target`` is the target; ``evalport`` is an :class:`~evalport.client.EvalContext`
+  on a fresh session of that target, the context eval cases receive: ``await
+  evalport.send(...)``, then the same assertion methods. Both are for ``async def`` tests.
+- **No async plugin needed.** The fixtures themselves are plain: they check the settings
+  and build the target. Everything that awaits (the target's health check, the session,
+  the test, the verification, closing) runs inside one coroutine that wraps the test, on
+  the event loop the test runs on: pytest-asyncio's when it runs the test (auto mode, or
+  ``@pytest.mark.asyncio`` in strict mode), else a fresh loop of the plugin's own
+  (``asyncio.run``), so ``pip install 'evalport[client]' pytest`` is enough. The fixtures
+  are live only inside the test function (another fixture that asks for them gets a
+  placeholder that says so).
+- A failed gate fails the test when it ends, with each failure listed. Deferred and
+  judged assertions are resolved as soon as the test function returns, on its event loop,
+  so a failure among them fails the test itself; ``await evalport.verify()`` resolves
+  everything made so far, judges included, earlier. A test that raised has failed
+  already: what it left pending is not resolved. Nothing passes unverified; the session,
+  the target and the judge the plugin made are closed in every case.
 - ``@pytest.mark.evalport(approval_policy=..., judge=..., strict=...)`` sets those for the
   test's context. ``strict`` makes failed soft assertions fail too. Without a ``judge``
   there, the one configured under ``[tool.evalport.judge]`` in the project's
@@ -25,8 +33,11 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+import functools
+import inspect
 import os
-from collections.abc import AsyncIterator
+from collections.abc import Awaitable, Callable, Generator
+from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -35,6 +46,7 @@ from evalport.protocol import DEFAULT_TOKEN_ENV
 if TYPE_CHECKING:
     from ._context import EvalContext
     from ._results import AssertionResult
+    from .cli._targets import PreparedTarget
 
 _DEFAULT_TOKEN_ENV = DEFAULT_TOKEN_ENV
 
@@ -66,16 +78,13 @@ def _setting(config: pytest.Config, name: str) -> str | None:
 class _Verification:
     """The assertions of one test's context, and how many were verified already."""
 
-    def __init__(self, context: EvalContext, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, context: EvalContext) -> None:
         self.context = context
-        self.loop = loop  # the test's event loop, where its judges' clients live
         self.verified = 0
 
-    @property
-    def pending(self) -> bool:
-        return self.verified < len(self.context.expectations)
-
     def _failure(self, result: AssertionResult) -> str | None:
+        if not result.evaluated and "judge_error" in result.context:
+            return f"{result.label or result.name}: {result.message}"  # an error, soft or not
         if result.failed_gate or (self.context.strict and result.failed_soft):
             label = result.label or result.name
             return f"{label}: {result.message or 'failed'} (score {result.score:.2f})"
@@ -88,62 +97,146 @@ class _Verification:
         failures = [self._failure(await expectation.resolve()) for expectation in pending]
         _fail([failure for failure in failures if failure])
 
-    def settled_failures(self) -> list[str]:
-        """Failed gates among pending assertions already evaluated (no I/O needed)."""
-        from ._handles import AssertionHandle
-
-        failures = []
-        expectations = self.context.expectations
-        while self.verified < len(expectations):
-            handle = expectations[self.verified]
-            if not isinstance(handle, AssertionHandle):
-                break  # a deferred or judged assertion: verified once the test returns, in order
-            failure = self._failure(handle.result)
-            if failure:
-                failures.append(failure)
-            self.verified += 1
-        return failures
-
 
 def _fail(failures: list[str]) -> None:
     if failures:
-        pytest.fail(_message(failures), pytrace=False)
+        pytest.fail("evalport assertions failed:\n  " + "\n  ".join(failures), pytrace=False)
 
 
-def _message(failures: list[str]) -> str:
-    return "evalport assertions failed:\n  " + "\n  ".join(failures)
+class _Pending:
+    """A fixture's value until the test's coroutine makes it live (see the module rules)."""
+
+    def __init__(self, fixture: str) -> None:
+        self.fixture = fixture
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise AttributeError(
+            f"evalport: the {self.fixture!r} fixture is live only inside the async test "
+            f"function that asks for it, not in other fixtures (asked for {name!r})"
+        )
 
 
-_VERIFICATION = pytest.StashKey[_Verification]()
+class _PendingTarget(_Pending):
+    def __init__(self, prepared: PreparedTarget) -> None:
+        super().__init__("evalport_target")
+        self.prepared = prepared
+
+    async def start(self, stack: AsyncExitStack) -> Any:
+        from ._config import ConfigError
+        from .cli._targets import TargetUnreachable
+
+        stack.push_async_callback(self.prepared.aclose)
+        try:
+            await self.prepared.prepare()
+        except (TargetUnreachable, ConfigError) as error:
+            pytest.fail(f"evalport: {error}", pytrace=False)
+        return self.prepared.target
+
+
+class _PendingContext(_Pending):
+    def __init__(self, case_id: str, options: dict[str, Any], judge: Any, owned: Any) -> None:
+        super().__init__("evalport")
+        self.case_id = case_id
+        self.options = options
+        self.judge = judge
+        self.owned_judge = owned  # made by the plugin, closed by it
+
+    async def start(self, stack: AsyncExitStack, target: Any) -> _Verification:
+        from ._context import EvalContext
+
+        aclose = getattr(self.owned_judge, "aclose", None)
+        if aclose is not None:
+            stack.push_async_callback(aclose)
+        session = await target.open(case_id=self.case_id)
+        context = EvalContext(
+            target,
+            session,
+            case_id=self.case_id,
+            case_judge=self.judge,
+            strict=bool(self.options.get("strict", False)),
+            approval_policy=self.options.get("approval_policy"),
+        )
+
+        async def close_sessions() -> None:
+            for opened in context.opened:
+                await opened.close()
+
+        stack.push_async_callback(close_sessions)
+        verification = _Verification(context)
+        context.verify = verification.verify  # type: ignore[attr-defined]
+        return verification
+
+
+def _live(item: pytest.Function, test: Callable[..., Awaitable[Any]]) -> Callable[..., Any]:
+    """The test as one coroutine: the fixtures made live, the test, its verification."""
+
+    @functools.wraps(test)
+    async def live(*args: Any, **kwargs: Any) -> None:
+        async with AsyncExitStack() as stack:
+            target = item.funcargs.get("evalport_target")
+            if isinstance(target, _PendingTarget):
+                target = await target.start(stack)
+            if "evalport_target" in kwargs:
+                kwargs["evalport_target"] = target
+            verification = None
+            pending = item.funcargs.get("evalport")
+            if isinstance(pending, _PendingContext):
+                verification = await pending.start(stack, target)
+                if "evalport" in kwargs:
+                    kwargs["evalport"] = verification.context
+            await test(*args, **kwargs)
+            if verification is not None:
+                await verification.verify()
+
+    return live
+
+
+_LIVE = pytest.StashKey[Callable[..., Any]]()
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Any:
-    """Resolve what the test left pending right after it returns, on its event loop."""
-    outcome = yield
-    verification = pyfuncitem.stash.get(_VERIFICATION, None)
-    if verification is not None and verification.pending and not verification.loop.is_running():
-        verification.loop.run_until_complete(verification.verify())
-    return outcome
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
+    """Wrap a test that uses the fixtures, before any plugin takes it to run."""
+    if not isinstance(item, pytest.Function) or not any(
+        isinstance(value, _Pending) for value in item.funcargs.values()
+    ):
+        return (yield)
+    test = item.obj
+    if not inspect.iscoroutinefunction(test):
+        pytest.fail(
+            f"evalport: {item.name} uses the evalport fixtures: make it an `async def` test",
+            pytrace=False,
+        )
+    live = item.stash[_LIVE] = _live(item, test)
+    item.obj = live
+    try:
+        return (yield)
+    finally:
+        item.obj = test
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-    report = yield
-    verification = item.stash.get(_VERIFICATION, None)
-    if verification is not None and report.when == "call" and report.passed:
-        failures = verification.settled_failures()
-        if failures:
-            report.outcome = "failed"
-            report.longrepr = _message(failures)
-    return report
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    """Run the wrapped test on a loop of its own, unless another plugin runs it.
+
+    pytest-asyncio replaces the test it runs by a synchronous function that drives its
+    loop; a test still wrapped by :func:`_live` here is one no plugin took.
+    """
+    live = pyfuncitem.stash.get(_LIVE, None)
+    if live is None or pyfuncitem.obj is not live or "anyio_backend" in pyfuncitem.funcargs:
+        return None
+    parameters = inspect.signature(live).parameters
+    asyncio.run(live(**{name: pyfuncitem.funcargs[name] for name in parameters}))
+    return True
 
 
 @pytest.fixture
-async def evalport_target(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
+def evalport_target(request: pytest.FixtureRequest) -> Any:
     """The configured target; the test is skipped when none is configured."""
     from ._config import ConfigError, Settings
-    from .cli._targets import TargetUnreachable, build_target
+    from .cli._targets import build_target
 
     config = request.config
     url, local = _setting(config, "target"), _setting(config, "local")
@@ -155,51 +248,21 @@ async def evalport_target(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
     if token_env is None and os.environ.get(_DEFAULT_TOKEN_ENV):
         token_env = _DEFAULT_TOKEN_ENV  # else: a server without auth (loopback)
     try:
-        prepared = build_target(Settings(target=url, local=local, token_env=token_env))
+        return _PendingTarget(build_target(Settings(target=url, local=local, token_env=token_env)))
     except ConfigError as error:
         pytest.fail(f"evalport: {error}", pytrace=False)
-    try:
-        try:
-            await prepared.prepare()
-        except (TargetUnreachable, ConfigError) as error:
-            pytest.fail(f"evalport: {error}", pytrace=False)
-        yield prepared.target
-    finally:
-        await prepared.aclose()
 
 
 @pytest.fixture
-async def evalport(request: pytest.FixtureRequest, evalport_target: Any) -> AsyncIterator[Any]:
+def evalport(request: pytest.FixtureRequest, evalport_target: Any) -> Any:
     """An eval context on a fresh session of the configured target."""
-    from ._context import EvalContext
-
     marker = request.node.get_closest_marker("evalport")
     options = dict(marker.kwargs) if marker is not None else {}
     judge = options.get("judge")
-    owned_judge = None
+    owned = None
     if judge is None:
-        owned_judge = judge = _configured_judge(request.config)
-    session = await evalport_target.open(case_id=request.node.nodeid)
-    context = EvalContext(
-        evalport_target,
-        session,
-        case_id=request.node.nodeid,
-        case_judge=judge,
-        strict=bool(options.get("strict", False)),
-        approval_policy=options.get("approval_policy"),
-    )
-    verification = _Verification(context, asyncio.get_running_loop())
-    context.verify = verification.verify  # type: ignore[attr-defined]
-    request.node.stash[_VERIFICATION] = verification
-    try:
-        yield context
-        await verification.verify()  # deferred and judged assertions, at the latest
-    finally:
-        for opened in context.opened:
-            await opened.close()
-        aclose = getattr(owned_judge, "aclose", None)
-        if aclose is not None:
-            await aclose()
+        owned = judge = _configured_judge(request.config)
+    return _PendingContext(request.node.nodeid, options, judge, owned)
 
 
 def _configured_judge(config: pytest.Config) -> Any:

@@ -7,6 +7,7 @@ Rules (the verdicts follow Instructor's, so reports mean the same thing in both)
 - Severity is ``gate`` (a failure fails the trial; the default for deterministic
   assertions) or ``soft`` (a failure only lowers the score; the default for judges).
 - A trial's verdict, first match wins: an error -> ``error``; a failed gate -> ``failed``;
+  a judge that could not run (``context["judge_error"]``, soft or gate) -> ``error``;
   skipped -> ``skipped``; a failed soft assertion -> ``scored``; else ``passed``.
   ``error`` counts as a failure for exit codes but stays distinct in every report.
 - A case repeated N times with pass rate r needs ``clamp(ceil(r*N - 1e-9), 1, N)`` passed
@@ -192,12 +193,18 @@ def trial_verdict(
     """A trial's verdict from its assertions (see the module rules)."""
     if error:
         return Verdict.ERROR
-    failed_soft = False
+    failed_soft = judge_down = False
     for result in assertions:  # one pass: this runs once per trial
-        if not result.passed:
-            if result.severity == "gate":
-                return Verdict.FAILED
+        if result.passed:
+            continue
+        if not result.evaluated and "judge_error" in result.context:
+            judge_down = True
+        elif result.severity == "gate":
+            return Verdict.FAILED
+        else:
             failed_soft = failed_soft or result.severity == "soft"
+    if judge_down:
+        return Verdict.ERROR
     if skipped:
         return Verdict.SKIPPED
     return Verdict.SCORED if failed_soft else Verdict.PASSED

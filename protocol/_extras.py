@@ -4,17 +4,24 @@ Rules:
 
 - A part of evalport that needs an extra (``server``, ``client``, ``redis``...) is imported
   only when it is used; a missing dependency is a :class:`MissingExtraError` whose message
-  ends with the ``pip install 'evalport[extra]'`` line to run.
+  names the module that is missing (the one Python could not find, which may be a
+  dependency of the module asked for) and ends with the ``pip install 'evalport[extra]'``
+  line to run.
+- Only a module that is not installed is a missing extra. Any other import error (a name
+  a package lacks, a submodule of an installed package, an error inside evalport itself)
+  is a bug to see, so it propagates as it is.
 - The upper packages plug into the lower ones through entry points of the distribution,
   never by name: ``evalport.commands`` (one per ``evalport`` subcommand) and
   ``evalport.pytest`` (pytest plugins), each naming a module in ``pyproject.toml``. The
   extra a plugin needs is the name of its package, the second part of its dotted name
-  (a module of the client package needs ``evalport[client]``). This package reads the groups and names no upper package.
+  (a module of the client package needs ``evalport[client]``). This package reads the
+  groups and names no upper package.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import re
 from importlib.metadata import (
     EntryPoint,
@@ -30,15 +37,35 @@ class MissingExtraError(ImportError):
     """A part of evalport was used without the extra that provides its dependencies."""
 
 
+def missing_module(error: ImportError) -> str | None:
+    """The top-level module ``error`` says is not installed, or ``None`` for any other error.
+
+    ``None`` means a bug, not a missing extra: the error is not a missing module, or the
+    module is evalport's own, or it is installed (what failed is inside it).
+    """
+    if not isinstance(error, ModuleNotFoundError) or not error.name:
+        return None
+    top = error.name.partition(".")[0]
+    if top == "evalport" or importlib.util.find_spec(top) is not None:
+        return None
+    return top
+
+
+def _missing_extra(purpose: str, missing: str, extra: str) -> MissingExtraError:
+    return MissingExtraError(
+        f"{purpose} needs {missing!r}, which is not installed. Run: pip install 'evalport[{extra}]'"
+    )
+
+
 def require(module: str, extra: str, purpose: str) -> ModuleType:
-    """Import ``module`` or fail with the ``pip install 'evalport[extra]'`` to run."""
+    """Import ``module`` or fail with the missing module and the ``pip install`` to run."""
     try:
         return importlib.import_module(module)
     except ImportError as error:
-        raise MissingExtraError(
-            f"{purpose} needs {module.split('.')[0]!r}, which is not installed. "
-            f"Run: pip install 'evalport[{extra}]'"
-        ) from error
+        missing = missing_module(error)
+        if missing is None:
+            raise
+        raise _missing_extra(purpose, missing, extra) from error
 
 
 def plugins(group: str) -> dict[str, EntryPoint]:
@@ -47,22 +74,16 @@ def plugins(group: str) -> dict[str, EntryPoint]:
 
 
 def load_plugin(point: EntryPoint, purpose: str) -> ModuleType:
-    """Import the module an entry point names, or fail with the extra it needs.
-
-    Only a missing third-party module becomes :class:`MissingExtraError`; an import error
-    inside evalport itself is a bug and propagates as it is.
-    """
+    """Import the module an entry point names, or fail with the extra it needs."""
     try:
         module: ModuleType = importlib.import_module(point.module)
     except MissingExtraError:
         raise
     except ImportError as error:
-        if (error.name or "evalport").partition(".")[0] == "evalport":
+        missing = missing_module(error)
+        if missing is None:
             raise
-        raise MissingExtraError(
-            f"{purpose} needs {error.name!r}, which is not installed. "
-            f"Run: pip install 'evalport[{extra_of(point)}]'"
-        ) from error
+        raise _missing_extra(purpose, missing, extra_of(point)) from error
     return module
 
 

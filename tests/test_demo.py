@@ -1,33 +1,60 @@
-"""``make demo`` end to end: the script serves the example agent with ``evalport serve``,
-evaluates it over HTTP and writes every report; it must exit 0 and stop the server."""
+"""``make demo`` end to end, as a newcomer gets it: a venv holding the wheel and only the
+``server`` and ``client`` extras' dependencies runs the script, which serves the example
+agent with ``evalport serve``, evaluates it over HTTP, writes every report, then serves
+the regressed agent, runs the same suite and prints ``evalport compare``; it must exit 0
+and stop both servers. The Makefile keeps the demo's venv apart from the dev one."""
 
 import json
-import os
 import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from support.venvs import build_wheel, clean_env, make_venv
 
 ROOT = Path(__file__).resolve().parent.parent
+DEMO_DEPS = ["msgspec", "starlette", "uvicorn", "httpx", "pyyaml"]
+
+
+def make_dry_run(target: str) -> str:
+    """The commands ``make target`` would run from scratch (``-n -B``: print them all)."""
+    done = subprocess.run(
+        ["make", "-n", "-B", target], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    return done.stdout
+
+
+def test_the_demo_installs_only_its_extras_in_a_venv_of_its_own() -> None:
+    demo, test = make_dry_run("demo"), make_dry_run("test")
+    assert "-m venv .venv-demo" in demo and "install -q --disable-pip-version-check -e" in demo
+    assert "'.[server,client]'" in demo and "dev" not in demo, demo
+    assert ".venv-demo/bin/python examples/demo.py" in demo
+    assert ".venv-demo" not in test and "'.[all,dev]'" in test, test  # test keeps the toolchain
 
 
 @pytest.mark.e2e
-def test_demo_serves_evaluates_and_reports(tmp_path):
+@pytest.mark.venv
+def test_demo_serves_evaluates_reports_and_shows_a_regression(tmp_path):
+    python = make_venv(tmp_path, build_wheel(tmp_path / "wheel"), DEMO_DEPS)
+    out = tmp_path / "out"
     done = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "demo.py")],
+        [str(python), str(ROOT / "examples" / "demo.py")],
         capture_output=True,
         text=True,
-        timeout=120,
-        env={**os.environ, "EVALPORT_DEMO_OUT": str(tmp_path)},
+        timeout=150,
+        env=clean_env(EVALPORT_DEMO_OUT=str(out)),
     )
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
     assert "11 of 11 checks passed" in output
     assert "8 passed, 0 failed, 0 error, 0 skipped, 0 scored" in output
-    assert "server stopped\n" in output  # a clean stop, no exit code to report
-    summary = json.loads((tmp_path / "results.json").read_text())
+    assert "5 passed, 3 failed, 0 error, 0 skipped, 0 scored" in output  # the regressed agent
+    assert output.count("server stopped\n") == 2  # clean stops, no exit code to report
+    assert "3 regressed, 0 fixed" in output
+    for row in ("shipped", "delivered", "processing"):
+        assert f"regression support_eval::order_status[{row}]: passed -> failed" in output
+    assert "demo: as expected" in output and "warning" not in output.lower()
+    summary = json.loads((out / "results.json").read_text())
     assert summary["provenance"]["repeat"] == 3
     assert summary["provenance"]["target"]["agent_name"] == "support-agent"
     cases = {case["case_id"]: case for case in summary["cases"]}
@@ -35,10 +62,10 @@ def test_demo_serves_evaluates_and_reports(tmp_path):
         cases
     )
     assert all(case["passes"] == 3 and case["required"] == 2 for case in cases.values())
-    assert len(ET.parse(tmp_path / "junit.xml").getroot().findall(".//testcase")) == len(cases)
-    assert (tmp_path / "run" / "summary.json").is_file() and (
-        tmp_path / "run" / "results.jsonl"
-    ).is_file()
-    html = (tmp_path / "report.html").read_text()
+    regressed = json.loads((out / "regressed.json").read_text())
+    assert regressed["counts"]["failed"] == 3
+    assert len(ET.parse(out / "junit.xml").getroot().findall(".//testcase")) == len(cases)
+    assert (out / "run" / "summary.json").is_file() and (out / "run" / "results.jsonl").is_file()
+    html = (out / "report.html").read_text()
     assert all(case_id in html for case_id in cases)
-    assert "## evalport results" in (tmp_path / "summary.md").read_text()
+    assert "## evalport results" in (out / "summary.md").read_text()

@@ -1,9 +1,9 @@
 """The distribution as users get it: a wheel installed into fresh virtual environments.
 
 The wheel is built offline (no build isolation) from a copy of the sources, then installed
-``--no-deps`` into two bare venvs. Each venv sees only the dependencies of one extra:
-instead of downloading them, the test links the already installed distributions (and
-their requirement closure) from this interpreter's site-packages through a ``.pth`` file.
+``--no-deps`` into bare venvs (``support/venvs.py``). Each venv sees only the dependencies
+of one extra: instead of downloading them, the already installed distributions (and their
+requirement closure) are linked from this interpreter's site-packages.
 
 - ``server`` venv: msgspec + starlette, no httpx. ``evalport.server`` imports; importing
   ``evalport.client`` names ``pip install 'evalport[client]'``.
@@ -14,112 +14,30 @@ their requirement closure) from this interpreter's site-packages through a ``.pt
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
-import sys
-import venv
 import zipfile
-from importlib import metadata
 from pathlib import Path
 
 import pytest
-from packaging.requirements import Requirement
-
-ROOT = Path(__file__).resolve().parents[1]
-PIP = (sys.executable, "-m", "pip", "-q", "--disable-pip-version-check")
-
-
-def _closure(names: list[str]) -> set[str]:
-    """The installed distributions ``names`` need, transitively (markers honoured)."""
-    seen: set[str] = set()
-    todo = list(names)
-    while todo:
-        name = todo.pop()
-        key = name.lower().replace("_", "-")
-        if key in seen:
-            continue
-        seen.add(key)
-        for line in metadata.requires(name) or ():
-            requirement = Requirement(line)
-            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
-                todo.append(requirement.name)
-    return seen
-
-
-def _link_site(target: Path, names: list[str]) -> Path:
-    """A folder holding links to exactly the top-level files of ``names``' closure."""
-    target.mkdir()
-    for name in _closure(names):
-        dist = metadata.distribution(name)
-        for file in dist.files or ():
-            top = file.parts[0]
-            source = Path(dist.locate_file(top))
-            link = target / top
-            if top.endswith(".pth") or link.exists() or not source.exists():
-                continue
-            if top == "..":  # console scripts live in bin/, outside site-packages
-                continue
-            link.symlink_to(source)
-    return target
+from support.venvs import ROOT, build_wheel, clean_env, make_venv
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    work = tmp_path_factory.mktemp("wheel")
-    source = work / "src"
-    source.mkdir()
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for folder in ("protocol", "server", "client"):
-        shutil.copytree(ROOT / folder, source / folder, ignore=ignore)
-    for file in ("pyproject.toml", "README.md"):
-        shutil.copy2(ROOT / file, source / file)
-    out = work / "dist"
-    subprocess.run(
-        [
-            *PIP,
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "--no-index",
-            "-w",
-            str(out),
-            str(source),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    (built,) = out.glob("evalport-*.whl")
-    return built
-
-
-def _venv(tmp: Path, wheel: Path, deps: list[str]) -> Path:
-    """A fresh venv with the wheel installed and only ``deps`` importable; its python."""
-    env_dir = tmp / "venv"
-    venv.EnvBuilder(with_pip=False).create(env_dir)
-    python = env_dir / "bin" / "python"
-    subprocess.run(
-        [*PIP, "--python", str(python), "install", "--no-deps", "--no-index", str(wheel)],
-        check=True,
-        capture_output=True,
-    )
-    site = Path(
-        subprocess.run(
-            [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout.strip()
-    )
-    (site / "_deps.pth").write_text(str(_link_site(tmp / "deps", deps)) + "\n")
-    return python
+    return build_wheel(tmp_path_factory.mktemp("wheel"))
 
 
 def _run(python: Path, code: str) -> subprocess.CompletedProcess[str]:
-    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    env = clean_env()
     return subprocess.run(
         [str(python), "-I", "-c", code], capture_output=True, text=True, env=env, cwd="/"
     )
+
+
+def test_the_build_warns_of_nothing_deprecated(wheel: Path) -> None:
+    log = (wheel.parents[1] / "build.log").read_text()
+    assert "running bdist_wheel" in log  # the backend's own output is there
+    assert "DeprecationWarning" not in log, log
 
 
 def test_wheel_holds_only_the_evalport_namespace(wheel: Path) -> None:
@@ -157,7 +75,7 @@ def test_wheel_holds_only_the_evalport_namespace(wheel: Path) -> None:
 
 
 def test_server_extra_venv(wheel: Path, tmp_path: Path) -> None:
-    python = _venv(tmp_path, wheel, ["msgspec", "starlette"])
+    python = make_venv(tmp_path, wheel, ["msgspec", "starlette"])
     done = _run(
         python,
         "import importlib.util as u, evalport.protocol as p, evalport.server\n"
@@ -181,7 +99,7 @@ def test_server_extra_venv(wheel: Path, tmp_path: Path) -> None:
 
 
 def test_client_extra_venv(wheel: Path, tmp_path: Path) -> None:
-    python = _venv(tmp_path, wheel, ["msgspec", "httpx", "pyyaml"])
+    python = make_venv(tmp_path, wheel, ["msgspec", "httpx", "pyyaml"])
     done = _run(
         python,
         "import importlib.util as u, evalport.protocol, evalport.client\n"
@@ -203,11 +121,11 @@ def test_client_extra_venv(wheel: Path, tmp_path: Path) -> None:
 
 def test_pytest_runs_in_a_server_only_install(wheel: Path, tmp_path: Path) -> None:
     """The pytest11 entry point must not break a service's own test suite."""
-    python = _venv(tmp_path, wheel, ["msgspec", "starlette", "pytest"])
+    python = make_venv(tmp_path, wheel, ["msgspec", "starlette", "pytest"])
     suite = tmp_path / "suite"
     suite.mkdir()
     (suite / "test_service.py").write_text("def test_ok():\n    assert True\n")
-    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    env = clean_env()
     done = subprocess.run(
         [str(python), "-I", "-m", "pytest", "-q", "-p", "no:cacheprovider", str(suite)],
         capture_output=True,
@@ -226,8 +144,8 @@ def test_pytest_runs_in_a_server_only_install(wheel: Path, tmp_path: Path) -> No
 
 
 def test_pytest_plugin_loads_with_the_client(wheel: Path, tmp_path: Path) -> None:
-    python = _venv(tmp_path, wheel, ["msgspec", "httpx", "pyyaml", "pytest"])
-    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    python = make_venv(tmp_path, wheel, ["msgspec", "httpx", "pyyaml", "pytest"])
+    env = clean_env()
     done = subprocess.run(
         [str(python), "-I", "-m", "pytest", "--help"],
         capture_output=True,
@@ -237,3 +155,17 @@ def test_pytest_plugin_loads_with_the_client(wheel: Path, tmp_path: Path) -> Non
     )
     assert done.returncode == 0, done.stderr
     assert "--evalport-target" in done.stdout
+
+
+def test_a_base_install_names_the_missing_module(wheel: Path, tmp_path: Path) -> None:
+    python = make_venv(tmp_path, wheel, ["msgspec"])
+    for command, module, extra in (("serve", "starlette", "server"), ("run", "httpx", "client")):
+        done = subprocess.run(
+            [str(python.parent / "evalport"), command],
+            capture_output=True,
+            text=True,
+            env=clean_env(),
+        )
+        assert done.returncode == 2, done.stderr
+        assert f"needs {module!r}, which is not installed." in done.stderr, done.stderr
+        assert f"Run: pip install 'evalport[{extra}]'" in done.stderr

@@ -6,11 +6,18 @@ Rules:
   ``auth_header="api-key"`` and ``params={"api-version": ...}``), vLLM, Ollama, LM Studio
   and llama.cpp all serve. Temperature 0 unless told otherwise.
 - The API key is read from the environment variable ``api_key_env`` at call time, never
-  stored in configuration, and scrubbed from every error text; ``api_key_env=None`` sends no key (local servers). A named
-  variable that is unset is a clear :class:`~.base.JudgeError`.
+  stored in configuration, and scrubbed from every error text; ``api_key_env=None`` sends
+  no key (local servers). A named variable that is unset is a :class:`~.base.JudgeError`
+  naming it and the settings a user changes (``api-key-env`` under
+  ``[tool.evalport.judge]``, ``EVALPORT_JUDGE_API_KEY_ENV``).
 - 429 and 5xx answers and transport errors (timeouts included) are retried up to
   ``max_retries`` times with exponential backoff and jitter, honouring ``Retry-After``
   (capped at ``max_backoff``). Other 4xx answers are not retried.
+- **A server that is down stops costing retries.** After :data:`BREAKER_FAILURES`
+  transport errors in a row (no answer between them, whichever call made them) the
+  client is open for the rest of its life, which is one run: every call fails at once
+  with a :class:`~.base.JudgeError` saying the server is down. Parallel trials share the
+  count, since a run builds one judge.
 - Optional features (a JSON-schema ``response_format``, ``logprobs``) are dropped once,
   and for the client's lifetime, when the server answers 400/422 to a request using them;
   callers then fall back to plain JSON parsing or to the chosen answer alone.
@@ -27,7 +34,7 @@ import math
 import os
 import random
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 import httpx
 import msgspec
@@ -36,6 +43,7 @@ from .._errors import Secrets
 from ._base import JudgeError, JudgeUsage, MalformedAnswer
 
 _RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+BREAKER_FAILURES: Final = 3
 
 
 class ChatCompletion(msgspec.Struct, kw_only=True):
@@ -79,6 +87,7 @@ class ChatClient:
         self.structured_output = True
         self.logprobs = True
         self._slots = asyncio.Semaphore(max(1, concurrency))
+        self._failures_in_a_row = 0  # transport errors since the last answer
         self._client = httpx.AsyncClient(
             timeout=timeout, transport=transport, params=dict(params or {})
         )
@@ -93,7 +102,9 @@ class ChatClient:
         if not key:
             raise JudgeError(
                 f"environment variable {self.api_key_env} is not set: export the API key "
-                "there, or pass api_key_env=None for a server that needs no key"
+                "there, or name another variable with api-key-env under "
+                '[tool.evalport.judge] (EVALPORT_JUDGE_API_KEY_ENV); set it to "" for a '
+                "server that needs no key"
             )
         if self.auth_header.lower() == "authorization":
             return {"Authorization": f"Bearer {key}"}
@@ -154,20 +165,24 @@ class ChatClient:
     ) -> ChatCompletion:
         attempt = 0
         while True:
+            self._check_breaker()
             body = self._body(messages, schema, max_tokens, top_logprobs)
             try:
                 response = await self._client.post(
                     f"{self.base_url}/chat/completions", json=body, headers=headers
                 )
             except httpx.TransportError as error:
+                self._failures_in_a_row += 1
                 if attempt >= self.max_retries:
                     raise JudgeError(
                         f"chat server {self.base_url} unreachable after {attempt + 1} "
                         f"attempts: {type(error).__name__}: {error}"
                     ) from error
+                self._check_breaker()
                 await asyncio.sleep(self._delay(attempt, None))
                 attempt += 1
                 continue
+            self._failures_in_a_row = 0
             status = response.status_code
             if status in _RETRY_STATUS:
                 if attempt >= self.max_retries:
@@ -187,6 +202,15 @@ class ChatClient:
                     f"chat server {self.base_url} answered {status}: {response.text[:300]}"
                 )
             return _completion(response.content)
+
+    def _check_breaker(self) -> None:
+        if self._failures_in_a_row >= BREAKER_FAILURES:
+            raise JudgeError(
+                f"chat server {self.base_url} is down ({self._failures_in_a_row} connection "
+                "failures in a row in this run), so it is not asked again: start it, or "
+                "point base-url under [tool.evalport.judge] (EVALPORT_JUDGE_BASE_URL) at "
+                "one that answers"
+            )
 
     def _delay(self, attempt: int, retry_after: str | None) -> float:
         if retry_after is not None:

@@ -14,12 +14,13 @@ Rules:
   ``.gate()`` lets one fail the trial. The default threshold is :data:`DEFAULT_THRESHOLD`.
 - Which judge: the one passed to ``t.judge(judge)``, else the context's ``case_judge``
   (the case's, else the suite's, else the configured one; the context resolves that).
-- Nothing passes without a verdict. With **no judge configured**, the result is
-  ``evaluated=False`` with a message saying so and ``context["skipped"]=True``: a soft
-  expectation then makes the trial ``scored``, never ``passed``. Under **strict** mode
-  every expectation that could not be evaluated (no judge, or a judge error) is a gate,
-  so the trial fails. A judge error (transport, malformed answer) is likewise
-  ``evaluated=False``, with ``context["judge_error"]`` naming the cause.
+- Nothing passes without a verdict. A judge that **could not run** (none configured, its
+  key variable unset, its server down, no valid answer) gives one result whatever the
+  cause: ``evaluated=False``, the message ``judge could not run: <cause>`` and
+  ``context["judge_error"]`` the cause, which names the ``EVALPORT_JUDGE_*`` variables
+  and ``[tool.evalport.judge]`` keys to set. The trial's verdict is then ``error``
+  (unless a gate failed: ``failed``), counted under errors like any error
+  (:func:`~evalport.client._results.trial_verdict`), soft or gate, strict or not.
 - Every judge call, cached or not, failed or not, is reported through
   ``host.record_judge`` with the judge's own tokens, apart from the target's usage.
 """
@@ -44,8 +45,9 @@ from ._transcript import render_transcript
 
 DEFAULT_THRESHOLD: Final = 0.7
 NO_JUDGE: Final = (
-    "no judge configured: pass one to t.judge(judge), set one on the case or the suite, "
-    "or configure [tool.evalport.judge] model"
+    "no judge configured: set EVALPORT_JUDGE_MODEL (with EVALPORT_JUDGE_BASE_URL and "
+    "EVALPORT_JUDGE_API_KEY_ENV as needed) or model under [tool.evalport.judge] in "
+    "pyproject.toml (base-url, api-key-env), or give the case or the suite a judge"
 )
 SampleMode = Literal["mean", "majority"]
 
@@ -220,13 +222,13 @@ class JudgeExpectation:
     async def _evaluate(self) -> AssertionResult:
         judge = self._judge if self._judge is not None else self._host.case_judge
         if judge is None:
-            return self._unevaluated(f"skipped: {NO_JUDGE}", {"skipped": True, "reason": NO_JUDGE})
+            return self._could_not_run(NO_JUDGE)
         verdicts = await asyncio.gather(
             *(self._ask(judge, self.request(sample)) for sample in range(self._samples))
         )
         errors = [item for item in verdicts if isinstance(item, str)]
         if errors:
-            return self._unevaluated(f"judge error: {errors[0]}", {"judge_error": errors[0]})
+            return self._could_not_run(errors[0])
         good = [item for item in verdicts if isinstance(item, JudgeVerdict)]
         scores = [verdict.score for verdict in good]
         if self._mode == "majority":
@@ -272,9 +274,9 @@ class JudgeExpectation:
         )
         return verdict
 
-    def _unevaluated(self, message: str, context: dict[str, Any]) -> AssertionResult:
-        context = {"criterion": self._criterion.name, **context}
-        return self._make(0.0, False, message, context)
+    def _could_not_run(self, cause: str) -> AssertionResult:
+        context = {"criterion": self._criterion.name, "judge_error": cause}
+        return self._make(0.0, False, f"judge could not run: {cause}", context)
 
     def _make(
         self, score: float, evaluated: bool, message: str, context: dict[str, Any]

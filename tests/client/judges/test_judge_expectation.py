@@ -92,17 +92,17 @@ async def test_no_judge_is_not_a_pass() -> None:
     host = Host(None)
     result = await JudgeAssertions(host).closed_qa("ok?").resolve()
     assert not result.evaluated and not result.passed
-    assert result.context["skipped"] is True
-    assert "no judge configured" in result.message
+    assert result.message.startswith("judge could not run: no judge configured")
+    assert "no judge configured" in result.context["judge_error"]
     assert result.severity == "soft"
-    assert trial_verdict([result]) == Verdict.SCORED  # never "passed"
+    assert trial_verdict([result]) == Verdict.ERROR  # never "passed", never hidden
 
 
-async def test_no_judge_under_strict_fails_the_trial() -> None:
+async def test_no_judge_under_strict_is_an_error_too() -> None:
     host = Host(None, strict=True)
     result = await JudgeAssertions(host).closed_qa("ok?").soft().resolve()
     assert result.severity == "gate" and not result.passed
-    assert trial_verdict([result]) == Verdict.FAILED
+    assert trial_verdict([result]) == Verdict.ERROR
 
 
 async def test_judge_error_is_reported_not_passed() -> None:

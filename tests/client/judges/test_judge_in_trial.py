@@ -105,12 +105,12 @@ async def test_judged_trial_records_judges_apart() -> None:
     assert result.run["usage"]["input"] == 90
 
 
-async def test_no_judge_never_passes_and_fails_under_strict() -> None:
+async def test_no_judge_never_passes_and_is_an_error_strict_or_not() -> None:
     relaxed = await run_trial(Case(id="c", func=_case), EchoTarget(), judge=None)
-    assert relaxed.verdict == Verdict.SCORED
+    assert relaxed.verdict == Verdict.ERROR
     assert all(not a.evaluated and "no judge configured" in a.message for a in relaxed.assertions)
     strict = await run_trial(Case(id="c", func=_case), EchoTarget(), judge=None, strict=True)
-    assert strict.verdict == Verdict.FAILED
+    assert strict.verdict == Verdict.ERROR
 
 
 async def test_case_judge_wins_over_the_suite_judge() -> None:
