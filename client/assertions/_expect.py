@@ -7,8 +7,9 @@ Rules:
   ``gate()``, ``soft()``, ``at_least(t)`` and ``label(s)`` tune the most recent one.
 - ``includes(x)``: a substring of a string, an element of a list or tuple (digests compare
   by hash), a key of a mapping; any other value fails.
-- ``equals(x)``: the matcher rules of :mod:`.matchers` (a mapping is a partial match,
-  plain values match their digests, callables are predicates).
+- ``equals(x)``: the same JSON value (:mod:`.matchers`: ``10`` equals ``10.0``, a mapping
+  is compared whole in any key order, plain values match their digests); a matcher
+  (``Subset({...})`` for part of a mapping) or a callable (a predicate) is used as given.
 - ``matches(pattern)``: a regular expression searched in a string.
 - ``similarity(text)``: ``1 - levenshtein / max length``, a continuous score; **soft** by
   default, passing at 1.0 unless ``at_least`` lowers it.
@@ -27,7 +28,7 @@ from evalport.protocol import is_digest
 from .._handles import AssertionHandle
 from .._results import AssertionResult
 from ._base import Assertion
-from ._matchers import VERBATIM_HINT, EqualTo, as_matcher, has_digest
+from ._matchers import VERBATIM_HINT, EqualTo, has_digest, value_matcher
 from ._text import LevenshteinDistance, MatchesRegex
 
 if TYPE_CHECKING:
@@ -70,7 +71,7 @@ class ValueEquals(Assertion):
 
     def __init__(self, expected: Any) -> None:
         self.expected = expected
-        self.matcher = as_matcher(expected)
+        self.matcher = value_matcher(expected)
 
     def describe(self) -> str:
         return self.matcher.describe()

@@ -4,13 +4,18 @@ Rules:
 
 - A matcher answers ``True`` (matches), ``False`` (does not) or ``None`` (cannot tell,
   because the value was redacted and the matcher needs it verbatim).
-- A plain value matches by equality, and matches a digest when the digest is that
-  value's digest (:func:`evalport.protocol.matches_digest`). So
+- A plain value matches the same JSON value (numbers by value, so ``10`` matches
+  ``10.0``, ``1e1`` and ``-0.0`` matches ``0``; maps whatever their key order; ``True``
+  is not ``1``), and matches a digest when the digest is that value's digest
+  (:func:`evalport.protocol.matches_digest`): the verdict is the same on a verbatim run
+  and on a redacted one. So
   ``called_tool("refund", args={"order_id": "A1"})`` works on runs redacted by
   ``TracePolicy.safe()``, which keeps argument keys in clear and digests each value.
 - A mapping given for arguments is a **subset** match: every key given must be present
   and match, other keys are ignored. :class:`Exact` demands the same key set. Inside the
-  mapping each value may itself be a matcher or a callable (a per-argument matcher).
+  mapping each value may itself be a matcher or a callable (a per-argument matcher); a
+  plain value there, a nested mapping included, is compared whole (equality), because a
+  redacted argument value is one digest: ``Subset({...})`` inside matches part of it.
 - A callable (``lambda args: args["amount"] <= 100``) is a predicate: it needs verbatim
   data, and on a redacted value it answers ``None``, which the assertion reports as
   "not evaluable" with a message that says which policy to use. A predicate that raises
@@ -27,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import msgspec
-from evalport.protocol import digest, is_digest, matches_digest
+from evalport.protocol import is_digest, matches_digest
 
 VERBATIM_HINT: Final = (
     "needs verbatim data but the run was redacted (digests only); evaluate with "
@@ -57,22 +62,16 @@ class Matcher:
 
 
 class EqualTo(Matcher):
-    """Equal to ``expected``, or a digest of it (the expected hash is computed once)."""
+    """The same JSON value as ``expected`` (:func:`evalport.protocol.json_equal`: ``10``
+    equals ``10.0``, maps in any key order), or a digest of it."""
 
-    __slots__ = ("_hash", "expected")
+    __slots__ = ("expected",)
 
     def __init__(self, expected: Any) -> None:
         self.expected = expected
-        self._hash: str | None = None
 
     def match(self, value: Any) -> bool | None:
-        if is_digest(value):
-            if is_digest(self.expected):
-                return bool(self.expected["hash"] == value["hash"])
-            if self._hash is None:  # once: 30 assertions, redacted run, 0.50 vs 0.58 ms (-14%)
-                self._hash = digest(self.expected)["hash"]
-            return bool(self._hash == value["hash"])
-        return bool(self.expected == value)
+        return matches_digest(self.expected, value)
 
     def describe(self) -> str:
         return short(self.expected)
@@ -158,7 +157,7 @@ class Subset(Matcher):
 
     def __init__(self, expected: Mapping[str, Any]) -> None:
         self.expected = expected
-        self._matchers = tuple((key, as_matcher(spec)) for key, spec in expected.items())
+        self._matchers = tuple((key, value_matcher(spec)) for key, spec in expected.items())
         self._plain = all(isinstance(m, EqualTo) for _, m in self._matchers)
 
     def match(self, value: Any) -> bool | None:
@@ -222,6 +221,16 @@ def as_matcher(spec: Any) -> Matcher:
         return Predicate(spec)
     if isinstance(spec, Mapping):
         return Subset(spec)
+    return EqualTo(spec)
+
+
+def value_matcher(spec: Any) -> Matcher:
+    """A matcher for one value (an argument's, a result): matchers and callables as they
+    are, anything else, mappings included, by equality. A digested value is one hash of
+    the whole value, so only equality can be decided on it; ``Subset({...})`` matches
+    part of a verbatim value."""
+    if isinstance(spec, Matcher) or callable(spec):
+        return as_matcher(spec)
     return EqualTo(spec)
 
 

@@ -39,7 +39,7 @@ from typing import Any, Final
 from .._results import AssertionResult
 from .._trajectory import Trajectory, TrajectoryToolCall
 from ._base import Assertion, ToolCallsAssertion, run_of
-from ._matchers import VERBATIM_HINT, Count, EqualTo, Matcher, as_count, as_matcher, at_most, short
+from ._matchers import VERBATIM_HINT, Count, Matcher, as_count, at_most, short, value_matcher
 from ._sequence import lcs_length, multiset_overlap
 from ._steps import budget_score
 
@@ -95,15 +95,6 @@ def match_calls(
     return matched, undecided
 
 
-def _result_matcher(spec: Any) -> Matcher:
-    """Results are compared whole: a plain mapping means equality, not a subset, because
-    a redacted result is one digest of the whole value. Pass ``Subset({...})`` to match
-    part of a verbatim result."""
-    if isinstance(spec, Matcher) or callable(spec):
-        return as_matcher(spec)
-    return EqualTo(spec)
-
-
 def _settle(count: Count, matched: int, undecided: int) -> bool | None:
     """The count's verdict over every possible reading of the undecided calls."""
     verdicts = {count.check(n) for n in range(matched, matched + undecided + 1)}
@@ -127,7 +118,7 @@ class CalledTool(ToolCallsAssertion):
         count: int | Count | None = None,
     ) -> None:
         super().__init__(name, args)
-        self.expected_result = None if result is UNSET else _result_matcher(result)
+        self.expected_result = None if result is UNSET else value_matcher(result)
         self.is_error = is_error
         self.count = as_count(count)
 
