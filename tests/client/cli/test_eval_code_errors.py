@@ -9,8 +9,8 @@ folder's trial JSON (with the traceback), the JUnit XML and the HTML report.
 
 import json
 import textwrap
-from html import escape as html_escape
 import xml.etree.ElementTree as ET
+from html import escape as html_escape
 from pathlib import Path
 
 import pytest
@@ -101,10 +101,8 @@ def project(tmp_path, monkeypatch):
 
 
 def test_each_mistake_is_an_error_that_names_its_line_in_every_report(project, capsys):
-    code = main(
-        ["run", "--json", "out.json", "--junit", "junit.xml", "--html", "report.html"]
-        + ["--out", "run"]
-    )
+    reports = ["--json", "out.json", "--junit", "junit.xml", "--html", "report.html"]
+    code = main(["run", *reports, "--out", "run"])
     console = capsys.readouterr().out
     assert code == 1
     summary = json.loads((project / "out.json").read_text())
