@@ -28,7 +28,7 @@ from evalport.protocol import is_digest
 from .._handles import AssertionHandle
 from .._results import AssertionResult
 from ._base import Assertion
-from ._matchers import VERBATIM_HINT, EqualTo, has_digest, value_matcher
+from ._matchers import DIGESTED_HINT, VERBATIM_HINT, EqualTo, has_digest, short, value_matcher
 from ._text import LevenshteinDistance, MatchesRegex
 
 if TYPE_CHECKING:
@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 
 
 def _shown(value: Any) -> str:
+    if has_digest(value):
+        return short(value, 120)
     text = repr(value)
     return text if len(text) <= 120 else text[:117] + "..."
 
@@ -80,7 +82,10 @@ class ValueEquals(Assertion):
         answer = self.matcher.match(subject)
         if answer is None:
             return self.not_evaluable(f"the value {VERBATIM_HINT}")
-        return self.result(answer, "" if answer else f"{_shown(subject)} does not match")
+        message = "" if answer else f"{_shown(subject)} does not match"
+        if message and has_digest(subject):
+            message += f"; {DIGESTED_HINT}"
+        return self.result(answer, message)
 
 
 class ValueSatisfies(Assertion):

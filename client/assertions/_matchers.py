@@ -18,7 +18,9 @@ Rules:
   redacted argument value is one digest: ``Subset({...})`` inside matches part of it.
 - A callable (``lambda args: args["amount"] <= 100``) is a predicate: it needs verbatim
   data, and on a redacted value it answers ``None``, which the assertion reports as
-  "not evaluable" with a message that says which policy to use. A predicate that raises
+  "not evaluable" with a message that says which policy to use. A failure message shows
+  digests compactly (shape and short hash) and says how to see the values
+  (``--trace-policy verbatim``). A predicate that raises
   (say, ``KeyError`` on a call without that key) counts as not matching.
 - Counts: an ``int`` means exactly that many; :func:`at_least`, :func:`at_most`,
   :func:`between` and :func:`exactly` build the others.
@@ -34,10 +36,13 @@ from typing import Any, Final
 import msgspec
 from evalport.protocol import is_digest, matches_digest
 
-VERBATIM_HINT: Final = (
-    "needs verbatim data but the run was redacted (digests only); evaluate with "
-    "TracePolicy.verbatim() or allow-list this tool/argument in the trace policy"
+# How to see digested values, for every message that shows or needs them.
+SEE_VALUES: Final = (
+    'run with --trace-policy verbatim (or trace-policy = "verbatim" in [tool.evalport]; '
+    "TracePolicy.verbatim() in Python) or allow-list this tool/argument in the trace policy"
 )
+VERBATIM_HINT: Final = f"needs verbatim data but the run was redacted (digests only); {SEE_VALUES}"
+DIGESTED_HINT: Final = f"the values are digests (trace policy); to see them, {SEE_VALUES}"
 
 
 def has_digest(value: Any) -> bool:
@@ -244,12 +249,53 @@ def one_of(*options: Any) -> OneOf:
     return OneOf(tuple(options))
 
 
-def short(value: Any) -> str:
-    try:
-        text = msgspec.json.encode(value).decode()
-    except (TypeError, msgspec.EncodeError):
-        text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+def _compact(value: Any) -> str:
+    """A value holding digests, each shown as its shape and a short hash."""
+    if is_digest(value):
+        preview = str(value["preview"])
+        if preview.startswith('"') and preview.endswith('"'):
+            preview = preview[1:-1]
+        return f"{preview}#{str(value['hash']).removeprefix('sha256:')[:8]}"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{key}: {_compact(item)}" for key, item in value.items()) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_compact(item) for item in value) + "]"
+    return short(value, 10**6)
+
+
+def error_lines(errors: str, limit: int = 200) -> str:
+    """A run's ``errors`` text for a message: digested lines shown compactly, and how to
+    see them."""
+    lines = []
+    digested = False
+    for line in errors.split("\n"):
+        value: Any = None
+        if line.startswith('{"hash":"sha256:'):
+            try:
+                value = msgspec.json.decode(line)
+            except msgspec.DecodeError:
+                value = None
+        if is_digest(value):
+            digested = True
+            lines.append(_compact(value))
+        else:
+            lines.append(line)
+    text = "; ".join(lines)
+    text = text if len(text) <= limit else text[: limit - 3] + "..."
+    return f"{text}; {DIGESTED_HINT}" if digested else text
+
+
+def short(value: Any, limit: int = 60) -> str:
+    """A value for a message: JSON, cut to ``limit``; digests shown compactly
+    (``{city: <string:5>#991bedb8}``), never as their JSON."""
+    if has_digest(value):
+        text = _compact(value)
+    else:
+        try:
+            text = msgspec.json.encode(value).decode()
+        except (TypeError, msgspec.EncodeError):
+            text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _describe_map(expected: Mapping[str, Any], relation: str) -> str:

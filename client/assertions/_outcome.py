@@ -16,6 +16,7 @@ from evalport.protocol import RunStatus
 
 from .._results import AssertionResult
 from ._base import Assertion, run_of
+from ._matchers import error_lines
 
 
 class _Status(Assertion):
@@ -26,7 +27,7 @@ class _Status(Assertion):
         ok = run.status == self.expected
         message = "" if ok else f"status is {run.status!r}, expected {self.expected!r}"
         if not ok and run.errors:
-            message += f" (errors: {run.errors[:200]})"
+            message += f" (errors: {error_lines(run.errors)})"
         return self.result(ok, message, status=run.status)
 
 
