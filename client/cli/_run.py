@@ -99,6 +99,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--cache", action="store_true", default=None, help="replay recorded turns when unchanged")
     add("--fresh", action="store_true", default=None, help="record again, read no recording")
     add("--cache-dir", metavar="DIR", help="where recordings live (default .evalport/cache)")
+    add("-v", "--verbose", action="store_true", help="say why recordings were not reused")
     add("--attach", metavar="SESSION_ID", help="evaluate an existing session instead")
     add("--out", metavar="DIR", help="run folder (default .evalport/runs/<time>)")
     add("--json", metavar="F", help="write the results summary as JSON")
@@ -178,7 +179,11 @@ async def _run(
         shard=args.shard,
         command=["evalport", "run", *sys.argv[2:]],
     )
-    cache = RunCache(settings.cache_dir, fresh=settings.fresh) if settings.cache else None
+    cache = (
+        RunCache(settings.cache_dir, fresh=settings.fresh, dependencies=settings.cache_dependencies)
+        if settings.cache
+        else None
+    )
     target = build_target(settings)
     judge = None
     try:
@@ -196,10 +201,21 @@ async def _run(
             await aclose()
     for problem in [*runner.reporters.errors, *(cache.errors if cache else [])]:
         print(f"evalport run: warning: {problem}", file=sys.stderr)
+    if cache is not None:
+        _cache_lines(cache, report.summary.cached_trials, report.summary.trials, args.verbose)
     if settings.baseline:
         print("\n".join(compare(load_summary(settings.baseline), report.summary).lines()))
     print(f"run folder: {out}")
     return EXIT_OK if report.summary.ok else EXIT_FAILED
+
+
+def _cache_lines(cache: RunCache, replayed: int, trials: int, verbose: bool) -> None:
+    """How many trials the run cache answered; with ``-v``, why the others were not."""
+    hint = "" if verbose or not cache.misses else " (-v says why the others were not)"
+    print(f"run cache: {replayed} of {trials} trials replayed{hint}")
+    if verbose:
+        for line in cache.misses:
+            print(f"  not replayed: {line}")
 
 
 def main(args: argparse.Namespace) -> int:
