@@ -5,7 +5,7 @@ micro-optimisations (a memo keyed by msgspec's encoding, shape tables for string
 ``type(x) is`` dispatch, a string memo, a walk that skips plain messages). The project
 keeps such code only where a benchmark shows it buys at least 5% on a product path; this
 is that benchmark. The plain reference below writes the same rules as simply as possible
-(every value through :func:`compact_json`, ``isinstance`` dispatch, one memo by JSON) and
+(every value through :func:`canonical_json`, ``isinstance`` dispatch, one memo by JSON) and
 must give byte-identical runs, which the benchmark checks before timing.
 
 The product path is HttpTarget's: ``decode_run`` of a turn response, then
@@ -24,7 +24,15 @@ import time
 from typing import Any
 
 import msgspec
-from evalport.protocol import AgentRun, RunEnvelope, TracePolicy, compact_json, decode_run, encode
+from evalport.protocol import (
+    AgentRun,
+    RunEnvelope,
+    TracePolicy,
+    canonical_json,
+    compact_json,
+    decode_run,
+    encode,
+)
 
 from client import turn_response
 
@@ -69,9 +77,10 @@ class PlainRedactor:
         found = self.memo.get(data)
         if found is None:
             preview = msgspec.json.encode(shape(value))[: self.preview]
+            canonical = canonical_json(value)
             found = self.memo[data] = {
-                "hash": "sha256:" + hashlib.sha256(data).hexdigest(),
-                "bytes": len(data),
+                "hash": "sha256:" + hashlib.sha256(canonical).hexdigest(),
+                "bytes": len(canonical),
                 "preview": preview.decode(errors="ignore"),
             }
         return found

@@ -6,10 +6,17 @@ Rules:
   (a message, or approval decisions) and the redacted decoded run that came back.
   Assertions and judges always run again on the replayed runs.
 - A recording's key covers the case id, its dataset row, the trial index, the target's
-  identity (URL or local agent, agent name and version from ``/health``) and the evalport
-  version (:meth:`RunCache.key`). A new agent version, a new row or another trial index
-  therefore misses; editing a case's assertions does not. A session opened with tool
-  faults keys its recording by them too (their compact JSON's hash).
+  identity (URL or local agent, agent name and version from ``/health``; for a local
+  agent also a fingerprint of its source files), the declared dependencies (the files
+  matched by the ``cache-dependencies`` globs: their names and contents) and the evalport
+  version (:meth:`RunCache.key`). A new agent version, an edited local agent, a changed
+  dependency, a new row or another trial index therefore misses and records again;
+  editing a case's assertions does not. A session opened with tool faults keys its
+  recording by them too (their compact JSON's hash).
+- Each trial also has a *slot* (case, row, trial, policy, target location) that points
+  at its latest recording and what it was recorded against; a miss compares with it to
+  say why the recording was not reused (:attr:`RunCache.misses`: the agent changed, a
+  dependency changed, the case sent another input, ``--fresh``...).
 - :class:`CachingTarget` wraps a target for one trial. Each ``send``/``decide`` is answered
   from the recording while the inputs match it, in order. At the first input that differs,
   or once the recording is used up, the session goes live: it opens a fresh session on the
@@ -25,10 +32,11 @@ Rules:
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import os
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +65,17 @@ class RecordedTurn(msgspec.Struct, kw_only=True):
     steps: list[Step] = msgspec.field(default_factory=list)
 
 
+class SlotMeta(msgspec.Struct, kw_only=True):
+    """What a trial's latest recording was made against (to explain a later miss)."""
+
+    key: str
+    agent_name: str
+    agent_version: str
+    agent_source: str = ""
+    dependencies: str = ""
+    evalport: str = ""
+
+
 class Recording(msgspec.Struct, kw_only=True):
     """The turns of one trial's session."""
 
@@ -83,21 +102,72 @@ def _decisions(decisions: Mapping[str, ApprovalDecision]) -> dict[str, Any]:
     return {call: msgspec.to_builtins(decision) for call, decision in sorted(decisions.items())}
 
 
-class RunCache:
-    """Recordings in a folder. ``fresh=True`` records without reading."""
+def files_fingerprint(files: Iterable[tuple[str, str | Path]]) -> str:
+    """A short hash of ``(name, path)`` pairs: each name and its file's content ("" for
+    none). A file that cannot be read counts by its name and the error."""
+    pairs = sorted((str(name), str(path)) for name, path in files)
+    if not pairs:
+        return ""
+    hasher = hashlib.sha256()
+    for name, path in pairs:
+        hasher.update(name.encode() + b"\0")
+        try:
+            hasher.update(Path(path).read_bytes())
+        except OSError as error:
+            hasher.update(f"unreadable: {error.strerror}".encode())
+        hasher.update(b"\0")
+    return hasher.hexdigest()[:16]
 
-    def __init__(self, folder: str | Path, *, fresh: bool = False) -> None:
+
+def _static_root(pattern: str) -> Path:
+    parts = Path(pattern).parts
+    for index, part in enumerate(parts):
+        if any(char in part for char in "*?["):
+            return Path(*parts[:index]) if index else Path()
+    return Path(pattern).parent
+
+
+def dependency_files(patterns: Sequence[str]) -> list[tuple[str, str]]:
+    """The files the ``cache-dependencies`` globs match (``**`` spans folders), each named
+    by its path below the glob's fixed part."""
+    found: dict[str, tuple[str, str]] = {}
+    for pattern in patterns:
+        root = _static_root(pattern)
+        for name in glob.glob(pattern, recursive=True):
+            if os.path.isfile(name):
+                label = os.path.relpath(name, root) if str(root) else name
+                found[os.path.abspath(name)] = (label, name)
+    return list(found.values())
+
+
+class RunCache:
+    """Recordings in a folder. ``fresh=True`` records without reading; ``dependencies``
+    are globs of files the recordings depend on (``cache-dependencies``)."""
+
+    def __init__(
+        self, folder: str | Path, *, fresh: bool = False, dependencies: Sequence[str] = ()
+    ) -> None:
         self.folder = Path(folder)
         self.fresh = fresh
+        self.dependencies = files_fingerprint(dependency_files(dependencies))
         self.errors: list[str] = []
+        self.misses: list[str] = []
+        """Why trials were not (fully) replayed: ``"<case> [trial N]: <reason>"``."""
 
     @staticmethod
     def key(
-        *, case_id: str, row: Any, trial: int, identity: TargetIdentity, policy: str = ""
+        *,
+        case_id: str,
+        row: Any,
+        trial: int,
+        identity: TargetIdentity,
+        policy: str = "",
+        dependencies: str = "",
     ) -> str:
         """The recording key of one trial. ``policy`` is the trace policy's description:
         recordings hold redacted runs, so a run recorded under ``verbatim()`` must never
-        answer a target whose policy is ``safe()``."""
+        answer a target whose policy is ``safe()``. ``dependencies`` is the fingerprint
+        of the declared dependencies."""
         material = compact_json(
             {
                 "case": case_id,
@@ -105,10 +175,59 @@ class RunCache:
                 "trial": trial,
                 "target": identity.key(),
                 "policy": policy,
+                "dependencies": dependencies,
                 "evalport": __version__,
             }
         )
         return hashlib.sha256(material).hexdigest()
+
+    @staticmethod
+    def slot(*, case_id: str, row: Any, trial: int, identity: TargetIdentity, policy: str) -> str:
+        """Where the latest recording of one trial is noted, whatever the agent's version."""
+        material = compact_json(
+            {
+                "case": case_id,
+                "row": _plain(row),
+                "trial": trial,
+                "target": f"{identity.kind}|{identity.location}",
+                "policy": policy,
+            }
+        )
+        return hashlib.sha256(material).hexdigest()
+
+    def _slot_path(self, slot: str) -> Path:
+        return self.folder / "slots" / f"{slot}.json"
+
+    def note(self, slot: str, meta: SlotMeta) -> None:
+        """Remember what the trial's latest recording was made against."""
+        path = self._slot_path(slot)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(msgspec.json.encode(meta))
+        except OSError as error:
+            self.errors.append(f"run cache: cannot write {path}: {error}")
+
+    def explain(self, slot: str, meta: SlotMeta) -> str:
+        """Why the trial's recording under ``meta`` was not found."""
+        if self.fresh:
+            return "--fresh: recordings are not read"
+        try:
+            before = msgspec.json.decode(self._slot_path(slot).read_bytes(), type=SlotMeta)
+        except (OSError, msgspec.DecodeError):
+            return "no recording of this trial yet"
+        changes = []
+        if (before.agent_name, before.agent_version) != (meta.agent_name, meta.agent_version):
+            changes.append(
+                f"the agent changed ({before.agent_name} {before.agent_version} -> "
+                f"{meta.agent_name} {meta.agent_version})"
+            )
+        elif before.agent_source != meta.agent_source:
+            changes.append("the agent's source files changed")
+        if before.dependencies != meta.dependencies:
+            changes.append("a file matched by cache-dependencies changed")
+        if before.evalport != meta.evalport:
+            changes.append(f"evalport changed ({before.evalport} -> {meta.evalport})")
+        return "; ".join(changes) or "its recording is gone or unreadable"
 
     def path(self, key: str) -> Path:
         return self.folder / key[:2] / f"{key}.json"
@@ -154,28 +273,55 @@ class RunCache:
         is the target's trace policy (read from ``target.policy`` when not given)."""
         if policy is None:
             policy = getattr(target, "policy", None)
+        identity = target.identity
+        described = policy.describe() if isinstance(policy, TracePolicy) else ""
         key = self.key(
             case_id=case_id,
             row=row,
             trial=trial,
-            identity=target.identity,
-            policy=policy.describe() if isinstance(policy, TracePolicy) else "",
+            identity=identity,
+            policy=described,
+            dependencies=self.dependencies,
         )
-        return CachingTarget(target, self, key, case_id=case_id, trial=trial)
+        slot = self.slot(case_id=case_id, row=row, trial=trial, identity=identity, policy=described)
+        meta = SlotMeta(
+            key=key,
+            agent_name=identity.agent_name,
+            agent_version=identity.agent_version,
+            agent_source=identity.source,
+            dependencies=self.dependencies,
+            evalport=__version__,
+        )
+        return CachingTarget(target, self, key, case_id=case_id, trial=trial, slot=(slot, meta))
 
 
 class CachingTarget:
     """A :class:`Target` for one trial: replays the recording, records live turns."""
 
     def __init__(
-        self, inner: Target, cache: RunCache, key: str, *, case_id: str, trial: int
+        self,
+        inner: Target,
+        cache: RunCache,
+        key: str,
+        *,
+        case_id: str,
+        trial: int,
+        slot: tuple[str, SlotMeta] | None = None,
     ) -> None:
         self.inner = inner
         self.cache = cache
         self.key = key
         self.case_id = case_id
         self.trial = trial
+        self.slot = slot
         self.sessions: list[CachingSession] = []
+        self._missed = False
+
+    def missed(self, reason: str) -> None:
+        """Note why this trial was not replayed (its first reason only)."""
+        if not self._missed:
+            self._missed = True
+            self.cache.misses.append(f"{self.case_id} [trial {self.trial}]: {reason}")
 
     @property
     def identity(self) -> TargetIdentity:
@@ -267,9 +413,21 @@ class CachingSession:
         self._done.append(recorded)
         return Turn(index=recorded.index, message=message, run=recorded.run, steps=recorded.steps)
 
+    def _why_live(self) -> str:
+        owner = self._owner
+        if self._recording is None:
+            if owner.slot is None or self._key != owner.key:
+                return "--fresh: recordings are not read" if owner.cache.fresh else "no recording"
+            return owner.cache.explain(*owner.slot)
+        turns = len(self._recording.turns)
+        if len(self._done) >= turns:
+            return f"the recording ends after {turns} turn(s) and the case sent more"
+        return f"turn {len(self._done) + 1} sent another input than the recording"
+
     async def _go_live(self) -> Session:
         if self._live is not None:
             return self._live
+        self._owner.missed(self._why_live())
         session = await self._owner.inner.open(**self._open_kwargs)
         self._live = session
         replayed, self._done = self._done, []
@@ -337,6 +495,9 @@ class CachingSession:
             await live.close()
         finally:
             if not self._broken and self._done:
+                slot = self._owner.slot
+                if slot is not None and self._key == self._owner.key:
+                    self._owner.cache.note(*slot)
                 self._owner.cache.store(
                     Recording(
                         key=self._key,

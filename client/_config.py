@@ -12,6 +12,9 @@ Rules:
   command line (and the defaults) are relative to the working directory.
 - An unknown key or a value of the wrong type is a :class:`ConfigError` naming the file,
   the key and what is expected; nothing is guessed.
+- ``cache-dependencies`` lists globs (``**`` spans folders) of files the run cache's
+  recordings depend on (prompts, tool data, the agent's own code when it is served over
+  HTTP); relative to the ``pyproject.toml``. A change to a matched file re-records.
 - ``reporters`` lists custom reporters: ``"package.module:Name"`` or a table
   ``{use = "package.module:Name", ...keyword arguments}``.
 - ``judge`` configures the judge: ``{model = "...", base-url = "...", api-key-env = "...",
@@ -74,6 +77,7 @@ class Settings(msgspec.Struct, kw_only=True, rename="kebab", forbid_unknown_fiel
     cache: bool = False
     fresh: bool = False
     cache_dir: str = ".evalport/cache"
+    cache_dependencies: list[str] = msgspec.field(default_factory=list)
     out: str | None = None
     json: str | None = None
     junit: str | None = None
@@ -162,6 +166,9 @@ def load_settings(start: Path | None = None, *, file: Path | None = None) -> Set
     for name in _PATHS:
         if name.replace("_", "-") in table:
             setattr(settings, name, _beside(path, getattr(settings, name)))
+    settings.cache_dependencies = [
+        str(_beside(path, pattern)) for pattern in settings.cache_dependencies
+    ]
     judge = settings.judge
     judge.judge_cache = _beside(path, judge.judge_cache)
     if not judge.model and judge != JudgeSettings():

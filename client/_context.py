@@ -7,6 +7,13 @@ Rules:
   approval policy before ``send`` returns (see :mod:`evalport.client._conversation`).
   Every assertion made afterwards reads ``ctx.run``, the run accumulated over every turn
   of the current session.
+- ``ctx.send`` returns a coroutine that must be awaited (``await ctx.send(...)``). An
+  assertion made while a send waits unawaited, or before anything was sent on the
+  session, raises (:class:`SendNotAwaited`, :class:`NothingSent`): the trial is an error
+  that names the line, never a silent ``'' lacks '18°C'``. A send still unawaited when
+  the case ends is an error too.
+- A misspelt method (``ctx.contain``) raises an ``AttributeError`` that suggests the
+  closest name (``did you mean 'contains'?``).
 - ``ctx.turns`` lists the turns sent on the current session. ``await ctx.new_session()``
   opens a fresh session (the case starts with one) and ``await ctx.attach(session_id)``
   continues one opened elsewhere; both reset ``turns``. Sessions the context opened are
@@ -31,7 +38,11 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import difflib
+import inspect
 import json
+import os
+import traceback
 from collections.abc import Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -70,6 +81,39 @@ class RequirementFailed(CaseStopped):
     """Raised by ``ctx.require(...)`` when the requirement failed."""
 
 
+class SendNotAwaited(RuntimeError):
+    """A ``ctx.send(...)`` whose coroutine was never awaited (a bug in the eval)."""
+
+
+class NothingSent(RuntimeError):
+    """An assertion on the reply or the run before anything was sent (a bug in the eval)."""
+
+
+def shown_path(filename: str) -> str:
+    """``filename`` relative to the working directory when it lies below it."""
+    try:
+        shown = os.path.relpath(filename)
+    except ValueError:  # another drive
+        return filename
+    return filename if shown.startswith("..") else shown
+
+
+def _caller() -> str:
+    """``file:line`` of the code that called the caller of this function."""
+    frame = traceback.extract_stack(limit=3)[0]
+    return f"{shown_path(frame.filename)}:{frame.lineno}"
+
+
+def _no_attribute(owner: object, name: str) -> str:
+    """The AttributeError message for ``owner.name``, with a "did you mean" if one is close."""
+    text = f"{type(owner).__name__!r} object has no attribute {name!r}"
+    if name.startswith("__"):
+        return text
+    public = [entry for entry in dir(type(owner)) if not entry.startswith("_")]
+    close = difflib.get_close_matches(name, public, n=1, cutoff=0.6)
+    return text + (f"; did you mean {close[0]!r}?" if close else "")
+
+
 class EvalContext(AssertionMethods):
     """The async context (see the module rules)."""
 
@@ -98,6 +142,11 @@ class EvalContext(AssertionMethods):
         self.judge_records: list[JudgeRecord] = []
         self.opened: list[Session] = [session]
         self._session = session
+        self._sends: list[tuple[Coroutine[Any, Any, Turn], str]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        # only reached for a name the context lacks: say which method was meant
+        raise AttributeError(_no_attribute(self, name))
 
     # -- state ------------------------------------------------------------------------
 
@@ -120,10 +169,46 @@ class EvalContext(AssertionMethods):
 
     # -- conversation -----------------------------------------------------------------
 
-    async def send(self, message: str) -> Turn:
-        """Send one user message; approvals are settled by the policy before returning."""
+    def send(self, message: str) -> Coroutine[Any, Any, Turn]:
+        """Send one user message (``await ctx.send(...)``); approvals are settled by the
+        policy before it returns. A send left unawaited is an error naming its line."""
         if not isinstance(message, str):
             raise TypeError(f"send() takes a str, got {type(message).__name__}")
+        sending = self._send(message)
+        self._sends.append((sending, _caller()))
+        return sending
+
+    def unawaited_sends(self) -> SendNotAwaited | None:
+        """The error for sends nobody awaited (their coroutines are closed), or ``None``."""
+        waiting = [
+            (coro, line)
+            for coro, line in self._sends
+            if inspect.getcoroutinestate(coro) == inspect.CORO_CREATED
+        ]
+        self._sends = []
+        if not waiting:
+            return None
+        for coro, _ in waiting:
+            coro.close()
+        lines = ", ".join(line for _, line in waiting)
+        return SendNotAwaited(
+            f"ctx.send(...) at {lines} was never awaited: write 'await ctx.send(...)'"
+        )
+
+    def sent_run(self) -> AgentRun:
+        """The run an assertion reads: every send awaited, and something sent."""
+        unawaited = self.unawaited_sends()
+        if unawaited is not None:
+            raise unawaited
+        run = self._session.run
+        if not self.turns and not run.turns and not run.steps:
+            raise NothingSent(
+                "nothing was sent on this session yet, so there is no reply or run to "
+                "assert on: 'await ctx.send(message)' first"
+            )
+        return run
+
+    async def _send(self, message: str) -> Turn:
         previous = self._session.run
         turn = await self._session.send(message)
         if turn.run.pending_approvals:
@@ -307,6 +392,9 @@ class SyncEvalContext(AssertionMethods):
 
     def trajectory(self) -> Trajectory:
         return self._inner.trajectory()
+
+    def sent_run(self) -> AgentRun:
+        return self._inner.sent_run()
 
     def judge(self, judge: Any = None) -> JudgeAssertions:
         from .judges import JudgeAssertions

@@ -22,14 +22,20 @@ Rules:
 - ``attach(session_id)`` reaches a session this target opened and has not closed.
 - ``open(faults=...)`` injects tool faults in-process; no opt-in is needed here (the
   server's ``--allow-faults`` guards deployed services).
+- The target's identity carries a fingerprint of the agent's source: the module files of
+  the agent (its own module and its class's, outside evalport and installed packages).
+  The run cache keys recordings by it, so an edited agent records again.
 """
 
 from __future__ import annotations
 
+import os
 import secrets
+import sys
+import sysconfig
 from collections.abc import Mapping, Sequence
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from evalport.protocol import (
     AgentRun,
@@ -58,10 +64,33 @@ from evalport.protocol.runtime import (
     session_factory,
 )
 
+from ._cache import files_fingerprint
 from ._target import TargetIdentity, Turn
 from ._turns import DecisionLike, SessionBase, decisions_of
 
 T = TypeVar("T")
+
+
+def _sources(agent: object) -> list[tuple[str, str]]:
+    """The module files an agent's code lives in: its own module (a function's, a
+    factory's) and its class's, outside evalport and installed packages."""
+    kinds = [agent, type(agent), getattr(agent, "__wrapped__", None)]
+    files = set()
+    for kind in kinds:
+        module = sys.modules.get(getattr(kind, "__module__", None) or "")
+        path = getattr(module, "__file__", None)
+        if path and not path.startswith(_NOT_AGENT_CODE):
+            files.add(os.path.abspath(path))
+    return [(os.path.basename(path), path) for path in sorted(files)]
+
+
+_NOT_AGENT_CODE: Final = tuple(
+    os.path.join(os.path.abspath(folder), "")
+    for folder in (
+        os.path.dirname(__file__),  # evalport's client package
+        *{sysconfig.get_paths()[name] for name in ("stdlib", "purelib", "platlib")},
+    )
+)
 
 
 def _location(agent: object) -> str:
@@ -92,6 +121,7 @@ class LocalTarget:
             location=location or _location(agent),
             agent_name=found.name,
             agent_version=found.version,
+            source=files_fingerprint(_sources(agent)),
         )
         self._sessions: dict[str, AgentSession] = {}
 

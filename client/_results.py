@@ -165,6 +165,7 @@ class TrialResult(msgspec.Struct, kw_only=True, gc=False):
     assertions: list[AssertionResult] = msgspec.field(default_factory=list)
     error: str | None = None
     error_type: str | None = None
+    traceback: str | None = None  # of the error in the eval code, for the JSON reports
     skip_reason: str | None = None
     duration: float = 0.0
     session_id: str | None = None

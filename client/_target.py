@@ -40,10 +40,12 @@ class TargetIdentity:
     location: str  # base URL, or "module:attr" / the agent's qualified name
     agent_name: str = "agent"
     agent_version: str = "0"
+    source: str = ""  # a local agent's source fingerprint (its module files' hash)
 
     def key(self) -> str:
         """A stable string for cache keys."""
-        return f"{self.kind}|{self.location}|{self.agent_name}|{self.agent_version}"
+        key = f"{self.kind}|{self.location}|{self.agent_name}|{self.agent_version}"
+        return f"{key}|{self.source}" if self.source else key
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,11 @@ Rules:
 - The case's session is opened with its tool ``faults`` (if any).
 - :func:`run_trial` never raises for anything the case or the agent did: an exception in
   the case (including a wrong assertion subject, an unanswered approval, a failed
-  session open) is verdict ``error`` with its type and message; ``ctx.skip`` is
+  session open) is verdict ``error`` with its type and message; the message ends with
+  where the eval code raised it (``(at evals/x.py:12 in case: <source line>)``, the
+  innermost frame outside evalport, Python and libraries) and the result keeps the
+  traceback. A ``ctx.send(...)`` that was never awaited is an error naming its line,
+  even when nothing was asserted after it. ``ctx.skip`` is
   ``skipped``; ``ctx.require`` that failed is a failed gate. Only cancellation of the
   trial itself propagates (after the sessions are closed).
 - An async case function runs on the caller's event loop. A sync one runs in a worker
@@ -25,10 +29,15 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+import os
+import sysconfig
 import time
-from typing import TYPE_CHECKING, Any
+import traceback
+from typing import TYPE_CHECKING, Any, Final
 
-from ._context import EvalContext, RequirementFailed, SkipCase, SyncEvalContext
+import evalport.protocol
+
+from ._context import EvalContext, RequirementFailed, SkipCase, SyncEvalContext, shown_path
 from ._conversation import ApprovalPolicy
 from ._handles import AssertionHandle
 from ._results import AssertionResult, RunData, TrialResult, trial_verdict
@@ -38,8 +47,41 @@ if TYPE_CHECKING:
     from ._cases import Case
 
 
-def _describe(error: BaseException) -> tuple[str, str]:
-    return type(error).__name__, str(error) or repr(error)
+def _eval_code(filename: str) -> bool:
+    """Whether ``filename`` is the user's code (not evalport's, Python's or a library's)."""
+    path = os.path.abspath(filename)
+    return not filename.startswith("<") and not path.startswith(_NOT_EVAL_CODE)
+
+
+_NOT_EVAL_CODE: Final = tuple(
+    os.path.join(os.path.abspath(folder), "")
+    for folder in (
+        os.path.dirname(__file__),  # evalport's client package
+        os.path.dirname(evalport.protocol.__file__),
+        *{sysconfig.get_paths()[name] for name in ("stdlib", "purelib", "platlib")},
+    )
+)
+
+
+def where(error: BaseException) -> str | None:
+    """``file:line in function: source line`` of the statement of eval code that raised
+    ``error`` (the innermost frame outside evalport, Python and libraries), or ``None``."""
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if _eval_code(f.filename)]
+    if not frames:
+        return None
+    frame = frames[-1]
+    source = (frame.line or "").strip()
+    shown = f"{shown_path(frame.filename)}:{frame.lineno} in {frame.name}"
+    return shown + (f": {source}" if source else "")
+
+
+def _describe(error: BaseException) -> tuple[str, str, str]:
+    """Type name, message (with where the eval code raised it) and traceback."""
+    text = str(error) or repr(error)
+    location = where(error)
+    if location:
+        text = f"{text} (at {location})"
+    return type(error).__name__, text, "".join(traceback.format_exception(error)).rstrip()
 
 
 class _CaseTimedOut(Exception):
@@ -84,13 +126,14 @@ async def run_trial(
             case_id=case.id, description=case.description or None, **faults_option(case.faults)
         )
     except Exception as exc:
-        kind, text = _describe(exc)
+        kind, text, trace = _describe(exc)
         return TrialResult(
             case_id=case.id,
             trial=trial,
             verdict=trial_verdict([], error=True),
             error=f"could not open a session: {text}",
             error_type=kind,
+            traceback=trace,
             duration=time.perf_counter() - started,
         )
     ctx = EvalContext(
@@ -103,7 +146,7 @@ async def run_trial(
         approval_policy=case.approval_policy or approval_policy,
         row=case.row,
     )
-    error: tuple[str, str] | None = None
+    error: tuple[str, str, str | None] | None = None
     skip_reason: str | None = None
     limit = case.timeout if case.timeout is not None else timeout
     try:
@@ -114,9 +157,12 @@ async def run_trial(
         except RequirementFailed:
             pass  # the failed requirement is a registered gate
         except _CaseTimedOut:
-            error = ("TimeoutError", f"the case did not finish within {limit:g} s")
+            error = ("TimeoutError", f"the case did not finish within {limit:g} s", None)
         except Exception as exc:
             error = _describe(exc)
+        unawaited = ctx.unawaited_sends()
+        if unawaited is not None and error is None and skip_reason is None:
+            error = _describe(unawaited)
         results: list[AssertionResult] = []
         for expectation in ctx.expectations:
             if isinstance(expectation, AssertionHandle):  # evaluated already: no await needed
@@ -127,8 +173,8 @@ async def run_trial(
             try:
                 results.append(await expectation.resolve())
             except Exception as exc:
-                kind, text = _describe(exc)
-                error = error or (kind, f"resolving an expectation failed: {text}")
+                kind, text, trace = _describe(exc)
+                error = error or (kind, f"resolving an expectation failed: {text}", trace)
         run = _plain(ctx)
     finally:
         await _close(ctx)
@@ -139,6 +185,7 @@ async def run_trial(
         assertions=results,
         error=error[1] if error else None,
         error_type=error[0] if error else None,
+        traceback=error[2] if error else None,
         skip_reason=skip_reason,
         duration=time.perf_counter() - started,
         session_id=ctx.session_id,

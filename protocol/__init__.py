@@ -12,7 +12,15 @@ follow, and a test keeps the two in step. Nothing here names the server or the c
 
 from ._auth import DEFAULT_TOKEN_ENV
 from ._codec import decode_request, decode_response, decode_run, encode, normalize_run
-from ._digest import DEFAULT_PREVIEW_BYTES, compact_json, digest, is_digest, matches_digest
+from ._digest import (
+    DEFAULT_PREVIEW_BYTES,
+    canonical_json,
+    compact_json,
+    digest,
+    is_digest,
+    json_equal,
+    matches_digest,
+)
 from ._extras import MissingExtraError, require
 from ._messages import (
     AgentInfo,
@@ -123,6 +131,7 @@ __all__ = [
     "TurnTimedOut",
     "Usage",
     "__version__",
+    "canonical_json",
     "compact_json",
     "decode_request",
     "decode_response",
@@ -130,6 +139,7 @@ __all__ = [
     "digest",
     "encode",
     "is_digest",
+    "json_equal",
     "matches_digest",
     "normalize_run",
     "require",

@@ -12,7 +12,9 @@ Rules (they hold wherever a policy is applied, on the client or on the server):
 - Names, ids, order, error flags, timings, usage, finish reasons, other stop signals, events,
   the user's messages, the reply and the status stay in clear.
 - An argument map keeps its **keys** in clear and digests each value, so an argument
-  check still works on a redacted run (:func:`~evalport.protocol.matches_digest`). A map
+  check still works on a redacted run (:func:`~evalport.protocol.matches_digest`), with
+  the verdict it has on the verbatim run: a digest hashes canonical JSON, in which equal
+  values (``10`` and ``10.0``, maps in any key order) are equal bytes. A map
   that arrives digested as a whole passes through as it is.
 - A value already in digest shape passes through unchanged, so applying a policy twice,
   or to a run a server already redacted, changes nothing. ``None`` stays ``None``, and an

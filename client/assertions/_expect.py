@@ -7,8 +7,9 @@ Rules:
   ``gate()``, ``soft()``, ``at_least(t)`` and ``label(s)`` tune the most recent one.
 - ``includes(x)``: a substring of a string, an element of a list or tuple (digests compare
   by hash), a key of a mapping; any other value fails.
-- ``equals(x)``: the matcher rules of :mod:`.matchers` (a mapping is a partial match,
-  plain values match their digests, callables are predicates).
+- ``equals(x)``: the same JSON value (:mod:`.matchers`: ``10`` equals ``10.0``, a mapping
+  is compared whole in any key order, plain values match their digests); a matcher
+  (``Subset({...})`` for part of a mapping) or a callable (a predicate) is used as given.
 - ``matches(pattern)``: a regular expression searched in a string.
 - ``similarity(text)``: ``1 - levenshtein / max length``, a continuous score; **soft** by
   default, passing at 1.0 unless ``at_least`` lowers it.
@@ -27,7 +28,7 @@ from evalport.protocol import is_digest
 from .._handles import AssertionHandle
 from .._results import AssertionResult
 from ._base import Assertion
-from ._matchers import VERBATIM_HINT, EqualTo, as_matcher, has_digest
+from ._matchers import DIGESTED_HINT, VERBATIM_HINT, EqualTo, has_digest, short, value_matcher
 from ._text import LevenshteinDistance, MatchesRegex
 
 if TYPE_CHECKING:
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
 
 
 def _shown(value: Any) -> str:
+    if has_digest(value):
+        return short(value, 120)
     text = repr(value)
     return text if len(text) <= 120 else text[:117] + "..."
 
@@ -70,7 +73,7 @@ class ValueEquals(Assertion):
 
     def __init__(self, expected: Any) -> None:
         self.expected = expected
-        self.matcher = as_matcher(expected)
+        self.matcher = value_matcher(expected)
 
     def describe(self) -> str:
         return self.matcher.describe()
@@ -79,7 +82,10 @@ class ValueEquals(Assertion):
         answer = self.matcher.match(subject)
         if answer is None:
             return self.not_evaluable(f"the value {VERBATIM_HINT}")
-        return self.result(answer, "" if answer else f"{_shown(subject)} does not match")
+        message = "" if answer else f"{_shown(subject)} does not match"
+        if message and has_digest(subject):
+            message += f"; {DIGESTED_HINT}"
+        return self.result(answer, message)
 
 
 class ValueSatisfies(Assertion):

@@ -4,16 +4,23 @@ Rules:
 
 - A matcher answers ``True`` (matches), ``False`` (does not) or ``None`` (cannot tell,
   because the value was redacted and the matcher needs it verbatim).
-- A plain value matches by equality, and matches a digest when the digest is that
-  value's digest (:func:`evalport.protocol.matches_digest`). So
+- A plain value matches the same JSON value (numbers by value, so ``10`` matches
+  ``10.0``, ``1e1`` and ``-0.0`` matches ``0``; maps whatever their key order; ``True``
+  is not ``1``), and matches a digest when the digest is that value's digest
+  (:func:`evalport.protocol.matches_digest`): the verdict is the same on a verbatim run
+  and on a redacted one. So
   ``called_tool("refund", args={"order_id": "A1"})`` works on runs redacted by
   ``TracePolicy.safe()``, which keeps argument keys in clear and digests each value.
 - A mapping given for arguments is a **subset** match: every key given must be present
   and match, other keys are ignored. :class:`Exact` demands the same key set. Inside the
-  mapping each value may itself be a matcher or a callable (a per-argument matcher).
+  mapping each value may itself be a matcher or a callable (a per-argument matcher); a
+  plain value there, a nested mapping included, is compared whole (equality), because a
+  redacted argument value is one digest: ``Subset({...})`` inside matches part of it.
 - A callable (``lambda args: args["amount"] <= 100``) is a predicate: it needs verbatim
   data, and on a redacted value it answers ``None``, which the assertion reports as
-  "not evaluable" with a message that says which policy to use. A predicate that raises
+  "not evaluable" with a message that says which policy to use. A failure message shows
+  digests compactly (shape and short hash) and says how to see the values
+  (``--trace-policy verbatim``). A predicate that raises
   (say, ``KeyError`` on a call without that key) counts as not matching.
 - Counts: an ``int`` means exactly that many; :func:`at_least`, :func:`at_most`,
   :func:`between` and :func:`exactly` build the others.
@@ -27,12 +34,15 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import msgspec
-from evalport.protocol import digest, is_digest, matches_digest
+from evalport.protocol import is_digest, matches_digest
 
-VERBATIM_HINT: Final = (
-    "needs verbatim data but the run was redacted (digests only); evaluate with "
-    "TracePolicy.verbatim() or allow-list this tool/argument in the trace policy"
+# How to see digested values, for every message that shows or needs them.
+SEE_VALUES: Final = (
+    'run with --trace-policy verbatim (or trace-policy = "verbatim" in [tool.evalport]; '
+    "TracePolicy.verbatim() in Python) or allow-list this tool/argument in the trace policy"
 )
+VERBATIM_HINT: Final = f"needs verbatim data but the run was redacted (digests only); {SEE_VALUES}"
+DIGESTED_HINT: Final = f"the values are digests (trace policy); to see them, {SEE_VALUES}"
 
 
 def has_digest(value: Any) -> bool:
@@ -57,22 +67,16 @@ class Matcher:
 
 
 class EqualTo(Matcher):
-    """Equal to ``expected``, or a digest of it (the expected hash is computed once)."""
+    """The same JSON value as ``expected`` (:func:`evalport.protocol.json_equal`: ``10``
+    equals ``10.0``, maps in any key order), or a digest of it."""
 
-    __slots__ = ("_hash", "expected")
+    __slots__ = ("expected",)
 
     def __init__(self, expected: Any) -> None:
         self.expected = expected
-        self._hash: str | None = None
 
     def match(self, value: Any) -> bool | None:
-        if is_digest(value):
-            if is_digest(self.expected):
-                return bool(self.expected["hash"] == value["hash"])
-            if self._hash is None:  # once: 30 assertions, redacted run, 0.50 vs 0.58 ms (-14%)
-                self._hash = digest(self.expected)["hash"]
-            return bool(self._hash == value["hash"])
-        return bool(self.expected == value)
+        return matches_digest(self.expected, value)
 
     def describe(self) -> str:
         return short(self.expected)
@@ -158,7 +162,7 @@ class Subset(Matcher):
 
     def __init__(self, expected: Mapping[str, Any]) -> None:
         self.expected = expected
-        self._matchers = tuple((key, as_matcher(spec)) for key, spec in expected.items())
+        self._matchers = tuple((key, value_matcher(spec)) for key, spec in expected.items())
         self._plain = all(isinstance(m, EqualTo) for _, m in self._matchers)
 
     def match(self, value: Any) -> bool | None:
@@ -225,6 +229,16 @@ def as_matcher(spec: Any) -> Matcher:
     return EqualTo(spec)
 
 
+def value_matcher(spec: Any) -> Matcher:
+    """A matcher for one value (an argument's, a result): matchers and callables as they
+    are, anything else, mappings included, by equality. A digested value is one hash of
+    the whole value, so only equality can be decided on it; ``Subset({...})`` matches
+    part of a verbatim value."""
+    if isinstance(spec, Matcher) or callable(spec):
+        return as_matcher(spec)
+    return EqualTo(spec)
+
+
 def any_value() -> AnyValue:
     """Matches any value, redacted or not (the key only has to be present)."""
     return AnyValue()
@@ -235,12 +249,53 @@ def one_of(*options: Any) -> OneOf:
     return OneOf(tuple(options))
 
 
-def short(value: Any) -> str:
-    try:
-        text = msgspec.json.encode(value).decode()
-    except (TypeError, msgspec.EncodeError):
-        text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+def _compact(value: Any) -> str:
+    """A value holding digests, each shown as its shape and a short hash."""
+    if is_digest(value):
+        preview = str(value["preview"])
+        if preview.startswith('"') and preview.endswith('"'):
+            preview = preview[1:-1]
+        return f"{preview}#{str(value['hash']).removeprefix('sha256:')[:8]}"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{key}: {_compact(item)}" for key, item in value.items()) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_compact(item) for item in value) + "]"
+    return short(value, 10**6)
+
+
+def error_lines(errors: str, limit: int = 200) -> str:
+    """A run's ``errors`` text for a message: digested lines shown compactly, and how to
+    see them."""
+    lines = []
+    digested = False
+    for line in errors.split("\n"):
+        value: Any = None
+        if line.startswith('{"hash":"sha256:'):
+            try:
+                value = msgspec.json.decode(line)
+            except msgspec.DecodeError:
+                value = None
+        if is_digest(value):
+            digested = True
+            lines.append(_compact(value))
+        else:
+            lines.append(line)
+    text = "; ".join(lines)
+    text = text if len(text) <= limit else text[: limit - 3] + "..."
+    return f"{text}; {DIGESTED_HINT}" if digested else text
+
+
+def short(value: Any, limit: int = 60) -> str:
+    """A value for a message: JSON, cut to ``limit``; digests shown compactly
+    (``{city: <string:5>#991bedb8}``), never as their JSON."""
+    if has_digest(value):
+        text = _compact(value)
+    else:
+        try:
+            text = msgspec.json.encode(value).decode()
+        except (TypeError, msgspec.EncodeError):
+            text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _describe_map(expected: Mapping[str, Any], relation: str) -> str:

@@ -4,7 +4,9 @@ Rules:
 
 - Each method builds the assertion, evaluates it **at once** on the run accumulated so
   far (text assertions on its reply), registers the handle with the context and returns
-  it: ``ctx.called_tool("refund").soft()``.
+  it: ``ctx.called_tool("refund").soft()``. Before anything was sent, or while a
+  ``ctx.send(...)`` waits unawaited, there is nothing to assert on: the method raises
+  (:meth:`AssertionMethods.sent_run`), and the trial is an error naming the line.
 - Assertions that need I/O (``similar_to``) are deferred: the subject is captured now,
   the assertion runs when the case ends (or when the handle is resolved), at most once.
 - ``check(assertion, subject=None)`` does the same for any :class:`Assertion`, including
@@ -48,19 +50,19 @@ def _needs_io(assertion: Assertion) -> bool:
 
 
 def _on_reply(ctx: AssertionMethods, assertion: Assertion) -> AssertionHandle:
-    handle = AssertionHandle(assertion.evaluate(ctx.run.reply))
+    handle = AssertionHandle(assertion.evaluate(ctx.sent_run().reply))
     ctx.register(handle)
     return handle
 
 
 def _on_run(ctx: AssertionMethods, assertion: Assertion) -> AssertionHandle:
-    handle = AssertionHandle(assertion.evaluate(ctx.run))
+    handle = AssertionHandle(assertion.evaluate(ctx.sent_run()))
     ctx.register(handle)
     return handle
 
 
 def _later_on_reply(ctx: AssertionMethods, assertion: Assertion) -> DeferredHandle:
-    deferred = DeferredHandle(assertion, ctx.run.reply)
+    deferred = DeferredHandle(assertion, ctx.sent_run().reply)
     ctx.register(deferred)
     return deferred
 
@@ -137,6 +139,11 @@ class AssertionMethods:
     def register(self, expectation: Expectation) -> None:
         raise NotImplementedError
 
+    def sent_run(self) -> AgentRun:
+        """The run assertions read; the eval contexts check first that every send was
+        awaited and something was sent."""
+        return self.run
+
     def check(
         self, assertion: Assertion | str, subject: Any = None, message: str = ""
     ) -> AssertionHandle | DeferredHandle:
@@ -155,7 +162,7 @@ class AssertionMethods:
             return plain
         if not isinstance(assertion, Assertion):
             raise TypeError(f"check() takes an Assertion, got {type(assertion).__name__}")
-        target = self.run if subject is None else subject
+        target = self.sent_run() if subject is None else subject
         if _needs_io(assertion):
             deferred = DeferredHandle(assertion, target)
             self.register(deferred)

@@ -39,7 +39,18 @@ from typing import Any, Final
 from .._results import AssertionResult
 from .._trajectory import Trajectory, TrajectoryToolCall
 from ._base import Assertion, ToolCallsAssertion, run_of
-from ._matchers import VERBATIM_HINT, Count, EqualTo, Matcher, as_count, as_matcher, at_most, short
+from ._matchers import (
+    DIGESTED_HINT,
+    VERBATIM_HINT,
+    Count,
+    Matcher,
+    as_count,
+    at_most,
+    error_lines,
+    has_digest,
+    short,
+    value_matcher,
+)
 from ._sequence import lcs_length, multiset_overlap
 from ._steps import budget_score
 
@@ -95,23 +106,14 @@ def match_calls(
     return matched, undecided
 
 
-def _result_matcher(spec: Any) -> Matcher:
-    """Results are compared whole: a plain mapping means equality, not a subset, because
-    a redacted result is one digest of the whole value. Pass ``Subset({...})`` to match
-    part of a verbatim result."""
-    if isinstance(spec, Matcher) or callable(spec):
-        return as_matcher(spec)
-    return EqualTo(spec)
-
-
 def _settle(count: Count, matched: int, undecided: int) -> bool | None:
     """The count's verdict over every possible reading of the undecided calls."""
     verdicts = {count.check(n) for n in range(matched, matched + undecided + 1)}
     return verdicts.pop() if len(verdicts) == 1 else None
 
 
-def _seen(calls: Sequence[TrajectoryToolCall], limit: int = 5) -> list[str]:
-    return [short(call.arguments) for call in calls[:limit]]
+def _seen(calls: Sequence[TrajectoryToolCall], limit: int = 5) -> str:
+    return "[" + "; ".join(short(call.arguments) for call in calls[:limit]) + "]"
 
 
 class CalledTool(ToolCallsAssertion):
@@ -127,7 +129,7 @@ class CalledTool(ToolCallsAssertion):
         count: int | Count | None = None,
     ) -> None:
         super().__init__(name, args)
-        self.expected_result = None if result is UNSET else _result_matcher(result)
+        self.expected_result = None if result is UNSET else value_matcher(result)
         self.is_error = is_error
         self.count = as_count(count)
 
@@ -166,6 +168,8 @@ class CalledTool(ToolCallsAssertion):
                 f"{self.tool!r} called {len(calls)} time(s), {found} matching; "
                 f"expected {count.describe()} matching; arguments seen: {_seen(calls)}"
             )
+            if any(has_digest(call.arguments) or has_digest(call.result) for call in calls):
+                message += f"; {DIGESTED_HINT}"
         return self.result(False, message, **context)
 
 
@@ -226,7 +230,7 @@ class NoFailedActions(Assertion):
         calls = Trajectory.of(run).all_calls
         failed = [call.name for call in calls if call.is_error]
         if run.errors:
-            message = f"the run recorded errors: {run.errors[:200]}"
+            message = f"the run recorded errors: {error_lines(run.errors)}"
             return self.result(0.0, message, failed=failed, run_errors=True)
         if not failed:
             return self.result(True, "", calls=len(calls))

@@ -143,7 +143,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--verbose",
         action="count",
         default=0,
-        help="more detail in the console: the judges' reasons and evidence",
+        help="more in the console: the judges' reasons and evidence, why recordings were not reused",
     )
     add("--config", metavar="PYPROJECT", help="read [tool.evalport] from this file")
 
@@ -215,7 +215,11 @@ async def _run(
         shard=args.shard,
         command=["evalport", "run", *(without_credentials(arg) for arg in sys.argv[2:])],
     )
-    cache = RunCache(settings.cache_dir, fresh=settings.fresh) if settings.cache else None
+    cache = (
+        RunCache(settings.cache_dir, fresh=settings.fresh, dependencies=settings.cache_dependencies)
+        if settings.cache
+        else None
+    )
     target = build_target(settings)
     judge = None
     try:
@@ -233,10 +237,21 @@ async def _run(
             await aclose()
     for problem in [*runner.reporters.errors, *(cache.errors if cache else [])]:
         print(f"evalport run: warning: {problem}", file=sys.stderr)
+    if cache is not None:
+        _cache_lines(cache, report.summary.cached_trials, report.summary.trials, args.verbose > 0)
     if settings.baseline:
         print("\n".join(compare(load_summary(settings.baseline), report.summary).lines()))
     print(f"run folder: {out}")
     return EXIT_OK if report.summary.ok else EXIT_FAILED
+
+
+def _cache_lines(cache: RunCache, replayed: int, trials: int, verbose: bool) -> None:
+    """How many trials the run cache answered; with ``-v``, why the others were not."""
+    hint = "" if verbose or not cache.misses else " (-v says why the others were not)"
+    print(f"run cache: {replayed} of {trials} trials replayed{hint}")
+    if verbose:
+        for line in cache.misses:
+            print(f"  not replayed: {line}")
 
 
 def main(args: argparse.Namespace) -> int:

@@ -74,6 +74,7 @@ def _write_case(folder: Path, result: CaseResult) -> None:
                 "sessionId": trial.session_id,
                 "error": trial.error,
                 "errorType": trial.error_type,
+                "traceback": trial.traceback,
                 "assertions": trial.assertions,
                 "logs": trial.logs,
                 "run": trial.run.raw if isinstance(trial.run, RunData) else trial.run,

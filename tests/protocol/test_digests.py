@@ -3,6 +3,9 @@
 - ``compact_json`` writes exactly ``json.dumps(value, ensure_ascii=False, separators=(",",
   ":"))`` (what Instructor's hashes reproduce) for every JSON value, floats and control
   characters included: that is the byte-for-byte claim.
+- ``canonical_json`` (what a digest hashes) is that JSON with sorted keys and integral
+  numbers written as integers, so equal JSON values (``10``, ``10.0``, ``1e1``; maps in any
+  key order) hash alike; it is ``compact_json`` itself on Instructor's vectors.
 - ``digest`` is deterministic, idempotent (a digest passes through unchanged), and its
   preview never exceeds the byte budget nor splits a UTF-8 character.
 """
@@ -17,9 +20,11 @@ from typing import Any
 import pytest
 from evalport.protocol import (
     DEFAULT_PREVIEW_BYTES,
+    canonical_json,
     compact_json,
     digest,
     is_digest,
+    json_equal,
     matches_digest,
 )
 from hypothesis import given, settings
@@ -43,6 +48,22 @@ JSON = st.recursive(
 
 def reference_json(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _integral(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, list):
+        return [_integral(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _integral(item) for key, item in value.items()}
+    return value
+
+
+def reference_canonical(value: Any) -> bytes:
+    """Canonical JSON written the slow, obvious way: through the standard library."""
+    tree = _integral(json.loads(reference_json(value)))
+    return json.dumps(tree, ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode()
 
 
 @pytest.mark.parametrize(
@@ -129,10 +150,10 @@ def test_compact_json_writes_every_float_as_python_does(values: list[float]) -> 
 
 @settings(max_examples=200, deadline=None)
 @given(JSON)
-def test_digest_is_deterministic_and_hashes_the_compact_json(value: Any) -> None:
+def test_digest_is_deterministic_and_hashes_the_canonical_json(value: Any) -> None:
     first = digest(value)
     assert digest(copy.deepcopy(value)) == first
-    data = reference_json(value)
+    data = reference_canonical(value)
     assert first["hash"] == "sha256:" + hashlib.sha256(data).hexdigest()
     assert first["bytes"] == len(data)
     assert is_digest(first)
@@ -183,3 +204,64 @@ def test_matches_digest_against_plain_values() -> None:
     assert not matches_digest("A1", "A2")
     assert not matches_digest("A2", digest("A1"))
     assert matches_digest(digest("A1"), digest("A1"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSON)
+def test_canonical_json_is_the_reference_canonical_form(value: Any) -> None:
+    assert canonical_json(value) == reference_canonical(value)
+
+
+@pytest.mark.parametrize(
+    ("left", "right"),
+    [
+        (10, 10.0),
+        (10, 1e1),
+        (0, -0.0),
+        (2**70, float(2**70)),
+        ({"a": 1, "b": [1.0, {"c": 2, "d": 3}]}, {"b": [1, {"d": 3.0, "c": 2}], "a": 1.0}),
+        ([1, (2, 3)], [1.0, [2, 3]]),
+    ],
+)
+def test_equal_json_values_digest_alike(left: Any, right: Any) -> None:
+    assert canonical_json(left) == canonical_json(right)
+    assert digest(left)["hash"] == digest(right)["hash"]
+    assert digest(left)["bytes"] == digest(right)["bytes"]
+    assert matches_digest(left, digest(right)) and matches_digest(right, digest(left))
+    assert json_equal(left, right)
+
+
+@pytest.mark.parametrize(
+    ("left", "right"),
+    [
+        (True, 1),
+        (False, 0),
+        (1, "1"),
+        (2**70 + 1, float(2**70)),
+        (0.1, 0.1000001),
+        ([1, 2], [2, 1]),
+    ],
+)
+def test_different_json_values_digest_apart(left: Any, right: Any) -> None:
+    assert digest(left)["hash"] != digest(right)["hash"]
+    assert not matches_digest(left, digest(right))
+    assert not json_equal(left, right)
+
+
+def test_a_digest_made_over_the_written_json_still_matches() -> None:
+    # Instructor (and evalport before the canonical form) hashed the JSON as written.
+    written = {"b": 1.5, "a": 10.0}
+    data = reference_json(written)
+    recorded = {
+        "hash": "sha256:" + hashlib.sha256(data).hexdigest(),
+        "bytes": len(data),
+        "preview": "",
+    }
+    assert matches_digest({"b": 1.5, "a": 10.0}, recorded)
+    assert not matches_digest({"b": 1.5, "a": 11.0}, recorded)
+    assert matches_digest(recorded, {"b": 1.5, "a": 10.0})  # either side may be the digest
+
+
+def test_canonical_json_of_instructor_vectors_is_their_compact_json() -> None:
+    for value in ({"id": "A1049"}, "found A1049", {"card": "SECRET-4111111111111111"}):
+        assert canonical_json(value) == compact_json(value)

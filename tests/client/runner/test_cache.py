@@ -121,10 +121,30 @@ async def test_decisions_are_recorded_and_replayed(tmp_path):
 async def test_unreadable_recording_is_a_miss(tmp_path):
     case = SimpleCase(id="a", messages=["hi"])
     await cached_runner(MemoryTarget(), tmp_path).run([case])
-    files = list((tmp_path / "cache").rglob("*.json"))
+    files = [f for f in (tmp_path / "cache").rglob("*.json") if f.parent.name != "slots"]
     assert len(files) == 1
     files[0].write_text("{not json")
     target = MemoryTarget()
     report = await cached_runner(target, tmp_path).run([case])
     assert target.sends == ["hi"] and not report.results[0].trials[0].cached
     assert msgspec.json.decode(files[0].read_bytes())["turns"][0]["message"] == "hi"  # replaced
+
+
+async def test_a_miss_says_why_the_recording_was_not_reused(tmp_path):
+    cases = [SimpleCase(id="a", messages=["hi", "more"])]
+    first = cached_runner(MemoryTarget(version="1"), tmp_path)
+    await first.run(cases)
+    assert first.cache.misses == ["a [trial 0]: no recording of this trial yet"]
+    newer = cached_runner(MemoryTarget(version="2"), tmp_path)
+    await newer.run(cases)
+    assert newer.cache.misses == [
+        "a [trial 0]: the agent changed (memory-agent 1 -> memory-agent 2)"
+    ]
+    same = cached_runner(MemoryTarget(version="2"), tmp_path)
+    await same.run([SimpleCase(id="a", messages=["hi", "other"])])
+    assert same.cache.misses == ["a [trial 0]: turn 2 sent another input than the recording"]
+    longer = cached_runner(MemoryTarget(version="2"), tmp_path)
+    await longer.run([SimpleCase(id="a", messages=["hi", "other", "third"])])
+    assert longer.cache.misses == [
+        "a [trial 0]: the recording ends after 2 turn(s) and the case sent more"
+    ]
