@@ -48,5 +48,5 @@ def test_digested_error_texts_are_shown_compactly() -> None:
     for outcome in (Succeeded().evaluate(safe), NoFailedActions().evaluate(safe)):
         assert not outcome.passed
         assert '{"hash"' not in outcome.message and "4111" not in outcome.message
-        assert "<string:" in outcome.message
-        assert all(words in outcome.message for words in HOW)
+        assert "<string:" in outcome.message or "hidden by the safe trace policy" in outcome.message
+        assert "--trace-policy verbatim" in outcome.message
