@@ -12,13 +12,14 @@ from pathlib import Path
 import pytest
 from evalport.server import EvalAdapter
 from support.servers import running_server
+from support.docs import docs_text
 
 ROOT = Path(__file__).parents[3]
 TOKEN = "readme-client-token"
 
 
 def section_blocks(name: str) -> list[str]:
-    text = (ROOT / "README.md").read_text()
+    text = docs_text()
     start = text.index(f"<!-- section:{name} -->")
     end = text.index(f"<!-- /section:{name} -->")
     return re.findall(r"```python\n(.*?)```", text[start:end], flags=re.DOTALL)

@@ -30,6 +30,7 @@ from adapterkit import TOKEN, Call, passed, trial
 from evalport.client import EvalContext, HttpTarget, approve_all
 from evalport.protocol import MissingExtraError
 from support.servers import running_server
+from support.docs import docs_text
 
 ROOT = Path(__file__).parents[3]
 _ORDER = re.compile(r"\b(A\d{4})\b")
@@ -37,7 +38,7 @@ _AMOUNT = re.compile(r"refund (\d+(?:\.\d+)?)", re.IGNORECASE)
 
 
 def section_blocks(name: str) -> list[str]:
-    text = (ROOT / "README.md").read_text()
+    text = docs_text()
     start = text.index(f"<!-- section:{name} -->")
     end = text.index(f"<!-- /section:{name} -->")
     return re.findall(r"```python\n(.*?)```", text[start:end], flags=re.DOTALL)

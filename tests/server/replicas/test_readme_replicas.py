@@ -14,6 +14,7 @@ import redis
 from evalport.server._cli import add_arguments
 from evalport.server.stores import RedisStore
 from support.redis import RedisServer
+from support.docs import docs_text
 
 ROOT = Path(__file__).parents[3]
 TOKEN = "readme-replicas-token"
@@ -21,7 +22,7 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
 def section_blocks(language: str) -> list[str]:
-    text = (ROOT / "README.md").read_text()
+    text = docs_text()
     start = text.index("<!-- section:replicas -->")
     end = text.index("<!-- /section:replicas -->")
     return re.findall(rf"```{language}\n(.*?)```", text[start:end], flags=re.DOTALL)
