@@ -4,17 +4,17 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo lint typecheck pytest bench clean
+.PHONY: test demo docs lint typecheck pytest bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[all,dev]'
+	$(BIN)/python -m pip install -q -e '.[all,dev,docs]'
 	touch $(STAMP)
 
 lint: $(STAMP)
-	$(BIN)/ruff check protocol server client tests examples benchmarks
-	$(BIN)/ruff format --check protocol server client tests examples benchmarks
+	$(BIN)/ruff check protocol server client tests examples benchmarks mkdocs_hooks.py
+	$(BIN)/ruff format --check protocol server client tests examples benchmarks mkdocs_hooks.py
 
 .typecheck/evalport:
 	mkdir -p .typecheck/evalport
@@ -28,7 +28,11 @@ typecheck: $(STAMP) .typecheck/evalport
 pytest: $(STAMP)
 	$(BIN)/pytest -q
 
-test: lint typecheck pytest
+test: lint typecheck docs pytest
+
+# The documentation site: sources in docs/, built strictly into site/ (git-ignored).
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
@@ -37,4 +41,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/wire.py
 
 clean:
-	rm -rf .typecheck build dist *.egg-info
+	rm -rf .typecheck build dist site *.egg-info

@@ -17,8 +17,8 @@ from evalport.client._config import ConfigError, Settings, load_settings
 from evalport.client.cli._targets import build_judge
 from evalport.client.judges import OpenAIJudge
 from evalport.protocol._cli import main
-from support.servers import running_server
 from support.docs import docs_text
+from support.servers import running_server
 
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "tests" / "client" / "judges"))

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from evalport.server import EvalAdapter
-from support.servers import running_server
 from support.docs import docs_text
+from support.servers import running_server
 
 ROOT = Path(__file__).parents[3]
 TOKEN = "readme-client-token"

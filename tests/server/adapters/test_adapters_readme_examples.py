@@ -29,8 +29,8 @@ from adapterfakes import chat_model, function_model, scripted_model
 from adapterkit import TOKEN, Call, passed, trial
 from evalport.client import EvalContext, HttpTarget, approve_all
 from evalport.protocol import MissingExtraError
-from support.servers import running_server
 from support.docs import docs_text
+from support.servers import running_server
 
 ROOT = Path(__file__).parents[3]
 _ORDER = re.compile(r"\b(A\d{4})\b")

@@ -13,8 +13,8 @@ import pytest
 import redis
 from evalport.server._cli import add_arguments
 from evalport.server.stores import RedisStore
-from support.redis import RedisServer
 from support.docs import docs_text
+from support.redis import RedisServer
 
 ROOT = Path(__file__).parents[3]
 TOKEN = "readme-replicas-token"
