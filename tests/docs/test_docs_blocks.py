@@ -11,7 +11,8 @@
   against a served agent, and compared line by line (``...`` stands for anything).
   ``bash`` blocks are commands run for real and expected to succeed, except ``pip
   install`` lines (they must name real extras: this machine installs nothing) and
-  ``make`` lines (they must name a target of the Makefile).
+  ``make`` lines (they must name a target of the Makefile), and benchmark lines (the
+  script must exist and compile: a benchmark takes minutes and never gates a build).
   ``yaml``, ``toml`` and ``json`` blocks must parse, and an ``evalport`` command in a
   workflow must parse with that command's options.
 - A block in a language with no runner fails here.
@@ -24,6 +25,7 @@ import io
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -157,6 +159,10 @@ class Shell:
         if command.startswith("make "):
             check_make(command)
             return 0, []
+        if command.startswith(".venv/bin/python benchmarks/"):
+            script = ROOT / shlex.split(command)[1]
+            compile(script.read_text(encoding="utf-8"), str(script), "exec")
+            return 0, []
         if command.startswith("export "):
             name, _, value = command.removeprefix("export ").partition("=")
             self.env[name] = value
@@ -164,7 +170,7 @@ class Shell:
         if command.endswith("&") or command.startswith("evalport serve"):
             return 0, self.serve(command.rstrip("&").strip())
         done = subprocess.run(
-            shlex.split(command),
+            self.argv(command),
             cwd=self.folder,
             env=self.env,
             capture_output=True,
@@ -173,11 +179,19 @@ class Shell:
         )
         return done.returncode, (done.stdout + done.stderr).splitlines()
 
+    def argv(self, command: str) -> list[str]:
+        """The command's words; a tool this venv has as a module but not as a script
+        (``uvicorn`` when it comes from the shared venv) runs as ``python -m``."""
+        words = shlex.split(command)
+        if shutil.which(words[0], path=self.env["PATH"]) is None:
+            return [sys.executable, "-m", *words]
+        return words
+
     def serve(self, command: str) -> list[str]:
         log = self.folder / f"server-{len(self.servers)}.log"
         with log.open("wb") as out:
             process = subprocess.Popen(
-                shlex.split(command), cwd=self.folder, env=self.env, stdout=out, stderr=out
+                self.argv(command), cwd=self.folder, env=self.env, stdout=out, stderr=out
             )
         self.servers.append((process, log))
         wait_for_http(f"http://127.0.0.1:{self.port}/health", timeout=60)
