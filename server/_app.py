@@ -46,6 +46,7 @@ from evalport.protocol import (
     ProblemType,
     RequestError,
     TurnRequest,
+    __version__,
     decode_request,
     encode,
 )
@@ -141,6 +142,7 @@ class EvalAdapter:
                 protocol=PROTOCOL_VERSION,
                 agent=AgentInfo(name=identity.name, version=identity.version),
                 capabilities=capabilities,
+                evalport_version=__version__,
             )
         )
 

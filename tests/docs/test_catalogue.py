@@ -8,8 +8,15 @@ import re
 import sys
 
 import pytest
-from evalport.client import EvalContext, LocalTarget, Verdict, cases_from, eval_case, run_trial
-from evalport.client import assertions
+from evalport.client import (
+    EvalContext,
+    LocalTarget,
+    Verdict,
+    assertions,
+    cases_from,
+    eval_case,
+    run_trial,
+)
 from support.docs import DOCS, ROOT
 
 PAGE = DOCS / "write-evals.md"
@@ -44,7 +51,9 @@ def test_every_assertion_method_has_one_row_and_every_row_is_a_method() -> None:
 def test_each_row_names_a_public_assertion_class() -> None:
     for method, cls, _ in rows():
         if cls is not None:
-            assert cls in assertions.__all__, f"{method}: {cls} is not in evalport.client.assertions"
+            assert cls in assertions.__all__, (
+                f"{method}: {cls} is not in evalport.client.assertions"
+            )
 
 
 @pytest.fixture

@@ -37,7 +37,6 @@ import pytest
 import yaml
 from support.docs import DOCS, ROOT, blocks, pages
 from support.servers import free_port, wait_for_http
-
 from support.surface import command_parsers, extras
 
 SECTION = re.compile(r"<!-- section:([\w-]+) -->(.*?)<!-- /section:\1 -->", re.S)
@@ -91,7 +90,7 @@ RUNNERS = {"python", "console", "bash", "yaml", "toml", "json"}
 
 def test_every_block_outside_sections_has_a_runner() -> None:
     for page in pages():
-        for language, code in outside_sections(page.read_text(encoding="utf-8")):
+        for language, _ in outside_sections(page.read_text(encoding="utf-8")):
             assert language in RUNNERS, f"{page_id(page)}: no runner for a {language!r} block"
 
 
@@ -143,7 +142,10 @@ class Shell:
     def __init__(self, folder: Path, port: int) -> None:
         self.folder = folder
         self.port = str(port)
-        self.env = {**os.environ, "PATH": f"{Path(EVALPORT).parent}{os.pathsep}{os.environ['PATH']}"}
+        self.env = {
+            **os.environ,
+            "PATH": f"{Path(EVALPORT).parent}{os.pathsep}{os.environ['PATH']}",
+        }
         self.env.pop("EVALPORT_TOKEN", None)
         self.servers: list[tuple[subprocess.Popen[bytes], Path]] = []
 
@@ -285,8 +287,7 @@ def examples_on_path() -> Iterator[None]:
 OUTSIDE = [
     page
     for page in pages()
-    if outside_sections(page.read_text(encoding="utf-8"))
-    and page.name not in ("get-started.md",)
+    if outside_sections(page.read_text(encoding="utf-8")) and page.name not in ("get-started.md",)
 ]
 
 

@@ -35,7 +35,7 @@ from support.docs import DOCS, ROOT, blocks
 from support.surface import cli_options, extras, faces
 
 sys.path.insert(0, str(ROOT))
-from mkdocs_hooks import render_openapi  # noqa: E402
+from mkdocs_hooks import render_openapi
 
 sys.path.remove(str(ROOT))
 
@@ -81,9 +81,14 @@ class Links(HTMLParser):
         if values.get("id"):
             self.ids.add(str(values["id"]))
         for name in ("href", "src"):
-            if (tag, name) in (("a", "href"), ("img", "src"), ("link", "href"), ("script", "src")):
-                if values.get(name):
-                    self.links.append(str(values[name]))
+            linked = (tag, name) in (
+                ("a", "href"),
+                ("img", "src"),
+                ("link", "href"),
+                ("script", "src"),
+            )
+            if linked and values.get(name):
+                self.links.append(str(values[name]))
 
 
 def parse(page: Path) -> Links:
@@ -178,9 +183,7 @@ def test_every_cli_option_is_documented_and_every_documented_option_exists() -> 
 def test_every_extra_is_documented_and_every_documented_extra_exists() -> None:
     text = site_text() + (ROOT / "README.md").read_text(encoding="utf-8")
     mentioned = {
-        extra
-        for group in re.findall(r"evalport\[([\w,-]+)\]", text)
-        for extra in group.split(",")
+        extra for group in re.findall(r"evalport\[([\w,-]+)\]", text) for extra in group.split(",")
     }
     assert extras() <= mentioned, f"extras on no page: {sorted(extras() - mentioned)}"
     assert mentioned <= extras(), f"extras that do not exist: {sorted(mentioned - extras())}"
@@ -188,15 +191,54 @@ def test_every_extra_is_documented_and_every_documented_extra_exists() -> None:
 
 THIRD_PARTY = {
     # names of other libraries the pages mention, and protocol fields written as types
-    "ASGITransport", "AsyncClient", "CORSMiddleware", "Command", "DeferredToolResults",
-    "FastAPI", "HumanInTheLoopMiddleware", "HttpAgentTarget", "KeyError", "ModelRetry",
-    "RunState", "RuntimeError", "ScriptedModel", "Starlette", "TestModel", "FunctionModel",
-    "ToolDenied", "ToolFailed", "ToolNode", "ApprovalRequired", "Timeout", "TypeError",
-    "ValueError", "TimeoutError", "ImportError", "Mode", "Subset", "EXPECTED_IN_ORDER",
-    "ONLY_FROM_EXPECTED", "SlackSummary", "Support", "SupportAgent", "AgentRun",
-    "CreateSessionRequest", "CreateSessionResponse", "TurnRequest", "ApprovalsRequest",
-    "Health", "SessionStore", "TurnStore", "MemoryStore", "RedisStore", "ApprovalRelay",
-    "LIMIT", "Name", "True", "False", "ClassName",
+    "ASGITransport",
+    "AsyncClient",
+    "CORSMiddleware",
+    "Command",
+    "DeferredToolResults",
+    "FastAPI",
+    "HumanInTheLoopMiddleware",
+    "HttpAgentTarget",
+    "KeyError",
+    "ModelRetry",
+    "RunState",
+    "RuntimeError",
+    "ScriptedModel",
+    "Starlette",
+    "TestModel",
+    "FunctionModel",
+    "ToolDenied",
+    "ToolFailed",
+    "ToolNode",
+    "ApprovalRequired",
+    "Timeout",
+    "TypeError",
+    "ValueError",
+    "TimeoutError",
+    "ImportError",
+    "Mode",
+    "Subset",
+    "EXPECTED_IN_ORDER",
+    "ONLY_FROM_EXPECTED",
+    "SlackSummary",
+    "Support",
+    "SupportAgent",
+    "AgentRun",
+    "CreateSessionRequest",
+    "CreateSessionResponse",
+    "TurnRequest",
+    "ApprovalsRequest",
+    "Health",
+    "SessionStore",
+    "TurnStore",
+    "MemoryStore",
+    "RedisStore",
+    "ApprovalRelay",
+    "LIMIT",
+    "Name",
+    "True",
+    "False",
+    "ClassName",
 }
 
 
