@@ -20,7 +20,7 @@ from evalport.client import (
 from support.docs import DOCS, ROOT
 
 PAGE = DOCS / "write-evals.md"
-ROW = re.compile(r"^\| `(\w+)` \| (?:`(\w+)`|any `Assertion`) \| [^|]+\| `(ctx\..+)` \|$", re.M)
+ROW = re.compile(r"^\| `(\w+)` \((?:`(\w+)`|any `Assertion`)\) \| [^|]+\| `(ctx\..+)` \|$", re.M)
 
 
 def rows() -> list[tuple[str, str | None, str]]:
