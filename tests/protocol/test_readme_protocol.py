@@ -1,4 +1,4 @@
-"""The README's protocol section: its code runs, and what it states matches the package."""
+"""The documentation's protocol section: its code runs, and what it states matches the package."""
 
 from __future__ import annotations
 

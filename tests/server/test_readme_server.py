@@ -1,4 +1,4 @@
-"""The README's `server` section runs here: the agent example and both mount examples."""
+"""The documentation's `server` section runs here: the agent example and both mount examples."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The README's `assertions` section: every code block in it runs, and its cases pass."""
+"""The documentation's `assertions` section: every code block in it runs, and its cases pass."""
 
 from __future__ import annotations
 

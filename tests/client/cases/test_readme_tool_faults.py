@@ -1,4 +1,4 @@
-"""The README's tool-faults subsection (in the `assertions` section): its example runs and
+"""The documentation's tool-faults subsection (in the `assertions` section): its example runs and
 its case passes against the example support agent; without the faults it would not."""
 
 from __future__ import annotations

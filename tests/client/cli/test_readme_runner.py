@@ -1,4 +1,4 @@
-"""The README's runner section: every example in it runs (or, for CI files, parses)."""
+"""The documentation's runner section: every example in it runs (or, for CI files, parses)."""
 
 import argparse
 import asyncio

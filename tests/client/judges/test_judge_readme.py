@@ -1,4 +1,4 @@
-"""Every code block of the README's `judges` section runs here."""
+"""Every code block of the documentation's `judges` section runs here."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The README's `client` section runs here, against the example agent served by uvicorn.
+"""The documentation's `client` section runs here, against the example agent served by uvicorn.
 
 Each python block is executed as it is written; what it prints must match the comments.
 """

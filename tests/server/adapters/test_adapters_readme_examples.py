@@ -1,4 +1,4 @@
-"""The README's `adapters` section and the three examples in examples/frameworks, run.
+"""The documentation's `adapters` section and the three examples in examples/frameworks, run.
 
 Each mount block of the README is executed with the example's agent built on its
 framework's offline double; the README's evaluation case then runs over HTTP against the

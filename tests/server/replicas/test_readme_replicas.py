@@ -1,4 +1,4 @@
-"""The README's `replicas` section runs here: its command line and its two-replica example."""
+"""The documentation's `replicas` section runs here: its command line and its two-replica example."""
 
 from __future__ import annotations
 
