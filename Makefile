@@ -9,12 +9,12 @@ DEMO_VENV := .venv-demo
 DEMO_BIN := $(DEMO_VENV)/bin
 DEMO_STAMP := $(DEMO_VENV)/.installed
 
-.PHONY: test demo lint typecheck pytest bench clean
+.PHONY: test demo docs lint typecheck pytest bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[all,dev]'
+	$(BIN)/python -m pip install -q -e '.[all,dev,docs]'
 	touch $(STAMP)
 
 $(DEMO_STAMP): pyproject.toml
@@ -23,8 +23,8 @@ $(DEMO_STAMP): pyproject.toml
 	touch $(DEMO_STAMP)
 
 lint: $(STAMP)
-	$(BIN)/ruff check protocol server client tests examples benchmarks
-	$(BIN)/ruff format --check protocol server client tests examples benchmarks
+	$(BIN)/ruff check protocol server client tests examples benchmarks mkdocs_hooks.py
+	$(BIN)/ruff format --check protocol server client tests examples benchmarks mkdocs_hooks.py
 
 .typecheck/evalport:
 	mkdir -p .typecheck/evalport
@@ -38,7 +38,11 @@ typecheck: $(STAMP) .typecheck/evalport
 pytest: $(STAMP)
 	$(BIN)/pytest -q
 
-test: lint typecheck pytest
+test: lint typecheck docs pytest
+
+# The documentation site: sources in docs/, built strictly into site/ (git-ignored).
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 demo: $(DEMO_STAMP)
 	$(DEMO_BIN)/python examples/demo.py
@@ -47,4 +51,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/wire.py
 
 clean:
-	rm -rf .typecheck build dist *.egg-info
+	rm -rf .typecheck build dist site *.egg-info

@@ -135,6 +135,7 @@ class Health(_Response):
     protocol: str = "1"
     agent: AgentInfo = msgspec.field(default_factory=AgentInfo)
     capabilities: list[str] = msgspec.field(default_factory=list)
+    evalport_version: str | None = None  # the serving evalport's version, as --version says
     loop_held: LoopHold | msgspec.UnsetType = msgspec.UNSET
 
 

@@ -52,6 +52,7 @@ from evalport.protocol import (
     ProblemType,
     RequestError,
     TurnRequest,
+    __version__,
     decode_request,
     encode,
 )
@@ -148,6 +149,7 @@ class EvalAdapter:
             protocol=PROTOCOL_VERSION,
             agent=AgentInfo(name=identity.name, version=identity.version),
             capabilities=capabilities,
+            evalport_version=__version__,
         )
         self._health = encode(self._health_of)
 

@@ -14,7 +14,9 @@ requirement closure) are linked from this interpreter's site-packages.
 
 from __future__ import annotations
 
+import re
 import subprocess
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -169,3 +171,45 @@ def test_a_base_install_names_the_missing_module(wheel: Path, tmp_path: Path) ->
         assert done.returncode == 2, done.stderr
         assert f"needs {module!r}, which is not installed." in done.stderr, done.stderr
         assert f"Run: pip install 'evalport[{extra}]'" in done.stderr
+
+
+HEALTH = """
+import asyncio, json
+from evalport.server import EvalAdapter
+
+async def agent(message, history, ctx):
+    return message
+
+async def health():
+    app = EvalAdapter(agent, token=None).app()
+    sent = []
+    async def receive():
+        return {"type": "http.request", "body": b"", "more_body": False}
+    async def send(message):
+        sent.append(message)
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+             "method": "GET", "scheme": "http", "path": "/health", "raw_path": b"/health",
+             "root_path": "", "query_string": b"", "headers": [],
+             "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 80)}
+    await app(scope, receive, send)
+    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    print(json.loads(body)["evalportVersion"])
+
+asyncio.run(health())
+"""
+
+
+def test_one_version_everywhere(wheel: Path, tmp_path: Path) -> None:
+    """pyproject, the wheel, `evalport --version`, /health and the CHANGELOG's newest release."""
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert wheel.name.startswith(f"evalport-{version}-")
+    python = make_venv(tmp_path, wheel, ["msgspec", "starlette"])
+    script = python.parent / "evalport"
+    printed = subprocess.run([str(script), "--version"], capture_output=True, text=True)
+    assert printed.stdout.strip() == f"evalport {version} (protocol 1)", printed.stderr
+    health = _run(python, HEALTH)
+    assert health.returncode == 0, health.stderr
+    assert health.stdout.strip() == version
+    changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    releases = re.findall(r"^## \[(\d+\.\d+\.\d+)\] - \d{4}-\d\d-\d\d$", changelog, re.M)
+    assert releases and releases[0] == version, f"the newest CHANGELOG release is {releases[:1]}"

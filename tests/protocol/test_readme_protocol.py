@@ -1,4 +1,4 @@
-"""The README's protocol section: its code runs, and what it states matches the package."""
+"""The documentation's protocol section: its code runs, and what it states matches the package."""
 
 from __future__ import annotations
 
@@ -6,13 +6,14 @@ import re
 from pathlib import Path
 
 import yaml
+from support.docs import docs_text
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 SPEC = Path(__file__).resolve().parents[2] / "openapi.yaml"
 
 
 def _section() -> str:
-    text = README.read_text()
+    text = docs_text()
     match = re.search(r"<!-- section:protocol -->(.*?)<!-- /section:protocol -->", text, re.S)
     assert match is not None, "the README has no protocol section"
     return match.group(1)

@@ -1,4 +1,4 @@
-"""The README's `server` section runs here: the agent example and both mount examples."""
+"""The documentation's `server` section runs here: the agent example and both mount examples."""
 
 from __future__ import annotations
 
@@ -10,13 +10,14 @@ import httpx
 import pytest
 from evalport.protocol import decode_run
 from evalport.protocol.runtime import AgentSession, SessionInfo
+from support.docs import docs_text
 
 ROOT = Path(__file__).parents[2]
 TOKEN = "readme-token"
 
 
 def section_blocks(name: str, language: str) -> list[str]:
-    text = (ROOT / "README.md").read_text()
+    text = docs_text()
     start = text.index(f"<!-- section:{name} -->")
     end = text.index(f"<!-- /section:{name} -->")
     return re.findall(rf"```{language}\n(.*?)```", text[start:end], flags=re.DOTALL)

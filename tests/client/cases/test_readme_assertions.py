@@ -1,4 +1,4 @@
-"""The README's `assertions` section: every code block in it runs, and its cases pass."""
+"""The documentation's `assertions` section: every code block in it runs, and its cases pass."""
 
 from __future__ import annotations
 
@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 from evalport.client import LocalTarget, Verdict, cases_from, run_trial
+from support.docs import docs_text
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
 def blocks() -> list[str]:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = docs_text()
     section = text.split("<!-- section:assertions -->")[1].split("<!-- /section:assertions -->")[0]
     return re.findall(r"```python\n(.*?)```", section, re.DOTALL)
 

@@ -1,4 +1,4 @@
-"""The README's tool-faults subsection (in the `assertions` section): its example runs and
+"""The documentation's tool-faults subsection (in the `assertions` section): its example runs and
 its case passes against the example support agent; without the faults it would not."""
 
 from __future__ import annotations
@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 from evalport.client import LocalTarget, Verdict, cases_from, eval_case, run_trial
+from support.docs import docs_text
 
 ROOT = Path(__file__).resolve().parents[3]
 HEADING = "### Tool faults: does the agent cope when a tool fails?"
 
 
 def block() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = docs_text()
     section = text.split("<!-- section:assertions -->")[1].split("<!-- /section:assertions -->")[0]
     subsection = section.split(HEADING)[1].split("\n### ")[0]
     (code,) = re.findall(r"```python\n(.*?)```", subsection, re.DOTALL)

@@ -17,6 +17,7 @@ from evalport.client._config import ConfigError, Settings, load_settings
 from evalport.client.cli._targets import build_judge
 from evalport.client.judges import OpenAIJudge
 from evalport.protocol._cli import main
+from support.docs import docs_text
 from support.servers import running_server
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -37,7 +38,7 @@ async def helpful_greeting(ctx):
 
 
 def readme_env_example() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = docs_text()
     section = text[text.index("<!-- section:runner -->") : text.index("<!-- /section:runner -->")]
     found = re.search(r"```bash\n(EVALPORT_JUDGE_MODEL=.*?)```", section, re.S)
     assert found, "the runner section shows no EVALPORT_JUDGE_* example"

@@ -1,4 +1,4 @@
-"""The README's runner section: every example in it runs (or, for CI files, parses)."""
+"""The documentation's runner section: every example in it runs (or, for CI files, parses)."""
 
 import argparse
 import asyncio
@@ -15,13 +15,14 @@ from evalport.client._config import load_settings
 from evalport.client.cli import _run as run_command
 from evalport.client.reports import load_reporter
 from evalport.protocol._cli import main
+from support.docs import docs_text
 
 ROOT = Path(__file__).resolve().parents[3]
 AGENT = ROOT / "examples" / "support_agent.py"
 
 
 def blocks() -> list[tuple[str, str]]:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = docs_text()
     start = text.index("<!-- section:runner -->")
     end = text.index("<!-- /section:runner -->")
     return re.findall(r"```(\w+)\n(.*?)```", text[start:end], re.S)

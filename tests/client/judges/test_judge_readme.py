@@ -1,4 +1,4 @@
-"""Every code block of the README's `judges` section runs here."""
+"""Every code block of the documentation's `judges` section runs here."""
 
 from __future__ import annotations
 
@@ -15,12 +15,13 @@ from evalport.protocol import AgentRun
 from evalport.protocol._cli import main as evalport_main
 from judge_fake_server import FakeChatServer, verdict
 from judge_host import Host
+from support.docs import docs_text
 
 README = Path(__file__).parents[3] / "README.md"
 
 
 def _blocks(language: str) -> list[str]:
-    text = README.read_text()
+    text = docs_text()
     section = text.split("<!-- section:judges -->")[1].split("<!-- /section:judges -->")[0]
     return re.findall(rf"```{language}\n(.*?)```", section, re.DOTALL)
 

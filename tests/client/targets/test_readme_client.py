@@ -1,4 +1,4 @@
-"""The README's `client` section runs here, against the example agent served by uvicorn.
+"""The documentation's `client` section runs here, against the example agent served by uvicorn.
 
 Each python block is executed as it is written; what it prints must match the comments.
 """
@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from evalport.server import EvalAdapter
+from support.docs import docs_text
 from support.servers import running_server
 
 ROOT = Path(__file__).parents[3]
@@ -18,7 +19,7 @@ TOKEN = "readme-client-token"
 
 
 def section_blocks(name: str) -> list[str]:
-    text = (ROOT / "README.md").read_text()
+    text = docs_text()
     start = text.index(f"<!-- section:{name} -->")
     end = text.index(f"<!-- /section:{name} -->")
     return re.findall(r"```python\n(.*?)```", text[start:end], flags=re.DOTALL)

@@ -1,4 +1,4 @@
-"""The README's `adapters` section and the three examples in examples/frameworks, run.
+"""The documentation's `adapters` section and the three examples in examples/frameworks, run.
 
 Each mount block of the README is executed with the example's agent built on its
 framework's offline double; the README's evaluation case then runs over HTTP against the
@@ -29,6 +29,7 @@ from adapterfakes import chat_model, function_model, scripted_model
 from adapterkit import TOKEN, Call, passed, trial
 from evalport.client import EvalContext, HttpTarget, approve_all
 from evalport.protocol import MissingExtraError
+from support.docs import docs_text
 from support.servers import running_server
 
 ROOT = Path(__file__).parents[3]
@@ -37,7 +38,7 @@ _AMOUNT = re.compile(r"refund (\d+(?:\.\d+)?)", re.IGNORECASE)
 
 
 def section_blocks(name: str) -> list[str]:
-    text = (ROOT / "README.md").read_text()
+    text = docs_text()
     start = text.index(f"<!-- section:{name} -->")
     end = text.index(f"<!-- /section:{name} -->")
     return re.findall(r"```python\n(.*?)```", text[start:end], flags=re.DOTALL)

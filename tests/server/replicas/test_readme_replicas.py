@@ -1,4 +1,4 @@
-"""The README's `replicas` section runs here: its command line and its two-replica example."""
+"""The documentation's `replicas` section runs here: its command line and its two-replica example."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pytest
 import redis
 from evalport.server._cli import add_arguments
 from evalport.server.stores import RedisStore
+from support.docs import docs_text
 from support.redis import RedisServer
 
 ROOT = Path(__file__).parents[3]
@@ -21,7 +22,7 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
 def section_blocks(language: str) -> list[str]:
-    text = (ROOT / "README.md").read_text()
+    text = docs_text()
     start = text.index("<!-- section:replicas -->")
     end = text.index("<!-- /section:replicas -->")
     return re.findall(rf"```{language}\n(.*?)```", text[start:end], flags=re.DOTALL)
