@@ -7,10 +7,11 @@ Rules:
   adapter. Each ``open`` starts a fresh session through the turn runtime
   (:class:`evalport.protocol.runtime.AgentSession`), so sessions never share state
   unless the agent shares it.
-- Every run takes the path an HTTP run takes: encoded as the server encodes it, decoded
-  leniently as :class:`~evalport.client.HttpTarget` decodes it, then redacted by the
-  target's trace policy. For the same agent both targets hand out the same runs, ids and
-  timings aside.
+- Every run takes the path an HTTP run takes: without its framework state (as the
+  server sends it: :func:`~evalport.protocol.runtime.without_framework_state`), encoded
+  as the server encodes it, decoded leniently as :class:`~evalport.client.HttpTarget`
+  decodes it, then redacted by the target's trace policy. For the same agent both
+  targets hand out the same runs, ids and timings aside.
 - Errors are the ones :class:`HttpTarget` raises for the same situation
   (:class:`SessionBusy`, :class:`SessionSuspended`, :class:`NotSuspended`,
   :class:`RequestRejected` for decisions that do not match the pending calls,
@@ -62,6 +63,7 @@ from evalport.protocol.runtime import (
     agent_identity,
     as_faults,
     session_factory,
+    without_framework_state,
 )
 
 from ._cache import files_fingerprint
@@ -180,8 +182,10 @@ class LocalTarget:
     # -- what sessions use ---------------------------------------------------------------
 
     def seen(self, run: AgentRun) -> AgentRun:
-        """``run`` as an HTTP client would see it: encoded, decoded leniently, redacted."""
-        return self.policy.apply(decode_run(encode(RunEnvelope(run=run))), in_place=True)
+        """``run`` as an HTTP client would see it: without framework state, encoded,
+        decoded leniently, redacted."""
+        sent = encode(RunEnvelope(run=without_framework_state(run)))
+        return self.policy.apply(decode_run(sent), in_place=True)
 
 
 def _live(sessions: Mapping[str, AgentSession], session_id: str) -> AgentSession:

@@ -10,8 +10,17 @@ Rules:
   with another message is a 422 (:func:`key_reused`).
 - Session ids carry 192 random bits (:func:`new_session_id`).
 - A stored session's state is :data:`IDLE` or :data:`SUSPENDED` (waiting for approvals).
-- A run leaves the service as ``{"run": ...}`` (:func:`run_body`), redacted by the
+- A run leaves the service as ``{"run": ...}`` (:func:`run_bodies`), redacted by the
   adapter's :class:`RunPolicy` when it has one.
+- Framework state stays in the service. A run is encoded once as the store keeps it
+  (``stored``: redacted, with its :data:`~evalport.protocol.runtime.FRAMEWORK_STATE`
+  events, which the policy leaves as they are, so that ``restore()`` reads them back on
+  any replica) and, only when it holds such events, a second time as clients receive
+  it (``sent``: the same run without them); otherwise both are one bytes object. Every
+  body a client receives is a ``sent`` one: a turn's or a decision's response, hence
+  the idempotency records (the response as first sent) and the answers relayed from
+  another replica; attach re-encodes the stored run without the state
+  (:func:`sent_body`).
 """
 
 from __future__ import annotations
@@ -21,7 +30,7 @@ import hashlib
 import json
 import secrets
 from datetime import UTC, datetime
-from typing import Any, Final, Protocol
+from typing import Any, Final, NamedTuple, Protocol
 
 import msgspec
 from evalport.protocol import (
@@ -34,7 +43,13 @@ from evalport.protocol import (
     ToolFault,
     encode,
 )
-from evalport.protocol.runtime import AgentSession, DecisionError, SessionInfo
+from evalport.protocol.runtime import (
+    FRAMEWORK_STATE,
+    AgentSession,
+    DecisionError,
+    SessionInfo,
+    without_framework_state,
+)
 
 from ._problems import HTTPProblem
 
@@ -55,19 +70,40 @@ def log_details(policy: RunPolicy | None) -> bool:
     return policy is None or getattr(policy, "verbatim_payloads", False) is True
 
 
-def run_body(
-    policy: RunPolicy | None, live: AgentSession | None, run: AgentRun | None = None
-) -> bytes:
-    """The response body of a session's run, redacted by ``policy`` if any: ``run`` (the
-    object a turn returned, or a new session's empty run), else ``live``'s run."""
+class RunBodies(NamedTuple):
+    """A run's two encodings (see the module's rules): ``stored`` for the store,
+    ``sent`` for clients (the same object when the run holds no framework state)."""
+
+    stored: bytes
+    sent: bytes
+
+
+def run_bodies(policy: RunPolicy | None, live: AgentSession | None, run: AgentRun) -> RunBodies:
+    """The bodies of a session's ``run`` (the object a turn of ``live`` returned, or a new
+    session's empty run), redacted by ``policy`` if any."""
     if live is not None and policy is None:
-        return live.run_envelope  # (encoded already when the turn ended)
-    if run is None:
-        assert live is not None
-        run = live.run
-    if policy is not None:
-        run = policy.apply(run)
-    return encode(RunEnvelope(run=run))
+        stored = live.run_envelope  # (encoded already when the turn ended)
+    else:
+        if policy is not None:
+            run = policy.apply(run)
+        stored = encode(RunEnvelope(run=run))
+    sent = without_framework_state(run)
+    if sent is run:
+        return RunBodies(stored, stored)
+    return RunBodies(stored, encode(RunEnvelope(run=sent)))
+
+
+_STATE_MARK: Final = encode(FRAMEWORK_STATE)  # the event's name as JSON text
+
+
+def sent_body(stored: bytes) -> bytes:
+    """A stored run's body as clients receive it: ``stored`` itself unless it holds
+    framework state (only a body holding the event's name as JSON text is decoded)."""
+    if _STATE_MARK not in stored:
+        return stored
+    run = decode_envelope.decode(stored).run
+    sent = without_framework_state(run)
+    return stored if sent is run else encode(RunEnvelope(run=sent))
 
 
 class Outcome(msgspec.Struct, frozen=True, gc=False):

@@ -66,6 +66,7 @@ from ._records import (
     log_details,
     new_session_id,
     not_found,
+    sent_body,
     session_info,
 )
 from ._relaying import answer_relayed, forward_decisions
@@ -141,7 +142,7 @@ class SessionManager:
         )
         # The session is stored first (the store enforces the cap), then its agent built:
         # no agent is built for a session the cap refuses.
-        body = self.turns.body(None, AgentRun(session_id=session_id))
+        body = self.turns.bodies(None, AgentRun(session_id=session_id)).stored
         if not await self.store.create(
             session_id, meta, body, ttl=limits.session_ttl, limit=limits.max_sessions
         ):
@@ -161,13 +162,13 @@ class SessionManager:
         return session_id, iso(now + limits.session_ttl)
 
     async def attach(self, session_id: str) -> bytes:
-        """The session's latest accumulated run (renews its TTL)."""
+        """The session's latest accumulated run, as clients receive it (renews its TTL)."""
         await self.sweep()
         stored = await self.store.read(session_id, ttl=self.limits.session_ttl)
         if stored is None:
             await self.live.forget(session_id)
             raise not_found(session_id)
-        return stored.run
+        return sent_body(stored.run)
 
     async def delete(self, session_id: str) -> None:
         """Close the session; a running turn is a 409, a suspended one is cancelled."""

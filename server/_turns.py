@@ -57,6 +57,7 @@ from ._records import (
     SUSPENDED,
     InFlight,
     Outcome,
+    RunBodies,
     RunPolicy,
     decision_problem,
     fingerprint,
@@ -64,7 +65,7 @@ from ._records import (
     key_reused,
     not_found,
     replayed,
-    run_body,
+    run_bodies,
     suspended,
     suspended_elsewhere,
 )
@@ -180,9 +181,9 @@ class TurnRunner:
                 f"serve --max-run-bytes) of {limit} bytes; start a new session.",
             )
 
-    def body(self, live: AgentSession | None, run: AgentRun | None = None) -> bytes:
-        """The response body of a session's run (see :func:`~._records.run_body`)."""
-        return run_body(self._policy, live, run)
+    def bodies(self, live: AgentSession | None, run: AgentRun) -> RunBodies:
+        """A session's run as stored and as sent (see :func:`~._records.run_bodies`)."""
+        return run_bodies(self._policy, live, run)
 
     async def _begin(self, session_id: str, token: str, key: str | None, lost: bytes) -> TurnStart:
         limits = self._limits
@@ -264,8 +265,9 @@ class TurnRunner:
         step: Awaitable[AgentRun],
         keeper: LeaseKeeper | None,
     ) -> tuple[Outcome, bytes]:
-        """The step's outcome and the run body to store (the problems it raises store
-        nothing); ``keeper`` renews the lease until the step ends, however it ends."""
+        """The step's outcome (its body as sent) and the run body to store (the problems
+        it raises store nothing); ``keeper`` renews the lease until the step ends, however
+        it ends."""
         try:
             run = await step
         except TurnTimeout as timeout:
@@ -277,7 +279,7 @@ class TurnRunner:
                     "it was cancelled and recorded as failed, and the session is usable.",
                 ),
             )
-            return outcome, self.body(live, timeout.run)
+            return outcome, self.bodies(live, timeout.run).stored
         except DecisionError as error:
             raise decision_problem(error) from None
         except SessionSuspended:
@@ -294,8 +296,8 @@ class TurnRunner:
         finally:
             if keeper is not None:
                 keeper.stop()
-        body = self.body(live, run)
-        return Outcome(status=200, body=body), body
+        stored, sent = self.bodies(live, run)
+        return Outcome(status=200, body=sent), stored
 
     async def _finish(
         self,

@@ -20,6 +20,9 @@ Rules:
   adapters that fill a context from a framework's callbacks stamp with it too.
 - Tool faults (:class:`FaultPlan`) are applied here, so they behave the same on every
   target.
+- Framework state (:data:`FRAMEWORK_STATE` events, which framework adapters save in the
+  run) stays with the session's host: runs handed to an evaluator are
+  :func:`without_framework_state`.
 - This package is the only public face: its modules are private.
 """
 
@@ -43,6 +46,7 @@ from ._errors import (
     TurnTimeout,
 )
 from ._faults import FaultNotApplicable, FaultPlan, InjectedFault, as_faults
+from ._framework_state import FRAMEWORK_STATE, without_framework_state
 from ._loader import load_object
 from ._session import AgentSession
 from ._stamps import utc_now
@@ -51,6 +55,7 @@ from ._tool_runs import ToolRun
 from ._tools import tool
 
 __all__ = [
+    "FRAMEWORK_STATE",
     "AgentIdentity",
     "AgentSession",
     "ApprovalRejected",
@@ -78,4 +83,5 @@ __all__ = [
     "start_task",
     "tool",
     "utc_now",
+    "without_framework_state",
 ]

@@ -20,10 +20,12 @@ Rules:
 - A framework's step limit ends the turn as stopped, with the ``steps_limit`` stop
   reason (:func:`steps_limit`), not as a failure.
 - Framework state: each completed turn records what the framework needs to continue the
-  conversation as one :data:`STATE_EVENT` event (``{"framework", ...}``, only what the
-  turn added where the framework's state is a list), and a handler's
-  ``restore(history, run)`` reads them back (:func:`saved_states`): so the session
-  continues on any replica, as the runtime's restore hook intends. A saved state that
+  conversation as one :data:`~evalport.protocol.runtime.FRAMEWORK_STATE` event
+  (``{"framework", ...}``, only what the turn added where the framework's state is a
+  list), and a handler's ``restore(history, run)`` reads them back
+  (:func:`saved_states`): so the session continues on any replica, as the runtime's
+  restore hook intends. The state stays in the service: the stored run keeps it, no
+  client ever receives it (:mod:`evalport.server._records`). A saved state that
   cannot be read back fails the next turn with :func:`unreadable_state`'s message, not
   the restore.
 - Token counts: the frameworks count inclusively (input includes cache reads and writes,
@@ -49,10 +51,15 @@ from evalport.protocol import (
     Usage,
     compact_json,
 )
-from evalport.protocol.runtime import ApprovalRejected, ApprovalResult, TurnContext, utc_now
+from evalport.protocol.runtime import (
+    FRAMEWORK_STATE,
+    ApprovalRejected,
+    ApprovalResult,
+    TurnContext,
+    utc_now,
+)
 
 DECIDED_EVENT = "approval.decided"
-STATE_EVENT = "framework.state"
 
 
 class ToolCallFailed(Exception):
@@ -220,7 +227,7 @@ def steps_limit(ctx: TurnContext, error: BaseException) -> str:
 
 def save_state(ctx: TurnContext, framework: str, state: Mapping[str, Any]) -> None:
     """Record what ``framework`` needs to continue the session (see the module rules)."""
-    ctx.event(STATE_EVENT, {"framework": framework, **state})
+    ctx.event(FRAMEWORK_STATE, {"framework": framework, **state})
 
 
 def saved_states(run: AgentRun, framework: str) -> list[dict[str, Any]]:
@@ -228,7 +235,7 @@ def saved_states(run: AgentRun, framework: str) -> list[dict[str, Any]]:
     return [
         event.data
         for event in run.events
-        if event.name == STATE_EVENT
+        if event.name == FRAMEWORK_STATE
         and isinstance(event.data, dict)
         and event.data.get("framework") == framework
     ]

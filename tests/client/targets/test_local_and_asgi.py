@@ -25,7 +25,7 @@ from evalport.client import (
     TurnTimedOut,
 )
 from evalport.protocol import ApprovalDecision, TracePolicy, matches_digest
-from evalport.protocol.runtime import TurnContext
+from evalport.protocol.runtime import FRAMEWORK_STATE, TurnContext
 from evalport.server import EvalAdapter, Limits
 from target_agents import SECRET, SupportAgent, canonical
 
@@ -195,3 +195,39 @@ async def test_turn_timeouts_are_typed_on_both_targets(
 def test_local_target_refuses_what_is_not_an_agent() -> None:
     with pytest.raises(TypeError, match="not an agent"):
         LocalTarget(42)
+
+
+class Remembers:
+    """Keeps its conversation as framework adapters do: in a ``FRAMEWORK_STATE`` event."""
+
+    def __init__(self, info: object) -> None:
+        self.said: list[str] = []
+
+    async def turn(self, message: str, ctx: TurnContext) -> str:
+        self.said.append(message)
+        ctx.event("heard", {"count": len(self.said)})
+        ctx.event(FRAMEWORK_STATE, {"framework": "test", "said": [message, SECRET]})
+        return f"heard {len(self.said)}"
+
+
+@pytest.mark.parametrize("server_policy", [None, TracePolicy.safe()])
+async def test_framework_state_reaches_neither_target(
+    http_target: Callable[..., HttpTarget], server_policy: TracePolicy | None
+) -> None:
+    async def script(session: Session) -> list[Turn]:
+        turns = [await session.send("one"), await session.send("two")]
+        refreshed = await session.refresh()  # HTTP: attach
+        assert canonical(refreshed) == canonical(turns[-1].run)
+        return turns
+
+    policy = TracePolicy.verbatim()
+    async with LocalTarget(Remembers, policy=policy) as local:
+        local_turns = await play(local, script)
+    remote = http_target(Remembers, policy=policy, server_policy=server_policy)
+    remote_turns = await play(remote, script)
+    for mine, theirs in zip(local_turns, remote_turns, strict=True):
+        assert canonical(mine.run) == canonical(theirs.run)
+        assert [(e.name, e.data) for e in mine.run.events] == [
+            ("heard", {"count": n}) for n in range(1, mine.index + 1)
+        ]
+        assert SECRET not in msgspec.json.encode(mine.run).decode()
