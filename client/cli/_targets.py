@@ -48,16 +48,26 @@ class TargetUnreachable(Exception):
 
 
 _USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)[^/?#\s]*@")
+_QUERY = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]*://[^?#\s]*\?)(?P<query>[^#\s]*)")
+
+
+def _masked_query(match: re.Match[str]) -> str:
+    params = match["query"].split("&")
+    return match["head"] + "&".join(
+        p.split("=", 1)[0] + "=***" if "=" in p else "***" for p in params if p
+    )
+
 
 DEFAULT_READ_TIMEOUT = 300.0
 """Seconds to wait for an answer when neither ``--read-timeout`` nor ``--timeout`` is set."""
 
 
 def without_credentials(text: str) -> str:
-    """``text`` with the user and password of every URL in it replaced by ``***``.
+    """``text`` with the user and password of every URL in it, and the value of each of
+    its query parameters (``?api_key=...``), replaced by ``***``.
 
     Any text: a URL, or an argument such as ``--target=http://user:secret@host``."""
-    return _USERINFO.sub(r"\g<scheme>***@", text)
+    return _QUERY.sub(_masked_query, _USERINFO.sub(r"\g<scheme>***@", text))
 
 
 def read_token(

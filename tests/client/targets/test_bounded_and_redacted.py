@@ -78,7 +78,11 @@ def test_without_credentials_hides_user_and_password_of_every_url() -> None:
     assert without_credentials("see http://tok@h.test and ftp://a:b@c/") == (
         "see http://***@h.test and ftp://***@c/"
     )
-    assert without_credentials("http://h.test/?mail=a@b") == "http://h.test/?mail=a@b"
+    assert without_credentials("http://h.test/?mail=a@b") == "http://h.test/?mail=***"
+    assert without_credentials("http://h.test/p?api_key=s3cr3t&x=1#f y") == (
+        "http://h.test/p?api_key=***&x=***#f y"
+    )
+    assert without_credentials("http://h.test/?s3cr3t") == "http://h.test/?***"
     assert without_credentials("-k refund") == "-k refund"
 
 
