@@ -1,4 +1,4 @@
-"""The documentation's `replicas` section runs here: its command line and its two-replica example."""
+"""The documentation's `replicas` section runs here: its command line, its Redis URL forms and its two-replica example."""
 
 from __future__ import annotations
 
