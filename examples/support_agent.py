@@ -1,6 +1,6 @@
 """A customer-support agent for an online shop: deterministic rules, real tools, no LLM.
 
-It is the agent the README serves and evaluates::
+It is the agent the documentation (docs/get-started.md) serves and evaluates::
 
     EVALPORT_TOKEN=dev-token evalport serve examples/support_agent.py:agent
 

@@ -120,7 +120,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="URL",
         help="session store: memory (default) or a Redis URL shared by replicas: "
         "redis://HOST:PORT/DB, rediss://... (TLS), redis+sentinel://HOST:PORT/SERVICE, "
-        "redis+cluster://HOST:PORT[,HOST:PORT] (see the README)",
+        "redis+cluster://HOST:PORT[,HOST:PORT] (see docs/expose.md, Redis in production)",
     )
     parser.add_argument(
         "--allow-faults",

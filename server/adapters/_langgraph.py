@@ -17,7 +17,7 @@ Rules:
   ``restore`` puts it back into the checkpointer on another replica, so the thread
   continues there. Each turn saves the whole state (the checkpoint holds every message):
   for long conversations, give the graph a checkpointer every replica shares (Postgres,
-  Redis, SQLite on a shared disk; create it inside the server's loop, see the README),
+  Redis, SQLite on a shared disk; create it inside the server's loop, see docs/expose.md),
   and nothing is saved with the session.
 - A tool that LangGraph runs again when a node resumes after an interrupt is recorded
   once, with the result of the run the graph kept (the last). A rejected call is

@@ -46,10 +46,14 @@ PORT = "8765"  # the port the pages use; each test serves on a free one instead
 # section -> (the test that runs its blocks, how many blocks of each language it runs)
 SECTIONS: dict[str, tuple[str, dict[str, int]]] = {
     "protocol": ("tests/protocol/test_readme_protocol.py", {"python": 1}),
-    "server": ("tests/server/test_readme_server.py", {"python": 3, "bash": 1}),
+    # the server section's async-factory block runs in tests/server/adapters/test_serve_targets.py
+    "server": ("tests/server/test_readme_server.py", {"python": 4, "bash": 1}),
     "approvals": ("tests/server/test_readme_server.py", {"python": 2}),
-    "replicas": ("tests/server/replicas/test_readme_replicas.py", {"python": 1, "bash": 1}),
-    "adapters": ("tests/server/adapters/test_adapters_readme_examples.py", {"python": 4}),
+    "replicas": (
+        "tests/server/replicas/test_readme_replicas.py",
+        {"python": 1, "bash": 1, "text": 1},
+    ),
+    "adapters": ("tests/server/adapters/test_adapters_readme_examples.py", {"python": 7}),
     "client": ("tests/client/targets/test_readme_client.py", {"python": 4}),
     "assertions": ("tests/client/cases/test_readme_assertions.py", {"python": 4}),
     "judges": ("tests/client/judges/test_judge_readme.py", {"python": 4, "json": 1, "bash": 1}),

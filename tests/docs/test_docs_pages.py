@@ -203,6 +203,9 @@ THIRD_PARTY = {
     "ModelRetry",
     "RunState",
     "RuntimeError",
+    "Agent",  # pydantic-ai's and the Agents SDK's
+    "NotImplementedError",
+    "ScriptedChatModel",  # examples/frameworks/scripted_chat_model.py
     "ScriptedModel",
     "Starlette",
     "TestModel",

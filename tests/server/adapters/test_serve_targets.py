@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from support.docs import section_blocks
 from support.servers import free_port, wait_for_http
 
 pytestmark = pytest.mark.e2e
@@ -115,9 +115,8 @@ def test_a_target_that_is_no_agent_is_named_in_one_short_line(tmp_path: Path) ->
     assert "Huge object is not an agent" in done.stderr
 
 
-def test_the_readme_async_resources_example_is_served(tmp_path: Path) -> None:
-    readme = (HERE.parents[2] / "README.md").read_text()
-    blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.DOTALL)
+def test_the_docs_async_resources_example_is_served(tmp_path: Path) -> None:
+    blocks = section_blocks("server", "python")
     (block,) = [b for b in blocks if b.startswith("# app.py: evalport serve app.py:agent")]
     app = tmp_path / "app.py"
     app.write_text(block)

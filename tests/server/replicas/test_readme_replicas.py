@@ -1,4 +1,4 @@
-"""The documentation's `replicas` section runs here: its command line and its two-replica example."""
+"""The documentation's `replicas` section runs here: its command line, its Redis URL forms and its two-replica example."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pytest
 import redis
 from evalport.server._cli import add_arguments
 from evalport.server.stores import RedisStore
+from evalport.server.stores._redis_url import parse_redis_url
 from support.docs import docs_text
 from support.redis import RedisServer
 
@@ -84,3 +85,23 @@ def test_serve_refuses_an_unknown_store(
     agent = str(Path(__file__).with_name("agents.py")) + ":agent"
     assert main(["serve", agent, "--store", "postgres://db/0"]) == 2
     assert "use 'memory' or a Redis URL" in capsys.readouterr().err
+
+
+def test_every_url_form_of_the_section_is_one_the_store_parses() -> None:
+    [forms] = [block for block in section_blocks("text") if "redis://" in block]
+    schemes = set(re.findall(r"(?m)(?:^|\s)([a-z+]+)://", forms))
+    # the parser's own list of schemes, as its error for an unknown one gives it
+    with pytest.raises(ValueError) as unknown:
+        parse_redis_url("nope://host")
+    assert schemes == set(re.findall(r"([a-z+]+)://", str(unknown.value))) - {"nope"}
+    examples = {"unix": "unix:///tmp/redis.sock?db=2"}
+    for scheme in schemes:
+        service = "/mymaster" if "sentinel" in scheme else ""
+        url = examples.get(scheme, f"{scheme}://app:secret@h1:7000,h2:7001{service}")
+        if scheme in {"redis", "rediss"}:
+            url = f"{scheme}://app:secret@h1:7000/3"
+        parsed = parse_redis_url(url)
+        assert parsed.tls == scheme.startswith("rediss"), url
+        assert parsed.kind == {"redis": "server", "rediss": "server"}.get(
+            scheme, scheme.rpartition("+")[2]
+        ), url
