@@ -29,7 +29,8 @@ def test_the_demo_installs_only_its_extras_in_a_venv_of_its_own() -> None:
     assert "-m venv .venv-demo" in demo and "install -q --disable-pip-version-check -e" in demo
     assert "'.[server,client]'" in demo and "dev" not in demo, demo
     assert ".venv-demo/bin/python examples/demo.py" in demo
-    assert ".venv-demo" not in test and "'.[all,dev,docs]'" in test, test  # test keeps the toolchain
+    # test keeps the toolchain
+    assert ".venv-demo" not in test and "'.[all,dev,docs]'" in test, test
 
 
 @pytest.mark.e2e
