@@ -25,15 +25,20 @@ MARKER = "<!-- openapi -->"
 METHODS = ("get", "post", "put", "patch", "delete")
 
 
-def on_config(config: Any) -> Any:
-    """Link the three packages under ``build/docs-api/evalport`` for mkdocstrings."""
+def link_packages() -> None:
+    """Link the three packages under ``build/docs-api/evalport`` for mkdocstrings.
+
+    Done when MkDocs loads this module, before any plugin's ``on_config``: mkdocstrings
+    reads its search paths there, and a path that does not exist yet is not searched."""
     package = ROOT / "build" / "docs-api" / "evalport"
     package.mkdir(parents=True, exist_ok=True)
     for part in ("protocol", "server", "client"):
         link = package / part
         if not link.is_symlink():
             os.symlink(ROOT / part, link)
-    return config
+
+
+link_packages()
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
