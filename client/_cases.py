@@ -9,6 +9,14 @@ Rules:
   (:class:`~evalport.protocol.ToolFault`, checked at decoration) that the runner passes
   to ``target.open`` for the case's session: injected in-process by ``LocalTarget``, sent
   to servers that enable them by ``HttpTarget``.
+- A case may declare its conversation instead of writing it: ``messages=[...]`` (scripted
+  turns, sent in order as ``ctx.converse`` sends them) or ``user=`` a simulated user (a
+  :class:`~evalport.client.UserSimulator`, played as ``ctx.simulate`` plays it). The
+  declared conversation is played before the function body runs, so the body only
+  asserts. The two are exclusive, as in Neuron (``withTurns``/``withUser``): a
+  conversation is scripted or simulated, never both, and declaring both raises
+  ``ValueError`` at decoration naming the case. ``messages`` must be a list of
+  strings, not one string.
 - With ``dataset=`` the function takes ``f(ctx, row)`` and expands into one case per row;
   a dataset is a :class:`~evalport.client.Dataset`, a list of mappings, or a
   path (relative paths are resolved against the file that defines the function). The
@@ -30,7 +38,7 @@ from typing import Any, Final, TypeVar, overload
 from evalport.protocol import ToolFault
 from evalport.protocol.runtime import as_faults
 
-from ._conversation import ApprovalPolicy
+from ._conversation import ApprovalPolicy, UserSimulator
 from ._datasets import Dataset, DatasetRow
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -49,6 +57,8 @@ class CaseSpec:
     id: str | None = None
     approval_policy: ApprovalPolicy | None = None
     faults: tuple[ToolFault, ...] = ()
+    messages: tuple[str, ...] = ()
+    user: UserSimulator | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +76,8 @@ class Case:
     approval_policy: ApprovalPolicy | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
     faults: tuple[ToolFault, ...] = ()
+    messages: tuple[str, ...] = ()
+    user: UserSimulator | None = None
 
     @property
     def is_async(self) -> bool:
@@ -99,6 +111,8 @@ def eval_case(
     id: str | None = None,
     approval_policy: ApprovalPolicy | None = None,
     faults: Iterable[ToolFault | Mapping[str, Any]] | None = None,
+    messages: Sequence[str] | None = None,
+    user: UserSimulator | None = None,
 ) -> Callable[[F], F]: ...
 
 
@@ -113,6 +127,8 @@ def eval_case(
     id: str | None = None,
     approval_policy: ApprovalPolicy | None = None,
     faults: Iterable[ToolFault | Mapping[str, Any]] | None = None,
+    messages: Sequence[str] | None = None,
+    user: UserSimulator | None = None,
 ) -> Any:
     """Mark a function as an eval case (see the module rules)."""
     if callable(description):
@@ -130,15 +146,31 @@ def eval_case(
         id=id,
         approval_policy=approval_policy,
         faults=as_faults(faults),
+        messages=_scripted(messages),
+        user=user,
     )
 
     def mark(func: F) -> F:
         if not callable(func):
             raise TypeError(f"@eval_case decorates a function, got {type(func).__name__}")
+        if spec.messages and spec.user is not None:
+            name = spec.id or getattr(func, "__qualname__", repr(func))
+            raise ValueError(
+                f"case {name!r} declares both scripted messages= and a simulated user=; "
+                "a conversation is scripted or simulated, not both: keep one of them"
+            )
         setattr(func, MARK, spec)
         return func
 
     return mark
+
+
+def _scripted(messages: Sequence[str] | None) -> tuple[str, ...]:
+    if messages is None:
+        return ()
+    if isinstance(messages, str) or not all(isinstance(item, str) for item in messages):
+        raise TypeError("messages takes a list of strings, e.g. messages=['hi', 'refund A1']")
+    return tuple(messages)
 
 
 def spec_of(func: Any) -> CaseSpec | None:
@@ -196,6 +228,8 @@ def cases_from(func: Callable[..., Any], *, prefix: str = "") -> list[Case]:
         source=source_of(func),
         approval_policy=spec.approval_policy,
         faults=spec.faults,
+        messages=spec.messages,
+        user=spec.user,
     )
     dataset = dataset_of(spec, func)
     if dataset is None:
@@ -212,6 +246,8 @@ def cases_from(func: Callable[..., Any], *, prefix: str = "") -> list[Case]:
             source=base.source,
             approval_policy=base.approval_policy,
             faults=base.faults,
+            messages=base.messages,
+            user=base.user,
         )
         for row in dataset
     ]

@@ -93,6 +93,10 @@ async def _invoke(case: Case, ctx: EvalContext, limit: float | None) -> None:
     sync: SyncEvalContext | None = None
     try:
         async with scope:
+            if case.messages:
+                await ctx.converse(case.messages)
+            elif case.user is not None:
+                await ctx.simulate(case.user)
             if case.is_async:
                 await case.func(*case.arguments(ctx))
                 return

@@ -55,7 +55,7 @@ SECTIONS: dict[str, tuple[str, dict[str, int]]] = {
     ),
     "adapters": ("tests/server/adapters/test_adapters_readme_examples.py", {"python": 7}),
     "client": ("tests/client/targets/test_readme_client.py", {"python": 4}),
-    "assertions": ("tests/client/cases/test_readme_assertions.py", {"python": 4}),
+    "assertions": ("tests/client/cases/test_readme_assertions.py", {"python": 5}),
     "judges": ("tests/client/judges/test_judge_readme.py", {"python": 4, "json": 1, "bash": 1}),
     "runner": (
         "tests/client/cli/test_readme_runner.py",

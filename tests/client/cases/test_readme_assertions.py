@@ -26,8 +26,8 @@ def examples_on_path():
     sys.path.remove(str(ROOT / "examples"))
 
 
-def test_the_section_has_three_python_blocks() -> None:
-    assert len(blocks()) == 4  # the fourth: tool faults (test_readme_tool_faults.py)
+def test_the_section_has_five_python_blocks() -> None:
+    assert len(blocks()) == 5  # the fifth: tool faults (test_readme_tool_faults.py)
 
 
 async def test_the_case_blocks_pass_against_the_example_agent(examples_on_path) -> None:
@@ -57,11 +57,25 @@ async def test_the_case_blocks_pass_against_the_example_agent(examples_on_path) 
 def test_the_standalone_block_runs(examples_on_path, capsys) -> None:
     namespace: dict[str, object] = {}
     exec(compile(blocks()[0], "README:cases", "exec"), namespace)
-    exec(compile(blocks()[2], "README:standalone", "exec"), namespace)
+    exec(compile(blocks()[3], "README:standalone", "exec"), namespace)
     assert capsys.readouterr().out.splitlines() == [
         "refund_needs_confirmation passed",
         "status[shipped] passed",
         "status[processing] passed",
         "True",
         "True",
+    ]
+
+
+async def test_the_declared_conversation_block_passes(examples_on_path) -> None:
+    from support_agent import agent
+
+    namespace: dict[str, object] = {}
+    exec(compile(blocks()[2], "README:declared", "exec"), namespace)
+    cases = [*cases_from(namespace["scripted_refund"]), *cases_from(namespace["simulated_status"])]
+    async with LocalTarget(agent) as target:
+        results = [await run_trial(case, target) for case in cases]
+    assert [len(r.assertions) for r in results] == [1, 1]
+    assert [r.verdict for r in results] == [Verdict.PASSED] * 2, [
+        (r.error, [a for a in r.assertions if not a.passed]) for r in results
     ]
