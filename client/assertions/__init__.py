@@ -11,6 +11,7 @@ from ._base import Assertion, AssertionTypeError, run_of, text_of
 from ._events import EventNotSeen, EventSeen, EventsInOrder, EventsSatisfy
 from ._expect import ValueEquals, ValueExpectation, ValueIncludes, ValueSatisfies
 from ._faults import ToolWasInjected
+from ._latency import FirstToolCallWithin, TrialWithin, TurnWithin
 from ._matchers import (
     Count,
     Exact,
@@ -76,6 +77,7 @@ __all__ = [
     "EventsSatisfy",
     "Exact",
     "Failed",
+    "FirstToolCallWithin",
     "HashingEmbedder",
     "IsValidJson",
     "LengthBetween",
@@ -103,6 +105,8 @@ __all__ = [
     "ToolWasInjected",
     "ToolWasRejected",
     "TotalTokensAtMost",
+    "TrialWithin",
+    "TurnWithin",
     "UsedNoTools",
     "ValueEquals",
     "ValueExpectation",

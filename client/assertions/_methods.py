@@ -32,6 +32,7 @@ from .._results import AssertionResult
 from . import _approvals as approvals
 from . import _events as events
 from . import _faults as faults
+from . import _latency as latency
 from . import _outcome as outcome
 from . import _similarity as similarity
 from . import _steps as steps
@@ -226,6 +227,12 @@ class AssertionMethods:
     max_steps = Delegate(steps.MaxSteps, _on_run)
     total_tokens_at_most = Delegate(steps.TotalTokensAtMost, _on_run)
     tokens_at_most = Delegate(steps.TokensAtMost, _on_run)
+
+    # -- latency ------------------------------------------------------------------------
+
+    turn_within = Delegate(latency.TurnWithin, _on_run)
+    trial_within = Delegate(latency.TrialWithin, _on_run)
+    first_tool_call_within = Delegate(latency.FirstToolCallWithin, _on_run)
 
     # -- events -------------------------------------------------------------------------
 

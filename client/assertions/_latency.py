@@ -1,0 +1,158 @@
+"""Latency budgets: a turn, a trial, and the time until the first tool call.
+
+Rules:
+
+- What is measured is the run's own clock: the timestamps the agent side records on
+  every step (``startedAt``/``completedAt``; a turn's first step starts when the turn
+  starts) and on every tool execution (``startedAt``). So a budget reads the same on
+  ``LocalTarget``, on ``HttpTarget``, on a cached or a logged run, and the network, the
+  queueing and the eval's own code between turns are not counted; the client-observed
+  duration of a whole trial is ``TrialResult.duration`` in the report. Timestamps have
+  millisecond resolution.
+- A turn's time is from its first step's start to its last step's end (approval waits
+  included: the turn was not done). ``TurnWithin`` checks one turn (``turn=N``, or the
+  turn a :class:`~evalport.client.Turn` subject is) or, by default, every turn: the
+  slowest must be within budget.
+- A trial's time is the run's span: from the first step's start to the last step's end,
+  over every turn of the current session (the time between turns included).
+- The time until the first tool call is from the start of the turn that made it to the
+  start of its execution: the run's first tool call, the first of turn ``turn=N``, or the
+  first of a :class:`~evalport.client.Turn` subject. No tool call is a failed result.
+- Budgets give partial credit like the step and token budgets: over budget the score is
+  ``budget / actual``, so ``.at_least(0.8)`` tolerates a 25 % overrun and ``.soft()``
+  reports without gating. A run without the timestamps needed is not evaluable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from evalport.protocol import AgentRun, Step
+
+from .._results import AssertionResult
+from .._target import Turn
+from ._base import Assertion, run_of
+
+
+def _seconds(stamp: str | None) -> float | None:
+    if not stamp:
+        return None
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def _span(steps: Sequence[Step]) -> float | None:
+    """Seconds from the first step's start to the last step's end, or ``None``."""
+    if not steps:
+        return None
+    start, end = _seconds(steps[0].started_at), _seconds(steps[-1].completed_at)
+    if start is None or end is None:
+        return None
+    return max(end - start, 0.0)
+
+
+def _turn_steps(subject: Any, turn: int | None, kind: str) -> dict[int, list[Step]]:
+    """The steps of each turn the assertion looks at, by turn number."""
+    if isinstance(subject, Turn) and turn is None:
+        return {subject.index: list(subject.steps)}
+    run = run_of(subject, kind)
+    numbers = [turn] if turn is not None else range(1, run.turns + 1)
+    return {number: run.steps_of_turn(number) for number in numbers}
+
+
+def _check_budget(seconds: float) -> float:
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds <= 0:
+        raise ValueError(f"a latency budget is a positive number of seconds, got {seconds!r}")
+    return float(seconds)
+
+
+def _score(actual: float, budget: float) -> float:
+    return 1.0 if actual <= budget else budget / actual
+
+
+class LatencyAssertion(Assertion):
+    """Shared by the latency budgets: a budget in seconds and an optional turn number."""
+
+    def __init__(self, seconds: float, *, turn: int | None = None) -> None:
+        self.seconds = _check_budget(seconds)
+        self.turn = turn
+
+    def describe(self) -> str:
+        where = "" if self.turn is None else f", turn={self.turn}"
+        return f"{self.seconds:g}s{where}"
+
+    def graded(self, actual: float, what: str, **context: Any) -> AssertionResult:
+        over = actual > self.seconds
+        message = f"{what} took {actual:.3f}s, over the budget of {self.seconds:g}s" if over else ""
+        return self.result(_score(actual, self.seconds), message, seconds=actual, **context)
+
+
+class TurnWithin(LatencyAssertion):
+    """Every turn (or turn ``turn``) took at most ``seconds`` by the run's clock."""
+
+    kind = "turn_within"
+
+    def evaluate(self, subject: Any) -> AssertionResult:
+        timed: dict[int, float] = {}
+        for number, steps in _turn_steps(subject, self.turn, self.kind).items():
+            span = _span(steps)
+            if span is None:
+                return self.not_evaluable(f"turn {number} has no step timestamps", turn=number)
+            timed[number] = span
+        if not timed:
+            return self.not_evaluable("no turn was recorded yet")
+        slowest = max(timed, key=lambda number: timed[number])
+        return self.graded(timed[slowest], f"turn {slowest}", turn=slowest)
+
+
+class TrialWithin(Assertion):
+    """The run, first step's start to last step's end, took at most ``seconds``."""
+
+    kind = "trial_within"
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = _check_budget(seconds)
+
+    def describe(self) -> str:
+        return f"{self.seconds:g}s"
+
+    def evaluate(self, subject: Any) -> AssertionResult:
+        run: AgentRun = run_of(subject, self.kind)
+        span = _span(run.steps)
+        if span is None:
+            return self.not_evaluable("the run has no step timestamps")
+        over = span > self.seconds
+        message = f"the run took {span:.3f}s, over the budget of {self.seconds:g}s" if over else ""
+        return self.result(_score(span, self.seconds), message, seconds=span)
+
+
+class FirstToolCallWithin(LatencyAssertion):
+    """The first tool call started at most ``seconds`` after its turn started."""
+
+    kind = "first_tool_call_within"
+
+    def evaluate(self, subject: Any) -> AssertionResult:
+        for number, steps in _turn_steps(subject, self.turn, self.kind).items():
+            executions = [run for step in steps for run in step.tool_executions]
+            if not executions:
+                continue
+            start = _seconds(steps[0].started_at)
+            stamps = [_seconds(execution.started_at) for execution in executions]
+            if start is None or None in stamps:
+                return self.not_evaluable(
+                    f"turn {number} has no timestamps for its tool calls", turn=number
+                )
+            called = min(stamp for stamp in stamps if stamp is not None)
+            name = executions[stamps.index(called)].name
+            return self.graded(
+                max(called - start, 0.0),
+                f"the first tool call ({name}, turn {number})",
+                turn=number,
+                tool=name,
+            )
+        where = "" if self.turn is None else f" in turn {self.turn}"
+        return self.result(False, f"no tool was called{where}")
