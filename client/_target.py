@@ -7,7 +7,16 @@ Rules:
   they yield the same decoded runs, so everything above this seam runs unchanged on both.
 - ``Session.run`` is always the **accumulated**, already **redacted** run: a target applies
   its trace policy to every run before handing it out.
-- A :class:`Turn` carries that accumulated run plus the steps of this turn alone.
+- A :class:`Turn` carries that accumulated run plus the steps of this turn alone, and
+  :attr:`Turn.own` is the turn's own slice of the run (Instructor's ``EvalTurn``): an
+  :class:`~evalport.protocol.AgentRun` cut from the accumulated one on the client, the
+  wire unchanged. It holds this turn's steps, the tool calls, usage and error details
+  derived from them, the events and pending approvals numbered with the turn, its
+  message as the only user message, and the reply, status and stop signal of the run it
+  was cut from; ``turns``
+  keeps the turn's number (so ``own.steps_of_turn(own.turns)`` is its steps), and the
+  run's error text only when the turn is the run's latest. Every run assertion and
+  judge accepts it: ``ctx.check(MaxSteps(3), turn.own)``.
 - Async first. ``identity`` names what answers (URL or local agent, agent name and
   version) for reports and the run cache.
 - ``open(faults=[ToolFault(...)])`` opens a session whose tool calls get those faults
@@ -22,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+import msgspec
 from evalport.protocol import AgentRun, ApprovalDecision, Step, ToolFault
 
 
@@ -60,6 +70,24 @@ class Turn:
     @property
     def reply(self) -> str:
         return self.run.reply
+
+    @property
+    def own(self) -> AgentRun:
+        """This turn's own slice of the run (see the module rules)."""
+        run = self.run
+        own = msgspec.structs.replace(
+            run,
+            steps=list(self.steps),
+            user_messages=[self.message],
+            turns=self.index,
+            events=[event for event in run.events if event.turn == self.index],
+            pending_approvals=[item for item in run.pending_approvals if item.turn == self.index],
+            errors=run.errors if self.index == run.turns else "",
+            error_details=[error for step in self.steps for error in step.errors],
+        )
+        own.sync_tools()
+        own.sync_usage()
+        return own
 
 
 @runtime_checkable

@@ -60,7 +60,7 @@ def _turn_steps(subject: Any, turn: int | None, kind: str) -> dict[int, list[Ste
     if isinstance(subject, Turn) and turn is None:
         return {subject.index: list(subject.steps)}
     run = run_of(subject, kind)
-    numbers = [turn] if turn is not None else range(1, run.turns + 1)
+    numbers = [turn] if turn is not None else sorted({step.turn for step in run.steps})
     return {number: run.steps_of_turn(number) for number in numbers}
 
 
