@@ -36,33 +36,34 @@ async def conversation(*messages: str) -> tuple[AgentRun, list[Any]]:
 
 
 async def test_turn_budgets_check_every_turn_or_one() -> None:
-    run, turns = await conversation("wait 0.01", "wait 0.3")
-    slowest = TurnWithin(0.15).evaluate(run)
+    run, turns = await conversation("wait 0", "wait 0.5")
+    slowest = TurnWithin(0.25).evaluate(run)
     assert not slowest.passed and slowest.context["turn"] == 2
-    assert 0.15 / 0.3 - 0.1 < slowest.score < 0.15 / 0.3 + 0.01
-    assert "turn 2 took" in slowest.message and "over the budget of 0.15s" in slowest.message
-    assert TurnWithin(0.15, turn=1).evaluate(run).passed
-    assert TurnWithin(0.15).evaluate(turns[0]).passed  # a Turn subject: that turn only
-    assert not TurnWithin(0.15).evaluate(turns[1]).passed
+    assert 0 < slowest.score <= 0.25 / 0.5 + 0.01  # partial credit: budget / actual
+    assert "turn 2 took" in slowest.message and "over the budget of 0.25s" in slowest.message
+    assert TurnWithin(0.25, turn=1).evaluate(run).passed
+    assert TurnWithin(0.25).evaluate(turns[0]).passed  # a Turn subject: that turn only
+    assert not TurnWithin(0.25).evaluate(turns[1]).passed
     assert TurnWithin(10).evaluate(run).passed
 
 
 async def test_trial_budget_spans_every_turn() -> None:
     run, _ = await conversation("wait 0.2", "wait 0.2")
-    assert not TrialWithin(0.3).evaluate(run).passed  # each turn fits, the run does not
-    assert TurnWithin(0.3).evaluate(run).passed
+    assert not TrialWithin(0.35).evaluate(run).passed  # over both turns
     result = TrialWithin(10).evaluate(run)
-    assert result.passed and result.context["seconds"] >= 0.4
+    assert result.passed and result.context["seconds"] >= 0.39
+    slowest = TurnWithin(10).evaluate(run).context["seconds"]
+    assert 0.19 <= slowest < result.context["seconds"]
 
 
 async def test_time_until_the_first_tool_call() -> None:
     run, turns = await conversation("wait 0.01", "think 0.3 lookup")
     late = FirstToolCallWithin(0.1).evaluate(run)
     assert not late.passed and late.context["turn"] == 2 and late.context["tool"] == "lookup"
-    assert late.context["seconds"] >= 0.3
+    assert late.context["seconds"] >= 0.29
     assert FirstToolCallWithin(10).evaluate(run).passed
     quick, _ = await conversation("think 0.01 lookup")
-    assert FirstToolCallWithin(0.25).evaluate(quick).passed
+    assert FirstToolCallWithin(2).evaluate(quick).passed
     none = FirstToolCallWithin(10).evaluate(turns[0])
     assert not none.passed and none.evaluated and none.message == "no tool was called"
     assert not FirstToolCallWithin(10, turn=1).evaluate(run).passed
