@@ -33,6 +33,7 @@ from evalport.protocol import (  # noqa: E402
 
 from ._cache import CachingTarget, RunCache  # noqa: E402
 from ._cases import Case, cases_from, eval_case  # noqa: E402
+from ._chat_history import ChatHistoryError, run_from_chat  # noqa: E402
 from ._context import EvalContext, RequirementFailed, SkipCase, SyncEvalContext  # noqa: E402
 from ._conversation import (  # noqa: E402
     ApprovalError,
@@ -70,6 +71,7 @@ __all__ = [
     "CachingTarget",
     "Case",
     "CaseResult",
+    "ChatHistoryError",
     "Dataset",
     "DatasetError",
     "DatasetRow",
@@ -134,5 +136,6 @@ __all__ = [
     "evaluator_cases",
     "reject_all",
     "run_cases",
+    "run_from_chat",
     "run_trial",
 ]

@@ -1,0 +1,421 @@
+"""Runs from chat history: an :class:`~evalport.protocol.AgentRun` built from a logged
+conversation, so that every assertion and judge evaluates it as it evaluates a live run.
+
+Rules:
+
+- Three formats are read: ``"openai-chat"`` (Chat Completions ``messages``),
+  ``"openai-responses"`` (Responses API input and output items) and ``"anthropic"``
+  (Messages API ``messages``). ``"auto"`` tells them apart by their tool parts: ``tool``
+  messages or ``tool_calls`` mean Chat Completions, items with a ``type`` such as
+  ``function_call`` mean Responses, ``tool_use``/``tool_result`` blocks mean Anthropic. A
+  conversation without any of them reads the same in every format, as Chat Completions.
+- Each user message with text starts a turn; ``turns`` counts them and ``user_messages``
+  holds their text. An Anthropic user message made only of ``tool_result`` blocks is a
+  tool answer, not a user message. System and developer messages are skipped.
+- Each assistant message is one step (in Responses: each run of consecutive output items,
+  ``message``, ``function_call``, ``reasoning``). Its text and tool calls become its output
+  message and its requested tool calls; arguments sent as a JSON string are decoded when
+  they hold a JSON object, and kept as the string otherwise.
+- A tool result is matched to its call by call id, in any order (parallel calls answer in
+  any order), and becomes a tool execution of the step that requested it. A call never
+  answered stays a requested call without execution.
+- A tool result is an error when Anthropic's ``is_error`` is true. Chat Completions and
+  Responses have no error flag: there, an ``is_error: true`` key on the tool message (or
+  the ``function_call_output`` item) is read the same way.
+- The reply is the last assistant text. The run is ``completed`` when the conversation ends
+  with an assistant answer that requests no tool, ``in_progress`` otherwise.
+- Usage is read when a message or item carries a ``usage`` object in its API's shape;
+  cached and reasoning tokens are split out so that nothing is counted twice.
+- The run goes through a trace policy like any target's run: :meth:`TracePolicy.safe` by
+  default, ``TracePolicy.verbatim()`` to keep payloads readable.
+- Ids are derived from the conversation (UUID 5), so building twice gives equal runs.
+- Malformed input raises :class:`ChatHistoryError` naming the message index and the fault.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import msgspec
+from evalport.protocol import (
+    AgentRun,
+    ErrorInfo,
+    Message,
+    RunStatus,
+    Step,
+    StepType,
+    ToolCall,
+    ToolExecution,
+    TracePolicy,
+    Usage,
+)
+
+FORMATS: Final = ("openai-chat", "openai-responses", "anthropic")
+_NAMESPACE: Final = uuid.UUID("6f1c3f9e-5d0a-4b8e-9a51-2a7c64b0d1e3")
+_RESPONSES_TYPES: Final = frozenset(
+    ("function_call", "function_call_output", "reasoning", "message", "input_text", "output_text")
+)
+_ASSISTANT_ITEMS: Final = frozenset(("function_call", "reasoning"))
+
+
+class ChatHistoryError(ValueError):
+    """A logged conversation that cannot be read; ``index`` is the faulty message's."""
+
+    def __init__(self, index: int | None, problem: str, fmt: str | None = None) -> None:
+        where = f"message {index}: " if index is not None else ""
+        how = f" (format {fmt})" if fmt else ""
+        super().__init__(f"{where}{problem}{how}")
+        self.index = index
+        self.problem = problem
+
+
+def run_from_chat(
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    format: str = "auto",
+    policy: TracePolicy | None = None,
+) -> AgentRun:
+    """The run a logged conversation records, redacted by ``policy`` (safe by default)."""
+    if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
+        raise ChatHistoryError(None, f"expected a list of messages, got {type(messages).__name__}")
+    for index, message in enumerate(messages):
+        if not isinstance(message, Mapping):
+            raise ChatHistoryError(index, f"expected a JSON object, got {type(message).__name__}")
+    if format == "auto":
+        format = _detect(messages)
+    elif format not in FORMATS:
+        raise ChatHistoryError(
+            None, f"unknown format {format!r}; use one of {', '.join(FORMATS)} or 'auto'"
+        )
+    builder = _Builder(format)
+    if format == "openai-chat":
+        builder.read_chat(messages)
+    elif format == "anthropic":
+        builder.read_anthropic(messages)
+    else:
+        builder.read_responses(messages)
+    run = builder.finish()
+    return (policy or TracePolicy.safe()).apply(run, in_place=True)
+
+
+def _detect(messages: Sequence[Mapping[str, Any]]) -> str:
+    found: set[str] = set()
+    for message in messages:
+        if message.get("role") == "tool" or message.get("tool_calls"):
+            found.add("openai-chat")
+        if "role" not in message and "type" in message:
+            found.add("openai-responses")
+        content = message.get("content")
+        if isinstance(content, list):
+            for part in content:
+                kind = part.get("type") if isinstance(part, Mapping) else None
+                if kind in ("tool_use", "tool_result"):
+                    found.add("anthropic")
+                elif kind in ("input_text", "output_text"):
+                    found.add("openai-responses")
+    if len(found) > 1:
+        raise ChatHistoryError(
+            None, f"the messages mix formats ({', '.join(sorted(found))}); pass format="
+        )
+    return found.pop() if found else "openai-chat"
+
+
+def _text(content: Any, index: int, fmt: str) -> str:
+    """The text of a message's content (a string or a list of parts); other parts skipped."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise ChatHistoryError(
+            index, f"content must be a string or a list, got {type(content).__name__}", fmt
+        )
+    texts = []
+    for part in content:
+        if isinstance(part, str):
+            texts.append(part)
+        elif (
+            isinstance(part, Mapping)
+            and isinstance(part.get("text"), str)
+            and part.get("type") in (None, "text", "input_text", "output_text")
+        ):
+            texts.append(part["text"])
+    return "\n".join(texts)
+
+
+def _arguments(raw: Any, index: int, fmt: str) -> dict[str, Any] | str:
+    if raw is None or raw == "":
+        return {}
+    if isinstance(raw, Mapping):
+        return dict(raw)
+    if isinstance(raw, str):
+        try:
+            decoded = msgspec.json.decode(raw)
+        except msgspec.DecodeError:
+            return raw
+        return decoded if isinstance(decoded, dict) else raw
+    raise ChatHistoryError(
+        index, f"tool call arguments must be a JSON string or object, got {type(raw).__name__}", fmt
+    )
+
+
+def _count(data: Mapping[str, Any], key: str) -> int:
+    value = data.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _usage(raw: Any) -> Usage:
+    """Usage in any of the three APIs' shapes; prompt/input totals exclude cached tokens."""
+    if not isinstance(raw, Mapping):
+        return Usage()
+    if "prompt_tokens" in raw or "completion_tokens" in raw:
+        cached = _count(raw.get("prompt_tokens_details") or {}, "cached_tokens")
+        reasoning = _count(raw.get("completion_tokens_details") or {}, "reasoning_tokens")
+        return Usage(
+            input=max(_count(raw, "prompt_tokens") - cached, 0),
+            output=max(_count(raw, "completion_tokens") - reasoning, 0),
+            cache_read=cached,
+            reasoning=reasoning,
+        )
+    if "input_tokens_details" in raw or "output_tokens_details" in raw:
+        cached = _count(raw.get("input_tokens_details") or {}, "cached_tokens")
+        reasoning = _count(raw.get("output_tokens_details") or {}, "reasoning_tokens")
+        return Usage(
+            input=max(_count(raw, "input_tokens") - cached, 0),
+            output=max(_count(raw, "output_tokens") - reasoning, 0),
+            cache_read=cached,
+            reasoning=reasoning,
+        )
+    return Usage(
+        input=_count(raw, "input_tokens"),
+        output=_count(raw, "output_tokens"),
+        cache_write=_count(raw, "cache_creation_input_tokens"),
+        cache_read=_count(raw, "cache_read_input_tokens"),
+    )
+
+
+class _Builder:
+    """Accumulates steps, turns and tool results while one conversation is read."""
+
+    def __init__(self, fmt: str) -> None:
+        self.fmt = fmt
+        self.run = AgentRun()
+        self.calls: dict[str, tuple[Step, ToolCall]] = {}
+        self.answered: set[str] = set()
+        self.step: Step | None = None  # the Responses step still taking output items
+        self.last_text = ""
+        self.ended_with_answer = False
+
+    def _id(self, *parts: object) -> str:
+        return str(uuid.uuid5(_NAMESPACE, "/".join(str(part) for part in parts)))
+
+    def fail(self, index: int, problem: str) -> ChatHistoryError:
+        return ChatHistoryError(index, problem, self.fmt)
+
+    # -- shared -------------------------------------------------------------------------
+
+    def user(self, text: str) -> None:
+        self.step = None
+        self.run.turns += 1
+        self.run.user_messages.append(text)
+        self.ended_with_answer = False
+
+    def new_step(self, index: int) -> Step:
+        run = self.run
+        step = Step(
+            id=self._id("step", len(run.steps), index),
+            turn=max(run.turns, 1),
+            index=len(run.steps),
+        )
+        run.steps.append(step)
+        return step
+
+    def assistant(self, step: Step, index: int, text: str, calls: list[ToolCall]) -> None:
+        for call in calls:
+            if not call.name:
+                raise self.fail(index, "a tool call has no name")
+            if not call.id:
+                raise self.fail(index, f"tool call {call.name!r} has no id")
+            if call.id in self.calls:
+                raise self.fail(index, f"tool call id {call.id!r} is used twice")
+            self.calls[call.id] = (step, call)
+        step.requested_tool_calls.extend(calls)
+        if step.output_messages:
+            message = step.output_messages[-1]
+            if text:
+                message.content = f"{message.content}\n{text}" if message.content else text
+            if calls:
+                message.tool_calls = (message.tool_calls or []) + calls
+        else:
+            step.output_messages.append(
+                Message(role="assistant", content=text or None, tool_calls=calls or None)
+            )
+        if step.requested_tool_calls:
+            step.type = StepType.TOOL_EXECUTION
+            step.finish_reason = "tool_calls"
+            self.ended_with_answer = False
+        else:
+            step.finish_reason = "stop"
+            self.ended_with_answer = bool(text)
+        if text:
+            self.last_text = text
+
+    def tool_result(self, index: int, call_id: Any, content: Any, is_error: bool) -> None:
+        if not isinstance(call_id, str) or not call_id:
+            raise self.fail(index, "a tool result has no call id")
+        found = self.calls.get(call_id)
+        if found is None:
+            raise self.fail(index, f"tool result for call id {call_id!r} matches no earlier call")
+        if call_id in self.answered:
+            raise self.fail(index, f"call id {call_id!r} is answered twice")
+        self.answered.add(call_id)
+        step, call = found
+        output = content if isinstance(content, str) else _text(content, index, self.fmt)
+        execution = ToolExecution(
+            id=self._id("execution", call_id),
+            name=call.name,
+            tool_call_id=call_id,
+            arguments=call.arguments,
+            has_error=is_error,
+            error=output if is_error else None,
+            result=None if is_error else output,
+        )
+        step.tool_executions.append(execution)
+        if is_error:
+            step.errors.append(ErrorInfo(message=output, error_class="ToolError"))
+            step.has_errors = True
+        self.ended_with_answer = False
+
+    def finish(self) -> AgentRun:
+        run = self.run
+        run.reply = self.last_text
+        run.status = RunStatus.COMPLETED if self.ended_with_answer else RunStatus.IN_PROGRESS
+        if run.steps and not run.turns:
+            run.turns = 1
+        run.sync_tools()
+        run.sync_usage()
+        return run
+
+    # -- the formats ----------------------------------------------------------------------
+
+    def read_chat(self, messages: Sequence[Mapping[str, Any]]) -> None:
+        for index, message in enumerate(messages):
+            role = message.get("role")
+            if role in ("system", "developer"):
+                continue
+            if role == "user":
+                self.user(_text(message.get("content"), index, self.fmt))
+            elif role == "assistant":
+                calls = []
+                raw_calls = message.get("tool_calls") or []
+                if not isinstance(raw_calls, list):
+                    raise self.fail(index, "tool_calls must be a list")
+                for raw in raw_calls:
+                    function = raw.get("function") if isinstance(raw, Mapping) else None
+                    if not isinstance(function, Mapping):
+                        raise self.fail(index, "a tool call has no 'function' object")
+                    calls.append(
+                        ToolCall(
+                            id=raw.get("id"),
+                            name=function.get("name") or "",
+                            arguments=_arguments(function.get("arguments"), index, self.fmt),
+                        )
+                    )
+                step = self.new_step(index)
+                step.usage = _usage(message.get("usage"))
+                self.assistant(step, index, _text(message.get("content"), index, self.fmt), calls)
+            elif role == "tool":
+                self.tool_result(
+                    index,
+                    message.get("tool_call_id"),
+                    message.get("content"),
+                    message.get("is_error") is True,
+                )
+            else:
+                raise self.fail(index, f"unknown role {role!r}")
+
+    def read_anthropic(self, messages: Sequence[Mapping[str, Any]]) -> None:
+        for index, message in enumerate(messages):
+            role = message.get("role")
+            content = message.get("content")
+            blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+            if not isinstance(blocks, list):
+                raise self.fail(index, "content must be a string or a list of blocks")
+            if role == "system":
+                continue
+            if role == "user":
+                texts = []
+                for block in blocks:
+                    if not isinstance(block, Mapping):
+                        raise self.fail(index, "a content block is not an object")
+                    if block.get("type") == "tool_result":
+                        self.tool_result(
+                            index,
+                            block.get("tool_use_id"),
+                            block.get("content", ""),
+                            block.get("is_error") is True,
+                        )
+                    elif block.get("type") == "text":
+                        texts.append(block.get("text") or "")
+                if texts:
+                    self.user("\n".join(texts))
+            elif role == "assistant":
+                calls, texts = [], []
+                for block in blocks:
+                    if not isinstance(block, Mapping):
+                        raise self.fail(index, "a content block is not an object")
+                    if block.get("type") == "tool_use":
+                        calls.append(
+                            ToolCall(
+                                id=block.get("id"),
+                                name=block.get("name") or "",
+                                arguments=_arguments(block.get("input"), index, self.fmt),
+                            )
+                        )
+                    elif block.get("type") == "text":
+                        texts.append(block.get("text") or "")
+                step = self.new_step(index)
+                step.usage = _usage(message.get("usage"))
+                self.assistant(step, index, "\n".join(texts), calls)
+                if message.get("stop_reason") == "max_tokens":
+                    step.finish_reason = "length"
+            else:
+                raise self.fail(index, f"unknown role {role!r}")
+
+    def read_responses(self, items: Sequence[Mapping[str, Any]]) -> None:
+        for index, item in enumerate(items):
+            kind = item.get("type", "message" if "role" in item else None)
+            role = item.get("role")
+            if kind == "message" and role in ("system", "developer"):
+                self.step = None
+                continue
+            if kind == "message" and role == "user":
+                self.user(_text(item.get("content"), index, self.fmt))
+            elif kind == "function_call_output":
+                self.step = None
+                self.tool_result(
+                    index, item.get("call_id"), item.get("output"), item.get("is_error") is True
+                )
+            elif (kind == "message" and role == "assistant") or kind in _ASSISTANT_ITEMS:
+                if self.step is None:
+                    self.step = self.new_step(index)
+                step = self.step
+                step.usage = step.usage + _usage(item.get("usage"))
+                if kind == "function_call":
+                    call = ToolCall(
+                        id=item.get("call_id"),
+                        name=item.get("name") or "",
+                        arguments=_arguments(item.get("arguments"), index, self.fmt),
+                    )
+                    self.assistant(step, index, "", [call])
+                elif kind == "message":
+                    self.assistant(step, index, _text(item.get("content"), index, self.fmt), [])
+            elif kind in _RESPONSES_TYPES or kind is None:
+                raise self.fail(
+                    index, f"item of type {kind!r} with role {role!r} is not understood"
+                )
+            else:
+                # Built-in tool items (web_search_call, file_search_call, ...) are skipped.
+                continue
