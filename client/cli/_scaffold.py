@@ -75,7 +75,11 @@ jobs:
         run: if [ -f requirements.txt ]; then pip install -r requirements.txt; fi
       - run: evalport serve {agent} --port {port} &
       - name: wait for the agent
-        run: for i in $(seq 30); do curl -sf http://127.0.0.1:{port}/health && break; sleep 1; done
+        run: |
+          for i in $(seq 30); do
+            curl -sf -H "Authorization: Bearer $EVALPORT_TOKEN" http://127.0.0.1:{port}/health && break
+            sleep 1
+          done
       - run: evalport check http://127.0.0.1:{port} --token-env EVALPORT_TOKEN
       - run: evalport run {folder} --target http://127.0.0.1:{port} --token-env EVALPORT_TOKEN --junit junit.xml --md "$GITHUB_STEP_SUMMARY"
       - uses: actions/upload-artifact@v4

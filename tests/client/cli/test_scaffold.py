@@ -15,6 +15,7 @@ import yaml
 from evalport.client._config import load_settings
 from evalport.protocol._cli import main
 from support.docs import DOCS, blocks
+from support.servers import free_port
 from support.surface import command_parsers
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -230,3 +231,40 @@ def test_the_docs_show_the_workflow_init_writes(project):
     written = (project / ".github" / "workflows" / "evals.yml").read_text()
     shown = [code for language, code in blocks((DOCS / "ci.md").read_text()) if language == "yaml"]
     assert written in shown, "docs/ci.md shows another workflow than evalport init writes"
+
+
+@pytest.mark.e2e
+def test_the_workflow_steps_run_for_real_against_a_served_agent(project):
+    """The job's shell steps (all but pip install) in one bash, on a free port: the real
+    `evalport serve` in the background, the wait, `evalport check`, `evalport run`."""
+    assert main(["init"]) == 0
+    (project / "agent.py").write_text(TINY_AGENT)
+    path = project / ".github" / "workflows" / "evals.yml"
+    (job,) = yaml.safe_load(path.read_text())["jobs"].values()
+    steps = [c for c in workflow_commands(path) if not c.startswith("pip install")]
+    port = str(free_port())
+    script = ["set -e"]
+    for command in steps:
+        command = command.replace("8765", port)
+        if command.endswith("&"):
+            script += [command, "SERVER=$!", "trap 'kill $SERVER' EXIT"]
+        else:
+            script.append(command)
+    env = {
+        **os.environ,
+        **job["env"],
+        "PATH": f"{Path(EVALPORT).parent}{os.pathsep}{os.environ['PATH']}",
+        "PYTHONPATH": str(project),
+        "GITHUB_STEP_SUMMARY": str(project / "summary.md"),
+    }
+    done = subprocess.run(
+        ["bash", "-c", "\n".join(script)],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "PASS   example_eval::example (1/1)" in done.stdout
+    assert (project / "junit.xml").is_file() and (project / "summary.md").is_file()
