@@ -21,6 +21,7 @@ from ._scaffold import (
     Planned,
     ScaffoldError,
     case_file,
+    check_agent,
     pyproject_plan,
     shown,
     write,
@@ -46,6 +47,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    try:
+        check_agent(args.agent)
+    except ScaffoldError as error:
+        return fail("init", str(error))
     root = Path.cwd()
     eval_file = root / EVALS / "example_eval.py"
     workflow = root / ".github" / "workflows" / "evals.yml"

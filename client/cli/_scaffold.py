@@ -17,6 +17,7 @@ Rules:
 from __future__ import annotations
 
 import keyword
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -129,6 +130,21 @@ def check_name(name: str) -> str:
             ]
         )
     return name
+
+
+AGENT = re.compile(r"[^\s\"'\\]+:[A-Za-z_][\w.]*")
+
+
+def check_agent(agent: str) -> str:
+    """``agent`` as ``module:attr`` or ``path.py:attr``, safe to write into TOML and YAML."""
+    if not AGENT.fullmatch(agent):
+        raise ScaffoldError(
+            [
+                f"--agent {agent!r} is not module:attr or path.py:attr "
+                "(no spaces or quotes), e.g. my_agent/app.py:agent"
+            ]
+        )
+    return agent
 
 
 def eval_path(folder: Path, name: str) -> Path:

@@ -268,3 +268,10 @@ def test_the_workflow_steps_run_for_real_against_a_served_agent(project):
     assert done.returncode == 0, done.stdout + done.stderr
     assert "PASS   example_eval::example (1/1)" in done.stdout
     assert (project / "junit.xml").is_file() and (project / "summary.md").is_file()
+
+
+@pytest.mark.parametrize("agent", ["agent.py", 'a".py:agent', "my agent.py:agent", "x.py:1st"])
+def test_init_refuses_an_agent_it_cannot_write(project, capsys, agent):
+    assert main(["init", "--agent", agent]) == 2
+    assert "is not module:attr or path.py:attr" in capsys.readouterr().err
+    assert list(project.iterdir()) == []
