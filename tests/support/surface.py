@@ -71,7 +71,8 @@ def _help(*words: str) -> str:
 def _options(*words: str) -> set[str]:
     text = _help(*words)
     found = set(re.findall(r"^ +(?:-\w(?: \S+)?, )?(--[a-z][\w-]*)", text, re.M)) - {"--help"}
-    for sub in re.findall(r"^    ([a-z][\w-]*)$", text, re.M):  # argparse lists subcommands so
+    # argparse lists a subcommand indented by four, alone or followed by its help
+    for sub in re.findall(r"^    ([a-z][\w-]*)(?: {2,}\S.*)?$", text, re.M):
         found |= _options(*words, sub)
     return found
 

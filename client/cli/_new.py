@@ -1,0 +1,62 @@
+"""``evalport new case NAME``: a new eval file, ``NAME_eval.py``, from a template.
+
+``NAME`` is the case function's name (a Python identifier: letters, digits, underscores).
+The file goes into ``--dir``, else the ``path`` of ``[tool.evalport]`` when it is a
+folder, else ``evals/``. It never overwrites a file (exit ``2``, naming it) unless
+``--force``; the rules are in :mod:`._scaffold`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .._config import ConfigError, load_settings
+from ._common import EXIT_OK, fail
+from ._scaffold import EVALS, ScaffoldError, case_file, check_name, eval_path, shown
+
+HELP = "add an eval file from a template (evalport new case NAME)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    kinds = parser.add_subparsers(dest="kind", metavar="KIND", required=True)
+    case = kinds.add_parser("case", help="an eval file with one case, NAME_eval.py")
+    case.add_argument("name", metavar="NAME", help="the case's function name, e.g. refund_flow")
+    case.add_argument(
+        "--dir",
+        metavar="DIR",
+        help="folder of the file (default: path of [tool.evalport] when a folder, else evals)",
+    )
+    case.add_argument("--description", metavar="TEXT", help="the case's description")
+    case.add_argument("--force", action="store_true", help="overwrite the file if it exists")
+
+
+def _folder(args: argparse.Namespace) -> Path:
+    if args.dir:
+        return Path(args.dir)
+    configured = load_settings().path
+    if configured and not configured.endswith(".py"):
+        return Path(configured)
+    return Path(EVALS)
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        name = check_name(args.name)
+        folder = _folder(args)
+    except ScaffoldError as error:
+        return fail("new", str(error))
+    except ConfigError as error:
+        return fail("new", str(error))
+    path = eval_path(folder, name)
+    root = Path.cwd()
+    if path.exists() and not args.force:
+        return fail(
+            "new",
+            f"{shown(path.resolve(), root)} exists: choose another NAME, "
+            "or pass --force to overwrite it",
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(case_file(name, str(folder), args.description), encoding="utf-8")
+    print(f"wrote {shown(path.resolve(), root)}")
+    return EXIT_OK
