@@ -142,9 +142,7 @@ def analytics(cases: Sequence[CaseSummary]) -> Analytics:
         pass_rate=_rate([case.verdict for case in cases]),
         trial_pass_rate=_rate([verdict for case in cases for verdict in case.trial_verdicts]),
         case_durations=durations(case.duration for case in cases),
-        trial_durations=durations(
-            trial.duration for case in cases for trial in case.trial_details
-        ),
+        trial_durations=durations(trial.duration for case in cases for trial in case.trial_details),
         assertions=dict(sorted(kinds.items())),
         assertion_outcomes=totals,
     )
@@ -177,13 +175,14 @@ def analytics_lines(figures: Analytics, tags: dict[str, tuple[int, int]]) -> lis
         )
     outcomes = figures.assertion_outcomes
     if any(outcomes.values()):
+        missed = [
+            f"{kind} {sum(counts.values()) - counts.get('passed', 0)}/{sum(counts.values())}"
+            for kind, counts in figures.assertions.items()
+            if sum(counts.values()) > counts.get("passed", 0)
+        ]
         lines.append(
             "assertions: "
             + ", ".join(f"{outcomes.get(outcome, 0)} {outcome}" for outcome in OUTCOMES)
-            + " ("
-            + ", ".join(
-                f"{kind} {sum(counts.values())}" for kind, counts in figures.assertions.items()
-            )
-            + ")"
+            + (f" (not passed by kind: {', '.join(missed)})" if missed else "")
         )
     return lines
