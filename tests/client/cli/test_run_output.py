@@ -48,9 +48,9 @@ def test_json_dash_writes_the_summary_and_nothing_else_to_stdout(workdir, capsys
 def test_json_dash_through_a_pipe_with_printing_eval_code(workdir):
     (workdir / "evals").mkdir()
     (workdir / "evals" / "noisy_eval.py").write_text(textwrap.dedent(NOISY))
+    command = [sys.executable, "-m", "evalport.protocol._cli", "run", "evals", "--local", AGENT]
     done = subprocess.run(
-        [sys.executable, "-m", "evalport.protocol._cli", "run", "evals", "--local", AGENT]
-        + ["--out", "run", "--json", "-"],
+        [*command, "--out", "run", "--json", "-"],
         capture_output=True,
         text=True,
         timeout=120,
