@@ -88,6 +88,13 @@ class _UsageOnly(msgspec.Struct):
 _USAGE = msgspec.json.Decoder(_UsageOnly)
 
 
+class _ReplyOnly(msgspec.Struct):
+    reply: Any = None
+
+
+_REPLY = msgspec.json.Decoder(_ReplyOnly)
+
+
 class RunData(Mapping[str, Any]):
     """A trial's redacted run as plain JSON data, kept as its JSON text (see the rules).
 
@@ -125,6 +132,12 @@ class RunData(Mapping[str, Any]):
         if self._data is not None:
             return self._data.get("usage")
         return _USAGE.decode(self.json).usage
+
+    def reply(self) -> Any:
+        """The run's ``reply`` entry (the agent's final reply), decoding nothing else."""
+        if self._data is not None:
+            return self._data.get("reply")
+        return _REPLY.decode(self.json).reply
 
     def __getitem__(self, key: str) -> Any:
         return self.data()[key]
@@ -182,6 +195,7 @@ class CaseResult(msgspec.Struct, kw_only=True, gc=False):
     description: str = ""
     tags: list[str] = msgspec.field(default_factory=list)
     verdict: str = Verdict.PASSED
+    row: dict[str, Any] | None = None  # the dataset row the case was expanded from
     trials: list[TrialResult] = msgspec.field(default_factory=list)
     pass_rate: float = 1.0
     required: int = 1

@@ -33,7 +33,7 @@ import platform
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -309,6 +309,7 @@ class Runner:
             case_id=case.id,
             description=getattr(case, "description", "") or "",
             tags=list(getattr(case, "tags", ()) or ()),
+            row=_row_data(_row(case)),
             verdict=case_verdict(verdicts, self.options.pass_rate),
             trials=trials,
             pass_rate=self.options.pass_rate,
@@ -342,6 +343,15 @@ def _row(case: Any) -> Any:
         if hasattr(case, name):
             return getattr(case, name)
     return None
+
+
+def _row_data(row: Any) -> dict[str, Any] | None:
+    """A dataset row as plain data for the reports (rows are user inputs: kept in clear)."""
+    if row is None:
+        return None
+    to_dict = getattr(row, "to_dict", None)
+    data = to_dict() if callable(to_dict) else row
+    return dict(data) if isinstance(data, Mapping) else None
 
 
 async def run_cases(

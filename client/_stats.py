@@ -11,6 +11,9 @@ Rules:
   ``1 - C(n-c, k) / C(n, k)``; :func:`pass_hat_k` (pass^k) the unbiased estimator of "all k
   fresh trials pass", ``C(c, k) / C(n, k)``. Both need ``1 <= k <= n``.
 - A case is :func:`flaky` when some but not all of its samples passed.
+- :func:`percentile` interpolates linearly between the two nearest ranks of the sorted
+  values (numpy's default): p50 of ``[1, 2, 3, 4]`` is ``2.5``; one value is every
+  percentile of itself.
 - :func:`fisher_exact` (two-sided) compares two pass rates of independent samples (one case
   in two runs); :func:`mcnemar_exact` tests whether flips between two runs of the same
   cases lean one way (paired, exact binomial form). Both return a p-value.
@@ -81,6 +84,19 @@ def mean_std(values: Iterable[float]) -> tuple[float | None, float | None]:
     mean = sum(data) / len(data)
     variance = sum((value - mean) ** 2 for value in data) / len(data)
     return mean, math.sqrt(variance)
+
+
+def percentile(values: Iterable[float], q: float) -> float | None:
+    """The ``q``-th percentile (0..100) of ``values``; ``None`` for no values."""
+    if not 0 <= q <= 100:
+        raise ValueError(f"need 0 <= q <= 100, got {q}")
+    data = sorted(values)
+    if not data:
+        return None
+    rank = (len(data) - 1) * q / 100
+    low = math.floor(rank)
+    high = min(low + 1, len(data) - 1)
+    return data[low] + (data[high] - data[low]) * (rank - low)
 
 
 def fisher_exact(a_successes: int, a_n: int, b_successes: int, b_n: int) -> float:

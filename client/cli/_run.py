@@ -20,10 +20,17 @@ Rules:
   password of a URL given on the command line.
 - Selecting no case at all is a usage error (exit ``2``), not a green run; an empty
   shard is fine.
-- Reports: the console always (``-v`` adds the judges' reasons and evidence); the run
+- Reports: the console always (``-v`` adds every trial's assertions, the transcript of
+  each trial that did not pass, the judges' reasons and evidence, and why recordings
+  were not reused; ``-q`` prints the closing summary only, plus the comparison that
+  ``--baseline`` asks for; ``-v`` and ``-q`` together are a usage error); the run
   folder (``--out``, default ``.evalport/runs/<UTC time>``); ``--json``, ``--junit``,
   ``--md``, ``--html`` files; custom reporters from ``reporters`` in the configuration. ``--baseline F`` adds the
   comparison with an earlier run to the console and Markdown output.
+- ``--json -`` writes the results summary to stdout, and nothing else goes there: the
+  console report, the run cache and run folder lines, and whatever the eval code or a
+  ``--local`` agent prints move to stderr, so ``evalport run … --json - | jq`` reads
+  clean JSON while the progress stays visible on the terminal.
 - Exit ``0`` when no case failed or errored (and, under ``--strict``, none was only
   scored) and every file loaded; ``1`` otherwise; ``2`` usage or configuration errors;
   ``3`` target unreachable.
@@ -35,9 +42,10 @@ import argparse
 import asyncio
 import os
 import sys
+from contextlib import redirect_stdout
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from .._cache import RunCache
 from .._config import TRACE_POLICIES, ConfigError, Settings, load_settings
@@ -131,20 +139,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--cache-dir", metavar="DIR", help="where recordings live (default .evalport/cache)")
     add("--attach", metavar="SESSION_ID", help="evaluate an existing session instead")
     add("--out", metavar="DIR", help="run folder (default .evalport/runs/<time>)")
-    add("--json", metavar="F", help="write the results summary as JSON")
+    add("--json", metavar="F", help="write the results summary as JSON ('-': to stdout)")
     add("--junit", metavar="F", help="write JUnit XML")
     add("--md", metavar="F", help="write a Markdown summary ($GITHUB_STEP_SUMMARY)")
     add("--html", metavar="F", help="write a self-contained HTML report")
     add("--baseline", metavar="F", help="compare with an earlier --json file or run folder")
     add("--shard", metavar="I/N", help="run the I-th of N shards of the cases")
     add("--list", action="store_true", help="list the selected cases and exit")
-    add(
+    loud = parser.add_mutually_exclusive_group()
+    loud.add_argument(
         "-v",
         "--verbose",
         action="count",
         default=0,
-        help="more in the console: the judges' reasons and evidence, why recordings were not reused",
+        help="more in the console: each trial's assertions, the transcript of trials that "
+        "did not pass, the judges' reasons and evidence, why recordings were not reused",
     )
+    loud.add_argument("-q", "--quiet", action="store_true", help="print only the closing summary")
     add("--config", metavar="PYPROJECT", help="read [tool.evalport] from this file")
 
 
@@ -176,10 +187,15 @@ def _discover(path: str) -> tuple[list[Any], list[str]]:
     return list(cases), [str(error) for error in errors]
 
 
-def _reporters(settings: Settings, out: Path, verbose: bool = False) -> list[object]:
-    reporters: list[object] = [ConsoleReporter(verbose=verbose), RunFolderReporter(out)]
+def _reporters(
+    settings: Settings, out: Path, args: argparse.Namespace, stdout: TextIO
+) -> list[object]:
+    console = ConsoleReporter(verbose=args.verbose > 0, quiet=args.quiet)
+    reporters: list[object] = [console, RunFolderReporter(out)]
     baseline = load_summary(settings.baseline) if settings.baseline else None
-    if settings.json:
+    if settings.json == "-":
+        reporters.append(JsonReporter(stream=stdout))
+    elif settings.json:
         reporters.append(JsonReporter(settings.json))
     if settings.junit:
         reporters.append(JUnitReporter(settings.junit))
@@ -199,10 +215,14 @@ def _out_folder(settings: Settings) -> Path:
 
 
 async def _run(
-    args: argparse.Namespace, settings: Settings, cases: list[Any], errors: list[str]
+    args: argparse.Namespace,
+    settings: Settings,
+    cases: list[Any],
+    errors: list[str],
+    stdout: TextIO,
 ) -> int:
     out = _out_folder(settings)
-    reporters = _reporters(settings, out, verbose=args.verbose > 0)
+    reporters = _reporters(settings, out, args, stdout)
     options = RunOptions(
         repeat=settings.repeat,
         pass_rate=settings.pass_rate,
@@ -237,11 +257,12 @@ async def _run(
             await aclose()
     for problem in [*runner.reporters.errors, *(cache.errors if cache else [])]:
         print(f"evalport run: warning: {problem}", file=sys.stderr)
-    if cache is not None:
+    if cache is not None and not args.quiet:
         _cache_lines(cache, report.summary.cached_trials, report.summary.trials, args.verbose > 0)
     if settings.baseline:
         print("\n".join(compare(load_summary(settings.baseline), report.summary).lines()))
-    print(f"run folder: {out}")
+    if not args.quiet:
+        print(f"run folder: {out}")
     return EXIT_OK if report.summary.ok else EXIT_FAILED
 
 
@@ -294,8 +315,12 @@ def main(args: argparse.Namespace) -> int:
                 f"--attach evaluates the one conversation of that session: --repeat "
                 f"{settings.repeat} would run later trials on what earlier ones sent; drop it",
             )
-        with agent_logs(settings.policy(), sys.stderr):
-            return asyncio.run(_run(args, settings, cases, errors))
+        stdout = sys.stdout
+        with (
+            agent_logs(settings.policy(), sys.stderr),
+            redirect_stdout(sys.stderr if settings.json == "-" else stdout),
+        ):
+            return asyncio.run(_run(args, settings, cases, errors, stdout))
     except ConfigError as error:
         return fail("run", str(error), EXIT_USAGE)
     except KeyboardInterrupt:

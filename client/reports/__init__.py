@@ -6,6 +6,7 @@ configuration (``reporters = ["package.module:Name"]``) and loaded with
 across reports.
 """
 
+from ._analytics import Analytics, Durations, TrialSummary
 from ._base import Reporter, Reporters, RunPlan, RunReport, load_reporter
 from ._compare import Change, Comparison, compare, merge
 from ._console import ConsoleReporter
@@ -16,10 +17,12 @@ from ._markdown import MarkdownReporter, markdown_summary
 from ._summary import CaseSummary, Provenance, RunSummary, TagSummary, summarize, summarize_case
 
 __all__ = [
+    "Analytics",
     "CaseSummary",
     "Change",
     "Comparison",
     "ConsoleReporter",
+    "Durations",
     "HtmlReporter",
     "JUnitReporter",
     "JsonReporter",
@@ -32,6 +35,7 @@ __all__ = [
     "RunReport",
     "RunSummary",
     "TagSummary",
+    "TrialSummary",
     "compare",
     "html_report",
     "junit_xml",

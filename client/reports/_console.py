@@ -5,11 +5,15 @@ counts of trial outcomes so far); elsewhere (CI logs) one line per finished case
 printed instead, so logs stay readable. Cases finish in any order (trials run
 concurrently); their lines are printed in discovery order all the same (the plan's
 ``case_ids``), each as soon as every case before it has finished, so two runs of one
-suite print the same lines in the same order. The closing summary lists every case that did
-not pass with its first reasons, then the five case counts, the cached trials and the
-wall time. With ``verbose`` the judges' reasons and evidence of every judged case come
-first, each distinct judgement once with the number of trials that got it. Nothing here
-decides an exit code.
+suite print the same lines in the same order. The closing summary lists every case that
+did not pass with its first reasons, then the analytics (pass rates overall and per tag,
+trial time mean/p50/p95, assertion totals; :mod:`._analytics`), and last the five case
+counts, the cached trials and the wall time. With ``verbose`` the details come first: for
+every case, each trial's assertions (outcome, severity, score against threshold,
+message), the transcript of each trial that did not pass (:mod:`._transcript`), and the
+judges' reasons and evidence, each distinct judgement once with the number of trials
+that got it. With ``quiet`` nothing is printed but the closing summary: no header, no
+progress, no per-case lines. Nothing here decides an exit code.
 """
 
 from __future__ import annotations
@@ -19,8 +23,10 @@ import time
 from typing import TextIO
 
 from .._results import CaseResult, TrialResult, Verdict
+from ._analytics import analytics_lines, assertion_outcome
 from ._base import Reporter, RunPlan, RunReport
 from ._summary import CaseSummary, RunSummary, judgements, trace_policy_note
+from ._transcript import transcript_lines
 
 MARKS = {
     Verdict.PASSED: "PASS",
@@ -44,12 +50,35 @@ def summary_lines(summary: RunSummary) -> list[str]:
             f"({case.passes}/{case.samples} passed, needed {case.required})"
         )
         lines += [f"         {reason}" for reason in (case.failures or [])[:3]]
+    tags = {tag: (entry.passed, entry.cases) for tag, entry in summary.tags.items()}
+    lines += analytics_lines(summary.analytics, tags)
     counts = summary.counts
     cached = f", {summary.cached_trials} cached" if summary.cached_trials else ""
     lines.append(
         ", ".join(f"{counts.get(verdict, 0)} {verdict}" for verdict in Verdict.ALL)
         + f" — {summary.total} cases, {summary.trials} trials{cached} in {summary.duration:.2f}s"
     )
+    return lines
+
+
+def detail_lines(result: CaseResult) -> list[str]:
+    """``-v``: every trial's assertions, and the transcript of every trial that did not
+    pass."""
+    lines = [f"CASE   {result.case_id}"]
+    for trial in result.trials:
+        cached = ", cached" if trial.cached else ""
+        lines.append(f"  trial {trial.trial}: {trial.verdict} ({trial.duration:.2f}s{cached})")
+        if trial.error:
+            lines.append(f"    {trial.error_type or 'Error'}: {trial.error}")
+        for check in trial.assertions:
+            outcome = assertion_outcome(check).upper().replace("_", " ")
+            message = f": {check.message}" if check.message else ""
+            lines.append(
+                f"    {outcome:<13} {check.severity:<4} {check.score:.2f}/{check.threshold:.2f} "
+                f"{check.label or check.name}{message}"
+            )
+        if trial.verdict != Verdict.PASSED:
+            lines += ["    transcript:", *(f"      {line}" for line in transcript_lines(trial))]
     return lines
 
 
@@ -70,11 +99,17 @@ class ConsoleReporter(Reporter):
     """Progress while running, a summary at the end."""
 
     def __init__(
-        self, stream: TextIO | None = None, *, live: bool | None = None, verbose: bool = False
+        self,
+        stream: TextIO | None = None,
+        *,
+        live: bool | None = None,
+        verbose: bool = False,
+        quiet: bool = False,
     ) -> None:
         self.stream = stream or sys.stdout
-        self.live = self.stream.isatty() if live is None else live
+        self.live = not quiet and (self.stream.isatty() if live is None else live)
         self.verbose = verbose
+        self.quiet = quiet
         self.total = 0
         self.done = 0
         self.cached = 0
@@ -86,6 +121,8 @@ class ConsoleReporter(Reporter):
     def start(self, plan: RunPlan) -> None:
         self.total = plan.trials
         self._order = list(plan.case_ids)
+        if self.quiet:
+            return
         target = plan.provenance.target
         self.stream.write(
             f"evalport: {plan.cases} cases, {plan.trials} trials against "
@@ -107,7 +144,7 @@ class ConsoleReporter(Reporter):
             self.stream.flush()
 
     def case_done(self, result: CaseResult, summary: CaseSummary) -> None:
-        if self.live:
+        if self.live or self.quiet:
             return
         cached = f", {summary.cached_trials} cached" if summary.cached_trials else ""
         line = (
@@ -127,6 +164,11 @@ class ConsoleReporter(Reporter):
             self.stream.write("\n")
         lines = summary_lines(report.summary)
         if self.verbose:
-            lines = [line for result in report.results for line in judge_lines(result)] + lines
+            details = [
+                line
+                for result in report.results
+                for line in (*detail_lines(result), *judge_lines(result))
+            ]
+            lines = details + lines
         self.stream.write("\n".join(lines) + "\n")
         self.stream.flush()

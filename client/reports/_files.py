@@ -18,6 +18,7 @@ import hashlib
 import re
 import shutil
 from pathlib import Path
+from typing import TextIO
 
 import msgspec
 
@@ -95,13 +96,22 @@ class RunFolderReporter(Reporter):
 
 
 class JsonReporter(Reporter):
-    """Writes the run summary (``summary.json``'s content) to one file."""
+    """Writes the run summary (``summary.json``'s content) to one file, or to ``stream``
+    (``--json -`` passes stdout) when no path is given."""
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
+    def __init__(self, path: str | Path | None = None, *, stream: TextIO | None = None) -> None:
+        if (path is None) == (stream is None):
+            raise ValueError("JsonReporter takes a path or a stream, exactly one")
+        self.path = None if path is None else Path(path)
+        self.stream = stream
 
     def finish(self, report: RunReport) -> None:
-        write_json(self.path, report.summary)
+        if self.path is not None:
+            write_json(self.path, report.summary)
+        elif self.stream is not None:
+            encoded = msgspec.json.encode(report.summary, enc_hook=enc_hook)
+            self.stream.write(msgspec.json.format(encoded, indent=2).decode() + "\n")
+            self.stream.flush()
 
 
 def load_summary(path: str | Path) -> RunSummary:

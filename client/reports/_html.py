@@ -4,7 +4,8 @@ Rules: everything (styles, the small filter script, the data) is inline; nothing
 fetched. The page shows the counts and provenance, pass rates per tag, one row per case
 with its pass rate and interval, and for each case its trials: the transcript (user
 messages, assistant messages, tool calls), a tool-call timeline, the assertion results,
-the judge records and the token cost. Every value is escaped: transcripts are untrusted
+the judge records and the token cost. An analytics section gives the pass rates, the case
+and trial durations (mean, p50, p95) and the assertion totals by kind and outcome. Every value is escaped: transcripts are untrusted
 text. Only redacted runs reach this module.
 """
 
@@ -23,6 +24,7 @@ from evalport.protocol import is_digest
 
 from .._agent_errors import error_message, error_title, run_errors
 from .._results import CaseResult, RunData, TrialResult, Verdict
+from ._analytics import OUTCOMES, Durations
 from ._base import Reporter, RunReport
 from ._files import case_slug
 from ._summary import CaseSummary, RunSummary, trace_policy_note
@@ -335,6 +337,40 @@ def _overview(summary: RunSummary) -> str:
         f"<th>95% interval</th><th>notes</th><th>tags</th><th>tokens</th></tr>{rows}</table>"
         "<h2>Tags</h2><table><tr><th>tag</th><th>passed</th><th>pass rate</th></tr>"
         f"{tags or '<tr><td colspan=3 class=muted>no tags</td></tr>'}</table>"
+        f"{_analytics(summary)}"
+    )
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}s"
+
+
+def _analytics(summary: RunSummary) -> str:
+    figures = summary.analytics
+    rates = " · ".join(
+        f"{label} {'-' if rate is None else f'{rate:.0%}'}"
+        for label, rate in (("cases", figures.pass_rate), ("trials", figures.trial_pass_rate))
+    )
+
+    def row(label: str, times: Durations) -> str:
+        return (
+            f"<tr><td>{label}</td><td>{times.count}</td><td>{_seconds(times.mean)}</td>"
+            f"<td>{_seconds(times.p50)}</td><td>{_seconds(times.p95)}</td></tr>"
+        )
+
+    kinds = "".join(
+        f"<tr><td><code>{_text(kind)}</code></td>"
+        + "".join(f"<td>{counts.get(outcome, 0)}</td>" for outcome in OUTCOMES)
+        + "</tr>"
+        for kind, counts in figures.assertions.items()
+    )
+    heads = "".join(f"<th>{outcome.replace('_', ' ')}</th>" for outcome in OUTCOMES)
+    return (
+        f'<h2>Analytics</h2><p class="analytics">pass rate: {rates}</p>'
+        "<table><tr><th>durations</th><th>count</th><th>mean</th><th>p50</th><th>p95</th></tr>"
+        f"{row('cases', figures.case_durations)}{row('trials', figures.trial_durations)}"
+        f"</table><table><tr><th>assertion</th>{heads}</tr>"
+        f"{kinds or '<tr><td colspan=5 class=muted>no assertions</td></tr>'}</table>"
     )
 
 

@@ -1,11 +1,13 @@
 """A Markdown summary, sized for ``$GITHUB_STEP_SUMMARY``.
 
-Rules: a headline with the five counts and the cached-trial count; a table with one row per
-case (verdict, passes k/n against the required number, the Wilson interval, pass@k and
-pass^k at the largest k, flaky and cached marks); the first failure reasons of every case
-that did not pass; what the judges said (reason and evidence, each distinct judgement once
-with its trial count) when the case results are given; the comparison with a baseline
-when one is given. When the path is the file named by ``$GITHUB_STEP_SUMMARY`` the summary
+Rules: a headline with the five counts and the cached-trial count; a table with one row
+per case (verdict, passes k/n against the required number, the Wilson interval, pass@k
+and pass^k at the largest k, flaky and cached marks); the first failure reasons of every
+case that did not pass; the analytics (pass rates overall and per tag, trial durations,
+assertion totals, as the console prints them); what the judges said (reason and
+evidence, each distinct judgement once with its trial count) when the case results are
+given; the comparison with a baseline when one is given. When the path is the file named
+by ``$GITHUB_STEP_SUMMARY`` the summary
 is appended, as GitHub expects.
 """
 
@@ -16,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .._results import CaseResult, Verdict
+from ._analytics import analytics_lines
 from ._base import Reporter, RunReport
 from ._compare import Comparison, compare
 from ._summary import RunSummary, judgements, trace_policy_note
@@ -100,6 +103,9 @@ def markdown_summary(
         for case in troubled:
             reasons = case.failures or [case.error or ""]
             lines.append(f"- `{_cell(case.case_id)}`: " + "; ".join(_cell(r) for r in reasons[:3]))
+    tags = {tag: (entry.passed, entry.cases) for tag, entry in summary.tags.items()}
+    lines += ["", "### Analytics", ""]
+    lines += [f"- {_cell(line)}" for line in analytics_lines(summary.analytics, tags)]
     lines += _judged(results)
     if comparison is not None:
         lines += ["", "### Compared with the baseline", "", "```", *comparison.lines(), "```"]

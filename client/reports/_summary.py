@@ -18,6 +18,9 @@ Rules:
   without running anything again.
 - Provenance records the target's trace policy; every report states it in its header in
   the words of :func:`trace_policy_note` (JUnit as the ``trace_policy`` property).
+- Result analytics (pass rates, durations, assertion totals, each trial's reply and the
+  case's dataset row) follow the rules of :mod:`._analytics`; every field added since
+  ``evalport.run/1`` has a default, so earlier summary files still load.
 - Counts are per case verdict and cover all five outcomes, always all five keys.
 - The Structs hold JSON data only and never form cycles, so they are ``gc=False``: a run
   of many cases keeps its summaries without making every garbage collection slower.
@@ -32,6 +35,15 @@ import msgspec
 from .._agent_errors import describe_error, run_errors
 from .._results import CaseResult, RunData, TrialResult, Verdict, enc_hook
 from .._stats import k_values, mean_std, pass_at_k, pass_hat_k, wilson
+from ._analytics import (
+    Analytics,
+    Durations,
+    TrialSummary,
+    analytics,
+    count_assertions,
+    durations,
+    trial_summary,
+)
 
 SCHEMA = "evalport.run/1"
 
@@ -95,6 +107,10 @@ class CaseSummary(msgspec.Struct, kw_only=True, gc=False):
     judge_tokens: int = 0
     error: str | None = None
     failures: list[str] = msgspec.field(default_factory=list)
+    row: dict[str, Any] | None = None  # the dataset row of the case (see _analytics)
+    trial_durations: Durations = msgspec.field(default_factory=Durations)
+    trial_details: list[TrialSummary] = msgspec.field(default_factory=list)
+    assertions: dict[str, dict[str, int]] = msgspec.field(default_factory=dict)
 
 
 class TagSummary(msgspec.Struct, kw_only=True, gc=False):
@@ -120,6 +136,7 @@ class RunSummary(msgspec.Struct, kw_only=True, gc=False):
     tags: dict[str, TagSummary] = msgspec.field(default_factory=dict)
     cases: list[CaseSummary] = msgspec.field(default_factory=list)
     load_errors: list[str] = msgspec.field(default_factory=list)
+    analytics: Analytics = msgspec.field(default_factory=Analytics)
 
     @property
     def ok(self) -> bool:
@@ -255,6 +272,10 @@ def summarize_case(result: CaseResult, *, min_lower_bound: float | None = None) 
         judge_tokens=judge_tokens,
         error=error,
         failures=failures,
+        row=result.row,
+        trial_durations=durations(trial.duration for trial in result.trials),
+        trial_details=[trial_summary(trial) for trial in result.trials],
+        assertions=count_assertions(result.trials),
     )
 
 
@@ -323,6 +344,7 @@ def summarize(
         tags=_tags(cases),
         cases=cases,
         load_errors=list(load_errors or []),
+        analytics=analytics(cases),
     )
 
 

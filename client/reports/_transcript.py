@@ -1,0 +1,86 @@
+"""The transcript of one trial, as ``evalport run -v`` prints it for trials that did not pass.
+
+Rules: one block per turn, in order: the user's message, then each step of that turn (its
+tool executions as ``tool name(key=value, …) -> result``, an error mark when one failed,
+and the assistant's text messages), then the run's status and stop reason. Values are
+shown as the trace policy left them: a digest prints as its preview with the start of its
+hash (``<digest "<string:5>" 156f3d9c>``), so ``-v`` never shows more than the reports
+do. Long texts are cut at :data:`WIDTH` characters. A trial without a run (an error
+before the first turn) has a one-line transcript saying so.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._results import RunData, TrialResult
+
+WIDTH = 300
+
+
+def _cut(text: str) -> str:
+    text = text.replace("\n", " ⏎ ")
+    return text if len(text) <= WIDTH else text[: WIDTH - 1] + "…"
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, dict) and isinstance(value.get("hash"), str) and "preview" in value:
+        return f"<digest {value['preview']} {value['hash'].removeprefix('sha256:')[:8]}>"
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{key}: {_value(item)}" for key, item in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_value(item) for item in value) + "]"
+    return repr(value)
+
+
+def _arguments(arguments: Any) -> str:
+    if isinstance(arguments, dict) and not ("hash" in arguments and "preview" in arguments):
+        return ", ".join(f"{key}={_value(value)}" for key, value in arguments.items())
+    return "" if arguments is None else _value(arguments)
+
+
+def _step_lines(step: dict[str, Any]) -> list[str]:
+    lines = []
+    for execution in step.get("toolExecutions") or []:
+        name = execution.get("name", "?")
+        call = f"tool   {name}({_arguments(execution.get('arguments'))})"
+        if execution.get("hasError"):
+            lines.append(_cut(f"{call} -> error {_value(execution.get('error'))}"))
+        else:
+            lines.append(_cut(f"{call} -> {_value(execution.get('result'))}"))
+    for message in step.get("outputMessages") or []:
+        content = message.get("content")
+        if message.get("role") == "assistant" and isinstance(content, str) and content:
+            lines.append(_cut(f"agent: {content}"))
+    for error in step.get("errors") or []:
+        lines.append(_cut(f"error  {error.get('type') or 'Error'}: {error.get('message')}"))
+    return lines
+
+
+def transcript_lines(trial: TrialResult) -> list[str]:
+    """The conversation of ``trial`` as lines of text (see the module rules)."""
+    run = trial.run
+    data = run.data() if isinstance(run, RunData) else run
+    if not isinstance(data, dict):
+        return ["(no run: the trial ended before the agent answered)"]
+    steps = [step for step in data.get("steps") or [] if isinstance(step, dict)]
+    users = [text for text in data.get("userMessages") or [] if isinstance(text, str)]
+    turns = max([len(users), *(int(step.get("turn") or 0) for step in steps)], default=0)
+    lines: list[str] = []
+    said = False
+    for turn in range(1, turns + 1):
+        if turn <= len(users):
+            lines.append(_cut(f"user:  {users[turn - 1]}"))
+        for step in steps:
+            if step.get("turn") == turn:
+                step_lines = _step_lines(step)
+                said = said or any(line.startswith("agent:") for line in step_lines)
+                lines += step_lines
+    if not said and data.get("reply"):
+        lines.append(_cut(f"agent: {data['reply']}"))
+    stop = data.get("stopSignal") or {}
+    reason = f", stopped: {stop.get('reason')}" if isinstance(stop, dict) and stop else ""
+    lines.append(f"status {data.get('status', '?')}{reason}")
+    return lines
