@@ -168,8 +168,11 @@ decode_problem = msgspec.json.Decoder(Problem)
 
 
 def new_session_id() -> str:
-    """A session id: 192 random bits, URL-safe."""
-    return secrets.token_urlsafe(24)
+    """A session id: 192 random bits, URL-safe, never starting with ``-`` (so that it can
+    follow an option on a command line: ``evalport run --attach ID``)."""
+    while (session_id := secrets.token_urlsafe(24)).startswith("-"):
+        pass
+    return session_id
 
 
 def iso(seconds: float) -> str:

@@ -87,6 +87,13 @@ async def test_session_ids_carry_at_least_128_random_bits(client: httpx.AsyncCli
         assert len(raw) * 8 >= 128
 
 
+def test_session_ids_never_start_with_a_dash() -> None:
+    # One id in 64 would, and then `evalport run --attach ID` reads it as an option.
+    from evalport.server._records import new_session_id
+
+    assert not any(new_session_id().startswith("-") for _ in range(3000))
+
+
 async def test_factory_receives_case_id_description_and_metadata(build: Build) -> None:
     seen: list[Any] = []
 
