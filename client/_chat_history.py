@@ -166,28 +166,28 @@ def _count(data: Mapping[str, Any], key: str) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
+def _inclusive(raw: Mapping[str, Any], prefix: tuple[str, str]) -> Usage:
+    """OpenAI usage, whose input and output totals include cached and reasoning tokens:
+    ``prefix`` names the two totals (``prompt``/``completion`` or ``input``/``output``)."""
+    into, out = prefix
+    cached = _count(raw.get(f"{into}_tokens_details") or {}, "cached_tokens")
+    reasoning = _count(raw.get(f"{out}_tokens_details") or {}, "reasoning_tokens")
+    return Usage(
+        input=max(_count(raw, f"{into}_tokens") - cached, 0),
+        output=max(_count(raw, f"{out}_tokens") - reasoning, 0),
+        cache_read=cached,
+        reasoning=reasoning,
+    )
+
+
 def _usage(raw: Any) -> Usage:
     """Usage in any of the three APIs' shapes; prompt/input totals exclude cached tokens."""
     if not isinstance(raw, Mapping):
         return Usage()
     if "prompt_tokens" in raw or "completion_tokens" in raw:
-        cached = _count(raw.get("prompt_tokens_details") or {}, "cached_tokens")
-        reasoning = _count(raw.get("completion_tokens_details") or {}, "reasoning_tokens")
-        return Usage(
-            input=max(_count(raw, "prompt_tokens") - cached, 0),
-            output=max(_count(raw, "completion_tokens") - reasoning, 0),
-            cache_read=cached,
-            reasoning=reasoning,
-        )
+        return _inclusive(raw, ("prompt", "completion"))
     if "input_tokens_details" in raw or "output_tokens_details" in raw:
-        cached = _count(raw.get("input_tokens_details") or {}, "cached_tokens")
-        reasoning = _count(raw.get("output_tokens_details") or {}, "reasoning_tokens")
-        return Usage(
-            input=max(_count(raw, "input_tokens") - cached, 0),
-            output=max(_count(raw, "output_tokens") - reasoning, 0),
-            cache_read=cached,
-            reasoning=reasoning,
-        )
+        return _inclusive(raw, ("input", "output"))
     return Usage(
         input=_count(raw, "input_tokens"),
         output=_count(raw, "output_tokens"),
