@@ -32,6 +32,7 @@ from ._cases import Case, CaseSpec, dataset_of, describe_row, source_of
 from ._conversation import ApprovalPolicy
 from ._datasets import Dataset, DatasetRow
 from .assertions import Assertion
+from .judges import JudgeCheck
 
 _current: contextvars.ContextVar[Any] = contextvars.ContextVar("evalport_evaluator_ctx")
 
@@ -69,7 +70,7 @@ class Evaluator:
         except LookupError:
             raise RuntimeError("self.ctx is only available while an item runs") from None
 
-    def check(self, assertion: Assertion, subject: Any = None) -> Any:
+    def check(self, assertion: Assertion | JudgeCheck, subject: Any = None) -> Any:
         """Neuron's ``$this->assert(assertion, output)``: evaluate and record."""
         return self.ctx.check(assertion, subject)
 

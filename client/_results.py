@@ -64,8 +64,22 @@ class AssertionResult(msgspec.Struct, kw_only=True, gc=False):
         return self.severity == "soft" and not self.passed
 
 
+class JudgeToolCall(msgspec.Struct, kw_only=True, gc=False):
+    """One read an agent-loop judge made (its own call, never one of the agent's): the
+    tool, its arguments, how many characters it returned, and an error if it failed."""
+
+    tool: str
+    arguments: dict[str, Any] = msgspec.field(default_factory=dict)
+    chars: int = 0
+    error: str | None = None
+
+
 class JudgeRecord(msgspec.Struct, kw_only=True, gc=False):
-    """What one judge call saw and said (kept for reports, redacted like the run)."""
+    """What one judge call saw and said (kept for reports, redacted like the run).
+
+    ``tool_calls`` and ``steps`` are an agent-loop judge's own reads and model calls,
+    kept apart from the agent's tool calls; its tokens are the judge's, never the agent's.
+    """
 
     criterion: str
     score: float | None
@@ -76,6 +90,8 @@ class JudgeRecord(msgspec.Struct, kw_only=True, gc=False):
     output_tokens: int = 0
     cached: bool = False
     error: str | None = None
+    tool_calls: list[JudgeToolCall] = msgspec.field(default_factory=list)
+    steps: int = 0
 
 
 _ENCODER = msgspec.json.Encoder()

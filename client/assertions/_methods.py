@@ -10,7 +10,8 @@ Rules:
 - Assertions that need I/O (``similar_to``) are deferred: the subject is captured now,
   the assertion runs when the case ends (or when the handle is resolved), at most once.
 - ``check(assertion, subject=None)`` does the same for any :class:`Assertion`, including
-  your own, on the run or on a subject you pass.
+  your own, on the run or on a subject you pass; a judge object
+  (:class:`~evalport.client.judges.JudgeCheck`) gives the ``ctx.judge()`` expectation.
 - A method's signature and docstring are its class's: each is a :class:`Delegate` that
   forwards its arguments to the class (``ctx.contains(...)`` builds
   ``Contains(...)``), so a signature lives once, and the type checker checks calls
@@ -23,12 +24,13 @@ from __future__ import annotations
 import inspect
 import types
 from collections.abc import Callable, Sequence
-from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, cast, overload
 
 from evalport.protocol import AgentRun, Event
 
 from .._handles import AssertionHandle, DeferredHandle, Expectation
 from .._results import AssertionResult
+from ..judges import JudgeCheck, JudgeExpectation, JudgeHost
 from . import _approvals as approvals
 from . import _events as events
 from . import _faults as faults
@@ -146,12 +148,16 @@ class AssertionMethods:
         return self.run
 
     def check(
-        self, assertion: Assertion | str, subject: Any = None, message: str = ""
-    ) -> AssertionHandle | DeferredHandle:
+        self, assertion: Assertion | JudgeCheck | str, subject: Any = None, message: str = ""
+    ) -> AssertionHandle | DeferredHandle | JudgeExpectation:
         """Evaluate ``assertion`` on ``subject`` (default: the run so far) and register it.
 
-        Instructor's form ``check(name, passed, message)`` records a plain boolean check.
+        A judge object (``Correctness(...)``, ``AgentJudge(...)``) makes the expectation
+        ``ctx.judge()`` makes, on ``subject`` (default: the latest reply). Instructor's
+        form ``check(name, passed, message)`` records a plain boolean check.
         """
+        if isinstance(assertion, JudgeCheck):
+            return assertion.expect(cast("JudgeHost", self), subject)
         if isinstance(assertion, str):
             if not isinstance(subject, bool):
                 raise TypeError("check(name, passed, message) takes passed as a bool")
@@ -162,7 +168,9 @@ class AssertionMethods:
             self.register(plain)
             return plain
         if not isinstance(assertion, Assertion):
-            raise TypeError(f"check() takes an Assertion, got {type(assertion).__name__}")
+            raise TypeError(
+                f"check() takes an Assertion or a judge object, got {type(assertion).__name__}"
+            )
         target = self.sent_run() if subject is None else subject
         if _needs_io(assertion):
             deferred = DeferredHandle(assertion, target)

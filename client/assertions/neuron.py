@@ -5,16 +5,26 @@
 ``self.check(TrajectoryMatches(["a", "b"], Mode.Subset), trajectory)`` in an
 :class:`~evalport.client.Evaluator`. Constructor arguments follow evalport's
 classes (Python keywords: ``reference=``, ``threshold=``, ``max_distance=``).
+The judges (``AgentJudge``, ``FaithfulnessJudge``, ...) are evalport's judge objects
+(:mod:`evalport.client.judges`); their ``judge=`` is a judge, passed by keyword, and
+may be left out to use the case's or the configured one.
 """
 
 from __future__ import annotations
 
+from .. import judges as _judges
 from . import _approvals, _similarity, _text, _tools
 
 __all__ = [
+    "AgentJudge",
+    "ClassifierJudge",
+    "CorrectnessJudge",
+    "FaithfulnessJudge",
+    "HelpfulnessJudge",
     "IsValidJson",
     "MatchesRegex",
     "Mode",
+    "RelevanceJudge",
     "StringContains",
     "StringContainsAll",
     "StringContainsAny",
@@ -23,6 +33,7 @@ __all__ = [
     "StringLengthBetween",
     "StringSimilarity",
     "StringStartsWith",
+    "TaskCompletionJudge",
     "ToolWasApproved",
     "ToolWasCalled",
     "ToolWasNotCalled",
@@ -45,6 +56,13 @@ IsValidJson = _text.IsValidJson
 MatchesRegex = _text.MatchesRegex
 ToolWasApproved = _approvals.ToolWasApproved
 ToolWasRejected = _approvals.ToolWasRejected
+AgentJudge = _judges.AgentJudge
+ClassifierJudge = _judges.ClassifierJudge
+CorrectnessJudge = _judges.Correctness
+FaithfulnessJudge = _judges.Faithfulness
+HelpfulnessJudge = _judges.Helpfulness
+RelevanceJudge = _judges.Relevance
+TaskCompletionJudge = _judges.TaskCompletion
 
 
 class Mode:

@@ -1,10 +1,12 @@
 """Judges: semantic grading of agent output by a model, hardened and measurable.
 
-See :mod:`.base` for the protocol, :mod:`.prompts` for the injection hardening,
+See :mod:`.base` for the protocol, :mod:`.loop` for the agent-loop judge,
+:mod:`.objects` for judges as objects (``ctx.check(Correctness(...))``), :mod:`.prompts` for the injection hardening,
 :mod:`.expectation` for how judges run inside a case, :mod:`.calibrate` for agreement with
 human labels.
 """
 
+from .._results import JudgeToolCall
 from . import criteria
 from ._base import (
     Criterion,
@@ -17,28 +19,61 @@ from ._base import (
     MalformedAnswer,
 )
 from ._cache import JudgeCache
+from ._chat import ChatCompletion
 from ._expectation import DEFAULT_THRESHOLD, JudgeAssertions, JudgeExpectation, JudgeHost
-from ._fakes import FakeJudge
+from ._fakes import FakeChat, FakeJudge
+from ._loop import AgentLoopJudge, ChatModel
+from ._objects import (
+    AgentJudge,
+    ClassifierJudge,
+    ClosedQA,
+    Correctness,
+    Factuality,
+    Faithfulness,
+    Helpfulness,
+    JudgeCheck,
+    Relevance,
+    SqlEquivalent,
+    Summarizes,
+    TaskCompletion,
+)
 from ._openai import JudgeConfig, OpenAIJudge
 from ._transcript import render_transcript
 
 __all__ = [
     "DEFAULT_THRESHOLD",
+    "AgentJudge",
+    "AgentLoopJudge",
+    "ChatCompletion",
+    "ChatModel",
+    "ClassifierJudge",
+    "ClosedQA",
+    "Correctness",
     "Criterion",
     "Example",
+    "Factuality",
+    "Faithfulness",
+    "FakeChat",
     "FakeJudge",
+    "Helpfulness",
     "Judge",
     "JudgeAssertions",
     "JudgeCache",
+    "JudgeCheck",
     "JudgeConfig",
     "JudgeError",
     "JudgeExpectation",
     "JudgeHost",
     "JudgeRequest",
+    "JudgeToolCall",
     "JudgeUsage",
     "JudgeVerdict",
     "MalformedAnswer",
     "OpenAIJudge",
+    "Relevance",
+    "SqlEquivalent",
+    "Summarizes",
+    "TaskCompletion",
     "criteria",
     "render_transcript",
 ]

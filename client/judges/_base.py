@@ -11,6 +11,9 @@ Rules:
 - ``verdict.usage`` counts the judge's own tokens for this call only: a verdict served
   from the cache spent nothing and says so (``cached=True``, zero tokens). Judge tokens
   are never added to the target's usage.
+- An agent-loop judge (:class:`~evalport.client.judges.AgentLoopJudge`) also returns its
+  own reads (``verdict.tool_calls``) and model calls (``verdict.steps``); they are the
+  judge's, recorded apart from the agent's tool calls.
 - ``request.sample`` numbers repeated samples of the same request (``samples=N``) so that
   a cache keeps them apart.
 """
@@ -21,6 +24,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 from evalport.protocol import AgentRun
+
+from .._results import JudgeToolCall
 
 
 class JudgeError(Exception):
@@ -103,6 +108,8 @@ class JudgeVerdict(msgspec.Struct, kw_only=True):
     model: str | None = None
     cached: bool = False
     details: dict[str, Any] = msgspec.field(default_factory=dict)
+    tool_calls: list[JudgeToolCall] = msgspec.field(default_factory=list)
+    steps: int = 0
 
     def __post_init__(self) -> None:
         if isinstance(self.score, bool) or not 0.0 <= self.score <= 1.0:

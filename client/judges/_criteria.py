@@ -9,6 +9,11 @@ Rules:
 - ``task_completion`` reads the whole trajectory and is told how to weigh approvals: a
   rejected tool call is the approver's decision, so the agent is graded on how it handled
   the rejection, never penalised for the rejection itself.
+- **Every criterion accepts** ``trajectory=True``: the judge then reads the whole
+  conversation (user and assistant turns, tool calls with arguments and results, approval
+  decisions) beside the final answer, as the run arrived, under the active trace policy
+  (a digested payload is shown as redacted, never as its value). ``task_completion``
+  always reads it.
 - ``classify`` is the classifier form: ``levels`` ordered worst to best (a boolean question
   when omitted). A judge that exposes the answer distribution (logprobs) scores the
   expected level; otherwise the chosen level's position.
@@ -28,7 +33,11 @@ def _need(value: str | None, what: str, criterion: str) -> str:
     return str(value)
 
 
-def closed_qa(question: str) -> Criterion:
+def _scope(trajectory: bool) -> str:
+    return "trajectory" if trajectory else "output"
+
+
+def closed_qa(question: str, *, trajectory: bool = False) -> Criterion:
     """Does the output satisfy a yes/no requirement about it?"""
     question = _need(question, "question", "closed_qa")
     return Criterion(
@@ -38,10 +47,11 @@ def closed_qa(question: str) -> Criterion:
             "Score 1 if the answer is clearly yes, 0 if it is no; use values in between only "
             "when the output meets the requirement in part."
         ),
+        scope=_scope(trajectory),
     )
 
 
-def factuality(reference: str) -> Criterion:
+def factuality(reference: str, *, trajectory: bool = False) -> Criterion:
     """Is the output consistent with an expert reference answer?"""
     return Criterion(
         name="factuality",
@@ -53,10 +63,11 @@ def factuality(reference: str) -> Criterion:
         ),
         reference=_need(reference, "reference", "factuality"),
         reference_label="expert answer",
+        scope=_scope(trajectory),
     )
 
 
-def summarizes(source: str) -> Criterion:
+def summarizes(source: str, *, trajectory: bool = False) -> Criterion:
     """Is the output a faithful, complete summary of the source?"""
     return Criterion(
         name="summarizes",
@@ -68,10 +79,11 @@ def summarizes(source: str) -> Criterion:
         ),
         reference=_need(source, "source text", "summarizes"),
         reference_label="source text",
+        scope=_scope(trajectory),
     )
 
 
-def sql(reference: str) -> Criterion:
+def sql(reference: str, *, trajectory: bool = False) -> Criterion:
     """Is the output SQL equivalent to the reference query?"""
     return Criterion(
         name="sql",
@@ -83,10 +95,11 @@ def sql(reference: str) -> Criterion:
         ),
         reference=_need(reference, "reference query", "sql"),
         reference_label="reference query",
+        scope=_scope(trajectory),
     )
 
 
-def faithfulness(context: str) -> Criterion:
+def faithfulness(context: str, *, trajectory: bool = False) -> Criterion:
     """Is every claim in the output supported by the given context?"""
     return Criterion(
         name="faithfulness",
@@ -97,10 +110,11 @@ def faithfulness(context: str) -> Criterion:
         ),
         reference=_need(context, "context", "faithfulness"),
         reference_label="context",
+        scope=_scope(trajectory),
     )
 
 
-def correctness(expected: str) -> Criterion:
+def correctness(expected: str, *, trajectory: bool = False) -> Criterion:
     """Does the output give the expected answer?"""
     return Criterion(
         name="correctness",
@@ -111,10 +125,11 @@ def correctness(expected: str) -> Criterion:
         ),
         reference=_need(expected, "expected answer", "correctness"),
         reference_label="expected answer",
+        scope=_scope(trajectory),
     )
 
 
-def relevance(question: str | None = None) -> Criterion:
+def relevance(question: str | None = None, *, trajectory: bool = False) -> Criterion:
     """Does the output address the question (the user's input when none is given)?"""
     return Criterion(
         name="relevance",
@@ -124,10 +139,11 @@ def relevance(question: str | None = None) -> Criterion:
         ),
         reference=question if question and question.strip() else None,
         reference_label="question",
+        scope=_scope(trajectory),
     )
 
 
-def helpfulness() -> Criterion:
+def helpfulness(*, trajectory: bool = False) -> Criterion:
     """Is the output useful and actionable for the user?"""
     return Criterion(
         name="helpfulness",
@@ -137,6 +153,7 @@ def helpfulness() -> Criterion:
             "and tone? Score 1 for an answer the user could act on at once, 0 for one that "
             "does not help."
         ),
+        scope=_scope(trajectory),
     )
 
 
@@ -203,7 +220,7 @@ def custom(
         examples=_examples(examples),
         reference=reference,
         reference_label=reference_label,
-        scope="trajectory" if trajectory else "output",
+        scope=_scope(trajectory),
     )
 
 
@@ -226,7 +243,7 @@ def classify(
         levels=chosen,
         reference=reference,
         reference_label=reference_label,
-        scope="trajectory" if trajectory else "output",
+        scope=_scope(trajectory),
     )
 
 

@@ -5,7 +5,8 @@ Rules:
 - What is judged is captured when the expectation is **made**: the latest reply and the
   user's message of that turn, and a copy of the run and turns (for criteria that read
   the whole trajectory). Later turns do not change it. ``.on(text)`` (or ``.on(turn)``)
-  judges that text instead, as a single output.
+  judges that text instead, as a single output; ``.on(run)`` judges that run's whole
+  conversation.
 - The judge runs **lazily**, at most once, the first time :meth:`JudgeExpectation.resolve`
   is called (the runner calls it when the case ends). ``samples(n, mode)`` asks ``n``
   times: ``"mean"`` scores the mean; ``"majority"`` scores the lower median, so the
@@ -127,9 +128,17 @@ class JudgeExpectation:
         if self._result is not None:
             raise RuntimeError(f"{what}() must come before the judge ran (it already did)")
 
-    def on(self, subject: str | Turn) -> JudgeExpectation:
-        """Judge ``subject`` (a text, or a turn's reply) instead of the latest reply."""
+    def on(self, subject: str | Turn | AgentRun) -> JudgeExpectation:
+        """Judge ``subject`` instead of the latest reply: a text or a turn's reply (as one
+        output), or a run (its whole conversation, as with ``trajectory=True``)."""
         self._unresolved("on")
+        if isinstance(subject, AgentRun):
+            self._run = _copy(subject, AgentRun)
+            self._turns = []
+            self._output = subject.reply
+            self._input = subject.user_messages[-1] if subject.user_messages else None
+            self._criterion = msgspec.structs.replace(self._criterion, scope="trajectory")
+            return self
         if isinstance(subject, Turn):
             self._output, self._input = subject.reply, subject.message or None
         elif isinstance(subject, str):
@@ -270,6 +279,8 @@ class JudgeExpectation:
                 input_tokens=verdict.usage.input_tokens,
                 output_tokens=verdict.usage.output_tokens,
                 cached=verdict.cached,
+                tool_calls=list(verdict.tool_calls),
+                steps=verdict.steps,
             )
         )
         return verdict
@@ -320,29 +331,31 @@ class JudgeAssertions:
         self._host.register(expectation)
         return expectation
 
-    def closed_qa(self, question: str) -> JudgeExpectation:
-        return self.criterion(criteria.closed_qa(question))
+    def closed_qa(self, question: str, *, trajectory: bool = False) -> JudgeExpectation:
+        return self.criterion(criteria.closed_qa(question, trajectory=trajectory))
 
-    def factuality(self, reference: str) -> JudgeExpectation:
-        return self.criterion(criteria.factuality(reference))
+    def factuality(self, reference: str, *, trajectory: bool = False) -> JudgeExpectation:
+        return self.criterion(criteria.factuality(reference, trajectory=trajectory))
 
-    def summarizes(self, source: str) -> JudgeExpectation:
-        return self.criterion(criteria.summarizes(source))
+    def summarizes(self, source: str, *, trajectory: bool = False) -> JudgeExpectation:
+        return self.criterion(criteria.summarizes(source, trajectory=trajectory))
 
-    def sql(self, reference: str) -> JudgeExpectation:
-        return self.criterion(criteria.sql(reference))
+    def sql(self, reference: str, *, trajectory: bool = False) -> JudgeExpectation:
+        return self.criterion(criteria.sql(reference, trajectory=trajectory))
 
-    def faithfulness(self, context: str) -> JudgeExpectation:
-        return self.criterion(criteria.faithfulness(context))
+    def faithfulness(self, context: str, *, trajectory: bool = False) -> JudgeExpectation:
+        return self.criterion(criteria.faithfulness(context, trajectory=trajectory))
 
-    def correctness(self, expected: str) -> JudgeExpectation:
-        return self.criterion(criteria.correctness(expected))
+    def correctness(self, expected: str, *, trajectory: bool = False) -> JudgeExpectation:
+        return self.criterion(criteria.correctness(expected, trajectory=trajectory))
 
-    def relevance(self, question: str | None = None) -> JudgeExpectation:
-        return self.criterion(criteria.relevance(question))
+    def relevance(
+        self, question: str | None = None, *, trajectory: bool = False
+    ) -> JudgeExpectation:
+        return self.criterion(criteria.relevance(question, trajectory=trajectory))
 
-    def helpfulness(self) -> JudgeExpectation:
-        return self.criterion(criteria.helpfulness())
+    def helpfulness(self, *, trajectory: bool = False) -> JudgeExpectation:
+        return self.criterion(criteria.helpfulness(trajectory=trajectory))
 
     def task_completion(self, goal: str) -> JudgeExpectation:
         return self.criterion(criteria.task_completion(goal))

@@ -1,4 +1,4 @@
-"""FakeJudge: a scripted judge for offline tests (yours and ours).
+"""FakeJudge and FakeChat: a scripted judge and a scripted chat model for offline tests.
 
 Rules:
 
@@ -9,13 +9,21 @@ Rules:
   past the end of the script raises :class:`~.base.JudgeError`: a fake never passes by
   accident.
 - Every request is kept in ``requests``; ``calls`` counts them.
+- :class:`FakeChat` is the model under an :class:`~.loop.AgentLoopJudge`: the same
+  script rules, each answer a text or a mapping (sent as its JSON), an exception, or a
+  callable ``messages -> text | mapping`` (for a model that reacts to what it read).
+  Every call's messages are kept in ``conversations``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import msgspec
 
 from ._base import JudgeError, JudgeRequest, JudgeUsage, JudgeVerdict
+from ._chat import ChatCompletion
 
 Answer = float | JudgeVerdict | BaseException | Callable[[JudgeRequest], "float | JudgeVerdict"]
 
@@ -65,3 +73,52 @@ class FakeJudge:
             model=self._model,
             usage=JudgeUsage(input_tokens=self._tokens[0], output_tokens=self._tokens[1]),
         )
+
+
+Said = str | Mapping[str, Any]
+Reply = Said | BaseException | Callable[[list[dict[str, str]]], Said]
+
+
+class FakeChat:
+    """A chat model that answers from a script (for :class:`AgentLoopJudge` tests)."""
+
+    def __init__(
+        self,
+        script: Iterable[Reply] = (),
+        *,
+        default: Reply | None = None,
+        model: str = "fake-chat",
+        tokens: tuple[int, int] = (0, 0),
+    ) -> None:
+        self._script = list(script)
+        self._default = default
+        self._model = model
+        self._tokens = tokens
+        self.conversations: list[list[dict[str, str]]] = []
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    @property
+    def calls(self) -> int:
+        return len(self.conversations)
+
+    async def complete(
+        self, messages: Sequence[Mapping[str, str]], *, max_tokens: int | None = None
+    ) -> ChatCompletion:
+        seen = [dict(message) for message in messages]
+        self.conversations.append(seen)
+        if self._script:
+            answer = self._script.pop(0)
+        elif self._default is not None:
+            answer = self._default
+        else:
+            raise JudgeError(f"FakeChat has no scripted answer left for call {self.calls}")
+        if isinstance(answer, BaseException):
+            raise answer
+        if callable(answer):
+            answer = answer(seen)
+        content = answer if isinstance(answer, str) else msgspec.json.encode(answer).decode()
+        usage = JudgeUsage(input_tokens=self._tokens[0], output_tokens=self._tokens[1])
+        return ChatCompletion(content=content, usage=usage, model=self._model)

@@ -39,7 +39,7 @@ def render_value(value: Any) -> str:
     return text
 
 
-def _step_lines(step: Step) -> list[str]:
+def step_lines(step: Step) -> list[str]:
     lines: list[str] = []
     for execution in step.tool_executions:
         lines.append(f"TOOL CALL {execution.name}({render_value(execution.arguments)})")
@@ -56,7 +56,7 @@ def _step_lines(step: Step) -> list[str]:
     return lines
 
 
-def _assistant_text(step: Step) -> list[str]:
+def assistant_text(step: Step) -> list[str]:
     texts = []
     for message in step.output_messages:
         if message.role == "assistant" and isinstance(message.content, str) and message.content:
@@ -84,7 +84,7 @@ def render_transcript(
             steps = [] if turn.index in shown else run.steps_of_turn(turn.index)
             shown.add(turn.index)
             for step in steps or turn.steps:
-                lines += _step_lines(step)
+                lines += step_lines(step)
             if turn.reply:
                 lines.append(f"ASSISTANT: {turn.reply}")
     else:
@@ -95,8 +95,8 @@ def render_transcript(
                 lines.append(f"USER: {run.user_messages[number - 1]}")
             said: list[str] = []
             for step in run.steps_of_turn(number):
-                lines += _step_lines(step)
-                said += _assistant_text(step)
+                lines += step_lines(step)
+                said += assistant_text(step)
             if position == len(numbers) - 1 and run.reply and run.reply not in said:
                 said.append(run.reply)
             lines += [f"ASSISTANT: {text}" for text in said]

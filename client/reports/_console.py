@@ -92,6 +92,8 @@ def judge_lines(result: CaseResult) -> list[str]:
         score = "not judged" if judgement.score is None else f"{judgement.score:.2f}"
         lines.append(f"         {judgement.criterion} {score}{times}: {judgement.reason}")
         lines += [f"           “{quote}”" for quote in judgement.evidence]
+        if judgement.reads:
+            lines.append("           judge read: " + ", ".join(judgement.reads))
     return lines
 
 

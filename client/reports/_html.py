@@ -23,11 +23,11 @@ import msgspec
 from evalport.protocol import is_digest
 
 from .._agent_errors import error_message, error_title, run_errors
-from .._results import CaseResult, RunData, TrialResult, Verdict
+from .._results import CaseResult, JudgeRecord, RunData, TrialResult, Verdict
 from ._analytics import OUTCOMES, Durations
 from ._base import Reporter, RunReport
 from ._files import case_slug
-from ._summary import CaseSummary, RunSummary, trace_policy_note
+from ._summary import CaseSummary, RunSummary, judge_read, trace_policy_note
 
 _STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
@@ -209,7 +209,8 @@ def _judges(trial: TrialResult) -> str:
         return ""
     rows = "".join(
         f"<tr><td>{_text(judge.criterion)}</td><td>{_text(judge.score)}</td>"
-        f"<td>{_text(judge.reason or judge.error or '')}{_evidence(judge.evidence)}</td>"
+        f"<td>{_text(judge.reason or judge.error or '')}{_evidence(judge.evidence)}"
+        f"{_reads(judge)}</td>"
         f"<td>{judge.input_tokens + judge.output_tokens}</td></tr>"
         for judge in trial.judges
     )
@@ -217,6 +218,13 @@ def _judges(trial: TrialResult) -> str:
         "<h4>judges</h4><table><tr><th>criterion</th><th>score</th><th>reason and evidence"
         f"</th><th>tokens</th></tr>{rows}</table>"
     )
+
+
+def _reads(judge: JudgeRecord) -> str:
+    if not judge.tool_calls:
+        return ""
+    reads = ", ".join(judge_read(call) for call in judge.tool_calls)
+    return f'<div class="reads">judge read ({judge.steps} steps): {_text(reads)}</div>'
 
 
 def _evidence(quotes: list[str]) -> str:

@@ -33,7 +33,7 @@ from typing import Any
 import msgspec
 
 from .._agent_errors import describe_error, run_errors
-from .._results import CaseResult, RunData, TrialResult, Verdict, enc_hook
+from .._results import CaseResult, JudgeToolCall, RunData, TrialResult, Verdict, enc_hook
 from .._stats import k_values, mean_std, pass_at_k, pass_hat_k, wilson
 from ._analytics import (
     Analytics,
@@ -287,6 +287,13 @@ class Judgement(msgspec.Struct, frozen=True, gc=False):
     reason: str
     evidence: tuple[str, ...] = ()
     trials: int = 1
+    reads: tuple[str, ...] = ()  # an agent-loop judge's own tool calls, not the agent's
+
+
+def judge_read(call: JudgeToolCall) -> str:
+    """One read of an agent-loop judge as text: ``read_step(index=2)``."""
+    arguments = ", ".join(f"{key}={value!r}" for key, value in call.arguments.items())
+    return f"{call.tool}({arguments})" + (f" failed: {call.error}" if call.error else "")
 
 
 def judgements(result: CaseResult) -> list[Judgement]:
@@ -299,6 +306,7 @@ def judgements(result: CaseResult) -> list[Judgement]:
                 score=judge.score,
                 reason=judge.reason or judge.error or "",
                 evidence=tuple(judge.evidence),
+                reads=tuple(judge_read(call) for call in judge.tool_calls),
             )
             said[key] = said.get(key, 0) + 1
     return [msgspec.structs.replace(key, trials=count) for key, count in said.items()]
