@@ -189,6 +189,17 @@ class AgentLoopJudge:
     def model(self) -> str:
         return self.chat.model
 
+    async def aclose(self) -> None:
+        """Close the model's client (one made by :meth:`openai`; a fake has none)."""
+        if isinstance(self.chat, ChatClient):
+            await self.chat.aclose()
+
+    async def __aenter__(self) -> AgentLoopJudge:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
     # -- the loop -------------------------------------------------------------------------
     async def judge(self, request: JudgeRequest) -> JudgeVerdict:
         nonce = new_nonce()

@@ -92,3 +92,59 @@ async def test_every_example_runs_in_a_case(agent) -> None:
     # the examples are written to hold on this conversation, except the soft ones
     failed = [m for m, r in results.items() if r.verdict == Verdict.FAILED]
     assert not failed, f"gate examples that fail on the refund conversation: {failed}"
+
+
+# -- the judge objects of the Judges page -------------------------------------------------
+
+JUDGE_PAGE = DOCS / "judges.md"
+JUDGE_ROW = re.compile(r"^\| (?:`(\w+)`|none) \| `(\w+)` \| `(\w+)` \| `(ctx\..+)` \|$", re.M)
+
+
+def judge_rows() -> list[tuple[str | None, str, str, str]]:
+    text = JUDGE_PAGE.read_text()
+    return [(m.group(1), m.group(2), m.group(3), m.group(4)) for m in JUDGE_ROW.finditer(text)]
+
+
+def test_every_judge_object_and_neuron_judge_has_one_row() -> None:
+    from evalport.client import judges
+    from evalport.client.assertions import neuron
+
+    objects = {
+        name
+        for name in judges.__all__
+        if isinstance(getattr(judges, name), type)
+        and issubclass(getattr(judges, name), judges.JudgeCheck)
+        and name != "JudgeCheck"
+    }
+    documented = [cls for _, cls, _, _ in judge_rows()]
+    assert len(documented) == len(set(documented)), "an object has two rows"
+    assert set(documented) == objects
+    neuron_judges = {name for name in neuron.__all__ if name.endswith("Judge")}
+    assert {name for name, _, _, _ in judge_rows() if name} == neuron_judges
+    for name, cls, _, _ in judge_rows():
+        if name:  # the Neuron name is an alias of the object on its row
+            assert getattr(neuron, name) is getattr(judges, cls)
+    for _, _, method, _ in judge_rows():
+        assert method in judges.criteria.BUILTIN
+
+
+async def test_every_judge_row_runs_in_a_case_as_its_chain_method(agent) -> None:
+    from evalport.client import judges
+
+    names = {name: getattr(judges, name) for name in judges.__all__}
+    for _, cls, method, example in judge_rows():
+        judge = judges.FakeJudge(default=1.0)
+
+        @eval_case(f"judge catalogue: {cls}", id=f"judge_catalogue_{cls}")
+        async def case(ctx, example=example):
+            await ctx.send("I'd like my money back for order A1050.")
+            await ctx.send("yes please do")
+            assert eval(example, {**names, "ctx": ctx}) is not None
+
+        (built,) = cases_from(case)
+        async with LocalTarget(agent) as target:
+            result = await run_trial(built, target, judge=judge)
+        assert result.verdict == Verdict.PASSED, f"{cls}: {result.error}"
+        (request,) = judge.requests
+        assert request.criterion.name == method  # the criterion the chain method makes
+        assert [a.name for a in result.assertions] == [f"judge.{request.criterion.name}"]

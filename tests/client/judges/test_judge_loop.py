@@ -3,13 +3,14 @@ judge's tools, on real runs of a real local agent under the trace policy."""
 
 from __future__ import annotations
 
+import io
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 from card_agent import CARD, INJECTION, card_agent, run_of
-from evalport.client import Case, LocalTarget, Verdict, run_trial
+from evalport.client import Case, LocalTarget, Runner, RunOptions, Verdict, run_trial
 from evalport.client.judges import (
     AgentLoopJudge,
     Correctness,
@@ -18,6 +19,7 @@ from evalport.client.judges import (
     JudgeRequest,
     criteria,
 )
+from evalport.client.reports import ConsoleReporter, HtmlReporter
 from evalport.protocol import AgentRun, TracePolicy
 from starlette.applications import Starlette
 from starlette.responses import PlainTextResponse
@@ -204,3 +206,18 @@ async def test_in_a_trial_running_out_is_an_error_verdict() -> None:
     assert result.verdict == Verdict.ERROR
     (assertion,) = result.assertions
     assert not assertion.evaluated and "used its 2 steps" in assertion.message
+
+
+async def test_the_judges_reads_are_evidence_in_the_reports(tmp_path: Path) -> None:
+    chat = FakeChat(default=None, script=[call("list_steps"), call("read_step", index=0), VERDICT])
+    stream = io.StringIO()
+    reporters = [
+        ConsoleReporter(stream, live=False, verbose=True),
+        HtmlReporter(tmp_path / "report.html"),
+    ]
+    async with LocalTarget(card_agent) as target:
+        runner = Runner(target, RunOptions(), judge=AgentLoopJudge(chat), reporters=reporters)
+        await runner.run([Case(id="pay", func=case_paying)])
+    assert "judge read: list_steps(), read_step(index=0)" in stream.getvalue()
+    html = (tmp_path / "report.html").read_text()
+    assert "judge read (3 steps): list_steps(), read_step(index=0)" in html
