@@ -11,7 +11,15 @@ import httpx
 import msgspec
 import pytest
 from card_agent import CARD, card_agent
-from evalport.client import Case, LocalTarget, TrialResult, Verdict, run_trial
+from evalport.client import (
+    Case,
+    Evaluator,
+    LocalTarget,
+    TrialResult,
+    Verdict,
+    evaluator_cases,
+    run_trial,
+)
 from evalport.client.assertions import neuron
 from evalport.client.judges import (
     AgentJudge,
@@ -209,3 +217,30 @@ async def test_every_criterion_reads_the_trajectory_and_never_a_digested_argumen
             assert CARD not in text and "<redacted sha256:" in text
         else:
             assert CARD in text  # the same prompt under verbatim shows it: the test can fail
+
+
+class PaymentEvaluator(Evaluator):
+    """A Neuron-style evaluator using Neuron's judge names on a trajectory and a text."""
+
+    def dataset(self) -> list[dict[str, Any]]:
+        return [{"message": "pay for it", "expected": "paid 20"}]
+
+    async def run(self, item: Any) -> Any:
+        await self.ctx.send(item["message"])
+        return self.ctx.trajectory()
+
+    def evaluate(self, output: Any, item: Any) -> None:
+        self.check(neuron.CorrectnessJudge(item["expected"], threshold=0.8), output.final_answer)
+        self.check(neuron.TaskCompletionJudge("pay"), output)
+
+
+async def test_an_evaluator_checks_neuron_judges_on_its_output() -> None:
+    judge = FakeJudge([0.9, 0.6])
+    (case,) = evaluator_cases(PaymentEvaluator)
+    async with LocalTarget(card_agent) as target:
+        result = await run_trial(case, target, judge=judge)
+    assert result.verdict == Verdict.SCORED  # task completion 0.6 < 0.7, soft
+    text, whole = judge.requests
+    assert text.output == "Paid 20 with the card on file." and text.transcript is None
+    assert "TOOL CALL charge(" in (whole.transcript or "")
+    assert [a.threshold for a in result.assertions] == [0.8, 0.7]
