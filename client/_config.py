@@ -18,7 +18,9 @@ Rules:
 - ``reporters`` lists custom reporters: ``"package.module:Name"`` or a table
   ``{use = "package.module:Name", ...keyword arguments}``.
 - ``judge`` configures the judge: ``{model = "...", base-url = "...", api-key-env = "...",
-  judge-cache = "..."}``; ``judge-cache`` is a folder of cached verdicts. Keys of the table without a ``model`` are an error:
+  judge-cache = "..."}``; ``judge-cache`` is a folder of cached verdicts;
+  ``agent-loop = true`` makes it the agent-loop judge, bounded by ``max-steps`` and
+  ``max-tokens`` (which need it; its verdicts are not cached, so no ``judge-cache``). Keys of the table without a ``model`` are an error:
   with no judge table the judge comes from ``EVALPORT_JUDGE_*`` variables (see
   :func:`evalport.client.cli._targets.build_judge`).
 """
@@ -49,6 +51,10 @@ class JudgeSettings(msgspec.Struct, kw_only=True, rename="kebab", forbid_unknown
     api_key_env: str | None = None
     judge_cache: str | None = None
     """A folder of cached verdicts (same model, prompt and parameters: paid once)."""
+    agent_loop: bool = False
+    """The agent-loop judge (reads the run through tools) instead of the single-call one."""
+    max_steps: int | None = None
+    max_tokens: int | None = None
 
 
 class Settings(msgspec.Struct, kw_only=True, rename="kebab", forbid_unknown_fields=True):
@@ -171,11 +177,12 @@ def load_settings(start: Path | None = None, *, file: Path | None = None) -> Set
     ]
     judge = settings.judge
     judge.judge_cache = _beside(path, judge.judge_cache)
+    _check_agent_loop(path, judge)
     if not judge.model and judge != JudgeSettings():
         given = [
             name.replace("_", "-")
             for name in JudgeSettings.__struct_fields__
-            if name != "model" and getattr(judge, name) is not None
+            if name != "model" and getattr(judge, name) not in (None, False)
         ]
         what = f"sets {', '.join(given)} but no model" if given else "has an empty model"
         raise ConfigError(
@@ -183,6 +190,28 @@ def load_settings(start: Path | None = None, *, file: Path | None = None) -> Set
             "(or drop the table to take the judge from EVALPORT_JUDGE_* variables)"
         )
     return settings.validate(source)
+
+
+def _check_agent_loop(path: Path, judge: JudgeSettings) -> None:
+    where = f"{path} [tool.evalport.judge]"
+    limits = [
+        name
+        for name in ("max-steps", "max-tokens")
+        if getattr(judge, name.replace("-", "_")) is not None
+    ]
+    if limits and not judge.agent_loop:
+        raise ConfigError(
+            f"{where}: {', '.join(limits)} bound the agent-loop judge; add agent-loop = true "
+            "or drop them"
+        )
+    if judge.agent_loop and judge.judge_cache is not None:
+        raise ConfigError(
+            f"{where}: the agent-loop judge's verdicts are not cached; drop judge-cache "
+            "or agent-loop"
+        )
+    for name in limits:
+        if getattr(judge, name.replace("-", "_")) < 1:
+            raise ConfigError(f"{where}: {name} must be at least 1")
 
 
 def _explain(error: msgspec.ValidationError) -> str:

@@ -183,15 +183,20 @@ def build_target(settings: Settings) -> PreparedTarget:
 
 def build_judge(settings: Settings, environ: Mapping[str, str] | None = None) -> Any:
     """The judge of ``[tool.evalport.judge]``, else of ``EVALPORT_JUDGE_*``, else ``None``."""
-    from ..judges import JudgeConfig, OpenAIJudge
+    from ..judges import AgentLoopJudge, JudgeConfig, OpenAIJudge
 
     judge = settings.judge
     if not judge.model:
         config = JudgeConfig.from_env(environ)
         return config.build() if config is not None else None
-    options: dict[str, Any] = {"model": judge.model, "cache": judge.judge_cache}
+    options: dict[str, Any] = {}
     if judge.base_url:
         options["base_url"] = judge.base_url
     if judge.api_key_env is not None:  # "" means the server needs no key
         options["api_key_env"] = judge.api_key_env or None
-    return OpenAIJudge(**options)
+    if judge.agent_loop:
+        for name in ("max_steps", "max_tokens"):
+            if getattr(judge, name) is not None:
+                options[name] = getattr(judge, name)
+        return AgentLoopJudge.openai(judge.model, **options)
+    return OpenAIJudge(judge.model, cache=judge.judge_cache, **options)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from evalport.client._config import ConfigError, Settings, load_settings
 from evalport.client.cli._targets import build_judge
-from evalport.client.judges import OpenAIJudge
+from evalport.client.judges import AgentLoopJudge, OpenAIJudge
 from evalport.protocol._cli import main
 from support.docs import docs_text
 from support.servers import running_server
@@ -212,3 +212,28 @@ def test_the_pytest_plugin_falls_back_to_the_environment(tmp_path) -> None:
     assert chat.requests[0]["model"] == "env-judge"
     assert "1 failed in" in output, output  # the judged gate (0.50 < 0.8) fails the test
     assert "helpfulness" in output and "(score 0.50)" in output
+
+
+async def test_agent_loop_makes_the_configured_judge_the_loop_judge(tmp_path) -> None:
+    write_pyproject(tmp_path, 'model = "m"\napi-key-env = ""\nagent-loop = true\nmax-steps = 5\n')
+    judge = build_judge(load_settings(tmp_path), {})
+    try:
+        assert isinstance(judge, AgentLoopJudge) and judge.model == "m"
+        assert (judge.max_steps, judge.max_tokens) == (5, 40_000)
+    finally:
+        await judge.aclose()
+
+
+@pytest.mark.parametrize(
+    ("table", "said"),
+    [
+        ('model = "m"\nmax-steps = 5\n', "max-steps bound the agent-loop judge; add agent-loop"),
+        ('model = "m"\nagent-loop = true\njudge-cache = "v"\n', "verdicts are not cached"),
+        ('model = "m"\nagent-loop = true\nmax-tokens = 0\n', "max-tokens must be at least 1"),
+    ],
+)
+def test_agent_loop_settings_that_do_not_fit_are_errors(tmp_path, table, said) -> None:
+    path = write_pyproject(tmp_path, table)
+    with pytest.raises(ConfigError) as raised:
+        load_settings(tmp_path)
+    assert str(path) in str(raised.value) and said in str(raised.value)
