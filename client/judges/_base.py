@@ -8,7 +8,8 @@ Rules:
 - A judge that cannot produce a verdict (transport failure, a malformed answer after the
   bounded retries, a score outside [0, 1]) raises :class:`JudgeError`. There is no
   implicit pass: a missing or unparseable verdict never becomes a score.
-- ``verdict.usage`` counts the judge's own tokens for this call only: a verdict served
+- ``verdict.usage`` (``error.usage`` when it failed) counts the judge's own tokens for
+  this call only: a verdict served
   from the cache spent nothing and says so (``cached=True``, zero tokens). Judge tokens
   are never added to the target's usage.
 - An agent-loop judge (:class:`~evalport.client.judges.AgentLoopJudge`) also returns its
@@ -29,7 +30,24 @@ from .._results import JudgeToolCall
 
 
 class JudgeError(Exception):
-    """A judge could not produce a verdict; the assertion is then not evaluated."""
+    """A judge could not produce a verdict; the assertion is then not evaluated.
+
+    ``usage``, ``tool_calls`` and ``steps`` say what the attempt spent and read before it
+    failed (an agent-loop judge out of steps has spent tokens all the same).
+    """
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        usage: JudgeUsage | None = None,
+        tool_calls: list[JudgeToolCall] | None = None,
+        steps: int = 0,
+    ) -> None:
+        super().__init__(message)
+        self.usage = usage if usage is not None else JudgeUsage()
+        self.tool_calls = list(tool_calls or ())
+        self.steps = steps
 
 
 class MalformedAnswer(JudgeError):

@@ -23,7 +23,8 @@ Rules:
   (unless a gate failed: ``failed``), counted under errors like any error
   (:func:`~evalport.client._results.trial_verdict`), soft or gate, strict or not.
 - Every judge call, cached or not, failed or not, is reported through
-  ``host.record_judge`` with the judge's own tokens, apart from the target's usage.
+  ``host.record_judge`` with the judge's own tokens, apart from the target's usage (a
+  failed call with what its :class:`~.base.JudgeError` says it spent and read).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from .._handles import Expectation
 from .._results import AssertionResult, JudgeRecord, Severity
 from .._target import Turn
 from . import _criteria as criteria
-from ._base import Criterion, Example, Judge, JudgeRequest, JudgeVerdict
+from ._base import Criterion, Example, Judge, JudgeError, JudgeRequest, JudgeVerdict
 from ._transcript import render_transcript
 
 DEFAULT_THRESHOLD: Final = 0.7
@@ -265,8 +266,18 @@ class JudgeExpectation:
             verdict = await judge.judge(request)
         except Exception as error:  # any failure of the judge is reported, never a pass
             message = f"{type(error).__name__}: {error}"
+            spent = error if isinstance(error, JudgeError) else JudgeError()
             self._host.record_judge(
-                JudgeRecord(criterion=name, score=None, model=_model(judge), error=message)
+                JudgeRecord(
+                    criterion=name,
+                    score=None,
+                    model=_model(judge),
+                    error=message,
+                    input_tokens=spent.usage.input_tokens,
+                    output_tokens=spent.usage.output_tokens,
+                    tool_calls=spent.tool_calls,
+                    steps=spent.steps,
+                )
             )
             return message
         self._host.record_judge(

@@ -213,7 +213,10 @@ class AgentLoopJudge:
             if spent.input_tokens + spent.output_tokens >= self.max_tokens:
                 raise JudgeError(
                     f"the agent-loop judge spent its {self.max_tokens} tokens after "
-                    f"{step - 1} steps without a verdict"
+                    f"{step - 1} steps without a verdict",
+                    usage=spent,
+                    tool_calls=reads,
+                    steps=step - 1,
                 )
             completion = await self.chat.complete(messages, max_tokens=self.answer_tokens)
             spent = spent + completion.usage
@@ -239,7 +242,12 @@ class AgentLoopJudge:
             messages.append(
                 {"role": "user", "content": await self._call(answer, request, nonce, reads)}
             )
-        raise JudgeError(f"the agent-loop judge used its {self.max_steps} steps without a verdict")
+        raise JudgeError(
+            f"the agent-loop judge used its {self.max_steps} steps without a verdict",
+            usage=spent,
+            tool_calls=reads,
+            steps=self.max_steps,
+        )
 
     def _brief(self, request: JudgeRequest, nonce: str) -> str:
         criterion = request.criterion

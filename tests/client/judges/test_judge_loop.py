@@ -198,14 +198,17 @@ async def test_in_a_trial_the_judges_reads_and_cost_are_recorded_apart() -> None
     assert result.run["usage"]["input"] == 40
 
 
-async def test_in_a_trial_running_out_is_an_error_verdict() -> None:
-    chat = FakeChat(default=call("list_steps"))
+async def test_in_a_trial_running_out_is_an_error_verdict_with_its_cost() -> None:
+    chat = FakeChat(default=call("list_steps"), tokens=(50, 5))
     async with LocalTarget(card_agent) as target:
         judge = AgentLoopJudge(chat, max_steps=2)
         result = await run_trial(Case(id="pay", func=case_paying), target, judge=judge)
     assert result.verdict == Verdict.ERROR
     (assertion,) = result.assertions
     assert not assertion.evaluated and "used its 2 steps" in assertion.message
+    (record,) = result.judges  # what the failed grading spent and read is still reported
+    assert record.error and (record.input_tokens, record.output_tokens) == (100, 10)
+    assert record.steps == 2 and [read.tool for read in record.tool_calls] == ["list_steps"] * 2
 
 
 async def test_the_judges_reads_are_evidence_in_the_reports(tmp_path: Path) -> None:
