@@ -244,3 +244,13 @@ async def test_an_evaluator_checks_neuron_judges_on_its_output() -> None:
     assert text.output == "Paid 20 with the card on file." and text.transcript is None
     assert "TOOL CALL charge(" in (whole.transcript or "")
     assert [a.threshold for a in result.assertions] == [0.8, 0.7]
+
+
+async def test_a_sync_case_checks_judge_objects_too() -> None:
+    def case(ctx: Any) -> None:
+        ctx.send("pay please")
+        ctx.check(Correctness("paid 20", threshold=0.95)).gate()
+
+    result = await trial(case, FakeJudge(default=0.9))
+    assert result.verdict == Verdict.FAILED, result.error
+    assert result.assertions[0].threshold == 0.95
