@@ -5,8 +5,10 @@ fetched. The page shows the counts and provenance, pass rates per tag, one row p
 with its pass rate and interval, and for each case its trials: the transcript (user
 messages, assistant messages, tool calls), a tool-call timeline, the assertion results,
 the judge records and the token cost. An analytics section gives the pass rates, the case
-and trial durations (mean, p50, p95) and the assertion totals by kind and outcome. Every value is escaped: transcripts are untrusted
-text. Only redacted runs reach this module.
+and trial durations (mean, p50, p95) and the assertion totals by kind and outcome. The
+verdict filter shows the cases with that verdict (in the Cases table and among the
+transcripts) and the tags that have at least one of them. Every value is escaped:
+transcripts are untrusted text. Only redacted runs reach this module.
 """
 
 from __future__ import annotations
@@ -67,7 +69,8 @@ document.querySelectorAll('.filters button').forEach(function (button) {
   button.addEventListener('click', function () {
     var wanted = button.getAttribute('data-verdict');
     document.querySelectorAll('[data-case]').forEach(function (node) {
-      var show = wanted === 'all' || node.getAttribute('data-verdict') === wanted;
+      var verdicts = node.getAttribute('data-verdict').split(' ');
+      var show = wanted === 'all' || verdicts.indexOf(wanted) >= 0;
       node.style.display = show ? '' : 'none';
     });
   });
@@ -327,8 +330,13 @@ def _overview(summary: RunSummary) -> str:
         f"<td>{_text(', '.join(case.tags))}</td><td>{case.target_tokens}</td></tr>"
         for case in summary.cases
     )
+    verdicts: dict[str, set[str]] = {}  # tag -> the verdicts of its cases, for the filter
+    for case in summary.cases:
+        for tag in case.tags:
+            verdicts.setdefault(tag, set()).add(case.verdict)
     tags = "".join(
-        f"<tr><td>{_text(tag)}</td><td>{entry.passed}/{entry.cases}</td>"
+        f'<tr data-case="1" data-verdict="{escape(" ".join(sorted(verdicts.get(tag, ()))))}">'
+        f"<td>{_text(tag)}</td><td>{entry.passed}/{entry.cases}</td>"
         f"<td>{entry.pass_rate:.0%}</td></tr>"
         for tag, entry in summary.tags.items()
     )
