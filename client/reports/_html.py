@@ -31,7 +31,7 @@ from ._base import Reporter, RunReport
 from ._files import case_slug
 from ._summary import CaseSummary, RunSummary, trace_policy_note
 
-_STYLE = """
+STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
 header,main{max-width:1100px;margin:0 auto;padding:16px}header{padding-bottom:0}main{padding-top:0}
 main>h2:first-child{margin-top:8px}
@@ -78,7 +78,7 @@ document.querySelectorAll('.filters button').forEach(function (button) {
 """
 
 
-def _badge(verdict: str) -> str:
+def badge(verdict: str) -> str:
     return f'<span class="v {escape(verdict)}">{escape(verdict)}</span>'
 
 
@@ -289,7 +289,7 @@ def _group(trials: list[TrialResult]) -> str:
         else ""
     )
     return (
-        f'<div class="trial"><b>{title}</b> {_badge(first.verdict)}'
+        f'<div class="trial"><b>{title}</b> {badge(first.verdict)}'
         f'<p class="muted">{each}</p>{error}<h4>transcript</h4>{_transcript(run)}'
         f"<h4>tool timeline</h4>{_timeline(run)}<h4>assertions</h4>{_assertions(first)}"
         f"{_judges(first)}{_usage(run, first)}</div>"
@@ -310,11 +310,11 @@ def _trials(trials: list[TrialResult]) -> str:
     )
 
 
-def _case(summary: CaseSummary, result: CaseResult | None) -> str:
+def case_details(summary: CaseSummary, result: CaseResult | None) -> str:
     trials = _trials(result.trials) if result else ""
     return (
         f'<details class="case" id="{case_slug(summary.case_id)}" data-case="1" '
-        f'data-verdict="{escape(summary.verdict)}"><summary>{_badge(summary.verdict)} '
+        f'data-verdict="{escape(summary.verdict)}"><summary>{badge(summary.verdict)} '
         f"<code>{_text(summary.case_id)}</code> {summary.passes}/{summary.samples}</summary>"
         f'<p class="muted">{_text(summary.description)}</p>{trials}</details>'
     )
@@ -324,7 +324,7 @@ def _overview(summary: RunSummary) -> str:
     rows = "".join(
         f'<tr data-case="1" data-verdict="{escape(case.verdict)}">'
         f'<td><a href="#{case_slug(case.case_id)}"><code>{_text(case.case_id)}</code></a></td>'
-        f"<td>{_badge(case.verdict)}</td><td>{case.passes}/{case.samples} "
+        f"<td>{badge(case.verdict)}</td><td>{case.passes}/{case.samples} "
         f"(need {case.required})</td><td>{case.wilson_low:.2f}..{case.wilson_high:.2f}</td>"
         f"<td>{'flaky' if case.flaky else ''}{' cached' if case.cached_trials else ''}</td>"
         f"<td>{_text(', '.join(case.tags))}</td><td>{case.target_tokens}</td></tr>"
@@ -388,16 +388,16 @@ def html_report(report: RunReport) -> str:
     results = {result.case_id: result for result in report.results}
     provenance = summary.provenance
     target = provenance.target
-    counts = "".join(f"<span>{_badge(v)} {summary.counts.get(v, 0)}</span>" for v in Verdict.ALL)
+    counts = "".join(f"<span>{badge(v)} {summary.counts.get(v, 0)}</span>" for v in Verdict.ALL)
     buttons = "".join(
         f'<button type="button" data-verdict="{v}">{v}</button>' for v in ("all", *Verdict.ALL)
     )
     load_errors = "".join(f'<p class="msg tool">{_text(e)}</p>' for e in summary.load_errors)
-    cases = "".join(_case(case, results.get(case.case_id)) for case in summary.cases)
+    cases = "".join(case_details(case, results.get(case.case_id)) for case in summary.cases)
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width,initial-scale=1">'
-        f"<title>evalport report</title><style>{_STYLE}</style></head><body><header>"
+        f"<title>evalport report</title><style>{STYLE}</style></head><body><header>"
         f"<h1>evalport report</h1><p class=counts>{counts}</p><p class=muted>"
         f"{summary.total} cases · {summary.trials} trials · {summary.cached_trials} cached · "
         f"{summary.duration:.2f}s · target {_text(target.get('location', '?'))} "
