@@ -51,8 +51,8 @@ def _listen(host: str, port: int) -> socket.socket:
         return socket.create_server((host, port), family=family)
     except OSError as error:
         raise ConfigError(
-            f"--host {host} --port {port}: cannot listen there ({error.strerror or error}); "
-            "pick another port with --port (0 takes any free one)"
+            f"--host {host} --port {port}: cannot listen there ({error.strerror or error}): "
+            "pick another port with --port, or 0 for any free one"
         ) from None
 
 
@@ -68,8 +68,8 @@ def main(args: argparse.Namespace) -> int:
     try:
         if not root.is_dir():
             raise ConfigError(
-                f"{root}: no such folder (give a run folder or a folder of them; "
-                f"evalport run writes them under {DEFAULT_PATH})"
+                f"{root}: no such folder; give a run folder or a folder of them "
+                "(evalport run writes them under .evalport/runs)"
             )
         runs = len(scan(root))
         listening = _listen(args.host, args.port)

@@ -172,7 +172,7 @@ def test_a_port_in_use_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFi
     with socket.create_server(("127.0.0.1", 0)) as taken:
         port = taken.getsockname()[1]
         assert main(["view", str(tmp_path), "--port", str(port)]) == 2
-    assert f"--host 127.0.0.1 --port {port}: cannot listen there" in capsys.readouterr().err
+    assert f"--host 127.0.0.1 --port {port}: cannot listen there (" in capsys.readouterr().err
 
 
 def test_without_the_view_extra_it_names_the_extra(
