@@ -75,21 +75,22 @@ def _entry(root: Path, name: str, folder: Path) -> RunEntry:
 
 
 def scan(root: Path) -> dict[str, tuple[RunEntry, Path]]:
-    """The runs under ``root`` by name, newest first, the unreadable folders last."""
+    """The folders under ``root`` by name: the runs newest first, then those not shown."""
     if _is_run(root):
-        name = root.resolve().name or str(root)
-        found = [(_entry(root.parent, name, root), root)]
+        found = [(_entry(root.parent, root.resolve().name or str(root), root), root)]
     else:
         try:
             children = sorted(child for child in root.iterdir() if not child.name.startswith("."))
         except OSError as error:
             raise ConfigError(f"{root}: cannot list the folder ({error.strerror})") from None
         found = [(_entry(root, child.name, child), child) for child in children if child.is_dir()]
-    readable = [item for item in found if item[0].problem is None and item[0].summary]
-    readable.sort(key=lambda item: item[0].summary.provenance.started_at if item[0].summary else "")
-    readable.reverse()
-    broken = [item for item in found if item[0].problem is not None or not item[0].summary]
-    return {entry.name: (entry, folder) for entry, folder in [*readable, *broken]}
+
+    def order(item: tuple[RunEntry, Path]) -> tuple[bool, str]:
+        summary = item[0].summary
+        shown = item[0].problem is None and summary is not None
+        return shown, summary.provenance.started_at if summary else ""
+
+    return {entry.name: (entry, folder) for entry, folder in sorted(found, key=order, reverse=True)}
 
 
 def _html(body: str, status: int = 200) -> HTMLResponse:
