@@ -62,7 +62,7 @@ def main(args: argparse.Namespace) -> int:
         uvicorn = require("uvicorn", "view", "'evalport view'")
     except MissingExtraError as error:
         return fail("view", str(error))
-    from ._view_app import build_app, scan
+    from ._view_app import build_app, folders
 
     root = Path(args.path)
     try:
@@ -71,7 +71,7 @@ def main(args: argparse.Namespace) -> int:
                 f"{root}: no such folder; give a run folder or a folder of them "
                 "(evalport run writes them under .evalport/runs)"
             )
-        runs = len(scan(root))
+        runs = len(folders(root))
         listening = _listen(args.host, args.port)
     except ConfigError as error:
         return fail("view", str(error))

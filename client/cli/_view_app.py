@@ -56,8 +56,20 @@ def _is_run(folder: Path) -> bool:
     return (folder / "summary.json").exists() or (folder / "results.jsonl").exists()
 
 
-def _entry(root: Path, name: str, folder: Path) -> RunEntry:
-    if not folder.resolve().is_relative_to(root.resolve()):
+def folders(root: Path) -> dict[str, Path]:
+    """The folders under ``root`` by name (``root`` itself when it is one run); reads none."""
+    if _is_run(root):
+        return {root.resolve().name or str(root): root}
+    try:
+        children = sorted(child for child in root.iterdir() if not child.name.startswith("."))
+    except OSError as error:
+        raise ConfigError(f"{root}: cannot list the folder ({error.strerror})") from None
+    return {child.name: child for child in children if child.is_dir()}
+
+
+def entry(root: Path, name: str, folder: Path) -> RunEntry:
+    """One folder as the runs page lists it: its summary, or why it is not shown."""
+    if folder != root and not folder.resolve().is_relative_to(root.resolve()):
         return RunEntry(name, problem=f"{folder} leads outside {root}: not shown")
     if not (folder / "summary.json").is_file():
         return RunEntry(
@@ -74,23 +86,15 @@ def _entry(root: Path, name: str, folder: Path) -> RunEntry:
     return RunEntry(name, summary)
 
 
-def scan(root: Path) -> dict[str, tuple[RunEntry, Path]]:
-    """The folders under ``root`` by name: the runs newest first, then those not shown."""
-    if _is_run(root):
-        found = [(_entry(root.parent, root.resolve().name or str(root), root), root)]
-    else:
-        try:
-            children = sorted(child for child in root.iterdir() if not child.name.startswith("."))
-        except OSError as error:
-            raise ConfigError(f"{root}: cannot list the folder ({error.strerror})") from None
-        found = [(_entry(root, child.name, child), child) for child in children if child.is_dir()]
+def entries(root: Path) -> list[RunEntry]:
+    """Every folder under ``root``: the runs newest first, then those not shown."""
 
-    def order(item: tuple[RunEntry, Path]) -> tuple[bool, str]:
-        summary = item[0].summary
-        shown = item[0].problem is None and summary is not None
-        return shown, summary.provenance.started_at if summary else ""
+    def order(item: RunEntry) -> tuple[bool, str]:
+        shown = item.problem is None and item.summary is not None
+        return shown, item.summary.provenance.started_at if item.summary else ""
 
-    return {entry.name: (entry, folder) for entry, folder in sorted(found, key=order, reverse=True)}
+    found = [entry(root, name, folder) for name, folder in folders(root).items()]
+    return sorted(found, key=order, reverse=True)
 
 
 def _html(body: str, status: int = 200) -> HTMLResponse:
@@ -101,19 +105,25 @@ def build_app(root: Path, host: str = "127.0.0.1") -> Starlette:
     """The app over ``root``; ``host`` is the address it is served on."""
 
     def load(name: str) -> RunReport | HTMLResponse:
-        runs = scan(root)
-        if name not in runs:
+        try:
+            folder = folders(root).get(name)
+        except ConfigError as error:
+            return _html(problem_page(name, str(error)))
+        if folder is None:
             return _html(problem_page("not found", f"no run named {name!r} under {root}"), 404)
-        entry, folder = runs[name]
-        if entry.problem is not None:
-            return _html(problem_page(name, entry.problem))
+        listed = entry(root, name, folder)
+        if listed.problem is not None:
+            return _html(problem_page(name, listed.problem))
         try:
             return load_run_folder(folder)
         except ConfigError as error:
             return _html(problem_page(name, str(error)))
 
     def index(request: Request) -> HTMLResponse:
-        return _html(runs_page(str(root), [entry for entry, _ in scan(root).values()]))
+        try:
+            return _html(runs_page(str(root), entries(root)))
+        except ConfigError as error:
+            return _html(problem_page("runs", str(error)))
 
     def run(request: Request) -> HTMLResponse:
         name = request.path_params["name"]

@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -190,3 +191,15 @@ def test_one_run_folder_as_path(runs: Path) -> None:
         assert get(address, "/run/regressed?verdict=failed").text.count("<details") == 3
     summary = json.loads((runs / "regressed" / "summary.json").read_text())
     assert summary["counts"]["failed"] == 3
+
+
+def test_open_opens_the_printed_address_in_the_browser(runs: Path, tmp_path: Path) -> None:
+    opened = tmp_path / "opened.txt"
+    browser = tmp_path / "browser.sh"  # what $BROWSER names is what webbrowser runs
+    browser.write_text(f'#!/bin/sh\nprintf %s "$1" > {opened}\n')
+    browser.chmod(0o755)
+    with viewing(runs, "--open", env={"BROWSER": str(browser)}) as address:
+        deadline = time.monotonic() + 10
+        while not (opened.exists() and opened.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert opened.read_text() == address + "/"

@@ -140,6 +140,12 @@ def test_open_a_run_and_filter_by_verdict_and_tag(watched: Watched) -> None:
     assert page.locator("details.case").count() == 3
     watched.check("run-failed")
 
+    page.locator("details.case > summary").first.click()  # a case's trials, as the report shows
+    opened = page.locator("details.case").first
+    assert opened.locator(".msg.user").first.inner_text() == "user Hi, where is my order A1049?"
+    assert "was never called" in opened.locator("table.assertions").first.inner_text()
+    watched.check("run-case")
+
     page.get_by_label("verdict").select_option("")
     page.get_by_label("tag").select_option("refund")
     page.get_by_role("button", name="apply").click()

@@ -42,12 +42,12 @@ def make_runs(folder: Path) -> dict[str, Path]:
 
 
 @contextlib.contextmanager
-def viewing(path: Path, *extra: str) -> Iterator[str]:
+def viewing(path: Path, *extra: str, env: dict[str, str] | None = None) -> Iterator[str]:
     """``evalport view path`` on a free loopback port until the block ends; its URL."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     command = [EVALPORT, "view", str(path), "--port", str(port), *extra]
-    with running_process(command, health_url=url + "/", timeout=30):
+    with running_process(command, health_url=url + "/", env=env, timeout=30):
         yield url
 
 
