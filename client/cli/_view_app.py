@@ -22,14 +22,15 @@ Rules:
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .._config import ConfigError
 from ..reports import RunReport, load_summary
@@ -101,6 +102,27 @@ def _html(body: str, status: int = 200) -> HTMLResponse:
     return HTMLResponse(body, status_code=status, headers=_HEADERS)
 
 
+class LoopbackHostOnly:
+    """Answers ``400`` to a request whose Host header names another host than a loopback
+    name (the address with or without its port; ``[::1]`` too)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            host = dict(scope["headers"]).get(b"host", b"").decode("latin-1")
+            try:
+                name = urlsplit(f"//{host}").hostname
+            except ValueError:
+                name = None
+            if name not in LOOPBACK:
+                page = problem_page("400", f"this page answers only to {', '.join(LOOPBACK)}")
+                await _html(page, 400)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 def build_app(root: Path, host: str = "127.0.0.1") -> Starlette:
     """The app over ``root``; ``host`` is the address it is served on."""
 
@@ -159,7 +181,7 @@ def build_app(root: Path, host: str = "127.0.0.1") -> Starlette:
 
     middleware = []
     if host in LOOPBACK:
-        middleware.append(Middleware(TrustedHostMiddleware, allowed_hosts=list(LOOPBACK)))
+        middleware.append(Middleware(LoopbackHostOnly))
     return Starlette(
         routes=[
             Route("/", index, methods=["GET"]),

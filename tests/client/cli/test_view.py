@@ -151,7 +151,10 @@ def test_no_path_reaches_outside_the_runs(url: str, path: str) -> None:
 
 def test_another_host_and_other_methods_are_refused(url: str) -> None:
     assert get(url, "/", host="attacker.example").status_code == 400
-    assert get(url, "/", host=f"localhost:{urlsplit(url).port}").status_code == 200
+    assert get(url, "/", host="127.0.0.1.attacker.example").status_code == 400
+    assert get(url, "/", host="[").status_code == 400
+    for name in ("localhost", "127.0.0.1", "[::1]"):
+        assert get(url, "/", host=f"{name}:{urlsplit(url).port}").status_code == 200
     assert httpx.post(url + "/", timeout=10).status_code == 405
 
 
