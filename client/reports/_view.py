@@ -13,8 +13,9 @@ Rules:
   listed itself.
 - One run's filters: a verdict, a tag, and a search. The search is a case-insensitive
   substring match over the case id, description and tags, every trial's transcript (as
-  ``evalport run -v`` prints it), its assertions' names and messages and its error; the
-  lines that matched are listed above the case, the match marked.
+  ``evalport run -v`` prints it, long lines whole), its assertions' names and messages
+  and its error; the lines that matched are listed above the case (a long one around
+  the match), the match marked.
 - Two runs: :func:`compare` decides what changed. The cases whose verdict changed come
   first (regressions, other changes, fixes), then pass-rate changes, then the cases that
   went alike, then those only one run has. Each case shared by both runs shows one trial
@@ -165,10 +166,17 @@ def _provenance(summary: RunSummary) -> str:
 def _searchable(case: CaseSummary, result: CaseResult | None) -> list[str]:
     lines = [case.case_id, case.description, " ".join(case.tags)]
     for trial in result.trials if result else []:
-        lines += transcript_lines(trial)
+        lines += transcript_lines(trial, width=None)
         lines += [f"{check.label or check.name}: {check.message}" for check in trial.assertions]
         lines += [f"{trial.error_type or 'error'}: {trial.error}"] if trial.error else []
     return [line for line in lines if line]
+
+
+def _around(line: str, query: str, reach: int = 100) -> str:
+    """The part of a long line around the first match."""
+    found = line.lower().find(query.lower())
+    start, end = max(0, found - reach), min(len(line), found + len(query) + reach)
+    return ("…" if start else "") + line[start:end] + ("…" if end < len(line) else "")
 
 
 def _marked(line: str, query: str) -> str:
@@ -249,7 +257,7 @@ def _hits(case: CaseSummary, hits: list[str], query: str) -> str:
         return ""
     counted = Counter(hits)  # trials that went alike match alike: each line once
     lines = "<br>".join(
-        f"<code>{_marked(line, query)}</code>"
+        f"<code>{_marked(_around(line, query), query)}</code>"
         + (f" <span class=count>×{times}</span>" if times > 1 else "")
         for line, times in list(counted.items())[:8]
     )
@@ -268,7 +276,7 @@ def _trial_lines(trial: TrialResult | None) -> list[str]:
     if trial is None:
         return ["(no trial saved)"]
     lines = [f"verdict {trial.verdict}"]
-    lines += transcript_lines(trial)
+    lines += transcript_lines(trial, width=None)
     for check in trial.assertions:
         outcome = assertion_outcome(check).upper().replace("_", " ")
         message = f": {check.message}" if check.message else ""

@@ -28,6 +28,11 @@ from evalport.client import eval_case
 async def hostile(ctx):
     await ctx.send("<img src=x onerror=alert('message')>")
     ctx.contains("</td></table><script>alert('assertion')</script>")
+
+
+@eval_case("a long message")
+async def long_message(ctx):
+    await ctx.send("filler " * 80 + "NEEDLE-PAST-THE-CUT")
 """
 SECRET = "TOP-SECRET-OUTSIDE-THE-RUNS"
 
@@ -206,3 +211,10 @@ def test_open_opens_the_printed_address_in_the_browser(runs: Path, tmp_path: Pat
         while not (opened.exists() and opened.read_text()) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert opened.read_text() == address + "/"
+
+
+def test_search_reads_long_messages_whole(url: str) -> None:
+    page = get(url, "/run/hostile?q=needle-past").text
+    assert page.count("<details") == 1 and "hostile_eval::long_message" in page
+    assert "filler filler <mark>NEEDLE-PAST</mark>-THE-CUT</code>" in page
+    assert "<code>…" in page  # the hit is shown around the match, not whole
