@@ -67,6 +67,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (broken_lines / "results.jsonl").write_text('{"case_id": 5}\n')
     (folder / "outside").symlink_to(top / "evals")
     (folder / "notes.txt").write_text("a file, not a run")
+    (folder / "<img src=x onerror=alert('folder')>").mkdir()
     return folder
 
 
@@ -120,6 +121,7 @@ def test_every_value_is_escaped(url: str) -> None:
         page = get(url, path).text
         assert "<script>alert" not in page and "<img src=x" not in page
         assert "<i>tag</i>" not in page
+    assert "&lt;img src=x onerror=alert(&#x27;folder&#x27;)&gt;" in get(url, "/").text
     page = get(url, "/run/hostile?q=alert").text
     assert "&lt;script&gt;alert(&#x27;description&#x27;)&lt;/script&gt;" in page
     assert "onerror=<mark>alert</mark>(&#x27;message&#x27;)&gt;" in page
