@@ -1,7 +1,8 @@
-"""The evaluation subcommands of ``evalport``: ``run``, ``check``, ``compare``, ``merge``.
+"""The evaluation subcommands of ``evalport``: ``run``, ``check``, ``compare``, ``merge``,
+``view``.
 
-Each command is a private module (``_run``, ``_check``, ``_compare``, ``_merge``) with
-``HELP``, ``add_arguments(parser)`` and ``main(args) -> int``, registered in the
+Each command is a private module (``_run``, ``_check``, ``_compare``, ``_merge``,
+``_view``) with ``HELP``, ``add_arguments(parser)`` and ``main(args) -> int``, registered in the
 ``evalport.commands`` entry-point group of ``pyproject.toml``. Exit codes are the same
 everywhere: the ``EXIT_*`` constants below.
 """

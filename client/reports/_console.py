@@ -5,8 +5,9 @@ counts of trial outcomes so far); elsewhere (CI logs) one line per finished case
 printed instead, so logs stay readable. Cases finish in any order (trials run
 concurrently); their lines are printed in discovery order all the same (the plan's
 ``case_ids``), each as soon as every case before it has finished, so two runs of one
-suite print the same lines in the same order. The closing summary lists every case that
-did not pass with its first reasons, then the analytics (pass rates overall and per tag,
+suite print the same lines in the same order. A case that did not pass is named once,
+with its first reasons: in its per-case line when one was printed, else in the closing
+summary. The closing summary lists those cases, then the analytics (pass rates overall and per tag,
 trial time mean/p50/p95, assertion totals; :mod:`._analytics`), and last the five case
 counts, the cached trials and the wall time. With ``verbose`` the details come first: for
 every case, each trial's assertions (outcome, severity, score against threshold,
@@ -37,19 +38,25 @@ MARKS = {
 }
 
 
-def summary_lines(summary: RunSummary) -> list[str]:
-    """The closing summary as lines of text."""
+def case_lines(case: CaseSummary) -> list[str]:
+    """A case that did not pass: its mark, passes against what it needed, first reasons."""
+    cached = f", {case.cached_trials} cached" if case.cached_trials else ""
+    return [
+        f"{MARKS.get(case.verdict, case.verdict.upper()):<7}{case.case_id} "
+        f"({case.passes}/{case.samples} passed, needed {case.required}{cached})",
+        *(f"         {reason}" for reason in (case.failures or [])[:3]),
+    ]
+
+
+def summary_lines(summary: RunSummary, *, named: frozenset[str] = frozenset()) -> list[str]:
+    """The closing summary as lines of text; the cases in ``named`` (already printed with
+    their reasons) are not repeated."""
     lines: list[str] = []
     for error in summary.load_errors:
         lines.append(f"LOAD ERROR {error}")
     for case in summary.cases:
-        if case.verdict == Verdict.PASSED:
-            continue
-        lines.append(
-            f"{MARKS.get(case.verdict, case.verdict.upper()):<7}{case.case_id} "
-            f"({case.passes}/{case.samples} passed, needed {case.required})"
-        )
-        lines += [f"         {reason}" for reason in (case.failures or [])[:3]]
+        if case.verdict != Verdict.PASSED and case.case_id not in named:
+            lines += case_lines(case)
     tags = {tag: (entry.passed, entry.cases) for tag, entry in summary.tags.items()}
     lines += analytics_lines(summary.analytics, tags)
     counts = summary.counts
@@ -119,6 +126,7 @@ class ConsoleReporter(Reporter):
         self._last_draw = 0.0
         self._order: list[str] = []  # case ids still to print, in discovery order
         self._finished: dict[str, str] = {}  # case id -> its line, until its turn
+        self._named: set[str] = set()  # cases not passed, printed with their reasons
 
     def start(self, plan: RunPlan) -> None:
         self.total = plan.trials
@@ -148,11 +156,12 @@ class ConsoleReporter(Reporter):
     def case_done(self, result: CaseResult, summary: CaseSummary) -> None:
         if self.live or self.quiet:
             return
-        cached = f", {summary.cached_trials} cached" if summary.cached_trials else ""
-        line = (
-            f"{MARKS.get(summary.verdict, summary.verdict):<7}{summary.case_id} "
-            f"({summary.passes}/{summary.samples}{cached})\n"
-        )
+        if summary.verdict == Verdict.PASSED:
+            cached = f", {summary.cached_trials} cached" if summary.cached_trials else ""
+            line = f"PASS   {summary.case_id} ({summary.passes}/{summary.samples}{cached})\n"
+        else:  # named here with its reasons, so the closing summary does not repeat it
+            line = "".join(f"{text}\n" for text in case_lines(summary))
+            self._named.add(summary.case_id)
         if summary.case_id not in self._order:  # not in the plan: print it as it comes
             self.stream.write(line)
             return
@@ -164,7 +173,7 @@ class ConsoleReporter(Reporter):
     def finish(self, report: RunReport) -> None:
         if self.live:
             self.stream.write("\n")
-        lines = summary_lines(report.summary)
+        lines = summary_lines(report.summary, named=frozenset(self._named))
         if self.verbose:
             details = [
                 line

@@ -9,7 +9,9 @@ A run folder holds::
 
 Rules: everything written is redacted already (the targets redact every run); case folder
 names are the case id made filesystem-safe plus a short hash, so two ids never collide;
-:func:`load_summary` accepts a summary file or a run folder and names the file in errors.
+:func:`load_summary` accepts a summary file or a run folder and names the file in errors;
+:func:`load_run_folder` reads a whole folder back (a trial whose trace file is missing
+keeps no run) and names the file that is missing or malformed.
 """
 
 from __future__ import annotations
@@ -130,3 +132,36 @@ def load_summary(path: str | Path) -> RunSummary:
             f"{file}: not an evalport results file ({error}); "
             "pass the file written by --json or a run folder"
         ) from None
+
+
+def load_run_folder(folder: str | Path) -> RunReport:
+    """A run folder read back: its summary, and each case's result from ``results.jsonl``
+    with each trial's run from its trace file. Reads only; names the file in errors."""
+    folder = Path(folder)
+    summary = load_summary(folder)
+    lines = folder / "results.jsonl"
+    try:
+        data = lines.read_bytes()
+    except OSError as error:
+        raise ConfigError(f"{lines}: cannot read results: {error.strerror or error}") from None
+    decoder = msgspec.json.Decoder(CaseResult)
+    results: list[CaseResult] = []
+    for number, line in enumerate(data.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            results.append(decoder.decode(line))
+        except msgspec.DecodeError as error:
+            raise ConfigError(f"{lines}:{number}: not a case result ({error})") from None
+    for result in results:
+        for trial in result.trials:
+            trace = folder / "cases" / case_slug(result.case_id) / f"trial-{trial.trial}.json"
+            try:
+                saved = msgspec.json.decode(trace.read_bytes())
+            except FileNotFoundError:
+                continue
+            except (OSError, msgspec.DecodeError) as error:
+                raise ConfigError(f"{trace}: not a trial trace ({error})") from None
+            if isinstance(saved, dict) and isinstance(saved.get("run"), dict):
+                trial.run = saved["run"]
+    return RunReport(summary=summary, results=results)

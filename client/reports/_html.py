@@ -5,8 +5,10 @@ fetched. The page shows the counts and provenance, pass rates per tag, one row p
 with its pass rate and interval, and for each case its trials: the transcript (user
 messages, assistant messages, tool calls), a tool-call timeline, the assertion results,
 the judge records and the token cost. An analytics section gives the pass rates, the case
-and trial durations (mean, p50, p95) and the assertion totals by kind and outcome. Every value is escaped: transcripts are untrusted
-text. Only redacted runs reach this module.
+and trial durations (mean, p50, p95) and the assertion totals by kind and outcome. The
+verdict filter shows the cases with that verdict (in the Cases table and among the
+transcripts) and the tags that have at least one of them. Every value is escaped:
+transcripts are untrusted text. Only redacted runs reach this module.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from ._base import Reporter, RunReport
 from ._files import case_slug
 from ._summary import CaseSummary, RunSummary, judge_read, trace_policy_note
 
-_STYLE = """
+STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
 header,main{max-width:1100px;margin:0 auto;padding:16px}header{padding-bottom:0}main{padding-top:0}
 main>h2:first-child{margin-top:8px}
@@ -67,7 +69,8 @@ document.querySelectorAll('.filters button').forEach(function (button) {
   button.addEventListener('click', function () {
     var wanted = button.getAttribute('data-verdict');
     document.querySelectorAll('[data-case]').forEach(function (node) {
-      var show = wanted === 'all' || node.getAttribute('data-verdict') === wanted;
+      var verdicts = node.getAttribute('data-verdict').split(' ');
+      var show = wanted === 'all' || verdicts.indexOf(wanted) >= 0;
       node.style.display = show ? '' : 'none';
     });
   });
@@ -75,7 +78,7 @@ document.querySelectorAll('.filters button').forEach(function (button) {
 """
 
 
-def _badge(verdict: str) -> str:
+def badge(verdict: str) -> str:
     return f'<span class="v {escape(verdict)}">{escape(verdict)}</span>'
 
 
@@ -294,7 +297,7 @@ def _group(trials: list[TrialResult]) -> str:
         else ""
     )
     return (
-        f'<div class="trial"><b>{title}</b> {_badge(first.verdict)}'
+        f'<div class="trial"><b>{title}</b> {badge(first.verdict)}'
         f'<p class="muted">{each}</p>{error}<h4>transcript</h4>{_transcript(run)}'
         f"<h4>tool timeline</h4>{_timeline(run)}<h4>assertions</h4>{_assertions(first)}"
         f"{_judges(first)}{_usage(run, first)}</div>"
@@ -315,11 +318,11 @@ def _trials(trials: list[TrialResult]) -> str:
     )
 
 
-def _case(summary: CaseSummary, result: CaseResult | None) -> str:
+def case_details(summary: CaseSummary, result: CaseResult | None) -> str:
     trials = _trials(result.trials) if result else ""
     return (
         f'<details class="case" id="{case_slug(summary.case_id)}" data-case="1" '
-        f'data-verdict="{escape(summary.verdict)}"><summary>{_badge(summary.verdict)} '
+        f'data-verdict="{escape(summary.verdict)}"><summary>{badge(summary.verdict)} '
         f"<code>{_text(summary.case_id)}</code> {summary.passes}/{summary.samples}</summary>"
         f'<p class="muted">{_text(summary.description)}</p>{trials}</details>'
     )
@@ -329,14 +332,19 @@ def _overview(summary: RunSummary) -> str:
     rows = "".join(
         f'<tr data-case="1" data-verdict="{escape(case.verdict)}">'
         f'<td><a href="#{case_slug(case.case_id)}"><code>{_text(case.case_id)}</code></a></td>'
-        f"<td>{_badge(case.verdict)}</td><td>{case.passes}/{case.samples} "
+        f"<td>{badge(case.verdict)}</td><td>{case.passes}/{case.samples} "
         f"(need {case.required})</td><td>{case.wilson_low:.2f}..{case.wilson_high:.2f}</td>"
         f"<td>{'flaky' if case.flaky else ''}{' cached' if case.cached_trials else ''}</td>"
         f"<td>{_text(', '.join(case.tags))}</td><td>{case.target_tokens}</td></tr>"
         for case in summary.cases
     )
+    verdicts: dict[str, set[str]] = {}  # tag -> the verdicts of its cases, for the filter
+    for case in summary.cases:
+        for tag in case.tags:
+            verdicts.setdefault(tag, set()).add(case.verdict)
     tags = "".join(
-        f"<tr><td>{_text(tag)}</td><td>{entry.passed}/{entry.cases}</td>"
+        f'<tr data-case="1" data-verdict="{escape(" ".join(sorted(verdicts.get(tag, ()))))}">'
+        f"<td>{_text(tag)}</td><td>{entry.passed}/{entry.cases}</td>"
         f"<td>{entry.pass_rate:.0%}</td></tr>"
         for tag, entry in summary.tags.items()
     )
@@ -388,16 +396,16 @@ def html_report(report: RunReport) -> str:
     results = {result.case_id: result for result in report.results}
     provenance = summary.provenance
     target = provenance.target
-    counts = "".join(f"<span>{_badge(v)} {summary.counts.get(v, 0)}</span>" for v in Verdict.ALL)
+    counts = "".join(f"<span>{badge(v)} {summary.counts.get(v, 0)}</span>" for v in Verdict.ALL)
     buttons = "".join(
         f'<button type="button" data-verdict="{v}">{v}</button>' for v in ("all", *Verdict.ALL)
     )
     load_errors = "".join(f'<p class="msg tool">{_text(e)}</p>' for e in summary.load_errors)
-    cases = "".join(_case(case, results.get(case.case_id)) for case in summary.cases)
+    cases = "".join(case_details(case, results.get(case.case_id)) for case in summary.cases)
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width,initial-scale=1">'
-        f"<title>evalport report</title><style>{_STYLE}</style></head><body><header>"
+        f"<title>evalport report</title><style>{STYLE}</style></head><body><header>"
         f"<h1>evalport report</h1><p class=counts>{counts}</p><p class=muted>"
         f"{summary.total} cases · {summary.trials} trials · {summary.cached_trials} cached · "
         f"{summary.duration:.2f}s · target {_text(target.get('location', '?'))} "

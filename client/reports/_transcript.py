@@ -5,7 +5,8 @@ tool executions as ``tool name(key=value, …) -> result``, an error mark when o
 and the assistant's text messages), then the run's status and stop reason. Values are
 shown as the trace policy left them: a digest prints as its preview with the start of its
 hash (``<digest "<string:5>" 156f3d9c>``), so ``-v`` never shows more than the reports
-do. Long texts are cut at :data:`WIDTH` characters. A trial without a run (an error
+do. Long texts are cut at :data:`WIDTH` characters (``width=None``: never; ``evalport
+view`` searches and diffs whole lines). A trial without a run (an error
 before the first turn) has a one-line transcript saying so.
 """
 
@@ -18,9 +19,9 @@ from .._results import RunData, TrialResult
 WIDTH = 300
 
 
-def _cut(text: str) -> str:
+def _cut(text: str, width: int | None = WIDTH) -> str:
     text = text.replace("\n", " ⏎ ")
-    return text if len(text) <= WIDTH else text[: WIDTH - 1] + "…"
+    return text if width is None or len(text) <= width else text[: width - 1] + "…"
 
 
 def _value(value: Any) -> str:
@@ -41,25 +42,26 @@ def _arguments(arguments: Any) -> str:
     return "" if arguments is None else _value(arguments)
 
 
-def _step_lines(step: dict[str, Any]) -> list[str]:
+def _step_lines(step: dict[str, Any], width: int | None) -> list[str]:
     lines = []
     for execution in step.get("toolExecutions") or []:
         name = execution.get("name", "?")
         call = f"tool   {name}({_arguments(execution.get('arguments'))})"
         if execution.get("hasError"):
-            lines.append(_cut(f"{call} -> error {_value(execution.get('error'))}"))
+            lines.append(_cut(f"{call} -> error {_value(execution.get('error'))}", width))
         else:
-            lines.append(_cut(f"{call} -> {_value(execution.get('result'))}"))
+            lines.append(_cut(f"{call} -> {_value(execution.get('result'))}", width))
     for message in step.get("outputMessages") or []:
         content = message.get("content")
         if message.get("role") == "assistant" and isinstance(content, str) and content:
-            lines.append(_cut(f"agent: {content}"))
+            lines.append(_cut(f"agent: {content}", width))
     for error in step.get("errors") or []:
-        lines.append(_cut(f"error  {error.get('type') or 'Error'}: {error.get('message')}"))
+        message = f"error  {error.get('type') or 'Error'}: {error.get('message')}"
+        lines.append(_cut(message, width))
     return lines
 
 
-def transcript_lines(trial: TrialResult) -> list[str]:
+def transcript_lines(trial: TrialResult, *, width: int | None = WIDTH) -> list[str]:
     """The conversation of ``trial`` as lines of text (see the module rules)."""
     run = trial.run
     data = run.data() if isinstance(run, RunData) else run
@@ -72,14 +74,14 @@ def transcript_lines(trial: TrialResult) -> list[str]:
     said = False
     for turn in range(1, turns + 1):
         if turn <= len(users):
-            lines.append(_cut(f"user:  {users[turn - 1]}"))
+            lines.append(_cut(f"user:  {users[turn - 1]}", width))
         for step in steps:
             if step.get("turn") == turn:
-                step_lines = _step_lines(step)
+                step_lines = _step_lines(step, width)
                 said = said or any(line.startswith("agent:") for line in step_lines)
                 lines += step_lines
     if not said and data.get("reply"):
-        lines.append(_cut(f"agent: {data['reply']}"))
+        lines.append(_cut(f"agent: {data['reply']}", width))
     stop = data.get("stopSignal") or {}
     reason = f", stopped: {stop.get('reason')}" if isinstance(stop, dict) and stop else ""
     lines.append(f"status {data.get('status', '?')}{reason}")

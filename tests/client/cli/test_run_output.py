@@ -98,3 +98,18 @@ def test_verbose_prints_every_assertion_and_the_transcript_of_failed_trials(work
     assert out.count("    transcript:") == 3
     small = out[out.index("CASE   support_eval::small_refund") :]
     assert "PASSED        gate 1.00/1.00 event_seen(refund.proposed)" in small
+
+
+def test_a_failing_case_is_named_once_with_its_reasons(workdir, capsys):
+    assert main(["run", EVALS, "--local", REGRESSED, "--out", "run"]) == 1
+    out = capsys.readouterr().out
+    for order in ("A1049", "A1050", "A1051"):
+        assert out.count(f"{order}\"}}): 'order_status' was never called") == 1, out
+    lines = out.splitlines()
+    first = lines.index("FAIL   support_eval::order_status[shipped] (0/1 passed, needed 1)")
+    assert lines[first + 1] == (
+        '         called_tool(order_status, args ⊆ {order_id="A1049"}): '
+        "'order_status' was never called"
+    )
+    assert sum("support_eval::order_status[shipped]" in line for line in lines) == 1
+    assert "3 failed" in lines[-2]

@@ -28,7 +28,7 @@ def test_live_progress_redraws_one_line_and_ends_with_the_summary():
     )
 
 
-def test_logs_get_one_line_per_case():
+def test_logs_get_one_line_per_case_and_the_reasons_of_those_that_did_not_pass():
     report = sample_report()
     stream = io.StringIO()
     console = ConsoleReporter(stream, live=False)
@@ -36,4 +36,21 @@ def test_logs_get_one_line_per_case():
         console.case_done(result, summary)
     lines = stream.getvalue().splitlines()
     assert lines[0] == "PASS   evals/test_support.py::refund_ok (4/5)"
-    assert lines[-1] == "SCORED evals/test_support.py::tone (0/1, 1 cached)"
+    assert lines[-2:] == [
+        "SCORED evals/test_support.py::tone (0/1 passed, needed 1, 1 cached)",
+        "         judge",
+    ]
+
+
+def test_a_case_that_did_not_pass_is_named_once_in_logs():
+    report = sample_report()
+    stream = io.StringIO()
+    console = ConsoleReporter(stream, live=False)
+    for result, summary in zip(report.results, report.summary.cases, strict=True):
+        console.case_done(result, summary)
+    console.finish(report)
+    text = stream.getvalue()
+    line = "FAIL   evals/test_support.py::refund_denied (2/5 passed, needed 4)"
+    assert text.count("evals/test_support.py::refund_denied") == 1
+    after = text[text.index(line) + len(line) + 1 :].splitlines()
+    assert after[0].startswith("         ")  # its first reason, right under it

@@ -120,3 +120,32 @@ async def test_a_run_with_failures_renders_at_1280px_without_overflow(tmp_path):
     assert "message hidden by the safe trace policy" in failures[0]["text"]
     assert failures[0]["height"] > 0
     assert gap < 40, f"{gap:.0f}px between the filters and Cases"
+
+
+TAG_ROWS_SHOWN = """
+(() => {
+  const shown = {};
+  for (const verdict of ['failed', 'error', 'passed', 'all']) {
+    document.querySelector(`.filters button[data-verdict=${verdict}]`).click();
+    const heading = [...document.querySelectorAll('h2')].find((h) => h.textContent === 'Tags');
+    const rows = [...heading.nextElementSibling.querySelectorAll('tr')].slice(1);
+    shown[verdict] = rows.filter((row) => row.offsetParent !== null)
+      .map((row) => row.cells[0].textContent);
+  }
+  return shown;
+})()
+"""
+
+
+@pytest.mark.skipif(chromium_binary() is None, reason="chromium is not installed (CI installs it)")
+async def test_the_verdict_filter_also_filters_the_tags_table(tmp_path):
+    path = tmp_path / "report.html"
+    HtmlReporter(path).finish(sample_report())
+    page = await load_page(path, checks=(TAG_ROWS_SHOWN,))
+    assert page.errors == []
+    assert page.values[0] == {
+        "failed": ["approval", "refund"],  # refund_denied's tags
+        "error": ["orders"],
+        "passed": ["refund"],
+        "all": ["approval", "orders", "refund"],
+    }

@@ -1,0 +1,193 @@
+"""The web app of ``evalport view``: the pages of :mod:`..reports._view` over a folder of
+run folders (Starlette; the ``view`` extra).
+
+Rules:
+
+- PATH is one run folder (it holds ``summary.json`` or ``results.jsonl``) or a folder of
+  them (its subfolders; hidden ones are skipped). It is read again on every request, so a
+  run that finishes meanwhile appears; the app only reads (it opens no file for writing).
+- A run is addressed by its name: its folder's name under PATH (PATH's own name when PATH
+  is one run). A name is looked up among the folders the app listed, never joined to a
+  path, so no request reaches a file outside PATH: ``..``, absolute paths and encoded
+  slashes are unknown names (``404``). A subfolder that is a link leading outside PATH is
+  listed as not shown.
+- A folder that is not a readable run is listed with the reason (the file that is missing
+  or malformed); opening it shows that reason. No folder's content makes a page fail.
+- ``GET`` (and ``HEAD``) only. Served on a loopback address, a request naming another host
+  (``Host``) is refused, so a web page elsewhere cannot read runs through DNS rebinding.
+  Every answer is HTML with a Content-Security-Policy that lets the page load nothing and
+  run nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from .._config import ConfigError
+from ..reports import RunReport, load_summary
+from ..reports._files import load_run_folder
+from ..reports._view import (
+    CONTENT_SECURITY_POLICY,
+    RunEntry,
+    compare_page,
+    problem_page,
+    run_page,
+    runs_page,
+)
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+_HEADERS = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+
+
+def _is_run(folder: Path) -> bool:
+    return (folder / "summary.json").exists() or (folder / "results.jsonl").exists()
+
+
+def folders(root: Path) -> dict[str, Path]:
+    """The folders under ``root`` by name (``root`` itself when it is one run); reads none."""
+    if _is_run(root):
+        return {root.resolve().name or str(root): root}
+    try:
+        children = sorted(child for child in root.iterdir() if not child.name.startswith("."))
+    except OSError as error:
+        raise ConfigError(f"{root}: cannot list the folder ({error.strerror})") from None
+    return {child.name: child for child in children if child.is_dir()}
+
+
+def entry(root: Path, name: str, folder: Path) -> RunEntry:
+    """One folder as the runs page lists it: its summary, or why it is not shown."""
+    if folder != root and not folder.resolve().is_relative_to(root.resolve()):
+        return RunEntry(name, problem=f"{folder} leads outside {root}: not shown")
+    if not (folder / "summary.json").is_file():
+        return RunEntry(
+            name,
+            problem=f"{folder / 'summary.json'} is missing: not a run folder, or a run that "
+            "stopped before writing it",
+        )
+    try:
+        summary = load_summary(folder)
+    except ConfigError as error:
+        return RunEntry(name, problem=str(error))
+    if not (folder / "results.jsonl").is_file():
+        return RunEntry(name, summary, f"{folder / 'results.jsonl'} is missing: a partial run")
+    return RunEntry(name, summary)
+
+
+def entries(root: Path) -> list[RunEntry]:
+    """Every folder under ``root``: the runs newest first, then those not shown."""
+
+    def order(item: RunEntry) -> tuple[bool, str]:
+        shown = item.problem is None and item.summary is not None
+        return shown, item.summary.provenance.started_at if item.summary else ""
+
+    found = [entry(root, name, folder) for name, folder in folders(root).items()]
+    return sorted(found, key=order, reverse=True)
+
+
+def _html(body: str, status: int = 200) -> HTMLResponse:
+    return HTMLResponse(body, status_code=status, headers=_HEADERS)
+
+
+class LoopbackHostOnly:
+    """Answers ``400`` to a request whose Host header names another host than a loopback
+    name (the address with or without its port; ``[::1]`` too)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            host = dict(scope["headers"]).get(b"host", b"").decode("latin-1")
+            try:
+                name = urlsplit(f"//{host}").hostname
+            except ValueError:
+                name = None
+            if name not in LOOPBACK:
+                page = problem_page("400", f"this page answers only to {', '.join(LOOPBACK)}")
+                await _html(page, 400)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def build_app(root: Path, host: str = "127.0.0.1") -> Starlette:
+    """The app over ``root``; ``host`` is the address it is served on."""
+
+    def load(name: str) -> RunReport | HTMLResponse:
+        try:
+            folder = folders(root).get(name)
+        except ConfigError as error:
+            return _html(problem_page(name, str(error)))
+        if folder is None:
+            return _html(problem_page("not found", f"no run named {name!r} under {root}"), 404)
+        listed = entry(root, name, folder)
+        if listed.problem is not None:
+            return _html(problem_page(name, listed.problem))
+        try:
+            return load_run_folder(folder)
+        except ConfigError as error:
+            return _html(problem_page(name, str(error)))
+
+    def index(request: Request) -> HTMLResponse:
+        try:
+            return _html(runs_page(str(root), entries(root)))
+        except ConfigError as error:
+            return _html(problem_page("runs", str(error)))
+
+    def run(request: Request) -> HTMLResponse:
+        name = request.path_params["name"]
+        report = load(name)
+        if isinstance(report, HTMLResponse):
+            return report
+        params = request.query_params
+        page = run_page(
+            name,
+            report,
+            verdict=params.get("verdict", ""),
+            tag=params.get("tag", ""),
+            query=params.get("q", "").strip(),
+        )
+        return _html(page)
+
+    def compared(request: Request) -> HTMLResponse:
+        base_name = request.query_params.get("base", "")
+        new_name = request.query_params.get("new", "")
+        if not base_name or not new_name:
+            return _html(problem_page("compare", "choose two runs: ?base=NAME&new=NAME"), 400)
+        base, new = load(base_name), load(new_name)
+        if isinstance(base, HTMLResponse):
+            return base
+        if isinstance(new, HTMLResponse):
+            return new
+        return _html(compare_page(base_name, base, new_name, new))
+
+    async def problem(request: Request, error: Exception) -> HTMLResponse:
+        status = error.status_code if isinstance(error, HTTPException) else 500
+        detail = error.detail if isinstance(error, HTTPException) else "internal error"
+        return _html(problem_page(str(status), f"{request.url.path}: {detail}"), status)
+
+    middleware = []
+    if host in LOOPBACK:
+        middleware.append(Middleware(LoopbackHostOnly))
+    return Starlette(
+        routes=[
+            Route("/", index, methods=["GET"]),
+            Route("/run/{name}", run, methods=["GET"]),
+            Route("/compare", compared, methods=["GET"]),
+        ],
+        middleware=middleware,
+        exception_handlers={HTTPException: problem},
+    )
