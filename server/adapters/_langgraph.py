@@ -33,19 +33,21 @@ Rules:
   raised, whatever node runs it.
 - The reply is the text of the last message in the state after the turn; non-text
   content is sent as compact JSON.
-- Approvals: an ``interrupt(value)`` pauses the graph; every pending interrupt becomes
-  pending approvals of the turn at once, and the graph resumes in the same turn with
-  ``Command(resume=...)``. LangChain's ``HumanInTheLoopMiddleware`` (batched or per call)
+- Approvals and interrupts: an ``interrupt(value)`` pauses the graph; every pending
+  interrupt becomes pending approvals or a pending evalport interrupt of the turn at once
+  (one suspension), and the graph resumes in the same turn with ``Command(resume=...)``. LangChain's ``HumanInTheLoopMiddleware`` (batched or per call)
   is understood: each gated tool call is asked under its name, arguments and call id,
   and answered with the middleware's ``approve`` / ``reject`` decisions (the reason is
-  the rejection message). Any other interrupt is one approval, answered with
-  ``{"approved": bool, "reason": str | None}`` (see :mod:`._interrupts` for how it is
-  named). Decisions are recorded on the tool's execution when it runs; a rejection the
+  the rejection message). An interrupt raised in a tool, or naming a tool, is one
+  approval, answered with ``{"approved": bool, "reason": str | None}``; any other is an
+  evalport interrupt (``ctx.interrupt``) whose answer is the resume value (see
+  :mod:`._interrupts` for how each is named). Decisions are recorded on the tool's execution when it runs; a rejection the
   middleware answers without running the tool is recorded as a rejected execution.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 from collections.abc import Mapping
@@ -201,7 +203,13 @@ async def _decide(
 ) -> dict[str, Any]:
     plans = [recorder.plan_for(interrupt) for interrupt in interrupts]
     recorder.superseded()
-    decisions = await ask_all(ctx, [ask for plan in plans for ask in plan.asks])
+    questions = [plan for plan in plans if plan.question is not None]
+    # One suspension: requests made in the same scheduling pass join it.
+    decisions, answers = await asyncio.gather(
+        ask_all(ctx, [ask for plan in plans for ask in plan.asks]),
+        asyncio.gather(*(ctx.interrupt(*plan.question) for plan in questions if plan.question)),
+    )
+    answered = {plan.interrupt_id: answer for plan, answer in zip(questions, answers, strict=True)}
     recorder.decisions.update(decisions)
     for plan in plans:
         if not plan.skips_rejected:
@@ -212,7 +220,9 @@ async def _decide(
                 record_execution(
                     ctx, ask.tool, ask.arguments, call_id=ask.call_id, decision=decision
                 )
-    return {plan.interrupt_id: plan.resume(decisions) for plan in plans}
+    return {
+        plan.interrupt_id: plan.resume(decisions, answered.get(plan.interrupt_id)) for plan in plans
+    }
 
 
 def _dump(saver: InMemorySaver, value: Any) -> list[str]:
