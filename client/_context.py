@@ -228,23 +228,21 @@ class EvalContext(AssertionMethods):
         self.turns.append(turn)
         return turn
 
-    async def resume(
-        self, answer: Any = None, *, id: str | None = None, answers: Mapping[str, Any] | None = None
-    ) -> Turn:
-        """Answer the pending interrupt (``id`` names it when several are pending; or
-        ``answers`` by id for all at once) and resume the turn; returns the whole turn,
+    async def resume(self, answer: Any = None, *, answers: Mapping[str, Any] | None = None) -> Turn:
+        """Answer the pending interrupt (with several pending, ``answers`` answers each by
+        id: one call settles a suspension) and resume the turn; returns the whole turn,
         which replaces the suspended one in ``ctx.turns``."""
         run = self.sent_run()
         pending = [asked.id for asked in run.pending_interrupts]
         if not pending:
             raise ApprovalError("ctx.resume(...): the agent is not waiting for an answer")
         if answers is None:
-            if id is None and len(pending) > 1:
+            if len(pending) > 1:
                 raise ApprovalError(
                     f"ctx.resume(...): {len(pending)} interrupts are pending ({', '.join(pending)}); "
                     "answer them all with answers={id: answer, ...}"
                 )
-            answers = {id or pending[0]: answer}
+            answers = {pending[0]: answer}
         started = self.turns[-1] if self.turns and self.turns[-1].index == run.turns else None
         turn = await resume_with(
             self._session, Turn(run.turns, "", run), self.approval_policy, answers
@@ -454,10 +452,8 @@ class SyncEvalContext(AssertionMethods):
     def send(self, message: str) -> Turn:
         return self.block(self._inner.send(message))
 
-    def resume(
-        self, answer: Any = None, *, id: str | None = None, answers: Mapping[str, Any] | None = None
-    ) -> Turn:
-        return self.block(self._inner.resume(answer, id=id, answers=answers))
+    def resume(self, answer: Any = None, *, answers: Mapping[str, Any] | None = None) -> Turn:
+        return self.block(self._inner.resume(answer, answers=answers))
 
     def converse(self, messages: Sequence[str]) -> list[Turn]:
         return self.block(self._inner.converse(messages))
