@@ -9,7 +9,13 @@ Four shapes of interrupt value are understood:
   [...]}`` in the same order;
 - the middleware **per call**: ``{"type": "tool_approval", "tool_call_id", "name",
   "args", "description"}`` asks one approval and resumes with one decision. A decision is
-  ``{"type": "approve"}`` or ``{"type": "reject", "message": reason}``;
+  ``{"type": "approve"}`` or ``{"type": "reject", "message": reason}``. With
+  ``reviews="interrupts"`` either middleware shape is instead one evalport interrupt of
+  kind ``tool_review`` whose payload is the request and whose answer is the resume value
+  as given, so that all four of the middleware's decisions can be answered (``approve``,
+  ``edit`` with an ``edited_action``, ``reject``, ``respond`` with the tool's stand-in
+  result); a ``reject`` or ``respond`` answer is recorded as the call's execution (a
+  rejection, or a result), since the middleware does not run the tool;
 - an interrupt raised **in a tool**, or whose value is a mapping with a ``tool`` (or
   ``name``) and ``args`` (or ``arguments``), is one approval of that call. It resumes
   with ``{"approved": bool, "reason": str | None}``, which ``interrupt()`` returns;
@@ -37,6 +43,8 @@ _BATCHED: Final = "batched"
 _PER_CALL: Final = "per_call"
 _PLAIN: Final = "plain"
 _QUESTION: Final = "question"
+_REVIEW: Final = "review"
+REVIEW_KIND: Final = "tool_review"
 
 
 class ToolCallInfo(NamedTuple):
@@ -61,10 +69,26 @@ class InterruptPlan(NamedTuple):
         """The framework skips a rejected tool: the adapter records the rejection."""
         return self.kind in (_BATCHED, _PER_CALL)
 
+    def reviewed(self, answer: Any) -> list[tuple[ApprovalAsk, dict[str, Any]]]:
+        """For a ``tool_review`` interrupt: each asked call with the middleware decision
+        its ``answer`` gave it (answers of another shape give none)."""
+        if self.kind != _REVIEW:
+            return []
+        decisions: Any = answer.get("decisions") if isinstance(answer, Mapping) else None
+        if decisions is None:
+            decisions = [answer]
+        if not isinstance(decisions, list):
+            return []
+        return [
+            (ask, dict(decision))
+            for ask, decision in zip(self.asks, decisions, strict=False)
+            if isinstance(decision, Mapping)
+        ]
+
     def resume(self, decisions: Mapping[str, ApprovalResult], answer: Any = None) -> Any:
         """The value this interrupt resumes with, given the decisions by call id (and,
         for an evalport interrupt, its ``answer``)."""
-        if self.kind == _QUESTION:
+        if self.kind in (_QUESTION, _REVIEW):
             return answer
         answers = [decisions[ask.call_id] for ask in self.asks]
         if self.kind == _BATCHED:
@@ -92,8 +116,22 @@ def plan_interrupt(
     *,
     raised_in: ToolCallInfo | None = None,
     pending_calls: Sequence[ToolCall] = (),
+    reviews: str = "approvals",
 ) -> InterruptPlan:
-    """The approvals for one interrupt; ``pending_calls`` are the model's latest tool calls."""
+    """The approvals for one interrupt; ``pending_calls`` are the model's latest tool calls,
+    ``reviews`` how the middleware's requests are asked (``approvals`` or ``interrupts``)."""
+    plan = _plan(interrupt_id, value, raised_in, pending_calls)
+    if reviews == "interrupts" and plan.kind in (_BATCHED, _PER_CALL):
+        return InterruptPlan(interrupt_id, plan.asks, _REVIEW, (REVIEW_KIND, value))
+    return plan
+
+
+def _plan(
+    interrupt_id: str,
+    value: Any,
+    raised_in: ToolCallInfo | None,
+    pending_calls: Sequence[ToolCall],
+) -> InterruptPlan:
     if isinstance(value, Mapping) and isinstance(value.get("action_requests"), list):
         asks: list[ApprovalAsk] = []
         unmatched = list(pending_calls)

@@ -12,13 +12,20 @@ import pytest
 pytest.importorskip("langgraph")
 
 from adapterfakes import chat_model
-from adapterkit import http_target, passed, trial
+from adapterkit import http_target, passed, plan, refund_result, trial
 from evalport.client import EvalContext, LocalTarget, Target, answer_by_kind
 from evalport.protocol import digest
 from evalport.server.adapters import LangGraphAgent
 from langchain_core.messages import HumanMessage
+from langchain_core.tools import tool
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.types import interrupt
+
+@tool("refund")
+def refund_plain(order_id: str) -> str:
+    """Refund an order (the middleware asks a person first)."""
+    return refund_result(order_id)
+
 
 QUESTION = {"kind": "choice", "question": "Which size?", "options": ["S", "M", "L"]}
 
@@ -103,3 +110,56 @@ async def test_both_targets_give_the_same_run() -> None:
         assert done.reply == "Ordering a shirt in size S." and done.pending_interrupts == []
     assert local_done.interrupts[0].payload == http_done.interrupts[0].payload
     assert len(local_done.steps) == len(http_done.steps)
+
+
+def review_agent(mode: str) -> LangGraphAgent:
+    agents = pytest.importorskip("langchain.agents")
+    middleware = pytest.importorskip("langchain.agents.middleware")
+    agent = agents.create_agent(
+        chat_model(plan),
+        tools=[refund_plain],
+        middleware=[
+            middleware.HumanInTheLoopMiddleware(interrupt_on={"refund": True}, interrupt_mode=mode)
+        ],
+        name="support",
+    )
+    return LangGraphAgent(agent, reviews="interrupts")
+
+
+def reviewed_with(decision: dict[str, Any], mode: str) -> Any:
+    return {"decisions": [decision]} if mode == "batched" else decision
+
+
+@pytest.mark.parametrize("mode", ["batched", "per_call"])
+async def test_middleware_reviews_take_edit_and_respond_as_interrupt_answers(mode: str) -> None:
+    async def edited(ctx: EvalContext) -> None:
+        turn = await ctx.send("Please refund order B7.")
+        (asked,) = turn.run.pending_interrupts
+        assert asked.kind == "tool_review"
+        edit = {"type": "edit", "edited_action": {"name": "refund", "args": {"order_id": "C9"}}}
+        await ctx.resume(reviewed_with(edit, mode))
+        ctx.called_tool("refund", {"order_id": "C9"}, result=refund_result("C9"))
+        ctx.not_called_tool("refund", {"order_id": "B7"})
+        ctx.contains(refund_result("C9"))
+
+    async def responded(ctx: EvalContext) -> None:
+        await ctx.send("Please refund order B7.")
+        answer = reviewed_with({"type": "respond", "message": "refund queued"}, mode)
+        await ctx.resume(answer)
+        ctx.called_tool("refund", {"order_id": "B7"}, result="refund queued", count=1)
+        ctx.contains("refund -> refund queued")
+        ctx.interrupted("tool_review", answer=answer)
+
+    async def rejected(ctx: EvalContext) -> None:
+        await ctx.send("Please refund order B7.")
+        await ctx.resume(reviewed_with({"type": "reject", "message": "no"}, mode))
+        ctx.tool_was_rejected("refund", {"order_id": "B7"})
+
+    async with asynccontextmanager(http_target)(review_agent(mode)) as target:
+        for case in (edited, responded, rejected):
+            passed(await trial(target, case))
+
+
+def test_reviews_is_checked() -> None:
+    with pytest.raises(ValueError, match="reviews is 'approvals' or 'interrupts'"):
+        LangGraphAgent(shirt_graph(), reviews="maybe")
