@@ -21,6 +21,7 @@ from langchain_core.tools import tool
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.types import interrupt
 
+
 @tool("refund")
 def refund_plain(order_id: str) -> str:
     """Refund an order (the middleware asks a person first)."""
