@@ -152,3 +152,12 @@ def test_interrupted_reads_answered_and_pending_interrupts() -> None:
     assert not Interrupted("form", answer=1).evaluate(run).passed  # not answered yet
     missing = Interrupted("clarification").evaluate(run)
     assert not missing.passed and "kinds raised: ['choice', 'form']" in missing.message
+
+
+async def test_a_case_declares_its_interrupt_policy(target: Target) -> None:
+    async def case(ctx: EvalContext) -> None:
+        assert [turn.reply for turn in ctx.turns] == ["size S", "nothing to ask"]
+        ctx.interrupted("choice", answer="S")
+
+    policy = answer_by_kind({"choice": "S"})
+    passed(await trial(target, case, interrupt_policy=policy, messages=["shirt", "plain"]))
