@@ -5,7 +5,7 @@ Rules:
 - ``@eval_case`` (bare, or with a description and options) marks a function ``f(ctx)``,
   sync or async, as a case, and returns the function unchanged. Options: ``tags``, a
   per-case ``judge`` (wins over the suite's), a ``timeout`` in seconds, an
-  ``approval_policy``, an explicit ``id``, a ``dataset``, and tool ``faults``
+  ``approval_policy``, an ``interrupt_policy``, an explicit ``id``, a ``dataset``, and tool ``faults``
   (:class:`~evalport.protocol.ToolFault`, checked at decoration) that the runner passes
   to ``target.open`` for the case's session: injected in-process by ``LocalTarget``, sent
   to servers that enable them by ``HttpTarget``.
@@ -38,7 +38,7 @@ from typing import Any, Final, TypeVar, overload
 from evalport.protocol import ToolFault
 from evalport.protocol.runtime import as_faults
 
-from ._conversation import ApprovalPolicy, UserSimulator
+from ._conversation import ApprovalPolicy, InterruptPolicy, UserSimulator
 from ._datasets import Dataset, DatasetRow
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -59,6 +59,7 @@ class CaseSpec:
     faults: tuple[ToolFault, ...] = ()
     messages: tuple[str, ...] = ()
     user: UserSimulator | None = None
+    interrupt_policy: InterruptPolicy | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +79,7 @@ class Case:
     faults: tuple[ToolFault, ...] = ()
     messages: tuple[str, ...] = ()
     user: UserSimulator | None = None
+    interrupt_policy: InterruptPolicy | None = None
 
     @property
     def is_async(self) -> bool:
@@ -113,6 +115,7 @@ def eval_case(
     faults: Iterable[ToolFault | Mapping[str, Any]] | None = None,
     messages: Sequence[str] | None = None,
     user: UserSimulator | None = None,
+    interrupt_policy: InterruptPolicy | None = None,
 ) -> Callable[[F], F]: ...
 
 
@@ -129,6 +132,7 @@ def eval_case(
     faults: Iterable[ToolFault | Mapping[str, Any]] | None = None,
     messages: Sequence[str] | None = None,
     user: UserSimulator | None = None,
+    interrupt_policy: InterruptPolicy | None = None,
 ) -> Any:
     """Mark a function as an eval case (see the module rules)."""
     if callable(description):
@@ -148,6 +152,7 @@ def eval_case(
         faults=as_faults(faults),
         messages=_scripted(messages),
         user=user,
+        interrupt_policy=interrupt_policy,
     )
 
     def mark(func: F) -> F:
@@ -227,6 +232,7 @@ def cases_from(func: Callable[..., Any], *, prefix: str = "") -> list[Case]:
         timeout=spec.timeout,
         source=source_of(func),
         approval_policy=spec.approval_policy,
+        interrupt_policy=spec.interrupt_policy,
         faults=spec.faults,
         messages=spec.messages,
         user=spec.user,
@@ -245,6 +251,7 @@ def cases_from(func: Callable[..., Any], *, prefix: str = "") -> list[Case]:
             row=row,
             source=base.source,
             approval_policy=base.approval_policy,
+            interrupt_policy=base.interrupt_policy,
             faults=base.faults,
             messages=base.messages,
             user=base.user,

@@ -4,7 +4,9 @@ Rules:
 
 - ``await ctx.send(message)`` sends one user turn and returns its
   :class:`~evalport.client.Turn`; approvals the agent asks for are answered by the
-  approval policy before ``send`` returns (see :mod:`evalport.client._conversation`).
+  approval policy before ``send`` returns (see :mod:`evalport.client._conversation`);
+  interrupts (questions that are not approvals) by ``ctx.interrupt_policy`` if set, else
+  ``send`` returns the suspended turn and ``await ctx.resume(answer)`` answers it.
   Every assertion made afterwards reads ``ctx.run``, the run accumulated over every turn
   of the current session.
 - ``ctx.send`` returns a coroutine that must be awaited (``await ctx.send(...)``). An
@@ -48,7 +50,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from evalport.protocol import AgentRun, ToolFault
 
-from ._conversation import ApprovalPolicy, UserSimulator, settle_approvals
+from ._conversation import (
+    ApprovalError,
+    ApprovalPolicy,
+    InterruptPolicy,
+    UserSimulator,
+    resume_with,
+    settle_approvals,
+)
 from ._handles import AssertionHandle, Expectation
 from ._results import AssertionResult, JudgeRecord
 from ._target import Session, Target, Turn, faults_option
@@ -135,6 +144,7 @@ class EvalContext(AssertionMethods):
         self.case_judge = case_judge
         self.strict = strict
         self.approval_policy = approval_policy
+        self.interrupt_policy: InterruptPolicy | None = None
         self.row = row
         self.turns: list[Turn] = []
         self.logs: list[str] = []
@@ -211,8 +221,38 @@ class EvalContext(AssertionMethods):
     async def _send(self, message: str) -> Turn:
         previous = self._session.run
         turn = await self._session.send(message)
-        if turn.run.pending_approvals:
-            turn = await settle_approvals(self._session, turn, self.approval_policy, previous)
+        if turn.run.pending_approvals or turn.run.pending_interrupts:
+            turn = await settle_approvals(
+                self._session, turn, self.approval_policy, previous, self.interrupt_policy
+            )
+        self.turns.append(turn)
+        return turn
+
+    async def resume(self, answer: Any = None, *, answers: Mapping[str, Any] | None = None) -> Turn:
+        """Answer the pending interrupt (with several pending, ``answers`` answers each by
+        id: one call settles a suspension) and resume the turn; returns the whole turn,
+        which replaces the suspended one in ``ctx.turns``."""
+        run = self.sent_run()
+        pending = [asked.id for asked in run.pending_interrupts]
+        if not pending:
+            raise ApprovalError("ctx.resume(...): the agent is not waiting for an answer")
+        if answers is None:
+            if len(pending) > 1:
+                raise ApprovalError(
+                    f"ctx.resume(...): {len(pending)} interrupts are pending ({', '.join(pending)}); "
+                    "answer them all with answers={id: answer, ...}"
+                )
+            answers = {pending[0]: answer}
+        started = self.turns[-1] if self.turns and self.turns[-1].index == run.turns else None
+        turn = await resume_with(
+            self._session, Turn(run.turns, "", run), self.approval_policy, answers
+        )
+        turn = await settle_approvals(
+            self._session, turn, self.approval_policy, None, self.interrupt_policy
+        )
+        if started is not None:
+            self.turns[-1] = Turn(turn.index, started.message, turn.run, turn.steps)
+            return self.turns[-1]
         self.turns.append(turn)
         return turn
 
@@ -381,6 +421,14 @@ class SyncEvalContext(AssertionMethods):
     def approval_policy(self, policy: ApprovalPolicy | None) -> None:
         self._inner.approval_policy = policy
 
+    @property
+    def interrupt_policy(self) -> InterruptPolicy | None:
+        return self._inner.interrupt_policy
+
+    @interrupt_policy.setter
+    def interrupt_policy(self, policy: InterruptPolicy | None) -> None:
+        self._inner.interrupt_policy = policy
+
     def register(self, expectation: Expectation) -> None:
         self._inner.register(expectation)
 
@@ -403,6 +451,9 @@ class SyncEvalContext(AssertionMethods):
 
     def send(self, message: str) -> Turn:
         return self.block(self._inner.send(message))
+
+    def resume(self, answer: Any = None, *, answers: Mapping[str, Any] | None = None) -> Turn:
+        return self.block(self._inner.resume(answer, answers=answers))
 
     def converse(self, messages: Sequence[str]) -> list[Turn]:
         return self.block(self._inner.converse(messages))

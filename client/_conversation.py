@@ -22,6 +22,15 @@ Rules:
   parser ``Session.decide`` uses too): ``"approve"``, ``"reject"``, ``True``/``False``,
   ``("reject", reason)``, ``{"decision": ..., "reason": ...}`` or an
   :class:`ApprovalDecision`.
+- **Interrupts** (the run lists ``pendingInterrupts``: the agent asks something that is
+  not a tool approval, a clarification, a choice, a form) are answered by the
+  **interrupt policy** when the context has one: a callable ``policy(interrupt,
+  trajectory)`` (sync or async) that receives each
+  :class:`~evalport.protocol.PendingInterrupt` and returns its answer (any JSON value);
+  :func:`answer_by_kind` answers by kind. Without one, ``send`` returns the suspended turn
+  and the case answers with ``ctx.resume(answer)``; pending approvals of the same
+  suspension are decided by the approval policy in the same call, since one call settles
+  a suspension. Payloads are as redacted as the run (digests under ``TracePolicy.safe()``).
 - Simulated users (:class:`UserSimulator`: ``next_message(transcript) -> str | None`` and
   ``max_turns``) plug into the same loop through ``ctx.simulate``; they only ever write
   user messages, never approval decisions.
@@ -36,7 +45,13 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, TypeAlias, runtime_checkable
 
-from evalport.protocol import AgentRun, PendingApproval, matches_digest
+from evalport.protocol import (
+    AgentRun,
+    ApprovalDecision,
+    PendingApproval,
+    PendingInterrupt,
+    matches_digest,
+)
 
 from ._target import Session, Turn
 from ._trajectory import Trajectory
@@ -90,6 +105,9 @@ ApprovalPolicy: TypeAlias = Callable[
     Mapping[str, DecisionLike] | Awaitable[Mapping[str, DecisionLike]],
 ]
 
+InterruptPolicy: TypeAlias = Callable[[PendingInterrupt, Trajectory], Any]
+"""``policy(interrupt, trajectory) -> answer`` (or an awaitable of it)."""
+
 
 @runtime_checkable
 class UserSimulator(Protocol):
@@ -112,8 +130,11 @@ async def settle_approvals(
     turn: Turn,
     policy: ApprovalPolicy | None,
     previous: AgentRun | None = None,
+    interrupts: InterruptPolicy | None = None,
 ) -> Turn:
-    """Answer suspensions of ``turn`` with ``policy`` until nothing is pending.
+    """Answer suspensions of ``turn`` with ``policy`` (approvals) and ``interrupts``
+    (interrupts) until nothing is pending, or until an interrupt waits with no policy to
+    answer it (the case then calls ``ctx.resume``).
 
     Returns the whole turn: the message that started it, the final run, and the steps
     the run gained since ``previous`` (the run before the message was sent), across every
@@ -121,48 +142,80 @@ async def settle_approvals(
     """
     rounds = 0
     started = turn
-    while turn.run.pending_approvals:
-        pending = tuple(turn.run.pending_approvals)
-        ids = [item.call_id for item in pending]
-        if policy is None:
-            raise ApprovalError(
-                f"the agent suspended for approval of {_describe(pending, ids)} and no "
-                "approval policy is set; pass approval_policy=... (silence is never consent)"
-            )
+    while turn.run.pending_approvals or turn.run.pending_interrupts:
+        if turn.run.pending_interrupts and interrupts is None:
+            break  # the case answers: ctx.resume(...)
         rounds += 1
         if rounds > MAX_APPROVAL_ROUNDS:
             raise ApprovalError(
-                f"still suspended after {MAX_APPROVAL_ROUNDS} approval rounds in turn "
-                f"{turn.index}; pending: {_describe(pending, ids)}"
+                f"still suspended after {MAX_APPROVAL_ROUNDS} rounds in turn "
+                f"{turn.index}; pending: {_pending_ids(turn.run)}"
             )
-        request = ApprovalRequest(pending=pending, run=turn.run, turn=turn.index)
-        answer = policy(request, Trajectory(turn.run))
-        if inspect.isawaitable(answer):
-            answer = await answer
-        if not isinstance(answer, Mapping):
-            raise ApprovalError(
-                f"the approval policy must return a mapping of call id -> decision, "
-                f"got {type(answer).__name__}; pending: {_describe(pending, ids)}"
-            )
-        missing = [call_id for call_id in ids if call_id not in answer]
-        unknown = [str(call_id) for call_id in answer if call_id not in ids]
-        if missing or unknown:
-            parts = []
-            if missing:
-                parts.append(f"left pending call(s) undecided: {_describe(pending, missing)}")
-            if unknown:
-                parts.append(f"decided call(s) that are not pending: {', '.join(unknown)}")
-            raise ApprovalError("the approval policy " + "; ".join(parts))
-        try:
-            decisions = {call_id: to_decision(answer[call_id], call_id) for call_id in ids}
-        except ValueError as error:
-            raise ApprovalError(f"the approval policy answered: {error}") from None
-        turn = await session.decide(decisions)
+        answers: dict[str, Any] = {}
+        trajectory = Trajectory(turn.run)
+        for asked in turn.run.pending_interrupts:
+            assert interrupts is not None
+            answer = interrupts(asked, trajectory)
+            answers[asked.id] = await answer if inspect.isawaitable(answer) else answer
+        turn = await resume_with(session, turn, policy, answers)
     if turn is started:
         return turn
     if previous is None:
         return Turn(index=turn.index, message=started.message, run=turn.run, steps=turn.steps)
     return next_turn(previous, turn.run, started.message)
+
+
+def _pending_ids(run: AgentRun) -> str:
+    ids = [item.call_id for item in run.pending_approvals]
+    ids += [f"{item.id} ({item.kind})" for item in run.pending_interrupts]
+    return ", ".join(ids)
+
+
+async def resume_with(
+    session: Session, turn: Turn, policy: ApprovalPolicy | None, answers: Mapping[str, Any]
+) -> Turn:
+    """Settle ``turn``'s suspension in one call: ``answers`` for its interrupts (by id),
+    ``policy`` for its approvals."""
+    decisions: dict[str, ApprovalDecision] = {
+        key: ApprovalDecision(decision="answer", answer=answer) for key, answer in answers.items()
+    }
+    if turn.run.pending_approvals:
+        decisions.update(await _decide_approvals(turn, policy))
+    return await session.decide(decisions)
+
+
+async def _decide_approvals(
+    turn: Turn, policy: ApprovalPolicy | None
+) -> dict[str, ApprovalDecision]:
+    pending = tuple(turn.run.pending_approvals)
+    ids = [item.call_id for item in pending]
+    if policy is None:
+        raise ApprovalError(
+            f"the agent suspended for approval of {_describe(pending, ids)} and no "
+            "approval policy is set; pass approval_policy=... (silence is never consent)"
+        )
+    request = ApprovalRequest(pending=pending, run=turn.run, turn=turn.index)
+    answer = policy(request, Trajectory(turn.run))
+    if inspect.isawaitable(answer):
+        answer = await answer
+    if not isinstance(answer, Mapping):
+        raise ApprovalError(
+            f"the approval policy must return a mapping of call id -> decision, "
+            f"got {type(answer).__name__}; pending: {_describe(pending, ids)}"
+        )
+    missing = [call_id for call_id in ids if call_id not in answer]
+    unknown = [str(call_id) for call_id in answer if call_id not in ids]
+    if missing or unknown:
+        parts = []
+        if missing:
+            parts.append(f"left pending call(s) undecided: {_describe(pending, missing)}")
+        if unknown:
+            parts.append(f"decided call(s) that are not pending: {', '.join(unknown)}")
+        raise ApprovalError("the approval policy " + "; ".join(parts))
+    try:
+        return {call_id: to_decision(answer[call_id], call_id) for call_id in ids}
+    except ValueError as error:
+        raise ApprovalError(f"the approval policy answered: {error}") from None
 
 
 # -- ready-made policies ------------------------------------------------------------------
@@ -200,5 +253,22 @@ def decide_by_tool(
             if choice is not None:
                 answer[item.call_id] = choice
         return answer
+
+    return policy
+
+
+def answer_by_kind(answers: Mapping[str, Any]) -> InterruptPolicy:
+    """Answer each interrupt with ``answers[kind]``; a callable there is called with the
+    interrupt and its result is the answer. A kind not listed raises
+    :class:`ApprovalError` (an unanswered question is never answered for you)."""
+
+    def policy(interrupt: PendingInterrupt, trajectory: Trajectory) -> Any:
+        if interrupt.kind not in answers:
+            raise ApprovalError(
+                f"the agent asked a {interrupt.kind!r} interrupt ({interrupt.id}) and the "
+                f"interrupt policy answers only {sorted(answers)}"
+            )
+        answer = answers[interrupt.kind]
+        return answer(interrupt) if callable(answer) else answer
 
     return policy

@@ -82,6 +82,8 @@ class Turn:
             turns=self.index,
             events=[event for event in run.events if event.turn == self.index],
             pending_approvals=[item for item in run.pending_approvals if item.turn == self.index],
+            pending_interrupts=[item for item in run.pending_interrupts if item.turn == self.index],
+            interrupts=[item for item in run.interrupts if item.turn == self.index],
             errors=run.errors if self.index == run.turns else "",
             error_details=[error for step in self.steps for error in step.errors],
         )

@@ -150,6 +150,7 @@ async def run_trial(
         approval_policy=case.approval_policy or approval_policy,
         row=case.row,
     )
+    ctx.interrupt_policy = case.interrupt_policy
     error: tuple[str, str, str | None] | None = None
     skip_reason: str | None = None
     limit = case.timeout if case.timeout is not None else timeout

@@ -63,6 +63,8 @@ def to_decision(value: DecisionLike, call_id: str) -> ApprovalDecision:
         verdict, reason = value
     elif isinstance(value, Mapping):
         verdict, reason = value.get("decision"), value.get("reason")
+        if verdict == "answer":
+            return ApprovalDecision(decision="answer", answer=value.get("answer"))
     if verdict == "approve" or verdict == "reject":
         return ApprovalDecision(decision=verdict, reason=None if reason is None else str(reason))
     raise ValueError(

@@ -98,10 +98,14 @@ class TurnRequest(_Request):
 
 
 class ApprovalDecision(_Request):
-    """A decision on one pending tool call. A rejection's reason reaches the agent."""
+    """A decision on one pending tool call, or the answer to one pending interrupt
+    (``decision="answer"`` with ``answer``, any JSON value; evalport addition, left out
+    on the wire unless set, so that a 1.0 server still accepts a decision). A
+    rejection's reason and an answer reach the agent."""
 
-    decision: Literal["approve", "reject"]
+    decision: Literal["approve", "reject", "answer"]
     reason: str | None = None
+    answer: Any | UnsetType = UNSET
 
 
 class ApprovalsRequest(_Request):

@@ -256,6 +256,30 @@ class PendingApproval(_Wire):
     requested_at: str | None = None
 
 
+class PendingInterrupt(_Wire):
+    """A question the agent stopped to ask that is not a tool approval (evalport addition):
+    a clarification, a choice, a form. ``kind`` names what it asks, ``payload`` is any
+    JSON value (digested under a redacting trace policy, like tool arguments)."""
+
+    id: str = ""
+    kind: str = ""
+    payload: Any = None
+    turn: int = 0
+    requested_at: str | None = None
+
+
+class Interrupt(_Wire):
+    """An interrupt the agent raised and the answer it got (evalport addition)."""
+
+    id: str = ""
+    kind: str = ""
+    payload: Any = None
+    answer: Any = None
+    turn: int = 0
+    requested_at: str | None = None
+    answered_at: str | None = None
+
+
 class AgentRun(_Wire):
     """The accumulated run of a session.
 
@@ -277,6 +301,8 @@ class AgentRun(_Wire):
     pending_approvals: list[PendingApproval] = msgspec.field(default_factory=list)
     usage: Usage = msgspec.field(default_factory=Usage)
     error_details: list[ErrorInfo] = msgspec.field(default_factory=list)
+    pending_interrupts: list[PendingInterrupt] = msgspec.field(default_factory=list)
+    interrupts: list[Interrupt] = msgspec.field(default_factory=list)
 
     def sync_tools(self) -> None:
         """Rebuild ``tools`` from the steps' executions (the steps are the source)."""

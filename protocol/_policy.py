@@ -6,7 +6,8 @@ Rules (they hold wherever a policy is applied, on the client or on the server):
   results and error texts, wherever they appear (``steps[].toolExecutions``,
   ``steps[].requestedToolCalls``, the flat ``tools`` list, ``pendingApprovals``, and tool
   calls and tool results inside ``steps[].outputMessages``, which Instructor leaves in
-  clear). It also digests error texts: each line of the run-level ``errors`` string, the
+  clear), and the ``payload`` and ``answer`` of interrupts (``pendingInterrupts``,
+  ``interrupts``), as it does tool arguments. It also digests error texts: each line of the run-level ``errors`` string, the
   ``message`` of every :class:`~evalport.protocol.ErrorInfo`, and the message of a stop
   signal whose reason is ``error`` (it repeats the error's text).
 - Names, ids, order, error flags, timings, usage, finish reasons, other stop signals, events,
@@ -194,6 +195,8 @@ def _copy_run(run: AgentRun) -> AgentRun:
         steps=[_copy_step(step) for step in run.steps],
         tools=[_copy(record, tool_call=_copy(record.tool_call)) for record in run.tools],
         pending_approvals=[_copy(pending) for pending in run.pending_approvals],
+        pending_interrupts=[_copy(pending) for pending in run.pending_interrupts],
+        interrupts=[_copy(interrupt) for interrupt in run.interrupts],
         error_details=[_copy(info) for info in run.error_details],
     )
 
@@ -376,6 +379,11 @@ class _Redactor:
                     record.error = error(record.error)
         for pending in run.pending_approvals:
             pending.arguments = arguments(pending.arguments, pending.tool)
+        for asked in run.pending_interrupts:
+            asked.payload = arguments(asked.payload, None)
+        for interrupt in run.interrupts:
+            interrupt.payload = arguments(interrupt.payload, None)
+            interrupt.answer = arguments(interrupt.answer, None)
         for info in run.error_details:
             info.message = error(info.message)
         if run.stop_signal is not None:

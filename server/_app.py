@@ -140,6 +140,7 @@ class EvalAdapter:
         capabilities = ["attach", "delete", "idempotency"]
         if approvals:
             capabilities.append("approvals")
+            capabilities.append("interrupts")
         if policy is not None:
             capabilities.append("redaction")
         if faults:

@@ -220,10 +220,13 @@ def not_found(session_id: str) -> HTTPProblem:
 
 
 def suspended(live: AgentSession) -> HTTPProblem:
-    ids = ", ".join(approval.call_id for approval in live.run.pending_approvals)
+    run = live.run
+    ids = [approval.call_id for approval in run.pending_approvals]
+    ids += [f"{asked.id} ({asked.kind})" for asked in run.pending_interrupts]
     return HTTPProblem(
         ProblemType.SESSION_SUSPENDED,
-        f"The session waits for approval decisions on {ids}; post them to its approvals first.",
+        f"The session waits for approval decisions or answers on {', '.join(ids)}; "
+        "post them to its approvals first.",
     )
 
 
@@ -257,15 +260,25 @@ def replayed(stored: bytes, digest: str) -> Outcome:
 
 
 def decision_problem(error: DecisionError) -> HTTPProblem:
-    errors = [
-        FieldError(
-            path=f"$.decisions[{json.dumps(call_id)}]", message="missing: this call is pending"
-        )
-        for call_id in error.missing
-    ] + [
-        FieldError(
-            path=f"$.decisions[{json.dumps(call_id)}]", message="unknown: no such pending call"
-        )
-        for call_id in error.unknown
-    ]
+    errors = (
+        [
+            FieldError(
+                path=f"$.decisions[{json.dumps(call_id)}]", message="missing: this call is pending"
+            )
+            for call_id in error.missing
+        ]
+        + [
+            FieldError(
+                path=f"$.decisions[{json.dumps(call_id)}]", message="unknown: no such pending call"
+            )
+            for call_id in error.unknown
+        ]
+        + [
+            FieldError(
+                path=f"$.decisions[{json.dumps(key)}].decision",
+                message="an interrupt takes 'answer', a tool call 'approve' or 'reject'",
+            )
+            for key in error.mismatched
+        ]
+    )
     return HTTPProblem(ProblemType.INVALID_BODY, str(error), errors=errors)

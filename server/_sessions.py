@@ -220,7 +220,8 @@ class SessionManager:
         *,
         forward: bool = True,
     ) -> Outcome:
-        """Answer the pending approvals of a suspended session and resume its turn.
+        """Answer the pending approvals and interrupts of a suspended session and resume
+        its turn.
 
         When another replica holds the suspended turn and the store relays approvals,
         the decisions go there (unless ``forward`` is false) and its answer comes back.
@@ -229,11 +230,10 @@ class SessionManager:
         live = self.live.get(session_id)
         if live is None or not live.suspended:
             return await self._decide_elsewhere(session_id, live, decisions, forward)
-        pending = {approval.call_id for approval in live.run.pending_approvals}
-        missing = sorted(pending - decisions.keys())
-        unknown = sorted(decisions.keys() - pending)
-        if missing or unknown:
-            raise decision_problem(DecisionError(missing, unknown))
+        try:
+            live.check(decisions)
+        except DecisionError as error:
+            raise decision_problem(error) from None
         return await self.turns.decide(session_id, live, decisions)
 
     async def _decide_elsewhere(

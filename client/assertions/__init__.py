@@ -6,7 +6,7 @@ and returns a handle with ``soft()``, ``gate()``, ``at_least(t)`` and ``label(s)
 Each module's docstring states its rules.
 """
 
-from ._approvals import ToolWasApproved, ToolWasRejected
+from ._approvals import Interrupted, ToolWasApproved, ToolWasRejected
 from ._base import Assertion, AssertionTypeError, run_of, text_of
 from ._events import EventNotSeen, EventSeen, EventsInOrder, EventsSatisfy
 from ._expect import ValueEquals, ValueExpectation, ValueIncludes, ValueSatisfies
@@ -79,6 +79,7 @@ __all__ = [
     "Failed",
     "FirstToolCallWithin",
     "HashingEmbedder",
+    "Interrupted",
     "IsValidJson",
     "LengthBetween",
     "LevenshteinDistance",

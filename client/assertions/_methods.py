@@ -227,6 +227,7 @@ class AssertionMethods:
 
     tool_was_approved = Delegate(approvals.ToolWasApproved, _on_run)
     tool_was_rejected = Delegate(approvals.ToolWasRejected, _on_run)
+    interrupted = Delegate(approvals.Interrupted, _on_run)
     tool_was_injected = Delegate(faults.ToolWasInjected, _on_run)
 
     # -- steps and tokens ---------------------------------------------------------------

@@ -41,7 +41,8 @@ from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 from .._messages import ToolFault
 from .._models import AgentRun, Message, StepType
-from ._context import TurnContext, TurnControl
+from ._context import TurnContext
+from ._control import TurnControl
 
 _SHAPE_ATTR = "__evalport_shape__"
 

@@ -8,11 +8,11 @@ the agent's code as :class:`ApprovalRejected`.
 from __future__ import annotations
 
 import asyncio
-from typing import Protocol
+from typing import Any, Protocol
 
 import msgspec
 
-from .._models import PendingApproval
+from .._models import PendingApproval, PendingInterrupt
 
 
 class ApprovalResult(msgspec.Struct, frozen=True, gc=False):
@@ -32,6 +32,7 @@ class ApprovalRejected(Exception):
 
 
 class Approvals(Protocol):
-    """What the runtime gives a context so that it can suspend its turn."""
+    """What the runtime gives a context so that it can suspend its turn: the future
+    resolves to an :class:`ApprovalResult` for an approval, to the answer for an interrupt."""
 
-    def register(self, pending: PendingApproval) -> asyncio.Future[ApprovalResult]: ...
+    def register(self, pending: PendingApproval | PendingInterrupt) -> asyncio.Future[Any]: ...

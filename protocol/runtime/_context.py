@@ -20,10 +20,14 @@ Rules:
   owner posts a decision; the ``@tool`` decorator and ``async with ctx.tool_execution()``
   do it for you and record the approval state on the execution. A rejection raises
   :class:`ApprovalRejected`, whose ``reason`` is the approver's.
+- Interrupts: :meth:`TurnContext.interrupt` asks anything else (a clarification, a
+  choice, a form) and suspends the turn the same way (:mod:`._suspension`); it returns
+  the answer. The ``_sync`` twins serve sync agents in their worker thread.
 - Tool faults (``faults=``, the session's): both consult the session's fault plan after
   the approval; see :mod:`evalport.protocol.runtime._faults`.
 - :mod:`evalport.protocol.runtime._tools` holds the ``@tool`` decorator, :mod:`evalport.protocol.runtime._stamps`
-  the ids, timestamps and error records used here.
+  the ids, timestamps and error records used here, :mod:`evalport.protocol.runtime._control`
+  what the runtime does to a context that the agent's code never calls.
 """
 
 from __future__ import annotations
@@ -37,13 +41,12 @@ from typing import Any
 from .._messages import ToolFault
 from .._models import (
     AgentRun,
-    Approval,
-    ApprovalState,
     ErrorInfo,
     Event,
     LlmProfile,
     Message,
     PendingApproval,
+    PendingInterrupt,
     Step,
     StepType,
     StopSignal,
@@ -52,6 +55,7 @@ from .._models import (
     Usage,
 )
 from ._approvals import ApprovalRejected, ApprovalResult, Approvals
+from ._control import TurnControl
 from ._faults import FaultPlan
 from ._stamps import TOOL_ERROR_CLASS, arguments_of, error_info, json_value, new_id, utc_now
 from ._tool_runs import ToolExecutionBlock, ToolRun
@@ -257,21 +261,8 @@ class TurnContext:
         reason: str | None = None,
     ) -> ApprovalResult:
         """Suspend the turn until someone approves or rejects this call; returns the decision."""
-        if self._approvals is None:
-            raise RuntimeError("this turn cannot suspend: its runtime takes no approvals")
-        pending = PendingApproval(
-            call_id=call_id or new_id(),
-            tool=tool,
-            arguments=arguments_of(arguments),
-            turn=self.turn,
-            reason=reason,
-            requested_at=utc_now(),
-        )
-        if self._loop is not None and _running_loop() is not self._loop:
-            # A sync agent in a worker thread: wait on the event loop that owns the session.
-            future = asyncio.run_coroutine_threadsafe(self._await_decision(pending), self._loop)
-            return await asyncio.wrap_future(future)
-        return await self._await_decision(pending)
+        result: ApprovalResult = await self._wait(self._approval(tool, arguments, call_id, reason))
+        return result
 
     def request_approval_sync(
         self,
@@ -282,51 +273,66 @@ class TurnContext:
         reason: str | None = None,
     ) -> ApprovalResult:
         """:meth:`request_approval` for sync agents (they run in a worker thread)."""
-        if self._loop is None or _running_loop() is not None:
-            raise RuntimeError("request_approval_sync works only in a sync agent's worker thread")
-        coroutine = self._await_decision_on_loop(tool, arguments, call_id, reason)
-        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+        result: ApprovalResult = self._wait_sync(
+            self._approval(tool, arguments, call_id, reason), "request_approval_sync"
+        )
+        return result
 
-    async def _await_decision_on_loop(
+    async def interrupt(self, kind: str, payload: Any = None) -> Any:
+        """Stop the turn to ask something that is not a tool approval (``kind`` names it:
+        ``"clarification"``, ``"choice"``, ``"form"``...; ``payload`` is any JSON value);
+        returns the answer, once the session's owner posts it. The turn suspends as it does
+        on an approval request; the answer is recorded in the run's ``interrupts``."""
+        return await self._wait(self._interrupt(kind, payload))
+
+    def interrupt_sync(self, kind: str, payload: Any = None) -> Any:
+        """:meth:`interrupt` for sync agents (they run in a worker thread)."""
+        return self._wait_sync(self._interrupt(kind, payload), "interrupt_sync")
+
+    def _approval(
         self,
         tool: str,
         arguments: Mapping[str, Any] | None,
         call_id: str | None,
         reason: str | None,
-    ) -> ApprovalResult:
-        return await self.request_approval(tool, arguments, call_id=call_id, reason=reason)
+    ) -> PendingApproval:
+        return PendingApproval(
+            call_id=call_id or new_id(),
+            tool=tool,
+            arguments=arguments_of(arguments),
+            turn=self.turn,
+            reason=reason,
+            requested_at=utc_now(),
+        )
 
-    async def _await_decision(self, pending: PendingApproval) -> ApprovalResult:
+    def _interrupt(self, kind: str, payload: Any) -> PendingInterrupt:
+        if not isinstance(kind, str) or not kind:
+            raise ValueError("an interrupt needs a kind, a non-empty str such as 'clarification'")
+        return PendingInterrupt(
+            id=new_id(),
+            kind=kind,
+            payload=json_value(payload),
+            turn=self.turn,
+            requested_at=utc_now(),
+        )
+
+    async def _wait(self, pending: PendingApproval | PendingInterrupt) -> Any:
+        if self._approvals is None:
+            raise RuntimeError("this turn cannot suspend: its runtime takes no approvals")
+        if self._loop is not None and _running_loop() is not self._loop:
+            # A sync agent in a worker thread: wait on the event loop that owns the session.
+            future = asyncio.run_coroutine_threadsafe(self._register(pending), self._loop)
+            return await asyncio.wrap_future(future)
+        return await self._register(pending)
+
+    def _wait_sync(self, pending: PendingApproval | PendingInterrupt, name: str) -> Any:
+        if self._loop is None or _running_loop() is not None:
+            raise RuntimeError(f"{name} works only in a sync agent's worker thread")
+        return asyncio.run_coroutine_threadsafe(self._wait(pending), self._loop).result()
+
+    async def _register(self, pending: PendingApproval | PendingInterrupt) -> Any:
         assert self._approvals is not None
         return await self._approvals.register(pending)
-
-    async def _gate(self, run: ToolRun) -> None:
-        execution = run.execution
-        execution.approval = Approval(state=ApprovalState.PENDING)
-        decision = await self.request_approval(
-            execution.name,
-            execution.arguments if isinstance(execution.arguments, dict) else None,
-            call_id=execution.tool_call_id,
-        )
-        self._decided(run, decision)
-
-    def _gate_sync(self, run: ToolRun) -> None:
-        execution = run.execution
-        execution.approval = Approval(state=ApprovalState.PENDING)
-        decision = self.request_approval_sync(
-            execution.name,
-            execution.arguments if isinstance(execution.arguments, dict) else None,
-            call_id=execution.tool_call_id,
-        )
-        self._decided(run, decision)
-
-    def _decided(self, run: ToolRun, decision: ApprovalResult) -> None:
-        execution = run.execution
-        state = ApprovalState.APPROVED if decision.approved else ApprovalState.REJECTED
-        execution.approval = Approval(state=state, reason=decision.reason, decided_at=utc_now())
-        if not decision.approved:
-            raise ApprovalRejected(execution.name, decision.reason)
-        execution.started_at = utc_now()
 
     def _start_execution(
         self, name: str, arguments: Mapping[str, Any] | None, call_id: str | None
@@ -440,64 +446,6 @@ class TurnContext:
     def _reopen(self) -> None:
         # The runtime records a timeout into a turn whose agent was cut off.
         self._closed = False
-
-
-class TurnControl:
-    """The runtime's handle on a turn's context: what the session and the tool blocks do
-    to it, which the agent's code never calls (so it is not on :class:`TurnContext`)."""
-
-    __slots__ = ("ctx",)
-
-    def __init__(self, ctx: TurnContext) -> None:
-        self.ctx = ctx
-
-    def activate(self) -> Any:
-        """Make the context current (a context variable token)."""
-        return self.ctx._activate()
-
-    def close(self) -> None:
-        """End recording: later steps, executions and events are discarded."""
-        self.ctx._close()
-
-    def reopen(self) -> None:
-        """Record again (a timed-out turn's failure is recorded after it closed)."""
-        self.ctx._reopen()
-
-    def final_step(self, reply: str) -> Step:
-        """Close the open step and record the final response step with ``reply``."""
-        return self.ctx._final_step(reply)
-
-    def error_step(self, info: ErrorInfo) -> Step:
-        """Close the open step and record a step for the turn's error."""
-        return self.ctx._error_step(info)
-
-    def tool_block(
-        self, name: str, arguments: Mapping[str, Any] | None, *, approval: bool = False
-    ) -> ToolExecutionBlock:
-        """:meth:`TurnContext.tool_execution` for ``@tool``, which skips the tool's body when
-        a result fault applies, so one may."""
-        return self.ctx._tool_block(name, arguments, approval=approval, results=True)
-
-    @property
-    def has_faults(self) -> bool:
-        """Whether the session carries a fault plan."""
-        return self.ctx._faults is not None
-
-    async def gate(self, run: ToolRun) -> None:
-        """Ask for approval of a tool execution and wait for the decision."""
-        await self.ctx._gate(run)
-
-    def gate_sync(self, run: ToolRun) -> None:
-        """:meth:`gate` from a worker thread."""
-        self.ctx._gate_sync(run)
-
-    def inject(self, run: ToolRun, results: bool) -> None:
-        """Apply the fault plan to a tool execution (``results``: a result may replace it)."""
-        self.ctx._inject(run, results)
-
-    def finish_execution(self, run: ToolRun, error: BaseException | None) -> None:
-        """Record a tool execution's end, with its result or ``error``."""
-        self.ctx._finish_execution(run, error)
 
 
 def _unexecuted_call(step: Step, name: str) -> str | None:

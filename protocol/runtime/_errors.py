@@ -27,17 +27,26 @@ class SessionClosed(SessionNotFound, RuntimeError):
 
 
 class DecisionError(RequestRejected, ValueError):
-    """Decisions that do not match the pending call ids exactly."""
+    """Decisions that do not match the pending ids exactly (``mismatched``: an interrupt
+    id not given an ``answer``, or a call id given one)."""
 
-    def __init__(self, missing: list[str], unknown: list[str]) -> None:
+    def __init__(
+        self, missing: list[str], unknown: list[str], mismatched: list[str] | None = None
+    ) -> None:
         parts = []
         if missing:
-            parts.append("no decision for pending call id(s): " + ", ".join(missing))
+            parts.append("no decision for pending id(s): " + ", ".join(missing))
         if unknown:
-            parts.append("decision(s) for unknown call id(s): " + ", ".join(unknown))
+            parts.append("decision(s) for unknown id(s): " + ", ".join(unknown))
+        if mismatched:
+            parts.append(
+                "an interrupt takes an 'answer' and a tool call 'approve' or 'reject': "
+                + ", ".join(mismatched)
+            )
         super().__init__("; ".join(parts))
         self.missing = missing
         self.unknown = unknown
+        self.mismatched = mismatched or []
 
 
 class TurnTimeout(TurnTimedOut, TimeoutError):

@@ -23,7 +23,8 @@ import uuid
 from typing import Any
 
 from .._models import ErrorInfo, Message, RunStatus, StopReason, StopSignal, Usage
-from ._context import TurnContext, TurnControl
+from ._context import TurnContext
+from ._control import TurnControl
 from ._stamps import error_info
 
 logger = logging.getLogger("evalport.agent")

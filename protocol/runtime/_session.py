@@ -10,23 +10,24 @@ Rules:
   and context variables the agent sets stay in the turn. On Python 3.12+ the task
   starts eagerly (:mod:`evalport.protocol.runtime._tasks`): a turn that never waits is
   over before the caller would have had to wait for it. :meth:`AgentSession.send`
-  returns when the turn completes **or suspends** on approval requests;
-  :meth:`AgentSession.decide` answers every pending request and returns at the next
-  completion or suspension. Cancelling the caller of ``send`` or ``decide`` never cancels
+  returns when the turn completes **or suspends** on approval requests or interrupts
+  (:mod:`._suspension`); :meth:`AgentSession.decide` answers every pending request and
+  returns at the next completion or suspension. Cancelling the caller of ``send`` or ``decide`` never cancels
   the turn (it is shielded; its timeout goes with that caller); only a timeout or
   :meth:`AgentSession.close` does. :meth:`AgentSession.wait` follows the turn after such
   a cancellation, as the cancelled call would have.
 - One turn at a time: ``send`` during a turn raises :class:`SessionBusy`, ``send`` while
   suspended :class:`SessionSuspended`, ``decide`` with nothing pending
-  :class:`NotSuspended`. ``decide`` must cover exactly the pending call ids, otherwise
-  :class:`DecisionError` names the missing and unknown ids and nothing is resumed.
+  :class:`NotSuspended`. ``decide`` must cover exactly the pending ids, otherwise
+  :class:`DecisionError` names the missing, unknown and mismatched ids and nothing is
+  resumed.
 - A turn's run status: ``completed``, ``stopped`` (the agent gave a stop signal),
   ``failed`` (the agent raised: the error's type and message are recorded, with an error
   id that is also logged, never a traceback), ``in_progress`` while suspended (with
-  ``pendingApprovals``); :mod:`._outcomes` writes them.
+  ``pendingApprovals`` or ``pendingInterrupts``); :mod:`._outcomes` writes them.
 - Timeout (``timeout=`` seconds of agent time; time spent suspended does not count): the
   turn's task is cancelled, the turn is recorded as ``failed`` with a ``time_limit`` stop
-  signal and a ``TurnTimeout`` error, pending approvals are dropped, the session is idle
+  signal and a ``TurnTimeout`` error, pending requests are dropped, the session is idle
   again and usable, and :class:`TurnTimeout` is raised carrying the run (a caller cancelled
   meanwhile does not cut that short: :meth:`AgentSession.wait` raises it). A sync agent's
   worker thread cannot be cancelled: it finishes in the background, new steps, tool
@@ -43,32 +44,29 @@ Rules:
 - ``tools`` and the ``usage`` total are re-derived from the latest turn's steps whenever
   it completes or suspends (earlier turns never change, so this costs one turn's work).
 - Between turns the run is kept only encoded, as the protocol's ``{"run": ...}`` bytes
-  (:attr:`AgentSession.run_envelope`); :attr:`AgentSession.run` decodes it on demand.
+  (:attr:`AgentSession.run_envelope`); :attr:`AgentSession.run` decodes it on demand
+  (:mod:`._parked`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from concurrent.futures import Executor
 from typing import Any, Final, NoReturn
 
-import msgspec
-
-from .._messages import ApprovalDecision, RunEnvelope
 from .._models import (
     AgentRun,
     Message,
     PendingApproval,
+    PendingInterrupt,
     RunStatus,
     Usage,
 )
 from ._agent import AsyncTurnHandler, SessionInfo, history_of, session_factory
-from ._approvals import ApprovalResult
-from ._context import TurnContext, TurnControl
+from ._context import TurnContext
+from ._control import TurnControl
 from ._errors import (
-    DecisionError,
     NotSuspended,
     SessionBusy,
     SessionClosed,
@@ -76,34 +74,15 @@ from ._errors import (
     TurnTimeout,
 )
 from ._outcomes import agent_error, complete, fail, fail_timeout
+from ._parked import ParkedRun
 from ._steps import StepClock, Timed, Worker
+from ._suspension import Decision, Suspension
 from ._tasks import start_task
-
-_encode_envelope = msgspec.json.Encoder().encode
-_decode_envelope = msgspec.json.Decoder(RunEnvelope).decode
 
 _DONE: Final = "done"
 _SUSPENDED: Final = "suspended"
 _TIMED_OUT: Final = "timed out"
 _CANCEL_GRACE: Final = 1.0
-
-
-Decision = ApprovalDecision | ApprovalResult | str | tuple[str, str]
-
-
-def _result_of(decision: Decision) -> ApprovalResult:
-    if isinstance(decision, ApprovalResult):
-        return decision
-    if isinstance(decision, ApprovalDecision):
-        return ApprovalResult(approved=decision.decision == "approve", reason=decision.reason)
-    if isinstance(decision, str):
-        if decision not in ("approve", "reject"):
-            raise ValueError(f"a decision is 'approve' or 'reject', not {decision!r}")
-        return ApprovalResult(approved=decision == "approve")
-    verdict, reason = decision
-    if verdict not in ("approve", "reject"):
-        raise ValueError(f"a decision is 'approve' or 'reject', not {verdict!r}")
-    return ApprovalResult(approved=verdict == "approve", reason=reason)
 
 
 class AgentSession:
@@ -116,19 +95,17 @@ class AgentSession:
         "_ctx",
         "_deadline",
         "_ended",
-        "_finished",
-        "_futures",
         "_handler",
+        "_held",
         "_history",
         "_log_details",
         "_overran",
-        "_parked",
-        "_run",
         "_task",
         "_timeout",
         "_timer",
         "_timing_out",
         "_usage_before",
+        "_waiting",
         "_worker",
         "info",
         "state",
@@ -152,11 +129,7 @@ class AgentSession:
         self._timeout: float | None = None
         self._overran = False
         self.info = info
-        self._run: AgentRun | None = run
-        self._parked = b""
-        self._finished: AgentRun | None = None
-        if run is None:
-            self._parked = _encode_envelope(RunEnvelope(run=AgentRun(session_id=info.session_id)))
+        self._held = ParkedRun(run, info.session_id)
         self.state: dict[str, Any] = {}
         self._history: list[Message] = []
         self._task: asyncio.Task[None] | None = None
@@ -165,7 +138,7 @@ class AgentSession:
         self._checkpoint: asyncio.Future[str] | None = None
         self._ended = False  # whether the latest turn's task has settled the session
         self._timing_out: asyncio.Task[TurnTimeout] | None = None
-        self._futures: dict[str, asyncio.Future[ApprovalResult]] = {}
+        self._waiting = Suspension()
         self._closed = False
         self._usage_before = Usage()
 
@@ -212,45 +185,28 @@ class AgentSession:
 
     @property
     def run(self) -> AgentRun:
-        """The accumulated run.
-
-        Between turns the session keeps it only encoded (:attr:`run_envelope`): idle
-        sessions then hold a few bytes objects instead of a tree of Python objects, which
-        keeps memory and garbage-collection pauses small with many sessions. Reading this
-        property decodes it again.
-        """
-        run = self._run
-        if run is None:
-            run = self._run = _decode_envelope(self._parked).run
-        return run
+        """The accumulated run (between turns kept only encoded, see :mod:`._parked`:
+        reading this property decodes it again)."""
+        return self._held.run
 
     @property
     def run_envelope(self) -> bytes:
         """The accumulated run as the protocol sends it, ``{"run": ...}`` (no copy when idle)."""
-        if self._run is None:
-            return self._parked
-        return _encode_envelope(RunEnvelope(run=self._run))
+        return self._held.envelope
 
     def _park(self) -> AgentRun:
         # Between turns, keep the run only encoded; returns the run object as it was.
-        finished, self._finished = self._finished, None
-        if finished is not None and self._run is None:
-            return finished  # encoded already when the turn completed
-        run = self.run
-        if self._task is None and not self._futures and not self._closed:
-            self._parked = _encode_envelope(RunEnvelope(run=run))
-            self._run = None
-        return run
+        return self._held.park(self._task is None and not self._waiting and not self._closed)
 
     @property
     def busy(self) -> bool:
         """A turn is running (not suspended), or a timed-out turn's thread still runs."""
-        return (self._task is not None and not self._futures) or self._worker.running
+        return (self._task is not None and not self._waiting) or self._worker.running
 
     @property
     def suspended(self) -> bool:
-        """The turn waits for approval decisions."""
-        return bool(self._futures)
+        """The turn waits for approval decisions or interrupt answers."""
+        return bool(self._waiting)
 
     @property
     def pending(self) -> list[PendingApproval]:
@@ -258,7 +214,7 @@ class AgentSession:
 
     def snapshot(self) -> AgentRun:
         """A deep copy of the accumulated run."""
-        return _decode_envelope(self.run_envelope).run
+        return self._held.snapshot()
 
     # -- turns ----------------------------------------------------------------------------
 
@@ -273,8 +229,8 @@ class AgentSession:
         first step before that work's."""
         if self._closed:
             return _raise(SessionClosed("the session is closed"))
-        if self._futures:
-            return _raise(SessionSuspended("the session waits for approval decisions"))
+        if self._waiting:
+            return _raise(SessionSuspended("the session waits for approvals or answers"))
         if self._task is not None:
             return _raise(SessionBusy("a turn is already running on this session"))
         if self._worker.running:
@@ -305,28 +261,26 @@ class AgentSession:
     async def decide(
         self, decisions: Mapping[str, Decision], *, timeout: float | None = None
     ) -> AgentRun:
-        """Answer every pending approval and resume the turn; returns at its next stop."""
-        if self._closed:
-            raise SessionClosed("the session is closed")
-        if not self._futures:
-            raise NotSuspended("no approval is pending on this session")
-        missing = [call_id for call_id in self._futures if call_id not in decisions]
-        unknown = [call_id for call_id in decisions if call_id not in self._futures]
-        if missing or unknown:
-            raise DecisionError(missing, unknown)
-        results = {call_id: _result_of(decision) for call_id, decision in decisions.items()}
+        """Answer every pending approval and interrupt (an :class:`ApprovalDecision` with
+        ``decision="answer"``) and resume the turn; returns at its next stop."""
+        self.check(decisions)
         self._timing_out = None
         self._timeout = timeout  # each resumption gets the full timeout again
         loop = asyncio.get_running_loop()
         self._deadline = None if timeout is None else loop.time() + timeout
-        futures, self._futures = self._futures, {}
-        self.run.pending_approvals = []
         self.run.status = RunStatus.IN_PROGRESS
         self._checkpoint = checkpoint = asyncio.get_running_loop().create_future()
-        for call_id, future in futures.items():
-            if not future.done():
-                future.set_result(results[call_id])
+        self._waiting.settle(self.run, decisions)
         return await self._drive(checkpoint, timeout)
+
+    def check(self, decisions: Mapping[str, Decision]) -> None:
+        """Raise what :meth:`decide` would raise for ``decisions`` before resuming anything
+        (:class:`SessionClosed`, :class:`NotSuspended`, :class:`DecisionError`)."""
+        if self._closed:
+            raise SessionClosed("the session is closed")
+        if not self._waiting:
+            raise NotSuspended("nothing is pending on this session")
+        self._waiting.check(decisions)
 
     async def wait(self, *, timeout: float | None = None) -> AgentRun:
         """Follow a turn whose caller of :meth:`send` or :meth:`decide` was cancelled.
@@ -338,14 +292,14 @@ class AgentSession:
         if self._timing_out is not None:  # the turn timed out already: its outcome
             return await self._timed_out(None, 0.0)
         checkpoint = self._checkpoint
-        if self._task is None or self._futures or checkpoint is None:
-            return self.run if self._futures else self._park()
+        if self._task is None or self._waiting or checkpoint is None:
+            return self.run if self._waiting else self._park()
         return await self._drive(checkpoint, timeout)
 
     async def close(self) -> None:
         """Cancel a running or suspended turn and refuse further calls."""
         self._closed = True
-        self._drop_approvals()
+        self._waiting.drop()
         task = self._task
         if task is not None and not task.done():
             task.cancel()
@@ -353,31 +307,19 @@ class AgentSession:
         if task is not None and task.done() and self._task is task:
             self._settled(False)  # cancelled before it started: nothing else settles it
 
-    def _drop_approvals(self) -> None:
-        """Cancel the pending approval futures: an agent waiting on one (a sync agent in
-        its worker thread included) wakes with ``CancelledError`` instead of waiting
-        forever and holding its thread."""
-        futures, self._futures = self._futures, {}
-        for future in futures.values():
-            future.cancel()
+    # -- approvals and interrupts (the turn context calls this) ----------------------------
 
-    # -- approvals (the recorder calls this) ------------------------------------------------
-
-    def register(self, pending: PendingApproval) -> asyncio.Future[ApprovalResult]:
-        """Record a pending approval and suspend the turn until it is decided."""
+    def register(self, pending: PendingApproval | PendingInterrupt) -> asyncio.Future[Any]:
+        """Record a pending approval or interrupt and suspend the turn until it is answered."""
         if self._closed:
             raise SessionClosed("the session is closed")
-        future: asyncio.Future[ApprovalResult] = asyncio.get_running_loop().create_future()
-        if pending.call_id in self._futures:
-            pending.call_id = str(uuid.uuid4())
-        self._futures[pending.call_id] = future
-        self.run.pending_approvals.append(pending)
+        future = self._waiting.add(self.run, pending)
         loop = asyncio.get_running_loop()
         checkpoint = self._checkpoint
         if checkpoint is None:
             checkpoint = self._checkpoint = loop.create_future()
         if not checkpoint.done():
-            # Let approvals requested in the same scheduling pass join this suspension.
+            # Let requests made in the same scheduling pass join this suspension.
             loop.call_soon(loop.call_soon, _resolve, checkpoint, _SUSPENDED)
         return future
 
@@ -434,8 +376,7 @@ class AgentSession:
 
     async def _time_out(self, task: asyncio.Task[None], timeout: float) -> TurnTimeout:
         ctx = self._ctx
-        self._drop_approvals()
-        self.run.pending_approvals = []
+        self._waiting.drop(self.run)
         task.cancel()
         await asyncio.wait({task}, timeout=_CANCEL_GRACE)
         if task.done() and self._task is task:
@@ -468,10 +409,8 @@ class AgentSession:
         self._task = None
         self._ctx = None
         self._ended = True
-        if completed and not self._futures and not self._closed and self._run is not None:
-            self._finished = self._run
-            self._parked = _encode_envelope(RunEnvelope(run=self._run))
-            self._run = None
+        if completed and not self._waiting and not self._closed:
+            self._held.finish()
         checkpoint, self._checkpoint = self._checkpoint, None
         if checkpoint is not None:
             _resolve(checkpoint, _DONE)

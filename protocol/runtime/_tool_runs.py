@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from .._models import ToolExecution
 
 if TYPE_CHECKING:
-    from ._context import TurnControl
+    from ._control import TurnControl
 
 
 class ToolRun:

@@ -23,7 +23,8 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any, ParamSpec, TypeVar, cast, overload
 
-from ._context import TurnControl, current_context
+from ._context import current_context
+from ._control import TurnControl
 
 P = ParamSpec("P")
 R = TypeVar("R")

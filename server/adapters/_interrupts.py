@@ -1,6 +1,7 @@
-"""LangGraph interrupts as approval requests, and decisions as the values that resume them.
+"""LangGraph interrupts as approval requests or evalport interrupts, and decisions and
+answers as the values that resume them.
 
-Three shapes of interrupt value are understood:
+Four shapes of interrupt value are understood:
 
 - **LangChain's** ``HumanInTheLoopMiddleware``, batched: ``{"action_requests": [{"name",
   "args", "description"?}, ...], "review_configs": [...]}`` asks one approval per action
@@ -8,11 +9,20 @@ Three shapes of interrupt value are understood:
   [...]}`` in the same order;
 - the middleware **per call**: ``{"type": "tool_approval", "tool_call_id", "name",
   "args", "description"}`` asks one approval and resumes with one decision. A decision is
-  ``{"type": "approve"}`` or ``{"type": "reject", "message": reason}``;
-- **anything else** is one approval: named after the tool that raised it when a tool did,
-  else after the value's ``tool`` (or ``name``) with its ``args`` (or ``arguments``) when
-  it is such a mapping, else ``interrupt`` with ``{"value": value}``. It resumes with
-  ``{"approved": bool, "reason": str | None}``, which ``interrupt()`` returns.
+  ``{"type": "approve"}`` or ``{"type": "reject", "message": reason}``. With
+  ``reviews="interrupts"`` either middleware shape is instead one evalport interrupt of
+  kind ``tool_review`` whose payload is the request and whose answer is the resume value
+  as given, so that all four of the middleware's decisions can be answered (``approve``,
+  ``edit`` with an ``edited_action``, ``reject``, ``respond`` with the tool's stand-in
+  result); a ``reject`` or ``respond`` answer is recorded as the call's execution (a
+  rejection, or a result), since the middleware does not run the tool;
+- an interrupt raised **in a tool**, or whose value is a mapping with a ``tool`` (or
+  ``name``) and ``args`` (or ``arguments``), is one approval of that call. It resumes
+  with ``{"approved": bool, "reason": str | None}``, which ``interrupt()`` returns;
+- **anything else** (a question, a choice, a form) is an evalport interrupt
+  (``ctx.interrupt``): its kind is the value's ``kind`` (or ``type``) when it is a mapping
+  holding one as text, else ``interrupt``; its payload is the value; it resumes with the
+  answer as it was given, which ``interrupt()`` returns.
 
 The middleware does not run a rejected tool, so :attr:`InterruptPlan.skips_rejected` tells
 the adapter to record the rejection itself; any other interrupt leaves a rejection to the
@@ -32,6 +42,9 @@ from ._recording import ApprovalAsk, arguments_of
 _BATCHED: Final = "batched"
 _PER_CALL: Final = "per_call"
 _PLAIN: Final = "plain"
+_QUESTION: Final = "question"
+_REVIEW: Final = "review"
+REVIEW_KIND: Final = "tool_review"
 
 
 class ToolCallInfo(NamedTuple):
@@ -48,14 +61,35 @@ class InterruptPlan(NamedTuple):
     interrupt_id: str
     asks: list[ApprovalAsk]
     kind: str
+    question: tuple[str, Any] | None = None
+    """For an evalport interrupt: its kind and payload."""
 
     @property
     def skips_rejected(self) -> bool:
         """The framework skips a rejected tool: the adapter records the rejection."""
-        return self.kind != _PLAIN
+        return self.kind in (_BATCHED, _PER_CALL)
 
-    def resume(self, decisions: Mapping[str, ApprovalResult]) -> Any:
-        """The value this interrupt resumes with, given the decisions by call id."""
+    def reviewed(self, answer: Any) -> list[tuple[ApprovalAsk, dict[str, Any]]]:
+        """For a ``tool_review`` interrupt: each asked call with the middleware decision
+        its ``answer`` gave it (answers of another shape give none)."""
+        if self.kind != _REVIEW:
+            return []
+        decisions: Any = answer.get("decisions") if isinstance(answer, Mapping) else None
+        if decisions is None:
+            decisions = [answer]
+        if not isinstance(decisions, list):
+            return []
+        return [
+            (ask, dict(decision))
+            for ask, decision in zip(self.asks, decisions, strict=False)
+            if isinstance(decision, Mapping)
+        ]
+
+    def resume(self, decisions: Mapping[str, ApprovalResult], answer: Any = None) -> Any:
+        """The value this interrupt resumes with, given the decisions by call id (and,
+        for an evalport interrupt, its ``answer``)."""
+        if self.kind in (_QUESTION, _REVIEW):
+            return answer
         answers = [decisions[ask.call_id] for ask in self.asks]
         if self.kind == _BATCHED:
             return {"decisions": [_middleware_decision(answer) for answer in answers]}
@@ -82,8 +116,22 @@ def plan_interrupt(
     *,
     raised_in: ToolCallInfo | None = None,
     pending_calls: Sequence[ToolCall] = (),
+    reviews: str = "approvals",
 ) -> InterruptPlan:
-    """The approvals for one interrupt; ``pending_calls`` are the model's latest tool calls."""
+    """The approvals for one interrupt; ``pending_calls`` are the model's latest tool calls,
+    ``reviews`` how the middleware's requests are asked (``approvals`` or ``interrupts``)."""
+    plan = _plan(interrupt_id, value, raised_in, pending_calls)
+    if reviews == "interrupts" and plan.kind in (_BATCHED, _PER_CALL):
+        return InterruptPlan(interrupt_id, plan.asks, _REVIEW, (REVIEW_KIND, value))
+    return plan
+
+
+def _plan(
+    interrupt_id: str,
+    value: Any,
+    raised_in: ToolCallInfo | None,
+    pending_calls: Sequence[ToolCall],
+) -> InterruptPlan:
     if isinstance(value, Mapping) and isinstance(value.get("action_requests"), list):
         asks: list[ApprovalAsk] = []
         unmatched = list(pending_calls)
@@ -114,6 +162,8 @@ def plan_interrupt(
             reason = _text(value.get("reason", value.get("description")))
             ask = ApprovalAsk(interrupt_id, tool, arguments_of(args), reason)
             return InterruptPlan(interrupt_id, [ask], _PLAIN)
-    return InterruptPlan(
-        interrupt_id, [ApprovalAsk(interrupt_id, "interrupt", {"value": value})], _PLAIN
-    )
+    kind = "interrupt"
+    if isinstance(value, Mapping):
+        named = value.get("kind", value.get("type"))
+        kind = named if isinstance(named, str) and named else kind
+    return InterruptPlan(interrupt_id, [], _QUESTION, (kind, value))

@@ -33,19 +33,23 @@ Rules:
   raised, whatever node runs it.
 - The reply is the text of the last message in the state after the turn; non-text
   content is sent as compact JSON.
-- Approvals: an ``interrupt(value)`` pauses the graph; every pending interrupt becomes
-  pending approvals of the turn at once, and the graph resumes in the same turn with
-  ``Command(resume=...)``. LangChain's ``HumanInTheLoopMiddleware`` (batched or per call)
+- Approvals and interrupts: an ``interrupt(value)`` pauses the graph; every pending
+  interrupt becomes pending approvals or a pending evalport interrupt of the turn at once
+  (one suspension), and the graph resumes in the same turn with ``Command(resume=...)``. LangChain's ``HumanInTheLoopMiddleware`` (batched or per call)
   is understood: each gated tool call is asked under its name, arguments and call id,
   and answered with the middleware's ``approve`` / ``reject`` decisions (the reason is
-  the rejection message). Any other interrupt is one approval, answered with
-  ``{"approved": bool, "reason": str | None}`` (see :mod:`._interrupts` for how it is
-  named). Decisions are recorded on the tool's execution when it runs; a rejection the
+  the rejection message). An interrupt raised in a tool, or naming a tool, is one
+  approval, answered with ``{"approved": bool, "reason": str | None}``; any other is an
+  evalport interrupt (``ctx.interrupt``) whose answer is the resume value (see
+  :mod:`._interrupts` for how each is named). ``reviews="interrupts"`` asks the
+  middleware's requests as ``tool_review`` interrupts instead, answered with the
+  middleware's own decisions (``edit`` and ``respond`` included). Decisions are recorded on the tool's execution when it runs; a rejection the
   middleware answers without running the tool is recorded as a rejected execution.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 from collections.abc import Mapping
@@ -57,6 +61,7 @@ from evalport.protocol.runtime import ApprovalResult, SessionInfo, TurnContext, 
 
 from ._interrupts import InterruptPlan, ToolCallInfo, plan_interrupt
 from ._recording import (
+    ApprovalAsk,
     arguments_of,
     ask_all,
     finish_turn,
@@ -96,7 +101,10 @@ class LangGraphAgent:
         config: Mapping[str, Any] | None = None,
         name: str | None = None,
         version: str | None = None,
+        reviews: str = "approvals",
     ) -> None:
+        if reviews not in ("approvals", "interrupts"):
+            raise ValueError(f"reviews is 'approvals' or 'interrupts', not {reviews!r}")
         if not isinstance(graph, Pregel):
             raise TypeError(
                 "LangGraphAgent serves a compiled graph (graph.compile()), "
@@ -111,6 +119,7 @@ class LangGraphAgent:
         self.config = dict(config or {})
         self.agent_name = name or graph.name or "langgraph-agent"
         self.agent_version = version or "0"
+        self.reviews = reviews
 
     def __call__(self, info: SessionInfo) -> _Session:
         return _Session(self, f"evalport-{info.session_id}")
@@ -175,7 +184,7 @@ class _Session:
 
     async def _turn(self, message: str, ctx: TurnContext) -> str:
         adapter = self._adapter
-        recorder = _Recorder(ctx)
+        recorder = _Recorder(ctx, adapter.reviews)
         base = adapter.config
         config = cast(
             RunnableConfig,
@@ -201,7 +210,16 @@ async def _decide(
 ) -> dict[str, Any]:
     plans = [recorder.plan_for(interrupt) for interrupt in interrupts]
     recorder.superseded()
-    decisions = await ask_all(ctx, [ask for plan in plans for ask in plan.asks])
+    questions = [plan for plan in plans if plan.question is not None]
+    # One suspension: requests made in the same scheduling pass join it.
+    decisions, answers = await asyncio.gather(
+        ask_all(ctx, [ask for plan in plans if plan.question is None for ask in plan.asks]),
+        asyncio.gather(*(ctx.interrupt(*plan.question) for plan in questions if plan.question)),
+    )
+    answered = {plan.interrupt_id: answer for plan, answer in zip(questions, answers, strict=True)}
+    for plan in questions:
+        for ask, decision in plan.reviewed(answered[plan.interrupt_id]):
+            _record_review(ctx, ask, decision)
     recorder.decisions.update(decisions)
     for plan in plans:
         if not plan.skips_rejected:
@@ -212,7 +230,21 @@ async def _decide(
                 record_execution(
                     ctx, ask.tool, ask.arguments, call_id=ask.call_id, decision=decision
                 )
-    return {plan.interrupt_id: plan.resume(decisions) for plan in plans}
+    return {
+        plan.interrupt_id: plan.resume(decisions, answered.get(plan.interrupt_id)) for plan in plans
+    }
+
+
+def _record_review(ctx: TurnContext, ask: ApprovalAsk, decision: Mapping[str, Any]) -> None:
+    """A reviewed call the middleware does not run: recorded as rejected, or with the
+    reviewer's stand-in result."""
+    message = decision.get("message")
+    if decision.get("type") == "reject":
+        reason = message if isinstance(message, str) else None
+        rejected = ApprovalResult(approved=False, reason=reason)
+        record_execution(ctx, ask.tool, ask.arguments, call_id=ask.call_id, decision=rejected)
+    elif decision.get("type") == "respond":
+        record_execution(ctx, ask.tool, ask.arguments, call_id=ask.call_id, result=message)
 
 
 def _dump(saver: InMemorySaver, value: Any) -> list[str]:
@@ -249,8 +281,9 @@ class _Recorder(AsyncCallbackHandler):
 
     raise_error = True
 
-    def __init__(self, ctx: TurnContext) -> None:
+    def __init__(self, ctx: TurnContext, reviews: str = "approvals") -> None:
         self.ctx = ctx
+        self.reviews = reviews
         self.decisions: dict[str, ApprovalResult] = {}
         self._model_started: dict[UUID, str] = {}
         self._tools: dict[UUID, tuple[str, dict[str, Any], str | None, str]] = {}
@@ -269,6 +302,7 @@ class _Recorder(AsyncCallbackHandler):
             interrupt.value,
             raised_in=self._interrupted.get(interrupt.id),
             pending_calls=self._last_calls,
+            reviews=self.reviews,
         )
 
     async def on_chat_model_start(

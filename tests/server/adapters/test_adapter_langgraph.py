@@ -24,6 +24,7 @@ from adapterkit import (
     trial,
 )
 from evalport.client import EvalContext
+from evalport.protocol import ApprovalDecision
 from evalport.protocol.runtime import AgentSession, SessionInfo
 from evalport.server.adapters import LangGraphAgent
 from langchain_core.messages import AIMessage
@@ -106,14 +107,14 @@ async def test_sessions_are_threads_of_the_graphs_own_checkpointer() -> None:
     await session.close()
 
 
-async def test_an_interrupt_outside_a_tool_is_asked_by_its_value() -> None:
+async def test_an_interrupt_outside_a_tool_is_an_approval_or_a_question_by_its_value() -> None:
     def confirm(state: MessagesState) -> dict[str, Any]:
         answer = interrupt({"name": "send_email", "arguments": '{"to": "a@b.c"}', "reason": "mail"})
         return {"messages": [AIMessage(json.dumps(answer))]}
 
     def plain(state: MessagesState) -> dict[str, Any]:
         answer = interrupt("continue?")
-        return {"messages": [AIMessage(f"plain: {answer['approved']}")]}
+        return {"messages": [AIMessage(f"plain: {answer}")]}
 
     graph = StateGraph(MessagesState)
     graph.add_node("confirm", confirm)
@@ -129,15 +130,19 @@ async def test_an_interrupt_outside_a_tool_is_asked_by_its_value() -> None:
         "mail",
     )
     run = await session.decide({pending.call_id: ("reject", "no spam")})
-    (pending,) = run.pending_approvals
-    assert (pending.tool, pending.arguments) == ("interrupt", {"value": "continue?"})
-    run = await session.decide({pending.call_id: "approve"})
-    assert run.status == "completed" and run.reply == "plain: True"
-    assert run.tools == [] and run.steps[-1].output_messages[0].content == "plain: True"
+    # a plain value is a question (an evalport interrupt), not an approval
+    assert run.pending_approvals == []
+    (asked,) = run.pending_interrupts
+    assert (asked.kind, asked.payload) == ("interrupt", "continue?")
+    run = await session.decide({asked.id: ApprovalDecision(decision="answer", answer="yes")})
+    assert run.status == "completed" and run.reply == "plain: yes"
+    assert run.tools == [] and run.steps[-1].output_messages[0].content == "plain: yes"
+    assert [(i.kind, i.payload, i.answer) for i in run.interrupts] == [
+        ("interrupt", "continue?", "yes")
+    ]
     decided = [e for e in run.events if e.name == "approval.decided"]
     assert [(e.name, e.data["tool"], e.data["approved"], e.data["reason"]) for e in decided] == [
         ("approval.decided", "send_email", False, "no spam"),
-        ("approval.decided", "interrupt", True, None),
     ]
 
 

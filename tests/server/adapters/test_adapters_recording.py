@@ -108,5 +108,18 @@ def test_interrupt_shapes_become_approvals_and_resume_values() -> None:
     assert [(a.call_id, a.tool, a.arguments, a.reason) for a in named.asks] == [
         ("i4", "mail", {"to": "x"}, "why")
     ]
+    # anything else is a question (an evalport interrupt), answered by the resume value
     other = plan_interrupt("i5", ["anything"])
-    assert [(a.tool, a.arguments) for a in other.asks] == [("interrupt", {"value": ["anything"]})]
+    assert (other.asks, other.question) == ([], ("interrupt", ["anything"]))
+    assert other.resume({}, "the answer") == "the answer"
+    form = plan_interrupt("i6", {"kind": "form", "fields": ["name"]})
+    assert form.question == ("form", {"kind": "form", "fields": ["name"]})
+    # reviews="interrupts": the middleware's request is one tool_review question
+    review = plan_interrupt(
+        "i7", {"type": "tool_approval", "tool_call_id": "m1", "name": "send"}, reviews="interrupts"
+    )
+    assert review.question is not None and review.question[0] == "tool_review"
+    assert [a.call_id for a in review.asks] == ["m1"]
+    answer = {"type": "respond", "message": "done"}
+    assert review.resume({}, answer) == answer
+    assert [(a.call_id, d) for a, d in review.reviewed(answer)] == [("m1", answer)]

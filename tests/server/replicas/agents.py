@@ -2,7 +2,7 @@
 
 ``agent`` is a session factory whose handler keeps a turn counter in memory and rebuilds it
 in ``restore(history, run)``; every reply names the replica (``$REPLICA``) and the count.
-Messages steer it: ``slow:SECONDS`` (or ``slow:SECONDS:ANYTHING``) sleeps first, ``approve`` suspends on an approval,
+Messages steer it: ``slow:SECONDS`` (or ``slow:SECONDS:ANYTHING``) sleeps first, ``approve`` suspends on an approval, ``ask`` on an interrupt,
 ``crash`` kills the server process mid-turn. When ``$EFFECTS`` names a file, each turn
 appends ``session<TAB>message`` to it before anything else: the tests count how often
 the agent really ran.
@@ -48,6 +48,9 @@ class Counter:
         elif message == "approve":
             decision = await ctx.request_approval("refund", {"order": "A1"})
             return f"approved={decision.approved} #{self.turns} on {REPLICA}"
+        elif message == "ask":
+            size = await ctx.interrupt("choice", {"options": ["S", "M"]})
+            return f"size={size} #{self.turns} on {REPLICA}"
         elif message == "crash":
             os._exit(17)
         restored = " restored" if self.restored else ""

@@ -123,6 +123,28 @@ def test_approvals_posted_to_any_replica_reach_the_one_holding_the_turn(
         assert after["reply"] == "next #2 on B restored history=2"
 
 
+def test_answers_posted_to_any_replica_reach_the_one_holding_the_turn(
+    replicas: list[Replica],
+) -> None:
+    a, b = replicas
+    with client(a) as on_a, client(b) as on_b:
+        session = open_session(on_a)
+        suspended = turn(on_a, session, "ask").json()["run"]
+        [asked] = suspended["pendingInterrupts"]
+        assert asked["kind"] == "choice"
+        url = f"/evals/sessions/{session}/approvals"
+        wrong = on_b.post(url, json={"decisions": {asked["id"]: {"decision": "approve"}}})
+        assert wrong.status_code == 422  # A checked the shape and answered through B
+        answer = {"decisions": {asked["id"]: {"decision": "answer", "answer": "M"}}}
+        relayed = on_b.post(url, json=answer)
+        assert relayed.status_code == 200, relayed.text
+        run = relayed.json()["run"]
+        assert run["reply"] == "size=M #1 on A" and run["interrupts"][0]["answer"] == "M"
+        again = on_a.post(url, json=answer)
+        assert again.status_code == 409
+        assert again.json()["type"] == STORE + "not-suspended"
+
+
 def test_approvals_for_a_turn_whose_replica_died_are_a_clear_409(
     redis_server: RedisServer,
 ) -> None:

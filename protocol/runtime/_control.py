@@ -1,0 +1,100 @@
+"""The runtime's handle on a turn's context: what the session and the tool blocks do to it.
+
+The agent's code never calls any of this, so it is not on
+:class:`~evalport.protocol.runtime._context.TurnContext`: opening and closing the
+recording, the final and error steps, and the gate of a tool call (ask for approval,
+record the decision on the execution, raise :class:`ApprovalRejected` on a rejection).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from .._models import Approval, ApprovalState, ErrorInfo, Step
+from ._approvals import ApprovalRejected, ApprovalResult
+from ._stamps import utc_now
+from ._tool_runs import ToolExecutionBlock, ToolRun
+
+if TYPE_CHECKING:
+    from ._context import TurnContext
+
+
+class TurnControl:
+    """The runtime's handle on one turn's context."""
+
+    __slots__ = ("ctx",)
+
+    def __init__(self, ctx: TurnContext) -> None:
+        self.ctx = ctx
+
+    def activate(self) -> Any:
+        """Make the context current (a context variable token)."""
+        return self.ctx._activate()
+
+    def close(self) -> None:
+        """End recording: later steps, executions and events are discarded."""
+        self.ctx._close()
+
+    def reopen(self) -> None:
+        """Record again (a timed-out turn's failure is recorded after it closed)."""
+        self.ctx._reopen()
+
+    def final_step(self, reply: str) -> Step:
+        """Close the open step and record the final response step with ``reply``."""
+        return self.ctx._final_step(reply)
+
+    def error_step(self, info: ErrorInfo) -> Step:
+        """Close the open step and record a step for the turn's error."""
+        return self.ctx._error_step(info)
+
+    def tool_block(
+        self, name: str, arguments: Mapping[str, Any] | None, *, approval: bool = False
+    ) -> ToolExecutionBlock:
+        """:meth:`TurnContext.tool_execution` for ``@tool``, which skips the tool's body when
+        a result fault applies, so one may."""
+        return self.ctx._tool_block(name, arguments, approval=approval, results=True)
+
+    @property
+    def has_faults(self) -> bool:
+        """Whether the session carries a fault plan."""
+        return self.ctx._faults is not None
+
+    async def gate(self, run: ToolRun) -> None:
+        """Ask for approval of a tool execution and wait for the decision."""
+        execution = run.execution
+        execution.approval = Approval(state=ApprovalState.PENDING)
+        decision = await self.ctx.request_approval(
+            execution.name,
+            execution.arguments if isinstance(execution.arguments, dict) else None,
+            call_id=execution.tool_call_id,
+        )
+        _decided(run, decision)
+
+    def gate_sync(self, run: ToolRun) -> None:
+        """:meth:`gate` from a worker thread."""
+        execution = run.execution
+        execution.approval = Approval(state=ApprovalState.PENDING)
+        decision = self.ctx.request_approval_sync(
+            execution.name,
+            execution.arguments if isinstance(execution.arguments, dict) else None,
+            call_id=execution.tool_call_id,
+        )
+        _decided(run, decision)
+
+    def inject(self, run: ToolRun, results: bool) -> None:
+        """Apply the fault plan to a tool execution (``results``: a result may replace it)."""
+        self.ctx._inject(run, results)
+
+    def finish_execution(self, run: ToolRun, error: BaseException | None) -> None:
+        """Record a tool execution's end, with its result or ``error``."""
+        self.ctx._finish_execution(run, error)
+
+
+def _decided(run: ToolRun, decision: ApprovalResult) -> None:
+    execution = run.execution
+    state = ApprovalState.APPROVED if decision.approved else ApprovalState.REJECTED
+    execution.approval = Approval(state=state, reason=decision.reason, decided_at=utc_now())
+    if not decision.approved:
+        raise ApprovalRejected(execution.name, decision.reason)
+    execution.started_at = utc_now()

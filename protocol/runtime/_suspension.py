@@ -1,0 +1,141 @@
+"""What a suspended turn waits for: pending approvals and interrupts, one mechanism.
+
+Rules:
+
+- A turn suspends on **requests**: approvals of gated tool calls
+  (:class:`~evalport.protocol.PendingApproval`, keyed by call id) and interrupts, the
+  questions an agent asks that are not approvals (:class:`~evalport.protocol.PendingInterrupt`,
+  keyed by interrupt id: a clarification, a choice, a form). Both wait on a future of the
+  session's loop, are listed in the run (``pendingApprovals``, ``pendingInterrupts``) while
+  pending, and are settled together by one call (:meth:`AgentSession.decide`), since
+  requests made in the same scheduling pass join one suspension.
+- Settling must cover exactly the pending ids: a call id takes ``approve`` or ``reject``, an
+  interrupt id takes ``answer``. Missing, unknown and mismatched ids raise one
+  :class:`~._errors.DecisionError` naming them, and nothing is resumed.
+- An answered interrupt is recorded in the run's ``interrupts`` (its kind, payload and
+  answer, with the time it was answered) before the agent sees the answer.
+- A duplicate id gets a fresh UUID, so that two requests never share a future.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from .._messages import ApprovalDecision
+from .._models import AgentRun, Interrupt, PendingApproval, PendingInterrupt
+from ._approvals import ApprovalResult
+from ._errors import DecisionError
+from ._stamps import utc_now
+
+Decision = ApprovalDecision | ApprovalResult | str | tuple[str, str]
+"""A decision on a pending call (any of these spellings) or, as an
+:class:`ApprovalDecision` with ``decision="answer"``, the answer to a pending interrupt."""
+
+
+def _answers_interrupt(decision: Decision) -> bool:
+    return isinstance(decision, ApprovalDecision) and decision.decision == "answer"
+
+
+def _result_of(decision: Decision) -> ApprovalResult:
+    if isinstance(decision, ApprovalResult):
+        return decision
+    if isinstance(decision, ApprovalDecision):
+        return ApprovalResult(approved=decision.decision == "approve", reason=decision.reason)
+    if isinstance(decision, str):
+        if decision not in ("approve", "reject"):
+            raise ValueError(f"a decision is 'approve' or 'reject', not {decision!r}")
+        return ApprovalResult(approved=decision == "approve")
+    verdict, reason = decision
+    if verdict not in ("approve", "reject"):
+        raise ValueError(f"a decision is 'approve' or 'reject', not {verdict!r}")
+    return ApprovalResult(approved=verdict == "approve", reason=reason)
+
+
+class Suspension:
+    """The requests one turn waits on, by id, and the futures that resume it."""
+
+    __slots__ = ("_futures", "_interrupts")
+
+    def __init__(self) -> None:
+        self._futures: dict[str, asyncio.Future[Any]] = {}
+        self._interrupts: set[str] = set()
+
+    def __bool__(self) -> bool:
+        return bool(self._futures)
+
+    def add(
+        self, run: AgentRun, pending: PendingApproval | PendingInterrupt
+    ) -> asyncio.Future[Any]:
+        """List ``pending`` in ``run`` and return the future its answer will resolve."""
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        if isinstance(pending, PendingInterrupt):
+            if not pending.id or pending.id in self._futures:
+                pending.id = str(uuid.uuid4())
+            self._futures[pending.id] = future
+            self._interrupts.add(pending.id)
+            run.pending_interrupts.append(pending)
+        else:
+            if pending.call_id in self._futures:
+                pending.call_id = str(uuid.uuid4())
+            self._futures[pending.call_id] = future
+            run.pending_approvals.append(pending)
+        return future
+
+    def check(self, decisions: Mapping[str, Decision]) -> None:
+        """Raise :class:`DecisionError` unless ``decisions`` settle exactly what is pending."""
+        pending, interrupts = self._futures, self._interrupts
+        missing = [key for key in pending if key not in decisions]
+        unknown = [key for key in decisions if key not in pending]
+        mismatched = [
+            key
+            for key, decision in decisions.items()
+            if key in pending and (key in interrupts) != _answers_interrupt(decision)
+        ]
+        if missing or unknown or mismatched:
+            raise DecisionError(missing, unknown, mismatched)
+
+    def settle(self, run: AgentRun, decisions: Mapping[str, Decision]) -> None:
+        """Record the answers in ``run``, clear its pending lists and resume the waiters
+        (``decisions`` passed :meth:`check`)."""
+        results: dict[str, Any] = {}
+        for key, decision in decisions.items():
+            if key in self._interrupts:
+                assert isinstance(decision, ApprovalDecision)
+                results[key] = decision.answer
+            else:
+                results[key] = _result_of(decision)
+        answered_at = utc_now()
+        for asked in run.pending_interrupts:
+            run.interrupts.append(
+                Interrupt(
+                    id=asked.id,
+                    kind=asked.kind,
+                    payload=asked.payload,
+                    answer=results[asked.id],
+                    turn=asked.turn,
+                    requested_at=asked.requested_at,
+                    answered_at=answered_at,
+                )
+            )
+        run.pending_approvals = []
+        run.pending_interrupts = []
+        futures, self._futures = self._futures, {}
+        self._interrupts = set()
+        for key, future in futures.items():
+            if not future.done():
+                future.set_result(results[key])
+
+    def drop(self, run: AgentRun | None = None) -> None:
+        """Cancel every waiter (an agent waiting, a sync one in its worker thread included,
+        wakes with ``CancelledError`` instead of holding its thread) and, given the run,
+        clear its pending lists."""
+        futures, self._futures = self._futures, {}
+        self._interrupts = set()
+        for future in futures.values():
+            future.cancel()
+        if run is not None:
+            run.pending_approvals = []
+            run.pending_interrupts = []
