@@ -31,7 +31,9 @@ from evalport.protocol import (  # noqa: E402
     TurnTimedOut,
 )
 
-from ._cache import CachingTarget, RunCache  # noqa: E402
+from ._cache import RunCache  # noqa: E402
+from ._cache_stores import CacheStore, FolderCacheStore, RedisCacheStore  # noqa: E402
+from ._caching import CachingTarget  # noqa: E402
 from ._cases import Case, cases_from, eval_case  # noqa: E402
 from ._chat_history import ChatHistoryError, run_from_chat  # noqa: E402
 from ._context import EvalContext, RequirementFailed, SkipCase, SyncEvalContext  # noqa: E402
@@ -68,6 +70,7 @@ __all__ = [
     "AssertionHandle",
     "AssertionResult",
     "AuthFailed",
+    "CacheStore",
     "CachingTarget",
     "Case",
     "CaseResult",
@@ -83,6 +86,7 @@ __all__ = [
     "Expectation",
     "FakeJudge",
     "FaultsUnsupported",
+    "FolderCacheStore",
     "HttpSession",
     "HttpTarget",
     "Judge",
@@ -94,6 +98,7 @@ __all__ = [
     "NotSuspended",
     "OpenAIJudge",
     "ProtocolError",
+    "RedisCacheStore",
     "RequestRejected",
     "RequirementFailed",
     "RetryPolicy",

@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .._cache import RunCache
+from .._cache_stores import open_cache_store
 from .._config import TRACE_POLICIES, ConfigError, Settings, load_settings
 from .._runner import Runner, RunOptions
 from .._selection import parse_shard, select
@@ -89,6 +90,7 @@ _SETTINGS = (
     "cache",
     "fresh",
     "cache_dir",
+    "cache_store",
     "out",
     "json",
     "junit",
@@ -137,6 +139,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--cache", action="store_true", default=None, help="replay recorded turns when unchanged")
     add("--fresh", action="store_true", default=None, help="record again, read no recording")
     add("--cache-dir", metavar="DIR", help="where recordings live (default .evalport/cache)")
+    add(
+        "--cache-store",
+        metavar="URL",
+        help="keep recordings in Redis (redis://HOST:6379/0) or a module:Name store",
+    )
     add("--attach", metavar="SESSION_ID", help="evaluate an existing session instead")
     add("--out", metavar="DIR", help="run folder (default .evalport/runs/<time>)")
     add("--json", metavar="F", help="write the results summary as JSON ('-': to stdout)")
@@ -235,11 +242,7 @@ async def _run(
         shard=args.shard,
         command=["evalport", "run", *(without_credentials(arg) for arg in sys.argv[2:])],
     )
-    cache = (
-        RunCache(settings.cache_dir, fresh=settings.fresh, dependencies=settings.cache_dependencies)
-        if settings.cache
-        else None
-    )
+    cache = _cache(settings)
     target = build_target(settings)
     judge = None
     try:
@@ -252,6 +255,8 @@ async def _run(
         report = await runner.run(cases, load_errors=errors)
     finally:
         await target.aclose()
+        if cache is not None:
+            await cache.aclose()
         aclose = getattr(judge, "aclose", None)
         if aclose is not None:
             await aclose()
@@ -264,6 +269,22 @@ async def _run(
     if not args.quiet:
         print(f"run folder: {out}")
     return EXIT_OK if report.summary.ok else EXIT_FAILED
+
+
+def _cache(settings: Settings) -> RunCache | None:
+    """The run cache ``--cache`` asks for, in ``--cache-dir`` or the ``--cache-store``."""
+    if not settings.cache:
+        return None
+    store: Any = settings.cache_dir
+    if settings.cache_store:
+        try:
+            store = open_cache_store(settings.cache_store)
+        except ValueError as error:
+            raise ConfigError(
+                f"--cache-store (cache-store): {error}; or drop it to keep recordings in "
+                "--cache-dir"
+            ) from None
+    return RunCache(store, fresh=settings.fresh, dependencies=settings.cache_dependencies)
 
 
 def _cache_lines(cache: RunCache, replayed: int, trials: int, verbose: bool) -> None:
