@@ -52,6 +52,7 @@ from ._evaluator import Evaluator, evaluator_cases  # noqa: E402
 from ._handles import AssertionHandle, DeferredHandle, Expectation  # noqa: E402
 from ._http import HttpSession, HttpTarget  # noqa: E402
 from ._local import LocalSession, LocalTarget  # noqa: E402
+from ._logged import LoggedConversationError  # noqa: E402
 from ._results import AssertionResult, CaseResult, JudgeRecord, RunData, TrialResult, Verdict  # noqa: E402
 from ._retry import RetryPolicy  # noqa: E402
 from ._runner import Runner, RunOptions, run_cases  # noqa: E402
@@ -95,6 +96,7 @@ __all__ = [
     "LoadError",
     "LocalSession",
     "LocalTarget",
+    "LoggedConversationError",
     "NotSuspended",
     "OpenAIJudge",
     "ProtocolError",

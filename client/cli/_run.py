@@ -4,6 +4,8 @@ Rules:
 
 - Settings come from ``[tool.evalport]`` in the nearest ``pyproject.toml`` (see
   :mod:`evalport.client._config`); an option given on the command line wins.
+- A run whose cases all read logged conversations (``@eval_case(conversations=...)``)
+  needs no target (:mod:`evalport.client._logged`).
 - The target is ``--target URL`` (the protocol over HTTP, token from ``$EVALPORT_TOKEN``
   or the variable ``--token-env`` names) or ``--local module:attr`` (the agent
   in-process), with the trace policy ``--trace-policy`` names (default ``safe``). An HTTP
@@ -50,6 +52,7 @@ from typing import Any, TextIO
 from .._cache import RunCache
 from .._cache_stores import open_cache_store
 from .._config import TRACE_POLICIES, ConfigError, Settings, load_settings
+from .._logged import LoggedConversations
 from .._runner import Runner, RunOptions
 from .._selection import parse_shard, select
 from ..reports import (
@@ -65,7 +68,13 @@ from ..reports import (
 )
 from ._common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE, fail
 from ._logs import agent_logs
-from ._targets import TargetUnreachable, build_judge, build_target, without_credentials
+from ._targets import (
+    PreparedTarget,
+    TargetUnreachable,
+    build_judge,
+    build_target,
+    without_credentials,
+)
 
 HELP = "run eval cases against a target"
 
@@ -243,7 +252,11 @@ async def _run(
         command=["evalport", "run", *(without_credentials(arg) for arg in sys.argv[2:])],
     )
     cache = _cache(settings)
-    target = build_target(settings)
+    target = (
+        build_target(settings)
+        if settings.target or settings.local
+        else PreparedTarget(LoggedConversations(policy=settings.policy()))
+    )
     judge = None
     try:
         try:
@@ -322,7 +335,8 @@ def main(args: argparse.Namespace) -> int:
                 f"no case to run under {settings.path} (eval files are named *_eval.py or "
                 "eval_*.py; check --tag, --exclude-tag and -k)",
             )
-        if not settings.target and not settings.local:
+        logged = bool(cases) and all(case.conversation is not None for case in cases)
+        if not settings.target and not settings.local and not logged:
             return fail("run", "give --target URL or --local module:attr (or set one in config)")
         if args.attach and settings.local:
             return fail(

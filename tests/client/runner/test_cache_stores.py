@@ -1,4 +1,4 @@
-"""The run cache in Redis (issue 19, item 8): shards on several machines share recordings.
+"""Run cache stores (issue 19, item 8): Redis shared by shards on two machines, your own store.
 
 A real ``redis-server`` on a loopback port; ``evalport run`` in separate processes, each
 in its own copy of the project (two CI machines), with no cache folder in common.
@@ -253,3 +253,41 @@ def test_nothing_listens_at_start_is_a_warning_not_a_failure(machines) -> None:
     done = evalport_run(machines[0], "--cache-store", url)
     assert done.returncode == 0 and "run cache: 0 of 2 trials replayed" in done.stdout
     assert "the rest of the run goes without the cache" in done.stderr
+
+
+TOY_STORE = """\
+ENTRIES = {}
+
+
+class DictStore:
+    async def get(self, key):
+        return ENTRIES.get(key)
+
+    async def put(self, key, value):
+        ENTRIES[key] = value
+
+    async def aclose(self):
+        pass
+"""
+
+
+def test_a_store_of_your_own_by_module_name(machines, monkeypatch, capsys) -> None:
+    from evalport.protocol._cli import main
+
+    first, _ = machines
+    (first / "toy_cache_store.py").write_text(TOY_STORE)
+    monkeypatch.chdir(first)
+    monkeypatch.setenv("CALLS_FILE", str(first / "calls.txt"))
+    monkeypatch.syspath_prepend(str(first))
+    args = ["run", "evals", "--local", "echo_agent.py:agent", "--cache", "--out", "run"]
+    args += ["--cache-store", "toy_cache_store:DictStore"]
+    assert main(args) == 0
+    assert main(args) == 0
+    assert "run cache: 2 of 2 trials replayed" in capsys.readouterr().out
+    assert sorted(calls(first)) == ["one", "two"]  # the second run replayed both
+    import toy_cache_store  # type: ignore[import-not-found]
+
+    assert {key.partition("/")[0] for key in toy_cache_store.ENTRIES} == {"recordings", "slots"}
+    (first / "not_a_store.py").write_text("class Thing:\n    pass\n")
+    assert main([*args[:-1], "not_a_store:Thing"]) == 2
+    assert "made a Thing, not a cache store" in capsys.readouterr().err
