@@ -150,8 +150,11 @@ class RunCache:
         )
 
     async def aclose(self) -> None:
-        """Close the store."""
-        await self.store.aclose()
+        """Close the store (a failure to close is a warning too)."""
+        try:
+            await self.store.aclose()
+        except Exception as error:
+            self._fail("close", "the store", error)
 
     @staticmethod
     def key(

@@ -291,3 +291,16 @@ def test_a_store_of_your_own_by_module_name(machines, monkeypatch, capsys) -> No
     (first / "not_a_store.py").write_text("class Thing:\n    pass\n")
     assert main([*args[:-1], "not_a_store:Thing"]) == 2
     assert "made a Thing, not a cache store" in capsys.readouterr().err
+
+
+def test_without_the_redis_extra_the_error_says_what_to_install(machines, monkeypatch, capsys):
+    from evalport.protocol._cli import main
+
+    monkeypatch.setitem(sys.modules, "redis", None)  # as if redis-py were not installed
+    with pytest.raises(ValueError, match=r"pip install 'evalport\[redis\]'"):
+        open_cache_store("redis://127.0.0.1:6379/0")
+    monkeypatch.chdir(machines[0])
+    args = ["run", "evals", "--local", "echo_agent.py:agent", "--cache", "--out", "run"]
+    assert main([*args, "--cache-store", "redis://127.0.0.1:6379/0"]) == 2
+    err = capsys.readouterr().err
+    assert "--cache-store (cache-store)" in err and "evalport[redis]" in err
