@@ -31,7 +31,9 @@ from evalport.protocol import (  # noqa: E402
     TurnTimedOut,
 )
 
-from ._cache import CachingTarget, RunCache  # noqa: E402
+from ._cache import RunCache  # noqa: E402
+from ._cache_stores import CacheStore, FolderCacheStore, RedisCacheStore  # noqa: E402
+from ._caching import CachingTarget  # noqa: E402
 from ._cases import Case, cases_from, eval_case  # noqa: E402
 from ._chat_history import ChatHistoryError, run_from_chat  # noqa: E402
 from ._context import EvalContext, RequirementFailed, SkipCase, SyncEvalContext  # noqa: E402
@@ -52,6 +54,7 @@ from ._evaluator import Evaluator, evaluator_cases  # noqa: E402
 from ._handles import AssertionHandle, DeferredHandle, Expectation  # noqa: E402
 from ._http import HttpSession, HttpTarget  # noqa: E402
 from ._local import LocalSession, LocalTarget  # noqa: E402
+from ._logged import LoggedConversationError  # noqa: E402
 from ._results import AssertionResult, CaseResult, JudgeRecord, RunData, TrialResult, Verdict  # noqa: E402
 from ._retry import RetryPolicy  # noqa: E402
 from ._runner import Runner, RunOptions, run_cases  # noqa: E402
@@ -70,6 +73,7 @@ __all__ = [
     "AssertionHandle",
     "AssertionResult",
     "AuthFailed",
+    "CacheStore",
     "CachingTarget",
     "Case",
     "CaseResult",
@@ -85,6 +89,7 @@ __all__ = [
     "Expectation",
     "FakeJudge",
     "FaultsUnsupported",
+    "FolderCacheStore",
     "HttpSession",
     "HttpTarget",
     "InterruptPolicy",
@@ -94,9 +99,11 @@ __all__ = [
     "LoadError",
     "LocalSession",
     "LocalTarget",
+    "LoggedConversationError",
     "NotSuspended",
     "OpenAIJudge",
     "ProtocolError",
+    "RedisCacheStore",
     "RequestRejected",
     "RequirementFailed",
     "RetryPolicy",

@@ -4,7 +4,8 @@ Rules:
 
 - The cache stores **what the agent did, never a verdict**: for every turn, what was sent
   (a message, or approval decisions) and the redacted decoded run that came back.
-  Assertions and judges always run again on the replayed runs.
+  Assertions and judges always run again on the replayed runs. How a trial replays, goes
+  live and is recorded: :mod:`evalport.client._caching`.
 - A recording's key covers the case id, its dataset row, the trial index, the target's
   identity (URL or local agent, agent name and version from ``/health``; for a local
   agent also a fingerprint of its source files), the declared dependencies (the files
@@ -12,22 +13,22 @@ Rules:
   version (:meth:`RunCache.key`). A new agent version, an edited local agent, a changed
   dependency, a new row or another trial index therefore misses and records again;
   editing a case's assertions does not. A session opened with tool faults keys its
-  recording by them too (their compact JSON's hash).
+  recording by them too (their compact JSON's hash). The key is the same on every
+  machine, so a store that several machines reach (Redis) shares recordings between
+  them, and recordings of another evalport version are never read.
 - Each trial also has a *slot* (case, row, trial, policy, target location) that points
   at its latest recording and what it was recorded against; a miss compares with it to
   say why the recording was not reused (:attr:`RunCache.misses`: the agent changed, a
   dependency changed, the case sent another input, ``--fresh``...).
-- :class:`CachingTarget` wraps a target for one trial. Each ``send``/``decide`` is answered
-  from the recording while the inputs match it, in order. At the first input that differs,
-  or once the recording is used up, the session goes live: it opens a fresh session on the
-  real target, sends the inputs of this session so far again, then continues live. A trial
-  is **cached** only when every turn came from the recording.
-- A session that went live (or had no recording) is recorded when it closes, unless a
-  turn raised: a failed conversation is never stored. ``fresh`` skips reading and still
-  records (re-record everything).
-- Recordings are JSON files under the cache folder, written atomically; a recording that
-  cannot be read counts as a miss and is replaced. ``attach`` is never cached: it reads a
-  session that lives elsewhere.
+- Recordings and slots live in a store (:mod:`evalport.client._cache_stores`): a folder
+  by default, Redis, or any object with ``get``/``put``/``aclose``; under the store keys
+  ``recordings/<key>`` and ``slots/<slot>``. A recording that cannot be decoded counts as
+  a miss and is replaced.
+- A store that fails (Redis down, a disk full) never fails a trial: its first failure is
+  one warning in :attr:`RunCache.errors`, that read is a miss, that recording is not
+  written, and the rest of the run goes on **without the store** (every later trial runs
+  live, nothing more is recorded), so a store that hangs costs at most one timeout.
+  Verdicts are unaffected: they never come from the cache.
 """
 
 from __future__ import annotations
@@ -35,57 +36,16 @@ from __future__ import annotations
 import glob
 import hashlib
 import os
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import msgspec
-from evalport.protocol import (
-    AgentRun,
-    ApprovalDecision,
-    Step,
-    ToolFault,
-    TracePolicy,
-    __version__,
-    compact_json,
-)
+from evalport.protocol import TracePolicy, __version__, compact_json
 
-from ._target import Session, Target, TargetIdentity, Turn, faults_option
-
-
-class RecordedTurn(msgspec.Struct, kw_only=True):
-    """One input and the accumulated, redacted run it produced."""
-
-    kind: str  # "send" or "decide"
-    index: int
-    message: str = ""
-    decisions: dict[str, Any] | None = None
-    run: AgentRun = msgspec.field(default_factory=AgentRun)
-    steps: list[Step] = msgspec.field(default_factory=list)
-
-
-class SlotMeta(msgspec.Struct, kw_only=True):
-    """What a trial's latest recording was made against (to explain a later miss)."""
-
-    key: str
-    agent_name: str
-    agent_version: str
-    agent_source: str = ""
-    dependencies: str = ""
-    evalport: str = ""
-
-
-class Recording(msgspec.Struct, kw_only=True):
-    """The turns of one trial's session."""
-
-    key: str
-    case_id: str
-    trial: int
-    target: str
-    evalport_version: str
-    session_id: str | None = None
-    turns: list[RecordedTurn] = msgspec.field(default_factory=list)
+from ._cache_stores import CacheStore, FolderCacheStore
+from ._caching import CachingTarget, Recording, SlotMeta
+from ._target import Target, TargetIdentity
 
 
 def _plain(value: Any) -> Any:
@@ -96,10 +56,6 @@ def _plain(value: Any) -> Any:
         return msgspec.to_builtins(value)
     except TypeError:
         return repr(value)
-
-
-def _decisions(decisions: Mapping[str, ApprovalDecision]) -> dict[str, Any]:
-    return {call: msgspec.to_builtins(decision) for call, decision in sorted(decisions.items())}
 
 
 def files_fingerprint(files: Iterable[tuple[str, str | Path]]) -> str:
@@ -141,18 +97,64 @@ def dependency_files(patterns: Sequence[str]) -> list[tuple[str, str]]:
 
 
 class RunCache:
-    """Recordings in a folder. ``fresh=True`` records without reading; ``dependencies``
-    are globs of files the recordings depend on (``cache-dependencies``)."""
+    """Recordings in a store: a folder (a path) or any :class:`CacheStore`.
+    ``fresh=True`` records without reading; ``dependencies`` are globs of files the
+    recordings depend on (``cache-dependencies``)."""
 
     def __init__(
-        self, folder: str | Path, *, fresh: bool = False, dependencies: Sequence[str] = ()
+        self,
+        store: str | Path | CacheStore,
+        *,
+        fresh: bool = False,
+        dependencies: Sequence[str] = (),
     ) -> None:
-        self.folder = Path(folder)
+        self.store: CacheStore = FolderCacheStore(store) if isinstance(store, str | Path) else store
         self.fresh = fresh
         self.dependencies = files_fingerprint(dependency_files(dependencies))
         self.errors: list[str] = []
+        """Warnings: the store's first failure, after which the store is not used."""
         self.misses: list[str] = []
         """Why trials were not (fully) replayed: ``"<case> [trial N]: <reason>"``."""
+        self._failed = False
+
+    @property
+    def usable(self) -> bool:
+        """Whether the store is still used (it has not failed during this run)."""
+        return not self._failed
+
+    async def _get(self, key: str) -> bytes | None:
+        if self._failed:
+            return None
+        try:
+            return await self.store.get(key)
+        except Exception as error:
+            self._fail("read", key, error)
+            return None
+
+    async def _put(self, key: str, value: bytes) -> None:
+        if self._failed:
+            return
+        try:
+            await self.store.put(key, value)
+        except Exception as error:
+            self._fail("write", key, error)
+
+    def _fail(self, verb: str, key: str, error: Exception) -> None:
+        if self._failed:  # trials in flight together fail together: one warning
+            return
+        self._failed = True
+        self.errors.append(
+            f"run cache: cannot {verb} {key} in {self.store!r}: {error or type(error).__name__}; "
+            "the rest of the run goes without the cache (trials run live, nothing more is "
+            "recorded; verdicts are unaffected)"
+        )
+
+    async def aclose(self) -> None:
+        """Close the store (a failure to close is a warning too)."""
+        try:
+            await self.store.aclose()
+        except Exception as error:
+            self._fail("close", "the store", error)
 
     @staticmethod
     def key(
@@ -195,25 +197,20 @@ class RunCache:
         )
         return hashlib.sha256(material).hexdigest()
 
-    def _slot_path(self, slot: str) -> Path:
-        return self.folder / "slots" / f"{slot}.json"
-
-    def note(self, slot: str, meta: SlotMeta) -> None:
+    async def note(self, slot: str, meta: SlotMeta) -> None:
         """Remember what the trial's latest recording was made against."""
-        path = self._slot_path(slot)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(msgspec.json.encode(meta))
-        except OSError as error:
-            self.errors.append(f"run cache: cannot write {path}: {error}")
+        await self._put(f"slots/{slot}", msgspec.json.encode(meta))
 
-    def explain(self, slot: str, meta: SlotMeta) -> str:
+    async def explain(self, slot: str, meta: SlotMeta) -> str:
         """Why the trial's recording under ``meta`` was not found."""
         if self.fresh:
             return "--fresh: recordings are not read"
+        if self._failed:
+            return "the cache store failed earlier in this run"
+        data = await self._get(f"slots/{slot}")
         try:
-            before = msgspec.json.decode(self._slot_path(slot).read_bytes(), type=SlotMeta)
-        except (OSError, msgspec.DecodeError):
+            before = msgspec.json.decode(data or b"", type=SlotMeta)
+        except msgspec.DecodeError:
             return "no recording of this trial yet"
         changes = []
         if (before.agent_name, before.agent_version) != (meta.agent_name, meta.agent_version):
@@ -229,36 +226,21 @@ class RunCache:
             changes.append(f"evalport changed ({before.evalport} -> {meta.evalport})")
         return "; ".join(changes) or "its recording is gone or unreadable"
 
-    def path(self, key: str) -> Path:
-        return self.folder / key[:2] / f"{key}.json"
-
-    def load(self, key: str) -> Recording | None:
+    async def load(self, key: str) -> Recording | None:
         """The recording under ``key``, or ``None`` (a miss, or ``fresh``)."""
         if self.fresh:
             return None
-        try:
-            data = self.path(key).read_bytes()
-        except FileNotFoundError:
-            return None
-        except OSError as error:
-            self.errors.append(f"run cache: cannot read {self.path(key)}: {error}")
+        data = await self._get(f"recordings/{key}")
+        if data is None:
             return None
         try:
             return msgspec.json.decode(data, type=Recording)
         except msgspec.DecodeError:
             return None
 
-    def store(self, recording: Recording) -> None:
-        """Write a recording atomically; a failure is kept in :attr:`errors`."""
-        path = self.path(recording.key)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            handle, temporary = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-            with os.fdopen(handle, "wb") as file:
-                file.write(msgspec.json.encode(recording))
-            os.replace(temporary, path)
-        except OSError as error:
-            self.errors.append(f"run cache: cannot write {path}: {error}")
+    async def save(self, recording: Recording) -> None:
+        """Store a recording; a failure is kept in :attr:`errors`."""
+        await self._put(f"recordings/{recording.key}", msgspec.json.encode(recording))
 
     def wrap(
         self,
@@ -293,220 +275,3 @@ class RunCache:
             evalport=__version__,
         )
         return CachingTarget(target, self, key, case_id=case_id, trial=trial, slot=(slot, meta))
-
-
-class CachingTarget:
-    """A :class:`Target` for one trial: replays the recording, records live turns."""
-
-    def __init__(
-        self,
-        inner: Target,
-        cache: RunCache,
-        key: str,
-        *,
-        case_id: str,
-        trial: int,
-        slot: tuple[str, SlotMeta] | None = None,
-    ) -> None:
-        self.inner = inner
-        self.cache = cache
-        self.key = key
-        self.case_id = case_id
-        self.trial = trial
-        self.slot = slot
-        self.sessions: list[CachingSession] = []
-        self._missed = False
-
-    def missed(self, reason: str) -> None:
-        """Note why this trial was not replayed (its first reason only)."""
-        if not self._missed:
-            self._missed = True
-            self.cache.misses.append(f"{self.case_id} [trial {self.trial}]: {reason}")
-
-    @property
-    def identity(self) -> TargetIdentity:
-        return self.inner.identity
-
-    @property
-    def cached(self) -> bool:
-        """Every turn of every session of this trial came from the recording."""
-        return bool(self.sessions) and all(session.cached for session in self.sessions)
-
-    async def open(
-        self,
-        *,
-        case_id: str | None = None,
-        description: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        faults: Sequence[ToolFault] | None = None,
-    ) -> Session:
-        # A case that opens several sessions gets one recording per session.
-        key = self.key if not self.sessions else f"{self.key}-{len(self.sessions)}"
-        if faults:  # other faults, another recording
-            key = f"{key}-{hashlib.sha256(compact_json(list(faults))).hexdigest()[:16]}"
-        session = CachingSession(
-            self,
-            key,
-            self.cache.load(key),
-            {
-                "case_id": case_id,
-                "description": description,
-                "metadata": metadata,
-                **faults_option(faults),
-            },
-        )
-        self.sessions.append(session)
-        return session
-
-    async def attach(self, session_id: str) -> Session:
-        return await self.inner.attach(session_id)
-
-    async def aclose(self) -> None:
-        """The wrapped target belongs to the caller; nothing to close here."""
-
-
-class CachingSession:
-    """One session: replaying while the inputs match, live after that."""
-
-    def __init__(
-        self,
-        owner: CachingTarget,
-        key: str,
-        recording: Recording | None,
-        open_kwargs: dict[str, Any],
-    ) -> None:
-        self._owner = owner
-        self._key = key
-        self._recording = recording
-        self._open_kwargs = open_kwargs
-        self._done: list[RecordedTurn] = []
-        self._live: Session | None = None
-        self._broken = False
-        self._closed = False
-
-    @property
-    def cached(self) -> bool:
-        return self._live is None and bool(self._done)
-
-    @property
-    def id(self) -> str:
-        if self._live is not None:
-            return self._live.id
-        recorded = self._recording.session_id if self._recording else None
-        return f"cached:{recorded or self._key[:12]}"
-
-    @property
-    def run(self) -> AgentRun:
-        if self._live is not None:
-            return self._live.run
-        return self._done[-1].run if self._done else AgentRun()
-
-    def _replay(self, kind: str, message: str, decisions: dict[str, Any] | None) -> Turn | None:
-        if self._live is not None or self._recording is None:
-            return None
-        position = len(self._done)
-        if position >= len(self._recording.turns):
-            return None
-        recorded = self._recording.turns[position]
-        if (recorded.kind, recorded.message, recorded.decisions) != (kind, message, decisions):
-            return None
-        self._done.append(recorded)
-        return Turn(index=recorded.index, message=message, run=recorded.run, steps=recorded.steps)
-
-    def _why_live(self) -> str:
-        owner = self._owner
-        if self._recording is None:
-            if owner.slot is None or self._key != owner.key:
-                return "--fresh: recordings are not read" if owner.cache.fresh else "no recording"
-            return owner.cache.explain(*owner.slot)
-        turns = len(self._recording.turns)
-        if len(self._done) >= turns:
-            return f"the recording ends after {turns} turn(s) and the case sent more"
-        return f"turn {len(self._done) + 1} sent another input than the recording"
-
-    async def _go_live(self) -> Session:
-        if self._live is not None:
-            return self._live
-        self._owner.missed(self._why_live())
-        session = await self._owner.inner.open(**self._open_kwargs)
-        self._live = session
-        replayed, self._done = self._done, []
-        for recorded in replayed:  # bring the fresh session to the same point, live
-            if recorded.kind == "send":
-                turn = await session.send(recorded.message)
-            else:
-                decisions = msgspec.convert(recorded.decisions, dict[str, ApprovalDecision])
-                turn = await session.decide(decisions)
-            self._remember(recorded.kind, recorded.message, recorded.decisions, turn)
-        return session
-
-    def _remember(self, kind: str, message: str, decisions: Any, turn: Turn) -> None:
-        self._done.append(
-            RecordedTurn(
-                kind=kind,
-                index=turn.index,
-                message=message,
-                decisions=decisions,
-                run=turn.run,
-                steps=list(turn.steps),
-            )
-        )
-
-    async def send(self, message: str) -> Turn:
-        replayed = self._replay("send", message, None)
-        if replayed is not None:
-            return replayed
-        try:
-            session = await self._go_live()
-            turn = await session.send(message)
-        except BaseException:
-            self._broken = True
-            raise
-        self._remember("send", message, None, turn)
-        return turn
-
-    async def decide(self, decisions: Mapping[str, ApprovalDecision]) -> Turn:
-        plain = _decisions(decisions)
-        replayed = self._replay("decide", "", plain)
-        if replayed is not None:
-            return replayed
-        try:
-            session = await self._go_live()
-            turn = await session.decide(decisions)
-        except BaseException:
-            self._broken = True
-            raise
-        self._remember("decide", "", plain, turn)
-        return turn
-
-    async def refresh(self) -> AgentRun:
-        if self._live is not None:
-            return await self._live.refresh()
-        return self.run
-
-    async def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        live, self._live = self._live, None
-        if live is None:
-            return
-        try:
-            await live.close()
-        finally:
-            if not self._broken and self._done:
-                slot = self._owner.slot
-                if slot is not None and self._key == self._owner.key:
-                    self._owner.cache.note(*slot)
-                self._owner.cache.store(
-                    Recording(
-                        key=self._key,
-                        case_id=self._owner.case_id,
-                        trial=self._owner.trial,
-                        target=self._owner.identity.key(),
-                        evalport_version=__version__,
-                        session_id=live.id,
-                        turns=self._done,
-                    )
-                )
-            self._live = live  # keep answering ``id``/``run`` after close

@@ -21,6 +21,8 @@ Rules:
   a dataset is a :class:`~evalport.client.Dataset`, a list of mappings, or a
   path (relative paths are resolved against the file that defines the function). The
   description may name row fields (``"refund: {prompt}"``).
+- With ``conversations="logs/*.json"`` the case evaluates logged conversation files, one
+  case per file and no agent (:mod:`evalport.client._logged`).
 - A case's id is ``<prefix><name>`` where the name is the explicit ``id`` or the
   function's name, and ``[<row id>]`` is appended per dataset row. Discovery gives the
   prefix ``<path relative to the root, without .py>::``.
@@ -28,6 +30,7 @@ Rules:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -40,6 +43,7 @@ from evalport.protocol.runtime import as_faults
 
 from ._conversation import ApprovalPolicy, InterruptPolicy, UserSimulator
 from ._datasets import Dataset, DatasetRow
+from ._logged import conversation_files
 
 F = TypeVar("F", bound=Callable[..., Any])
 MARK: Final = "__eval_case__"
@@ -60,6 +64,7 @@ class CaseSpec:
     messages: tuple[str, ...] = ()
     user: UserSimulator | None = None
     interrupt_policy: InterruptPolicy | None = None
+    conversations: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +85,8 @@ class Case:
     messages: tuple[str, ...] = ()
     user: UserSimulator | None = None
     interrupt_policy: InterruptPolicy | None = None
+    conversation: Path | None = None
+    """The logged conversation file this case evaluates (``conversations=``)."""
 
     @property
     def is_async(self) -> bool:
@@ -116,6 +123,7 @@ def eval_case(
     messages: Sequence[str] | None = None,
     user: UserSimulator | None = None,
     interrupt_policy: InterruptPolicy | None = None,
+    conversations: str | Path | None = None,
 ) -> Callable[[F], F]: ...
 
 
@@ -133,6 +141,7 @@ def eval_case(
     messages: Sequence[str] | None = None,
     user: UserSimulator | None = None,
     interrupt_policy: InterruptPolicy | None = None,
+    conversations: str | Path | None = None,
 ) -> Any:
     """Mark a function as an eval case (see the module rules)."""
     if callable(description):
@@ -153,6 +162,7 @@ def eval_case(
         messages=_scripted(messages),
         user=user,
         interrupt_policy=interrupt_policy,
+        conversations=str(conversations) if conversations is not None else None,
     )
 
     def mark(func: F) -> F:
@@ -163,6 +173,14 @@ def eval_case(
             raise ValueError(
                 f"case {name!r} declares both scripted messages= and a simulated user=; "
                 "a conversation is scripted or simulated, not both: keep one of them"
+            )
+        if spec.conversations is not None and (
+            spec.messages or spec.user is not None or spec.dataset is not None
+        ):
+            name = spec.id or getattr(func, "__qualname__", repr(func))
+            raise ValueError(
+                f"case {name!r} evaluates logged conversations=, which already hold the "
+                "conversation: drop messages=, user= and dataset="
             )
         setattr(func, MARK, spec)
         return func
@@ -237,6 +255,8 @@ def cases_from(func: Callable[..., Any], *, prefix: str = "") -> list[Case]:
         messages=spec.messages,
         user=spec.user,
     )
+    if spec.conversations is not None:
+        return _conversation_cases(base, spec.conversations, func)
     dataset = dataset_of(spec, func)
     if dataset is None:
         return [base]
@@ -257,4 +277,22 @@ def cases_from(func: Callable[..., Any], *, prefix: str = "") -> list[Case]:
             user=base.user,
         )
         for row in dataset
+    ]
+
+
+def _conversation_cases(base: Case, pattern: str, func: Callable[..., Any]) -> list[Case]:
+    """One case per logged conversation file (:mod:`evalport.client._logged`)."""
+    defined_in = inspect.getsourcefile(func)
+    files = conversation_files(pattern, Path(defined_in).parent if defined_in else None)
+    template = base.description
+    return [
+        dataclasses.replace(
+            base,
+            id=f"{base.id}[{name}]",
+            description=(
+                template.replace("{file}", name) if "{file}" in template else f"{template}: {name}"
+            ),
+            conversation=path,
+        )
+        for name, path in files
     ]

@@ -38,7 +38,6 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-import msgspec
 from evalport.protocol import (
     AgentRun,
     ErrorInfo,
@@ -51,6 +50,7 @@ from evalport.protocol import (
     TracePolicy,
     Usage,
 )
+from evalport.protocol._reported import arguments_of, step_usage
 
 FORMATS: Final = ("openai-chat", "openai-responses", "anthropic")
 _NAMESPACE: Final = uuid.UUID("6f1c3f9e-5d0a-4b8e-9a51-2a7c64b0d1e3")
@@ -146,16 +146,8 @@ def _text(content: Any, index: int, fmt: str) -> str:
 
 
 def _arguments(raw: Any, index: int, fmt: str) -> dict[str, Any] | str:
-    if raw is None or raw == "":
-        return {}
-    if isinstance(raw, Mapping):
-        return dict(raw)
-    if isinstance(raw, str):
-        try:
-            decoded = msgspec.json.decode(raw)
-        except msgspec.DecodeError:
-            return raw
-        return decoded if isinstance(decoded, dict) else raw
+    if raw is None or isinstance(raw, str | Mapping):
+        return arguments_of(raw, keep_text=True)
     raise ChatHistoryError(
         index, f"tool call arguments must be a JSON string or object, got {type(raw).__name__}", fmt
     )
@@ -170,13 +162,11 @@ def _inclusive(raw: Mapping[str, Any], prefix: tuple[str, str]) -> Usage:
     """OpenAI usage, whose input and output totals include cached and reasoning tokens:
     ``prefix`` names the two totals (``prompt``/``completion`` or ``input``/``output``)."""
     into, out = prefix
-    cached = _count(raw.get(f"{into}_tokens_details") or {}, "cached_tokens")
-    reasoning = _count(raw.get(f"{out}_tokens_details") or {}, "reasoning_tokens")
-    return Usage(
-        input=max(_count(raw, f"{into}_tokens") - cached, 0),
-        output=max(_count(raw, f"{out}_tokens") - reasoning, 0),
-        cache_read=cached,
-        reasoning=reasoning,
+    return step_usage(
+        _count(raw, f"{into}_tokens"),
+        _count(raw, f"{out}_tokens"),
+        cache_read=_count(raw.get(f"{into}_tokens_details") or {}, "cached_tokens"),
+        reasoning=_count(raw.get(f"{out}_tokens_details") or {}, "reasoning_tokens"),
     )
 
 

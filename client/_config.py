@@ -15,6 +15,9 @@ Rules:
 - ``cache-dependencies`` lists globs (``**`` spans folders) of files the run cache's
   recordings depend on (prompts, tool data, the agent's own code when it is served over
   HTTP); relative to the ``pyproject.toml``. A change to a matched file re-records.
+- ``cache-store`` keeps the run cache's recordings in a Redis URL or a
+  ``module:Name`` store instead of the ``cache-dir`` folder
+  (:mod:`evalport.client._cache_stores`).
 - ``reporters`` lists custom reporters: ``"package.module:Name"`` or a table
   ``{use = "package.module:Name", ...keyword arguments}``.
 - ``judge`` configures the judge: ``{model = "...", base-url = "...", api-key-env = "...",
@@ -83,6 +86,8 @@ class Settings(msgspec.Struct, kw_only=True, rename="kebab", forbid_unknown_fiel
     cache: bool = False
     fresh: bool = False
     cache_dir: str = ".evalport/cache"
+    cache_store: str | None = None
+    """Where recordings live instead of ``cache_dir``: a Redis URL or ``module:Name``."""
     cache_dependencies: list[str] = msgspec.field(default_factory=list)
     out: str | None = None
     json: str | None = None

@@ -40,7 +40,8 @@ from typing import Any, Protocol
 
 from evalport.protocol import TargetUnavailable, TracePolicy, __version__
 
-from ._cache import CachingTarget, RunCache
+from ._cache import RunCache
+from ._caching import CachingTarget
 from ._pacing import AttachedTarget, RateLimitedTarget, TrackingTarget
 from ._results import CaseResult, TrialResult, Verdict, case_verdict, required_passes
 from ._target import Target

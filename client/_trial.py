@@ -2,7 +2,8 @@
 
 Rules:
 
-- The case's session is opened with its tool ``faults`` (if any).
+- The case's session is opened with its tool ``faults`` (if any); a case of logged
+  ``conversations`` gets the conversation's session instead (:mod:`._logged`).
 - :func:`run_trial` never raises for anything the case or the agent did: an exception in
   the case (including a wrong assertion subject, an unanswered approval, a failed
   session open) is verdict ``error`` with its type and message; the message ends with
@@ -36,12 +37,14 @@ import traceback
 from typing import TYPE_CHECKING, Any, Final
 
 import evalport.protocol
+from evalport.protocol import TracePolicy
 
 from ._context import EvalContext, RequirementFailed, SkipCase, SyncEvalContext, shown_path
 from ._conversation import ApprovalPolicy
 from ._handles import AssertionHandle
+from ._logged import LoggedSession, read_conversation
 from ._results import AssertionResult, RunData, TrialResult, trial_verdict
-from ._target import Target, faults_option
+from ._target import Session, Target, faults_option
 
 if TYPE_CHECKING:
     from ._cases import Case
@@ -126,16 +129,15 @@ async def run_trial(
     """Run ``case`` once against ``target`` (see the module rules)."""
     started = time.perf_counter()
     try:
-        session = await target.open(
-            case_id=case.id, description=case.description or None, **faults_option(case.faults)
-        )
+        session = await _open(case, target)
     except Exception as exc:
         kind, text, trace = _describe(exc)
+        what = "the logged conversation" if case.conversation is not None else "a session"
         return TrialResult(
             case_id=case.id,
             trial=trial,
             verdict=trial_verdict([], error=True),
-            error=f"could not open a session: {text}",
+            error=f"could not open {what}: {text}",
             error_type=kind,
             traceback=trace,
             duration=time.perf_counter() - started,
@@ -198,6 +200,18 @@ async def run_trial(
         logs=list(ctx.logs),
         run=run,
     )
+
+
+async def _open(case: Case, target: Target) -> Session:
+    if case.conversation is None:
+        return await target.open(
+            case_id=case.id, description=case.description or None, **faults_option(case.faults)
+        )
+    inner: Any = target  # the run's trace policy, on the target under the runner's wrappers
+    while inner is not None and not isinstance(getattr(inner, "policy", None), TracePolicy):
+        inner = getattr(inner, "inner", None)
+    policy = inner.policy if inner is not None else None
+    return LoggedSession(case.conversation, read_conversation(case.conversation, policy))
 
 
 def _plain(ctx: EvalContext) -> RunData | None:

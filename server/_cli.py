@@ -14,7 +14,7 @@ Rules:
 - ``--store`` picks the session store: ``memory`` (default) or a Redis URL, which
   replicas behind a load balancer share (the ``redis`` extra): ``redis://HOST:PORT/DB``,
   ``rediss://`` (TLS), ``redis+sentinel://HOST:PORT/SERVICE``, ``redis+cluster://HOST:PORT``
-  (the forms: :mod:`evalport.server.stores._redis_url`). A bad URL is exit 2.
+  (the forms: :mod:`evalport.protocol._redis_url`). A bad URL is exit 2.
 - ``--allow-faults`` lets new sessions carry tool faults (``faults`` capability); off by
   default, so a deployed service injects nothing unless told to.
 - Binds ``127.0.0.1`` by default. On SIGTERM or Ctrl-C it drains the adapter (new sessions

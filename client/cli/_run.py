@@ -4,6 +4,8 @@ Rules:
 
 - Settings come from ``[tool.evalport]`` in the nearest ``pyproject.toml`` (see
   :mod:`evalport.client._config`); an option given on the command line wins.
+- A run whose cases all read logged conversations (``@eval_case(conversations=...)``)
+  needs no target (:mod:`evalport.client._logged`).
 - The target is ``--target URL`` (the protocol over HTTP, token from ``$EVALPORT_TOKEN``
   or the variable ``--token-env`` names) or ``--local module:attr`` (the agent
   in-process), with the trace policy ``--trace-policy`` names (default ``safe``). An HTTP
@@ -48,7 +50,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .._cache import RunCache
+from .._cache_stores import open_cache_store
 from .._config import TRACE_POLICIES, ConfigError, Settings, load_settings
+from .._logged import LoggedConversations
 from .._runner import Runner, RunOptions
 from .._selection import parse_shard, select
 from ..reports import (
@@ -64,7 +68,13 @@ from ..reports import (
 )
 from ._common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE, fail
 from ._logs import agent_logs
-from ._targets import TargetUnreachable, build_judge, build_target, without_credentials
+from ._targets import (
+    PreparedTarget,
+    TargetUnreachable,
+    build_judge,
+    build_target,
+    without_credentials,
+)
 
 HELP = "run eval cases against a target"
 
@@ -89,6 +99,7 @@ _SETTINGS = (
     "cache",
     "fresh",
     "cache_dir",
+    "cache_store",
     "out",
     "json",
     "junit",
@@ -137,6 +148,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--cache", action="store_true", default=None, help="replay recorded turns when unchanged")
     add("--fresh", action="store_true", default=None, help="record again, read no recording")
     add("--cache-dir", metavar="DIR", help="where recordings live (default .evalport/cache)")
+    add(
+        "--cache-store",
+        metavar="URL",
+        help="keep recordings in Redis (redis://HOST:6379/0) or a module:Name store",
+    )
     add("--attach", metavar="SESSION_ID", help="evaluate an existing session instead")
     add("--out", metavar="DIR", help="run folder (default .evalport/runs/<time>)")
     add("--json", metavar="F", help="write the results summary as JSON ('-': to stdout)")
@@ -235,12 +251,12 @@ async def _run(
         shard=args.shard,
         command=["evalport", "run", *(without_credentials(arg) for arg in sys.argv[2:])],
     )
-    cache = (
-        RunCache(settings.cache_dir, fresh=settings.fresh, dependencies=settings.cache_dependencies)
-        if settings.cache
-        else None
+    cache = _cache(settings)
+    target = (
+        build_target(settings)
+        if settings.target or settings.local
+        else PreparedTarget(LoggedConversations(policy=settings.policy()))
     )
-    target = build_target(settings)
     judge = None
     try:
         try:
@@ -252,6 +268,8 @@ async def _run(
         report = await runner.run(cases, load_errors=errors)
     finally:
         await target.aclose()
+        if cache is not None:
+            await cache.aclose()
         aclose = getattr(judge, "aclose", None)
         if aclose is not None:
             await aclose()
@@ -264,6 +282,22 @@ async def _run(
     if not args.quiet:
         print(f"run folder: {out}")
     return EXIT_OK if report.summary.ok else EXIT_FAILED
+
+
+def _cache(settings: Settings) -> RunCache | None:
+    """The run cache ``--cache`` asks for, in ``--cache-dir`` or the ``--cache-store``."""
+    if not settings.cache:
+        return None
+    store: Any = settings.cache_dir
+    if settings.cache_store:
+        try:
+            store = open_cache_store(settings.cache_store)
+        except ValueError as error:
+            raise ConfigError(
+                f"--cache-store (cache-store): {error}; or drop it to keep recordings in "
+                "--cache-dir"
+            ) from None
+    return RunCache(store, fresh=settings.fresh, dependencies=settings.cache_dependencies)
 
 
 def _cache_lines(cache: RunCache, replayed: int, trials: int, verbose: bool) -> None:
@@ -301,7 +335,8 @@ def main(args: argparse.Namespace) -> int:
                 f"no case to run under {settings.path} (eval files are named *_eval.py or "
                 "eval_*.py; check --tag, --exclude-tag and -k)",
             )
-        if not settings.target and not settings.local:
+        logged = bool(cases) and all(case.conversation is not None for case in cases)
+        if not settings.target and not settings.local and not logged:
             return fail("run", "give --target URL or --local module:attr (or set one in config)")
         if args.attach and settings.local:
             return fail(

@@ -30,13 +30,13 @@ Rules:
   the restore.
 - Token counts: the frameworks count inclusively (input includes cache reads and writes,
   output includes reasoning); a step's :class:`~evalport.protocol.Usage` is disjoint, as
-  Instructor adds it up, so :func:`step_usage` subtracts the parts from their totals.
+  Instructor adds it up, so ``step_usage`` (:mod:`evalport.protocol._reported`, shared
+  with the client's chat-history reader) subtracts the parts from their totals.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -48,9 +48,10 @@ from evalport.protocol import (
     Step,
     StopReason,
     ToolExecution,
-    Usage,
     compact_json,
 )
+from evalport.protocol._reported import arguments_of as arguments_of
+from evalport.protocol._reported import step_usage as step_usage
 from evalport.protocol.runtime import (
     FRAMEWORK_STATE,
     ApprovalRejected,
@@ -73,39 +74,6 @@ class ApprovalAsk(NamedTuple):
     tool: str
     arguments: Mapping[str, Any]
     reason: str | None = None
-
-
-def arguments_of(value: Any) -> dict[str, Any]:
-    """Tool arguments as a dict: JSON text is parsed, a non-object is kept under ``value``."""
-    if value is None or value == "":
-        return {}
-    if isinstance(value, str | bytes):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return {"value": value if isinstance(value, str) else value.decode(errors="replace")}
-    if isinstance(value, Mapping):
-        return dict(value)
-    return {"value": value}
-
-
-def step_usage(
-    input: int | None,
-    output: int | None,
-    *,
-    cache_read: int | None = 0,
-    cache_write: int | None = 0,
-    reasoning: int | None = 0,
-) -> Usage:
-    """A step's disjoint usage from inclusive framework counts (``None`` counts as 0)."""
-    read, write, thought = cache_read or 0, cache_write or 0, reasoning or 0
-    return Usage(
-        input=max((input or 0) - read - write, 0),
-        output=max((output or 0) - thought, 0),
-        cache_read=read,
-        cache_write=write,
-        reasoning=thought,
-    )
 
 
 def reply_text(output: Any) -> str:

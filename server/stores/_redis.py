@@ -19,7 +19,7 @@ Rules:
   live ids scored by the earliest time each may have expired, ``{index}:gone`` a sorted
   set of recently expired or deleted ids (both in one slot of their own).
 - Deployments: one server, TLS, ACL users, Sentinel and Cluster are chosen by the URL
-  (:mod:`evalport.server.stores._redis_url`). With Sentinel the client asks the
+  (:mod:`evalport.protocol._redis_url`). With Sentinel the client asks the
   Sentinels for the master on every new connection; a failover is a few 503s. With
   ``wait_replicas=N`` every save that acknowledges a turn or a session runs ``WAIT N``
   on the same connection and is a 503 unless ``N`` replicas have it, so a failover
@@ -77,10 +77,10 @@ from typing import Any, Final, TypeVar
 
 import msgspec
 from evalport.protocol import require
+from evalport.protocol._redis_url import connect, parse_redis_url, redacted
 
 from . import _redis_lua as lua
 from ._base import Lease, StoredSession, StoreUnavailable, TurnStart
-from ._redis_url import connect, parse_redis_url, redacted
 
 require("redis", "redis", "evalport.server.stores._redis")
 
@@ -129,7 +129,7 @@ def _ms(seconds: float) -> int:
 class RedisStore:
     """Sessions in Redis, shared by several replicas.
 
-    Pass a URL (the forms of :mod:`evalport.server.stores._redis_url`: ``redis://``,
+    Pass a URL (the forms of :mod:`evalport.protocol._redis_url`: ``redis://``,
     ``rediss://``, ``unix://``, ``redis+sentinel://``, ``redis+cluster://``) or an
     existing ``redis.asyncio.Redis`` or ``redis.asyncio.RedisCluster`` client (the store
     then leaves closing it to you). Keys start with ``prefix`` (no ``{`` or ``}``: the

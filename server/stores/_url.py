@@ -3,16 +3,17 @@
 ``evalport serve --store URL`` and ``EvalAdapter(store=URL)`` both come here. ``memory``
 (the default) is the in-process store; a Redis URL (``redis://``, ``rediss://``,
 ``unix://``, ``redis+sentinel://``, ``redis+cluster://`` and their TLS forms, see
-:mod:`evalport.server.stores._redis_url`) opens a
+:mod:`evalport.protocol._redis_url`) opens a
 :class:`~evalport.server.stores._redis.RedisStore` (the ``redis`` extra). Anything else is
 a ``ValueError`` that names the accepted forms.
 """
 
 from __future__ import annotations
 
+from evalport.protocol._redis_url import is_redis_url, parse_redis_url, redacted
+
 from ._base import SessionStore
 from ._memory import MemoryStore
-from ._redis_url import is_redis_url, parse_redis_url, redacted
 
 
 def open_store(spec: str) -> SessionStore:

@@ -11,9 +11,9 @@ from typing import Any
 import httpx
 import pytest
 import redis
+from evalport.protocol._redis_url import parse_redis_url
 from evalport.server._cli import add_arguments
 from evalport.server.stores import RedisStore
-from evalport.server.stores._redis_url import parse_redis_url
 from support.docs import docs_text
 from support.redis import RedisServer
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 
 import pytest
+from evalport.protocol._redis_url import RedisURL, parse_redis_url
 from evalport.server import _cli
 from evalport.server.stores import RedisStore, open_store
-from evalport.server.stores._redis_url import RedisURL, parse_redis_url
 
 
 @pytest.mark.parametrize(

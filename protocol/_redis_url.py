@@ -1,5 +1,8 @@
 """Redis URLs: one syntax for a single server, a Sentinel-watched master and a Cluster.
 
+The server's session store and the client's run cache both read them, so the forms live
+here, below both.
+
 Rules:
 
 - The scheme says how Redis is deployed, a trailing ``s`` on its first word that every
@@ -27,10 +30,9 @@ Rules:
   to trust; default: the system's), ``ssl_certfile`` and ``ssl_keyfile`` (a client
   certificate, for servers with ``tls-auth-clients``), ``ssl_cert_reqs``
   (``required``, the default, ``optional`` or ``none``), only with a TLS scheme;
-  ``wait_replicas=N``: every save that acknowledges a turn waits until ``N`` replicas
-  have it (Redis ``WAIT``, up to half the store's timeout), else the turn is answered 503
-  ``store-unavailable`` and a retry of its key finds it or ``turn-lost`` (not with a
-  cluster); ``db`` (``unix://`` only).
+  ``wait_replicas=N``: every write waits until ``N`` replicas have it (Redis ``WAIT``;
+  what a user of the URL does when they do not is its own rule), not with a cluster;
+  ``db`` (``unix://`` only).
 - Anything else is a ``ValueError`` that names the part at fault and the form to use,
   with the password replaced by ``***``.
 - :func:`parse_redis_url` needs no ``redis`` package (a bad URL says so before the
