@@ -57,7 +57,7 @@ from .._models import (
 from ._approvals import ApprovalRejected, ApprovalResult, Approvals
 from ._control import TurnControl
 from ._faults import FaultPlan
-from ._stamps import TOOL_ERROR_CLASS, arguments_of, error_info, json_value, new_id, utc_now
+from ._stamps import TOOL_ERROR_CLASS, error_info, json_arguments, json_value, new_id, utc_now
 from ._tool_runs import ToolExecutionBlock, ToolRun
 
 _current: ContextVar[TurnContext | None] = ContextVar("evalport_turn_context", default=None)
@@ -140,7 +140,9 @@ class TurnContext:
             if not call.id:
                 call.id = new_id()
             call.arguments = (
-                arguments_of(call.arguments) if isinstance(call.arguments, dict) else call.arguments
+                json_arguments(call.arguments)
+                if isinstance(call.arguments, dict)
+                else call.arguments
             )
         step = self._open_step(started_at)
         if content is not None or calls:
@@ -159,7 +161,7 @@ class TurnContext:
         self, name: str, arguments: Mapping[str, Any] | None = None, *, call_id: str | None = None
     ) -> ToolCall:
         """Record a tool call the model requested in the open step; returns it (with its id)."""
-        call = ToolCall(id=call_id or new_id(), name=name, arguments=arguments_of(arguments))
+        call = ToolCall(id=call_id or new_id(), name=name, arguments=json_arguments(arguments))
         step = self._current_step()
         step.requested_tool_calls.append(call)
         step.type = StepType.TOOL_EXECUTION
@@ -217,7 +219,7 @@ class TurnContext:
         ``reason`` should be one of :class:`~evalport.protocol._models.StopReason`.
         """
         self.stop_signal = StopSignal(
-            reason=reason, message=message, context=arguments_of(context), source="agent"
+            reason=reason, message=message, context=json_arguments(context), source="agent"
         )
 
     # -- tools --------------------------------------------------------------------------
@@ -299,7 +301,7 @@ class TurnContext:
         return PendingApproval(
             call_id=call_id or new_id(),
             tool=tool,
-            arguments=arguments_of(arguments),
+            arguments=json_arguments(arguments),
             turn=self.turn,
             reason=reason,
             requested_at=utc_now(),
@@ -337,7 +339,7 @@ class TurnContext:
     def _start_execution(
         self, name: str, arguments: Mapping[str, Any] | None, call_id: str | None
     ) -> ToolRun:
-        args = arguments_of(arguments)
+        args = json_arguments(arguments)
         step = self._current_step()
         if call_id is None:
             call_id = _unexecuted_call(step, name)

@@ -44,7 +44,7 @@ def json_value(value: Any) -> Any:
         return repr(value)
 
 
-def arguments_of(arguments: Mapping[str, Any] | None) -> dict[str, Any]:
+def json_arguments(arguments: Mapping[str, Any] | None) -> dict[str, Any]:
     """Tool arguments as a JSON object (a non-map value lands under ``"value"``)."""
     if not arguments:
         return {}
