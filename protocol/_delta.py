@@ -130,7 +130,8 @@ def apply_delta(base: AgentRun, delta: RunDelta) -> AgentRun:
     for wire, keep in delta.kept.items():
         name = _FIELD_NAMES.get(wire)
         if name is not None:
-            lists[name] = getattr(base, name)[:keep] + getattr(delta.run, name)
+            merged = lists[name] = getattr(base, name)[:keep]  # one copy of the kept items
+            merged.extend(getattr(delta.run, name))
     return msgspec.structs.replace(delta.run, **lists)
 
 
