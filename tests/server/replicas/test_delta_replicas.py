@@ -69,10 +69,15 @@ def test_a_repeated_key_answers_the_same_delta_on_the_other_replica(
         session = on_a.post("/evals/sessions", json={}).json()["sessionId"]
         on_a.post(f"/evals/sessions/{session}/turns", json={"message": "one"})
         base = decode_run(on_b.get(f"/evals/sessions/{session}").content)
-        keyed = {"json": {"message": "two"}, "headers": {"Idempotency-Key": "delta-k"}}
-        first = on_a.post(f"/evals/sessions/{session}/turns?since=1", **keyed)  # type: ignore[arg-type]
-        again = on_b.post(f"/evals/sessions/{session}/turns?since=1", **keyed)  # type: ignore[arg-type]
-        plain = on_b.post(f"/evals/sessions/{session}/turns", **keyed)  # type: ignore[arg-type]
+
+        def keyed(http: httpx.Client, query: str = "") -> httpx.Response:
+            return http.post(
+                f"/evals/sessions/{session}/turns{query}",
+                json={"message": "two"},
+                headers={"Idempotency-Key": "delta-k"},
+            )
+
+        first, again, plain = keyed(on_a, "?since=1"), keyed(on_b, "?since=1"), keyed(on_b)
         assert first.status_code == again.status_code == plain.status_code == 200
         assert again.content == first.content
         delta = decode_answer(first.content)
