@@ -121,10 +121,19 @@ _MAX_SINCE: Final = 2**31 - 1
 
 def since_of(query: bytes) -> int | None:
     """The ``since`` of a request's query string (``None`` without one); 422 unless it
-    is one whole number from 0."""
+    is one whole number from 0, or when the query holds any other parameter (query
+    parameters are decoded as strictly as bodies)."""
     if not query:
         return None
-    values = parse_qs(query.decode("latin-1"), keep_blank_values=True).get("since")
+    parameters = parse_qs(query.decode("latin-1"), keep_blank_values=True)
+    unknown = sorted(parameters.keys() - {"since"})
+    if unknown:
+        raise HTTPProblem(
+            ProblemType.INVALID_BODY,
+            f"Unknown query parameter {unknown[0]!r}; the only one is since.",
+            errors=[FieldError(path=f"query:{name}", message="unknown") for name in unknown],
+        )
+    values = parameters.get("since")
     if values is None:
         return None
     text = values[0]

@@ -83,7 +83,7 @@ ROUTES: dict[tuple[str, str], tuple[type | None, str, type | None, set[int]]] = 
         RunEnvelope,
         {400, 401, 404, 409, 413, 415, 422, 429, 503, 504},
     ),
-    ("/evals/sessions/{sessionId}", "get"): (None, "200", RunEnvelope, {401, 404, 429, 503}),
+    ("/evals/sessions/{sessionId}", "get"): (None, "200", RunEnvelope, {401, 404, 422, 429, 503}),
     ("/evals/sessions/{sessionId}", "delete"): (None, "204", None, {401, 404, 409, 429, 503}),
     ("/evals/sessions/{sessionId}/approvals", "post"): (
         ApprovalsRequest,

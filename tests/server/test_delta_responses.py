@@ -131,10 +131,16 @@ async def test_a_bad_since_is_a_422_and_runs_nothing(client: httpx.AsyncClient, 
     assert (await full_run(client, session)).turns == 0
 
 
-async def test_other_query_parameters_change_nothing(client: httpx.AsyncClient) -> None:
+async def test_another_query_parameter_is_a_422(client: httpx.AsyncClient) -> None:
+    """Query parameters are decoded as strictly as bodies."""
     session = await open_session(client)
-    response = await turn(client, session, "one", "?view=full")
-    assert list(response.json()) == ["run"]
+    for response in (
+        await turn(client, session, "one", "?view=full&since=0"),
+        await client.get(f"/evals/sessions/{session}?view=full"),
+    ):
+        assert response.status_code == 422
+        assert response.json()["errors"] == [{"path": "query:view", "message": "unknown"}]
+    assert (await full_run(client, session)).turns == 0
 
 
 async def test_a_repeated_key_answers_the_same_turn_at_each_since(
