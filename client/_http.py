@@ -13,6 +13,12 @@ Rules:
 - The token goes only to the base URL's origin: redirects are never followed (a 3xx is
   an error that names where it pointed), and the token and credential headers are
   scrubbed from every error text. ``repr`` never shows them.
+- Delta responses: when the server lists the ``delta`` capability, ``send`` and
+  ``refresh`` ask with ``?since=`` the settled turns of the session's run and reassemble
+  the answer (:func:`~evalport.protocol.apply_delta`): only the new steps are decoded and
+  redacted, the run so far is kept as it was redacted; the runs equal those of full
+  responses. An answer that does not fit the session's run is logged and the whole run
+  read instead (``GET`` without ``since``). ``decide`` reads whole runs.
 - Retries follow :mod:`evalport.client._retry`: a turn carries an ``Idempotency-Key`` and
   is retried only if the server lists the ``idempotency`` capability.
 - One pooled ``httpx.AsyncClient`` with keep-alive per target; close it with
@@ -23,6 +29,7 @@ Rules:
 from __future__ import annotations
 
 import contextlib
+import logging
 import uuid
 from collections.abc import Mapping, Sequence
 from types import TracebackType
@@ -31,6 +38,7 @@ from urllib.parse import quote
 
 import httpx
 from evalport.protocol import (
+    DELTA_CAPABILITY,
     PROTOCOL_VERSION,
     AgentRun,
     ApprovalsRequest,
@@ -43,7 +51,10 @@ from evalport.protocol import (
     ToolFault,
     TracePolicy,
     TurnRequest,
+    apply_delta,
+    decode_answer,
     encode,
+    settled_turns,
 )
 from evalport.protocol.runtime import as_faults
 from msgspec import UNSET
@@ -52,6 +63,8 @@ from ._channel import Channel
 from ._retry import RetryPolicy
 from ._target import TargetIdentity, Turn
 from ._turns import DecisionLike, SessionBase, decisions_of
+
+logger = logging.getLogger("evalport.client")
 
 IDEMPOTENCY_CAPABILITY: Final = "idempotency"
 FAULTS_CAPABILITY: Final = "faults"
@@ -119,6 +132,11 @@ class HttpTarget:
     def idempotent_turns(self) -> bool:
         """Whether turns may be retried: the server's health lists ``idempotency``."""
         return self.health is not None and IDEMPOTENCY_CAPABILITY in self.health.capabilities
+
+    @property
+    def delta_responses(self) -> bool:
+        """Whether turns and refreshes ask for deltas: the server's health lists ``delta``."""
+        return self.health is not None and DELTA_CAPABILITY in self.health.capabilities
 
     async def check(self) -> Health:
         """``GET /health``: the protocol version must match; records the agent's identity."""
@@ -231,15 +249,16 @@ class HttpSession(SessionBase["HttpTarget"]):
 
     async def send(self, message: str) -> Turn:
         """One user message; returns when the agent finished the turn or suspended it."""
+        since = self._since()
         response = await self._channel.request(
             "POST",
-            f"{self._path}/turns",
+            f"{self._path}/turns{_query(since)}",
             body=encode(TurnRequest(message=message)),
             mode="keyed" if self._target.idempotent_turns else "once",
             headers={"Idempotency-Key": uuid.uuid4().hex},
             session_id=self._id,
         )
-        return self._advance(self._channel.run(response), message)
+        return self._advance(await self._received(response, since), message)
 
     async def decide(self, decisions: Mapping[str, DecisionLike]) -> Turn:
         """Answer the pending approvals (call id -> decision) and resume the turn."""
@@ -250,11 +269,13 @@ class HttpSession(SessionBase["HttpTarget"]):
         return self._advance(self._channel.run(response), None)
 
     async def refresh(self) -> AgentRun:
-        """Read the accumulated run again (what ``attach`` does)."""
+        """Read the accumulated run again (what ``attach`` does); with delta responses,
+        only what it gained since this session's run (polling a live session is cheap)."""
+        since = self._since()
         response = await self._channel.request(
-            "GET", self._path, mode="idempotent", session_id=self._id
+            "GET", f"{self._path}{_query(since)}", mode="idempotent", session_id=self._id
         )
-        self._run = self._channel.run(response)
+        self._run = await self._received(response, since)
         return self._run
 
     async def close(self) -> None:
@@ -266,3 +287,32 @@ class HttpSession(SessionBase["HttpTarget"]):
                 "DELETE", self._path, mode="idempotent", session_id=self._id
             )
         self.closed = True
+
+    def _since(self) -> int | None:
+        """The ``since`` to ask with: ``None`` unless the server answers deltas."""
+        return settled_turns(self._run) if self._target.delta_responses else None
+
+    async def _received(self, response: httpx.Response, since: int | None) -> AgentRun:
+        """The run a turn or refresh answered, decoded and redacted: a whole run, or a
+        delta reassembled over this session's run (a delta that does not fit it is
+        logged, and the whole run read instead)."""
+        channel = self._channel
+        if since is None:
+            return channel.run(response)
+        try:
+            answer = decode_answer(response.content)
+        except ProtocolError as error:
+            raise channel.protocol_error(error, response) from None
+        if isinstance(answer, AgentRun):  # the server chose the whole run
+            return channel.policy.apply(answer, in_place=True)
+        answer.run = channel.policy.apply(answer.run, in_place=True)
+        try:
+            return apply_delta(self._run, answer)
+        except ProtocolError as error:
+            logger.warning("session %s: %s; reading the whole run", self._id, error)
+        full = await channel.request("GET", self._path, mode="idempotent", session_id=self._id)
+        return channel.run(full)
+
+
+def _query(since: int | None) -> str:
+    return "" if since is None else f"?since={since}"

@@ -12,6 +12,7 @@ follow, and a test keeps the two in step. Nothing here names the server or the c
 
 from ._auth import DEFAULT_TOKEN_ENV
 from ._codec import decode_request, decode_response, decode_run, encode, normalize_run
+from ._delta import DELTA_CAPABILITY, apply_delta, decode_answer, run_delta, settled_turns
 from ._digest import (
     DEFAULT_PREVIEW_BYTES,
     canonical_json,
@@ -28,10 +29,12 @@ from ._messages import (
     ApprovalsRequest,
     CreateSessionRequest,
     CreateSessionResponse,
+    DeltaEnvelope,
     FieldError,
     Health,
     LoopHold,
     Problem,
+    RunDelta,
     RunEnvelope,
     ToolFault,
     TurnRequest,
@@ -83,6 +86,7 @@ from ._version import PROTOCOL_VERSION, __version__
 __all__ = [
     "DEFAULT_PREVIEW_BYTES",
     "DEFAULT_TOKEN_ENV",
+    "DELTA_CAPABILITY",
     "PROBLEM_CONTENT_TYPE",
     "PROTOCOL_VERSION",
     "AgentInfo",
@@ -94,6 +98,7 @@ __all__ = [
     "AuthFailed",
     "CreateSessionRequest",
     "CreateSessionResponse",
+    "DeltaEnvelope",
     "ErrorInfo",
     "Event",
     "FaultsUnsupported",
@@ -113,6 +118,7 @@ __all__ = [
     "ProtocolError",
     "RequestError",
     "RequestRejected",
+    "RunDelta",
     "RunEnvelope",
     "RunStatus",
     "SessionBusy",
@@ -135,8 +141,10 @@ __all__ = [
     "TurnTimedOut",
     "Usage",
     "__version__",
+    "apply_delta",
     "canonical_json",
     "compact_json",
+    "decode_answer",
     "decode_request",
     "decode_response",
     "decode_run",
@@ -147,5 +155,7 @@ __all__ = [
     "matches_digest",
     "normalize_run",
     "require",
+    "run_delta",
+    "settled_turns",
     "tool_record",
 ]

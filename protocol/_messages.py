@@ -156,6 +156,28 @@ class RunEnvelope(_Response):
     run: AgentRun
 
 
+class RunDelta(_Response, kw_only=True):
+    """What a run gained since the client's copy of it (evalport addition; the rules of
+    the cut and of the reassembly are in :mod:`evalport.protocol._delta`).
+
+    ``since`` is the base the client named (its settled turns); ``kept`` says, for each
+    tail list of the run (by its wire name), how many of the base's items stay;
+    ``lastStepId`` is the id of the last step that stays (``None`` when none does);
+    ``run`` holds the tails of those lists and every other field of the run whole.
+    """
+
+    since: int
+    kept: dict[str, int]
+    last_step_id: str | None = None
+    run: AgentRun
+
+
+class DeltaEnvelope(_Response):
+    """200 from a turn or an attach that asked for a delta (``?since=N``)."""
+
+    delta: RunDelta
+
+
 class FieldError(_Response):
     """One invalid field of a request: a JSON path (``$.message``) and what is wrong."""
 

@@ -28,6 +28,8 @@ Rules:
   and type, and the rest at DEBUG on ``evalport.agent.details``.
 - Auth (``token``) is required unless ``token=None`` says the host authenticates.
   ``/health`` needs the token too unless ``public_health=True``.
+- ``?since=N`` on a turn or an attach asks for the run as a delta (``/health`` lists the
+  ``delta`` capability; :func:`~._records.since_of`, :mod:`evalport.protocol._delta`).
 - Tool faults (``CreateSessionRequest.faults``, :mod:`evalport.protocol.runtime._faults`) are off
   unless ``faults=True``: a deployed service opts in, and ``/health`` then lists the
   ``faults`` capability; a request with faults to a server without them is a 422
@@ -41,6 +43,7 @@ from typing import Final, NamedTuple, TypeVar
 
 import msgspec
 from evalport.protocol import (
+    DELTA_CAPABILITY,
     PROBLEM_CONTENT_TYPE,
     PROTOCOL_VERSION,
     AgentInfo,
@@ -64,7 +67,7 @@ from starlette.types import Receive, Scope, Send
 from ._auth import BearerAuth
 from ._limits import Limits
 from ._problems import HTTPProblem
-from ._records import Outcome, RunPolicy, log_details
+from ._records import Outcome, RunPolicy, log_details, since_of
 from ._sessions import SessionManager
 from ._standalone import ProtocolApp, internal_problem, request_path, safe_instance
 from .stores import SessionStore, open_store
@@ -137,7 +140,7 @@ class EvalAdapter:
         self.log_details = log_details(policy)
         """Whether the logs may quote agents' error texts (see :func:`~._records.log_details`)."""
         identity = agent_identity(agent, name, version)
-        capabilities = ["attach", "delete", "idempotency"]
+        capabilities = ["attach", "delete", "idempotency", DELTA_CAPABILITY]
         if approvals:
             capabilities.append("approvals")
             capabilities.append("interrupts")
@@ -284,9 +287,9 @@ class EvalAdapter:
         )
 
     async def _attach(self, scope: Scope, receive: Receive, headers: _Headers) -> Answer:
-        return Response(
-            await self.sessions.attach(scope["path_params"]["session_id"]), media_type=_JSON
-        )
+        since = since_of(scope.get("query_string", b""))
+        body = await self.sessions.attach(scope["path_params"]["session_id"], since)
+        return Response(body, media_type=_JSON)
 
     async def _delete(self, scope: Scope, receive: Receive, headers: _Headers) -> Answer:
         await self.sessions.delete(scope["path_params"]["session_id"])
@@ -300,8 +303,11 @@ class EvalAdapter:
                 f"The Idempotency-Key header must have 1 to {_MAX_KEY} characters.",
                 errors=[FieldError(path="header:Idempotency-Key", message="1 to 255 characters")],
             )
+        since = since_of(scope.get("query_string", b""))
         turn = _decode(await self._body(receive, headers), TurnRequest)
-        return await self.sessions.turn(scope["path_params"]["session_id"], turn.message, key)
+        return await self.sessions.turn(
+            scope["path_params"]["session_id"], turn.message, key, since
+        )
 
     async def _decide(self, scope: Scope, receive: Receive, headers: _Headers) -> Answer:
         decide = _decode(await self._body(receive, headers), ApprovalsRequest)

@@ -21,6 +21,11 @@ Rules:
   the idempotency records (the response as first sent) and the answers relayed from
   another replica; attach re-encodes the stored run without the state
   (:func:`sent_body`).
+- A request with ``?since=N`` (:func:`since_of`) gets a 200's run as a delta
+  (:func:`answered`, rules in :mod:`evalport.protocol._delta`), cut from the run as
+  sent; the records keep the whole body, so a repeated key answers the same turn cut at
+  the repeat's ``since``. The run object is used when the turn's request still holds it
+  (a finished turn: the session never changes it again), else the body is decoded.
 """
 
 from __future__ import annotations
@@ -31,17 +36,20 @@ import json
 import secrets
 from datetime import UTC, datetime
 from typing import Any, Final, NamedTuple, Protocol
+from urllib.parse import parse_qs
 
 import msgspec
 from evalport.protocol import (
     AgentRun,
     CreateSessionRequest,
+    DeltaEnvelope,
     FieldError,
     Problem,
     ProblemType,
     RunEnvelope,
     ToolFault,
     encode,
+    run_delta,
 )
 from evalport.protocol.runtime import (
     FRAMEWORK_STATE,
@@ -72,10 +80,12 @@ def log_details(policy: RunPolicy | None) -> bool:
 
 class RunBodies(NamedTuple):
     """A run's two encodings (see the module's rules): ``stored`` for the store,
-    ``sent`` for clients (the same object when the run holds no framework state)."""
+    ``sent`` for clients (the same object when the run holds no framework state), and
+    ``run``, the run object ``sent`` encodes."""
 
     stored: bytes
     sent: bytes
+    run: AgentRun
 
 
 def run_bodies(policy: RunPolicy | None, live: AgentSession | None, run: AgentRun) -> RunBodies:
@@ -89,8 +99,8 @@ def run_bodies(policy: RunPolicy | None, live: AgentSession | None, run: AgentRu
         stored = encode(RunEnvelope(run=run))
     sent = without_framework_state(run)
     if sent is run:
-        return RunBodies(stored, stored)
-    return RunBodies(stored, encode(RunEnvelope(run=sent)))
+        return RunBodies(stored, stored, run)
+    return RunBodies(stored, encode(RunEnvelope(run=sent)), sent)
 
 
 _STATE_MARK: Final = encode(FRAMEWORK_STATE)  # the event's name as JSON text
@@ -106,6 +116,47 @@ def sent_body(stored: bytes) -> bytes:
     return stored if sent is run else encode(RunEnvelope(run=sent))
 
 
+_MAX_SINCE: Final = 2**31 - 1
+
+
+def since_of(query: bytes) -> int | None:
+    """The ``since`` of a request's query string (``None`` without one); 422 unless it
+    is one whole number from 0, or when the query holds any other parameter (query
+    parameters are decoded as strictly as bodies)."""
+    if not query:
+        return None
+    parameters = parse_qs(query.decode("latin-1"), keep_blank_values=True)
+    unknown = sorted(parameters.keys() - {"since"})
+    if unknown:
+        raise HTTPProblem(
+            ProblemType.INVALID_BODY,
+            f"Unknown query parameter {unknown[0]!r}; the only one is since.",
+            errors=[FieldError(path=f"query:{name}", message="unknown") for name in unknown],
+        )
+    values = parameters.get("since")
+    if values is None:
+        return None
+    text = values[0]
+    if len(values) > 1 or not (text.isascii() and text.isdigit()) or int(text) > _MAX_SINCE:
+        raise HTTPProblem(
+            ProblemType.INVALID_BODY,
+            "The query parameter since must be given once, as the number of settled turns "
+            f"of the client's copy of the run (0 to {_MAX_SINCE}).",
+            errors=[FieldError(path="query:since", message="a whole number from 0, once")],
+        )
+    return int(text)
+
+
+def delta_body(run: AgentRun | None, body: bytes, since: int) -> bytes:
+    """A sent run ``body`` (``run`` its object, if at hand) cut at ``since`` as a delta;
+    ``body`` itself when ``since`` is beyond the run's turns."""
+    if run is None:
+        run = without_framework_state(decode_envelope.decode(body).run)
+    if since > run.turns:
+        return body
+    return encode(DeltaEnvelope(delta=run_delta(run, since)))
+
+
 class Outcome(msgspec.Struct, frozen=True, gc=False):
     """A finished request's answer: status and body (JSON or problem JSON)."""
 
@@ -115,6 +166,14 @@ class Outcome(msgspec.Struct, frozen=True, gc=False):
     @property
     def is_problem(self) -> bool:
         return self.status >= 400
+
+
+def answered(outcome: Outcome, run: AgentRun | None, since: int | None) -> Outcome:
+    """``outcome`` as its request asked for it: a 200 cut at ``since`` when it asked
+    (:func:`delta_body`); any other outcome as it is."""
+    if since is None or outcome.status != 200:
+        return outcome
+    return Outcome(status=200, body=delta_body(run, outcome.body, since))
 
 
 class IdempotencyRecord(msgspec.Struct, frozen=True, gc=False):

@@ -61,6 +61,7 @@ from ._records import (
     RunPolicy,
     SessionMeta,
     decision_problem,
+    delta_body,
     encode_meta,
     iso,
     log_details,
@@ -161,13 +162,16 @@ class SessionManager:
         self.live.adopt(session_id, live, body)
         return session_id, iso(now + limits.session_ttl)
 
-    async def attach(self, session_id: str) -> bytes:
-        """The session's latest accumulated run, as clients receive it (renews its TTL)."""
+    async def attach(self, session_id: str, since: int | None = None) -> bytes:
+        """The session's latest accumulated run, as clients receive it (renews its TTL);
+        cut at ``since`` if given (:func:`~._records.delta_body`)."""
         await self.sweep()
         stored = await self.store.read(session_id, ttl=self.limits.session_ttl)
         if stored is None:
             await self.live.forget(session_id)
             raise not_found(session_id)
+        if since is not None:
+            return delta_body(None, stored.run, since)
         return sent_body(stored.run)
 
     async def delete(self, session_id: str) -> None:
@@ -208,10 +212,12 @@ class SessionManager:
 
     # -- turns ----------------------------------------------------------------------------------
 
-    async def turn(self, session_id: str, message: str, key: str | None) -> Outcome:
-        """Run one turn (or replay it by idempotency key)."""
+    async def turn(
+        self, session_id: str, message: str, key: str | None, since: int | None = None
+    ) -> Outcome:
+        """Run one turn (or replay it by idempotency key); its run cut at ``since`` if given."""
         await self.sweep()
-        return await self.turns.turn(session_id, message, key)
+        return await self.turns.turn(session_id, message, key, since)
 
     async def decide(
         self,

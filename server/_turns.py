@@ -59,6 +59,7 @@ from ._records import (
     Outcome,
     RunBodies,
     RunPolicy,
+    answered,
     decision_problem,
     fingerprint,
     idempotency_record,
@@ -110,21 +111,23 @@ class TurnRunner:
             self._begin, store.release, jobs, limits, renewed=leases.renewed
         )
 
-    async def turn(self, session_id: str, message: str, key: str | None) -> Outcome:
-        """Run one turn (or replay it by idempotency key)."""
+    async def turn(
+        self, session_id: str, message: str, key: str | None, since: int | None = None
+    ) -> Outcome:
+        """Run one turn (or replay it by idempotency key); its run cut at ``since`` if given."""
         digest = ""
         if key is not None:
             digest = fingerprint(message)
             if (waiting := self._inflight.get((session_id, key))) is not None:
                 if waiting.fingerprint != digest:
                     raise key_reused()
-                return await waiting.wait()
+                return answered(await waiting.wait(), None, since)
         live = self._live.get(session_id)
         if live is not None and live.suspended:
             if key is not None:
                 record = await self._store.get_result(session_id, key)
                 if record is not None:
-                    return replayed(record, digest)
+                    return answered(replayed(record, digest), None, since)
             live = self._live.get(session_id)
             if live is not None and live.suspended:
                 raise suspended(live)
@@ -136,7 +139,7 @@ class TurnRunner:
         if start.same_key:  # the first attempt of this key runs on another replica
             start = await self.waiter.wait(session_id, token, key, lost, start)
         if start.replay is not None:
-            return replayed(start.replay, digest)
+            return answered(replayed(start.replay, digest), None, since)
         if start.suspended:
             raise suspended_elsewhere()
         await self._leased(session_id, start.lease)
@@ -156,7 +159,8 @@ class TurnRunner:
         # turn first and a turn that never waits is over when the job takes its first step.
         step = live.start(message, timeout=self._limits.turn_timeout)
         job = self._jobs.start(self._turn_job(session_id, live, step, key, flight, token, keeper))
-        return await asyncio.shield(job)
+        outcome, run = await asyncio.shield(job)
+        return answered(outcome, run, since)
 
     async def decide(
         self, session_id: str, live: AgentSession, decisions: Mapping[str, ApprovalDecision]
@@ -215,14 +219,15 @@ class TurnRunner:
         flight: InFlight | None,
         token: str,
         keeper: LeaseKeeper | None,
-    ) -> Outcome:
-        """Drive the turn; then store its run and idempotency record and release the lease."""
+    ) -> tuple[Outcome, AgentRun | None]:
+        """Drive the turn; then store its run and idempotency record and release the lease.
+        Returns the outcome and, for a finished turn, the run object its body encodes."""
         finished = False
         try:
-            outcome, run = await self._drive(session_id, live, step, keeper)
-            if not await self._finish(session_id, live, token, run, key, _record(flight, outcome)):
+            outcome, body, sent = await self._drive(session_id, live, step, keeper)
+            if not await self._finish(session_id, live, token, body, key, _record(flight, outcome)):
                 record = None if key is None else await self._store.get_result(session_id, key)
-                outcome = _unstored(session_id, flight, record)
+                outcome, sent = _unstored(session_id, flight, record), None
             finished = True
         except BaseException as error:
             if flight is not None:  # repeats of the key waiting for it get its problem
@@ -235,7 +240,7 @@ class TurnRunner:
                 await self._store.release(session_id, token)
         if flight is not None:
             flight.settle(outcome)
-        return outcome
+        return outcome, sent
 
     async def _decide_job(
         self,
@@ -248,8 +253,8 @@ class TurnRunner:
         finished = False
         try:
             step = live.decide(decisions, timeout=self._limits.turn_timeout)
-            outcome, run = await self._drive(session_id, live, step, keeper)
-            finished = await self._finish(session_id, live, token, run)
+            outcome, body, _ = await self._drive(session_id, live, step, keeper)
+            finished = await self._finish(session_id, live, token, body)
             if not finished:
                 finished = True  # (nothing to release: the lease is another's)
                 _unstored(session_id, None, None)
@@ -264,10 +269,11 @@ class TurnRunner:
         live: AgentSession,
         step: Awaitable[AgentRun],
         keeper: LeaseKeeper | None,
-    ) -> tuple[Outcome, bytes]:
-        """The step's outcome (its body as sent) and the run body to store (the problems
-        it raises store nothing); ``keeper`` renews the lease until the step ends, however
-        it ends."""
+    ) -> tuple[Outcome, bytes, AgentRun | None]:
+        """The step's outcome (its body as sent), the run body to store (the problems it
+        raises store nothing) and the run object the outcome's body encodes, unless the
+        turn is suspended (its run then changes when it goes on); ``keeper`` renews the
+        lease until the step ends, however it ends."""
         try:
             run = await step
         except TurnTimeout as timeout:
@@ -279,7 +285,7 @@ class TurnRunner:
                     "it was cancelled and recorded as failed, and the session is usable.",
                 ),
             )
-            return outcome, self.bodies(live, timeout.run).stored
+            return outcome, self.bodies(live, timeout.run).stored, None
         except DecisionError as error:
             raise decision_problem(error) from None
         except SessionSuspended:
@@ -296,8 +302,9 @@ class TurnRunner:
         finally:
             if keeper is not None:
                 keeper.stop()
-        stored, sent = self.bodies(live, run)
-        return Outcome(status=200, body=sent), stored
+        bodies = self.bodies(live, run)
+        sent = None if live.suspended else bodies.run
+        return Outcome(status=200, body=bodies.sent), bodies.stored, sent
 
     async def _finish(
         self,

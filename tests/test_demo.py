@@ -47,7 +47,7 @@ def test_demo_serves_evaluates_reports_and_shows_a_regression(tmp_path):
     )
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
-    assert "11 of 11 checks passed" in output
+    assert "12 of 12 checks passed" in output
     assert "8 passed, 0 failed, 0 error, 0 skipped, 0 scored" in output
     assert "5 passed, 3 failed, 0 error, 0 skipped, 0 scored" in output  # the regressed agent
     assert output.count("server stopped\n") == 2  # clean stops, no exit code to report

@@ -14,6 +14,9 @@ What is checked, in order (later checks use the session the earlier ones opened)
   turn's run, which the later checks use. The line counts the pending calls decided;
   the tool calls it counts are those of the turn's run once decided;
 - ``attach``: ``GET`` returns the same accumulated run;
+- ``delta`` (when ``/health`` lists the capability): ``GET ?since=`` the first turn's
+  settled turns answers a delta that, applied to the first turn's run, gives the run of
+  the second (:func:`~evalport.protocol.apply_delta`);
 - ``malformed JSON`` (400), ``invalid body`` (422 with field errors), ``unknown session``
   (404): each an RFC 9457 problem (``application/problem+json``, ``type``, ``title``,
   ``status`` equal to the HTTP status, no stack trace);
@@ -44,13 +47,18 @@ import httpx
 import msgspec
 from evalport.protocol import (
     DEFAULT_TOKEN_ENV,
+    DELTA_CAPABILITY,
     PROBLEM_CONTENT_TYPE,
     AgentRun,
     ProblemType,
     ProtocolError,
+    RunDelta,
     RunStatus,
     StopReason,
+    apply_delta,
+    decode_answer,
     decode_run,
+    settled_turns,
 )
 
 from .._config import ConfigError
@@ -144,6 +152,7 @@ class _Checker:
         self.results: list[CheckResult] = []
         self.session_id: str | None = None
         self.run: AgentRun | None = None
+        self.first: AgentRun | None = None  # the run of the first turn
         self.capabilities: set[str] = set()
 
     def headers(self, token: str | None = None) -> dict[str, str]:
@@ -235,6 +244,8 @@ class _Checker:
         _validate_run(run, number)
         run, decided = await self._decide(run, number)
         self.run = run
+        if number == 1:
+            self.first = run
         summary = f"status {run.status}, {len(run.steps)} steps, {len(run.tools)} tool calls"
         if decided:
             verdict = "approved" if self.approve else "rejected"
@@ -279,6 +290,25 @@ class _Checker:
         if self.run is not None and msgspec.to_builtins(run) != msgspec.to_builtins(self.run):
             raise _Failed("the attached run differs from the run of the last turn")
         return "same accumulated run"
+
+    async def delta(self) -> str:
+        first, last = self.first, self.run
+        assert first is not None and last is not None  # (the turns passed)
+        since = settled_turns(first)
+        url = f"{self._session_url()}?since={since}"
+        response = await self.client.get(url, headers=self.headers())
+        if response.status_code != 200:
+            raise _Failed(f"HTTP {response.status_code}, expected 200: {response.text[:200]}")
+        answer = decode_answer(response.content)
+        if not isinstance(answer, RunDelta):
+            raise _Failed(f"/health lists 'delta' but ?since={since} answered the whole run")
+        try:
+            run = apply_delta(first, answer)
+        except ProtocolError as error:
+            raise _Failed(str(error)) from None
+        if msgspec.to_builtins(run) != msgspec.to_builtins(last):
+            raise _Failed("the first turn's run with the delta differs from the second's")
+        return f"since={since}: {len(response.content)} bytes, reassembled run equal"
 
     async def malformed(self) -> str:
         response = await self.client.post(
@@ -332,6 +362,8 @@ class _Checker:
             if await self.check("turn", lambda: self.turn(1)):
                 await self.check("second turn", lambda: self.turn(2))
                 await self.check("attach", self.attach)
+                if DELTA_CAPABILITY in self.capabilities:
+                    await self.check("delta", self.delta)
             await self.check("malformed JSON", self.malformed)
             await self.check("invalid body", self.invalid)
             await self.check("unknown session", self.unknown)

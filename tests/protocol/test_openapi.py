@@ -34,6 +34,7 @@ from evalport.protocol import (
     ApprovalState,
     CreateSessionRequest,
     CreateSessionResponse,
+    DeltaEnvelope,
     FinishReason,
     Health,
     Problem,
@@ -60,6 +61,13 @@ REF = "#/components/schemas/"
 # The modules whose Structs travel on the wire (others, such as the recorder's, do not).
 WIRE_MODULES = {"evalport.protocol._models", "evalport.protocol._messages"}
 
+# The 200 of a turn and of an attach: the whole run, or a delta when asked (``?since=``).
+RUN_OR_DELTA = {"oneOf": [{"$ref": REF + "RunEnvelope"}, {"$ref": REF + "DeltaEnvelope"}]}
+ANSWERS_DELTAS = {
+    ("/evals/sessions/{sessionId}/turns", "post"),
+    ("/evals/sessions/{sessionId}", "get"),
+}
+
 # Every route of DESIGN.md's table: request body, success status and body, problem statuses.
 ROUTES: dict[tuple[str, str], tuple[type | None, str, type | None, set[int]]] = {
     ("/health", "get"): (None, "200", Health, {401, 503}),
@@ -75,7 +83,7 @@ ROUTES: dict[tuple[str, str], tuple[type | None, str, type | None, set[int]]] = 
         RunEnvelope,
         {400, 401, 404, 409, 413, 415, 422, 429, 503, 504},
     ),
-    ("/evals/sessions/{sessionId}", "get"): (None, "200", RunEnvelope, {401, 404, 429, 503}),
+    ("/evals/sessions/{sessionId}", "get"): (None, "200", RunEnvelope, {401, 404, 422, 429, 503}),
     ("/evals/sessions/{sessionId}", "delete"): (None, "204", None, {401, 404, 409, 429, 503}),
     ("/evals/sessions/{sessionId}/approvals", "post"): (
         ApprovalsRequest,
@@ -237,7 +245,10 @@ def test_every_route_of_the_design_with_its_bodies_and_statuses() -> None:
             assert "content" not in ok
         else:
             schema = ok["content"]["application/json"]["schema"]
-            assert schema == {"$ref": REF + response.__name__}
+            if (path, method) in ANSWERS_DELTAS:
+                assert schema == RUN_OR_DELTA
+            else:
+                assert schema == {"$ref": REF + response.__name__}
         for status in errors:
             problem = _resolve(operation["responses"][str(status)])
             media = problem["content"]["application/problem+json"]
@@ -277,8 +288,11 @@ def test_security_and_idempotency_key() -> None:
     assert (scheme["type"], scheme["scheme"]) == ("http", "bearer")
     assert SPEC["security"] == [{"bearerAuth": []}]
     turn = SPEC["paths"]["/evals/sessions/{sessionId}/turns"]["post"]
-    (parameter,) = [_resolve(p) for p in turn["parameters"]]
-    assert (parameter["name"], parameter["in"]) == ("Idempotency-Key", "header")
+    attach = SPEC["paths"]["/evals/sessions/{sessionId}"]["get"]
+    key, since = [_resolve(p) for p in turn["parameters"]]
+    assert (key["name"], key["in"]) == ("Idempotency-Key", "header")
+    assert (since["name"], since["in"]) == ("since", "query")
+    assert [_resolve(p) for p in attach["parameters"]] == [since]
 
 
 def _registry() -> Registry:
@@ -335,18 +349,24 @@ def test_every_operation_has_examples() -> None:
 def test_examples_validate_and_decode(
     operation: str, media_type: str, status: int | None, schema: Any, value: Any
 ) -> None:
+    if schema == RUN_OR_DELTA:
+        schema = schema["oneOf"][1 if "delta" in value else 0]
     ref = {"$ref": "urn:evalport:openapi" + schema["$ref"]}
     jsonschema.Draft202012Validator(ref, registry=_registry()).validate(value)
     kind = getattr(protocol, schema["$ref"].removeprefix(REF))
+    assert kind in (RunEnvelope, DeltaEnvelope) or "delta" not in value
     data = msgspec.json.encode(value)
     if status is None:
         decoded = decode_request(data, kind)
     elif kind is RunEnvelope:
         decoded = decode_run(data)
         assert msgspec.to_builtins(decoded) == value["run"]
+    elif kind is DeltaEnvelope:
+        decoded = protocol.decode_answer(data)
+        assert msgspec.to_builtins(decoded)["since"] == value["delta"]["since"]
     else:
         decoded = decode_response(data, kind)
-    if kind is not RunEnvelope and kind is not Problem:
+    if kind not in (RunEnvelope, DeltaEnvelope, Problem):
         # Re-encoded, every field of the example is still there with its value.
         assert _kept(msgspec.json.decode(protocol.encode(decoded)), value)
 

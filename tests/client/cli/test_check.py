@@ -32,6 +32,7 @@ async def test_the_real_adapter_passes_every_check():
         "turn",
         "second turn",
         "attach",
+        "delta",
         "malformed JSON",
         "invalid body",
         "unknown session",
@@ -133,7 +134,7 @@ async def test_a_turn_that_suspends_is_decided_and_the_sequence_goes_on(approve)
     )
     failed = [f"{r.name}: {r.detail}" for r in results if not r.ok]
     assert failed == []
-    assert len(results) == 11
+    assert len(results) == 12
     turn = {r.name: r.detail for r in results}["turn"]
     if approve:
         assert turn.endswith("; 2 pending call(s) approved")
@@ -156,3 +157,22 @@ def test_the_approve_option_reaches_the_checks(monkeypatch):
     assert seen["approve"] is True
     assert check.main(parser.parse_args(["http://x/"])) == 0
     assert seen["approve"] is False
+
+
+async def test_a_server_that_lists_delta_but_sends_whole_runs_fails_the_delta_check():
+    adapter = EvalAdapter(agent, token=TOKEN)
+    inner = adapter.app()
+
+    async def ignores_since(scope, receive, send):
+        if scope["type"] == "http":
+            scope = {**scope, "query_string": b""}
+        await inner(scope, receive, send)
+
+    results = await check_server(
+        "http://adapter/", token=TOKEN, transport=httpx.ASGITransport(app=ignores_since)
+    )
+    by_name = {r.name: r for r in results}
+    assert by_name["attach"].ok
+    assert not by_name["delta"].ok
+    assert "answered the whole run" in by_name["delta"].detail
+    await adapter.aclose()

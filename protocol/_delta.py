@@ -1,0 +1,162 @@
+"""Delta responses: a long session's run as what it gained since the client's copy.
+
+Rules (the server cuts with :func:`run_delta`, the client reassembles with
+:func:`apply_delta`; nothing else knows how a delta is made):
+
+- The client names its copy with ``since``, its :func:`settled_turns`: the run's
+  ``turns``, less one while the last turn is not over (any status but ``completed``,
+  ``stopped`` and ``failed``: a turn waiting for approvals goes on when they are
+  decided). A settled turn's records never change afterwards.
+- A **tail list** is a list of the run that only grows at its end, in turn order:
+  ``steps``, ``tools`` and ``events`` (each item names its turn) and ``userMessages``
+  (one per turn). A delta sends of each tail list its items of the turns after
+  ``since``; ``kept`` says, per list, how many items of the client's copy stay before
+  them, and ``lastStepId`` which step is the last that stays. **Every other field of the
+  run is sent whole** (reply, status, totals, stop signal, pending approvals, error
+  texts...), so a field added to :class:`~evalport.protocol.AgentRun` travels in a
+  delta without code here; only a new tail list is named below, to be sent by its tail.
+- :func:`apply_delta` takes from the copy the first ``kept`` items of each tail list
+  ``kept`` names, then the delta's, and every other field from the delta. It refuses a
+  copy that is not the delta's base (a :class:`~evalport.protocol.ProtocolError` at
+  ``$.delta``) unless all of these hold: the copy is of the delta's session, has at
+  least ``since`` turns and at least ``kept`` items in each tail list; its kept items
+  belong to turns up to ``since`` and its next item, if any, to a later turn; its last
+  kept step has the id ``lastStepId``. A client then reads the whole run instead.
+- The reassembled run equals, field by field, the run the full response carries
+  (``tests/protocol/test_delta.py`` checks it over random sessions). The copy is never
+  changed: the result shares its kept items.
+- A server answers the whole run (``{"run": ...}``) when it cannot cut at ``since``
+  (``since`` beyond the run's ``turns``), as a server without the ``delta`` capability
+  does: :func:`decode_answer` reads both.
+- A trace policy applies to a delta's ``run`` as to a whole run: the kept items were
+  redacted when they arrived, so each step is decoded and redacted once.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import msgspec
+
+from ._codec import _RunOrEnvelope, decode_response, excerpt, normalize_run
+from ._messages import RunDelta
+from ._models import AgentRun, RunStatus
+from ._problems import ProtocolError
+
+DELTA_CAPABILITY: Final = "delta"
+"""The ``/health`` capability of a server that answers ``?since=N`` with a delta."""
+
+_BY_TURN: Final = ("steps", "tools", "events")  # tail lists whose items name their turn
+_BY_INDEX: Final = ("user_messages",)  # tail lists with one item per turn
+_SETTLED: Final = frozenset((RunStatus.COMPLETED, RunStatus.STOPPED, RunStatus.FAILED))
+_WIRE_NAMES: Final = {field.name: field.encode_name for field in msgspec.structs.fields(AgentRun)}
+_FIELD_NAMES: Final = {wire: name for name, wire in _WIRE_NAMES.items()}
+
+
+def settled_turns(run: AgentRun) -> int:
+    """The ``since`` of a client holding ``run``: the turns whose records are final."""
+    if run.status in _SETTLED:
+        return run.turns
+    return max(run.turns - 1, 0)
+
+
+def _kept_by_turn(items: list[Any], since: int) -> int:
+    keep = len(items)
+    while keep and items[keep - 1].turn > since:
+        keep -= 1
+    return keep
+
+
+def run_delta(run: AgentRun, since: int) -> RunDelta:
+    """What ``run`` gained after turn ``since`` (see the module's rules); ``ValueError``
+    when ``since`` is not between 0 and ``run.turns``. Costs what the tails hold."""
+    if not 0 <= since <= run.turns:
+        raise ValueError(f"since must be between 0 and the run's {run.turns} turns, not {since}")
+    kept: dict[str, int] = {}
+    tails: dict[str, list[Any]] = {}
+    for name in _BY_TURN:
+        items = getattr(run, name)
+        keep = kept[_WIRE_NAMES[name]] = _kept_by_turn(items, since)
+        tails[name] = items[keep:]
+    for name in _BY_INDEX:
+        items = getattr(run, name)
+        keep = kept[_WIRE_NAMES[name]] = min(since, len(items))
+        tails[name] = items[keep:]
+    steps = kept[_WIRE_NAMES["steps"]]
+    return RunDelta(
+        since=since,
+        kept=kept,
+        last_step_id=run.steps[steps - 1].id if steps else None,
+        run=msgspec.structs.replace(run, **tails),
+    )
+
+
+def _mismatch(detail: str) -> ProtocolError:
+    return ProtocolError(
+        f"the delta does not apply to this client's copy of the run: {detail}", path="$.delta"
+    )
+
+
+def _check_base(base: AgentRun, delta: RunDelta) -> None:
+    since = delta.since
+    session = delta.run.session_id
+    if base.session_id is not None and session is not None and base.session_id != session:
+        raise _mismatch(f"it is of session {session!r}, the copy of {base.session_id!r}")
+    if base.turns < since:
+        raise _mismatch(f"it follows turn {since}, the copy holds {base.turns} turn(s)")
+    for wire, keep in delta.kept.items():
+        name = _FIELD_NAMES.get(wire)
+        if name is None:
+            continue  # a tail list this client does not know: its field is not decoded
+        items = getattr(base, name)
+        if keep < 0 or keep > len(items):
+            raise _mismatch(f"it keeps {keep} of {wire}, the copy holds {len(items)}")
+        if name in _BY_TURN and (
+            (keep and items[keep - 1].turn > since)
+            or (keep < len(items) and items[keep].turn <= since)
+        ):
+            raise _mismatch(f"the copy's first {keep} {wire} are not those of turns 1-{since}")
+    steps = delta.kept.get("steps", 0)
+    last = base.steps[steps - 1].id if steps else None
+    if last != delta.last_step_id:
+        raise _mismatch(f"its last kept step is {delta.last_step_id!r}, the copy's {last!r}")
+
+
+def apply_delta(base: AgentRun, delta: RunDelta) -> AgentRun:
+    """The run ``delta`` describes, from ``base``, the client's copy (left unchanged);
+    a :class:`ProtocolError` when ``base`` is not the delta's base (see the rules)."""
+    _check_base(base, delta)
+    lists: dict[str, list[Any]] = {}
+    for wire, keep in delta.kept.items():
+        name = _FIELD_NAMES.get(wire)
+        if name is not None:
+            merged = lists[name] = getattr(base, name)[:keep]  # one copy of the kept items
+            merged.extend(getattr(delta.run, name))
+    return msgspec.structs.replace(delta.run, **lists)
+
+
+class _Answer(_RunOrEnvelope, kw_only=True, rename="camel", gc=False):
+    """A whole run (bare or ``{"run": ...}``) or ``{"delta": ...}``: one decode pass."""
+
+    delta: RunDelta | msgspec.UnsetType = msgspec.UNSET
+
+
+def decode_answer(data: bytes) -> AgentRun | RunDelta:
+    """Decode a turn or attach response leniently: the whole run, or a delta (whose
+    ``run`` is made uniform as :func:`~evalport.protocol.decode_run` makes a run)."""
+    decoded = decode_response(data, _Answer, what="run")
+    found: AgentRun | RunDelta
+    if not isinstance(decoded.delta, msgspec.UnsetType):
+        found, run, at = decoded.delta, decoded.delta.run, "$.delta.run"
+    elif not isinstance(decoded.run, msgspec.UnsetType):
+        found = run = decoded.run
+        at = "$.run"
+    else:
+        fields = AgentRun.__struct_fields__
+        found = run = AgentRun(**{field: getattr(decoded, field) for field in fields})
+        at = "$"
+    try:
+        normalize_run(run, at)
+    except ProtocolError as error:
+        raise ProtocolError(str(error), path=error.path, excerpt=excerpt(data)) from None
+    return found
