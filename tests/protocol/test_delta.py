@@ -133,7 +133,7 @@ def test_a_kept_count_beyond_the_copy_is_refused() -> None:
 
 def test_a_tail_list_this_client_does_not_know_is_skipped() -> None:
     data = encode(DeltaEnvelope(delta=run_delta(grown(3), 2)))
-    data = data.replace(b'"kept":{', b'"kept":{"interrupts":4,')
+    data = data.replace(b'"kept":{', b'"kept":{"futureList":4,')
     answer = decode_answer(data)
     assert isinstance(answer, RunDelta)
     assert apply_delta(grown(2), answer) == grown(3)
