@@ -28,6 +28,9 @@ Rules:
   and type, and the rest at DEBUG on ``evalport.agent.details``.
 - Auth (``token``) is required unless ``token=None`` says the host authenticates.
   ``/health`` needs the token too unless ``public_health=True``.
+- ``tracing`` (off by default) draws each turn as OpenTelemetry spans that continue the
+  caller's ``traceparent``; ``/health`` then lists the ``tracing`` capability
+  (:mod:`evalport.server._tracing`).
 - Tool faults (``CreateSessionRequest.faults``, :mod:`evalport.protocol.runtime._faults`) are off
   unless ``faults=True``: a deployed service opts in, and ``/health`` then lists the
   ``faults`` capability; a request with faults to a server without them is a 422
@@ -37,7 +40,7 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Final, NamedTuple, TypeVar
+from typing import Any, Final, NamedTuple, TypeVar
 
 import msgspec
 from evalport.protocol import (
@@ -67,6 +70,7 @@ from ._problems import HTTPProblem
 from ._records import Outcome, RunPolicy, log_details
 from ._sessions import SessionManager
 from ._standalone import ProtocolApp, internal_problem, request_path, safe_instance
+from ._tracing import TurnTracing
 from .stores import SessionStore, open_store
 
 _JSON: Final = "application/json"
@@ -124,6 +128,7 @@ class EvalAdapter:
         public_health: bool = False,
         approvals: bool = True,
         faults: bool = False,
+        tracing: Any = False,
     ) -> None:
         self.limits = limits or Limits()
         if isinstance(store, str):
@@ -144,6 +149,9 @@ class EvalAdapter:
             capabilities.append("redaction")
         if faults:
             capabilities.append("faults")
+        self._tracing = TurnTracing(tracing, identity.name, policy) if tracing else None
+        if self._tracing is not None:
+            capabilities.append("tracing")
         self._health_of = Health(
             status="ok",
             protocol=PROTOCOL_VERSION,
@@ -300,7 +308,14 @@ class EvalAdapter:
                 errors=[FieldError(path="header:Idempotency-Key", message="1 to 255 characters")],
             )
         turn = _decode(await self._body(receive, headers), TurnRequest)
-        return await self.sessions.turn(scope["path_params"]["session_id"], turn.message, key)
+        session_id = scope["path_params"]["session_id"]
+        if self._tracing is None:
+            return await self.sessions.turn(session_id, turn.message, key)
+        return await self._tracing.turn(
+            headers.get(b"traceparent"),
+            session_id,
+            lambda: self.sessions.turn(session_id, turn.message, key),
+        )
 
     async def _decide(self, scope: Scope, receive: Receive, headers: _Headers) -> Answer:
         decide = _decode(await self._body(receive, headers), ApprovalsRequest)

@@ -10,6 +10,9 @@ Rules:
   target's ``/health`` is read before anything runs, within ``--timeout``: unreachable or
   silent is exit ``3``; a refused token or a server speaking another protocol is exit
   ``2`` (see :mod:`._targets`).
+- ``--otlp URL`` (else ``$OTEL_EXPORTER_OTLP_ENDPOINT``) exports each trial as an
+  OpenTelemetry trace (:mod:`evalport.client._tracing`); without the ``otel`` extra that
+  is exit ``2`` naming ``evalport[otel]``.
 - ``--list`` prints the selected case ids and exits without a target.
 - ``--attach SESSION_ID`` evaluates the cases on that existing session over HTTP, one
   trial at a time (in discovery order), and never deletes it; with ``--local`` or
@@ -51,6 +54,7 @@ from .._cache import RunCache
 from .._config import TRACE_POLICIES, ConfigError, Settings, load_settings
 from .._runner import Runner, RunOptions
 from .._selection import parse_shard, select
+from .._tracing import otel, traced_trials
 from ..reports import (
     ConsoleReporter,
     HtmlReporter,
@@ -132,6 +136,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--trace-policy",
         choices=TRACE_POLICIES,
         help="safe: tool payloads and error texts digested (default); verbatim: all in clear",
+    )
+    add(
+        "--otlp",
+        metavar="URL",
+        help="export each trial as an OpenTelemetry trace to this OTLP/HTTP collector "
+        "(default $OTEL_EXPORTER_OTLP_ENDPOINT; needs evalport[otel])",
     )
     add("--strict", action="store_true", default=None, help="a scored case fails the run")
     add("--cache", action="store_true", default=None, help="replay recorded turns when unchanged")
@@ -240,6 +250,11 @@ async def _run(
         if settings.cache
         else None
     )
+    endpoint = args.otlp or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+    try:
+        tracing = _tracing(endpoint) if endpoint else None
+    except ImportError as error:
+        return fail("run", f"--otlp: {error}", EXIT_USAGE)
     target = build_target(settings)
     judge = None
     try:
@@ -248,9 +263,18 @@ async def _run(
         except TargetUnreachable as error:
             return fail("run", str(error), EXIT_UNREACHABLE)
         judge = build_judge(settings)
-        runner = Runner(target.target, options, judge=judge, cache=cache, reporters=reporters)
+        runner = Runner(
+            target.target,
+            options,
+            judge=judge,
+            cache=cache,
+            reporters=reporters,
+            trial_function=traced_trials(tracing) if tracing else None,
+        )
         report = await runner.run(cases, load_errors=errors)
     finally:
+        if tracing is not None:
+            await asyncio.to_thread(tracing.shutdown)  # sends the spans still queued
         await target.aclose()
         aclose = getattr(judge, "aclose", None)
         if aclose is not None:
@@ -264,6 +288,12 @@ async def _run(
     if not args.quiet:
         print(f"run folder: {out}")
     return EXIT_OK if report.summary.ok else EXIT_FAILED
+
+
+def _tracing(endpoint: str) -> Any:
+    """The tracer provider that exports each trial to ``endpoint``."""
+    provider, _ = otel().exporting_provider(endpoint, "evalport")
+    return provider
 
 
 def _cache_lines(cache: RunCache, replayed: int, trials: int, verbose: bool) -> None:
