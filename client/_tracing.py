@@ -22,9 +22,6 @@ Rules:
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator
-from contextvars import ContextVar
 from types import ModuleType
 from typing import Any
 
@@ -32,59 +29,12 @@ from evalport.protocol import decode_run
 from evalport.protocol._extras import require
 
 from ._results import TrialResult, Verdict
-
-_PARENT: ContextVar[str | None] = ContextVar("evalport_traceparent", default=None)
-_TRACER: ContextVar[Any] = ContextVar("evalport_tracer", default=None)
+from ._trace_context import PARENT, TRACER
 
 
 def otel() -> ModuleType:
     """The span helpers, or a :class:`MissingExtraError` naming ``evalport[otel]``."""
     return require("evalport.protocol._otel", "otel", "tracing")
-
-
-def trace_headers() -> dict[str, str]:
-    """The ``traceparent`` header of the trial under way, if it is traced."""
-    parent = _PARENT.get()
-    return {"traceparent": parent} if parent else {}
-
-
-def _ignore(verdict: Any) -> None:
-    return None
-
-
-@contextlib.contextmanager
-def judge_span(criterion: str, judge: Any) -> Iterator[Callable[[Any], None]]:
-    """A span around one judge call in a traced trial; yields a function that records the
-    verdict on it. Outside a traced trial it does nothing."""
-    tracer = _TRACER.get()
-    if tracer is None:
-        yield _ignore
-        return
-    attributes: dict[str, Any] = {
-        "gen_ai.operation.name": "chat",
-        "evalport.judge": True,
-        "evalport.judge.criterion": criterion,
-    }
-    model = getattr(judge, "model", None)
-    if isinstance(model, str):
-        attributes["gen_ai.request.model"] = model
-    with tracer.start_as_current_span(
-        f"evalport.judge {criterion}", attributes=attributes, record_exception=False
-    ) as span:
-
-        def record(verdict: Any) -> None:
-            span.set_attribute("evalport.judge.score", verdict.score)
-            span.set_attribute("evalport.judge.cached", verdict.cached)
-            span.set_attribute("gen_ai.usage.input_tokens", verdict.usage.input_tokens)
-            span.set_attribute("gen_ai.usage.output_tokens", verdict.usage.output_tokens)
-            if verdict.model:
-                span.set_attribute("gen_ai.response.model", verdict.model)
-
-        try:
-            yield record
-        except Exception as error:
-            span.set_attribute("error.type", type(error).__name__)
-            raise
 
 
 def traced_trials(provider: Any, trial_function: Any = None) -> Any:
@@ -105,16 +55,16 @@ def traced_trials(provider: Any, trial_function: Any = None) -> Any:
         with tracer.start_as_current_span(
             f"evalport.trial {case.id}", attributes=attributes, record_exception=False
         ) as span:
-            parent = _PARENT.set(spans.traceparent(span))
-            current = _TRACER.set(tracer)
+            parent = PARENT.set(spans.traceparent(span))
+            current = TRACER.set(tracer)
             try:
                 result: TrialResult = await inner(case, target, trial=trial, **options)
             except BaseException as error:
                 span.set_attribute("error.type", type(error).__name__)
                 raise
             finally:
-                _TRACER.reset(current)
-                _PARENT.reset(parent)
+                TRACER.reset(current)
+                PARENT.reset(parent)
             _record(spans, tracer, span, result, _agent_name(target))
             return result
 

@@ -85,7 +85,7 @@ _CONTENT_TYPES: Final = {
     True: (b"content-type", PROBLEM_CONTENT_TYPE.encode()),
 }
 _WANTED: Final = frozenset(
-    (b"authorization", b"content-length", b"content-type", b"idempotency-key")
+    (b"authorization", b"content-length", b"content-type", b"idempotency-key", b"traceparent")
 )
 
 

@@ -6,9 +6,9 @@ Rules:
   one the host configured; with none, the OpenTelemetry API drops every span), a
   ``TracerProvider`` traces through that one, and ``evalport serve --otlp URL`` builds one
   that exports over OTLP/HTTP in the background (``evalport[otel]``).
-- Each turn request is a server span ``invoke_agent <agent>`` that continues the trace
-  named by the request's W3C ``traceparent`` header (a new trace without one), with the
-  turn's steps and tool executions inside as the run recorded them
+- Each turn request is a server span ``invoke_agent <agent>`` (with ``http.route``) that
+  continues the trace named by the request's W3C ``traceparent`` header (a new trace
+  without one), with the turn's steps and tool executions inside as the run recorded them
   (:mod:`evalport.protocol._otel`). A turn answered with a problem is a span with
   ``error.type`` set to the HTTP status.
 - Spans are drawn from the run as it leaves the service: after the adapter's trace
@@ -61,6 +61,8 @@ class TurnTracing:
                 "gen_ai.operation.name": "invoke_agent",
                 "gen_ai.agent.name": self._agent,
                 "evalport.session.id": session_id,
+                "http.request.method": "POST",
+                "http.route": "/evals/sessions/{session_id}/turns",
             },
         )
         try:

@@ -39,7 +39,7 @@ from evalport.protocol import AgentRun, Step
 from .._handles import Expectation
 from .._results import AssertionResult, JudgeRecord, Severity
 from .._target import Turn
-from .._tracing import judge_span
+from .._trace_context import judge_span
 from . import _criteria as criteria
 from ._base import Criterion, Example, Judge, JudgeRequest, JudgeVerdict
 from ._transcript import render_transcript
