@@ -124,9 +124,10 @@ def test_one_trace_per_trial_across_the_wire(phoenix: str, tmp_path: Path) -> No
     serve = [sys.executable, "-m", "evalport.protocol._cli", "serve", "secret_agent:agent"]
     serve += ["--port", str(agent_port), "--otlp", phoenix, "--log-level", "warning"]
     with running_process(serve, health_url=f"{base}/health", env=env, cwd=str(tmp_path)):
+        command = [sys.executable, "-m", "evalport.protocol._cli", "run", "evals"]
+        command += ["--target", base, "--repeat", "2", "--otlp", phoenix, "--out", "out", "-q"]
         run = subprocess.run(
-            [sys.executable, "-m", "evalport.protocol._cli", "run", "evals", "--target", base]
-            + ["--repeat", "2", "--otlp", phoenix, "--out", "out", "-q"],
+            command,
             cwd=tmp_path,
             env={**os.environ, **env},
             capture_output=True,
