@@ -153,3 +153,15 @@ def test_a_collector_that_is_down_costs_a_turn_nothing(tmp_path: Path) -> None:
         _, stderr = process.communicate(timeout=20)
     assert elapsed < 5.0, f"20 turns took {elapsed:.1f} s with the collector down"
     assert "span(s); " in stderr and "dropped so far" in stderr, stderr[-2000:]
+
+
+def test_serve_otlp_without_the_extra_is_a_usage_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from evalport.protocol._cli import main
+
+    monkeypatch.setitem(sys.modules, "opentelemetry", None)
+    monkeypatch.delitem(sys.modules, "evalport.protocol._otel", raising=False)
+    args = ["serve", "nowhere:agent", "--insecure-no-auth", "--otlp", "http://127.0.0.1:9"]
+    assert main(args) == 2
+    assert "evalport[otel]" in capsys.readouterr().err

@@ -185,3 +185,22 @@ def test_without_the_extra_the_error_names_it(monkeypatch: pytest.MonkeyPatch) -
     provider, _ = _provider()
     with pytest.raises(MissingExtraError, match=r"pip install 'evalport\[otel\]'"):
         traced_trials(provider)
+
+
+def test_run_traces_when_the_standard_variable_is_set_and_says_which_extra_it_needs(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from evalport.protocol._cli import main
+
+    (tmp_path / "hello_eval.py").write_text(
+        "from evalport.client import eval_case\n\n\n@eval_case()\nasync def hello(ctx):\n"
+        "    await ctx.send('hi')\n"
+    )
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
+    monkeypatch.setitem(sys.modules, "opentelemetry", None)
+    monkeypatch.delitem(sys.modules, "evalport.protocol._otel", raising=False)
+    code = main(
+        ["run", str(tmp_path), "--local", "tests.nowhere:agent", "--out", str(tmp_path / "o")]
+    )
+    assert code == 2
+    assert "pip install 'evalport[otel]'" in capsys.readouterr().err
