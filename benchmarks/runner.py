@@ -179,9 +179,9 @@ def tracing_overhead(cases: list[Case], concurrency: int, rounds: int) -> None:
     """4. The instant-agent workload with every trial exported as a trace (``evalport run
     --otlp``: ``traced_trials`` over an OTLP/HTTP exporter, to a sink in another process)
     against the same without, interleaved; the wall time includes flushing the spans."""
+    from _otlp_sink import running_sink
     from evalport.client import traced_trials
     from evalport.protocol._otel import exporting_provider
-    from _otlp_sink import running_sink
 
     def run(url: str | None) -> float:
         async def measure() -> float:

@@ -290,9 +290,14 @@ async def _run(
     return EXIT_OK if report.summary.ok else EXIT_FAILED
 
 
+RUN_QUEUE = 16_384  # spans waiting for export at most in `evalport run`
+
+
 def _tracing(endpoint: str) -> Any:
     """The tracer provider that exports each trial to ``endpoint``."""
-    provider, _ = otel().exporting_provider(endpoint, "evalport")
+    # A run ends soon and may draw spans faster than they leave: a larger queue than the
+    # server's, so that a run of fast trials keeps all of them (the SDK logs any it drops).
+    provider, _ = otel().exporting_provider(endpoint, "evalport", queue=RUN_QUEUE)
     return provider
 
 
