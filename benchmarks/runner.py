@@ -11,6 +11,9 @@ Workloads (all in one process, one after the other):
    at least 2x pydantic-evals).
 3. Cases per second over HTTP: ``evalport serve`` in a subprocess on a loopback port
    (the real server), the instant agent, the runner at concurrency 50.
+4. Workload 2 with every trial exported as an OpenTelemetry trace over OTLP/HTTP (to
+   ``_otlp_sink.py`` in another process) against the same without, interleaved:
+   traced / untraced wall time (target: at most 1.10x; :func:`tracing_overhead`).
 
 evalport's side is the whole product path: ``LocalTarget`` (the turn runtime, encode,
 lenient decode, safe redaction) or ``HttpTarget``, a fresh session per trial, a
@@ -172,6 +175,49 @@ def best(rounds: int, measure: Any) -> float | None:
     return min(present) if present else None
 
 
+def tracing_overhead(cases: list[Case], concurrency: int, rounds: int) -> None:
+    """4. The instant-agent workload with every trial exported as a trace (``evalport run
+    --otlp``: ``traced_trials`` over an OTLP/HTTP exporter, to a sink in another process)
+    against the same without, interleaved; the wall time includes flushing the spans."""
+    from _otlp_sink import running_sink
+    from evalport.client import traced_trials
+    from evalport.protocol._otel import exporting_provider
+
+    def run(url: str | None) -> float:
+        async def measure() -> float:
+            provider = exporting_provider(url, "benchmark")[0] if url else None
+            trials = traced_trials(provider) if provider else None
+            runner = Runner(
+                LocalTarget(instant_agent),
+                RunOptions(concurrency=concurrency, timeout=60),
+                trial_function=trials,
+            )
+            started = time.perf_counter()
+            await runner.run(cases)
+            if provider is not None:
+                await asyncio.to_thread(provider.shutdown)
+            return time.perf_counter() - started
+
+        return asyncio.run(measure())
+
+    interleaved = 2 * rounds + 1
+    print(f"4. {len(cases)} cases, instant agent, traces exported or not, {interleaved} rounds:")
+    with running_sink() as url:
+        plain, traced = [], []
+        for round_ in range(interleaved):
+            for side in (None, url) if round_ % 2 == 0 else (url, None):
+                (traced if side else plain).append(timed(run, side))
+    walls = sorted(t[0] / p[0] for t, p in zip(traced, plain, strict=True) if t and p)
+    cpus = sorted(t[1] / p[1] for t, p in zip(traced, plain, strict=True) if t and p)
+    best_plain = min(p[0] for p in plain if p)
+    best_traced = min(t[0] for t in traced if t)
+    print(
+        f"  untraced {len(cases) / best_plain:,.0f} cases/s, traced {len(cases) / best_traced:,.0f}"
+        f" cases/s (best rounds); traced / untraced wall {walls[len(walls) // 2]:.2f}x median"
+        f" ({walls[0]:.2f}-{walls[-1]:.2f}x; target <= 1.10x), CPU {cpus[len(cpus) // 2]:.2f}x"
+    )
+
+
 def main() -> None:
     global LATENCY
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -239,6 +285,7 @@ def main() -> None:
     print(f"3. {len(http_cases)} cases over HTTP (evalport serve, instant agent), concurrency {c}:")
     wall = asyncio.run(over_http(http_cases, c))
     print(f"  evalport runner + HttpTarget: {len(http_cases) / wall:,.0f} cases/s")
+    tracing_overhead(cases, c, rounds)
 
 
 if __name__ == "__main__":

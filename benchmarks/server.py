@@ -9,6 +9,9 @@ library's loop):
   serving a no-op agent. Before it serves, it opens ``--sessions`` sessions in-process
   and writes their ids to a file;
 - **mounted**: the same adapter's ``routes()`` in a Starlette app, as a host mounts them;
+- **traced**: ``app()`` with tracing on, exporting every turn over OTLP/HTTP (as
+  ``evalport serve --otlp`` does) to ``_otlp_sink.py`` in another process; its throughput
+  over the adapter's is the cost of tracing (target: at least 0.85);
 - **bare**: one Starlette ``POST`` route returning fixed bytes: the adapter's response to
   a session's second turn, so all send the same payload size.
 
@@ -60,6 +63,8 @@ import time
 import urllib.request
 from pathlib import Path
 from typing import Any, NamedTuple
+
+from _otlp_sink import running_sink
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "benchmark-token"
@@ -116,8 +121,16 @@ async def _serve_adapter(port: int, sessions: int, workdir: Path, role: str) -> 
     from starlette.responses import Response
     from starlette.routing import Route
 
+    tracing: Any = False
+    if role == "traced":  # every turn exported over OTLP/HTTP, as `evalport serve --otlp` does
+        from evalport.protocol._otel import exporting_provider
+
+        tracing = exporting_provider(os.environ["BENCHMARK_OTLP"], "benchmark")[0]
     adapter = EvalAdapter(
-        noop_agent, token=TOKEN, limits=Limits(max_sessions=sessions + 10, session_ttl=3600)
+        noop_agent,
+        token=TOKEN,
+        limits=Limits(max_sessions=sessions + 10, session_ttl=3600),
+        tracing=tracing,
     )
     manager = adapter.sessions
     ids: list[str] = []
@@ -338,13 +351,13 @@ def main() -> int:
     )
     parser.add_argument(
         "--role",
-        choices=["adapter", "mounted", "http", "floor", "bare", "memory"],
+        choices=["adapter", "mounted", "traced", "http", "floor", "bare", "memory"],
         help=argparse.SUPPRESS,
     )
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--workdir", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.role in ("adapter", "mounted", "http", "floor"):
+    if args.role in ("adapter", "mounted", "traced", "http", "floor"):
         _run_server(_serve_adapter(args.port, args.sessions, Path(args.workdir), args.role))
         return 0
     if args.role == "bare":
@@ -357,10 +370,12 @@ def main() -> int:
         print("wrk is not installed (apt install wrk)", file=sys.stderr)
         return 2
 
-    roles = ["bare", "adapter", "mounted", *(["http", "floor"] if args.layers else [])]
-    sessions = {"adapter": args.sessions, "mounted": args.sessions, "http": 10, "floor": 10}
+    roles = ["bare", "adapter", "mounted", "traced", *(["http", "floor"] if args.layers else [])]
+    sessions = {"adapter": args.sessions, "mounted": args.sessions, "traced": args.sessions}
+    sessions |= {"http": 10, "floor": 10}
     results: dict[str, list[Round]] = {role: [] for role in roles}
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, running_sink() as sink:
+        os.environ["BENCHMARK_OTLP"] = sink  # the traced adapter exports there
         workdir = Path(tmp)
         me = [sys.executable, __file__, "--workdir", tmp, "--loop", args.loop]
         me += ["--freeze-gc"] if FREEZE_GC else []
@@ -387,7 +402,7 @@ def main() -> int:
             for _ in range(args.rounds):
                 for role in roles:
                     port, process = servers[role]
-                    if role in ("adapter", "mounted"):
+                    if role in ("adapter", "mounted", "traced"):
                         renew = f"http://127.0.0.1:{port}/benchmark/renew"
                         urllib.request.urlopen(urllib.request.Request(renew, method="POST")).close()
                     result = _wrk(
@@ -400,7 +415,7 @@ def main() -> int:
                     results[role].append(result)
                     turns = (
                         f"  {result.requests / args.sessions:.1f} turns/session"
-                        if role in ("adapter", "mounted")
+                        if role in ("adapter", "mounted", "traced")
                         else ""
                     )
                     print(
@@ -423,6 +438,13 @@ def main() -> int:
             f" {cpu[role]:.1f} vs {cpu['bare']:.1f} us: ratio at equal CPU"
             f" {cpu['bare'] / cpu[role]:.2f}; p99 {p99:+.2f} ms (target <= +{TARGET_P99_MS} ms)"
         )
+    traced = best["traced"].rps / best["adapter"].rps
+    print(
+        f"tracing on (--otlp to a sink): turns/s (best round) {best['traced'].rps:.0f} vs"
+        f" {best['adapter'].rps:.0f} without: ratio {traced:.2f} (target >= 0.85); server CPU"
+        f" per request {cpu['traced']:.1f} vs {cpu['adapter']:.1f} us:"
+        f" ratio at equal CPU {cpu['adapter'] / cpu['traced']:.2f}"
+    )
     if args.layers:
         http, floor = cpu["http"], cpu["floor"]
         print(

@@ -61,6 +61,7 @@ from ._runner import Runner, RunOptions, run_cases  # noqa: E402
 from ._simulated import ScriptedUser, SimulatedUser, SimulatedUserError  # noqa: E402
 from ._sync import SyncSession, SyncTarget, connect  # noqa: E402
 from ._target import Session, Target, TargetIdentity, Turn  # noqa: E402
+from ._tracing import traced_trials  # noqa: E402
 from ._trajectory import Trajectory, TrajectoryToolCall  # noqa: E402
 from ._trial import run_trial  # noqa: E402
 from ._turns import DecisionLike  # noqa: E402
@@ -149,4 +150,5 @@ __all__ = [
     "run_cases",
     "run_from_chat",
     "run_trial",
+    "traced_trials",
 ]

@@ -34,6 +34,7 @@ from evalport.protocol import (
 
 from ._errors import Secrets, body_excerpt, error_for
 from ._retry import RetryPolicy, parse_retry_after
+from ._trace_context import trace_headers
 
 logger = logging.getLogger("evalport.client")
 
@@ -140,7 +141,7 @@ class Channel:
         session_id: str | None = None,
     ) -> httpx.Response:
         """Send one call with the retries its ``mode`` allows; raises for non-2xx."""
-        request_headers = dict(headers or {})
+        request_headers = {**trace_headers(), **(headers or {})}  # traceparent: _trace_context.py
         if body is not None:
             request_headers["Content-Type"] = "application/json"
         attempts = 0  # requests actually sent (or tried), the first included

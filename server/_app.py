@@ -30,6 +30,9 @@ Rules:
   ``/health`` needs the token too unless ``public_health=True``.
 - ``?since=N`` on a turn or an attach asks for the run as a delta (``/health`` lists the
   ``delta`` capability; :func:`~._records.since_of`, :mod:`evalport.protocol._delta`).
+- ``tracing`` (off by default) draws each turn as OpenTelemetry spans that continue the
+  caller's ``traceparent``; ``/health`` then lists the ``tracing`` capability
+  (:mod:`evalport.server._tracing`).
 - Tool faults (``CreateSessionRequest.faults``, :mod:`evalport.protocol.runtime._faults`) are off
   unless ``faults=True``: a deployed service opts in, and ``/health`` then lists the
   ``faults`` capability; a request with faults to a server without them is a 422
@@ -39,7 +42,7 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Final, NamedTuple, TypeVar
+from typing import Any, Final, NamedTuple, TypeVar
 
 import msgspec
 from evalport.protocol import (
@@ -70,6 +73,7 @@ from ._problems import HTTPProblem
 from ._records import Outcome, RunPolicy, log_details, since_of
 from ._sessions import SessionManager
 from ._standalone import ProtocolApp, internal_problem, request_path, safe_instance
+from ._tracing import TurnTracing
 from .stores import SessionStore, open_store
 
 _JSON: Final = "application/json"
@@ -84,7 +88,7 @@ _CONTENT_TYPES: Final = {
     True: (b"content-type", PROBLEM_CONTENT_TYPE.encode()),
 }
 _WANTED: Final = frozenset(
-    (b"authorization", b"content-length", b"content-type", b"idempotency-key")
+    (b"authorization", b"content-length", b"content-type", b"idempotency-key", b"traceparent")
 )
 
 
@@ -127,6 +131,7 @@ class EvalAdapter:
         public_health: bool = False,
         approvals: bool = True,
         faults: bool = False,
+        tracing: Any = False,
     ) -> None:
         self.limits = limits or Limits()
         if isinstance(store, str):
@@ -148,6 +153,9 @@ class EvalAdapter:
             capabilities.append("redaction")
         if faults:
             capabilities.append("faults")
+        self._tracing = TurnTracing(tracing, identity.name, policy) if tracing else None
+        if self._tracing is not None:
+            capabilities.append("tracing")
         self._health_of = Health(
             status="ok",
             protocol=PROTOCOL_VERSION,
@@ -305,8 +313,13 @@ class EvalAdapter:
             )
         since = since_of(scope.get("query_string", b""))
         turn = _decode(await self._body(receive, headers), TurnRequest)
-        return await self.sessions.turn(
-            scope["path_params"]["session_id"], turn.message, key, since
+        session_id = scope["path_params"]["session_id"]
+        if self._tracing is None:
+            return await self.sessions.turn(session_id, turn.message, key, since)
+        return await self._tracing.turn(
+            headers.get(b"traceparent"),
+            session_id,
+            lambda: self.sessions.turn(session_id, turn.message, key, since),
         )
 
     async def _decide(self, scope: Scope, receive: Receive, headers: _Headers) -> Answer:

@@ -17,6 +17,9 @@ Rules:
   (the forms: :mod:`evalport.protocol._redis_url`). A bad URL is exit 2.
 - ``--allow-faults`` lets new sessions carry tool faults (``faults`` capability); off by
   default, so a deployed service injects nothing unless told to.
+- ``--otlp URL`` exports each turn as OpenTelemetry spans to that collector
+  (:mod:`evalport.server._tracing`); nothing is exported without it. Without the ``otel``
+  extra it is exit 2 naming ``evalport[otel]``.
 - Binds ``127.0.0.1`` by default. On SIGTERM or Ctrl-C it drains the adapter (new sessions
   and turns get 503 ``draining``), stops accepting connections and lets turns in flight
   finish (up to the turn timeout) before it exits.
@@ -43,6 +46,7 @@ from evalport.protocol.runtime import load_object
 from ._app import EvalAdapter
 from ._limits import Limits
 from ._served import ServedApp, stderr_line
+from ._tracing import serve_provider
 
 HELP = "serve an agent over the eval protocol"
 
@@ -127,6 +131,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="accept tool faults in new sessions (for eval deployments; off by default)",
     )
+    parser.add_argument(
+        "--otlp",
+        metavar="URL",
+        help="export each turn as OpenTelemetry spans to this OTLP/HTTP collector, continuing "
+        "the caller's traceparent (needs evalport[otel]; off by default)",
+    )
     parser.add_argument("--log-level", default="info", help="uvicorn log level (default info)")
 
 
@@ -207,6 +217,12 @@ def main(args: argparse.Namespace) -> int:
         limits = limits_from(args)
     except ValueError as error:
         return _fail(str(error))
+    provider = None
+    if args.otlp:
+        try:
+            provider = serve_provider(args.otlp, args.name or "evalport-serve")
+        except ImportError as error:
+            return _fail(f"--otlp: {error}")
     try:
         target = load_target(args.target)
 
@@ -220,6 +236,7 @@ def main(args: argparse.Namespace) -> int:
                 public_health=args.public_health,
                 store=args.store,
                 faults=args.allow_faults,
+                tracing=provider or False,
             )
 
         app = ServedApp(target, build, prefix=args.prefix, say=stderr_line)
@@ -247,4 +264,7 @@ def main(args: argparse.Namespace) -> int:
         if server.started:
             raise
         return 2
+    finally:
+        if provider is not None:
+            provider.shutdown()  # sends what is queued; a collector that is down is skipped
     return 0 if server.started else 2

@@ -12,6 +12,9 @@ Rules:
   target's ``/health`` is read before anything runs, within ``--timeout``: unreachable or
   silent is exit ``3``; a refused token or a server speaking another protocol is exit
   ``2`` (see :mod:`._targets`).
+- ``--otlp URL`` (else ``$OTEL_EXPORTER_OTLP_ENDPOINT``) exports each trial as an
+  OpenTelemetry trace (:mod:`evalport.client._tracing`); without the ``otel`` extra that
+  is exit ``2`` naming ``evalport[otel]``.
 - ``--list`` prints the selected case ids and exits without a target.
 - ``--attach SESSION_ID`` evaluates the cases on that existing session over HTTP, one
   trial at a time (in discovery order), and never deletes it; with ``--local`` or
@@ -55,6 +58,7 @@ from .._config import TRACE_POLICIES, ConfigError, Settings, load_settings
 from .._logged import LoggedConversations
 from .._runner import Runner, RunOptions
 from .._selection import parse_shard, select
+from .._tracing import otel, traced_trials
 from ..reports import (
     ConsoleReporter,
     HtmlReporter,
@@ -143,6 +147,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--trace-policy",
         choices=TRACE_POLICIES,
         help="safe: tool payloads and error texts digested (default); verbatim: all in clear",
+    )
+    add(
+        "--otlp",
+        metavar="URL",
+        help="export each trial as an OpenTelemetry trace to this OTLP/HTTP collector "
+        "(default $OTEL_EXPORTER_OTLP_ENDPOINT; needs evalport[otel])",
     )
     add("--strict", action="store_true", default=None, help="a scored case fails the run")
     add("--cache", action="store_true", default=None, help="replay recorded turns when unchanged")
@@ -251,6 +261,11 @@ async def _run(
         shard=args.shard,
         command=["evalport", "run", *(without_credentials(arg) for arg in sys.argv[2:])],
     )
+    endpoint = args.otlp or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+    try:
+        tracing = _tracing(endpoint) if endpoint else None
+    except ImportError as error:
+        return fail("run", f"--otlp: {error}", EXIT_USAGE)
     cache = _cache(settings)
     target = (
         build_target(settings)
@@ -264,9 +279,18 @@ async def _run(
         except TargetUnreachable as error:
             return fail("run", str(error), EXIT_UNREACHABLE)
         judge = build_judge(settings)
-        runner = Runner(target.target, options, judge=judge, cache=cache, reporters=reporters)
+        runner = Runner(
+            target.target,
+            options,
+            judge=judge,
+            cache=cache,
+            reporters=reporters,
+            trial_function=traced_trials(tracing) if tracing else None,
+        )
         report = await runner.run(cases, load_errors=errors)
     finally:
+        if tracing is not None:
+            await asyncio.to_thread(tracing.shutdown)  # sends the spans still queued
         await target.aclose()
         if cache is not None:
             await cache.aclose()
@@ -298,6 +322,17 @@ def _cache(settings: Settings) -> RunCache | None:
                 "--cache-dir"
             ) from None
     return RunCache(store, fresh=settings.fresh, dependencies=settings.cache_dependencies)
+
+
+RUN_QUEUE = 16_384  # spans waiting for export at most in `evalport run`
+
+
+def _tracing(endpoint: str) -> Any:
+    """The tracer provider that exports each trial to ``endpoint``."""
+    # A run ends soon and may draw spans faster than they leave: a larger queue than the
+    # server's, so that a run of fast trials keeps all of them (the SDK logs any it drops).
+    provider, _ = otel().exporting_provider(endpoint, "evalport", queue=RUN_QUEUE)
+    return provider
 
 
 def _cache_lines(cache: RunCache, replayed: int, trials: int, verbose: bool) -> None:

@@ -41,6 +41,7 @@ from evalport.protocol import AgentRun, Step
 from .._handles import Expectation
 from .._results import AssertionResult, JudgeRecord, Severity
 from .._target import Turn
+from .._trace_context import judge_span
 from . import _criteria as criteria
 from ._base import Criterion, Example, Judge, JudgeError, JudgeRequest, JudgeVerdict
 from ._transcript import render_transcript
@@ -263,7 +264,9 @@ class JudgeExpectation:
     async def _ask(self, judge: Judge, request: JudgeRequest) -> JudgeVerdict | str:
         name = self._criterion.name
         try:
-            verdict = await judge.judge(request)
+            with judge_span(name, judge) as traced:
+                verdict = await judge.judge(request)
+                traced(verdict)
         except Exception as error:  # any failure of the judge is reported, never a pass
             message = f"{type(error).__name__}: {error}"
             spent = error if isinstance(error, JudgeError) else JudgeError()

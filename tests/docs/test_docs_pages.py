@@ -213,6 +213,7 @@ THIRD_PARTY = {
     "ToolDenied",
     "ToolFailed",
     "ToolNode",
+    "TracerProvider",  # OpenTelemetry's (docs/tracing.md)
     "ApprovalRequired",
     "Timeout",
     "TypeError",

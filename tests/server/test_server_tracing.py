@@ -1,0 +1,167 @@
+"""Turns as spans in the service (evalport.server._tracing): continued traces, the policy,
+and a collector that is down (a real closed port, a real `evalport serve`)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from evalport.protocol import MissingExtraError, ToolCall, TracePolicy, Usage
+from evalport.protocol.runtime import TurnContext, tool
+from evalport.server import EvalAdapter
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from support.servers import free_port, running_process
+
+SECRET = "pin-0042-planted"
+PARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+
+
+@tool
+def unlock(pin: str) -> str:
+    return f"unlocked with {pin}"
+
+
+async def agent(message: str, history: list[Any], ctx: TurnContext) -> str:
+    ctx.model_step(
+        tool_calls=[ToolCall(id="call_u", name="unlock", arguments={"pin": SECRET})],
+        usage=Usage(input=9, output=2),
+    )
+    unlock(SECRET)
+    return "open"
+
+
+def _traced(**options: Any) -> tuple[httpx.AsyncClient, InMemorySpanExporter, EvalAdapter]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    adapter = EvalAdapter(agent, token=None, tracing=provider, **options)
+    client = httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=adapter.app()), base_url="http://agent.test"
+    )
+    return client, exporter, adapter
+
+
+async def _turn(client: httpx.AsyncClient, headers: dict[str, str]) -> httpx.Response:
+    session = (await client.post("/evals/sessions", json={})).json()["sessionId"]
+    return await client.post(
+        f"/evals/sessions/{session}/turns", json={"message": "open up"}, headers=headers
+    )
+
+
+async def test_a_turn_continues_the_callers_trace_with_its_steps_inside() -> None:
+    client, exporter, _ = _traced()
+    async with client:
+        assert "tracing" in (await client.get("/health")).json()["capabilities"]
+        assert (await _turn(client, {"traceparent": PARENT})).status_code == 200
+    spans = exporter.get_finished_spans()
+    server = next(span for span in spans if span.name.startswith("invoke_agent"))
+    assert server.context.trace_id == 0x0AF7651916CD43DD8448EB211C80319C
+    assert server.parent is not None and server.parent.span_id == 0xB7AD6B7169203331
+    assert server.attributes is not None
+    assert server.attributes["http.route"] == "/evals/sessions/{session_id}/turns"
+    assert server.attributes["evalport.turn"] == 1
+    children = {
+        span.name for span in spans if span.parent and span.parent.span_id == server.context.span_id
+    }
+    assert children == {"chat", "execute_tool unlock"}
+    # no policy on the adapter: the spans are drawn from the run under TracePolicy.safe()
+    dump = json.dumps([dict(span.attributes or {}) for span in spans])
+    assert SECRET not in dump and "sha256:" in dump
+
+
+async def test_the_adapters_own_policy_decides_what_spans_carry() -> None:
+    client, exporter, _ = _traced(policy=TracePolicy.verbatim())
+    async with client:
+        await _turn(client, {})
+    spans = exporter.get_finished_spans()
+    server = next(span for span in spans if span.name.startswith("invoke_agent"))
+    assert server.parent is None  # no traceparent: a trace of its own
+    assert SECRET in json.dumps([dict(span.attributes or {}) for span in spans])
+
+
+async def test_tracing_is_off_unless_asked() -> None:
+    adapter = EvalAdapter(agent, token=None)
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=adapter.app()), base_url="http://agent.test"
+    ) as client:
+        assert "tracing" not in (await client.get("/health")).json()["capabilities"]
+        assert (await _turn(client, {"traceparent": PARENT})).status_code == 200
+
+
+def test_without_the_extra_the_error_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "opentelemetry", None)
+    monkeypatch.delitem(sys.modules, "evalport.protocol._otel", raising=False)
+    with pytest.raises(MissingExtraError, match=r"evalport\[otel\]"):
+        EvalAdapter(agent, token=None, tracing=True)
+
+
+PIN_AGENT = """
+from evalport.protocol import ToolCall, Usage
+from evalport.protocol.runtime import tool
+
+
+@tool
+def ping(host: str) -> str:
+    return "pong"
+
+
+async def agent(message, history, ctx):
+    ctx.model_step(tool_calls=[ToolCall(id="c1", name="ping", arguments={"host": "h"})])
+    ping("h")
+    return "pong"
+"""
+
+
+def _closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released without listening)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+@pytest.mark.e2e
+def test_a_collector_that_is_down_costs_a_turn_nothing(tmp_path: Path) -> None:
+    (tmp_path / "pin_agent.py").write_text(PIN_AGENT)
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    collector = f"http://127.0.0.1:{_closed_port()}"
+    args = [sys.executable, "-m", "evalport.protocol._cli", "serve", "pin_agent:agent"]
+    args += ["--port", str(port), "--insecure-no-auth", "--otlp", collector]
+    args += ["--log-level", "warning"]
+    env = {"OTEL_BSP_SCHEDULE_DELAY": "20", "OTEL_EXPORTER_OTLP_TIMEOUT": "1"}
+    with (
+        running_process(args, health_url=f"{base}/health", env=env, cwd=str(tmp_path)) as process,
+        httpx.Client(base_url=base, timeout=10) as http,
+    ):
+        session = http.post("/evals/sessions", json={}).json()["sessionId"]
+        started = time.monotonic()
+        for _ in range(20):
+            turn = http.post(f"/evals/sessions/{session}/turns", json={"message": "go"})
+            assert turn.status_code == 200
+        elapsed = time.monotonic() - started
+        time.sleep(1.5)  # the background exports fail meanwhile
+        process.terminate()
+        _, stderr = process.communicate(timeout=20)
+    assert elapsed < 5.0, f"20 turns took {elapsed:.1f} s with the collector down"
+    assert "span(s); " in stderr and "dropped so far" in stderr, stderr[-2000:]
+
+
+def test_serve_otlp_without_the_extra_is_a_usage_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from evalport.protocol._cli import main
+
+    monkeypatch.setitem(sys.modules, "opentelemetry", None)
+    monkeypatch.delitem(sys.modules, "evalport.protocol._otel", raising=False)
+    args = ["serve", "nowhere:agent", "--insecure-no-auth", "--otlp", "http://127.0.0.1:9"]
+    assert main(args) == 2
+    assert "evalport[otel]" in capsys.readouterr().err
