@@ -23,16 +23,21 @@ from ._digest import (
 )
 from ._extras import MissingExtraError, require
 from ._messages import (
+    CONTENT_PARTS_CAPABILITY,
     AgentInfo,
     ApprovalDecision,
     ApprovalsRequest,
+    ContentPart,
     CreateSessionRequest,
     CreateSessionResponse,
     FieldError,
+    FilePart,
     Health,
+    ImagePart,
     LoopHold,
     Problem,
     RunEnvelope,
+    TextPart,
     ToolFault,
     TurnRequest,
 )
@@ -55,12 +60,14 @@ from ._models import (
     ToolExecution,
     ToolRecord,
     Usage,
+    UserPart,
     tool_record,
 )
 from ._policy import TracePolicy
 from ._problems import (
     PROBLEM_CONTENT_TYPE,
     AuthFailed,
+    ContentPartsUnsupported,
     FaultsUnsupported,
     NotSuspended,
     ProblemType,
@@ -79,6 +86,7 @@ from ._problems import (
 from ._version import PROTOCOL_VERSION, __version__
 
 __all__ = [
+    "CONTENT_PARTS_CAPABILITY",
     "DEFAULT_PREVIEW_BYTES",
     "DEFAULT_TOKEN_ENV",
     "PROBLEM_CONTENT_TYPE",
@@ -90,14 +98,18 @@ __all__ = [
     "ApprovalState",
     "ApprovalsRequest",
     "AuthFailed",
+    "ContentPart",
+    "ContentPartsUnsupported",
     "CreateSessionRequest",
     "CreateSessionResponse",
     "ErrorInfo",
     "Event",
     "FaultsUnsupported",
     "FieldError",
+    "FilePart",
     "FinishReason",
     "Health",
+    "ImagePart",
     "LlmProfile",
     "LoopHold",
     "Message",
@@ -121,6 +133,7 @@ __all__ = [
     "StopSignal",
     "TargetError",
     "TargetUnavailable",
+    "TextPart",
     "ToolCall",
     "ToolExecution",
     "ToolFault",
@@ -130,6 +143,7 @@ __all__ = [
     "TurnRequest",
     "TurnTimedOut",
     "Usage",
+    "UserPart",
     "__version__",
     "canonical_json",
     "compact_json",

@@ -256,6 +256,26 @@ class PendingApproval(_Wire):
     requested_at: str | None = None
 
 
+class UserPart(_Wire, omit_defaults=True):
+    """One content part of a user's turn, as the run records it (evalport addition).
+
+    Only turns sent with ``parts`` record them, each with its turn number, in order
+    (``message`` as the first text part). A binary part (``image``, ``file``) carries its
+    ``sha256`` (hex) and byte count (``bytes``) when inline; its ``data`` stays only under
+    a verbatim trace policy (:mod:`evalport.protocol._policy`).
+    """
+
+    turn: int = 0
+    type: str = "text"
+    text: str | None = None
+    media_type: str | None = None
+    url: str | None = None
+    name: str | None = None
+    data: bytes | None = None
+    sha256: str | None = None
+    size: int | None = msgspec.field(default=None, name="bytes")
+
+
 class AgentRun(_Wire):
     """The accumulated run of a session.
 
@@ -277,6 +297,8 @@ class AgentRun(_Wire):
     pending_approvals: list[PendingApproval] = msgspec.field(default_factory=list)
     usage: Usage = msgspec.field(default_factory=Usage)
     error_details: list[ErrorInfo] = msgspec.field(default_factory=list)
+    # Absent unless a turn was sent with parts: runs without them keep 1.0's bytes.
+    user_parts: list[UserPart] | msgspec.UnsetType = msgspec.UNSET
 
     def sync_tools(self) -> None:
         """Rebuild ``tools`` from the steps' executions (the steps are the source)."""
