@@ -27,7 +27,8 @@ Rules:
   records (re-record everything).
 - Recordings are JSON files under the cache folder, written atomically; a recording that
   cannot be read counts as a miss and is replaced. ``attach`` is never cached: it reads a
-  session that lives elsewhere.
+  session that lives elsewhere. A session that sends images or files (content parts)
+  goes live and is never recorded: its bytes never reach a cache file.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ import msgspec
 from evalport.protocol import (
     AgentRun,
     ApprovalDecision,
+    ContentPart,
     Step,
     ToolFault,
     TracePolicy,
@@ -452,7 +454,10 @@ class CachingSession:
             )
         )
 
-    async def send(self, message: str) -> Turn:
+    async def send(self, message: str, *, parts: Sequence[ContentPart] = ()) -> Turn:
+        if parts:  # never recorded: a recording would have to keep the bytes to replay them
+            self._broken = True
+            return await (await self._go_live()).send(message, parts=parts)
         replayed = self._replay("send", message, None)
         if replayed is not None:
             return replayed

@@ -33,6 +33,7 @@ import os
 import sysconfig
 import time
 import traceback
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import evalport.protocol
@@ -149,6 +150,7 @@ async def run_trial(
         strict=strict,
         approval_policy=case.approval_policy or approval_policy,
         row=case.row,
+        base_dir=_folder_of(case.source),
     )
     error: tuple[str, str, str | None] | None = None
     skip_reason: str | None = None
@@ -213,3 +215,9 @@ async def _close(ctx: EvalContext) -> None:
             await session.close()
         except Exception as exc:
             ctx.log(f"closing session {session.id} failed: {exc}")
+
+
+def _folder_of(source: str) -> Path | None:
+    """The folder of the file a case's ``source`` (``file:line``) names, if it has one."""
+    path = source.rpartition(":")[0]
+    return Path(path).resolve().parent if path else None

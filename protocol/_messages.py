@@ -159,6 +159,13 @@ class TurnRequest(_Request):
             parts.insert(0, TextPart(text=self.message))
         return parts
 
+    def text(self) -> str:
+        """The turn's message text, as the agent receives it: ``message`` without parts,
+        else every text part (``message`` first) joined by a newline."""
+        if not self.parts:
+            return "" if self.message is UNSET else self.message
+        return "\n".join(part.text for part in self.content() if isinstance(part, TextPart))
+
 
 class ApprovalDecision(_Request):
     """A decision on one pending tool call. A rejection's reason reaches the agent."""

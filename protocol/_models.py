@@ -266,7 +266,7 @@ class UserPart(_Wire, omit_defaults=True):
     """
 
     turn: int = 0
-    type: str = "text"
+    type: str = ""  # text, image or file (kept as text, as every enumerated value of a run)
     text: str | None = None
     media_type: str | None = None
     url: str | None = None
