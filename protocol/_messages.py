@@ -112,14 +112,14 @@ class _Binary(_Request, tag_field="type"):
     media_type: _Nonempty | UnsetType = UNSET
 
     def __post_init__(self) -> None:
-        kind = type(self).__struct_config__.tag
+        kind = "an image" if isinstance(self, ImagePart) else "a file"
         if (self.data is UNSET) == (self.url is UNSET):
             given = "neither" if self.data is UNSET else "both"
-            raise ValueError(f"an {kind} part takes exactly one of data and url, not {given}")
+            raise ValueError(f"{kind} part takes exactly one of data and url, not {given}")
         if self.data is not UNSET and not self.media_type:
-            raise ValueError(f"an inline {kind} part needs its mediaType")
+            raise ValueError(f"{kind} part with inline data needs its mediaType")
         if self.url is not UNSET and not self.url:
-            raise ValueError(f"an {kind} part's url must not be empty")
+            raise ValueError(f"{kind} part's url must not be empty")
 
 
 class ImagePart(_Binary, tag="image"):

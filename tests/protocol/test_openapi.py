@@ -14,7 +14,8 @@ and compares them with ``components/schemas`` of the spec, recursively:
   ``required`` fields (which fields must be present together, as ``ToolFault``'s
   ``error``/``result``: a rule the Struct enforces in ``__post_init__``, which msgspec
   cannot put in its schema), or such an ``anyOf`` (at least one of ``TurnRequest``'s
-  ``message`` and ``parts``); and an ``enum`` on a field that is a plain
+  ``message`` and ``parts``), or a ``dependentRequired`` among the code's fields (an
+  inline part's ``mediaType``); and an ``enum`` on a field that is a plain
   ``str`` in the code (the run model keeps enumerated values as text so that clients keep
   values a newer server invents). Where the code has an ``enum`` (a ``Literal``), the
   spec's must be identical.
@@ -140,6 +141,10 @@ def _compare(code: Any, spec: Any, where: str) -> list[str]:
         if key == "enum" and key not in code and code.get("type") == "string":
             continue
         if key in ("oneOf", "anyOf") and key not in code and _presence_only(spec[key], code):
+            continue
+        if key == "dependentRequired" and key not in code and _presence_only(
+            [{"required": [name, *names]} for name, names in spec[key].items()], code
+        ):
             continue
         if key not in code or key not in spec:
             if key == "required" and not code.get(key) and not spec.get(key):
