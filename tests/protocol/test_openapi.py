@@ -142,8 +142,12 @@ def _compare(code: Any, spec: Any, where: str) -> list[str]:
             continue
         if key in ("oneOf", "anyOf") and key not in code and _presence_only(spec[key], code):
             continue
-        if key == "dependentRequired" and key not in code and _presence_only(
-            [{"required": [name, *names]} for name, names in spec[key].items()], code
+        if (
+            key == "dependentRequired"
+            and key not in code
+            and _presence_only(
+                [{"required": [name, *names]} for name, names in spec[key].items()], code
+            )
         ):
             continue
         if key not in code or key not in spec:
