@@ -9,7 +9,8 @@ Rules:
 - A source is an :class:`ImagePart`/:class:`FilePart` (sent as it is), ``bytes``, an
   ``http(s)://`` or ``data:`` URL (sent by URL), or a path (``str`` or
   :class:`os.PathLike`). A relative path resolves against the folder of the eval file
-  that defines the case; a missing file is a :class:`FileNotFoundError` naming the path
+  that defines the case (the working directory for a case with no file, or a context made
+  without ``base_dir``); a missing file is a :class:`FileNotFoundError` naming the path
   as given and as resolved.
 - The media type of a path follows its extension; of ``bytes``, their first bytes (PNG,
   JPEG, GIF, WebP, PDF), else ``application/octet-stream``. A file part keeps its file

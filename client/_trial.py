@@ -218,6 +218,8 @@ async def _close(ctx: EvalContext) -> None:
 
 
 def _folder_of(source: str) -> Path | None:
-    """The folder of the file a case's ``source`` (``file:line``) names, if it has one."""
-    path = source.rpartition(":")[0]
-    return Path(path).resolve().parent if path else None
+    """The folder of the file a case's ``source`` (``file:line``) names, if that is a file
+    (code without one, run by ``exec`` or in a notebook, has none: the working directory
+    stands in)."""
+    path = Path(source.rpartition(":")[0])
+    return path.resolve().parent if path.is_file() else None
