@@ -94,6 +94,9 @@ def test_verbose_prints_every_assertion_and_the_transcript_of_failed_trials(work
     assert "      user:  Hi, where is my order A1049?" in shipped
     assert "      agent: Order A1049 is shipped with DHL." in shipped
     assert "      status completed, stopped: completed" in shipped
+    receipt = out[out.index("CASE   support_eval::receipt_status") :]
+    assert "      user:  Where is the order on this receipt?" in receipt
+    assert "      user:  [image image/png, 547 bytes]" in receipt
     # passed trials list their assertions but no transcript: four failed trials, four
     assert out.count("    transcript:") == 4
     small = out[out.index("CASE   support_eval::small_refund") :]
