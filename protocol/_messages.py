@@ -146,7 +146,7 @@ class TurnRequest(_Request):
     """
 
     message: str | UnsetType = UNSET
-    parts: Annotated[list[ContentPart], Meta(max_length=64)] | UnsetType = UNSET
+    parts: Annotated[list[ContentPart], Meta(min_length=1, max_length=64)] | UnsetType = UNSET
 
     def __post_init__(self) -> None:
         if self.message is UNSET and not self.parts:

@@ -130,6 +130,7 @@ async def test_bad_parts_are_422_naming_the_part(build: Build) -> None:
         ({"parts": [{"type": "file", "data": "!!", "mediaType": "a/b"}]}, "$.parts[0].data"),
         ({"parts": [{"type": "file", "url": "u", "data": "", "mediaType": "a/b"}]}, "$.parts[0]"),
         ({}, "$"),
+        ({"message": "m", "parts": []}, "$.parts"),
     ]
     for body, path in cases:
         response = await client.post(turns, json=body)
