@@ -15,6 +15,7 @@ _require("httpx", "client", "evalport.client")
 
 from evalport.protocol import (  # noqa: E402
     AuthFailed,
+    ContentPartsUnsupported,
     FaultsUnsupported,
     NotSuspended,
     ProtocolError,
@@ -79,6 +80,7 @@ __all__ = [
     "Case",
     "CaseResult",
     "ChatHistoryError",
+    "ContentPartsUnsupported",
     "Dataset",
     "DatasetError",
     "DatasetRow",

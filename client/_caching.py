@@ -13,7 +13,8 @@ Rules:
 - A session that went live (or had no recording) is recorded when it closes, unless a
   turn raised: a failed conversation is never stored. ``fresh`` skips reading and still
   records (re-record everything). ``attach`` is never cached: it reads a session that
-  lives elsewhere.
+  lives elsewhere. A session that sends images or files (content parts) goes live and is
+  never recorded: its bytes never reach a recording.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import msgspec
 from evalport.protocol import (
     AgentRun,
     ApprovalDecision,
+    ContentPart,
     Step,
     ToolFault,
     __version__,
@@ -233,7 +235,10 @@ class CachingSession:
             )
         )
 
-    async def send(self, message: str) -> Turn:
+    async def send(self, message: str, *, parts: Sequence[ContentPart] = ()) -> Turn:
+        if parts:  # never recorded: a recording would have to keep the bytes to replay them
+            self._broken = True
+            return await (await self._go_live()).send(message, parts=parts)
         replayed = self._replay("send", message, None)
         if replayed is not None:
             return replayed

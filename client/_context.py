@@ -46,9 +46,10 @@ import json
 import os
 import traceback
 from collections.abc import Coroutine, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from evalport.protocol import AgentRun, ToolFault
+from evalport.protocol import AgentRun, ContentPart, ToolFault
 
 from ._conversation import (
     ApprovalError,
@@ -59,6 +60,7 @@ from ._conversation import (
     settle_approvals,
 )
 from ._handles import AssertionHandle, Expectation
+from ._parts import turn_parts
 from ._results import AssertionResult, JudgeRecord
 from ._target import Session, Target, Turn, faults_option
 from ._trajectory import Trajectory
@@ -137,8 +139,11 @@ class EvalContext(AssertionMethods):
         strict: bool = False,
         approval_policy: ApprovalPolicy | None = None,
         row: Any = None,
+        base_dir: Path | None = None,
     ) -> None:
         self.target = target
+        self.base_dir = base_dir
+        """The eval file's folder: relative paths of ``send(image=..., file=...)`` start there."""
         self.case_id = case_id
         self.trial = trial
         self.case_judge = case_judge
@@ -179,12 +184,18 @@ class EvalContext(AssertionMethods):
 
     # -- conversation -----------------------------------------------------------------
 
-    def send(self, message: str) -> Coroutine[Any, Any, Turn]:
+    def send(
+        self, message: str | Sequence[Any], *, image: Any = None, file: Any = None
+    ) -> Coroutine[Any, Any, Turn]:
         """Send one user message (``await ctx.send(...)``); approvals are settled by the
-        policy before it returns. A send left unawaited is an error naming its line."""
-        if not isinstance(message, str):
-            raise TypeError(f"send() takes a str, got {type(message).__name__}")
-        sending = self._send(message)
+        policy before it returns. A send left unawaited is an error naming its line.
+
+        ``image=`` and ``file=`` add images and documents (a path, bytes, a URL, or a list
+        of them), and ``message`` may be a list of parts (:mod:`._parts`)."""
+        if not isinstance(message, str | list | tuple):
+            raise TypeError(f"send() takes a str or a list of parts, got {type(message).__name__}")
+        text, parts = turn_parts(message, image, file, self.base_dir)
+        sending = self._send(text, parts)
         self._sends.append((sending, _caller()))
         return sending
 
@@ -218,9 +229,11 @@ class EvalContext(AssertionMethods):
             )
         return run
 
-    async def _send(self, message: str) -> Turn:
+    async def _send(self, message: str, parts: list[ContentPart]) -> Turn:
         previous = self._session.run
-        turn = await self._session.send(message)
+        turn = await (
+            self._session.send(message, parts=parts) if parts else self._session.send(message)
+        )
         if turn.run.pending_approvals or turn.run.pending_interrupts:
             turn = await settle_approvals(
                 self._session, turn, self.approval_policy, previous, self.interrupt_policy
@@ -449,8 +462,8 @@ class SyncEvalContext(AssertionMethods):
 
         return JudgeAssertions(self, judge)
 
-    def send(self, message: str) -> Turn:
-        return self.block(self._inner.send(message))
+    def send(self, message: str | Sequence[Any], *, image: Any = None, file: Any = None) -> Turn:
+        return self.block(self._inner.send(message, image=image, file=file))
 
     def resume(self, answer: Any = None, *, answers: Mapping[str, Any] | None = None) -> Turn:
         return self.block(self._inner.resume(answer, answers=answers))

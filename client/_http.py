@@ -38,14 +38,18 @@ from urllib.parse import quote
 
 import httpx
 from evalport.protocol import (
+    CONTENT_PARTS_CAPABILITY,
     DELTA_CAPABILITY,
     PROTOCOL_VERSION,
     AgentRun,
     ApprovalsRequest,
+    ContentPart,
+    ContentPartsUnsupported,
     CreateSessionRequest,
     CreateSessionResponse,
     FaultsUnsupported,
     Health,
+    ProblemType,
     ProtocolError,
     SessionNotFound,
     ToolFault,
@@ -218,6 +222,16 @@ class HttpTarget:
         if self.health_check and self.health is None:
             await self.check()
 
+    async def _require_content_parts(self) -> None:
+        health = self.health if self.health is not None else await self.check()
+        if CONTENT_PARTS_CAPABILITY not in health.capabilities:
+            raise ContentPartsUnsupported(
+                f"{self.base_url} does not take images or files in a turn (its /health lists "
+                f"no '{CONTENT_PARTS_CAPABILITY}' capability): upgrade its evalport server, "
+                "or send the turn as text only",
+                problem_type=ProblemType.CONTENT_PARTS_UNSUPPORTED,
+            )
+
     async def _require_faults(self) -> None:
         health = self.health if self.health is not None else await self.check()
         if FAULTS_CAPABILITY not in health.capabilities:
@@ -247,18 +261,23 @@ class HttpSession(SessionBase["HttpTarget"]):
         self._channel = channel
         self._path = f"evals/sessions/{quote(session_id, safe='')}"
 
-    async def send(self, message: str) -> Turn:
-        """One user message; returns when the agent finished the turn or suspended it."""
+    async def send(self, message: str, *, parts: Sequence[ContentPart] = ()) -> Turn:
+        """One user message (and its content ``parts``, only to a server that lists the
+        ``content-parts`` capability); returns when the agent finished the turn or
+        suspended it."""
+        request = TurnRequest(message=message, parts=list(parts) if parts else UNSET)
+        if parts:
+            await self._target._require_content_parts()
         since = self._since()
         response = await self._channel.request(
             "POST",
             f"{self._path}/turns{_query(since)}",
-            body=encode(TurnRequest(message=message)),
+            body=encode(request),
             mode="keyed" if self._target.idempotent_turns else "once",
             headers={"Idempotency-Key": uuid.uuid4().hex},
             session_id=self._id,
         )
-        return self._advance(await self._received(response, since), message)
+        return self._advance(await self._received(response, since), request.text())
 
     async def decide(self, decisions: Mapping[str, DecisionLike]) -> Turn:
         """Answer the pending approvals (call id -> decision) and resume the turn."""

@@ -40,6 +40,7 @@ from typing import Any, Final, TypeVar
 
 from evalport.protocol import (
     AgentRun,
+    ContentPart,
     ProblemType,
     RequestRejected,
     RunEnvelope,
@@ -47,6 +48,7 @@ from evalport.protocol import (
     TargetError,
     ToolFault,
     TracePolicy,
+    TurnRequest,
     TurnTimedOut,
     decode_run,
     encode,
@@ -263,15 +265,17 @@ class LocalSession(SessionBase["LocalTarget"]):
         super().__init__(target, session_id, run)
         self._sessions = sessions
 
-    async def send(self, message: str) -> Turn:
-        """One user message; returns when the agent finished the turn or suspended it."""
+    async def send(self, message: str, *, parts: Sequence[ContentPart] = ()) -> Turn:
+        """One user message (and its content ``parts``); returns when the agent finished
+        the turn or suspended it."""
         target = self._target
         live = _live(self._sessions, self._id)
         try:
-            run = await live.send(message, timeout=target.turn_timeout)
+            run = await live.send(message, parts=parts, timeout=target.turn_timeout)
         except _RUNTIME_ERRORS as error:
             raise _turn_error(self._id, error) from None
-        return self._advance(target.seen(run), message)
+        text = TurnRequest(message=message, parts=list(parts)).text() if parts else message
+        return self._advance(target.seen(run), text)
 
     async def decide(self, decisions: Mapping[str, DecisionLike]) -> Turn:
         """Answer the pending approvals (call id -> decision) and resume the turn."""

@@ -18,7 +18,7 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evalport.protocol import AgentRun, ApprovalDecision, ToolFault
+from evalport.protocol import AgentRun, ApprovalDecision, ContentPart, ToolFault
 
 from ._target import Session, Target, TargetIdentity, Turn, faults_option
 
@@ -55,8 +55,8 @@ class _WrappedSession:
     def run(self) -> AgentRun:
         return self.inner.run
 
-    async def send(self, message: str) -> Turn:
-        return await self.inner.send(message)
+    async def send(self, message: str, *, parts: Sequence[ContentPart] = ()) -> Turn:
+        return await self.inner.send(message, parts=parts)
 
     async def decide(self, decisions: Mapping[str, ApprovalDecision]) -> Turn:
         return await self.inner.decide(decisions)
@@ -73,9 +73,9 @@ class _LimitedSession(_WrappedSession):
         super().__init__(inner)
         self.limiter = limiter
 
-    async def send(self, message: str) -> Turn:
+    async def send(self, message: str, *, parts: Sequence[ContentPart] = ()) -> Turn:
         await self.limiter.acquire()
-        return await self.inner.send(message)
+        return await self.inner.send(message, parts=parts)
 
     async def decide(self, decisions: Mapping[str, ApprovalDecision]) -> Turn:
         await self.limiter.acquire()

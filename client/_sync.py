@@ -16,7 +16,7 @@ from collections.abc import Coroutine, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Protocol, TypeVar
 
-from evalport.protocol import AgentRun, ToolFault
+from evalport.protocol import AgentRun, ContentPart, ToolFault
 
 from ._http import HttpTarget
 from ._target import Session, Target, TargetIdentity, Turn, faults_option
@@ -121,8 +121,8 @@ class SyncSession:
         """The async session underneath."""
         return self._session
 
-    def send(self, message: str) -> Turn:
-        return self._call(self._session.send(message))
+    def send(self, message: str, *, parts: Sequence[ContentPart] = ()) -> Turn:
+        return self._call(self._session.send(message, parts=parts))
 
     def decide(self, decisions: Mapping[str, DecisionLike]) -> Turn:
         return self._call(self._session.decide(decisions_of(decisions)))

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 import msgspec
-from evalport.protocol import AgentRun, ApprovalDecision, Step, ToolFault
+from evalport.protocol import AgentRun, ApprovalDecision, ContentPart, Step, ToolFault
 
 
 def faults_option(faults: Sequence[ToolFault] | None) -> dict[str, Any]:
@@ -102,8 +102,10 @@ class Session(Protocol):
     @property
     def run(self) -> AgentRun: ...
 
-    async def send(self, message: str) -> Turn:
-        """Send one user message; returns once the agent finished (or suspended)."""
+    async def send(self, message: str, *, parts: Sequence[ContentPart] = ()) -> Turn:
+        """Send one user message (and its content ``parts``: images, files; a server
+        without the ``content-parts`` capability raises :class:`ContentPartsUnsupported`
+        before anything is sent); returns once the agent finished (or suspended)."""
         ...
 
     async def decide(self, decisions: Mapping[str, ApprovalDecision]) -> Turn:

@@ -34,6 +34,7 @@ import os
 import sysconfig
 import time
 import traceback
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import evalport.protocol
@@ -151,6 +152,7 @@ async def run_trial(
         strict=strict,
         approval_policy=case.approval_policy or approval_policy,
         row=case.row,
+        base_dir=_folder_of(case.source),
     )
     ctx.interrupt_policy = case.interrupt_policy
     error: tuple[str, str, str | None] | None = None
@@ -228,3 +230,11 @@ async def _close(ctx: EvalContext) -> None:
             await session.close()
         except Exception as exc:
             ctx.log(f"closing session {session.id} failed: {exc}")
+
+
+def _folder_of(source: str) -> Path | None:
+    """The folder of the file a case's ``source`` (``file:line``) names, if that is a file
+    (code without one, run by ``exec`` or in a notebook, has none: the working directory
+    stands in)."""
+    path = Path(source.rpartition(":")[0])
+    return path.resolve().parent if path.is_file() else None

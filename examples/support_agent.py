@@ -8,6 +8,9 @@ What it does, turn by turn (state carries across turns of a session):
 
 - finds a customer's orders by e-mail or name (``search_orders``);
 - tells where an order is (``order_status``);
+- reads the order number off a receipt sent as an image (a PNG in the receipt font of
+  ``receipt.py``: it decodes the pixels and matches glyphs, see that module), and then
+  answers about that order as if the customer had typed its number;
 - handles refunds in two steps: it looks the order up and proposes the refund, then on
   "yes" it calls ``refund_order``. Refunds above ``REFUND_LIMIT`` are **gated**: the turn
   suspends until a human approves or rejects the call; on a rejection the agent says it
@@ -42,8 +45,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from evalport.protocol import AgentRun, Message, Usage
+from evalport.protocol import AgentRun, ImagePart, Message, Usage
 from evalport.protocol.runtime import ApprovalRejected, SessionInfo, TurnContext, tool
+from receipt import read_lines
 
 __all__ = ["MODEL", "ORDERS", "REFUND_LIMIT", "SYSTEM_PROMPT", "SupportAgent", "agent", "tokens"]
 
@@ -203,6 +207,15 @@ class SupportAgent:
 
     async def turn(self, message: str, ctx: TurnContext) -> str:
         ctx.llm_profile(driver="rules", model=MODEL, context_length=8192, max_output_length=1024)
+        images = [
+            p.data for p in ctx.parts if isinstance(p, ImagePart) and isinstance(p.data, bytes)
+        ]
+        for image in images:
+            try:
+                lines = read_lines(image)
+            except ValueError:
+                return "I could not read that image; please type the order number."
+            message += "\n" + "\n".join(lines)  # what the receipt says, read off its pixels
         reply = await self._reply(message, ctx)
         self._record_usage(message, reply, ctx)
         return reply

@@ -24,18 +24,23 @@ from ._digest import (
 )
 from ._extras import MissingExtraError, require
 from ._messages import (
+    CONTENT_PARTS_CAPABILITY,
     AgentInfo,
     ApprovalDecision,
     ApprovalsRequest,
+    ContentPart,
     CreateSessionRequest,
     CreateSessionResponse,
     DeltaEnvelope,
     FieldError,
+    FilePart,
     Health,
+    ImagePart,
     LoopHold,
     Problem,
     RunDelta,
     RunEnvelope,
+    TextPart,
     ToolFault,
     TurnRequest,
 )
@@ -60,12 +65,14 @@ from ._models import (
     ToolExecution,
     ToolRecord,
     Usage,
+    UserPart,
     tool_record,
 )
 from ._policy import TracePolicy
 from ._problems import (
     PROBLEM_CONTENT_TYPE,
     AuthFailed,
+    ContentPartsUnsupported,
     FaultsUnsupported,
     NotSuspended,
     ProblemType,
@@ -84,6 +91,7 @@ from ._problems import (
 from ._version import PROTOCOL_VERSION, __version__
 
 __all__ = [
+    "CONTENT_PARTS_CAPABILITY",
     "DEFAULT_PREVIEW_BYTES",
     "DEFAULT_TOKEN_ENV",
     "DELTA_CAPABILITY",
@@ -96,6 +104,8 @@ __all__ = [
     "ApprovalState",
     "ApprovalsRequest",
     "AuthFailed",
+    "ContentPart",
+    "ContentPartsUnsupported",
     "CreateSessionRequest",
     "CreateSessionResponse",
     "DeltaEnvelope",
@@ -103,8 +113,10 @@ __all__ = [
     "Event",
     "FaultsUnsupported",
     "FieldError",
+    "FilePart",
     "FinishReason",
     "Health",
+    "ImagePart",
     "Interrupt",
     "LlmProfile",
     "LoopHold",
@@ -131,6 +143,7 @@ __all__ = [
     "StopSignal",
     "TargetError",
     "TargetUnavailable",
+    "TextPart",
     "ToolCall",
     "ToolExecution",
     "ToolFault",
@@ -140,6 +153,7 @@ __all__ = [
     "TurnRequest",
     "TurnTimedOut",
     "Usage",
+    "UserPart",
     "__version__",
     "apply_delta",
     "canonical_json",

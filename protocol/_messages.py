@@ -10,7 +10,7 @@ Rules:
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal, TypeAlias
 
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
@@ -91,10 +91,80 @@ class CreateSessionRequest(_Request):
     faults: Annotated[list[ToolFault], Meta(max_length=64)] | UnsetType | None = UNSET
 
 
-class TurnRequest(_Request):
-    """``POST /evals/sessions/{id}/turns``."""
+CONTENT_PARTS_CAPABILITY: Final = "content-parts"
+"""The ``/health`` capability of a server that takes :class:`TurnRequest` ``parts``."""
 
-    message: str
+_Nonempty = Annotated[str, Meta(min_length=1)]
+
+
+class TextPart(_Request, tag_field="type", tag="text"):
+    """Text in a turn (evalport addition, ``content-parts``)."""
+
+    text: str
+
+
+class _Binary(_Request, tag_field="type"):
+    """An image or a file: inline (``data``, raw bytes, base64 on the wire, with its
+    ``media_type``) or by ``url``; exactly one of the two."""
+
+    data: bytes | UnsetType = UNSET
+    url: _Nonempty | UnsetType = UNSET
+    media_type: _Nonempty | UnsetType = UNSET
+
+    def __post_init__(self) -> None:
+        kind = "an image" if isinstance(self, ImagePart) else "a file"
+        if (self.data is UNSET) == (self.url is UNSET):
+            given = "neither" if self.data is UNSET else "both"
+            raise ValueError(f"{kind} part takes exactly one of data and url, not {given}")
+        if self.data is not UNSET and not self.media_type:
+            raise ValueError(f"{kind} part with inline data needs its mediaType")
+        if self.url is not UNSET and not self.url:
+            raise ValueError(f"{kind} part's url must not be empty")
+
+
+class ImagePart(_Binary, tag="image"):
+    """An image in a turn (evalport addition, ``content-parts``)."""
+
+
+class FilePart(_Binary, tag="file"):
+    """A document in a turn (evalport addition, ``content-parts``); ``name`` is its file
+    name, when it has one."""
+
+    name: _Nonempty | UnsetType = UNSET
+
+
+ContentPart: TypeAlias = TextPart | ImagePart | FilePart
+"""One part of a turn's content, tagged by ``type``."""
+
+
+class TurnRequest(_Request):
+    """``POST /evals/sessions/{id}/turns``.
+
+    ``message`` alone is protocol 1.0's turn. ``parts`` (evalport addition, the
+    ``content-parts`` capability) adds content parts; when both are given, ``message`` is
+    the turn's first text part, before ``parts``. At least one is given.
+    """
+
+    message: str | UnsetType = UNSET
+    parts: Annotated[list[ContentPart], Meta(min_length=1, max_length=64)] | UnsetType = UNSET
+
+    def __post_init__(self) -> None:
+        if self.message is UNSET and not self.parts:
+            raise ValueError("a turn takes a message, or parts (at least one)")
+
+    def content(self) -> list[ContentPart]:
+        """The turn's parts in order: ``message`` (unless unset or empty) first."""
+        parts: list[ContentPart] = list(self.parts) if self.parts else []
+        if self.message:
+            parts.insert(0, TextPart(text=self.message))
+        return parts
+
+    def text(self) -> str:
+        """The turn's message text, as the agent receives it: ``message`` without parts,
+        else every text part (``message`` first) joined by a newline."""
+        if not self.parts:
+            return "" if self.message is UNSET else self.message
+        return "\n".join(part.text for part in self.content() if isinstance(part, TextPart))
 
 
 class ApprovalDecision(_Request):

@@ -280,6 +280,26 @@ class Interrupt(_Wire):
     answered_at: str | None = None
 
 
+class UserPart(_Wire, omit_defaults=True):
+    """One content part of a user's turn, as the run records it (evalport addition).
+
+    Only turns sent with ``parts`` record them, each with its turn number, in order
+    (``message`` as the first text part). A binary part (``image``, ``file``) carries its
+    ``sha256`` (hex) and byte count (``bytes``) when inline; its ``data`` stays only under
+    a verbatim trace policy (:mod:`evalport.protocol._policy`).
+    """
+
+    turn: int = 0
+    type: str = ""  # text, image or file (kept as text, as every enumerated value of a run)
+    text: str | None = None
+    media_type: str | None = None
+    url: str | None = None
+    name: str | None = None
+    data: bytes | None = None
+    sha256: str | None = None
+    size: int | None = msgspec.field(default=None, name="bytes")
+
+
 class AgentRun(_Wire):
     """The accumulated run of a session.
 
@@ -303,6 +323,8 @@ class AgentRun(_Wire):
     error_details: list[ErrorInfo] = msgspec.field(default_factory=list)
     pending_interrupts: list[PendingInterrupt] = msgspec.field(default_factory=list)
     interrupts: list[Interrupt] = msgspec.field(default_factory=list)
+    # Absent unless a turn was sent with parts: runs without them keep 1.0's bytes.
+    user_parts: list[UserPart] | msgspec.UnsetType = msgspec.UNSET
 
     def sync_tools(self) -> None:
         """Rebuild ``tools`` from the steps' executions (the steps are the source)."""

@@ -12,6 +12,10 @@ Rules (they hold wherever a policy is applied, on the client or on the server):
   signal whose reason is ``error`` (it repeats the error's text).
 - Names, ids, order, error flags, timings, usage, finish reasons, other stop signals, events,
   the user's messages, the reply and the status stay in clear.
+- Images and files in a turn (``userParts``) keep their media type, name, URL, ``sha256``
+  and byte count; their bytes (``data``, and a ``data:`` URL) are dropped, so a report, a
+  cache file or a judge prompt never sees them. Binary blocks inside ``outputMessages``
+  (a ``data`` or ``base64`` string, an image URL that is a ``data:`` URL) become digests.
 - An argument map keeps its **keys** in clear and digests each value, so an argument
   check still works on a redacted run (:func:`~evalport.protocol.matches_digest`), with
   the verdict it has on the verbatim run: a digest hashes canonical JSON, in which equal
@@ -32,6 +36,7 @@ Rules (they hold wherever a policy is applied, on the client or on the server):
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -48,13 +53,14 @@ from ._digest import (
     is_digest,
     matches_digest,
 )
-from ._models import AgentRun, Message, Step, StopReason, StopSignal
+from ._models import AgentRun, Message, Step, StopReason, StopSignal, UserPart
 
 _encode = msgspec.json.encode
 
 _DIGEST_TEXT_PREFIX: Final = '{"hash":"sha256:'
 _TOOL_CALL_PARTS: Final = frozenset(("tool_use", "tool_call", "function_call"))
 _TOOL_RESULT_PARTS: Final = frozenset(("tool_result", "function_call_output"))
+_BINARY_KEYS: Final = frozenset(("data", "base64", "file_data", "image_data"))
 
 
 def _digest_of_text(text: str) -> dict[str, Any] | None:
@@ -198,6 +204,7 @@ def _copy_run(run: AgentRun) -> AgentRun:
         pending_interrupts=[_copy(pending) for pending in run.pending_interrupts],
         interrupts=[_copy(interrupt) for interrupt in run.interrupts],
         error_details=[_copy(info) for info in run.error_details],
+        user_parts=[_copy(part) for part in run.user_parts] if run.user_parts else run.user_parts,
     )
 
 
@@ -316,7 +323,21 @@ class _Redactor:
                 key: (self.value(item) if key in ("content", "output") else item)
                 for key, item in part.items()
             }
-        return part
+        return self.binary_block(part)
+
+    def binary_block(self, part: dict[str, Any]) -> dict[str, Any]:
+        """A content block with bytes in it (an image, a file) keeps only their digest."""
+        changed = None
+        for key, item in part.items():
+            if (key in _BINARY_KEYS and type(item) is str and item) or (
+                type(item) is str and item.startswith("data:")
+            ):
+                changed = changed if changed is not None else dict(part)
+                changed[key] = self.value(item)
+            elif type(item) is dict and (found := self.binary_block(item)) is not item:
+                changed = changed if changed is not None else dict(part)
+                changed[key] = found
+        return part if changed is None else changed
 
     def messages(self, step: Step) -> None:
         names: dict[str, str] | None = None
@@ -388,11 +409,27 @@ class _Redactor:
             info.message = error(info.message)
         if run.stop_signal is not None:
             run.stop_signal = self.stop_signal(run.stop_signal)
+        if run.user_parts:
+            for part in run.user_parts:
+                _drop_bytes(part)
         if run.errors:
             preview = self.preview
             run.errors = "\n".join(
                 digest_text(line, preview) if line else line for line in run.errors.split("\n")
             )
+
+
+def _drop_bytes(part: UserPart) -> None:
+    """A recorded part without its bytes, keeping their sha256 and count."""
+    data = part.data
+    if data is None and part.url is not None and part.url.startswith("data:"):
+        data = part.url.encode()  # not base64: the URL's text is its content
+        part.url = None
+    if data is not None:
+        if part.sha256 is None:
+            part.sha256 = hashlib.sha256(data).hexdigest()
+            part.size = len(data)
+        part.data = None
 
 
 def _tool_names(step: Step) -> dict[str, str]:

@@ -20,7 +20,8 @@ re-exported where its users are (the client's face, :mod:`evalport.protocol.runt
     │   └── TurnLost             the turn's holder died without an outcome
     ├── TurnTimedOut             504: the turn did not finish in time
     ├── RequestRejected          any other 4xx
-    │   └── FaultsUnsupported    tool faults sent to a server without them
+    │   ├── FaultsUnsupported    tool faults sent to a server without them
+    │   └── ContentPartsUnsupported  content parts sent to a server without them
     └── ProtocolError            a response the client cannot use (also a ValueError)
 
 :class:`RequestError` is the server's side: a request body it cannot accept.
@@ -53,6 +54,7 @@ class ProblemType:
     INVALID_BODY = _BASE + "invalid-body"  # 422
     IDEMPOTENCY_MISMATCH = _BASE + "idempotency-key-reused"  # 422
     FAULTS_DISABLED = _BASE + "faults-disabled"  # 422: tool faults sent to a server without them
+    CONTENT_PARTS_UNSUPPORTED = _BASE + "content-parts-unsupported"  # 422: parts, not taken
     RATE_LIMITED = _BASE + "rate-limited"  # 429 (+ Retry-After): too many requests
     SESSION_LIMIT = _BASE + "session-limit"  # 503 (+ Retry-After)
     DRAINING = _BASE + "draining"  # 503 (+ Retry-After)
@@ -76,6 +78,7 @@ class ProblemType:
         INVALID_BODY: 422,
         IDEMPOTENCY_MISMATCH: 422,
         FAULTS_DISABLED: 422,
+        CONTENT_PARTS_UNSUPPORTED: 422,
         RATE_LIMITED: 429,
         SESSION_LIMIT: 503,
         DRAINING: 503,
@@ -166,6 +169,11 @@ class RequestRejected(TargetError):
 
 class FaultsUnsupported(RequestRejected):
     """Tool faults were asked of a target whose server does not accept them."""
+
+
+class ContentPartsUnsupported(RequestRejected):
+    """A turn with content parts was asked of a target whose server does not take them
+    (its ``/health`` lacks the ``content-parts`` capability)."""
 
 
 class ProtocolError(TargetError, ValueError):

@@ -37,6 +37,11 @@ Rules:
   unless ``faults=True``: a deployed service opts in, and ``/health`` then lists the
   ``faults`` capability; a request with faults to a server without them is a 422
   ``faults-disabled`` that says how to enable them.
+- Content parts (``TurnRequest.parts``) are on unless ``content_parts=False``; ``/health``
+  then lists ``content-parts``, and without it a turn with parts is a 422
+  ``content-parts-unsupported`` naming the capability. A turn's body past
+  ``max_body_bytes`` is read to the limit, and its 413 names the part it was cut in
+  (``_oversize.py``).
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ from typing import Any, Final, NamedTuple, TypeVar
 
 import msgspec
 from evalport.protocol import (
+    CONTENT_PARTS_CAPABILITY,
     DELTA_CAPABILITY,
     PROBLEM_CONTENT_TYPE,
     PROTOCOL_VERSION,
@@ -63,12 +69,14 @@ from evalport.protocol import (
     encode,
 )
 from evalport.protocol.runtime import agent_identity
+from msgspec import UNSET
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
 from ._auth import BearerAuth
 from ._limits import Limits
+from ._oversize import part_at_cut
 from ._problems import HTTPProblem
 from ._records import Outcome, RunPolicy, log_details, since_of
 from ._sessions import SessionManager
@@ -132,6 +140,7 @@ class EvalAdapter:
         approvals: bool = True,
         faults: bool = False,
         tracing: Any = False,
+        content_parts: bool = True,
     ) -> None:
         self.limits = limits or Limits()
         if isinstance(store, str):
@@ -141,6 +150,7 @@ class EvalAdapter:
         self._public_health = public_health
         self._approvals = approvals
         self._faults = faults
+        self._content_parts = content_parts
         self._draining = False
         self.log_details = log_details(policy)
         """Whether the logs may quote agents' error texts (see :func:`~._records.log_details`)."""
@@ -156,6 +166,8 @@ class EvalAdapter:
         self._tracing = TurnTracing(tracing, identity.name, policy) if tracing else None
         if self._tracing is not None:
             capabilities.append("tracing")
+        if content_parts:
+            capabilities.append(CONTENT_PARTS_CAPABILITY)
         self._health_of = Health(
             status="ok",
             protocol=PROTOCOL_VERSION,
@@ -241,11 +253,12 @@ class EvalAdapter:
             endpoints = {**endpoints, "HEAD": endpoints["GET"]}
         return _Endpoint(self, endpoints, None if public else self._auth, drains)
 
-    async def _body(self, receive: Receive, headers: _Headers) -> bytes:
+    async def _body(self, receive: Receive, headers: _Headers, *, parts: bool = False) -> bytes:
         limit = self.limits.max_body_bytes
         declared = headers.get(b"content-length")
         if (
-            declared is not None
+            not parts  # a turn's body is read to the limit, to name the part it is cut in
+            and declared is not None
             and declared.isascii()
             and declared.isdigit()
             and int(declared) > limit
@@ -266,7 +279,8 @@ class EvalAdapter:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > limit:
-                raise _too_large(limit)
+                cut = b"".join([*chunks, chunk])[:limit] if parts else b""
+                raise _too_large(limit, part_at_cut(cut) if parts else None)
             chunks.append(chunk)
             if not message.get("more_body", False):
                 return chunks[0] if len(chunks) == 1 else b"".join(chunks)
@@ -312,14 +326,18 @@ class EvalAdapter:
                 errors=[FieldError(path="header:Idempotency-Key", message="1 to 255 characters")],
             )
         since = since_of(scope.get("query_string", b""))
-        turn = _decode(await self._body(receive, headers), TurnRequest)
+        turn = _decode(await self._body(receive, headers, parts=True), TurnRequest)
+        if turn.parts and not self._content_parts:
+            raise _content_parts_unsupported()
+        message = "" if turn.message is UNSET else turn.message
+        parts = () if turn.parts is UNSET else turn.parts
         session_id = scope["path_params"]["session_id"]
         if self._tracing is None:
-            return await self.sessions.turn(session_id, turn.message, key, since)
+            return await self.sessions.turn(session_id, message, key, parts, since)
         return await self._tracing.turn(
             headers.get(b"traceparent"),
             session_id,
-            lambda: self.sessions.turn(session_id, turn.message, key, since),
+            lambda: self.sessions.turn(session_id, message, key, parts, since),
         )
 
     async def _decide(self, scope: Scope, receive: Receive, headers: _Headers) -> Answer:
@@ -417,5 +435,27 @@ def _faults_disabled() -> HTTPProblem:
     )
 
 
-def _too_large(limit: int) -> HTTPProblem:
-    return HTTPProblem(ProblemType.PAYLOAD_TOO_LARGE, f"The body exceeds {limit} bytes.")
+def _content_parts_unsupported() -> HTTPProblem:
+    return HTTPProblem(
+        ProblemType.CONTENT_PARTS_UNSUPPORTED,
+        f"This server does not take content parts (the `{CONTENT_PARTS_CAPABILITY}` "
+        "capability); send the turn as a plain `message`.",
+        errors=[FieldError(path="$.parts", message="content parts are not supported here")],
+    )
+
+
+def _too_large(limit: int, part: tuple[int, str | None] | None = None) -> HTTPProblem:
+    if part is None:
+        return HTTPProblem(ProblemType.PAYLOAD_TOO_LARGE, f"The body exceeds {limit} bytes.")
+    index, kind = part
+    named = f"part {index}" + (f" ({kind})" if kind else "")
+    return HTTPProblem(
+        ProblemType.PAYLOAD_TOO_LARGE,
+        f"The body exceeds {limit} bytes, in {named}.",
+        errors=[
+            FieldError(
+                path=f"$.parts[{index}]",
+                message=f"the body passed {limit} bytes in this {kind or 'content'} part",
+            )
+        ],
+    )

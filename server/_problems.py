@@ -35,6 +35,7 @@ TITLES: Final[dict[str, str]] = {
     ProblemType.INVALID_BODY: "Invalid body",
     ProblemType.IDEMPOTENCY_MISMATCH: "Idempotency key reused",
     ProblemType.FAULTS_DISABLED: "Tool faults disabled",
+    ProblemType.CONTENT_PARTS_UNSUPPORTED: "Content parts unsupported",
     ProblemType.SESSION_LIMIT: "Session limit reached",
     ProblemType.DRAINING: "Draining",
     ProblemType.STORE_UNAVAILABLE: "Store unavailable",

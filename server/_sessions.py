@@ -42,12 +42,18 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Final
 
-from evalport.protocol import AgentRun, ApprovalDecision, CreateSessionRequest, ProblemType
+from evalport.protocol import (
+    AgentRun,
+    ApprovalDecision,
+    ContentPart,
+    CreateSessionRequest,
+    ProblemType,
+)
 from evalport.protocol.runtime import AgentSession, DecisionError, session_factory
 
 from ._jobs import Jobs
@@ -213,11 +219,17 @@ class SessionManager:
     # -- turns ----------------------------------------------------------------------------------
 
     async def turn(
-        self, session_id: str, message: str, key: str | None, since: int | None = None
+        self,
+        session_id: str,
+        message: str,
+        key: str | None,
+        parts: Sequence[ContentPart] = (),
+        since: int | None = None,
     ) -> Outcome:
-        """Run one turn (or replay it by idempotency key); its run cut at ``since`` if given."""
+        """Run one turn (or replay it by idempotency key); ``parts``: its content parts; its
+        run cut at ``since`` if given."""
         await self.sweep()
-        return await self.turns.turn(session_id, message, key, since)
+        return await self.turns.turn(session_id, message, key, parts, since)
 
     async def decide(
         self,

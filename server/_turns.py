@@ -32,10 +32,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
 
-from evalport.protocol import AgentRun, ApprovalDecision, ProblemType
+from evalport.protocol import (
+    AgentRun,
+    ApprovalDecision,
+    ContentPart,
+    ProblemType,
+    TurnRequest,
+    encode,
+)
 from evalport.protocol.runtime import (
     AgentSession,
     DecisionError,
@@ -112,12 +119,20 @@ class TurnRunner:
         )
 
     async def turn(
-        self, session_id: str, message: str, key: str | None, since: int | None = None
+        self,
+        session_id: str,
+        message: str,
+        key: str | None,
+        parts: Sequence[ContentPart] = (),
+        since: int | None = None,
     ) -> Outcome:
-        """Run one turn (or replay it by idempotency key); its run cut at ``since`` if given."""
+        """Run one turn (or replay it by idempotency key); ``parts``: its content parts; its
+        run cut at ``since`` if given."""
         digest = ""
+        # a key is bound to the message, or to the whole request when it has parts
+        bound = encode(TurnRequest(message=message, parts=list(parts))) if parts else b""
         if key is not None:
-            digest = fingerprint(message)
+            digest = fingerprint(bound.decode() if parts else message)
             if (waiting := self._inflight.get((session_id, key))) is not None:
                 if waiting.fingerprint != digest:
                     raise key_reused()
@@ -146,7 +161,7 @@ class TurnRunner:
         keeper = self._leases.keep(session_id, token)
         try:
             live = await self._live.current(session_id, start.session)
-            self._check_size(live, message)
+            self._check_size(live, len(bound) if parts else len(message.encode()))
         except BaseException:
             if keeper is not None:
                 keeper.stop()
@@ -157,7 +172,7 @@ class TurnRunner:
             flight = self._inflight[(session_id, key)] = InFlight(digest)
         # The turn's task starts before the job that follows it, so the loop runs the
         # turn first and a turn that never waits is over when the job takes its first step.
-        step = live.start(message, timeout=self._limits.turn_timeout)
+        step = live.start(message, parts=parts, timeout=self._limits.turn_timeout)
         job = self._jobs.start(self._turn_job(session_id, live, step, key, flight, token, keeper))
         outcome, run = await asyncio.shield(job)
         return answered(outcome, run, since)
@@ -175,10 +190,11 @@ class TurnRunner:
         job = self._jobs.start(self._decide_job(session_id, live, decisions, token, keeper))
         return await asyncio.shield(job)
 
-    def _check_size(self, live: AgentSession, message: str) -> None:
-        """413 ``run-too-large`` if the session's run with ``message`` would pass the limit."""
+    def _check_size(self, live: AgentSession, adding: int) -> None:
+        """413 ``run-too-large`` if the session's run with ``adding`` bytes (the turn's
+        message, or its request with parts) would pass the limit."""
         limit = self._limits.max_run_bytes
-        if len(live.run_envelope) + len(message.encode()) > limit:
+        if len(live.run_envelope) + adding > limit:
             raise HTTPProblem(
                 ProblemType.RUN_TOO_LARGE,
                 "This session's run would pass the server's run size limit (max_run_bytes, "

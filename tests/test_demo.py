@@ -47,13 +47,14 @@ def test_demo_serves_evaluates_reports_and_shows_a_regression(tmp_path):
     )
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
-    assert "12 of 12 checks passed" in output
-    assert "8 passed, 0 failed, 0 error, 0 skipped, 0 scored" in output
-    assert "5 passed, 3 failed, 0 error, 0 skipped, 0 scored" in output  # the regressed agent
+    assert "13 of 13 checks passed" in output
+    assert "9 passed, 0 failed, 0 error, 0 skipped, 0 scored" in output
+    assert "5 passed, 4 failed, 0 error, 0 skipped, 0 scored" in output  # the regressed agent
     assert output.count("server stopped\n") == 2  # clean stops, no exit code to report
-    assert "3 regressed, 0 fixed" in output
+    assert "4 regressed, 0 fixed" in output
     for row in ("shipped", "delivered", "processing"):
         assert f"regression support_eval::order_status[{row}]: passed -> failed" in output
+    assert "regression support_eval::receipt_status: passed -> failed" in output
     assert "demo: as expected" in output and "warning" not in output.lower()
     summary = json.loads((out / "results.json").read_text())
     assert summary["provenance"]["repeat"] == 3
@@ -64,7 +65,7 @@ def test_demo_serves_evaluates_reports_and_shows_a_regression(tmp_path):
     )
     assert all(case["passes"] == 3 and case["required"] == 2 for case in cases.values())
     regressed = json.loads((out / "regressed.json").read_text())
-    assert regressed["counts"]["failed"] == 3
+    assert regressed["counts"]["failed"] == 4
     assert len(ET.parse(out / "junit.xml").getroot().findall(".//testcase")) == len(cases)
     assert (out / "run" / "summary.json").is_file() and (out / "run" / "results.jsonl").is_file()
     html = (out / "report.html").read_text()

@@ -17,6 +17,11 @@ What is checked, in order (later checks use the session the earlier ones opened)
 - ``delta`` (when ``/health`` lists the capability): ``GET ?since=`` the first turn's
   settled turns answers a delta that, applied to the first turn's run, gives the run of
   the second (:func:`~evalport.protocol.apply_delta`);
+- ``content parts`` (when ``/health`` lists ``content-parts``): a third turn with a text
+  part and a small inline PNG is a 200 run whose ``userParts`` record both for that turn,
+  the image with its media type, byte count and sha256 (and, if the server kept them,
+  its bytes); an image part without its ``mediaType`` is a 422 problem naming
+  ``$.parts[0]``;
 - ``malformed JSON`` (400), ``invalid body`` (422 with field errors), ``unknown session``
   (404): each an RFC 9457 problem (``application/problem+json``, ``type``, ``title``,
   ``status`` equal to the HTTP status, no stack trace);
@@ -37,6 +42,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
+import hashlib
 import math
 import uuid
 from dataclasses import dataclass
@@ -46,6 +53,7 @@ from urllib.parse import quote
 import httpx
 import msgspec
 from evalport.protocol import (
+    CONTENT_PARTS_CAPABILITY,
     DEFAULT_TOKEN_ENV,
     DELTA_CAPABILITY,
     PROBLEM_CONTENT_TYPE,
@@ -337,6 +345,31 @@ class _Checker:
         _problem(response, 404, ProblemType.SESSION_NOT_FOUND)
         return "404 problem"
 
+    async def content_parts(self) -> str:
+        url = self._session_url() + "/turns"
+        image = {"type": "image", "mediaType": "image/png", "data": _b64(CHECK_PNG)}
+        body = {"message": self.message, "parts": [image]}
+        response = await self.client.post(url, json=body, headers=self.headers())
+        if response.status_code != 200:
+            raise _Failed(f"HTTP {response.status_code}, expected 200: {response.text[:200]}")
+        run = decode_run(response.content)
+        _validate_run(run, 3)
+        recorded = [part for part in run.user_parts or () if part.turn == 3]
+        if [part.type for part in recorded] != ["text", "image"]:
+            raise _Failed(f"userParts of turn 3 should be text, image: {recorded!r}"[:300])
+        png = recorded[1]
+        if png.media_type != "image/png" or png.size != len(CHECK_PNG):
+            raise _Failed(f"the image part is recorded as {png.media_type}, {png.size} bytes")
+        if png.sha256 != hashlib.sha256(CHECK_PNG).hexdigest() or png.data not in (None, CHECK_PNG):
+            raise _Failed("the image part's sha256 or bytes differ from those sent")
+        self.run, _ = await self._decide(run, 3)
+        bad = {"parts": [{"type": "image", "data": _b64(CHECK_PNG)}]}
+        refused = await self.client.post(url, json=bad, headers=self.headers())
+        problem = _problem(refused, 422, ProblemType.INVALID_BODY)
+        if "$.parts[0]" not in [error.get("path") for error in problem.get("errors") or []]:
+            raise _Failed("a part without its mediaType should be a 422 naming $.parts[0]")
+        return "an inline image recorded with its sha256; a bad part is a 422 naming it"
+
     async def approvals(self) -> str:
         decisions = {"decisions": {"evalport-check": {"decision": "approve"}}}
         response = await self.client.post(
@@ -364,6 +397,8 @@ class _Checker:
                 await self.check("attach", self.attach)
                 if DELTA_CAPABILITY in self.capabilities:
                     await self.check("delta", self.delta)
+                if CONTENT_PARTS_CAPABILITY in self.capabilities:
+                    await self.check("content parts", self.content_parts)
             await self.check("malformed JSON", self.malformed)
             await self.check("invalid body", self.invalid)
             await self.check("unknown session", self.unknown)
@@ -371,6 +406,16 @@ class _Checker:
                 await self.check("approvals", self.approvals)
             await self.check("delete", self.delete)
         return self.results
+
+
+# A 1x1 PNG: what the content parts check sends inline.
+CHECK_PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAAAAAA6fptVAAAACklEQVR4nGNgAAAAAgABSK+kcQAAAABJRU5ErkJggg=="
+)
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
 
 
 async def check_server(

@@ -15,6 +15,7 @@ Rules:
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -64,6 +65,26 @@ def assistant_text(step: Step) -> list[str]:
     return texts
 
 
+def _attached(run: AgentRun, turn: int) -> list[str]:
+    """The turn's images and files, each by media type, name or URL, size and sha256:
+    never their bytes, whatever the trace policy kept."""
+    lines = []
+    for part in run.user_parts or ():
+        if part.turn != turn or part.type == "text":
+            continue
+        about = [part.media_type or "unknown type"]
+        about += [text for text in (part.name, part.url) if text and not text.startswith("data:")]
+        data = part.data
+        size = len(data) if data is not None else part.size
+        sha256 = hashlib.sha256(data).hexdigest() if data is not None else part.sha256
+        if size is not None:
+            about.append(f"{size} bytes")
+        if sha256:
+            about.append(f"sha256:{sha256}")
+        lines.append(f"USER ATTACHED {part.type.upper()}: " + ", ".join(about))
+    return lines
+
+
 def render_transcript(
     run: AgentRun, turns: Sequence[Any] = (), *, max_chars: int = MAX_TRANSCRIPT_CHARS
 ) -> str:
@@ -81,6 +102,7 @@ def render_transcript(
         for turn in turns:
             if turn.message:
                 lines.append(f"USER: {turn.message}")
+            lines += _attached(run, turn.index)
             steps = [] if turn.index in shown else run.steps_of_turn(turn.index)
             shown.add(turn.index)
             for step in steps or turn.steps:
@@ -93,6 +115,7 @@ def render_transcript(
         for position, number in enumerate(numbers):
             if 0 < number <= len(run.user_messages):
                 lines.append(f"USER: {run.user_messages[number - 1]}")
+            lines += _attached(run, number)
             said: list[str] = []
             for step in run.steps_of_turn(number):
                 lines += step_lines(step)

@@ -1,6 +1,7 @@
 """The transcript of one trial, as ``evalport run -v`` prints it for trials that did not pass.
 
-Rules: one block per turn, in order: the user's message, then each step of that turn (its
+Rules: one block per turn, in order: the user's message (and each image or file sent
+with it, by type, media type, URL and size: never its bytes), then each step of that turn (its
 tool executions as ``tool name(key=value, …) -> result``, an error mark when one failed,
 and the assistant's text messages), then the run's status and stop reason. Values are
 shown as the trace policy left them: a digest prints as its preview with the start of its
@@ -75,6 +76,13 @@ def transcript_lines(trial: TrialResult, *, width: int | None = WIDTH) -> list[s
     for turn in range(1, turns + 1):
         if turn <= len(users):
             lines.append(_cut(f"user:  {users[turn - 1]}", width))
+        for part in data.get("userParts") or []:  # images and files: never their bytes
+            if isinstance(part, dict) and part.get("turn") == turn and part.get("type") != "text":
+                size = f", {part['bytes']} bytes" if isinstance(part.get("bytes"), int) else ""
+                where = f" {part['url']}" if str(part.get("url") or "").startswith("http") else ""
+                lines.append(
+                    _cut(f"user:  [{part.get('type')} {part.get('mediaType')}{where}{size}]", width)
+                )
         for step in steps:
             if step.get("turn") == turn:
                 step_lines = _step_lines(step, width)

@@ -18,6 +18,14 @@ async def order_status(ctx, row):
     ctx.max_steps(3)
 
 
+@eval_case("reads the order number off a receipt image", tags=["status", "image"])
+async def receipt_status(ctx):
+    # receipt.png (next to this file) is drawn by examples/receipt.py; the agent reads its pixels
+    await ctx.send("Where is the order on this receipt?", image="receipt.png")
+    ctx.contains("A1049")
+    ctx.called_tool("order_status", {"order_id": "A1049"})
+
+
 @eval_case("finds a customer's orders by e-mail", tags=["search"])
 async def find_orders(ctx):
     await ctx.send("Can you list the orders of ada@example.com?")

@@ -8,7 +8,9 @@ Rules:
 - It builds on :mod:`evalport.protocol` (the wire) and on nothing above it: it never
   names the server or the client, and it knows nothing of HTTP.
 - The agent interface is small: a session factory (:func:`session_factory` accepts every
-  agent shape) and a turn function that receives the message and a :class:`TurnContext`.
+  agent shape) and a turn function that receives the message and a :class:`TurnContext`;
+  a turn's images and files are ``ctx.parts`` (:class:`TextPart`, :class:`ImagePart`,
+  :class:`FilePart`, re-exported from :mod:`evalport.protocol`; rules in ``_content.py``).
   The context records steps, tool calls (:func:`tool`, :meth:`TurnContext.tool_execution`),
   usage and events straight into the session's run, and can ask for approvals.
 - :class:`AgentSession` runs one session: one turn at a time, each turn in a task of its
@@ -26,6 +28,7 @@ Rules:
 - This package is the only public face: its modules are private.
 """
 
+from .._messages import ContentPart, FilePart, ImagePart, TextPart
 from ._agent import (
     AgentIdentity,
     SessionInfo,
@@ -60,15 +63,19 @@ __all__ = [
     "AgentSession",
     "ApprovalRejected",
     "ApprovalResult",
+    "ContentPart",
     "DecisionError",
     "FaultNotApplicable",
     "FaultPlan",
+    "FilePart",
+    "ImagePart",
     "InjectedFault",
     "NotSuspended",
     "SessionBusy",
     "SessionClosed",
     "SessionInfo",
     "SessionSuspended",
+    "TextPart",
     "ToolRun",
     "TurnContext",
     "TurnHandler",

@@ -38,7 +38,7 @@ from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any
 
-from .._messages import ToolFault
+from .._messages import ContentPart, TextPart, ToolFault
 from .._models import (
     AgentRun,
     ErrorInfo,
@@ -72,7 +72,10 @@ class TurnContext:
     """Records one turn of an agent into the session's accumulated :class:`AgentRun`.
 
     ``state`` is a dict that lives as long as the session (the same object every turn);
-    ``history`` holds the earlier user and assistant messages of the session.
+    ``history`` holds the earlier user and assistant messages of the session. ``message``
+    is the turn's text; ``parts`` its content parts in order (:class:`TextPart`,
+    :class:`ImagePart`, :class:`FilePart`; a turn without images or files has one text
+    part).
     """
 
     __slots__ = (
@@ -85,6 +88,7 @@ class TurnContext:
         "_step_started",
         "history",
         "message",
+        "parts",
         "run",
         "session_id",
         "started_at",
@@ -99,6 +103,7 @@ class TurnContext:
         run: AgentRun,
         turn: int,
         message: str,
+        parts: Sequence[ContentPart] = (),
         session_id: str = "",
         history: list[Message] | None = None,
         state: dict[str, Any] | None = None,
@@ -109,6 +114,7 @@ class TurnContext:
         self.run = run
         self.turn = turn
         self.message = message
+        self.parts = tuple(parts) or (TextPart(text=message),)
         self.session_id = session_id
         self.history: list[Message] = history if history is not None else []
         self.state: dict[str, Any] = state if state is not None else {}

@@ -51,10 +51,11 @@ Rules:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import Executor
 from typing import Any, Final, NoReturn
 
+from .._messages import ContentPart
 from .._models import (
     AgentRun,
     Message,
@@ -64,6 +65,7 @@ from .._models import (
     Usage,
 )
 from ._agent import AsyncTurnHandler, SessionInfo, history_of, session_factory
+from ._content import turn_content, user_parts
 from ._context import TurnContext
 from ._control import TurnControl
 from ._errors import (
@@ -218,11 +220,16 @@ class AgentSession:
 
     # -- turns ----------------------------------------------------------------------------
 
-    async def send(self, message: str, *, timeout: float | None = None) -> AgentRun:
-        """Run one turn; returns the accumulated run once it completes or suspends."""
-        return await self.start(message, timeout=timeout)
+    async def send(
+        self, message: str, *, parts: Sequence[ContentPart] = (), timeout: float | None = None
+    ) -> AgentRun:
+        """Run one turn (``parts``: its content parts, :mod:`._content`); returns the
+        accumulated run once it completes or suspends."""
+        return await self.start(message, parts=parts, timeout=timeout)
 
-    def start(self, message: str, *, timeout: float | None = None) -> Coroutine[Any, Any, AgentRun]:
+    def start(
+        self, message: str, *, parts: Sequence[ContentPart] = (), timeout: float | None = None
+    ) -> Coroutine[Any, Any, AgentRun]:
         """:meth:`send` in two halves: the turn's task is created before this returns, and
         the coroutine returned waits for the turn as ``send`` does (and raises what it
         raises). A caller that starts other work meanwhile lets the loop run the turn's
@@ -247,7 +254,7 @@ class AgentSession:
         self._timeout = timeout
         loop = asyncio.get_running_loop()
         self._deadline = None if timeout is None else loop.time() + timeout
-        task = start_task(self._turn(message))
+        task = start_task(self._turn(message, parts))
         if self._ended:  # (started eagerly, 3.12+: a turn that never waits is over)
             if self._overran:
                 return _raise(TurnTimeout(timeout or 0.0, self._park()))
@@ -415,10 +422,13 @@ class AgentSession:
         if checkpoint is not None:
             _resolve(checkpoint, _DONE)
 
-    def _begin(self, message: str) -> TurnContext:
+    def _begin(self, message: str, parts: Sequence[ContentPart]) -> TurnContext:
         run = self.run
         run.turns += 1
+        message, content = turn_content(message, parts)
         run.user_messages.append(message)
+        if parts:
+            run.user_parts = [*(run.user_parts or ()), *user_parts(run.turns, content)]
         run.status = RunStatus.IN_PROGRESS
         run.reply = ""  # until this turn replies; a suspended turn has none yet
         self._usage_before = run.usage
@@ -426,6 +436,7 @@ class AgentSession:
             run=run,
             turn=run.turns,
             message=message,
+            parts=content,
             session_id=self.info.session_id,
             history=self._history,
             state=self.state,
@@ -435,14 +446,14 @@ class AgentSession:
         )
         return ctx
 
-    async def _turn(self, message: str) -> None:
+    async def _turn(self, message: str, parts: Sequence[ContentPart]) -> None:
         # Runs as the turn's own task; whatever ends it, the session is settled last.
         completed = False
         try:
-            ctx = self._begin(message)
+            ctx = self._begin(message, parts)
             TurnControl(ctx).activate()
             try:
-                turn = self._handler.turn(message, ctx, self._worker)
+                turn = self._handler.turn(ctx.message, ctx, self._worker)
                 replying: Awaitable[str] = turn
                 if self._clock is not None:
                     replying = Timed(turn, self._clock, self.info.session_id, ctx.turn)

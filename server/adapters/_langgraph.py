@@ -45,6 +45,9 @@ Rules:
   middleware's requests as ``tool_review`` interrupts instead, answered with the
   middleware's own decisions (``edit`` and ``respond`` included). Decisions are recorded on the tool's execution when it runs; a rejection the
   middleware answers without running the tool is recorded as a rejected execution.
+- A turn's images and files (``ctx.parts``) make the ``HumanMessage``'s standard content
+  blocks, in order: ``text``, ``image`` and ``file`` (``base64`` with ``mime_type``, or
+  ``url``; a file keeps its name as ``filename``). A text-only turn's message stays text.
 """
 
 from __future__ import annotations
@@ -56,7 +59,15 @@ from collections.abc import Mapping
 from typing import Any, cast
 from uuid import UUID
 
-from evalport.protocol import AgentRun, Message, ToolCall, require
+from evalport.protocol import (
+    AgentRun,
+    FilePart,
+    ImagePart,
+    Message,
+    TextPart,
+    ToolCall,
+    require,
+)
 from evalport.protocol.runtime import ApprovalResult, SessionInfo, TurnContext, utc_now
 
 from ._interrupts import InterruptPlan, ToolCallInfo, plan_interrupt
@@ -80,6 +91,7 @@ require("langgraph", "langgraph", "evalport.server.adapters._langgraph")
 
 from langchain_core.callbacks import AsyncCallbackHandler  # noqa: E402
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage  # noqa: E402
+from langchain_core.messages import content as blocks  # noqa: E402
 from langchain_core.outputs import ChatGeneration, LLMResult  # noqa: E402
 from langchain_core.runnables import RunnableConfig  # noqa: E402
 from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
@@ -194,7 +206,7 @@ class _Session:
                 "callbacks": [*(base.get("callbacks") or []), recorder],
             },
         )
-        payload: Any = {adapter.messages_key: [HumanMessage(message)]}
+        payload: Any = {adapter.messages_key: [_human(message, ctx)]}
         while True:
             await adapter.graph.ainvoke(payload, config)
             snapshot = await adapter.graph.aget_state(config)
@@ -265,6 +277,29 @@ def _content_value(content: Any) -> Any:
         except ValueError:
             return content
     return content
+
+
+def _human(message: str, ctx: TurnContext) -> HumanMessage:
+    """The turn's user message (see the module rules)."""
+    if all(isinstance(part, TextPart) for part in ctx.parts):
+        return HumanMessage(message)
+    content: list[Any] = []
+    for part in ctx.parts:
+        if isinstance(part, TextPart):
+            content.append(blocks.create_text_block(part.text))
+            continue
+        make = (
+            blocks.create_image_block if isinstance(part, ImagePart) else blocks.create_file_block
+        )
+        where: dict[str, Any] = {"url": part.url}
+        if isinstance(part.data, bytes):
+            where = {"base64": base64.b64encode(part.data).decode()}
+        if part.media_type:
+            where["mime_type"] = part.media_type
+        if isinstance(part, FilePart) and part.name:
+            where["filename"] = part.name
+        content.append(make(**where))
+    return HumanMessage(content_blocks=content)
 
 
 def _reply(message: Any) -> str:

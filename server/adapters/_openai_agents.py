@@ -34,16 +34,22 @@ Rules:
   model sees) and the run resumes in the same turn. The rejection is recorded on the
   call; an approval on the execution that follows.
 - A final output that is not ``str`` is sent as compact JSON.
+- A turn's images and files (``ctx.parts``) go to the run as the user item's content
+  list, in order: ``input_text``, ``input_image`` (``image_url``: the URL, or a ``data:``
+  URL of the inline bytes; ``detail`` ``auto``) and ``input_file`` (``file_url``, or
+  ``file_data`` as a ``data:`` URL with the file's name). A text-only turn's content stays
+  its message.
 """
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import inspect
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from evalport.protocol import AgentRun, Message, ToolCall, require
+from evalport.protocol import AgentRun, ImagePart, Message, TextPart, ToolCall, require
 from evalport.protocol.runtime import ApprovalResult, SessionInfo, ToolRun, TurnContext, utc_now
 
 from ._recording import (
@@ -170,7 +176,7 @@ class _Session:
         options: dict[str, Any] = {"hooks": hooks, "run_config": config, "context": self.context}
         if adapter.max_turns is not None:
             options["max_turns"] = adapter.max_turns
-        first: list[TResponseInputItem] = [{"role": "user", "content": message}]
+        first: list[TResponseInputItem] = [{"role": "user", "content": _content(message, ctx)}]
         try:
             result = await Runner.run(self.agent, [*self.history, *first], **options)
             while result.interruptions:
@@ -206,6 +212,28 @@ def tool_error(error: BaseException) -> BaseException:
     ):
         return cause
     return error
+
+
+def _content(message: str, ctx: TurnContext) -> Any:
+    """The user item's content (see the module rules)."""
+    if all(isinstance(part, TextPart) for part in ctx.parts):
+        return message
+    content: list[dict[str, Any]] = []
+    for part in ctx.parts:
+        if isinstance(part, TextPart):
+            content.append({"type": "input_text", "text": part.text})
+            continue
+        url = part.url
+        if isinstance(part.data, bytes):
+            url = f"data:{part.media_type};base64,{base64.b64encode(part.data).decode()}"
+        if isinstance(part, ImagePart):
+            content.append({"type": "input_image", "image_url": url, "detail": "auto"})
+        elif isinstance(part.data, bytes):
+            name = part.name or "file"
+            content.append({"type": "input_file", "file_data": url, "filename": name})
+        else:
+            content.append({"type": "input_file", "file_url": url})
+    return content
 
 
 async def _decide(

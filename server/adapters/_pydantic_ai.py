@@ -28,6 +28,9 @@ Rules:
 - ``usage_limits`` go to every run; a ``UsageLimitExceeded`` (``request_limit``, say)
   stops the turn with the ``steps_limit`` stop reason.
 - A reply that is not ``str`` (structured output) is sent as compact JSON.
+- A turn's images and files (``ctx.parts``) go to the run as pydantic-ai user content,
+  in order: inline bytes as ``BinaryContent``, URLs as ``ImageUrl`` / ``DocumentUrl``,
+  text as ``str``. A text-only turn's prompt stays its message.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from evalport.protocol import AgentRun, Message, ToolCall, require
+from evalport.protocol import AgentRun, ImagePart, Message, TextPart, ToolCall, require
 from evalport.protocol.runtime import ApprovalResult, SessionInfo, TurnContext, utc_now
 
 from ._recording import (
@@ -58,10 +61,14 @@ import pydantic_core  # noqa: E402
 from pydantic_ai import Agent, RunContext, UsageLimitExceeded  # noqa: E402
 from pydantic_ai.capabilities import AbstractCapability  # noqa: E402
 from pydantic_ai.messages import (  # noqa: E402
+    BinaryContent,
+    DocumentUrl,
+    ImageUrl,
     ModelMessage,
     ModelMessagesTypeAdapter,
     ModelResponse,
     ToolCallPart,
+    UserContent,
 )
 from pydantic_ai.tools import (  # noqa: E402
     DeferredToolRequests,
@@ -133,7 +140,7 @@ class _Session:
             raise self._unreadable
         agent = self._adapter.agent
         recorder = _Recorder(ctx)
-        prompt: str | None = message
+        prompt: str | list[UserContent] | None = _prompt(message, ctx)
         history = self.history
         results: DeferredToolResults | None = None
         try:
@@ -163,6 +170,23 @@ class _Session:
             ctx, FRAMEWORK, {"messages": ModelMessagesTypeAdapter.dump_python(added, mode="json")}
         )
         return reply_text(pydantic_core.to_jsonable_python(output))
+
+
+def _prompt(message: str, ctx: TurnContext) -> str | list[UserContent]:
+    """The turn's user content (see the module rules)."""
+    if all(isinstance(part, TextPart) for part in ctx.parts):
+        return message
+    content: list[UserContent] = []
+    for part in ctx.parts:
+        if isinstance(part, TextPart):
+            content.append(part.text)
+        elif isinstance(part.data, bytes):
+            content.append(BinaryContent(data=part.data, media_type=str(part.media_type)))
+        else:
+            media_type = part.media_type or None
+            made = ImageUrl if isinstance(part, ImagePart) else DocumentUrl
+            content.append(made(url=str(part.url), media_type=media_type))
+    return content
 
 
 async def _decide(

@@ -28,6 +28,7 @@ NAMESPACES = {
 # Classes the client re-exports from the layers below it (defined there, once).
 FROM_BELOW = {
     "AuthFailed",
+    "ContentPartsUnsupported",
     "FaultsUnsupported",
     "NotSuspended",
     "ProtocolError",

@@ -193,6 +193,11 @@ THIRD_PARTY = {
     # names of other libraries the pages mention, and protocol fields written as types
     "ASGITransport",
     "AsyncClient",
+    "BinaryContent",
+    "DocumentUrl",
+    "FileNotFoundError",
+    "HumanMessage",
+    "ImageUrl",
     "CORSMiddleware",
     "Command",
     "DeferredToolResults",

@@ -13,7 +13,9 @@ and compares them with ``components/schemas`` of the spec, recursively:
   ``examples``, ``format``, ``pattern``, ``x-*``; a ``oneOf`` whose branches only list
   ``required`` fields (which fields must be present together, as ``ToolFault``'s
   ``error``/``result``: a rule the Struct enforces in ``__post_init__``, which msgspec
-  cannot put in its schema); and an ``enum`` on a field that is a plain
+  cannot put in its schema), or such an ``anyOf`` (at least one of ``TurnRequest``'s
+  ``message`` and ``parts``), or a ``dependentRequired`` among the code's fields (an
+  inline part's ``mediaType``); and an ``enum`` on a field that is a plain
   ``str`` in the code (the run model keeps enumerated values as text so that clients keep
   values a newer server invents). Where the code has an ``enum`` (a ``Literal``), the
   spec's must be identical.
@@ -146,7 +148,15 @@ def _compare(code: Any, spec: Any, where: str) -> list[str]:
             continue
         if key == "enum" and key not in code and code.get("type") == "string":
             continue
-        if key == "oneOf" and key not in code and _presence_only(spec[key], code):
+        if key in ("oneOf", "anyOf") and key not in code and _presence_only(spec[key], code):
+            continue
+        if (
+            key == "dependentRequired"
+            and key not in code
+            and _presence_only(
+                [{"required": [name, *names]} for name, names in spec[key].items()], code
+            )
+        ):
             continue
         if key not in code or key not in spec:
             if key == "required" and not code.get(key) and not spec.get(key):
@@ -214,8 +224,11 @@ def test_comparison_catches_drift() -> None:
     assert _compare(code, renamed, "TurnRequest")
     retyped = {**SCHEMAS["TurnRequest"], "properties": {"message": {"type": "integer"}}}
     assert _compare(code, retyped, "TurnRequest")
-    optional = {key: value for key, value in SCHEMAS["TurnRequest"].items() if key != "required"}
-    assert _compare(code, optional, "TurnRequest")
+    approvals = _code_components()["ApprovalsRequest"]
+    optional = {k: v for k, v in SCHEMAS["ApprovalsRequest"].items() if k != "required"}
+    assert _compare(approvals, optional, "ApprovalsRequest")
+    either = {**SCHEMAS["TurnRequest"], "anyOf": [{"required": ["message"]}, {"required": ["x"]}]}
+    assert _compare(code, either, "TurnRequest")
     run = _code_components()["AgentRun"]
     not_nullable = dict(SCHEMAS["AgentRun"])
     not_nullable["properties"] = {**not_nullable["properties"], "stopSignal": {"$ref": REF + "X"}}

@@ -39,7 +39,7 @@ from hypothesis import strategies as st
 @pytest.mark.parametrize(
     ("kind", "body", "path"),
     [
-        (TurnRequest, b"{}", "$.message"),
+        (TurnRequest, b"{}", "$"),  # a message, or parts
         (TurnRequest, b'{"message": 3}', "$.message"),
         (TurnRequest, b'{"message": "hi", "extra": 1}', "$.extra"),
         (TurnRequest, b"[]", "$"),

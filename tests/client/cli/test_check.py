@@ -33,6 +33,7 @@ async def test_the_real_adapter_passes_every_check():
         "second turn",
         "attach",
         "delta",
+        "content parts",
         "malformed JSON",
         "invalid body",
         "unknown session",
@@ -40,6 +41,20 @@ async def test_the_real_adapter_passes_every_check():
         "delete",
     ]
     assert results[0].detail == "support-agent 1.0.0"
+
+
+async def test_content_parts_are_checked_only_where_the_server_lists_them():
+    app = EvalAdapter(agent, token=TOKEN, content_parts=False).app()
+    results = await check_server(
+        "http://adapter/", token=TOKEN, transport=httpx.ASGITransport(app=app)
+    )
+    assert all(r.ok for r in results) and "content parts" not in [r.name for r in results]
+    on = EvalAdapter(agent, token=TOKEN).app()
+    checked = await check_server(
+        "http://adapter/", token=TOKEN, transport=httpx.ASGITransport(app=on)
+    )
+    detail = {r.name: r.detail for r in checked}
+    assert "sha256" in detail["content parts"]
 
 
 def _broken_app() -> Starlette:
@@ -134,7 +149,7 @@ async def test_a_turn_that_suspends_is_decided_and_the_sequence_goes_on(approve)
     )
     failed = [f"{r.name}: {r.detail}" for r in results if not r.ok]
     assert failed == []
-    assert len(results) == 12
+    assert len(results) == 13  # content parts included: the third turn is decided too
     turn = {r.name: r.detail for r in results}["turn"]
     if approve:
         assert turn.endswith("; 2 pending call(s) approved")

@@ -38,7 +38,7 @@ def test_json_dash_writes_the_summary_and_nothing_else_to_stdout(workdir, capsys
     captured = capsys.readouterr()
     assert code == 1
     summary = json.loads(captured.out)  # the whole of stdout is one JSON document
-    assert summary["counts"]["failed"] == 3 and summary["total"] == 8
+    assert summary["counts"]["failed"] == 4 and summary["total"] == 9
     assert summary == json.loads((workdir / "run" / "summary.json").read_text())
     # the console report and the run folder line moved to stderr
     assert "FAIL   support_eval::order_status[shipped]" in captured.err
@@ -66,9 +66,9 @@ def test_quiet_prints_only_the_closing_summary(workdir, capsys):
     assert main(["run", EVALS, "--local", AGENT, "--out", "run", "-q"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("pass rate 100% of cases, 100% of trials; trial time mean ")
-    assert lines[-1].startswith("8 passed, 0 failed, 0 error, 0 skipped, 0 scored — 8 cases")
+    assert lines[-1].startswith("9 passed, 0 failed, 0 error, 0 skipped, 0 scored — 9 cases")
     text = "\n".join(lines)
-    for noise in ("evalport: 8 cases", "PASS   ", "run folder:"):
+    for noise in ("evalport: 9 cases", "PASS   ", "run folder:"):
         assert noise not in text
     assert (workdir / "run" / "summary.json").exists()  # reports are still written
 
@@ -94,8 +94,11 @@ def test_verbose_prints_every_assertion_and_the_transcript_of_failed_trials(work
     assert "      user:  Hi, where is my order A1049?" in shipped
     assert "      agent: Order A1049 is shipped with DHL." in shipped
     assert "      status completed, stopped: completed" in shipped
-    # passed trials list their assertions but no transcript: three failed trials, three
-    assert out.count("    transcript:") == 3
+    receipt = out[out.index("CASE   support_eval::receipt_status") :]
+    assert "      user:  Where is the order on this receipt?" in receipt
+    assert "      user:  [image image/png, 547 bytes]" in receipt
+    # passed trials list their assertions but no transcript: four failed trials, four
+    assert out.count("    transcript:") == 4
     small = out[out.index("CASE   support_eval::small_refund") :]
     assert "PASSED        gate 1.00/1.00 event_seen(refund.proposed)" in small
 

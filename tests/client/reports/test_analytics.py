@@ -35,18 +35,18 @@ def _trial_files(folder: Path) -> list[dict]:
 def test_pass_rates_overall_per_tag_and_assertion_totals(run):
     summary = json.loads((run / "s.json").read_text())
     figures = summary["analytics"]
-    assert figures["pass_rate"] == 5 / 8
-    assert figures["trial_pass_rate"] == 10 / 16
-    assert summary["tags"]["status"] == {"cases": 3, "passed": 0, "pass_rate": 0.0}
+    assert figures["pass_rate"] == 5 / 9
+    assert figures["trial_pass_rate"] == 10 / 18
+    assert summary["tags"]["status"] == {"cases": 4, "passed": 0, "pass_rate": 0.0}
     assert figures["assertions"]["called_tool"] == {
         "passed": 4,
-        "failed": 6,
+        "failed": 8,
         "soft_failed": 0,
         "not_evaluated": 0,
     }
     # the totals agree with the assertions the trial files hold
     trials = _trial_files(run)
-    assert len(trials) == 16
+    assert len(trials) == 18
     held = [check for trial in trials for check in trial["assertions"]]
     totals = figures["assertion_outcomes"]
     assert sum(totals.values()) == len(held)
@@ -58,16 +58,16 @@ def test_durations_per_trial_and_per_case(run):
     summary = json.loads((run / "s.json").read_text())
     cases = summary["cases"]
     trial_times = [trial["duration"] for case in cases for trial in case["trial_details"]]
-    assert len(trial_times) == 16 and all(time > 0 for time in trial_times)
+    assert len(trial_times) == 18 and all(time > 0 for time in trial_times)
     trials = summary["analytics"]["trial_durations"]
-    assert trials["count"] == 16
-    assert trials["mean"] == pytest.approx(sum(trial_times) / 16)
+    assert trials["count"] == 18
+    assert trials["mean"] == pytest.approx(sum(trial_times) / 18)
     assert trials["p50"] == pytest.approx(percentile(trial_times, 50))
     assert trials["p95"] == pytest.approx(percentile(trial_times, 95))
     assert min(trial_times) <= trials["p50"] <= trials["p95"] <= max(trial_times)
     per_case = summary["analytics"]["case_durations"]
-    assert per_case["count"] == 8
-    assert per_case["mean"] == pytest.approx(sum(case["duration"] for case in cases) / 8)
+    assert per_case["count"] == 9
+    assert per_case["mean"] == pytest.approx(sum(case["duration"] for case in cases) / 9)
     first = cases[0]["trial_durations"]
     times = [trial["duration"] for trial in cases[0]["trial_details"]]
     assert first["count"] == 2 and first["p50"] == pytest.approx(sum(times) / 2)
@@ -97,13 +97,13 @@ def test_each_trial_keeps_its_reply_and_each_case_its_dataset_row(run):
 def test_console_markdown_and_html_show_the_analytics(run, capsys):
     markdown = (run / "s.md").read_text()
     assert "### Analytics" in markdown
-    assert "- pass rate 62% of cases, 62% of trials; trial time mean " in markdown
-    assert "- by tag: " in markdown and "status 0/3 (0%)" in markdown
-    assert "(not passed by kind: called_tool 6/10)" in markdown
+    assert "- pass rate 56% of cases, 56% of trials; trial time mean " in markdown
+    assert "- by tag: " in markdown and "status 0/4 (0%)" in markdown
+    assert "(not passed by kind: called_tool 8/12)" in markdown
     html = (run / "s.html").read_text()
-    assert "<h2>Analytics</h2>" in html and "pass rate: cases 62% · trials 62%" in html
+    assert "<h2>Analytics</h2>" in html and "pass rate: cases 56% · trials 56%" in html
     assert (
-        "<tr><td><code>called_tool</code></td><td>4</td><td>6</td><td>0</td><td>0</td></tr>" in html
+        "<tr><td><code>called_tool</code></td><td>4</td><td>8</td><td>0</td><td>0</td></tr>" in html
     )
 
 
@@ -116,7 +116,7 @@ def test_an_earlier_summary_without_analytics_still_loads(run, tmp_path):
     old = tmp_path / "old.json"
     old.write_text(json.dumps(data))
     loaded = load_summary(old)
-    assert loaded.total == 8 and loaded.analytics.pass_rate is None
+    assert loaded.total == 9 and loaded.analytics.pass_rate is None
     assert loaded.cases[0].trial_details == []
 
 

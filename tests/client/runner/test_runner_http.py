@@ -35,27 +35,34 @@ def http_target() -> tuple[HttpTarget, CountingTransport]:
 
 async def test_example_suite_over_http_with_repetition_and_the_run_cache(tmp_path):
     cases, errors = discover(ROOT / "examples" / "evals")
-    assert errors == [] and len(cases) == 8
+    assert errors == [] and len(cases) == 9
     options = RunOptions(repeat=2, concurrency=8)
 
     target, transport = http_target()
     async with target:
         report = await Runner(target, options, cache=RunCache(tmp_path)).run(cases)
-    assert report.summary.counts[Verdict.PASSED] == 8, [c.failures for c in report.summary.cases]
+    assert report.summary.counts[Verdict.PASSED] == 9, [c.failures for c in report.summary.cases]
     assert report.summary.provenance.target["agent_version"] == "1.0.0"
     assert report.summary.cached_trials == 0
     turns = [path for path in transport.paths if path.endswith("/turns")]
     deletes = [path for path in transport.paths if path.startswith("DELETE")]
     opens = [path for path in transport.paths if path == "POST /evals/sessions"]
-    assert len(opens) == len(deletes) == 16  # a fresh session per trial, always closed
-    assert len(turns) >= 16
+    assert len(opens) == len(deletes) == 18  # a fresh session per trial, always closed
+    assert len(turns) >= 18
 
     target, transport = http_target()
     async with target:
         again = await Runner(target, options, cache=RunCache(tmp_path)).run(cases)
-    assert again.summary.counts[Verdict.PASSED] == 8
+    assert again.summary.counts[Verdict.PASSED] == 9
+    # every trial but the receipt case's two: a session that sends an image is never recorded
     assert again.summary.cached_trials == 16
-    assert [path for path in transport.paths if path != "GET /health"] == []
+    live = [
+        path.split()[0] + (" turn" if path.endswith("/turns") else "") for path in transport.paths
+    ]
+    assert (
+        sorted(kind for kind in live if kind != "GET")
+        == ["DELETE"] * 2 + ["POST"] * 2 + ["POST turn"] * 2
+    )
 
 
 async def test_local_and_http_targets_give_the_same_verdicts():
