@@ -34,6 +34,7 @@ from evalport.protocol import (
 
 from ._errors import Secrets, body_excerpt, error_for
 from ._retry import RetryPolicy, parse_retry_after
+from ._transport import AiohttpTransport
 
 logger = logging.getLogger("evalport.client")
 
@@ -113,13 +114,14 @@ class Channel:
         self.base_url = str(clean).rstrip("/") + "/"
         self.policy = policy
         self.retry = retry
+        limits = limits or httpx.Limits(max_connections=100, max_keepalive_connections=20)
         self.client = httpx.AsyncClient(
             base_url=self.base_url,
             headers=plain,
             auth=_OriginBoundHeaders(_origin(clean), credentials),
             timeout=_timeout_of(timeout),
-            transport=transport,
-            limits=limits or httpx.Limits(max_connections=100, max_keepalive_connections=20),
+            transport=transport if transport is not None else AiohttpTransport(limits),
+            limits=limits,
             follow_redirects=False,
         )
 
@@ -143,12 +145,14 @@ class Channel:
         request_headers = dict(headers or {})
         if body is not None:
             request_headers["Content-Type"] = "application/json"
+        # an absolute URL, parsed once for all attempts: httpx's base-URL merge parses twice
+        url = httpx.URL(self.base_url + path)
         attempts = 0  # requests actually sent (or tried), the first included
         while True:
             attempts += 1
             try:
                 response = await self.client.request(
-                    method, path, content=body, headers=request_headers
+                    method, url, content=body, headers=request_headers
                 )
             except httpx.TransportError as error:
                 delay = self.retry.delay(attempts) if _retriable(error, mode) else None
