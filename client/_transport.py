@@ -31,23 +31,40 @@ Rules:
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
-import aiohttp
 import httpcore
 import httpx
 
-# aiohttp failure -> the httpx error httpx's own transport raises for it; the first match wins.
-_ERRORS: tuple[tuple[type[BaseException], type[httpx.TransportError]], ...] = (
-    (aiohttp.ConnectionTimeoutError, httpx.ConnectTimeout),
-    (aiohttp.ServerTimeoutError, httpx.ReadTimeout),
-    (aiohttp.ClientConnectorError, httpx.ConnectError),
-    (aiohttp.ServerDisconnectedError, httpx.RemoteProtocolError),
-    (aiohttp.ClientPayloadError, httpx.RemoteProtocolError),
-    (aiohttp.ClientResponseError, httpx.RemoteProtocolError),
-    (aiohttp.ClientOSError, httpx.ReadError),
-    (aiohttp.ClientError, httpx.TransportError),
-)
+if TYPE_CHECKING:
+    import aiohttp
+
+
+def _aiohttp() -> ModuleType:
+    """aiohttp, imported at the first request (``import evalport.client`` stays light)."""
+    try:
+        import aiohttp
+    except ImportError:
+        raise ImportError(
+            "HttpTarget sends over aiohttp, which is not installed. "
+            "Run: pip install 'evalport[client]'"
+        ) from None
+    return aiohttp
+
+
+def _errors(aio: ModuleType) -> tuple[tuple[type[BaseException], type[httpx.TransportError]], ...]:
+    """aiohttp failure -> the httpx error httpx's own transport raises; the first match wins."""
+    return (
+        (aio.ConnectionTimeoutError, httpx.ConnectTimeout),
+        (aio.ServerTimeoutError, httpx.ReadTimeout),
+        (aio.ClientConnectorError, httpx.ConnectError),
+        (aio.ServerDisconnectedError, httpx.RemoteProtocolError),
+        (aio.ClientPayloadError, httpx.RemoteProtocolError),
+        (aio.ClientResponseError, httpx.RemoteProtocolError),
+        (aio.ClientOSError, httpx.ReadError),
+        (aio.ClientError, httpx.TransportError),
+    )
 
 
 def mocked() -> bool:
@@ -69,6 +86,7 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
     def __init__(self, limits: httpx.Limits) -> None:
         self._limits = limits
         self._session: aiohttp.ClientSession | None = None
+        self._aio: ModuleType | None = None
         self._ssl: Any = None
         self._slots = (
             asyncio.Semaphore(limits.max_connections)
@@ -97,9 +115,10 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
                 slots.release()
 
     async def _send(self, request: httpx.Request, timeout: dict[str, Any]) -> httpx.Response:
-        session = self._session
-        if session is None:
-            session = self._session = self._open()
+        if self._session is None or self._aio is None:
+            self._aio = _aiohttp()
+            self._session = self._open(self._aio)
+        session, aio = self._session, self._aio
         body = request.content or None  # httpx has read the body: the channel sends bytes
         try:
             async with session.request(
@@ -108,14 +127,14 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
                 headers=request.headers.multi_items(),
                 data=body,
                 allow_redirects=False,
-                timeout=aiohttp.ClientTimeout(
+                timeout=aio.ClientTimeout(
                     sock_connect=timeout.get("connect"), sock_read=timeout.get("read")
                 ),
                 ssl=self._ssl_context() if request.url.scheme == "https" else True,
             ) as response:
                 content = await response.read()
-        except aiohttp.ClientError as error:
-            raise _mapped(error) from error
+        except aio.ClientError as error:
+            raise _mapped(aio, error) from error
         return httpx.Response(
             response.status,
             headers=response.raw_headers,
@@ -124,18 +143,17 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
             extensions={"http_version": b"HTTP/1.1"},
         )
 
-    def _open(self) -> aiohttp.ClientSession:
+    def _open(self, aio: ModuleType) -> aiohttp.ClientSession:
         limits = self._limits
         keepalive = limits.keepalive_expiry if limits.keepalive_expiry is not None else 5.0
-        connector = aiohttp.TCPConnector(
-            limit=limits.max_connections or 0, keepalive_timeout=keepalive
-        )
-        return aiohttp.ClientSession(
+        connector = aio.TCPConnector(limit=limits.max_connections or 0, keepalive_timeout=keepalive)
+        session: aiohttp.ClientSession = aio.ClientSession(
             connector=connector,
             auto_decompress=False,
-            cookie_jar=aiohttp.DummyCookieJar(),
-            timeout=aiohttp.ClientTimeout(),
+            cookie_jar=aio.DummyCookieJar(),  # httpx keeps the cookies
+            timeout=aio.ClientTimeout(),
         )
+        return session
 
     def _ssl_context(self) -> Any:
         if self._ssl is None:
@@ -151,8 +169,8 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
             self._fallback = None
 
 
-def _mapped(error: aiohttp.ClientError) -> httpx.TransportError:
-    for kind, ours in _ERRORS:
+def _mapped(aio: ModuleType, error: BaseException) -> httpx.TransportError:
+    for kind, ours in _errors(aio):
         if isinstance(error, kind):
             return ours(str(error) or type(error).__name__)
     raise AssertionError("aiohttp.ClientError is the last row")  # pragma: no cover
