@@ -15,7 +15,7 @@ Workloads (all in one process, one after the other):
    httpx alone (its default transport), httpx with the ``httpx-aiohttp`` transport (if
    installed), httpx with evalport's transport, evalport's transport without
    ``httpx.AsyncClient`` (what the client object costs), and evalport's runner with
-   ``HttpTarget``. The raw clients send the same calls, headers and bodies and decode
+   ``HttpTarget``, over its default transport and over httpx's own (as before). The raw clients send the same calls, headers and bodies and decode
    only the session id. Printed per side: cases/s (median of ``--rounds`` interleaved
    rounds), the ratio to aiohttp, this process's CPU per case and the server's CPU per
    case (``/proc``, Linux). Targets: the runner at 50 at least 0.5x aiohttp at 50, and
@@ -161,6 +161,7 @@ HTTP_SIDES = (
     "httpx + evalport transport",
     "evalport transport, no AsyncClient",
     "evalport runner",
+    "evalport runner, httpx transport",
 )
 
 
@@ -252,8 +253,10 @@ async def _bounded(case: Any, count: int, concurrency: int) -> None:
     await asyncio.gather(*(worker() for _ in range(concurrency)))
 
 
-async def runner_cases(base: str, token: str, count: int, concurrency: int) -> None:
-    async with HttpTarget(base, token=token) as target:
+async def runner_cases(
+    base: str, token: str, count: int, concurrency: int, transport: Any = None
+) -> None:
+    async with HttpTarget(base, token=token, transport=transport) as target:
         await target.check()
         await evalport_wall(target, make_cases(count), concurrency)
 
@@ -317,6 +320,10 @@ def over_http(count: int, rounds: int) -> None:
                 for side in order:
                     if side == "evalport runner":
                         work = runner_cases(base, token, count, concurrency)
+                    elif side == "evalport runner, httpx transport":  # the runner before
+                        limits = httpx.Limits(max_connections=100, max_keepalive_connections=20)
+                        httpx_own = httpx.AsyncHTTPTransport(limits=limits)
+                        work = runner_cases(base, token, count, concurrency, httpx_own)
                     else:
                         work = raw_cases(side, base, token, count, concurrency)
                     gc.collect()
