@@ -9,8 +9,18 @@ Workloads (all in one process, one after the other):
    agent function, one ``Contains`` evaluator per case).
 2. The same cases against an instant agent: cases per second for both (target: evalport
    at least 2x pydantic-evals).
-3. Cases per second over HTTP: ``evalport serve`` in a subprocess on a loopback port
-   (the real server), the instant agent, the runner at concurrency 50.
+3. Over HTTP: ``evalport serve`` in a subprocess on a loopback port (the real server),
+   the instant agent; a case is create a session, one turn, delete (three requests).
+   At concurrency 8 and 50, ``--http-cases`` cases (1,000) through: aiohttp alone,
+   httpx alone (its default transport), httpx with the ``httpx-aiohttp`` transport (if
+   installed), httpx with evalport's transport, evalport's transport without
+   ``httpx.AsyncClient`` (what the client object costs), and evalport's runner with
+   ``HttpTarget``, over its default transport and over httpx's own (as before). The raw
+   clients send the same calls, headers and bodies and decode only the session id.
+   Printed per side: cases/s (median of ``--rounds`` interleaved rounds), the ratio to
+   aiohttp, this process's CPU per case and the server's CPU per case (``/proc``,
+   Linux). Targets: the runner at 50 at least 0.5x aiohttp at 50, and the runner no
+   slower per case at 50 than at 8. ``--http-only`` runs only this one.
 4. Workload 2 with every trial exported as an OpenTelemetry trace over OTLP/HTTP (to
    ``_otlp_sink.py`` in another process) against the same without, interleaved:
    traced / untraced wall time (target: at most 1.10x; :func:`tracing_overhead`).
@@ -26,7 +36,8 @@ the same machine load, with the same ratio on process CPU time (what other proce
 on a shared machine disturb least). Every measured run starts after ``gc.collect()``:
 neither side pays for collecting the other's garbage. Run:
 ``python benchmarks/runner.py`` (``--cases``, ``--concurrency``, ``--latency``,
-``--rounds``). Machines here are noisy and shared; compare ratios, and it never gates CI.
+``--rounds``, ``--http-cases``, ``--http-only``; ``--overhead`` prints only the runner's
+own CPU per case, ``HttpTarget`` over an in-memory ``httpx.MockTransport``). Machines here are noisy and shared; compare ratios, and it never gates CI.
 """
 
 from __future__ import annotations
@@ -43,10 +54,14 @@ import sys
 import time
 import urllib.error
 import urllib.request
+import uuid
 from pathlib import Path
 from typing import Any
 
+import httpx
+import msgspec
 from evalport.client import Case, HttpTarget, LocalTarget, Runner, RunOptions
+from evalport.client._transport import AiohttpTransport as Transport
 
 LATENCY = 0.05
 AGENT_FILE = Path(__file__).resolve()
@@ -143,14 +158,188 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-async def over_http(cases: list[Case], concurrency: int) -> float:
+HTTP_SIDES = (
+    "aiohttp",
+    "httpx",
+    "httpx + httpx-aiohttp",
+    "httpx + evalport transport",
+    "evalport transport, no AsyncClient",
+    "evalport runner",
+    "evalport runner, httpx transport",
+)
+
+
+async def raw_cases(side: str, base: str, token: str, count: int, concurrency: int) -> None:
+    """``count`` cases (create a session, one turn, delete) straight through one client.
+
+    The same calls, headers and bodies as ``HttpTarget`` sends; nothing is decoded but the
+    session id."""
+    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+    post = {**headers, "Content-Type": "application/json"}
+    if side == "aiohttp":
+        import aiohttp
+
+        async with aiohttp.ClientSession() as aio:
+
+            async def case(index: int) -> None:
+                async with aio.post(
+                    f"{base}/evals/sessions", data=b'{"caseId":"c"}', headers=post
+                ) as created:
+                    session = msgspec.json.decode(await created.read())["sessionId"]
+                turn = f'{{"message":"question {index}"}}'.encode()
+                key = {**post, "Idempotency-Key": uuid.uuid4().hex}
+                async with aio.post(
+                    f"{base}/evals/sessions/{session}/turns", data=turn, headers=key
+                ) as answer:
+                    await answer.read()
+                    assert answer.status == 200, answer.status
+                async with aio.delete(f"{base}/evals/sessions/{session}", headers=headers) as gone:
+                    await gone.read()
+
+            await _bounded(case, count, concurrency)
+        return
+    transport: Any = None
+    if side == "httpx + httpx-aiohttp":
+        from httpx_aiohttp import AiohttpTransport as Candidate
+
+        transport = Candidate()
+    elif side == "httpx + evalport transport":
+        transport = Transport(httpx.Limits(max_connections=100, max_keepalive_connections=20))
+    if side == "evalport transport, no AsyncClient":
+        # httpx requests and responses, without httpx.AsyncClient: what the client costs
+        alone = Transport(httpx.Limits(max_connections=100, max_keepalive_connections=20))
+        timeout = httpx.Timeout(5.0).as_dict()
+
+        async def send(method: str, url: str, body: bytes | None, sent: Any) -> httpx.Response:
+            request = httpx.Request(
+                method, url, content=body, headers=sent, extensions={"timeout": timeout}
+            )
+            response = await alone.handle_async_request(request)
+            await response.aread()
+            return response
+
+        async def bare_case(index: int) -> None:
+            created = await send("POST", f"{base}/evals/sessions", b'{"caseId":"c"}', post)
+            session = msgspec.json.decode(created.content)["sessionId"]
+            turn = f'{{"message":"question {index}"}}'.encode()
+            key = {**post, "Idempotency-Key": uuid.uuid4().hex}
+            answer = await send("POST", f"{base}/evals/sessions/{session}/turns", turn, key)
+            assert answer.status_code == 200, answer.status_code
+            await send("DELETE", f"{base}/evals/sessions/{session}", None, headers)
+
+        await _bounded(bare_case, count, concurrency)
+        await alone.aclose()
+        return
+    async with httpx.AsyncClient(base_url=base, transport=transport) as client:
+
+        async def http_case(index: int) -> None:
+            created = await client.post("/evals/sessions", content=b'{"caseId":"c"}', headers=post)
+            session = msgspec.json.decode(created.content)["sessionId"]
+            turn = f'{{"message":"question {index}"}}'.encode()
+            key = {**post, "Idempotency-Key": uuid.uuid4().hex}
+            answer = await client.post(
+                f"/evals/sessions/{session}/turns", content=turn, headers=key
+            )
+            assert answer.status_code == 200, answer.status_code
+            await client.delete(f"/evals/sessions/{session}", headers=headers)
+
+        await _bounded(http_case, count, concurrency)
+
+
+async def _bounded(case: Any, count: int, concurrency: int) -> None:
+    """``concurrency`` workers take the next case until ``count`` ran (as the runner does)."""
+    indices = iter(range(count))
+
+    async def worker() -> None:
+        for index in indices:
+            await case(index)
+
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+
+
+async def runner_cases(
+    base: str, token: str, count: int, concurrency: int, transport: Any = None
+) -> None:
+    async with HttpTarget(base, token=token, transport=transport) as target:
+        await target.check()
+        await evalport_wall(target, make_cases(count), concurrency)
+
+
+def in_memory(request: httpx.Request) -> httpx.Response:
+    """What ``evalport serve`` answers the runner's calls, without a server or a socket."""
+    path = request.url.path
+    if path.endswith("/health"):
+        return httpx.Response(200, json={"protocol": "1.0", "capabilities": ["idempotency"]})
+    if path.endswith("/evals/sessions"):
+        return httpx.Response(201, json={"sessionId": "s1"})
+    if path.endswith("/turns"):
+        text = "echo: " + msgspec.json.decode(request.content)["message"]
+        step = {"index": 0, "kind": "message", "text": text}
+        run = {"sessionId": "s1", "status": "completed", "output": {"text": text}, "steps": [step]}
+        return httpx.Response(200, json={"run": run})
+    return httpx.Response(204)
+
+
+def overhead(count: int, rounds: int) -> None:
+    """The runner's own CPU per case: ``HttpTarget`` over ``httpx.MockTransport``."""
+
+    async def run(concurrency: int) -> None:
+        transport = httpx.MockTransport(in_memory)
+        async with HttpTarget("http://agent.test", transport=transport) as target:
+            await evalport_wall(target, make_cases(count), concurrency)
+
+    print(f"runner overhead, {count} cases over an in-memory transport, best of {rounds}:")
+    for concurrency in (8, 50):
+        cpu = []
+        for _ in range(rounds):
+            gc.collect()
+            started = time.process_time()
+            asyncio.run(run(concurrency))
+            cpu.append(time.process_time() - started)
+        print(f"  concurrency {concurrency}: {min(cpu) / count * 1e6:,.0f} us CPU per case")
+
+
+def server_cpu(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def over_http(count: int, rounds: int) -> None:
+    """Workload 3: every HTTP side at concurrency 8 and 50 against one ``evalport serve``."""
     token = secrets.token_urlsafe(24)
     port = free_port()
     process = serve(port, token)
+    base = f"http://127.0.0.1:{port}"
+    sides = [
+        side
+        for side in HTTP_SIDES
+        if side != "httpx + httpx-aiohttp" or importlib.util.find_spec("httpx_aiohttp")
+    ]
+    results: dict[tuple[str, int], list[tuple[float, float, float]]] = {}
     try:
-        async with HttpTarget(f"http://127.0.0.1:{port}", token=token) as target:
-            await target.check()
-            return await evalport_wall(target, cases, concurrency)
+        for concurrency in (8, 50):
+            for round_ in range(rounds):  # interleaved: every side sees the same machine load
+                order = sides if round_ % 2 == 0 else sides[::-1]
+                for side in order:
+                    if side == "evalport runner":
+                        work = runner_cases(base, token, count, concurrency)
+                    elif side == "evalport runner, httpx transport":  # the runner before
+                        limits = httpx.Limits(max_connections=100, max_keepalive_connections=20)
+                        httpx_own = httpx.AsyncHTTPTransport(limits=limits)
+                        work = runner_cases(base, token, count, concurrency, httpx_own)
+                    else:
+                        work = raw_cases(side, base, token, count, concurrency)
+                    gc.collect()
+                    served, cpu, started = (
+                        server_cpu(process.pid),
+                        time.process_time(),
+                        time.perf_counter(),
+                    )
+                    asyncio.run(work)
+                    wall = time.perf_counter() - started
+                    figures = (wall, time.process_time() - cpu, server_cpu(process.pid) - served)
+                    results.setdefault((side, concurrency), []).append(figures)
     finally:
         process.send_signal(signal.SIGTERM)
         try:
@@ -158,6 +347,30 @@ async def over_http(cases: list[Case], concurrency: int) -> float:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+    print(
+        f"3. {count} cases over HTTP against evalport serve (instant agent; a case = create "
+        f"a session, one turn, delete), median of {rounds} interleaved rounds:"
+    )
+    print(
+        f"  {'client':<36}{'conc.':>6}{'cases/s':>9}{'x aiohttp':>11}{'client CPU':>12}{'server CPU':>12}"
+    )
+    speed: dict[tuple[str, int], float] = {}
+    for concurrency in (8, 50):
+        for side in sides:
+            runs = sorted(results[side, concurrency])
+            wall, cpu, served = runs[len(runs) // 2]
+            speed[side, concurrency] = count / wall
+            ratio = speed[side, concurrency] / speed["aiohttp", concurrency]
+            print(
+                f"  {side:<36}{concurrency:>6}{count / wall:>9,.0f}{ratio:>10.2f}x"
+                f"{cpu / count * 1e3:>9.2f} ms{served / count * 1e3:>9.2f} ms"
+            )
+    print(
+        f"  evalport runner at 50 / aiohttp at 50: "
+        f"{speed['evalport runner', 50] / speed['aiohttp', 50]:.2f}x (target >= 0.5x); "
+        f"runner at 50 / runner at 8: {speed['evalport runner', 50] / speed['evalport runner', 8]:.2f}x "
+        "(target >= 1: no slower per case)"
+    )
 
 
 def timed(measure: Any, *args: Any) -> tuple[float, float] | None:
@@ -226,7 +439,17 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--http-cases", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=3, help="best of this many runs per side")
+    parser.add_argument("--http-only", action="store_true", help="workload 3 only")
+    parser.add_argument(
+        "--overhead", action="store_true", help="only the runner's CPU per case, no server"
+    )
     args = parser.parse_args()
+    if args.overhead:
+        overhead(args.http_cases, args.rounds)
+        return
+    if args.http_only:
+        over_http(args.http_cases, args.rounds)
+        return
     LATENCY = args.latency
     n, c, rounds = args.cases, args.concurrency, args.rounds
     ideal = n / c * LATENCY
@@ -281,10 +504,7 @@ def main() -> None:
             f"{cpu_ratios[len(cpu_ratios) // 2]:.2f}x ({cpu_ratios[0]:.2f}-{cpu_ratios[-1]:.2f}x)"
         )
 
-    http_cases = make_cases(args.http_cases)
-    print(f"3. {len(http_cases)} cases over HTTP (evalport serve, instant agent), concurrency {c}:")
-    wall = asyncio.run(over_http(http_cases, c))
-    print(f"  evalport runner + HttpTarget: {len(http_cases) / wall:,.0f} cases/s")
+    over_http(args.http_cases, args.rounds)
     tracing_overhead(cases, c, rounds)
 
 

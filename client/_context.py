@@ -44,7 +44,6 @@ import difflib
 import inspect
 import json
 import os
-import traceback
 from collections.abc import Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -109,10 +108,13 @@ def shown_path(filename: str) -> str:
     return filename if shown.startswith("..") else shown
 
 
-def _caller() -> str:
-    """``file:line`` of the code that called the caller of this function."""
-    frame = traceback.extract_stack(limit=3)[0]
-    return f"{shown_path(frame.filename)}:{frame.lineno}"
+def _caller() -> tuple[str, int]:
+    """File and line of the code that called the caller of this function; shown only for
+    a send never awaited, so no source line is read (``traceback`` reads them)."""
+    frame = inspect.currentframe()
+    for _ in range(2):
+        frame = frame.f_back if frame is not None else None
+    return (frame.f_code.co_filename, frame.f_lineno) if frame is not None else ("?", 0)
 
 
 def _no_attribute(owner: object, name: str) -> str:
@@ -157,7 +159,7 @@ class EvalContext(AssertionMethods):
         self.judge_records: list[JudgeRecord] = []
         self.opened: list[Session] = [session]
         self._session = session
-        self._sends: list[tuple[Coroutine[Any, Any, Turn], str]] = []
+        self._sends: list[tuple[Coroutine[Any, Any, Turn], tuple[str, int]]] = []
 
     def __getattr__(self, name: str) -> Any:
         # only reached for a name the context lacks: say which method was meant
@@ -211,7 +213,7 @@ class EvalContext(AssertionMethods):
             return None
         for coro, _ in waiting:
             coro.close()
-        lines = ", ".join(line for _, line in waiting)
+        lines = ", ".join(f"{shown_path(file)}:{line}" for _, (file, line) in waiting)
         return SendNotAwaited(
             f"ctx.send(...) at {lines} was never awaited: write 'await ctx.send(...)'"
         )

@@ -1,0 +1,199 @@
+"""HttpTarget's default transport (aiohttp under httpx) on real sockets: timeouts, the
+error classes the retry rules read, the pool bound, and mocks that still see every call."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import threading
+from collections.abc import Iterator
+
+import httpx
+import pytest
+import respx
+from evalport.client import HttpTarget, RetryPolicy, TargetUnavailable
+from evalport.client._transport import AiohttpTransport, mocked
+from evalport.server import EvalAdapter
+from support.servers import running_server
+
+pytestmark = pytest.mark.e2e
+
+
+async def no_wait(delay: float) -> None:
+    return None
+
+
+RETRY = RetryPolicy(attempts=3, sleep=no_wait)
+TOKEN = "transport-token-0123456789"
+
+
+class Loopback:
+    """A loopback listener that reads each request and then stays silent or hangs up."""
+
+    def __init__(self, behaviour: str, backlog: int = 64, accept: bool = True) -> None:
+        self.behaviour = behaviour
+        self.requests = 0
+        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(backlog)
+        self.listener.settimeout(0.05)
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self._held: list[socket.socket] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True) if accept else None
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            with contextlib.suppress(OSError):
+                connection, _ = self.listener.accept()
+                connection.settimeout(2)
+                with contextlib.suppress(OSError):
+                    if connection.recv(65536):
+                        self.requests += 1
+                if self.behaviour == "hangup":
+                    connection.close()
+                else:
+                    self._held.append(connection)
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[str]:
+        if self._thread is not None:
+            self._thread.start()
+        try:
+            yield self.url
+        finally:
+            self._stop.set()
+            if self._thread is not None:
+                self._thread.join(5)
+            for connection in self._held:
+                connection.close()
+            self.listener.close()
+
+
+def target(url: str, **options: object) -> HttpTarget:
+    return HttpTarget(url, health_check=False, retry=RETRY, **options)  # type: ignore[arg-type]
+
+
+async def test_the_default_transport_is_aiohttp_under_httpx() -> None:
+    limits = httpx.Limits(max_connections=3)
+    transport = AiohttpTransport(limits)
+    assert isinstance(transport, httpx.AsyncBaseTransport)
+    assert not mocked()
+    await transport.aclose()
+
+
+async def test_a_silent_server_is_a_read_timeout_that_a_create_never_repeats() -> None:
+    server = Loopback("silent")
+    with server.running() as url:
+        async with target(url, timeout=httpx.Timeout(5.0, read=0.3)) as http:
+            with pytest.raises(TargetUnavailable, match=r"after 1 attempt\(s\): ReadTimeout"):
+                await http.open()
+            await asyncio.sleep(0.1)
+            assert server.requests == 1
+            with pytest.raises(TargetUnavailable, match=r"after 3 attempt\(s\): ReadTimeout"):
+                await http.check()  # GET /health is idempotent: every attempt is made
+    assert server.requests == 4
+
+
+async def test_a_server_that_hangs_up_is_a_protocol_error_and_a_create_is_not_repeated() -> None:
+    # Sent, maybe processed: creating again could leave a second session behind.
+    server = Loopback("hangup")
+    with server.running() as url:
+        async with target(url) as http:
+            with pytest.raises(TargetUnavailable, match="RemoteProtocolError"):
+                await http.open()
+            await asyncio.sleep(0.1)
+    assert server.requests == 1
+
+
+async def test_a_refused_connection_is_a_connect_error_that_every_mode_retries() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}"  # bound, not listening: refused
+        async with target(url) as http:
+            with pytest.raises(TargetUnavailable, match=r"after 3 attempt\(s\): ConnectError"):
+                await http.open()
+
+
+async def test_a_connection_never_accepted_is_a_connect_timeout_that_a_create_retries() -> None:
+    # A full accept queue makes the kernel drop the SYN: the connect hangs.
+    server = Loopback("silent", backlog=0, accept=False)
+    fillers = []
+    with server.running() as url:
+        for _ in range(3):
+            filler = socket.socket()
+            filler.setblocking(False)
+            with contextlib.suppress(BlockingIOError):
+                filler.connect(server.listener.getsockname())
+            fillers.append(filler)
+        try:
+            async with target(url, timeout=httpx.Timeout(5.0, connect=0.2)) as http:
+                with pytest.raises(
+                    TargetUnavailable, match=r"after 3 attempt\(s\): ConnectTimeout"
+                ):
+                    await http.open()
+        finally:
+            for filler in fillers:
+                filler.close()
+
+
+async def test_the_pool_bound_waits_then_raises_pool_timeout() -> None:
+    server = Loopback("silent")
+    with server.running() as url:
+        http = target(
+            url,
+            timeout=httpx.Timeout(5.0, read=3.0, pool=0.2),
+            limits=httpx.Limits(max_connections=1),
+        )
+        async with http:
+            first = asyncio.create_task(http.open())  # holds the only connection
+            await asyncio.sleep(0.1)
+            with pytest.raises(TargetUnavailable, match=r"after 1 attempt\(s\): PoolTimeout"):
+                await http.open()
+            first.cancel()
+            with contextlib.suppress(asyncio.CancelledError, TargetUnavailable):
+                await first
+    assert server.requests == 1
+
+
+async def test_a_real_server_over_the_aiohttp_pool() -> None:
+    async def agent(message: str, history: object, ctx: object) -> str:
+        return f"echo: {message}"
+
+    with running_server(EvalAdapter(agent, token=TOKEN).app("/agent")) as url:
+        async with HttpTarget(f"{url}/agent", token=TOKEN, retry=RETRY) as http:
+            sessions = [await http.open() for _ in range(3)]
+            turns = await asyncio.gather(*(s.send(f"q{i}") for i, s in enumerate(sessions)))
+            assert [turn.reply for turn in turns] == ["echo: q0", "echo: q1", "echo: q2"]
+            for session in sessions:
+                await session.close()
+
+
+async def test_respx_still_sees_every_request_and_nothing_reaches_the_server() -> None:
+    reached: list[str] = []
+
+    async def agent(message: str, history: object, ctx: object) -> str:
+        reached.append(message)
+        return "from the real server"
+
+    with running_server(EvalAdapter(agent, token=TOKEN).app("/agent")) as url:
+        with respx.mock(base_url=f"{url}/agent", assert_all_called=True) as router:
+            router.get("/health").respond(json={"protocol": "1.0"})
+            router.post("/evals/sessions").respond(201, json={"sessionId": "mocked"})
+            router.post("/evals/sessions/mocked/turns").respond(
+                json={"run": {"reply": "from the mock", "status": "completed", "turns": 1}}
+            )
+            assert mocked()
+            async with HttpTarget(f"{url}/agent", token=TOKEN) as http:
+                session = await http.open()
+                assert (await session.send("hi")).reply == "from the mock"
+        assert not mocked()
+        assert reached == []
+        async with HttpTarget(
+            f"{url}/agent", token=TOKEN
+        ) as http:  # the mock is gone: the real server
+            session = await http.open()
+            assert (await session.send("hi")).reply == "from the real server"
+            await session.close()
+    assert reached == ["hi"]
