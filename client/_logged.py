@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import msgspec
-from evalport.protocol import AgentRun, ApprovalDecision, ToolFault, TracePolicy
+from evalport.protocol import AgentRun, ApprovalDecision, ContentPart, ToolFault, TracePolicy
 
 from ._chat_history import ChatHistoryError, run_from_chat
 from ._target import Session, TargetIdentity, Turn
@@ -111,7 +111,7 @@ class LoggedSession:
             "trajectory assertions, judges) or drop conversations= to talk to a target"
         )
 
-    async def send(self, message: str) -> Turn:
+    async def send(self, message: str, *, parts: Sequence[ContentPart] = ()) -> Turn:
         self._refuse(f"ctx.send({message!r})")
 
     async def decide(self, decisions: Mapping[str, ApprovalDecision]) -> Turn:
