@@ -198,9 +198,9 @@ def test_one_run_folder_as_path(runs: Path) -> None:
     with viewing(runs / "regressed") as address:
         page = get(address, "/").text
         assert 'href="/run/regressed"' in page and "Not shown" not in page
-        assert get(address, "/run/regressed?verdict=failed").text.count("<details") == 3
+        assert get(address, "/run/regressed?verdict=failed").text.count("<details") == 4
     summary = json.loads((runs / "regressed" / "summary.json").read_text())
-    assert summary["counts"]["failed"] == 3
+    assert summary["counts"]["failed"] == 4
 
 
 def test_open_opens_the_printed_address_in_the_browser(runs: Path, tmp_path: Path) -> None:

@@ -114,7 +114,7 @@ def test_the_runs_list_shows_pass_rates_targets_and_dates(watched: Watched) -> N
     watched.page.goto(watched.url + "/")
     rows = watched.texts("main table tr")[1:]
     assert rows[0].startswith("regressed") and rows[1].startswith("passing")  # newest first
-    assert "62% (5/8)" in rows[0] and "100% (8/8)" in rows[1]
+    assert "56% (5/9)" in rows[0] and "100% (9/9)" in rows[1]
     assert "support_agent_regressed.py:agent" in rows[0] and "support-agent 1.0.0" in rows[0]
     assert rows[0].split("\t")[1].startswith("20")  # the start time
     watched.check("runs")
@@ -125,7 +125,7 @@ def test_open_a_run_and_filter_by_verdict_and_tag(watched: Watched) -> None:
     page.goto(watched.url + "/")
     page.get_by_role("link", name="regressed").click()
     assert page.locator("h1").inner_text() == "regressed"
-    assert len(case_rows(watched)) == 8
+    assert len(case_rows(watched)) == 9
     watched.check("run")
 
     page.get_by_label("verdict").select_option("failed")
@@ -135,9 +135,10 @@ def test_open_a_run_and_filter_by_verdict_and_tag(watched: Watched) -> None:
         "support_eval::order_status[shipped]",
         "support_eval::order_status[delivered]",
         "support_eval::order_status[processing]",
+        "support_eval::receipt_status",
     ]
     assert {verdict for _, verdict in failed} == {"failed"}
-    assert page.locator("details.case").count() == 3
+    assert page.locator("details.case").count() == 4
     watched.check("run-failed")
 
     page.locator("details.case > summary").first.click()  # a case's trials, as the report shows
@@ -151,7 +152,7 @@ def test_open_a_run_and_filter_by_verdict_and_tag(watched: Watched) -> None:
     page.get_by_role("button", name="apply").click()
     refunds = [case for case, _ in case_rows(watched)]
     assert len(refunds) == 4 and "support_eval::small_refund" in refunds
-    assert page.locator(".shown").inner_text() == "4 of 8 cases"
+    assert page.locator(".shown").inner_text() == "4 of 9 cases"
 
     page.get_by_label("verdict").select_option("failed")
     page.get_by_role("button", name="apply").click()
@@ -164,7 +165,10 @@ def test_search_finds_cases_by_their_transcripts(watched: Watched) -> None:
     page.goto(watched.url + "/run/regressed")
     page.get_by_role("searchbox").fill("DHL")  # said only by the agent, in one order's reply
     page.get_by_role("button", name="apply").click()
-    assert [case for case, _ in case_rows(watched)] == ["support_eval::order_status[shipped]"]
+    assert [case for case, _ in case_rows(watched)] == [
+        "support_eval::order_status[shipped]",
+        "support_eval::receipt_status",  # the receipt's order is A1049, shipped with DHL
+    ]
     hits = watched.texts(".hits code")
     assert hits and all("dhl" in hit.lower() for hit in hits)
     assert any(hit.startswith("agent:") for hit in hits)
@@ -181,13 +185,13 @@ def test_compare_two_runs_puts_the_changed_cases_first_with_diffed_transcripts(
     assert page.get_by_label("new").input_value() == "regressed"
     page.get_by_role("button", name="compare").click()
     changed = watched.texts("main > table tr")[1:]
-    assert len(changed) == 3 and all(row.startswith("regression") for row in changed)
+    assert len(changed) == 4 and all(row.startswith("regression") for row in changed)
     assert "order_status[shipped]" in changed[0]
     sections = page.locator("details.case")
-    assert sections.count() == 8
+    assert sections.count() == 9
     first = sections.first
     assert first.get_attribute("open") is not None  # changed cases open, the rest folded
-    assert sections.nth(3).get_attribute("open") is None
+    assert sections.nth(4).get_attribute("open") is None
     gone = [text for text in first.locator("td.gone").all_inner_texts()]
     came = [text for text in first.locator("td.came").all_inner_texts()]
     assert any("order_status" in line for line in gone)  # the tool call the regression dropped
