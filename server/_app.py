@@ -70,7 +70,7 @@ from starlette.types import Receive, Scope, Send
 from ._auth import BearerAuth
 from ._limits import Limits
 from ._problems import HTTPProblem
-from ._records import Outcome, RunPolicy, log_details, since_of
+from ._records import Outcome, RunPolicy, answered, log_details, since_of
 from ._sessions import SessionManager
 from ._standalone import ProtocolApp, internal_problem, request_path, safe_instance
 from ._tracing import TurnTracing
@@ -316,11 +316,12 @@ class EvalAdapter:
         session_id = scope["path_params"]["session_id"]
         if self._tracing is None:
             return await self.sessions.turn(session_id, turn.message, key, since)
-        return await self._tracing.turn(
+        outcome = await self._tracing.turn(  # spans are drawn from the whole run, then cut
             headers.get(b"traceparent"),
             session_id,
-            lambda: self.sessions.turn(session_id, turn.message, key, since),
+            lambda: self.sessions.turn(session_id, turn.message, key),
         )
+        return answered(outcome, None, since)
 
     async def _decide(self, scope: Scope, receive: Receive, headers: _Headers) -> Answer:
         decide = _decode(await self._body(receive, headers), ApprovalsRequest)
