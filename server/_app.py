@@ -78,7 +78,7 @@ from ._auth import BearerAuth
 from ._limits import Limits
 from ._oversize import part_at_cut
 from ._problems import HTTPProblem
-from ._records import Outcome, RunPolicy, log_details, since_of
+from ._records import Outcome, RunPolicy, answered, log_details, since_of
 from ._sessions import SessionManager
 from ._standalone import ProtocolApp, internal_problem, request_path, safe_instance
 from ._tracing import TurnTracing
@@ -334,11 +334,12 @@ class EvalAdapter:
         session_id = scope["path_params"]["session_id"]
         if self._tracing is None:
             return await self.sessions.turn(session_id, message, key, parts, since)
-        return await self._tracing.turn(
+        outcome = await self._tracing.turn(  # spans are drawn from the whole run, then cut
             headers.get(b"traceparent"),
             session_id,
-            lambda: self.sessions.turn(session_id, message, key, parts, since),
+            lambda: self.sessions.turn(session_id, message, key, parts),
         )
+        return answered(outcome, None, since)
 
     async def _decide(self, scope: Scope, receive: Receive, headers: _Headers) -> Answer:
         decide = _decode(await self._body(receive, headers), ApprovalsRequest)

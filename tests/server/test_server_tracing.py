@@ -77,6 +77,23 @@ async def test_a_turn_continues_the_callers_trace_with_its_steps_inside() -> Non
     assert SECRET not in dump and "sha256:" in dump
 
 
+async def test_a_turn_answered_as_a_delta_is_drawn_from_the_whole_run() -> None:
+    client, exporter, _ = _traced()
+    async with client:
+        session = (await client.post("/evals/sessions", json={})).json()["sessionId"]
+        path = f"/evals/sessions/{session}/turns"
+        assert (await client.post(path, json={"message": "open up"})).status_code == 200
+        second = await client.post(f"{path}?since=1", json={"message": "again"})
+    assert second.status_code == 200 and "delta" in second.json()
+    turns = [span for span in exporter.get_finished_spans() if span.name.startswith("invoke")]
+    assert [(span.attributes or {})["evalport.turn"] for span in turns] == [1, 2]
+    steps = [span for span in exporter.get_finished_spans() if span.name == "chat"]
+    assert len(steps) == 4  # two steps a turn: the tool call and the reply
+    assert {span.parent.span_id for span in steps if span.parent} == {
+        span.context.span_id for span in turns
+    }
+
+
 async def test_the_adapters_own_policy_decides_what_spans_carry() -> None:
     client, exporter, _ = _traced(policy=TracePolicy.verbatim())
     async with client:

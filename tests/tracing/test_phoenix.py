@@ -7,6 +7,7 @@ holds it. Under the safe policy no span may carry it, on either side of the wire
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import subprocess
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.phoenix import running_phoenix, spans
+from support.phoenix import Phoenix, listening_addresses, running_phoenix, spans
 from support.servers import free_port, running_process
 
 pytestmark = pytest.mark.e2e
@@ -83,31 +84,27 @@ async def charges_twice(ctx):
 
 
 @pytest.fixture(scope="session")
-def phoenix() -> Iterator[str]:
-    with running_phoenix() as (url, startup):
-        print(f"Phoenix answered after {startup:.1f} s")
-        yield url
-
-
-def _listening_addresses(port: int) -> set[str]:
-    """Local addresses of TCP sockets listening on ``port`` (Linux ``/proc/net``)."""
-    found = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for line in Path(table).read_text().splitlines()[1:]:
-            fields = line.split()
-            address, hex_port = fields[1].rsplit(":", 1)
-            if fields[3] == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
-                found.add(address)
-    return found
+def phoenix() -> Iterator[Phoenix]:
+    with running_phoenix() as server:
+        print(f"Phoenix answered after {server.startup:.1f} s")
+        yield server
 
 
 def _by_name(found: list[dict[str, Any]], prefix: str) -> list[dict[str, Any]]:
     return [span for span in found if span["name"].startswith(prefix)]
 
 
-def test_one_trace_per_trial_across_the_wire(phoenix: str, tmp_path: Path) -> None:
-    port = int(phoenix.rsplit(":", 1)[1])
-    assert _listening_addresses(port) == {"0100007F"}, "Phoenix's HTTP port is loopback only"
+def test_phoenix_listens_on_loopback_only(phoenix: Phoenix) -> None:
+    listening = listening_addresses(phoenix.pid)
+    loopback = ipaddress.ip_address("127.0.0.1")
+    assert (loopback, int(phoenix.url.rsplit(":", 1)[1])) in listening, listening
+    assert (loopback, phoenix.grpc_port) in listening, listening
+    outside = {(address, port) for address, port in listening if not address.is_loopback}
+    assert not outside, f"Phoenix listens beyond loopback: {outside}"
+
+
+def test_one_trace_per_trial_across_the_wire(phoenix: Phoenix, tmp_path: Path) -> None:
+    url = phoenix.url
 
     project = f"evalport-{uuid.uuid4().hex[:8]}"
     (tmp_path / "secret_agent.py").write_text(AGENT)
@@ -122,10 +119,10 @@ def test_one_trace_per_trial_across_the_wire(phoenix: str, tmp_path: Path) -> No
     agent_port = free_port()
     base = f"http://127.0.0.1:{agent_port}"
     serve = [sys.executable, "-m", "evalport.protocol._cli", "serve", "secret_agent:agent"]
-    serve += ["--port", str(agent_port), "--otlp", phoenix, "--log-level", "warning"]
+    serve += ["--port", str(agent_port), "--otlp", url, "--log-level", "warning"]
     with running_process(serve, health_url=f"{base}/health", env=env, cwd=str(tmp_path)):
         command = [sys.executable, "-m", "evalport.protocol._cli", "run", "evals"]
-        command += ["--target", base, "--repeat", "2", "--otlp", phoenix, "--out", "out", "-q"]
+        command += ["--target", base, "--repeat", "2", "--otlp", url, "--out", "out", "-q"]
         run = subprocess.run(
             command,
             cwd=tmp_path,
@@ -136,7 +133,7 @@ def test_one_trace_per_trial_across_the_wire(phoenix: str, tmp_path: Path) -> No
         )
         assert run.returncode == 0, run.stdout + run.stderr
     # the server exported its spans when it stopped; the runner before it exited
-    found = spans(phoenix, project, expected=2 * (1 + 2 * (1 + 3 + 3) * 2))
+    found = spans(url, project, expected=2 * (1 + 2 * (1 + 3 + 3) * 2))
 
     trials = _by_name(found, "evalport.trial ")
     assert len(trials) == 2
