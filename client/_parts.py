@@ -5,7 +5,10 @@ Rules:
 - ``ctx.send(message, image=..., file=...)``: each of ``image`` and ``file`` is one source
   or a list of them; ``message`` may also be a list of parts (``str`` items are text).
   The turn's parts are the images, then the files, in the order given, after the
-  message (the wire's rule: ``message`` is the first text part).
+  message (the wire's rule: ``message`` is the first text part). A list of text only
+  (``str`` and :class:`TextPart` items, no image or file) is sent as a plain ``message``,
+  its texts joined by a newline as the wire joins text parts: it needs no
+  ``content-parts`` capability and a run cache replays it like any message.
 - A source is an :class:`ImagePart`/:class:`FilePart` (sent as it is), ``bytes``, an
   ``http(s)://`` or ``data:`` URL (sent by URL), or a path (``str`` or
   :class:`os.PathLike`). A relative path resolves against the folder of the eval file
@@ -105,4 +108,6 @@ def turn_parts(
                 )
     parts += [_part("image", source, base) for source in _listed(image)]
     parts += [_part("file", source, base) for source in _listed(file)]
+    if parts and all(isinstance(part, TextPart) for part in parts):
+        return "\n".join(part.text for part in parts if isinstance(part, TextPart)), []
     return text, parts

@@ -129,6 +129,26 @@ async def test_a_server_without_the_capability_is_refused_before_sending() -> No
         assert turn.reply == "ok" and sent[-1] == "POST /evals/sessions/s1/turns"
 
 
+async def test_a_list_of_text_only_is_a_plain_message() -> None:
+    """``ctx.send(["hi", TextPart("there")])`` is the message "hi\\nthere", with no parts:
+    a server without ``content-parts`` takes it."""
+    bodies: list[Any] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/health":
+            return httpx.Response(200, json={"status": "ok", "protocol": "1", "capabilities": []})
+        if request.url.path == "/evals/sessions":
+            return httpx.Response(201, json={"sessionId": "s1"})
+        bodies.append(json.loads(request.content))
+        return httpx.Response(200, json={"run": {"reply": "ok", "status": "completed", "turns": 1}})
+
+    async with HttpTarget("http://old.test", transport=httpx.MockTransport(answer)) as target:
+        ctx = EvalContext(target, await target.open())
+        turn = await ctx.send(["hi", TextPart(text="there")])
+    assert turn.reply == "ok"
+    assert bodies[0]["message"] == "hi\nthere" and "parts" not in bodies[0]
+
+
 def test_policies_on_recorded_parts() -> None:
     data = base64.b64encode(PNG).decode()
     run = AgentRun(
