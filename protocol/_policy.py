@@ -16,6 +16,10 @@ Rules (they hold wherever a policy is applied, on the client or on the server):
   and byte count; their bytes (``data``, and a ``data:`` URL) are dropped, so a report, a
   cache file or a judge prompt never sees them. Binary blocks inside ``outputMessages``
   (a ``data`` or ``base64`` string, an image URL that is a ``data:`` URL) become digests.
+- An ``http(s)`` URL of a part (``userParts[].url``, a ``url`` inside a content block of
+  ``outputMessages``) keeps ``scheme://host/path``; its query, fragment and user info (where
+  a presigned URL carries its signature or token) become one digest of the whole URL,
+  ``?sha256=<hex>``. A URL with none of them stays as it is.
 - An argument map keeps its **keys** in clear and digests each value, so an argument
   check still works on a redacted run (:func:`~evalport.protocol.matches_digest`), with
   the verdict it has on the verbatim run: a digest hashes canonical JSON, in which equal
@@ -40,6 +44,7 @@ import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
+from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
@@ -61,6 +66,8 @@ _DIGEST_TEXT_PREFIX: Final = '{"hash":"sha256:'
 _TOOL_CALL_PARTS: Final = frozenset(("tool_use", "tool_call", "function_call"))
 _TOOL_RESULT_PARTS: Final = frozenset(("tool_result", "function_call_output"))
 _BINARY_KEYS: Final = frozenset(("data", "base64", "file_data", "image_data"))
+_URL_KEYS: Final = frozenset(("url", "image_url", "file_url"))
+_WEB_SCHEMES: Final = ("http://", "https://")
 
 
 def _digest_of_text(text: str) -> dict[str, Any] | None:
@@ -334,6 +341,9 @@ class _Redactor:
             ):
                 changed = changed if changed is not None else dict(part)
                 changed[key] = self.value(item)
+            elif key in _URL_KEYS and type(item) is str and (safe := safe_url(item)) != item:
+                changed = changed if changed is not None else dict(part)
+                changed[key] = safe
             elif type(item) is dict and (found := self.binary_block(item)) is not item:
                 changed = changed if changed is not None else dict(part)
                 changed[key] = found
@@ -425,11 +435,35 @@ def _drop_bytes(part: UserPart) -> None:
     if data is None and part.url is not None and part.url.startswith("data:"):
         data = part.url.encode()  # not base64: the URL's text is its content
         part.url = None
+    if part.url is not None:
+        part.url = safe_url(part.url)
     if data is not None:
         if part.sha256 is None:
             part.sha256 = hashlib.sha256(data).hexdigest()
             part.size = len(data)
         part.data = None
+
+
+def safe_url(url: str) -> str:
+    """An ``http(s)`` URL with its query, fragment and user info replaced by a digest of
+    the whole URL (see the module rules); any other text is returned as it is."""
+    if not url.lower().startswith(_WEB_SCHEMES):
+        return url
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = parts.port
+    except ValueError:  # a malformed URL keeps nothing but its digest
+        return "sha256:" + hashlib.sha256(url.encode()).hexdigest()
+    if "@" not in parts.netloc and not parts.fragment:
+        query = parts.query
+        if not query or (query.startswith("sha256=") and len(query) == 71):
+            return url
+    netloc = f"[{host}]" if ":" in host else host
+    if port is not None:
+        netloc += f":{port}"
+    query = "sha256=" + hashlib.sha256(url.encode()).hexdigest()
+    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
 
 
 def _tool_names(step: Step) -> dict[str, str]:

@@ -8,6 +8,9 @@ Rules:
 - Runs arrive already redacted by the trace policy. A digest is shown as what it is,
   ``<redacted sha256:1f2e3d4c... 23 bytes, shape {"card":"<string:23>"}>``, never as if it
   were the value; an argument map shows its keys in clear.
+- An image or file of a turn is named by media type, name, URL, size and sha256, never by
+  its bytes; its URL is shown without query, fragment or user info (where a presigned
+  URL keeps its token), whatever the trace policy kept.
 - Payloads longer than 2,000 characters are cut; a transcript longer than ``max_chars``
   keeps its first third and its last two thirds of the budget, with the cut marked.
 - The transcript is data for the judge; :mod:`.prompts` fences it. Nothing here trusts it.
@@ -18,6 +21,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from evalport.protocol import AgentRun, Step, compact_json, is_digest
 
@@ -73,7 +77,10 @@ def _attached(run: AgentRun, turn: int) -> list[str]:
         if part.turn != turn or part.type == "text":
             continue
         about = [part.media_type or "unknown type"]
-        about += [text for text in (part.name, part.url) if text and not text.startswith("data:")]
+        if part.name:
+            about.append(part.name)
+        if part.url and not part.url.startswith("data:"):
+            about.append(_bare_url(part.url))
         data = part.data
         size = len(data) if data is not None else part.size
         sha256 = hashlib.sha256(data).hexdigest() if data is not None else part.sha256
@@ -83,6 +90,19 @@ def _attached(run: AgentRun, turn: int) -> list[str]:
             about.append(f"sha256:{sha256}")
         lines.append(f"USER ATTACHED {part.type.upper()}: " + ", ".join(about))
     return lines
+
+
+def _bare_url(url: str) -> str:
+    """``url`` without its query, fragment and user info."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = parts.port
+    except ValueError:
+        return "<malformed URL>"
+    netloc = f"[{host}]" if ":" in host else host
+    netloc += f":{port}" if port is not None else ""
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def render_transcript(

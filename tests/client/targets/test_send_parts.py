@@ -190,6 +190,50 @@ def test_policies_on_recorded_parts() -> None:
         assert MARKER.decode() not in transcript and data[:40] not in transcript
 
 
+SIGNED = "https://user:pw@bucket.example.com/a/receipt.png?X-Amz-Signature=SIG-7f3a&token=TOK-91c2"
+
+
+def test_a_presigned_url_keeps_no_query_under_the_safe_policy() -> None:
+    """Under safe, a part's URL keeps scheme://host/path and its query (a signature, a
+    token) and user info become a digest; a judge never reads the query, whatever the
+    policy kept; verbatim keeps the URL whole."""
+    run = AgentRun(
+        turns=1,
+        user_messages=["look"],
+        user_parts=[UserPart(turn=1, type="image", media_type="image/png", url=SIGNED)],
+        steps=[
+            Step(
+                turn=1,
+                output_messages=[
+                    Message(
+                        role="user",
+                        content=[
+                            {"type": "image_url", "image_url": {"url": SIGNED}},
+                            {"type": "image", "source": {"type": "url", "url": SIGNED}},
+                        ],
+                    )
+                ],
+            )
+        ],
+    )
+    safe = TracePolicy.safe().apply(run)
+    encoded = json.dumps(msgspec.to_builtins(safe))
+    for secret in ("SIG-7f3a", "TOK-91c2", "user:pw"):
+        assert secret not in encoded
+    digest = hashlib.sha256(SIGNED.encode()).hexdigest()
+    kept = f"https://bucket.example.com/a/receipt.png?sha256={digest}"
+    assert safe.user_parts and safe.user_parts[0].url == kept
+    assert encoded.count(kept) == 3
+    assert TracePolicy.safe().apply(safe) == safe, "applying twice changes nothing"
+    assert TracePolicy.verbatim().apply(run).user_parts == run.user_parts
+    assert run.user_parts and run.user_parts[0].url == SIGNED, "the run is intact"
+    for shown in (safe, run):
+        transcript = render_transcript(shown)
+        assert "IMAGE: image/png, https://bucket.example.com/a/receipt.png\n" in transcript
+        assert "SIG-7f3a" not in transcript and "TOK-91c2" not in transcript
+        assert "user:pw" not in transcript and "sha256=" not in transcript
+
+
 AGENT = """
 import hashlib
 
