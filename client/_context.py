@@ -6,7 +6,10 @@ Rules:
   :class:`~evalport.client.Turn`; approvals the agent asks for are answered by the
   approval policy before ``send`` returns (see :mod:`evalport.client._conversation`);
   interrupts (questions that are not approvals) by ``ctx.interrupt_policy`` if set, else
-  ``send`` returns the suspended turn and ``await ctx.resume(answer)`` answers it.
+  ``send`` returns the suspended turn and ``await ctx.resume(answer)`` answers it. A send
+  or converse while interrupts wait unanswered, and a ``resume`` whose ``answers`` name
+  an id that is not pending, raise :class:`ApprovalError` naming the pending ids, before
+  anything is sent.
   Every assertion made afterwards reads ``ctx.run``, the run accumulated over every turn
   of the current session.
 - ``ctx.send`` returns a coroutine that must be awaited (``await ctx.send(...)``). An
@@ -233,6 +236,13 @@ class EvalContext(AssertionMethods):
 
     async def _send(self, message: str, parts: list[ContentPart]) -> Turn:
         previous = self._session.run
+        if previous.pending_interrupts:
+            waiting = ", ".join(asked.id for asked in previous.pending_interrupts)
+            raise ApprovalError(
+                f"ctx.send(...): the agent still waits for an answer to interrupt(s) {waiting}: "
+                "answer with 'await ctx.resume(answer)' (or answers={id: answer}) first, or "
+                "set ctx.interrupt_policy to answer interrupts as they come"
+            )
         turn = await (
             self._session.send(message, parts=parts) if parts else self._session.send(message)
         )
@@ -258,6 +268,12 @@ class EvalContext(AssertionMethods):
                     "answer them all with answers={id: answer, ...}"
                 )
             answers = {pending[0]: answer}
+        unknown = [key for key in answers if key not in pending]
+        if unknown:
+            raise ApprovalError(
+                f"ctx.resume(answers=...): {', '.join(map(repr, unknown))} is not a pending "
+                f"interrupt; the pending ids are {', '.join(pending)}"
+            )
         started = self.turns[-1] if self.turns and self.turns[-1].index == run.turns else None
         turn = await resume_with(
             self._session, Turn(run.turns, "", run), self.approval_policy, answers

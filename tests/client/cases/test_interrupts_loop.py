@@ -105,6 +105,24 @@ async def test_several_pending_need_answers_by_id(target: Target) -> None:
     passed(await trial(target, case))
 
 
+async def test_a_send_while_interrupts_wait_and_an_unknown_id_are_clear_errors(
+    target: Target,
+) -> None:
+    async def case(ctx: EvalContext) -> None:
+        turn = await ctx.send("shirt")
+        (asked,) = turn.run.pending_interrupts
+        with pytest.raises(ApprovalError, match=rf"{asked.id}.*ctx\.resume.*interrupt_policy"):
+            await ctx.send("plain")
+        with pytest.raises(ApprovalError, match=rf"'nope' is not a pending.*ids are {asked.id}"):
+            await ctx.resume(answers={"nope": "M"})
+        with pytest.raises(ApprovalError, match="interrupt_policy"):
+            await ctx.converse(["plain"])
+        turn = await ctx.resume(answers={asked.id: "M"})
+        assert turn.reply == "size M" and len(ctx.turns) == 1
+
+    passed(await trial(target, case))
+
+
 async def test_one_resume_settles_an_approval_of_the_same_suspension(target: Target) -> None:
     async def case(ctx: EvalContext) -> None:
         turn = await ctx.send("both")
