@@ -21,7 +21,10 @@ Rules:
   under the active trace policy: a digested payload reads as redacted
   (:func:`.transcript.render_value`), never as its value. Files and URLs are the case
   author's material, like a reference: the trace policy, which governs the agent's run,
-  does not apply to them.
+  does not apply to them. A relative path given to ``with_sources`` resolves against the
+  folder of the file that calls it (the eval file, as ``ctx.send(file=)`` does; the
+  working directory for code with no file), and a file that does not exist is a
+  :class:`FileNotFoundError` there, naming the path as given and as resolved.
 - **Every tool result is data**: fenced with the call's fresh nonce, look-alike markers
   broken (:func:`.prompts.fence`); the system message says so before any data.
 - **Bounded**: at most ``max_steps`` model calls and ``max_tokens`` judge tokens (input
@@ -36,6 +39,7 @@ Rules:
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
@@ -171,13 +175,28 @@ class AgentLoopJudge:
         urls: Sequence[str] = (),
     ) -> AgentLoopJudge:
         """The same judge (same model client and bounds) that may also read these."""
+        frame = inspect.currentframe()
+        caller = frame.f_back if frame is not None else None
+        source = Path(caller.f_code.co_filename) if caller is not None else None
+        base = source.resolve().parent if source is not None and source.is_file() else Path()
+        named = files.items() if isinstance(files, Mapping) else ((path, path) for path in files)
+        resolved: dict[str, Path] = {}
+        for name, path in named:
+            full = (base / path).absolute()
+            if not full.is_file():
+                raise FileNotFoundError(
+                    f"AgentLoopJudge.with_sources(files=...): {str(path)!r} is not a file "
+                    f"(resolved to {full}); a relative path is read from the folder of the "
+                    "file that calls with_sources"
+                )
+            resolved[str(name)] = full
         judge = AgentLoopJudge(
             self.chat,
             max_steps=self.max_steps,
             max_tokens=self.max_tokens,
             max_read_chars=self.max_read_chars,
             answer_tokens=self.answer_tokens,
-            files=files,
+            files=resolved,
             urls=urls,
             fetch=self._fetch,
         )

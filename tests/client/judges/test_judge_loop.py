@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import re
+import runpy
 from pathlib import Path
 from typing import Any
 
@@ -224,3 +225,32 @@ async def test_the_judges_reads_are_evidence_in_the_reports(tmp_path: Path) -> N
     assert "judge read: list_steps(), read_step(index=0)" in stream.getvalue()
     html = (tmp_path / "report.html").read_text()
     assert "judge read (3 steps): list_steps(), read_step(index=0)" in html
+
+
+EVAL_FILE = """
+from evalport.client.judges import AgentLoopJudge
+
+
+def sourced(chat, name):
+    return AgentLoopJudge(chat).with_sources(files=[name])
+"""
+
+
+async def test_with_sources_reads_relative_paths_beside_the_calling_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    evals = tmp_path / "evals"
+    evals.mkdir()
+    (evals / "policy.md").write_text("Refunds need a receipt.")
+    (evals / "sourced_judge.py").write_text(EVAL_FILE)
+    monkeypatch.chdir(tmp_path)  # the working directory has no policy.md
+    module = runpy.run_path(str(evals / "sourced_judge.py"))
+    chat = FakeChat([call("read_file", name="policy.md"), VERDICT])
+    verdict = await module["sourced"](chat, "policy.md").judge(request_for(await run_of("pay")))
+    (read,) = verdict.tool_calls
+    assert read.error is None and read.chars == len("Refunds need a receipt.")
+    missing = re.escape(str(evals / "nope.md"))
+    with pytest.raises(
+        FileNotFoundError, match=rf"'nope\.md' is not a file \(resolved to {missing}"
+    ):
+        module["sourced"](chat, "nope.md")
