@@ -9,6 +9,11 @@ Rules:
   steps and tool executions of the run as :mod:`evalport.protocol._otel` draws them.
   Each assertion result is a span event ``evalport.assertion`` and each judge result an
   event ``evalport.judge``, both with their score.
+- A trial replayed from the run cache (``evalport.trial.cached = true``) or evaluating a
+  logged conversation (``evalport.trial.logged = true``) called no agent now: its trace
+  has the trial span with its assertion and judge events, and no ``invoke_agent``,
+  ``chat`` or ``execute_tool`` span (the recording's old times would show calls that
+  never happened).
 - The spans are drawn after the trial from the run the trial kept, which already passed
   the target's trace policy: a collector receives what the reports show, nothing more.
 - Judge calls are spans of their own while they run (``evalport.judge <criterion>``,
@@ -65,7 +70,15 @@ def traced_trials(provider: Any, trial_function: Any = None) -> Any:
             finally:
                 TRACER.reset(current)
                 PARENT.reset(parent)
-            _record(spans, tracer, span, result, _agent_name(target))
+            replayed = {
+                "evalport.trial.cached": getattr(target, "cached", False) is True,
+                "evalport.trial.logged": getattr(case, "conversation", None) is not None,
+            }
+            for key, value in replayed.items():
+                if value:
+                    span.set_attribute(key, True)
+            agent_called = not any(replayed.values())
+            _record(spans, tracer, span, result, _agent_name(target), agent_called)
             return result
 
     return traced
@@ -78,7 +91,12 @@ def _agent_name(target: Any) -> str | None:
 
 
 def _record(
-    spans: ModuleType, tracer: Any, span: Any, result: TrialResult, agent: str | None
+    spans: ModuleType,
+    tracer: Any,
+    span: Any,
+    result: TrialResult,
+    agent: str | None,
+    agent_called: bool,
 ) -> None:
     from opentelemetry.trace import SpanKind, Status, StatusCode, set_span_in_context
 
@@ -110,7 +128,7 @@ def _record(
         if judged.error:
             event["error.type"] = judged.error.split(":", 1)[0]
         span.add_event("evalport.judge", event)
-    if result.run is None:
+    if result.run is None or not agent_called:
         return
     run = decode_run(result.run.json)
     context = set_span_in_context(span)

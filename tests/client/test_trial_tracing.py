@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -12,12 +13,14 @@ from evalport.client import (
     FakeJudge,
     HttpTarget,
     LocalTarget,
+    RunCache,
     Runner,
     TracePolicy,
     cases_from,
     eval_case,
     traced_trials,
 )
+from evalport.client._logged import LoggedConversations
 from evalport.protocol import MissingExtraError, ToolCall, Usage
 from evalport.protocol.runtime import TurnContext, tool
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -204,3 +207,67 @@ def test_run_traces_when_the_standard_variable_is_set_and_says_which_extra_it_ne
     )
     assert code == 2
     assert "pip install 'evalport[otel]'" in capsys.readouterr().err
+
+
+AGENT_SPANS = ("invoke_agent", "chat ", "execute_tool")
+
+
+def _agent_spans(spans: tuple[ReadableSpan, ...]) -> list[str]:
+    return [span.name for span in spans if span.name.startswith(AGENT_SPANS)]
+
+
+def _trial_span(spans: tuple[ReadableSpan, ...]) -> ReadableSpan:
+    (trial,) = [span for span in spans if span.name.startswith("evalport.trial ")]
+    return trial
+
+
+async def test_a_replayed_trial_draws_no_agent_spans(tmp_path: Path) -> None:
+    """A trial the run cache replays called no agent: the trial span says so and has its
+    assertion events, and no turn, chat or tool span carries the recording's old times."""
+    traces = []
+    for _ in range(2):
+        provider, exporter = _provider()
+        async with LocalTarget(agent) as target:
+            runner = Runner(
+                target,
+                judge=FakeJudge([0.5]),
+                cache=RunCache(tmp_path / "cache"),
+                trial_function=traced_trials(provider),
+            )
+            await runner.run(cases_from(charges))
+        traces.append(exporter.get_finished_spans())
+    live, replayed = traces
+    assert _agent_spans(live) == [
+        "chat m-1",
+        "execute_tool charge",
+        "chat m-1",
+        "invoke_agent agent",
+    ]
+    assert _agent_spans(replayed) == []
+    attributes = dict(_trial_span(replayed).attributes or {})
+    assert attributes["evalport.trial.cached"] is True
+    assert "evalport.trial.cached" not in dict(_trial_span(live).attributes or {})
+    events = [event.name for event in _trial_span(replayed).events]
+    assert events.count("evalport.assertion") == 3
+
+
+async def test_a_logged_conversation_trial_draws_no_agent_spans(tmp_path: Path) -> None:
+    chat = [
+        {"role": "user", "content": "Refund A1050."},
+        {"role": "assistant", "content": "Done: A1050 is refunded."},
+    ]
+    (tmp_path / "chat.json").write_text(json.dumps(chat))
+
+    @eval_case(conversations=str(tmp_path / "chat.json"))
+    async def logged(ctx: Any) -> None:
+        ctx.contains("refunded")
+
+    provider, exporter = _provider()
+    runner = Runner(LoggedConversations(), trial_function=traced_trials(provider))
+    report = await runner.run(cases_from(logged))
+    assert report.results[0].verdict == "passed", report.results[0].trials[0].error
+    spans = exporter.get_finished_spans()
+    assert _agent_spans(spans) == []
+    trial = _trial_span(spans)
+    assert dict(trial.attributes or {})["evalport.trial.logged"] is True
+    assert [event.name for event in trial.events] == ["evalport.assertion"]
