@@ -37,7 +37,7 @@ from ._cache_stores import CacheStore, FolderCacheStore, RedisCacheStore  # noqa
 from ._caching import CachingTarget  # noqa: E402
 from ._cases import Case, cases_from, eval_case  # noqa: E402
 from ._chat_history import ChatHistoryError, run_from_chat  # noqa: E402
-from ._context import EvalContext, RequirementFailed, SkipCase, SyncEvalContext  # noqa: E402
+from ._context import EvalContext, RequirementFailed, SkipCase  # noqa: E402
 from ._conversation import (  # noqa: E402
     ApprovalError,
     ApprovalPolicy,
@@ -61,6 +61,7 @@ from ._retry import RetryPolicy  # noqa: E402
 from ._runner import Runner, RunOptions, run_cases  # noqa: E402
 from ._simulated import ScriptedUser, SimulatedUser, SimulatedUserError  # noqa: E402
 from ._sync import SyncSession, SyncTarget, connect  # noqa: E402
+from ._sync_context import SyncEvalContext  # noqa: E402
 from ._target import Session, Target, TargetIdentity, Turn  # noqa: E402
 from ._tracing import traced_trials  # noqa: E402
 from ._trajectory import Trajectory, TrajectoryToolCall  # noqa: E402

@@ -40,11 +40,12 @@ from typing import TYPE_CHECKING, Any, Final
 import evalport.protocol
 from evalport.protocol import TracePolicy
 
-from ._context import EvalContext, RequirementFailed, SkipCase, SyncEvalContext, shown_path
+from ._context import EvalContext, RequirementFailed, SkipCase, shown_path
 from ._conversation import ApprovalPolicy
 from ._handles import AssertionHandle
 from ._logged import LoggedSession, read_conversation
 from ._results import AssertionResult, RunData, TrialResult, trial_verdict
+from ._sync_context import SyncEvalContext
 from ._target import Session, Target, faults_option
 
 if TYPE_CHECKING:
