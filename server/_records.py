@@ -20,7 +20,7 @@ Rules:
   body a client receives is a ``sent`` one: a turn's or a decision's response, hence
   the idempotency records (the response as first sent) and the answers relayed from
   another replica; attach re-encodes the stored run without the state
-  (:func:`sent_body`).
+  (:func:`sent_body`) before any cut, so a delta or a whole run is always a sent one.
 - A request with ``?since=N`` (:func:`since_of`) gets a 200's run as a delta
   (:func:`answered`, rules in :mod:`evalport.protocol._delta`), cut from the run as
   sent; the records keep the whole body, so a repeated key answers the same turn cut at
