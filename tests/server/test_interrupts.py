@@ -115,6 +115,16 @@ async def test_wrong_answers_are_problems_and_resume_nothing(build: Build) -> No
         assert [e["path"] for e in response.json()["errors"]] == paths
     bad_shape = await client.post(url, json={"decisions": {asked.id: {"decision": "maybe"}}})
     assert problem(bad_shape) == (422, "invalid-body")
+    # an answer decision needs its answer; an approval takes none
+    approve = {"decision": "approve"}
+    for decisions, at in (
+        ({asked.id: {"decision": "answer"}, pending.call_id: approve}, asked.id),
+        ({asked.id: answer("M"), pending.call_id: {**approve, "answer": "M"}}, pending.call_id),
+    ):
+        response = await client.post(url, json={"decisions": decisions})
+        assert problem(response) == (422, "invalid-body"), decisions
+        assert [e["path"] for e in response.json()["errors"]] == [f'$.decisions["{at}"]']
+        assert "answer" in response.json()["errors"][0]["message"]
     turn = await client.post(f"/evals/sessions/{session_id}/turns", json={"message": "hi"})
     assert problem(turn) == (409, "session-suspended")
     assert asked.id in turn.json()["detail"]
