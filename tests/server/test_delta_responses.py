@@ -62,7 +62,13 @@ async def test_a_turn_with_since_sends_only_what_it_added(client: httpx.AsyncCli
     assert list(body) == ["delta"]
     delta = body["delta"]
     assert delta["since"] == 3
-    assert delta["kept"] == {"steps": len(base.steps), "tools": 3, "events": 0, "userMessages": 3}
+    assert delta["kept"] == {
+        "steps": len(base.steps),
+        "tools": 3,
+        "events": 0,
+        "interrupts": 0,
+        "userMessages": 3,
+    }
     assert delta["lastStepId"] == base.steps[-1].id
     assert {step["turn"] for step in delta["run"]["steps"]} == {4}
     assert [record["turn"] for record in delta["run"]["tools"]] == [4]
