@@ -186,6 +186,11 @@ class ApprovalDecision(_Request):
             raise ValueError(f"a {self.decision} decision takes no answer")
 
 
+INTERRUPTS_CAPABILITY: Final = "interrupts"
+"""The ``/health`` capability of a server whose agents may ask :class:`Interrupt`
+questions, answered by an :class:`ApprovalDecision` of ``decision="answer"``."""
+
+
 class ApprovalsRequest(_Request):
     """``POST /evals/sessions/{id}/approvals``: a decision for every pending call id."""
 

@@ -53,6 +53,7 @@ import msgspec
 from evalport.protocol import (
     CONTENT_PARTS_CAPABILITY,
     DELTA_CAPABILITY,
+    INTERRUPTS_CAPABILITY,
     PROBLEM_CONTENT_TYPE,
     PROTOCOL_VERSION,
     AgentInfo,
@@ -158,7 +159,7 @@ class EvalAdapter:
         capabilities = ["attach", "delete", "idempotency", DELTA_CAPABILITY]
         if approvals:
             capabilities.append("approvals")
-            capabilities.append("interrupts")
+            capabilities.append(INTERRUPTS_CAPABILITY)
         if policy is not None:
             capabilities.append("redaction")
         if faults:

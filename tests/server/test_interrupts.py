@@ -7,7 +7,7 @@ import asyncio
 from typing import Any
 
 import httpx
-from evalport.protocol import Message, TracePolicy, decode_run, digest
+from evalport.protocol import INTERRUPTS_CAPABILITY, Message, TracePolicy, decode_run, digest
 from evalport.protocol.runtime import TurnContext, tool
 from serverkit import Build, open_session
 
@@ -53,9 +53,10 @@ def answer(value: Any) -> dict[str, Any]:
 
 async def test_health_lists_the_capability(build: Build) -> None:
     _, client = build(shop)
-    assert "interrupts" in (await client.get("/health")).json()["capabilities"]
+    assert INTERRUPTS_CAPABILITY == "interrupts"
+    assert INTERRUPTS_CAPABILITY in (await client.get("/health")).json()["capabilities"]
     _, client = build(shop, approvals=False)
-    assert "interrupts" not in (await client.get("/health")).json()["capabilities"]
+    assert INTERRUPTS_CAPABILITY not in (await client.get("/health")).json()["capabilities"]
 
 
 async def test_a_question_suspends_and_each_answer_reaches_the_agent(build: Build) -> None:
