@@ -25,6 +25,7 @@ from ._digest import (
 from ._extras import MissingExtraError, require
 from ._messages import (
     CONTENT_PARTS_CAPABILITY,
+    INTERRUPTS_CAPABILITY,
     AgentInfo,
     ApprovalDecision,
     ApprovalsRequest,
@@ -95,6 +96,7 @@ __all__ = [
     "DEFAULT_PREVIEW_BYTES",
     "DEFAULT_TOKEN_ENV",
     "DELTA_CAPABILITY",
+    "INTERRUPTS_CAPABILITY",
     "PROBLEM_CONTENT_TYPE",
     "PROTOCOL_VERSION",
     "AgentInfo",

@@ -8,8 +8,10 @@ Rules (the server cuts with :func:`run_delta`, the client reassembles with
   ``stopped`` and ``failed``: a turn waiting for approvals goes on when they are
   decided). A settled turn's records never change afterwards.
 - A **tail list** is a list of the run that only grows at its end, in turn order:
-  ``steps``, ``tools`` and ``events`` (each item names its turn) and ``userMessages``
-  (one per turn). A delta sends of each tail list its items of the turns after
+  ``steps``, ``tools``, ``events``, ``interrupts`` and ``userParts`` (each item names
+  its turn) and ``userMessages`` (one per turn); ``userParts`` is one only in a run that
+  has it (a run without it, and a delta of one, leave it out; a copy without it keeps
+  none). A delta sends of each tail list its items of the turns after
   ``since``; ``kept`` says, per list, how many items of the client's copy stay before
   them, and ``lastStepId`` which step is the last that stays. **Every other field of the
   run is sent whole** (reply, status, totals, stop signal, pending approvals, error
@@ -46,7 +48,8 @@ from ._problems import ProtocolError
 DELTA_CAPABILITY: Final = "delta"
 """The ``/health`` capability of a server that answers ``?since=N`` with a delta."""
 
-_BY_TURN: Final = ("steps", "tools", "events")  # tail lists whose items name their turn
+# tail lists whose items name their turn
+_BY_TURN: Final = ("steps", "tools", "events", "interrupts", "user_parts")
 _BY_INDEX: Final = ("user_messages",)  # tail lists with one item per turn
 _SETTLED: Final = frozenset((RunStatus.COMPLETED, RunStatus.STOPPED, RunStatus.FAILED))
 _WIRE_NAMES: Final = {field.name: field.encode_name for field in msgspec.structs.fields(AgentRun)}
@@ -76,6 +79,8 @@ def run_delta(run: AgentRun, since: int) -> RunDelta:
     tails: dict[str, list[Any]] = {}
     for name in _BY_TURN:
         items = getattr(run, name)
+        if items is msgspec.UNSET:  # (user_parts of a run without parts: sent as absent)
+            continue
         keep = kept[_WIRE_NAMES[name]] = _kept_by_turn(items, since)
         tails[name] = items[keep:]
     for name in _BY_INDEX:
@@ -89,6 +94,12 @@ def run_delta(run: AgentRun, since: int) -> RunDelta:
         last_step_id=run.steps[steps - 1].id if steps else None,
         run=msgspec.structs.replace(run, **tails),
     )
+
+
+def _items(run: AgentRun, name: str) -> list[Any]:
+    """A tail list of ``run``; an unset one (``user_parts``) holds nothing."""
+    items = getattr(run, name)
+    return [] if items is msgspec.UNSET else items
 
 
 def _mismatch(detail: str) -> ProtocolError:
@@ -108,7 +119,7 @@ def _check_base(base: AgentRun, delta: RunDelta) -> None:
         name = _FIELD_NAMES.get(wire)
         if name is None:
             continue  # a tail list this client does not know: its field is not decoded
-        items = getattr(base, name)
+        items = _items(base, name)
         if keep < 0 or keep > len(items):
             raise _mismatch(f"it keeps {keep} of {wire}, the copy holds {len(items)}")
         if name in _BY_TURN and (
@@ -130,8 +141,8 @@ def apply_delta(base: AgentRun, delta: RunDelta) -> AgentRun:
     for wire, keep in delta.kept.items():
         name = _FIELD_NAMES.get(wire)
         if name is not None:
-            merged = lists[name] = getattr(base, name)[:keep]  # one copy of the kept items
-            merged.extend(getattr(delta.run, name))
+            merged = lists[name] = _items(base, name)[:keep]  # one copy of the kept items
+            merged.extend(_items(delta.run, name))
     return msgspec.structs.replace(delta.run, **lists)
 
 

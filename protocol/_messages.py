@@ -170,12 +170,25 @@ class TurnRequest(_Request):
 class ApprovalDecision(_Request):
     """A decision on one pending tool call, or the answer to one pending interrupt
     (``decision="answer"`` with ``answer``, any JSON value; evalport addition, left out
-    on the wire unless set, so that a 1.0 server still accepts a decision). A
-    rejection's reason and an answer reach the agent."""
+    on the wire unless set, so that a 1.0 server still accepts a decision). ``answer``
+    is required exactly when ``decision`` is ``"answer"`` (``null`` is an answer; a
+    missing one is an error, never ``None``). A rejection's reason and an answer reach
+    the agent."""
 
     decision: Literal["approve", "reject", "answer"]
     reason: str | None = None
     answer: Any | UnsetType = UNSET
+
+    def __post_init__(self) -> None:
+        if self.decision == "answer" and self.answer is UNSET:
+            raise ValueError("an answer decision needs its answer (null is one)")
+        if self.decision != "answer" and self.answer is not UNSET:
+            raise ValueError(f"a {self.decision} decision takes no answer")
+
+
+INTERRUPTS_CAPABILITY: Final = "interrupts"
+"""The ``/health`` capability of a server whose agents may ask :class:`Interrupt`
+questions, answered by an :class:`ApprovalDecision` of ``decision="answer"``."""
 
 
 class ApprovalsRequest(_Request):

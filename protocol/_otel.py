@@ -174,11 +174,12 @@ def turn_attributes(run: AgentRun, turn: int, agent: str | None) -> dict[str, An
     return attributes
 
 
-def record_steps(tracer: Tracer, run: AgentRun, turn: int, parent: Span) -> None:
-    """The ``chat`` and ``execute_tool`` spans of ``turn``'s steps, under ``parent``."""
+def record_steps(tracer: Tracer, run: AgentRun, turn: int, parent: Span, drawn: int = 0) -> None:
+    """The ``chat`` and ``execute_tool`` spans of ``turn``'s steps, under ``parent``,
+    but for its first ``drawn`` steps (drawn already, before the turn suspended)."""
     context = trace.set_span_in_context(parent)
     model = run.llm_profile.model if run.llm_profile is not None else None
-    for step in turn_steps(run, turn):
+    for step in turn_steps(run, turn)[drawn:]:
         start, end = nanos(step.started_at), nanos(step.completed_at)
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "chat",

@@ -53,6 +53,7 @@ import msgspec
 from evalport.protocol import (
     CONTENT_PARTS_CAPABILITY,
     DELTA_CAPABILITY,
+    INTERRUPTS_CAPABILITY,
     PROBLEM_CONTENT_TYPE,
     PROTOCOL_VERSION,
     AgentInfo,
@@ -81,7 +82,7 @@ from ._problems import HTTPProblem
 from ._records import Outcome, RunPolicy, answered, log_details, since_of
 from ._sessions import SessionManager
 from ._standalone import ProtocolApp, internal_problem, request_path, safe_instance
-from ._tracing import TurnTracing
+from ._tracing import APPROVALS_ROUTE, TurnTracing
 from .stores import SessionStore, open_store
 
 _JSON: Final = "application/json"
@@ -158,7 +159,7 @@ class EvalAdapter:
         capabilities = ["attach", "delete", "idempotency", DELTA_CAPABILITY]
         if approvals:
             capabilities.append("approvals")
-            capabilities.append("interrupts")
+            capabilities.append(INTERRUPTS_CAPABILITY)
         if policy is not None:
             capabilities.append("redaction")
         if faults:
@@ -343,7 +344,19 @@ class EvalAdapter:
 
     async def _decide(self, scope: Scope, receive: Receive, headers: _Headers) -> Answer:
         decide = _decode(await self._body(receive, headers), ApprovalsRequest)
-        return await self.sessions.decide(scope["path_params"]["session_id"], decide.decisions)
+        session_id = scope["path_params"]["session_id"]
+        if self._tracing is None:
+            return await self.sessions.decide(session_id, decide.decisions)
+        live = self.sessions.live.get(session_id)  # the suspended run, drawn up to here
+        run = live.run if live is not None and live.suspended else None
+        drawn = 0 if run is None else sum(step.turn == run.turns for step in run.steps)
+        return await self._tracing.turn(
+            headers.get(b"traceparent"),
+            session_id,
+            lambda: self.sessions.decide(session_id, decide.decisions),
+            route=APPROVALS_ROUTE,
+            drawn=drawn,
+        )
 
 
 class _Endpoint:

@@ -6,8 +6,9 @@ Rules:
 
 - An :class:`Outcome` is a finished request's status and body; it is what an
   idempotency record replays and what a relayed approval brings back.
-- An idempotency key is bound to the turn's message (:func:`fingerprint`); the same key
-  with another message is a 422 (:func:`key_reused`).
+- An idempotency key is bound to the turn's message, or to its whole request when it has
+  parts (:func:`fingerprint`); the same key with another one is a 422
+  (:func:`key_reused`).
 - Session ids carry 192 random bits (:func:`new_session_id`).
 - A stored session's state is :data:`IDLE` or :data:`SUSPENDED` (waiting for approvals).
 - A run leaves the service as ``{"run": ...}`` (:func:`run_bodies`), redacted by the
@@ -20,7 +21,7 @@ Rules:
   body a client receives is a ``sent`` one: a turn's or a decision's response, hence
   the idempotency records (the response as first sent) and the answers relayed from
   another replica; attach re-encodes the stored run without the state
-  (:func:`sent_body`).
+  (:func:`sent_body`) before any cut, so a delta or a whole run is always a sent one.
 - A request with ``?since=N`` (:func:`since_of`) gets a 200's run as a delta
   (:func:`answered`, rules in :mod:`evalport.protocol._delta`), cut from the run as
   sent; the records keep the whole body, so a repeated key answers the same turn cut at
@@ -239,9 +240,12 @@ def iso(seconds: float) -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def fingerprint(message: str) -> str:
-    """What an idempotency key is bound to: the turn's message."""
-    return hashlib.sha256(message.encode()).hexdigest()
+def fingerprint(message: str, request: bytes | None = None) -> str:
+    """What an idempotency key is bound to: the turn's message, or its whole ``request``
+    (JSON) when it has parts; each hashed under its own prefix, so that a message that
+    spells a request's JSON is not that request."""
+    bound = b"message\0" + message.encode() if request is None else b"parts\0" + request
+    return hashlib.sha256(bound).hexdigest()
 
 
 class InFlight:

@@ -176,9 +176,8 @@ class SessionManager:
         if stored is None:
             await self.live.forget(session_id)
             raise not_found(session_id)
-        if since is not None:
-            return delta_body(None, stored.run, since)
-        return sent_body(stored.run)
+        sent = sent_body(stored.run)
+        return sent if since is None else delta_body(None, sent, since)
 
     async def delete(self, session_id: str) -> None:
         """Close the session; a running turn is a 409, a suspended one is cancelled."""

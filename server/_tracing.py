@@ -11,6 +11,9 @@ Rules:
   without one), with the turn's steps and tool executions inside as the run recorded them
   (:mod:`evalport.protocol._otel`). A turn answered with a problem is a span with
   ``error.type`` set to the HTTP status.
+- A turn that suspends goes on in the approvals requests that resume it: each is a span
+  of its own (``http.route`` the approvals route, continuing its own ``traceparent``)
+  with only the steps that the turn's earlier spans did not draw.
 - Spans are drawn from the run as it leaves the service: after the adapter's trace
   policy, or :meth:`TracePolicy.safe` when the adapter has none, so a collector never
   receives a payload the policy would digest.
@@ -22,12 +25,15 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from types import ModuleType
-from typing import Any
+from typing import Any, Final
 
 from evalport.protocol import ProtocolError, TracePolicy, decode_run
 from evalport.protocol._extras import require
 
 from ._records import Outcome, RunPolicy
+
+TURNS_ROUTE: Final = "/evals/sessions/{session_id}/turns"
+APPROVALS_ROUTE: Final = "/evals/sessions/{session_id}/approvals"
 
 
 def otel() -> ModuleType:
@@ -48,8 +54,16 @@ class TurnTracing:
         self._safe = TracePolicy.safe() if policy is None else None
 
     async def turn(
-        self, traceparent: str | None, session_id: str, run: Callable[[], Awaitable[Outcome]]
+        self,
+        traceparent: str | None,
+        session_id: str,
+        run: Callable[[], Awaitable[Outcome]],
+        *,
+        route: str = TURNS_ROUTE,
+        drawn: int = 0,
     ) -> Outcome:
+        """Run ``run`` in a server span on ``route``; then draw the steps of the turn it
+        answers, but for the first ``drawn`` (drawn by an earlier span)."""
         from opentelemetry.trace import SpanKind, Status, StatusCode
 
         spans = self._spans
@@ -62,7 +76,7 @@ class TurnTracing:
                 "gen_ai.agent.name": self._agent,
                 "evalport.session.id": session_id,
                 "http.request.method": "POST",
-                "http.route": "/evals/sessions/{session_id}/turns",
+                "http.route": route,
             },
         )
         try:
@@ -77,12 +91,12 @@ class TurnTracing:
                 span.set_attribute("error.type", str(outcome.status))
                 span.set_status(Status(StatusCode.ERROR))
             else:
-                self._draw(span, outcome.body)
+                self._draw(span, outcome.body, drawn)
         finally:
             span.end()
         return outcome
 
-    def _draw(self, span: Any, body: bytes) -> None:
+    def _draw(self, span: Any, body: bytes, drawn: int) -> None:
         try:
             run = decode_run(body)
         except ProtocolError:
@@ -92,7 +106,7 @@ class TurnTracing:
         turn = run.turns
         for name, value in self._spans.turn_attributes(run, turn, self._agent).items():
             span.set_attribute(name, value)
-        self._spans.record_steps(self._tracer, run, turn, span)
+        self._spans.record_steps(self._tracer, run, turn, span, drawn)
 
 
 def serve_provider(endpoint: str, service: str) -> Any:

@@ -132,7 +132,7 @@ class TurnRunner:
         # a key is bound to the message, or to the whole request when it has parts
         bound = encode(TurnRequest(message=message, parts=list(parts))) if parts else b""
         if key is not None:
-            digest = fingerprint(bound.decode() if parts else message)
+            digest = fingerprint(message, bound if parts else None)
             if (waiting := self._inflight.get((session_id, key))) is not None:
                 if waiting.fingerprint != digest:
                     raise key_reused()

@@ -9,6 +9,7 @@ from evalport.protocol import (
     DeltaEnvelope,
     ErrorInfo,
     Event,
+    Interrupt,
     PendingApproval,
     ProtocolError,
     RunDelta,
@@ -16,6 +17,7 @@ from evalport.protocol import (
     Step,
     ToolExecution,
     Usage,
+    UserPart,
     apply_delta,
     decode_answer,
     encode,
@@ -24,11 +26,21 @@ from evalport.protocol import (
 )
 
 
-def grown(turns: int, *, status: str = RunStatus.COMPLETED) -> AgentRun:
-    """A run of ``turns`` turns, two steps each (the first with a tool), one event each."""
+def grown(
+    turns: int, *, status: str = RunStatus.COMPLETED, parts_from: int | None = None
+) -> AgentRun:
+    """A run of ``turns`` turns, two steps each (the first with a tool), one event and
+    one answered interrupt each; from turn ``parts_from`` on, each sent with a text and
+    an inline image part."""
     run = AgentRun(session_id="s1", turns=turns, status=status, reply=f"reply {turns}")
     for turn in range(1, turns + 1):
         run.user_messages.append(f"message {turn}")
+        run.interrupts.append(Interrupt(id=f"ask-{turn}", kind="choice", answer=turn, turn=turn))
+        if parts_from is not None and turn >= parts_from:
+            if run.user_parts is msgspec.UNSET:
+                run.user_parts = []
+            image = UserPart(turn=turn, type="image", media_type="image/png", data=bytes(500))
+            run.user_parts += [UserPart(turn=turn, type="text", text=f"message {turn}"), image]
         run.steps.append(
             Step(
                 id=f"step-{turn}-a",
@@ -51,29 +63,41 @@ def wire(delta: RunDelta) -> RunDelta:
     return answer
 
 
+@pytest.mark.parametrize("parts_from", [None, 1, 3])
 @pytest.mark.parametrize("since", [0, 1, 3, 4])
-def test_a_delta_over_its_base_is_the_run(since: int) -> None:
-    base, run = grown(since), grown(4)
+def test_a_delta_over_its_base_is_the_run(since: int, parts_from: int | None) -> None:
+    base, run = grown(since, parts_from=parts_from), grown(4, parts_from=parts_from)
     run.pending_approvals = [PendingApproval(call_id="c1", tool="refund", turn=4)]
     run.error_details = [ErrorInfo(message="earlier failure")]
     run.errors = "ValueError: earlier failure"
     delta = run_delta(run, since)
     assert [step.turn for step in delta.run.steps] == [t for t in range(since + 1, 5) for _ in "ab"]
+    parts = {} if parts_from is None else {"userParts": 2 * max(since - parts_from + 1, 0)}
     assert delta.kept == {
         "steps": 2 * since,
         "tools": since,
         "events": since,
+        "interrupts": since,
         "userMessages": since,
+        **parts,
     }
+    assert [ask.turn for ask in delta.run.interrupts] == list(range(since + 1, 5))
     rebuilt = apply_delta(base, wire(delta))
     assert rebuilt == run
-    assert base == grown(since)  # the copy is left as it was
+    assert base == grown(since, parts_from=parts_from)  # the copy is left as it was
+
+
+def test_a_delta_carries_only_the_new_turns_images() -> None:
+    run = grown(10, parts_from=1)
+    delta = encode(DeltaEnvelope(delta=run_delta(run, 9)))
+    assert len(delta) * 5 < len(encode(run))
+    assert [part.turn for part in run_delta(run, 9).run.user_parts or []] == [10, 10]
 
 
 def test_every_field_that_is_not_a_tail_list_travels_whole() -> None:
     run = grown(3)
     delta = run_delta(run, 2)
-    tails = {"steps", "tools", "events", "user_messages"}
+    tails = {"steps", "tools", "events", "interrupts", "user_parts", "user_messages"}
     for field in msgspec.structs.fields(AgentRun):
         if field.name not in tails:
             assert getattr(delta.run, field.name) == getattr(run, field.name), field.name

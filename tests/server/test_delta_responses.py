@@ -62,7 +62,13 @@ async def test_a_turn_with_since_sends_only_what_it_added(client: httpx.AsyncCli
     assert list(body) == ["delta"]
     delta = body["delta"]
     assert delta["since"] == 3
-    assert delta["kept"] == {"steps": len(base.steps), "tools": 3, "events": 0, "userMessages": 3}
+    assert delta["kept"] == {
+        "steps": len(base.steps),
+        "tools": 3,
+        "events": 0,
+        "interrupts": 0,
+        "userMessages": 3,
+    }
     assert delta["lastStepId"] == base.steps[-1].id
     assert {step["turn"] for step in delta["run"]["steps"]} == {4}
     assert [record["turn"] for record in delta["run"]["tools"]] == [4]
@@ -191,6 +197,13 @@ async def test_framework_state_and_the_server_policy_hold_for_deltas(
         delta = delta_of(response)
         assert [event.name for event in delta.run.events] == ["heard"]
         assert apply_delta(base, delta) == await full_run(client, session)
+    # a since past the run answers the whole run, as sent: still without the state
+    past = await client.get(f"/evals/sessions/{session}?since=3")
+    answered = await turn(client, session, "three", "?since=9")
+    for response in (past, answered):
+        assert list(response.json()) == ["run"]
+        assert FRAMEWORK_STATE.encode() not in response.content
+        assert SECRET.encode() not in response.content
 
 
 async def test_a_suspended_turn_is_sent_again_until_it_is_over(build: Build) -> None:

@@ -7,7 +7,7 @@ import asyncio
 from typing import Any
 
 import httpx
-from evalport.protocol import Message, TracePolicy, decode_run, digest
+from evalport.protocol import INTERRUPTS_CAPABILITY, Message, TracePolicy, decode_run, digest
 from evalport.protocol.runtime import TurnContext, tool
 from serverkit import Build, open_session
 
@@ -53,9 +53,10 @@ def answer(value: Any) -> dict[str, Any]:
 
 async def test_health_lists_the_capability(build: Build) -> None:
     _, client = build(shop)
-    assert "interrupts" in (await client.get("/health")).json()["capabilities"]
+    assert INTERRUPTS_CAPABILITY == "interrupts"
+    assert INTERRUPTS_CAPABILITY in (await client.get("/health")).json()["capabilities"]
     _, client = build(shop, approvals=False)
-    assert "interrupts" not in (await client.get("/health")).json()["capabilities"]
+    assert INTERRUPTS_CAPABILITY not in (await client.get("/health")).json()["capabilities"]
 
 
 async def test_a_question_suspends_and_each_answer_reaches_the_agent(build: Build) -> None:
@@ -115,6 +116,16 @@ async def test_wrong_answers_are_problems_and_resume_nothing(build: Build) -> No
         assert [e["path"] for e in response.json()["errors"]] == paths
     bad_shape = await client.post(url, json={"decisions": {asked.id: {"decision": "maybe"}}})
     assert problem(bad_shape) == (422, "invalid-body")
+    # an answer decision needs its answer; an approval takes none
+    approve = {"decision": "approve"}
+    for decisions, at in (
+        ({asked.id: {"decision": "answer"}, pending.call_id: approve}, asked.id),
+        ({asked.id: answer("M"), pending.call_id: {**approve, "answer": "M"}}, pending.call_id),
+    ):
+        response = await client.post(url, json={"decisions": decisions})
+        assert problem(response) == (422, "invalid-body"), decisions
+        assert [e["path"] for e in response.json()["errors"]] == [f'$.decisions["{at}"]']
+        assert "answer" in response.json()["errors"][0]["message"]
     turn = await client.post(f"/evals/sessions/{session_id}/turns", json={"message": "hi"})
     assert problem(turn) == (409, "session-suspended")
     assert asked.id in turn.json()["detail"]

@@ -94,6 +94,55 @@ async def test_a_turn_answered_as_a_delta_is_drawn_from_the_whole_run() -> None:
     }
 
 
+@tool(approval=True)
+async def refund(order: str) -> str:
+    return f"refunded {order}"
+
+
+async def asks(message: str, history: list[Any], ctx: TurnContext) -> str:
+    ctx.model_step(
+        tool_calls=[ToolCall(id="call_r", name="refund", arguments={"order": "A1"})],
+        usage=Usage(input=5, output=1),
+    )
+    done = await refund("A1")
+    ctx.model_step(usage=Usage(input=7, output=3))
+    return done
+
+
+async def test_a_turn_that_suspends_goes_on_in_the_approvals_span() -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    app = EvalAdapter(asks, token=None, tracing=provider).app()
+    later = "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01"
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://agent.test") as client:
+        session = (await client.post("/evals/sessions", json={})).json()["sessionId"]
+        path = f"/evals/sessions/{session}"
+        headers = {"traceparent": PARENT}
+        asked = await client.post(f"{path}/turns", json={"message": "refund"}, headers=headers)
+        (pending,) = asked.json()["run"]["pendingApprovals"]
+        decisions = {"decisions": {pending["callId"]: {"decision": "approve"}}}
+        done = await client.post(
+            f"{path}/approvals", json=decisions, headers={"traceparent": later}
+        )
+    assert done.json()["run"]["reply"] == "refunded A1"
+    spans = exporter.get_finished_spans()
+    turn, resumed = [span for span in spans if span.name.startswith("invoke_agent")]
+    assert (turn.attributes or {})["http.route"] == "/evals/sessions/{session_id}/turns"
+    assert (resumed.attributes or {})["http.route"] == "/evals/sessions/{session_id}/approvals"
+    assert resumed.parent is not None and resumed.parent.span_id == 0x00F067AA0BA902B7
+    assert resumed.context.trace_id == turn.context.trace_id
+    # each step drawn once: the tool call under the turn, the step after the approval
+    # under the approvals span
+    chats = [span for span in spans if span.name == "chat"]
+    assert sorted(
+        ((span.attributes or {})["gen_ai.usage.input_tokens"], span.parent.span_id)
+        for span in chats
+        if span.parent
+    ) == sorted([(5, turn.context.span_id), (7, resumed.context.span_id)])
+
+
 async def test_the_adapters_own_policy_decides_what_spans_carry() -> None:
     client, exporter, _ = _traced(policy=TracePolicy.verbatim())
     async with client:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 from typing import Any
 
 import httpx
@@ -150,6 +151,21 @@ async def test_an_idempotency_key_is_bound_to_the_parts(build: Build) -> None:
     assert again.status_code == 200 and again.json()["run"]["turns"] == 1
     reused = await client.post(turns, json=other, headers=key)
     assert reused.status_code == 422
+    assert reused.json()["type"] == ProblemType.IDEMPOTENCY_MISMATCH
+
+
+async def test_a_message_that_spells_a_request_is_not_that_request(build: Build) -> None:
+    """A key's fingerprint of a message and of a request with parts are apart: a message
+    whose text is a parts request's JSON does not answer that request."""
+    _, client = build(reader([]))
+    session = await open_session(client)
+    turns = f"/evals/sessions/{session}/turns"
+    key = {"Idempotency-Key": "k1"}
+    request = {"message": "m", "parts": [{"type": "image", "url": "https://example.com/a.png"}]}
+    spelled = json.dumps(request, separators=(",", ":"))
+    assert (await client.post(turns, json={"message": spelled}, headers=key)).status_code == 200
+    reused = await client.post(turns, json=request, headers=key)
+    assert reused.status_code == 422, reused.text
     assert reused.json()["type"] == ProblemType.IDEMPOTENCY_MISMATCH
 
 
