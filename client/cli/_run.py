@@ -266,14 +266,16 @@ async def _run(
         tracing = _tracing(endpoint) if endpoint else None
     except ImportError as error:
         return fail("run", f"--otlp: {error}", EXIT_USAGE)
-    cache = _cache(settings)
-    target = (
-        build_target(settings)
-        if settings.target or settings.local
-        else PreparedTarget(LoggedConversations(policy=settings.policy()))
-    )
+    cache: RunCache | None = None
+    target: PreparedTarget | None = None
     judge = None
-    try:
+    try:  # whatever was opened is closed on every way out, a configuration error too
+        cache = _cache(settings)
+        target = (
+            build_target(settings)
+            if settings.target or settings.local
+            else PreparedTarget(LoggedConversations(policy=settings.policy()))
+        )
         try:
             await target.prepare()
         except TargetUnreachable as error:
@@ -291,7 +293,8 @@ async def _run(
     finally:
         if tracing is not None:
             await asyncio.to_thread(tracing.shutdown)  # sends the spans still queued
-        await target.aclose()
+        if target is not None:
+            await target.aclose()
         if cache is not None:
             await cache.aclose()
         aclose = getattr(judge, "aclose", None)
