@@ -14,7 +14,9 @@ Rules:
   turn raised: a failed conversation is never stored. ``fresh`` skips reading and still
   records (re-record everything). ``attach`` is never cached: it reads a session that
   lives elsewhere. A session that sends images or files (content parts) goes live and is
-  never recorded: its bytes never reach a recording.
+  never recorded: its bytes never reach a recording. Each trial not replayed notes its
+  first reason in :attr:`RunCache.misses <evalport.client._cache.RunCache.misses>`, except
+  that sending images or files is the reason whatever came first (it holds on every run).
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ from ._target import Session, Target, TargetIdentity, Turn, faults_option
 
 if TYPE_CHECKING:
     from ._cache import RunCache
+
+
+NEVER_RECORDED = "sends images or files, which are never recorded"
 
 
 class RecordedTurn(msgspec.Struct, kw_only=True):
@@ -98,13 +103,17 @@ class CachingTarget:
         self.trial = trial
         self.slot = slot
         self.sessions: list[CachingSession] = []
-        self._missed = False
+        self._missed: int | None = None  # where this trial's reason is in cache.misses
 
-    def missed(self, reason: str) -> None:
-        """Note why this trial was not replayed (its first reason only)."""
-        if not self._missed:
-            self._missed = True
-            self.cache.misses.append(f"{self.case_id} [trial {self.trial}]: {reason}")
+    def missed(self, reason: str, *, overrides: bool = False) -> None:
+        """Note why this trial was not replayed: its first reason, unless a later one
+        ``overrides`` it (a reason that holds on every run, whatever came first)."""
+        line = f"{self.case_id} [trial {self.trial}]: {reason}"
+        if self._missed is None:
+            self._missed = len(self.cache.misses)
+            self.cache.misses.append(line)
+        elif overrides:
+            self.cache.misses[self._missed] = line
 
     @property
     def identity(self) -> TargetIdentity:
@@ -238,6 +247,7 @@ class CachingSession:
     async def send(self, message: str, *, parts: Sequence[ContentPart] = ()) -> Turn:
         if parts:  # never recorded: a recording would have to keep the bytes to replay them
             self._broken = True
+            self._owner.missed(NEVER_RECORDED, overrides=True)
             return await (await self._go_live()).send(message, parts=parts)
         replayed = self._replay("send", message, None)
         if replayed is not None:

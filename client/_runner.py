@@ -19,7 +19,9 @@ Rules:
   concurrency (two turns at once in one session would meet a busy session), and refuses
   ``repeat`` above 1 (each trial would see what the earlier ones sent); ``cache`` replays
   recorded turns
-  (:mod:`evalport.client._cache`) and marks the trials it fully answered as cached.
+  (:mod:`evalport.client._cache`) and marks the trials it fully answered as cached. A
+  case that reads logged conversations (``conversations=``) never goes through the
+  cache: its trials read files already.
 - A case's verdict follows :func:`~evalport.client._results.case_verdict` with the run's
   pass rate; ``min_lower_bound`` additionally fails a passing case whose Wilson lower
   bound is below it. Reporters hear about every trial and case as they finish.
@@ -261,8 +263,13 @@ class Runner:
         case_id = case.id
         tracking = TrackingTarget(self._base)
         target: Any = tracking
-        if self.cache is not None and self.options.attach is None:
-            # An attached session is inspected, not replayed: it is never cached.
+        if (
+            self.cache is not None
+            and self.options.attach is None
+            and getattr(case, "conversation", None) is None
+        ):
+            # An attached session is inspected, not replayed, and a logged conversation
+            # is a file: neither is ever cached.
             target = self.cache.wrap(
                 tracking,
                 case_id=case_id,

@@ -266,14 +266,16 @@ async def _run(
         tracing = _tracing(endpoint) if endpoint else None
     except ImportError as error:
         return fail("run", f"--otlp: {error}", EXIT_USAGE)
-    cache = _cache(settings)
-    target = (
-        build_target(settings)
-        if settings.target or settings.local
-        else PreparedTarget(LoggedConversations(policy=settings.policy()))
-    )
+    cache: RunCache | None = None
+    target: PreparedTarget | None = None
     judge = None
-    try:
+    try:  # whatever was opened is closed on every way out, a configuration error too
+        cache = _cache(settings)
+        target = (
+            build_target(settings)
+            if settings.target or settings.local
+            else PreparedTarget(LoggedConversations(policy=settings.policy()))
+        )
         try:
             await target.prepare()
         except TargetUnreachable as error:
@@ -291,7 +293,8 @@ async def _run(
     finally:
         if tracing is not None:
             await asyncio.to_thread(tracing.shutdown)  # sends the spans still queued
-        await target.aclose()
+        if target is not None:
+            await target.aclose()
         if cache is not None:
             await cache.aclose()
         aclose = getattr(judge, "aclose", None)
@@ -300,7 +303,10 @@ async def _run(
     for problem in [*runner.reporters.errors, *(cache.errors if cache else [])]:
         print(f"evalport run: warning: {problem}", file=sys.stderr)
     if cache is not None and not args.quiet:
-        _cache_lines(cache, report.summary.cached_trials, report.summary.trials, args.verbose > 0)
+        logged = {case.id for case in cases if getattr(case, "conversation", None) is not None}
+        read = sum(len(result.trials) for result in report.results if result.case_id in logged)
+        replayed, trials = report.summary.cached_trials, report.summary.trials - read
+        _cache_lines(cache, replayed, trials, read, args.verbose > 0)
     if settings.baseline:
         print("\n".join(compare(load_summary(settings.baseline), report.summary).lines()))
     if not args.quiet:
@@ -335,10 +341,13 @@ def _tracing(endpoint: str) -> Any:
     return provider
 
 
-def _cache_lines(cache: RunCache, replayed: int, trials: int, verbose: bool) -> None:
-    """How many trials the run cache answered; with ``-v``, why the others were not."""
+def _cache_lines(cache: RunCache, replayed: int, trials: int, read: int, verbose: bool) -> None:
+    """How many trials the run cache answered (of those that went through it: ``read``
+    trials read logged conversations instead); with ``-v``, why the others were not."""
     hint = "" if verbose or not cache.misses else " (-v says why the others were not)"
-    print(f"run cache: {replayed} of {trials} trials replayed{hint}")
+    files = f"; {read} read logged conversation files, which are never cached" if read else ""
+    counted = f"{replayed} of {trials} trials replayed" if trials or not read else "no trial"
+    print(f"run cache: {counted}{files}{hint}")
     if verbose:
         for line in cache.misses:
             print(f"  not replayed: {line}")

@@ -16,11 +16,13 @@ Rules:
 - ``GET`` (and ``HEAD``) only. Served on a loopback address, a request naming another host
   (``Host``) is refused, so a web page elsewhere cannot read runs through DNS rebinding.
   Every answer is HTML with a Content-Security-Policy that lets the page load nothing and
-  run nothing.
+  run nothing; a failure of the app itself is logged and answered with the problem page
+  (``500``), with the same headers.
 """
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -44,6 +46,7 @@ from ..reports._view import (
     runs_page,
 )
 
+_log = logging.getLogger(__name__)
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 _HEADERS = {
     "Content-Security-Policy": CONTENT_SECURITY_POLICY,
@@ -179,6 +182,10 @@ def build_app(root: Path, host: str = "127.0.0.1") -> Starlette:
         detail = error.detail if isinstance(error, HTTPException) else "internal error"
         return _html(problem_page(str(status), f"{request.url.path}: {detail}"), status)
 
+    async def failure(request: Request, error: Exception) -> HTMLResponse:
+        _log.error("evalport view: %s failed", request.url.path, exc_info=error)
+        return await problem(request, error)
+
     middleware = []
     if host in LOOPBACK:
         middleware.append(Middleware(LoopbackHostOnly))
@@ -189,5 +196,5 @@ def build_app(root: Path, host: str = "127.0.0.1") -> Starlette:
             Route("/compare", compared, methods=["GET"]),
         ],
         middleware=middleware,
-        exception_handlers={HTTPException: problem},
+        exception_handlers={HTTPException: problem, Exception: failure},
     )

@@ -11,7 +11,9 @@ Rules: everything written is redacted already (the targets redact every run); ca
 names are the case id made filesystem-safe plus a short hash, so two ids never collide;
 :func:`load_summary` accepts a summary file or a run folder and names the file in errors;
 :func:`load_run_folder` reads a whole folder back (a trial whose trace file is missing
-keeps no run) and names the file that is missing or malformed.
+keeps no run) and names the file that is missing or malformed; a trial's saved run is
+decoded leniently, as the client decodes an agent's answer, so a run of the wrong shape is
+an error naming its file, never a run handed on to the reports.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import TextIO
 
 import msgspec
+from evalport.protocol import ProtocolError, decode_run
 
 from .._config import ConfigError
 from .._results import CaseResult, RunData, enc_hook
@@ -30,6 +33,16 @@ from ._base import Reporter, RunReport
 from ._summary import RunSummary
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+class _Trace(msgspec.Struct):
+    """The part of a trial file read back: its run, decoded later as the client decodes
+    an agent's answer."""
+
+    run: msgspec.Raw = msgspec.Raw(b"null")
+
+
+_TRACE = msgspec.json.Decoder(_Trace)
 
 
 def case_slug(case_id: str) -> str:
@@ -157,11 +170,15 @@ def load_run_folder(folder: str | Path) -> RunReport:
         for trial in result.trials:
             trace = folder / "cases" / case_slug(result.case_id) / f"trial-{trial.trial}.json"
             try:
-                saved = msgspec.json.decode(trace.read_bytes())
+                saved = _TRACE.decode(trace.read_bytes())
             except FileNotFoundError:
                 continue
             except (OSError, msgspec.DecodeError) as error:
                 raise ConfigError(f"{trace}: not a trial trace ({error})") from None
-            if isinstance(saved, dict) and isinstance(saved.get("run"), dict):
-                trial.run = saved["run"]
+            if bytes(saved.run) == b"null":
+                continue
+            try:
+                trial.run = RunData.of(decode_run(bytes(saved.run)))
+            except ProtocolError as error:
+                raise ConfigError(f"{trace}: its run is unreadable ({error})") from None
     return RunReport(summary=summary, results=results)

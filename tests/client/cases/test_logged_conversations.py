@@ -145,6 +145,34 @@ def test_other_cases_still_need_a_target(project, capsys) -> None:
     assert main(["run", "evals", "-k", "refunds", "--out", "rf", "-q"]) == 1
 
 
+LIVE = """\
+from evalport.client import eval_case
+
+
+@eval_case("says hello")
+async def hello(ctx):
+    await ctx.send("hello")
+"""
+
+
+def test_the_run_cache_leaves_logged_conversations_out(project, capsys) -> None:
+    agent = Path(__file__).resolve().parents[3] / "examples" / "support_agent.py"
+    cache = ["--cache", "--cache-dir", "cache", "-v", "--out", "rf"]
+    assert main(["run", "logs_eval.py", *cache]) == 1
+    out = capsys.readouterr().out
+    assert "run cache: no trial; 5 read logged conversation files, which are never cached" in out
+    (project / "evals" / "live_eval.py").write_text(LIVE)
+    live = ["run", "evals", "--local", f"{agent}:agent", *cache]
+    for replayed in (0, 1):
+        assert main(live) == 1
+        out = capsys.readouterr().out
+        assert (
+            f"run cache: {replayed} of 1 trials replayed; 5 read logged conversation files, "
+            "which are never cached"
+        ) in out
+    assert "not replayed" not in out
+
+
 def test_declaration_rules(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="drop messages=, user= and dataset="):
         eval_case(conversations="*.json", messages=["hi"])(lambda ctx: None)

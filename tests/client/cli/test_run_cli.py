@@ -3,6 +3,7 @@ dispatcher, on a suite written to disk, against the example agent in-process (--
 
 import json
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -112,6 +113,39 @@ def test_usage_and_configuration_errors_exit_2(project, capsys):
     (project / "pyproject.toml").write_text("[tool.evalport]\nrepeats = 2\n")
     assert main(["run", "evals"]) == 2
     assert "unknown field `repeats`" in capsys.readouterr().err
+
+
+MARKING_STORE = """
+from pathlib import Path
+
+
+class MarkingStore:
+    async def get(self, key):
+        return None
+
+    async def put(self, key, value):
+        pass
+
+    async def aclose(self):
+        Path("store-closed").write_text("closed")
+"""
+
+
+def _exporting_threads() -> set[threading.Thread]:
+    return {thread for thread in threading.enumerate() if thread.name.startswith("Otel")}
+
+
+def test_what_a_run_opened_is_closed_when_its_configuration_fails(project, capsys):
+    before = _exporting_threads()
+    cache = ["--cache", "--cache-store", "no_such_module:Store"]
+    assert main(["run", *cache, "--otlp", "http://127.0.0.1:9/v1/traces"]) == 2
+    assert "--cache-store" in capsys.readouterr().err
+    assert _exporting_threads() == before  # the tracer provider was shut down
+    (project / "marking_store.py").write_text(MARKING_STORE)
+    cache = ["--cache", "--cache-store", "marking_store:MarkingStore"]
+    assert main(["run", *cache, "--local", "no_such_module:agent"]) == 2
+    assert "no_such_module" in capsys.readouterr().err
+    assert (project / "store-closed").read_text() == "closed"
 
 
 def test_unreachable_target_exits_3(project, capsys):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import shutil
 import socket
 import subprocess
 import sys
@@ -65,6 +66,12 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     broken_lines.mkdir()
     (broken_lines / "summary.json").write_bytes((folder / "passing" / "summary.json").read_bytes())
     (broken_lines / "results.jsonl").write_text('{"case_id": 5}\n')
+    damaged = folder / "damaged-trial"
+    shutil.copytree(folder / "passing", damaged)
+    trial = sorted(damaged.glob("cases/*/trial-1.json"))[0]
+    saved = json.loads(trial.read_text())
+    saved["run"] = {"steps": "abc"}
+    trial.write_text(json.dumps(saved))
     (folder / "outside").symlink_to(top / "evals")
     (folder / "notes.txt").write_text("a file, not a run")
     (folder / "<img src=x onerror=alert('folder')>").mkdir()
@@ -114,6 +121,36 @@ def test_every_folder_is_listed_and_unreadable_ones_say_why(url: str, runs: Path
     assert opened.status_code == 200
     assert f"{runs / 'broken-lines' / 'results.jsonl'}:1: not a case result" in opened.text
     assert "is missing: a partial run" in get(url, "/run/partial").text
+
+
+def test_a_trial_file_with_a_damaged_run_is_a_reason_not_a_failure(url: str, runs: Path) -> None:
+    opened = get(url, "/run/damaged-trial")
+    assert opened.status_code == 200
+    assert "default-src 'none'" in opened.headers["content-security-policy"]
+    assert opened.headers["content-type"].startswith("text/html")
+    assert "trial-1.json: its run is unreadable" in opened.text
+    compared = get(url, "/compare?base=passing&new=damaged-trial")
+    assert compared.status_code == 200 and "its run is unreadable" in compared.text
+
+
+async def test_a_failing_page_answers_the_problem_page_with_its_headers(
+    runs: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from evalport.client.cli import _view_app
+
+    def broken(*args: object, **kwargs: object) -> str:
+        raise AttributeError("a page that fails")
+
+    monkeypatch.setattr(_view_app, "run_page", broken)
+    transport = httpx.ASGITransport(_view_app.build_app(runs), raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+        answer = await client.get("/run/passing")
+    assert answer.status_code == 500
+    assert answer.headers["content-type"].startswith("text/html")
+    assert "default-src 'none'" in answer.headers["content-security-policy"]
+    assert "/run/passing: internal error" in answer.text
+    assert "a page that fails" not in answer.text
+    assert "a page that fails" in caplog.text
 
 
 def test_every_value_is_escaped(url: str) -> None:

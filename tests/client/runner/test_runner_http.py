@@ -75,3 +75,38 @@ async def test_local_and_http_targets_give_the_same_verdicts():
     assert [len(r.trials[0].run["tools"]) for r in remote.results] == [
         len(r.trials[0].run["tools"]) for r in local.results
     ]
+
+
+PARTS_SUITE = """
+from evalport.client import eval_case
+
+
+@eval_case("an image first")
+async def image_first(ctx):
+    await ctx.send("Where is the order on this receipt?", image="receipt.png")
+
+
+@eval_case("an image after a text turn")
+async def image_later(ctx):
+    await ctx.send("hello")
+    await ctx.send("Where is the order on this receipt?", image="receipt.png")
+"""
+
+
+async def test_a_session_that_sends_images_says_so_as_its_reason_on_every_run(tmp_path):
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "evals" / "parts_eval.py").write_text(PARTS_SUITE)
+    (tmp_path / "evals" / "receipt.png").write_bytes(
+        (ROOT / "examples" / "evals" / "receipt.png").read_bytes()
+    )
+    cases, errors = discover(tmp_path / "evals")
+    assert errors == [] and len(cases) == 2
+    reason = "sends images or files, which are never recorded"
+    for _ in range(2):
+        runner = Runner(LocalTarget(agent), cache=RunCache(tmp_path / "cache"))
+        report = await runner.run(cases)
+        assert report.summary.cached_trials == 0
+        assert sorted(runner.cache.misses) == [
+            f"parts_eval::image_first [trial 0]: {reason}",
+            f"parts_eval::image_later [trial 0]: {reason}",
+        ]

@@ -1,0 +1,80 @@
+"""The checks of ``evalport check`` that run only when ``/health`` lists their capability
+(``delta``, ``content-parts``); :mod:`._check` lists what each one checks, in order."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from typing import TYPE_CHECKING
+
+import msgspec
+from evalport.protocol import (
+    ProblemType,
+    ProtocolError,
+    RunDelta,
+    apply_delta,
+    decode_answer,
+    decode_run,
+    settled_turns,
+)
+
+from ._check_answers import CheckFailed, problem, validate_run
+
+if TYPE_CHECKING:
+    from ._check import _Checker
+
+
+async def delta(checker: _Checker) -> str:
+    first, last = checker.first, checker.run
+    assert first is not None and last is not None  # (the turns passed)
+    since = settled_turns(first)
+    url = f"{checker.session_url()}?since={since}"
+    response = await checker.client.get(url, headers=checker.headers())
+    if response.status_code != 200:
+        raise CheckFailed(f"HTTP {response.status_code}, expected 200: {response.text[:200]}")
+    answer = decode_answer(response.content)
+    if not isinstance(answer, RunDelta):
+        raise CheckFailed(f"/health lists 'delta' but ?since={since} answered the whole run")
+    try:
+        run = apply_delta(first, answer)
+    except ProtocolError as error:
+        raise CheckFailed(str(error)) from None
+    if msgspec.to_builtins(run) != msgspec.to_builtins(last):
+        raise CheckFailed("the first turn's run with the delta differs from the second's")
+    return f"since={since}: {len(response.content)} bytes, reassembled run equal"
+
+
+async def content_parts(checker: _Checker) -> str:
+    url = checker.session_url() + "/turns"
+    image = {"type": "image", "mediaType": "image/png", "data": _b64(CHECK_PNG)}
+    body = {"message": checker.message, "parts": [image]}
+    response = await checker.client.post(url, json=body, headers=checker.headers())
+    if response.status_code != 200:
+        raise CheckFailed(f"HTTP {response.status_code}, expected 200: {response.text[:200]}")
+    run = decode_run(response.content)
+    validate_run(run, 3)
+    recorded = [part for part in run.user_parts or () if part.turn == 3]
+    if [part.type for part in recorded] != ["text", "image"]:
+        raise CheckFailed(f"userParts of turn 3 should be text, image: {recorded!r}"[:300])
+    png = recorded[1]
+    if png.media_type != "image/png" or png.size != len(CHECK_PNG):
+        raise CheckFailed(f"the image part is recorded as {png.media_type}, {png.size} bytes")
+    if png.sha256 != hashlib.sha256(CHECK_PNG).hexdigest() or png.data not in (None, CHECK_PNG):
+        raise CheckFailed("the image part's sha256 or bytes differ from those sent")
+    checker.run, _ = await checker.decide(run, 3)
+    bad = {"parts": [{"type": "image", "data": _b64(CHECK_PNG)}]}
+    refused = await checker.client.post(url, json=bad, headers=checker.headers())
+    refusal = problem(refused, 422, ProblemType.INVALID_BODY)
+    if "$.parts[0]" not in [error.get("path") for error in refusal.get("errors") or []]:
+        raise CheckFailed("a part without its mediaType should be a 422 naming $.parts[0]")
+    return "an inline image recorded with its sha256; a bad part is a 422 naming it"
+
+
+# A 1x1 PNG: what the content parts check sends inline.
+CHECK_PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAAAAAA6fptVAAAACklEQVR4nGNgAAAAAgABSK+kcQAAAABJRU5ErkJggg=="
+)
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
