@@ -138,6 +138,23 @@ def _presence_only(branches: Any, code: dict[str, Any]) -> bool:
     )
 
 
+def _presence_condition(spec: dict[str, Any], code: dict[str, Any]) -> bool:
+    """Whether a spec-only ``if``/``then``/``else`` only says which of the code's fields
+    must be present (or absent) depending on the value of one of them."""
+    properties = code.get("properties", {})
+    condition = spec.get("if", {}).get("properties", {})
+    present = spec.get("then", {})
+    absent = spec.get("else", {}).get("not", {})
+    return (
+        set(spec.get("if", {})) == {"properties"}
+        and len(condition) == 1
+        and all(name in properties and set(rule) == {"const"} for name, rule in condition.items())
+        and _presence_only([present], code)
+        and set(spec.get("else", {})) == {"not"}
+        and _presence_only([absent], code)
+    )
+
+
 def _compare(code: Any, spec: Any, where: str) -> list[str]:
     if not isinstance(code, dict) or not isinstance(spec, dict):
         return [] if code == spec else [f"{where}: code {code!r} != spec {spec!r}"]
@@ -149,6 +166,8 @@ def _compare(code: Any, spec: Any, where: str) -> list[str]:
         if key == "enum" and key not in code and code.get("type") == "string":
             continue
         if key in ("oneOf", "anyOf") and key not in code and _presence_only(spec[key], code):
+            continue
+        if key in ("if", "then", "else") and key not in code and _presence_condition(spec, code):
             continue
         if (
             key == "dependentRequired"
