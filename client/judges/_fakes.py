@@ -25,7 +25,21 @@ import msgspec
 from ._base import JudgeError, JudgeRequest, JudgeUsage, JudgeVerdict
 from ._chat import ChatCompletion
 
-Answer = float | JudgeVerdict | BaseException | Callable[[JudgeRequest], "float | JudgeVerdict"]
+Scripted = float | JudgeVerdict | Callable[[JudgeRequest], "float | JudgeVerdict"]
+Answer = Scripted | BaseException
+
+
+def _next(script: list[Any], default: Any, name: str, call: int) -> Any:
+    """The next scripted answer (else the default); a scripted exception is raised."""
+    if script:
+        answer = script.pop(0)
+    elif default is not None:
+        answer = default
+    else:
+        raise JudgeError(f"{name} has no scripted answer left for call {call}")
+    if isinstance(answer, BaseException):
+        raise answer
+    return answer
 
 
 class FakeJudge:
@@ -55,14 +69,7 @@ class FakeJudge:
 
     async def judge(self, request: JudgeRequest) -> JudgeVerdict:
         self.requests.append(request)
-        if self._script:
-            answer = self._script.pop(0)
-        elif self._default is not None:
-            answer = self._default
-        else:
-            raise JudgeError(f"FakeJudge has no scripted answer left for call {self.calls}")
-        if isinstance(answer, BaseException):
-            raise answer
+        answer: Scripted = _next(self._script, self._default, "FakeJudge", self.calls)
         if callable(answer) and not isinstance(answer, JudgeVerdict):
             answer = answer(request)
         if isinstance(answer, JudgeVerdict):
@@ -76,7 +83,8 @@ class FakeJudge:
 
 
 Said = str | Mapping[str, Any]
-Reply = Said | BaseException | Callable[[list[dict[str, str]]], Said]
+Spoken = Said | Callable[[list[dict[str, str]]], Said]
+Reply = Spoken | BaseException
 
 
 class FakeChat:
@@ -109,14 +117,7 @@ class FakeChat:
     ) -> ChatCompletion:
         seen = [dict(message) for message in messages]
         self.conversations.append(seen)
-        if self._script:
-            answer = self._script.pop(0)
-        elif self._default is not None:
-            answer = self._default
-        else:
-            raise JudgeError(f"FakeChat has no scripted answer left for call {self.calls}")
-        if isinstance(answer, BaseException):
-            raise answer
+        answer: Spoken = _next(self._script, self._default, "FakeChat", self.calls)
         if callable(answer):
             answer = answer(seen)
         content = answer if isinstance(answer, str) else msgspec.json.encode(answer).decode()
