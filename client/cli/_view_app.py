@@ -93,12 +93,16 @@ def entry(root: Path, name: str, folder: Path) -> RunEntry:
 def entries(root: Path) -> list[RunEntry]:
     """Every folder under ``root``: the runs newest first, then those not shown."""
 
-    def order(item: RunEntry) -> tuple[bool, str]:
+    def order(pair: tuple[RunEntry, Path]) -> tuple[bool, str, int]:
+        # started_at has whole seconds: two runs started in the same second are ordered
+        # by when each wrote its summary
+        item, folder = pair
         shown = item.problem is None and item.summary is not None
-        return shown, item.summary.provenance.started_at if item.summary else ""
+        started = item.summary.provenance.started_at if item.summary else ""
+        return shown, started, (folder / "summary.json").stat().st_mtime_ns if shown else 0
 
-    found = [entry(root, name, folder) for name, folder in folders(root).items()]
-    return sorted(found, key=order, reverse=True)
+    found = [(entry(root, name, folder), folder) for name, folder in folders(root).items()]
+    return [item for item, _ in sorted(found, key=order, reverse=True)]
 
 
 def _html(body: str, status: int = 200) -> HTMLResponse:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -257,3 +258,20 @@ def test_search_reads_long_messages_whole(url: str) -> None:
     assert page.count("<details") == 1 and "hostile_eval::long_message" in page
     assert "filler filler <mark>NEEDLE-PAST</mark>-THE-CUT</code>" in page
     assert "<code>…" in page  # the hit is shown around the match, not whole
+
+
+def test_runs_started_in_the_same_second_are_listed_by_when_they_were_written(
+    runs: Path, tmp_path: Path
+) -> None:
+    from evalport.client.cli._view_app import entries
+
+    # two copies of one run: the same started_at to the second, names against the order
+    older, newer = tmp_path / "b", tmp_path / "a"
+    shutil.copytree(runs / "passing", older)
+    shutil.copytree(runs / "passing", newer)
+    written = (older / "summary.json").stat().st_mtime_ns
+    os.utime(older / "summary.json", ns=(written, written))
+    os.utime(newer / "summary.json", ns=(written + 10**9, written + 10**9))
+    assert [item.name for item in entries(tmp_path)] == ["a", "b"]
+    os.utime(older / "summary.json", ns=(written + 2 * 10**9, written + 2 * 10**9))
+    assert [item.name for item in entries(tmp_path)] == ["b", "a"]
