@@ -30,6 +30,8 @@ Rules:
   ``/health`` needs the token too unless ``public_health=True``.
 - ``?since=N`` on a turn or an attach asks for the run as a delta (``/health`` lists the
   ``delta`` capability; :func:`~._records.since_of`, :mod:`evalport.protocol._delta`).
+  Query parameters are decoded as strictly as bodies: the approvals route takes none,
+  and any is the same 422 ``invalid-body`` naming it as an unknown one on a turn.
 - ``tracing`` (off by default) draws each turn as OpenTelemetry spans that continue the
   caller's ``traceparent``; ``/health`` then lists the ``tracing`` capability
   (:mod:`evalport.server._tracing`).
@@ -48,6 +50,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from typing import Any, Final, NamedTuple, TypeVar
+from urllib.parse import parse_qs
 
 import msgspec
 from evalport.protocol import (
@@ -343,6 +346,7 @@ class EvalAdapter:
         return answered(outcome, None, since)
 
     async def _decide(self, scope: Scope, receive: Receive, headers: _Headers) -> Answer:
+        _no_query(scope.get("query_string", b""))
         decide = _decode(await self._body(receive, headers), ApprovalsRequest)
         session_id = scope["path_params"]["session_id"]
         if self._tracing is None:
@@ -433,6 +437,19 @@ def _decode(body: bytes, kind: type[T]) -> T:
             )
             errors = [FieldError(path=error.path, message=message)]
         raise HTTPProblem(error.problem_type, error.detail, errors=errors) from None
+
+
+def _no_query(query: bytes) -> None:
+    """422 for a route that takes no query parameters, shaped as :func:`since_of`'s
+    answer to an unknown one."""
+    unknown = sorted(parse_qs(query.decode("latin-1"), keep_blank_values=True))
+    if not unknown:
+        return
+    raise HTTPProblem(
+        ProblemType.INVALID_BODY,
+        f"Unknown query parameter {unknown[0]!r}; this route takes none.",
+        errors=[FieldError(path=f"query:{name}", message="unknown") for name in unknown],
+    )
 
 
 def _is_json(content_type: str) -> bool:

@@ -304,3 +304,25 @@ async def test_draining_refuses_new_work_and_lets_suspended_turns_finish(build: 
     )
     assert decode_run(decided.content).reply == "refunded 500 on A1"
     assert (await client.delete(f"/evals/sessions/{session_id}")).status_code == 204
+
+
+@pytest.mark.parametrize("query", ["?view=full", "?since=0", "?since=0&view=full"])
+async def test_a_query_parameter_is_a_422_as_on_a_turn(build: Build, query: str) -> None:
+    """The route takes no query parameters; each is named as an unknown one on a turn."""
+    _, client = build(refunds)
+    session_id, run = await suspend(client)
+    call_id = run.pending_approvals[0].call_id
+    response = await client.post(
+        f"/evals/sessions/{session_id}/approvals{query}",
+        json={"decisions": {call_id: {"decision": "approve"}}},
+    )
+    assert response.status_code == 422
+    assert problem_type(response) == "invalid-body"
+    names = sorted(part.split("=")[0] for part in query[1:].split("&"))
+    assert response.json()["errors"] == [
+        {"path": f"query:{name}", "message": "unknown"} for name in names
+    ]
+    turn = await client.post(f"/evals/sessions/{session_id}/turns?view=full", json={"message": "x"})
+    assert turn.json()["type"] == response.json()["type"]
+    attached = decode_run((await client.get(f"/evals/sessions/{session_id}")).content)
+    assert attached.pending_approvals == run.pending_approvals  # nothing was decided
