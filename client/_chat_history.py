@@ -9,9 +9,15 @@ Rules:
   messages or ``tool_calls`` mean Chat Completions, items with a ``type`` such as
   ``function_call`` mean Responses, ``tool_use``/``tool_result`` blocks mean Anthropic. A
   conversation without any of them reads the same in every format, as Chat Completions.
-- Each user message with text starts a turn; ``turns`` counts them and ``user_messages``
-  holds their text. An Anthropic user message made only of ``tool_result`` blocks is a
-  tool answer, not a user message. System and developer messages are skipped.
+- Each user message starts a turn; ``turns`` counts them and ``user_messages`` holds
+  their text (its text parts joined by a newline). An Anthropic user message made only of
+  ``tool_result`` blocks is a tool answer, not a user message. System and developer
+  messages are skipped.
+- A user message's images, files and audio (:mod:`evalport.client._chat_parts`) are
+  recorded as a live turn sent with those parts records them: ``user_parts`` holds each
+  part of the message in order, text parts included, with the turn's number; inline bytes
+  carry their sha256 and count, which is all a safe trace policy keeps. A message of text
+  alone records no parts, as a live turn of text alone.
 - Each assistant message is one step (in Responses: each run of consecutive output items,
   ``message``, ``function_call``, ``reasoning``). Its text and tool calls become its output
   message and its requested tool calls; arguments sent as a JSON string are decoded when
@@ -40,17 +46,22 @@ from typing import Any, Final
 
 from evalport.protocol import (
     AgentRun,
+    ContentPart,
     ErrorInfo,
     Message,
     RunStatus,
     Step,
     StepType,
+    TextPart,
     ToolCall,
     ToolExecution,
     TracePolicy,
     Usage,
 )
 from evalport.protocol._reported import arguments_of, step_usage
+from evalport.protocol.runtime._content import user_parts
+
+from ._chat_parts import FORMAT_OF_PART, part_of
 
 FORMATS: Final = ("openai-chat", "openai-responses", "anthropic")
 _NAMESPACE: Final = uuid.UUID("6f1c3f9e-5d0a-4b8e-9a51-2a7c64b0d1e3")
@@ -115,6 +126,8 @@ def _detect(messages: Sequence[Mapping[str, Any]]) -> str:
                     found.add("anthropic")
                 elif kind in ("input_text", "output_text"):
                     found.add("openai-responses")
+                elif kind in FORMAT_OF_PART:
+                    found.add(FORMAT_OF_PART[kind])
     if len(found) > 1:
         raise ChatHistoryError(
             None, f"the messages mix formats ({', '.join(sorted(found))}); pass format="
@@ -206,10 +219,28 @@ class _Builder:
 
     # -- shared -------------------------------------------------------------------------
 
-    def user(self, text: str) -> None:
+    def user(self, index: int, content: Any) -> None:
+        """A user message (its content a string or a list of parts) starts a turn."""
+        parts: list[ContentPart] = []
+        if isinstance(content, list):
+            for part in content:
+                try:
+                    parts.append(part_of(self.fmt, part))
+                except ValueError as error:
+                    raise self.fail(index, str(error)) from None
+            text = "\n".join(part.text for part in parts if isinstance(part, TextPart))
+        elif content is None or isinstance(content, str):
+            text = content or ""
+        else:
+            raise self.fail(
+                index, f"content must be a string or a list, got {type(content).__name__}"
+            )
         self.step = None
-        self.run.turns += 1
-        self.run.user_messages.append(text)
+        run = self.run
+        run.turns += 1
+        run.user_messages.append(text)
+        if any(not isinstance(part, TextPart) for part in parts):
+            run.user_parts = [*(run.user_parts or ()), *user_parts(run.turns, parts)]
         self.ended_with_answer = False
 
     def new_step(self, index: int) -> Step:
@@ -296,7 +327,7 @@ class _Builder:
             if role in ("system", "developer"):
                 continue
             if role == "user":
-                self.user(_text(message.get("content"), index, self.fmt))
+                self.user(index, message.get("content"))
             elif role == "assistant":
                 calls = []
                 raw_calls = message.get("tool_calls") or []
@@ -336,7 +367,7 @@ class _Builder:
             if role == "system":
                 continue
             if role == "user":
-                texts = []
+                said = []
                 for block in blocks:
                     if not isinstance(block, Mapping):
                         raise self.fail(index, "a content block is not an object")
@@ -347,10 +378,10 @@ class _Builder:
                             block.get("content", ""),
                             block.get("is_error") is True,
                         )
-                    elif block.get("type") == "text":
-                        texts.append(block.get("text") or "")
-                if texts:
-                    self.user("\n".join(texts))
+                    else:
+                        said.append(block)
+                if said:
+                    self.user(index, said)
             elif role == "assistant":
                 calls, texts = [], []
                 for block in blocks:
@@ -382,7 +413,7 @@ class _Builder:
                 self.step = None
                 continue
             if kind == "message" and role == "user":
-                self.user(_text(item.get("content"), index, self.fmt))
+                self.user(index, item.get("content"))
             elif kind == "function_call_output":
                 self.step = None
                 self.tool_result(

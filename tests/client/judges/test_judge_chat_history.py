@@ -3,6 +3,7 @@ message and a transcript with the logged tool calls and their outcomes."""
 
 from __future__ import annotations
 
+import base64
 import json
 
 from evalport.client import TracePolicy, run_from_chat
@@ -27,6 +28,34 @@ LOG = [
     {"role": "user", "content": "Thanks, cancel it then."},
     {"role": "assistant", "content": "I cannot cancel an order in customs."},
 ]
+PNG = b"\x89PNG receipt pixels"
+PDF = b"%PDF-1.7 the invoice"
+WITH_PARTS = [
+    {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "What does this receipt say?"},
+            {
+                "type": "image",
+                "source": {
+                    "type": "base64",
+                    "media_type": "image/png",
+                    "data": base64.b64encode(PNG).decode(),
+                },
+            },
+            {
+                "type": "document",
+                "title": "invoice.pdf",
+                "source": {
+                    "type": "base64",
+                    "media_type": "application/pdf",
+                    "data": base64.b64encode(PDF).decode(),
+                },
+            },
+        ],
+    },
+    {"role": "assistant", "content": [{"type": "text", "text": "It says 12 EUR."}]},
+]
 
 
 async def test_a_judge_reads_a_run_built_from_chat_history() -> None:
@@ -46,3 +75,15 @@ async def test_a_judge_reads_a_run_built_from_chat_history() -> None:
     transcript = request.transcript or ""
     assert "order_status" in transcript and "delayed in customs" in transcript
     assert "Where is order A1?" in transcript
+
+
+async def test_a_judge_sees_the_logged_parts() -> None:
+    run = run_from_chat(WITH_PARTS)
+    judge = FakeJudge([0.9])
+    host = Host(judge)
+    host.add_turn("What does this receipt say?", run)
+    await JudgeAssertions(host).task_completion("read the receipt").at_least(0.5).resolve()
+    transcript = judge.requests[0].transcript or ""
+    assert f"USER ATTACHED IMAGE: image/png, {len(PNG)} bytes" in transcript
+    assert f"USER ATTACHED FILE: application/pdf, invoice.pdf, {len(PDF)} bytes" in transcript
+    assert base64.b64encode(PNG).decode() not in transcript

@@ -1,0 +1,260 @@
+"""Content parts of logged user messages: the images, files and audio a user sent, read as
+the :class:`~evalport.protocol.ContentPart` objects a live turn with parts carries.
+
+Rules:
+
+- Each format's part shapes map onto the three protocol parts, text kept in place:
+  OpenAI Chat ``text``, ``image_url`` (``image_url.url``), ``input_audio`` (base64
+  ``data`` and ``format``) and ``file`` (``file_data``, ``file_id``, ``filename``);
+  Responses ``input_text``, ``input_image`` (``image_url`` or ``file_id``),
+  ``input_audio`` and ``input_file`` (``file_data``, ``file_url``, ``file_id``,
+  ``filename``); Anthropic ``text``, ``image`` and ``document`` blocks whose ``source``
+  is ``base64`` (``media_type``, ``data``), ``url``, ``file`` (``file_id``), ``text``
+  (plain ``data``) or ``content`` (text blocks). Audio is a file part whose media type
+  is ``audio/<format>``; a document's ``title`` and a file's ``filename`` are its name.
+- Base64 (a ``data:...;base64,`` URL or a bare payload) is decoded into the part's bytes,
+  so that the run records their sha256 and count and a safe trace policy keeps only
+  those, as for a live part. A part sent by a provider's file id keeps the id as its
+  ``url`` (the bytes were never in the log). A bare payload without a media type takes
+  the one its file name suggests, else ``application/octet-stream``.
+- A part of a known type that lacks what it needs (no URL, no data, base64 that does not
+  decode) or a part of a type the format does not have raises ``ValueError`` with the
+  fault, which the reader reports with the message index.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import mimetypes
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from evalport.protocol import ContentPart, FilePart, ImagePart, TextPart
+
+_AUDIO_TYPES: Final = {"mp3": "audio/mpeg"}
+_OCTETS: Final = "application/octet-stream"
+
+
+def part_of(fmt: str, part: Any) -> ContentPart:
+    """The protocol part one logged content part of ``fmt`` is; ``ValueError`` if malformed."""
+    if isinstance(part, str):
+        return TextPart(text=part)
+    if not isinstance(part, Mapping):
+        raise ValueError(f"a content part is {type(part).__name__}, not an object")
+    kind = part.get("type")
+    reader = _READERS[fmt].get(kind)
+    if reader is None:
+        known = ", ".join(sorted(name for name in _READERS[fmt] if name))
+        raise ValueError(f"a user content part of type {kind!r} is not understood (known: {known})")
+    try:
+        return reader(part)
+    except ValueError as error:
+        raise ValueError(f"the {kind} part: {error}") from None
+
+
+def _text(part: Mapping[str, Any]) -> ContentPart:
+    text = part.get("text")
+    if not isinstance(text, str):
+        raise ValueError("text must be a string")
+    return TextPart(text=text)
+
+
+def _string(data: Any, key: str) -> str:
+    value = data.get(key) if isinstance(data, Mapping) else None
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{key} must be a non-empty string")
+    return value
+
+
+def _decoded(payload: str) -> bytes:
+    try:
+        return base64.b64decode(payload, validate=True)
+    except (binascii.Error, ValueError):
+        raise ValueError("its base64 data does not decode") from None
+
+
+def _inline(
+    kind: type[ImagePart] | type[FilePart],
+    text: str,
+    media_type: str | None = None,
+    name: str | None = None,
+) -> ContentPart:
+    """A part from a URL or a payload: a ``data:`` URL in base64 or a bare base64 payload
+    becomes bytes; an ``http(s)``/other URL stays a URL."""
+    data: bytes | None = None
+    url: str | None = None
+    if text.startswith("data:"):
+        head, comma, payload = text[5:].partition(",")
+        if not comma:
+            raise ValueError("its data URL has no comma")
+        if head.endswith(";base64"):
+            data = _decoded(payload)
+            media_type = head.removesuffix(";base64") or media_type
+        else:
+            url = text  # a data URL in plain text: its text is its content
+    elif "://" in text:
+        url = text
+    else:
+        data = _decoded(text)
+    if data is not None and not media_type:
+        guessed = mimetypes.guess_type(name)[0] if name else None
+        media_type = guessed or _OCTETS
+    return _build(kind, data=data, url=url, media_type=media_type, name=name)
+
+
+def _build(
+    kind: type[ImagePart] | type[FilePart],
+    *,
+    data: bytes | None = None,
+    url: str | None = None,
+    media_type: str | None = None,
+    name: str | None = None,
+) -> ContentPart:
+    fields: dict[str, Any] = {}
+    if data is not None:
+        fields["data"] = data
+    if url is not None:
+        fields["url"] = url
+    if media_type:
+        fields["media_type"] = media_type
+    if name and kind is FilePart:
+        fields["name"] = name
+    return kind(**fields)
+
+
+def _optional(data: Mapping[str, Any], key: str) -> str | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{key} must be a non-empty string")
+    return value
+
+
+def _audio(audio: Any) -> ContentPart:
+    fmt = _string(audio, "format")
+    media_type = _AUDIO_TYPES.get(fmt, f"audio/{fmt}")
+    return _build(FilePart, data=_decoded(_string(audio, "data")), media_type=media_type)
+
+
+def _by_id(kind: type[ImagePart] | type[FilePart], file_id: str, name: str | None) -> ContentPart:
+    return _build(kind, url=file_id, name=name)
+
+
+# -- OpenAI Chat Completions ------------------------------------------------------------
+
+
+def _chat_image(part: Mapping[str, Any]) -> ContentPart:
+    image = part.get("image_url")
+    url = image if isinstance(image, str) else _string(image, "url")
+    return _inline(ImagePart, url)
+
+
+def _chat_file(part: Mapping[str, Any]) -> ContentPart:
+    file = part.get("file")
+    if not isinstance(file, Mapping):
+        raise ValueError("file must be an object")
+    name = _optional(file, "filename")
+    data = _optional(file, "file_data")
+    if data is not None:
+        return _inline(FilePart, data, name=name)
+    file_id = _optional(file, "file_id")
+    if file_id is None:
+        raise ValueError("file needs file_data or file_id")
+    return _by_id(FilePart, file_id, name)
+
+
+# -- OpenAI Responses -------------------------------------------------------------------
+
+
+def _responses_image(part: Mapping[str, Any]) -> ContentPart:
+    url = _optional(part, "image_url")
+    if url is not None:
+        return _inline(ImagePart, url)
+    file_id = _optional(part, "file_id")
+    if file_id is None:
+        raise ValueError("it needs image_url or file_id")
+    return _by_id(ImagePart, file_id, None)
+
+
+def _responses_file(part: Mapping[str, Any]) -> ContentPart:
+    name = _optional(part, "filename")
+    for key in ("file_data", "file_url"):
+        value = _optional(part, key)
+        if value is not None:
+            return _inline(FilePart, value, name=name)
+    file_id = _optional(part, "file_id")
+    if file_id is None:
+        raise ValueError("it needs file_data, file_url or file_id")
+    return _by_id(FilePart, file_id, name)
+
+
+# -- Anthropic Messages -----------------------------------------------------------------
+
+
+def _anthropic_source(
+    kind: type[ImagePart] | type[FilePart], part: Mapping[str, Any]
+) -> ContentPart:
+    source = part.get("source")
+    if not isinstance(source, Mapping):
+        raise ValueError("source must be an object")
+    name = _optional(part, "title")
+    origin = source.get("type")
+    if origin == "base64":
+        data = _decoded(_string(source, "data"))
+        return _build(kind, data=data, media_type=_string(source, "media_type"), name=name)
+    if origin == "url":
+        return _build(kind, url=_string(source, "url"), name=name)
+    if origin == "file":
+        return _by_id(kind, _string(source, "file_id"), name)
+    if kind is FilePart and origin == "text":
+        text = source.get("data")
+        if not isinstance(text, str):
+            raise ValueError("a text source's data must be a string")
+        media_type = _optional(source, "media_type") or "text/plain"
+        return _build(kind, data=text.encode(), media_type=media_type, name=name)
+    if kind is FilePart and origin == "content":
+        blocks = source.get("content")
+        if isinstance(blocks, str):
+            blocks = [{"type": "text", "text": blocks}]
+        if not isinstance(blocks, list):
+            raise ValueError("a content source's content must be a string or a list")
+        texts = [_string(block, "text") for block in blocks]
+        return _build(kind, data="\n".join(texts).encode(), media_type="text/plain", name=name)
+    raise ValueError(f"source of type {origin!r} is not understood")
+
+
+_READERS: Final[dict[str, dict[str | None, Callable[[Mapping[str, Any]], ContentPart]]]] = {
+    "openai-chat": {
+        None: _text,
+        "text": _text,
+        "image_url": _chat_image,
+        "input_audio": lambda part: _audio(part.get("input_audio")),
+        "file": _chat_file,
+    },
+    "openai-responses": {
+        None: _text,
+        "input_text": _text,
+        "text": _text,
+        "input_image": _responses_image,
+        "input_audio": lambda part: _audio(part.get("input_audio")),
+        "input_file": _responses_file,
+    },
+    "anthropic": {
+        None: _text,
+        "text": _text,
+        "image": lambda part: _anthropic_source(ImagePart, part),
+        "document": lambda part: _anthropic_source(FilePart, part),
+    },
+}
+
+FORMAT_OF_PART: Final = {
+    "image_url": "openai-chat",
+    "file": "openai-chat",
+    "input_image": "openai-responses",
+    "input_file": "openai-responses",
+    "image": "anthropic",
+    "document": "anthropic",
+}
+"""The format a content part's type tells (``input_audio`` is in two, so tells none)."""
