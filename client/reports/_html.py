@@ -29,7 +29,7 @@ from .._results import CaseResult, JudgeRecord, RunData, TrialResult, Verdict
 from ._analytics import OUTCOMES, Durations
 from ._base import Reporter, RunReport
 from ._files import case_slug
-from ._summary import CaseSummary, RunSummary, judge_read, trace_policy_note
+from ._summary import CaseSummary, RunSummary, judge_read, required_rate_note, trace_policy_note
 
 STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
@@ -411,7 +411,7 @@ def html_report(report: RunReport) -> str:
         f"{summary.duration:.2f}s · target {_text(target.get('location', '?'))} "
         f"({_text(target.get('agent_name', '?'))} {_text(target.get('agent_version', '?'))})"
         f" · {_text(trace_policy_note(provenance))}"
-        f" · repeat {provenance.repeat} · pass rate {provenance.pass_rate:g} · evalport "
+        f" · repeat {provenance.repeat} · {required_rate_note(provenance)} · evalport "
         f"{_text(provenance.evalport_version)} · git {_text(provenance.git_sha or '-')} · "
         f"judge {_text(provenance.judge_model or '-')} · started {_text(provenance.started_at)}"
         f" · tokens: target {summary.target_tokens}, judge {summary.judge_tokens}</p>"

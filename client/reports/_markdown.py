@@ -21,7 +21,7 @@ from .._results import CaseResult, Verdict
 from ._analytics import analytics_lines
 from ._base import Reporter, RunReport
 from ._compare import Comparison, compare
-from ._summary import RunSummary, judgements, trace_policy_note
+from ._summary import RunSummary, judgements, required_rate_note, trace_policy_note
 
 ICONS = {
     Verdict.PASSED: "✅",
@@ -70,7 +70,7 @@ def markdown_summary(
         "",
         f"Target `{target.get('location', '?')}` "
         f"({target.get('agent_name', '?')} {target.get('agent_version', '?')}), "
-        f"repeat {provenance.repeat}, pass rate {provenance.pass_rate:g}, "
+        f"repeat {provenance.repeat}, {required_rate_note(provenance)}, "
         f"evalport {provenance.evalport_version}"
         + (f", git `{provenance.git_sha[:12]}`" if provenance.git_sha else "")
         + f", {trace_policy_note(provenance)}",

@@ -68,6 +68,12 @@ class Provenance(msgspec.Struct, kw_only=True, gc=False):
     command: list[str] = msgspec.field(default_factory=list)
 
 
+def required_rate_note(provenance: Provenance) -> str:
+    """The ``--pass-rate`` setting as every report's header states it: the share of each
+    case's trials that must pass, named so that nobody takes it for the measured rate."""
+    return f"required pass rate {provenance.pass_rate * 100:g}% per case"
+
+
 def trace_policy_note(provenance: Provenance) -> str:
     """The trace policy as every report's header states it."""
     policy = provenance.trace_policy

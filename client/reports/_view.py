@@ -38,7 +38,7 @@ from ._base import RunReport
 from ._compare import compare
 from ._files import case_slug
 from ._html import STYLE, badge, case_details
-from ._summary import CaseSummary, RunSummary, trace_policy_note
+from ._summary import CaseSummary, RunSummary, required_rate_note, trace_policy_note
 from ._transcript import transcript_lines
 
 _VIEW_STYLE = """
@@ -158,8 +158,8 @@ def _provenance(summary: RunSummary) -> str:
     return (
         f"<p class=counts>{counts}</p><p class=muted>started {escape(provenance.started_at)} · "
         f"target {_target(summary).replace('<br>', ' ')} · {summary.total} cases · "
-        f"{summary.trials} trials · repeat {provenance.repeat} · pass rate "
-        f"{provenance.pass_rate:g} · {escape(trace_policy_note(provenance))}</p>"
+        f"{summary.trials} trials · repeat {provenance.repeat} · "
+        f"{escape(required_rate_note(provenance))} · {escape(trace_policy_note(provenance))}</p>"
     )
 
 

@@ -98,3 +98,21 @@ def test_run_local_names_the_users_path_and_attr_not_an_adapter_class(tmp_path, 
 def test_an_http_target_is_named_by_its_url_without_credentials():
     target = HttpTarget("https://user:secret@agents.example.com:8443/evals?token=x")
     assert target.identity.location == "https://agents.example.com:8443/evals/"
+
+
+def test_every_header_names_the_required_pass_rate_apart_from_the_measured_one():
+    """--pass-rate 0.8 is a requirement per case, not the run's result: each header says
+    "required pass rate 80%", and the measured rates keep their own words."""
+    from evalport.client.reports import html_report, markdown_summary
+    from evalport.client.reports._view import run_page
+    from report_data import sample_report
+
+    report = sample_report()
+    required = "required pass rate 80% per case"
+    html, markdown = html_report(report), markdown_summary(report.summary)
+    view = run_page("run-1", report)
+    for page in (html, markdown, view):
+        assert required in page
+        assert "pass rate 0.8" not in page
+    assert "pass rate: cases 25% · trials" in html  # measured: 1 of 4 judged cases passed
+    assert "- pass rate 25% of cases" in markdown
