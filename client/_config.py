@@ -209,11 +209,6 @@ def _check_agent_loop(path: Path, judge: JudgeSettings) -> None:
             f"{where}: {', '.join(limits)} bound the agent-loop judge; add agent-loop = true "
             "or drop them"
         )
-    if judge.agent_loop and judge.judge_cache is not None:
-        raise ConfigError(
-            f"{where}: the agent-loop judge's verdicts are not cached; drop judge-cache "
-            "or agent-loop"
-        )
     for name in limits:
         if getattr(judge, name.replace("-", "_")) < 1:
             raise ConfigError(f"{where}: {name} must be at least 1")

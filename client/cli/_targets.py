@@ -198,5 +198,5 @@ def build_judge(settings: Settings, environ: Mapping[str, str] | None = None) ->
         for name in ("max_steps", "max_tokens"):
             if getattr(judge, name) is not None:
                 options[name] = getattr(judge, name)
-        return AgentLoopJudge.openai(judge.model, **options)
+        return AgentLoopJudge.openai(judge.model, cache=judge.judge_cache, **options)
     return OpenAIJudge(judge.model, cache=judge.judge_cache, **options)

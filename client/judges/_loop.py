@@ -34,11 +34,21 @@ Rules:
 - **Its own reads are recorded apart** from the agent's tool calls: ``verdict.tool_calls``
   (tool, arguments, characters returned, error) and ``verdict.steps``; the expectation
   copies them into the :class:`~evalport.client.JudgeRecord`, with the judge's tokens,
-  which are never the agent's. Verdicts of the loop are not cached.
+  which are never the agent's.
+- **With a** ``cache`` (:class:`~.cache.JudgeCache`, as the single-call judge's) a verdict
+  is kept under a key of everything that decides it: the model, the opening messages
+  rendered with the cache nonce (criterion, examples, input, reference, answer, the tools
+  and sources offered, the bounds), the run as the tools read it (each step's summary and
+  lines, the messages: no ids or times), the contents of the files handed over (their
+  SHA-256), the URLs, ``max_tokens``, ``max_read_chars``, ``answer_tokens`` and the
+  sample. A hit makes no model call and returns the verdict with its recorded reads and
+  steps, ``cached=True`` and zero tokens; a judge error is never cached. A URL's page is
+  not fetched for the key: the same URL is the same source.
 """
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -50,8 +60,10 @@ from evalport.protocol import AgentRun, Step
 
 from .._results import JudgeToolCall
 from ._base import JudgeError, JudgeRequest, JudgeUsage, JudgeVerdict, MalformedAnswer
+from ._cache import JudgeCache, cache_key
 from ._chat import ChatClient, ChatCompletion
 from ._prompts import (
+    CACHE_NONCE,
     examples_block,
     fence,
     new_nonce,
@@ -124,6 +136,33 @@ def _step_summary(index: int, step: Step) -> str:
     return f"{index}: turn {step.turn}, {step.type}" + (f", tools: {calls}" if calls else "")
 
 
+def _steps(run: AgentRun) -> str:
+    lines = [_step_summary(index, step) for index, step in enumerate(run.steps)]
+    return "\n".join(lines) or "(the run has no steps)"
+
+
+def _step(index: int, step: Step) -> str:
+    lines = [_step_summary(index, step), *step_lines(step)]
+    lines += [f"ASSISTANT: {text}" for text in assistant_text(step)]
+    return "\n".join(lines)
+
+
+def _run_seen(run: AgentRun) -> str:
+    """The SHA-256 of all the run tools can return: the run as the judge sees it."""
+    texts = [_steps(run), *(_step(i, step) for i, step in enumerate(run.steps)), _messages(run)]
+    digest = hashlib.sha256()
+    for text in texts:
+        digest.update(text.encode() + b"\0")
+    return digest.hexdigest()
+
+
+def _file_seen(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError as error:  # read_file then answers the same error
+        return f"unreadable: {error.strerror}"
+
+
 class AgentLoopJudge:
     """A judge that reads the run (and the files or URLs a case hands it) through
     read-only tools, in a bounded loop, before it gives one verdict."""
@@ -139,6 +178,7 @@ class AgentLoopJudge:
         files: Mapping[str, str | os.PathLike[str]] | Sequence[str | os.PathLike[str]] = (),
         urls: Sequence[str] = (),
         fetch: Callable[[str], Awaitable[str]] | None = None,
+        cache: JudgeCache | str | os.PathLike[str] | None = None,
     ) -> None:
         if max_steps < 1 or max_tokens < 1 or max_read_chars < 1:
             raise ValueError("max_steps, max_tokens and max_read_chars must be at least 1")
@@ -153,6 +193,7 @@ class AgentLoopJudge:
             self.files = {str(path): Path(path) for path in files}
         self.urls = tuple(urls)
         self._fetch = fetch or _get
+        self.cache = cache if isinstance(cache, JudgeCache) or cache is None else JudgeCache(cache)
 
     @classmethod
     def openai(
@@ -162,11 +203,12 @@ class AgentLoopJudge:
         base_url: str = "https://api.openai.com/v1",
         api_key_env: str | None = "OPENAI_API_KEY",
         timeout: float = 60.0,
+        cache: JudgeCache | str | os.PathLike[str] | None = None,
         **limits: Any,
     ) -> AgentLoopJudge:
         """Over an OpenAI-compatible chat-completions server (as :class:`OpenAIJudge`)."""
         chat = ChatClient(model, base_url=base_url, api_key_env=api_key_env, timeout=timeout)
-        return cls(chat, **limits)
+        return cls(chat, cache=cache, **limits)
 
     def with_sources(
         self,
@@ -199,6 +241,7 @@ class AgentLoopJudge:
             files=resolved,
             urls=urls,
             fetch=self._fetch,
+            cache=self.cache,
         )
         judge.files = {**self.files, **judge.files}
         judge.urls = (*self.urls, *judge.urls)
@@ -221,11 +264,39 @@ class AgentLoopJudge:
 
     # -- the loop -------------------------------------------------------------------------
     async def judge(self, request: JudgeRequest) -> JudgeVerdict:
-        nonce = new_nonce()
-        messages = [
+        if self.cache is None:
+            return await self._grade(request)
+        key = self._key(request)
+        hit = self.cache.get(key)
+        if hit is not None:
+            return hit
+        verdict = await self._grade(request)
+        self.cache.put(key, verdict)
+        return verdict
+
+    def _opening(self, request: JudgeRequest, nonce: str) -> list[dict[str, str]]:
+        return [
             {"role": "system", "content": system_message(nonce, _ANSWER)},
             {"role": "user", "content": self._brief(request, nonce)},
         ]
+
+    def _key(self, request: JudgeRequest) -> str:
+        params = {
+            "kind": "agent-loop",
+            "run": _run_seen(request.run or AgentRun()),
+            "files": {name: _file_seen(path) for name, path in sorted(self.files.items())},
+            "urls": list(self.urls),
+            "max_steps": self.max_steps,
+            "max_tokens": self.max_tokens,
+            "max_read_chars": self.max_read_chars,
+            "answer_tokens": self.answer_tokens,
+            "sample": request.sample,
+        }
+        return cache_key(self.model, self._opening(request, CACHE_NONCE), params)
+
+    async def _grade(self, request: JudgeRequest) -> JudgeVerdict:
+        nonce = new_nonce()
+        messages = self._opening(request, nonce)
         spent = JudgeUsage()
         reads: list[JudgeToolCall] = []
         for step in range(1, self.max_steps + 1):
@@ -336,16 +407,12 @@ class AgentLoopJudge:
             shape = ", ".join(f"{key}: {kind.__name__}" for key, kind in wanted.items())
             raise _Bad(f"{tool} takes ({shape})")
         if tool == "list_steps":
-            lines = [_step_summary(index, step) for index, step in enumerate(run.steps)]
-            return "\n".join(lines) or "(the run has no steps)"
+            return _steps(run)
         if tool == "read_step":
             index = arguments["index"]
             if not 0 <= index < len(run.steps):
                 raise _Bad(f"no step {index}; the run has steps 0 to {len(run.steps) - 1}")
-            step = run.steps[index]
-            lines = [_step_summary(index, step), *step_lines(step)]
-            lines += [f"ASSISTANT: {text}" for text in assistant_text(step)]
-            return "\n".join(lines)
+            return _step(index, run.steps[index])
         if tool == "read_messages":
             return _messages(run)
         if tool == "read_file":

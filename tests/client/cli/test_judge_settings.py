@@ -215,11 +215,15 @@ def test_the_pytest_plugin_falls_back_to_the_environment(tmp_path) -> None:
 
 
 async def test_agent_loop_makes_the_configured_judge_the_loop_judge(tmp_path) -> None:
-    write_pyproject(tmp_path, 'model = "m"\napi-key-env = ""\nagent-loop = true\nmax-steps = 5\n')
+    write_pyproject(
+        tmp_path,
+        'model = "m"\napi-key-env = ""\nagent-loop = true\nmax-steps = 5\njudge-cache = "v"\n',
+    )
     judge = build_judge(load_settings(tmp_path), {})
     try:
         assert isinstance(judge, AgentLoopJudge) and judge.model == "m"
         assert (judge.max_steps, judge.max_tokens) == (5, 40_000)
+        assert judge.cache is not None and judge.cache.directory == tmp_path / "v"
     finally:
         await judge.aclose()
 
@@ -228,7 +232,6 @@ async def test_agent_loop_makes_the_configured_judge_the_loop_judge(tmp_path) ->
     ("table", "said"),
     [
         ('model = "m"\nmax-steps = 5\n', "max-steps bound the agent-loop judge; add agent-loop"),
-        ('model = "m"\nagent-loop = true\njudge-cache = "v"\n', "verdicts are not cached"),
         ('model = "m"\nagent-loop = true\nmax-tokens = 0\n', "max-tokens must be at least 1"),
     ],
 )
