@@ -27,9 +27,15 @@ What is checked, in order (later checks use the session the earlier ones opened)
   ``status`` equal to the HTTP status, no stack trace);
 - ``approvals`` (when ``/health`` lists the capability): decisions posted while nothing
   is pending are a 409 ``not-suspended`` problem;
+- ``interrupts`` (when ``/health`` lists the capability): an ``answer`` decision posted
+  while nothing is pending is a 409 ``not-suspended`` problem, and an ``answer`` decision
+  without its ``answer`` a 422 ``invalid-body`` naming ``$.decisions["<id>"]``. No
+  message makes every agent interrupt, so no turn is driven into an interrupt; a turn
+  that interrupts of itself fails its check, saying that only ``--message`` can avoid it
+  (the check cannot know what to answer);
 - ``delete``: 204, after which the session is a 404 problem.
 
-The checks that need a capability (``delta``, ``content parts``) are in
+The checks that need a capability (``delta``, ``content parts``, ``interrupts``) are in
 :mod:`._check_capabilities`; what a conforming run or problem is, in :mod:`._check_answers`.
 
 Exit ``0`` when everything passed, ``1`` when a check failed, ``3`` when the server cannot
@@ -57,6 +63,7 @@ from evalport.protocol import (
     CONTENT_PARTS_CAPABILITY,
     DEFAULT_TOKEN_ENV,
     DELTA_CAPABILITY,
+    INTERRUPTS_CAPABILITY,
     AgentRun,
     ProblemType,
     ProtocolError,
@@ -66,7 +73,7 @@ from evalport.protocol import (
 
 from .._config import ConfigError
 from ._check_answers import CheckFailed, problem, validate_run
-from ._check_capabilities import content_parts, delta
+from ._check_capabilities import content_parts, delta, interrupts
 from ._common import EXIT_FAILED, EXIT_OK, EXIT_UNREACHABLE, fail
 from ._targets import read_token, token_refused, without_credentials
 
@@ -211,6 +218,13 @@ class _Checker:
         """Answer a suspended turn's pending calls until it ends; returns the run and count."""
         decided = 0
         for _ in range(MAX_DECISIONS):
+            if run.pending_interrupts:
+                kinds = ", ".join(sorted({asked.kind or "?" for asked in run.pending_interrupts}))
+                raise CheckFailed(
+                    f"the turn waits for an answer to {len(run.pending_interrupts)} "
+                    f"interrupt(s) ({kinds}), which evalport check cannot give; check with a "
+                    "--message that the agent answers without interrupting"
+                )
             if run.status != RunStatus.IN_PROGRESS or not run.pending_approvals:
                 return run, decided
             answer: dict[str, Any] = (
@@ -307,6 +321,8 @@ class _Checker:
             await self.check("unknown session", self.unknown)
             if "approvals" in self.capabilities:
                 await self.check("approvals", self.approvals)
+            if INTERRUPTS_CAPABILITY in self.capabilities:
+                await self.check("interrupts", lambda: interrupts(self))
             await self.check("delete", self.delete)
         return self.results
 

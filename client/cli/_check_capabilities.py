@@ -1,5 +1,6 @@
 """The checks of ``evalport check`` that run only when ``/health`` lists their capability
-(``delta``, ``content-parts``); :mod:`._check` lists what each one checks, in order."""
+(``delta``, ``content-parts``, ``interrupts``); :mod:`._check` lists what each one checks,
+in order."""
 
 from __future__ import annotations
 
@@ -69,6 +70,28 @@ async def content_parts(checker: _Checker) -> str:
         raise CheckFailed("a part without its mediaType should be a 422 naming $.parts[0]")
     return "an inline image recorded with its sha256; a bad part is a 422 naming it"
 
+
+async def interrupts(checker: _Checker) -> str:
+    """What a client's answer to an interrupt meets on a session that waits for none: no
+    agent can be made to interrupt by a message every agent understands, so the check
+    sends the answers the protocol defines and reads the problems it documents."""
+    url = checker.session_url() + "/approvals"
+    answer = {"decision": "answer", "answer": {"from": "evalport check"}}
+    response = await checker.client.post(
+        url, json={"decisions": {CHECK_INTERRUPT: answer}}, headers=checker.headers()
+    )
+    problem(response, 409, ProblemType.NOT_SUSPENDED)
+    unanswered = {"decisions": {CHECK_INTERRUPT: {"decision": "answer"}}}
+    refused = await checker.client.post(url, json=unanswered, headers=checker.headers())
+    refusal = problem(refused, 422, ProblemType.INVALID_BODY)
+    named = f'$.decisions["{CHECK_INTERRUPT}"]'
+    if named not in [error.get("path") for error in refusal.get("errors") or []]:
+        raise CheckFailed(f"an answer decision without its answer should be a 422 naming {named}")
+    return "an answer with nothing pending is a 409 problem; one without its answer a 422"
+
+
+CHECK_INTERRUPT = "evalport-check-interrupt"
+"""The interrupt id the interrupts check answers (no session ever has it pending)."""
 
 # A 1x1 PNG: what the content parts check sends inline.
 CHECK_PNG = base64.b64decode(

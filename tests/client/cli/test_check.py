@@ -38,6 +38,7 @@ async def test_the_real_adapter_passes_every_check():
         "invalid body",
         "unknown session",
         "approvals",
+        "interrupts",
         "delete",
     ]
     assert results[0].detail == "support-agent 1.0.0"
@@ -149,7 +150,7 @@ async def test_a_turn_that_suspends_is_decided_and_the_sequence_goes_on(approve)
     )
     failed = [f"{r.name}: {r.detail}" for r in results if not r.ok]
     assert failed == []
-    assert len(results) == 13  # content parts included: the third turn is decided too
+    assert len(results) == 14  # content parts included: the third turn is decided too
     turn = {r.name: r.detail for r in results}["turn"]
     if approve:
         assert turn.endswith("; 2 pending call(s) approved")
@@ -191,3 +192,68 @@ async def test_a_server_that_lists_delta_but_sends_whole_runs_fails_the_delta_ch
     assert not by_name["delta"].ok
     assert "answered the whole run" in by_name["delta"].detail
     await adapter.aclose()
+
+
+async def test_interrupts_are_checked_where_the_server_lists_them():
+    """An answer with nothing pending is the documented 409, one without its answer the
+    documented 422; without approvals (and so interrupts) there is no such check."""
+    app = EvalAdapter(agent, token=TOKEN).app()
+    results = await check_server(
+        "http://adapter/", token=TOKEN, transport=httpx.ASGITransport(app=app)
+    )
+    detail = {r.name: r.detail for r in results if r.ok}
+    assert detail["interrupts"] == (
+        "an answer with nothing pending is a 409 problem; one without its answer a 422"
+    )
+    off = EvalAdapter(agent, token=TOKEN, approvals=False).app()
+    unlisted = await check_server(
+        "http://adapter/", token=TOKEN, transport=httpx.ASGITransport(app=off)
+    )
+    assert all(r.ok for r in unlisted) and "interrupts" not in [r.name for r in unlisted]
+
+
+async def test_a_server_that_resumes_on_any_answer_fails_the_interrupts_check():
+    """A server that lists interrupts but takes an answer with nothing pending."""
+    inner = EvalAdapter(agent, token=TOKEN).app()
+
+    async def accepts_answers(scope, receive, send):
+        if scope["type"] == "http" and scope["path"].endswith("/approvals"):
+            body = (await receive())["body"]
+            if b'"answer"' in body:
+                await Response(b'{"run": {}}', media_type="application/json")(scope, receive, send)
+                return
+
+            async def again():
+                return {"type": "http.request", "body": body, "more_body": False}
+
+            receive = again
+        await inner(scope, receive, send)
+
+    results = await check_server(
+        "http://adapter/", token=TOKEN, transport=httpx.ASGITransport(app=accepts_answers)
+    )
+    by_name = {r.name: r for r in results}
+    assert by_name["approvals"].ok
+    assert not by_name["interrupts"].ok and "expected 409" in by_name["interrupts"].detail
+
+
+class _Asks:
+    """Every turn stops to ask which size."""
+
+    def __init__(self, info):
+        pass
+
+    async def turn(self, message, ctx):
+        size = await ctx.interrupt("choice", {"options": ["S", "M"]})
+        return f"size {size}"
+
+
+async def test_a_turn_that_interrupts_fails_with_what_to_do():
+    app = EvalAdapter(_Asks, token=TOKEN).app()
+    results = await check_server(
+        "http://adapter/", token=TOKEN, transport=httpx.ASGITransport(app=app)
+    )
+    turn = {r.name: r for r in results}["turn"]
+    assert not turn.ok
+    assert "waits for an answer to 1 interrupt(s) (choice)" in turn.detail
+    assert "--message" in turn.detail
