@@ -33,9 +33,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from evalport.protocol import decode_run
 from evalport.protocol._extras import require
-from evalport.protocol._otel import INTERNAL, Sink, SpanEvent, SpanRecord, turn_records
+from evalport.protocol._otel import INTERNAL, Sink, SpanEvent, SpanRecord, decode_view, turn_records
 from evalport.protocol._otlp import OtlpExporter
 
 from ._results import TrialResult, Verdict
@@ -138,4 +137,4 @@ def _draw(
         span.events.append(SpanEvent("evalport.judge", now, event))
     if result.run is None or not agent_called:
         return []
-    return list(turn_records(decode_run(result.run.json), span, agent))
+    return turn_records(decode_view(result.run.json), span, agent)

@@ -8,8 +8,8 @@ Rules:
   times, attributes (strings, booleans, integers, floats, lists of them), events and an
   error status. It is sent as ``application/x-protobuf``, the one content type every
   collector takes (Arize Phoenix takes no other).
-- :class:`OtlpExporter` sends records in the background: a bounded queue (``queue``
-  spans) drained by one thread in batches of at most 512, every ``OTEL_BSP_SCHEDULE_DELAY``
+- :class:`OtlpExporter` encodes each span as it is handed over and sends them in the
+  background: a bounded queue (``queue`` spans) drained by one thread in batches of at most 512, every ``OTEL_BSP_SCHEDULE_DELAY``
   ms (5,000 by default) or as soon as a batch is full. Spans that find the queue full and
   spans of an export that failed (a collector that is down, a timeout) are dropped,
   counted and logged on ``evalport.tracing``: nothing waits for a collector but
@@ -64,15 +64,8 @@ def _field(tag: bytes, payload: bytes) -> bytes:
     return tag + _varint(len(payload)) + payload
 
 
-_KEYS: dict[str, bytes] = {}
-
-
-def _key(name: str) -> bytes:
-    """``KeyValue.key`` (field 1) of ``name``, encoded once per name."""
-    encoded = _KEYS.get(name)
-    if encoded is None:
-        encoded = _KEYS[name] = _field(b"\x0a", name.encode())
-    return encoded
+_PAIRS: dict[tuple[bytes, str, type, Any], bytes] = {}
+_PAIRS_KEPT: Final = 4096
 
 
 def _value(value: Any) -> bytes:
@@ -90,12 +83,32 @@ def _value(value: Any) -> bytes:
     return _field(b"\x0a", str(value).encode())
 
 
+def _pair(tag: bytes, name: str, value: Any) -> bytes:
+    """One ``KeyValue`` (key 1, value 2) as a field under ``tag``."""
+    key = name.encode()
+    encoded = _value(value)
+    body = b"\x0a" + _varint(len(key)) + key + b"\x12" + _varint(len(encoded)) + encoded
+    return tag + _varint(len(body)) + body
+
+
 def _attributes(tag: bytes, attributes: Mapping[str, Any]) -> bytes:
-    """Repeated ``KeyValue`` fields under ``tag``."""
-    return b"".join(
-        _field(tag, _key(name) + _field(b"\x12", _value(value)))
-        for name, value in attributes.items()
-    )
+    """Repeated ``KeyValue`` fields under ``tag``. Pairs that recur (an operation name, a
+    model, a flag, a count; not long texts) are encoded once and kept: half of the
+    encoder's time in benchmarks/runner.py workload 4."""
+    parts = []
+    for name, value in attributes.items():
+        kind = value.__class__
+        if (kind is str and len(value) > 64) or kind is list:
+            parts.append(_pair(tag, name, value))
+            continue
+        key = (tag, name, kind, value)  # the class apart: True == 1, and 1 == 1.0
+        pair = _PAIRS.get(key)
+        if pair is None:
+            if len(_PAIRS) >= _PAIRS_KEPT:
+                _PAIRS.clear()
+            pair = _PAIRS[key] = _pair(tag, name, value)
+        parts.append(pair)
+    return b"".join(parts)
 
 
 def _span(record: SpanRecord) -> bytes:
@@ -125,12 +138,21 @@ def _span(record: SpanRecord) -> bytes:
     return b"".join(parts)
 
 
-def encode(resource: Mapping[str, Any], scope: str, records: list[SpanRecord]) -> bytes:
-    """The ``ExportTraceServiceRequest`` carrying ``records`` (see the rules)."""
-    spans = b"".join(_field(b"\x12", _span(record)) for record in records)
-    scope_spans = _field(b"\x0a", _field(b"\x0a", scope.encode())) + spans
+def encoded_span(record: SpanRecord) -> bytes:
+    """``record`` as one ``ScopeSpans.spans`` field, ready to be joined into a request."""
+    return _field(b"\x12", _span(record))
+
+
+def export_request(resource: Mapping[str, Any], scope: str, spans: list[bytes]) -> bytes:
+    """The ``ExportTraceServiceRequest`` carrying ``spans`` (from :func:`encoded_span`)."""
+    scope_spans = _field(b"\x0a", _field(b"\x0a", scope.encode())) + b"".join(spans)
     resource_spans = _field(b"\x0a", _attributes(b"\x0a", resource)) + _field(b"\x12", scope_spans)
     return _field(b"\x0a", resource_spans)
+
+
+def encode(resource: Mapping[str, Any], scope: str, records: list[SpanRecord]) -> bytes:
+    """The ``ExportTraceServiceRequest`` carrying ``records`` (see the rules)."""
+    return export_request(resource, scope, [encoded_span(record) for record in records])
 
 
 def traces_url(endpoint: str) -> str:
@@ -184,7 +206,7 @@ class OtlpExporter:
         self._headers.update(_pairs(os.environ.get("OTEL_EXPORTER_OTLP_HEADERS", "")))
         self._timeout = _seconds("OTEL_EXPORTER_OTLP_TIMEOUT", 10.0)
         self._delay = _seconds("OTEL_BSP_SCHEDULE_DELAY", 5000.0) / 1000
-        self._queued: list[SpanRecord] = []
+        self._queued: list[bytes] = []  # spans encoded as they come: no live objects wait
         self._overflow = 0
         self._closed = False
         self._flushing = False
@@ -211,11 +233,12 @@ class OtlpExporter:
 
     def add(self, records: list[SpanRecord]) -> None:
         """Queue ``records`` for export, or drop them (counted) if the queue is full."""
+        spans = [encoded_span(record) for record in records]
         with self._wake:
             if self._closed or len(self._queued) + len(records) > self._queue_size:
                 self._overflow += len(records)
                 return
-            self._queued += records
+            self._queued += spans
             if len(self._queued) >= BATCH:
                 self._wake.notify()
 
@@ -255,8 +278,8 @@ class OtlpExporter:
             if done:
                 return
 
-    def _export(self, batch: list[SpanRecord]) -> None:
-        body = encode(self._resource, self._scope, batch)
+    def _export(self, batch: list[bytes]) -> None:
+        body = export_request(self._resource, self._scope, batch)
         request = urllib.request.Request(self.url, body, self._headers, method="POST")
         try:
             with urllib.request.urlopen(request, timeout=self._timeout) as answer:
