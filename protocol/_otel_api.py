@@ -61,7 +61,10 @@ class ApiSink:
         return OpenSpan(record, int(ids.trace_flags), span)
 
     def current(self, span: OpenSpan) -> Any:
-        return trace.use_span(span.handle, end_on_exit=False)
+        # no exception event: its message may carry what the trace policy would digest
+        return trace.use_span(
+            span.handle, end_on_exit=False, record_exception=False, set_status_on_exception=False
+        )
 
     def finish(self, span: OpenSpan, children: list[SpanRecord]) -> None:
         live = span.handle

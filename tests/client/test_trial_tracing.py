@@ -269,3 +269,17 @@ async def test_a_logged_conversation_trial_draws_no_agent_spans(tmp_path: Path) 
     trial = _trial_span(spans)
     assert dict(trial.attributes or {})["evalport.trial.logged"] is True
     assert [event.name for event in trial.events] == ["evalport.assertion"]
+
+
+async def test_a_trial_that_raises_is_an_error_span_without_the_exception_text() -> None:
+    async def raising(case: Any, target: Any, *, trial: int = 0, **options: Any) -> Any:
+        raise RuntimeError(f"target refused {SECRET}")
+
+    provider, exporter = _provider()
+    traced = traced_trials(provider, trial_function=raising)
+    with pytest.raises(RuntimeError):
+        await traced(cases_from(charges)[0], object(), trial=1)
+    (trial,) = exporter.get_finished_spans()
+    assert dict(trial.attributes or {})["error.type"] == "RuntimeError"
+    assert trial.status.status_code.name == "ERROR"
+    assert SECRET not in _dump(exporter.get_finished_spans())
