@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import datetime
 import random
+import re
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager
@@ -102,26 +103,22 @@ def new_id(bits: int) -> int:
     return random.getrandbits(bits) or 1
 
 
+_TRACEPARENT: Final = re.compile(r"([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?")
+
+
 def remote_parent(value: str | None) -> tuple[int, int, int] | None:
     """Trace id, span id and trace flags of a W3C ``traceparent``, or ``None`` (absent or
-    malformed)."""
-    if not value or len(value) < 55:
+    malformed: a version ``ff``, extra fields in version ``00``, ids all zeros)."""
+    found = _TRACEPARENT.fullmatch(value.strip()) if value else None
+    if found is None:
         return None
-    parts = value.strip().split("-")
-    if len(parts) < 4 or len(parts[0]) != 2 or parts[0] == "ff":
+    version, trace, span, flags, rest = found.groups()
+    if version == "ff" or (version == "00" and rest is not None):
         return None
-    if len(parts[1]) != 32 or len(parts[2]) != 16 or len(parts[3]) != 2:
-        return None
-    if parts[0] == "00" and len(parts) != 4:
-        return None
-    try:
-        trace_id, span_id, flags = int(parts[1], 16), int(parts[2], 16), int(parts[3], 16)
-        int(parts[0], 16)
-    except ValueError:
-        return None
+    trace_id, span_id = int(trace, 16), int(span, 16)
     if not trace_id or not span_id:
         return None
-    return trace_id, span_id, flags
+    return trace_id, span_id, int(flags, 16)
 
 
 def root_record(

@@ -255,3 +255,29 @@ def test_spans_beyond_the_queue_are_dropped_counted_and_logged(
     assert exporter.dropped == 3
     assert "the trace queue was full: dropped 3 span(s); 3 dropped so far" in caplog.text
     assert [span["name"] for span in _spans(bodies)] == ["s0", "s1"]
+
+
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [
+        (
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+            (0x0AF7651916CD43DD8448EB211C80319C, 0xB7AD6B7169203331, 1),
+        ),
+        (
+            "01-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00-later",
+            (0x0AF7651916CD43DD8448EB211C80319C, 0xB7AD6B7169203331, 0),
+        ),
+        ("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01-later", None),
+        ("ff-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", None),
+        ("00-0AF7651916CD43DD8448EB211C80319C-b7ad6b7169203331-01", None),
+        ("00-0af7_51916cd43dd8448eb211c80319c-b7ad6b7169203331-01", None),
+        ("00-00000000000000000000000000000000-b7ad6b7169203331-01", None),
+        ("00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01", None),
+        ("", None),
+    ],
+)
+def test_a_traceparent_is_read_as_w3c_writes_it(header: str, expected: Any) -> None:
+    from evalport.protocol._otel import remote_parent
+
+    assert remote_parent(header) == expected
