@@ -390,15 +390,17 @@ def best(rounds: int, measure: Any) -> float | None:
 
 def tracing_overhead(cases: list[Case], concurrency: int, rounds: int) -> None:
     """4. The instant-agent workload with every trial exported as a trace (``evalport run
-    --otlp``: ``traced_trials`` over an OTLP/HTTP exporter, to a sink in another process)
+    --otlp``: ``traced_trials`` over evalport's OTLP/HTTP exporter with the queue of
+    ``evalport run``, to a sink in another process)
     against the same without, interleaved; the wall time includes flushing the spans."""
     from _otlp_sink import running_sink
     from evalport.client import traced_trials
-    from evalport.protocol._otel import exporting_provider
+    from evalport.client.cli._run import RUN_QUEUE
+    from evalport.protocol._otlp import OtlpExporter
 
     def run(url: str | None) -> float:
         async def measure() -> float:
-            provider = exporting_provider(url, "benchmark")[0] if url else None
+            provider = OtlpExporter(url, "benchmark", queue=RUN_QUEUE) if url else None
             trials = traced_trials(provider) if provider else None
             runner = Runner(
                 LocalTarget(instant_agent),

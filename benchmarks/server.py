@@ -123,9 +123,9 @@ async def _serve_adapter(port: int, sessions: int, workdir: Path, role: str) -> 
 
     tracing: Any = False
     if role == "traced":  # every turn exported over OTLP/HTTP, as `evalport serve --otlp` does
-        from evalport.protocol._otel import exporting_provider
+        from evalport.server._tracing import serve_provider
 
-        tracing = exporting_provider(os.environ["BENCHMARK_OTLP"], "benchmark")[0]
+        tracing = serve_provider(os.environ["BENCHMARK_OTLP"], "benchmark")
     adapter = EvalAdapter(
         noop_agent,
         token=TOKEN,

@@ -1,30 +1,44 @@
 """What a traced trial leaves for the code under it: the ``traceparent`` its requests
-carry and the tracer its judge calls use (set by :mod:`evalport.client._tracing`).
+carry and the list its judge calls add their spans to (set by :mod:`evalport.client._tracing`).
 
 Rules:
 
-- Outside a traced trial both are unset and :func:`trace_headers` and :func:`judge_span`
-  do nothing, without importing OpenTelemetry.
-- :func:`judge_span` is a span ``evalport.judge <criterion>`` around one judge call
+- Outside a traced trial nothing is set and :func:`trace_headers` and :func:`judge_span`
+  do nothing, without importing anything.
+- :func:`judge_span` draws a span ``evalport.judge <criterion>`` around one judge call
   (``evalport.judge = true``, the judge's model, the verdict's score and tokens,
-  ``error.type`` when the call failed), a child of the trial span.
+  ``error.type`` when the call failed), a child of the trial span, timed as the call runs.
 """
 
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any
 
-PARENT: ContextVar[str | None] = ContextVar("evalport_traceparent", default=None)
-TRACER: ContextVar[Any] = ContextVar("evalport_tracer", default=None)
+from evalport.protocol._otel import INTERNAL, OpenSpan, SpanRecord, child
+
+
+class TrialTrace:
+    """The trial span under way and the spans drawn under it so far."""
+
+    __slots__ = ("children", "header", "span")
+
+    def __init__(self, span: OpenSpan) -> None:
+        self.span = span
+        self.header = {"traceparent": span.traceparent}
+        self.children: list[SpanRecord] = []
+
+
+TRIAL: ContextVar[TrialTrace | None] = ContextVar("evalport_trial_trace", default=None)
 
 
 def trace_headers() -> dict[str, str]:
     """The ``traceparent`` header of the trial under way, if it is traced."""
-    parent = PARENT.get()
-    return {"traceparent": parent} if parent else {}
+    trial = TRIAL.get()
+    return trial.header if trial is not None else {}
 
 
 def _ignore(verdict: Any) -> None:
@@ -35,8 +49,8 @@ def _ignore(verdict: Any) -> None:
 def judge_span(criterion: str, judge: Any) -> Iterator[Callable[[Any], None]]:
     """A span around one judge call in a traced trial; yields a function that records the
     verdict on it. Outside a traced trial it does nothing."""
-    tracer = TRACER.get()
-    if tracer is None:
+    trial = TRIAL.get()
+    if trial is None:
         yield _ignore
         return
     attributes: dict[str, Any] = {
@@ -47,20 +61,25 @@ def judge_span(criterion: str, judge: Any) -> Iterator[Callable[[Any], None]]:
     model = getattr(judge, "model", None)
     if isinstance(model, str):
         attributes["gen_ai.request.model"] = model
-    with tracer.start_as_current_span(
-        f"evalport.judge {criterion}", attributes=attributes, record_exception=False
-    ) as span:
+    start = time.time_ns()
+    span = child(
+        trial.span.record, f"evalport.judge {criterion}", INTERNAL, start, start, attributes
+    )
 
-        def record(verdict: Any) -> None:
-            span.set_attribute("evalport.judge.score", verdict.score)
-            span.set_attribute("evalport.judge.cached", verdict.cached)
-            span.set_attribute("gen_ai.usage.input_tokens", verdict.usage.input_tokens)
-            span.set_attribute("gen_ai.usage.output_tokens", verdict.usage.output_tokens)
-            if verdict.model:
-                span.set_attribute("gen_ai.response.model", verdict.model)
+    def record(verdict: Any) -> None:
+        attributes["evalport.judge.score"] = verdict.score
+        attributes["evalport.judge.cached"] = verdict.cached
+        attributes["gen_ai.usage.input_tokens"] = verdict.usage.input_tokens
+        attributes["gen_ai.usage.output_tokens"] = verdict.usage.output_tokens
+        if verdict.model:
+            attributes["gen_ai.response.model"] = verdict.model
 
-        try:
-            yield record
-        except Exception as error:
-            span.set_attribute("error.type", type(error).__name__)
-            raise
+    try:
+        yield record
+    except Exception as error:
+        attributes["error.type"] = type(error).__name__
+        span.error = True
+        raise
+    finally:
+        span.end = time.time_ns()
+        trial.children.append(span)

@@ -1,4 +1,4 @@
-"""Traces of trials: each trial an OpenTelemetry trace (``evalport[otel]``).
+"""Traces of trials: each trial an OpenTelemetry trace.
 
 Rules:
 
@@ -16,30 +16,40 @@ Rules:
   never happened).
 - The spans are drawn after the trial from the run the trial kept, which already passed
   the target's trace policy: a collector receives what the reports show, nothing more.
-- Judge calls are spans of their own while they run (``evalport.judge <criterion>``,
+- Judge calls are spans of their own, timed as they run (``evalport.judge <criterion>``,
   ``evalport.judge = true``, the judge's model and tokens), children of the trial span.
 - While a trial runs, every request a target sends carries the trial span as W3C
-  ``traceparent`` (:func:`trace_headers`), so an agent service with tracing on continues
-  the same trace.
-- ``evalport run`` traces when ``--otlp URL`` or ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set;
-  without the extra that is a clear error naming ``evalport[otel]``.
+  ``traceparent`` (:func:`~._trace_context.trace_headers`), so an agent service with
+  tracing on continues the same trace.
+- The spans go to an OpenTelemetry ``TracerProvider`` (``traced_trials(provider)``,
+  which needs the ``otel`` extra; the trial span is the current span while the trial
+  runs) or, for ``evalport run --otlp URL`` (or ``OTEL_EXPORTER_OTLP_ENDPOINT``), straight
+  to the collector through :class:`~evalport.protocol._otlp.OtlpExporter`, which needs
+  no extra.
 """
 
 from __future__ import annotations
 
-from types import ModuleType
+import time
 from typing import Any
 
-from evalport.protocol import decode_run
 from evalport.protocol._extras import require
+from evalport.protocol._otel import INTERNAL, Sink, SpanEvent, SpanRecord, decode_view, turn_records
+from evalport.protocol._otlp import OtlpExporter
 
 from ._results import TrialResult, Verdict
-from ._trace_context import PARENT, TRACER
+from ._trace_context import TRIAL, TrialTrace
 
 
-def otel() -> ModuleType:
-    """The span helpers, or a :class:`MissingExtraError` naming ``evalport[otel]``."""
-    return require("evalport.protocol._otel", "otel", "tracing")
+def sink_of(provider: Any, scope: str) -> Sink:
+    """Where spans go: an :class:`OtlpExporter` as it is, an OpenTelemetry
+    ``TracerProvider`` through the API (or a :class:`MissingExtraError` naming
+    ``evalport[otel]``)."""
+    if isinstance(provider, OtlpExporter):
+        return provider
+    api = require("evalport.protocol._otel_api", "otel", "tracing")
+    sink: Sink = api.ApiSink(provider, scope)
+    return sink
 
 
 def traced_trials(provider: Any, trial_function: Any = None) -> Any:
@@ -47,39 +57,40 @@ def traced_trials(provider: Any, trial_function: Any = None) -> Any:
     :func:`~evalport.client.run_trial`) and exports each trial as a trace through
     ``provider`` (an OpenTelemetry ``TracerProvider``); pass it to ``Runner(...,
     trial_function=...)``."""
-    spans = otel()
+    sink = sink_of(provider, "evalport.client")
     if trial_function is None:
         from ._trial import run_trial
 
         trial_function = run_trial
     inner = trial_function
-    tracer = provider.get_tracer("evalport.client")
 
     async def traced(case: Any, target: Any, *, trial: int = 0, **options: Any) -> TrialResult:
         attributes = {"evalport.case.id": case.id, "evalport.trial.index": trial}
-        with tracer.start_as_current_span(
-            f"evalport.trial {case.id}", attributes=attributes, record_exception=False
-        ) as span:
-            parent = PARENT.set(spans.traceparent(span))
-            current = TRACER.set(tracer)
-            try:
+        span = sink.begin(f"evalport.trial {case.id}", INTERNAL, None, attributes)
+        trace = TrialTrace(span)
+        current = TRIAL.set(trace)
+        try:
+            with sink.current(span):
                 result: TrialResult = await inner(case, target, trial=trial, **options)
-            except BaseException as error:
-                span.set_attribute("error.type", type(error).__name__)
-                raise
-            finally:
-                TRACER.reset(current)
-                PARENT.reset(parent)
-            replayed = {
-                "evalport.trial.cached": getattr(target, "cached", False) is True,
-                "evalport.trial.logged": getattr(case, "conversation", None) is not None,
-            }
-            for key, value in replayed.items():
-                if value:
-                    span.set_attribute(key, True)
-            agent_called = not any(replayed.values())
-            _record(spans, tracer, span, result, _agent_name(target), agent_called)
-            return result
+        except BaseException as error:
+            attributes["error.type"] = type(error).__name__
+            span.record.error = True
+            span.record.end = time.time_ns()
+            sink.finish(span, trace.children)
+            raise
+        finally:
+            TRIAL.reset(current)
+        cached = getattr(target, "cached", False) is True
+        logged = getattr(case, "conversation", None) is not None
+        if cached:
+            attributes["evalport.trial.cached"] = True
+        if logged:
+            attributes["evalport.trial.logged"] = True
+        agent_called = not (cached or logged)
+        span.record.end = time.time_ns()
+        children = _draw(span.record, result, _agent_name(target), agent_called)
+        sink.finish(span, trace.children + children if trace.children else children)
+        return result
 
     return traced
 
@@ -90,22 +101,18 @@ def _agent_name(target: Any) -> str | None:
     return name if isinstance(name, str) else None
 
 
-def _record(
-    spans: ModuleType,
-    tracer: Any,
-    span: Any,
-    result: TrialResult,
-    agent: str | None,
-    agent_called: bool,
-) -> None:
-    from opentelemetry.trace import SpanKind, Status, StatusCode, set_span_in_context
-
-    span.set_attribute("evalport.verdict", result.verdict)
+def _draw(
+    span: SpanRecord, result: TrialResult, agent: str | None, agent_called: bool
+) -> list[SpanRecord]:
+    """Fill in the trial span's verdict and events; the turn, step and tool spans under it."""
+    attributes = span.attributes
+    attributes["evalport.verdict"] = result.verdict
     if result.session_id:
-        span.set_attribute("evalport.session.id", result.session_id)
+        attributes["evalport.session.id"] = result.session_id
     if result.verdict == Verdict.ERROR:
-        span.set_attribute("error.type", result.error_type or "error")
-        span.set_status(Status(StatusCode.ERROR, result.error or None))
+        attributes["error.type"] = result.error_type or "error"
+        span.error = True
+    now = span.end
     for assertion in result.assertions:
         event: dict[str, Any] = {
             "evalport.assertion.name": assertion.name,
@@ -117,7 +124,7 @@ def _record(
             event["evalport.assertion.label"] = assertion.label
         if assertion.message:
             event["evalport.assertion.message"] = assertion.message
-        span.add_event("evalport.assertion", event)
+        span.events.append(SpanEvent("evalport.assertion", now, event))
     for judged in result.judges:
         event = {
             "evalport.judge.criterion": judged.criterion,
@@ -127,19 +134,7 @@ def _record(
             event["evalport.judge.score"] = judged.score
         if judged.error:
             event["error.type"] = judged.error.split(":", 1)[0]
-        span.add_event("evalport.judge", event)
+        span.events.append(SpanEvent("evalport.judge", now, event))
     if result.run is None or not agent_called:
-        return
-    run = decode_run(result.run.json)
-    context = set_span_in_context(span)
-    for turn in range(1, run.turns + 1):
-        start, end = spans.turn_window(spans.turn_steps(run, turn))
-        child = tracer.start_span(
-            f"invoke_agent {agent}" if agent else "invoke_agent",
-            context=context,
-            kind=SpanKind.CLIENT,
-            attributes=spans.turn_attributes(run, turn, agent),
-            start_time=start,
-        )
-        spans.record_steps(tracer, run, turn, child)
-        child.end(end_time=end)
+        return []
+    return turn_records(decode_view(result.run.json), span, agent)

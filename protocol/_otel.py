@@ -1,120 +1,144 @@
-"""OpenTelemetry spans of a run, shared by the runner and the server (``evalport[otel]``).
+"""Traces of a run, shared by the runner and the server: spans drawn as records, then sent.
 
 Rules:
 
-- This module needs the ``otel`` extra (opentelemetry-sdk and its OTLP/HTTP exporter);
-  callers import it through :func:`otel`, which names ``evalport[otel]`` when it is missing.
+- A span is drawn once, as a :class:`SpanRecord` (ids, name, kind, times, attributes,
+  events, status), from the run as it was recorded: after the fact, with the times the
+  run recorded. Records go to one of two sinks: :class:`~._otlp.OtlpExporter` (``evalport
+  run --otlp``, ``evalport serve --otlp``: evalport's own OTLP/HTTP protobuf encoder and
+  background sender, needing no extra) or :class:`~._otel_api.ApiSink` (a
+  ``TracerProvider``, ``tracing=True``: the records replayed into the OpenTelemetry API,
+  which needs the ``otel`` extra). A sink opens the root span of a trial or a turn while
+  it runs (:meth:`Sink.begin`) and takes it back with the records drawn under it
+  (:meth:`Sink.finish`).
 - Spans follow OpenTelemetry's GenAI semantic conventions: a turn is an ``invoke_agent``
   span, each step the run recorded a ``chat`` span (its model, token usage and finish
   reason), each tool execution an ``execute_tool`` span (tool name, call id, and
-  ``error.type`` when it failed). Their times are the times the run recorded. evalport's
-  own attributes start with ``evalport.``.
+  ``error.type`` when it failed). evalport's own attributes start with ``evalport.``.
 - Spans are built only from a run that already passed a trace policy: what a span
   carries (tool arguments and results, messages, error texts) is what the reports show,
   digests included, and nothing else.
-- :func:`exporting_provider` sends spans in the background through a bounded queue
-  (``max_queue_size`` spans; more are dropped by the SDK, which logs it). An export that
-  fails (a collector that is down) loses its spans: they are counted, and the count is
-  logged on ``evalport.tracing``. Nothing waits for a collector but ``shutdown``.
-- The context crosses the wire as a W3C ``traceparent`` header.
+- The context crosses the wire as a W3C ``traceparent`` header: a root span continues
+  the trace the header names (a new trace without one, or with a malformed one) and
+  keeps its sampled flag; a span whose parent was not sampled is not sent.
 """
 
 from __future__ import annotations
 
 import datetime
-import json
-import logging
-import threading
-from collections.abc import Mapping, Sequence
-from typing import Any, Final
+import random
+import re
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager
+from typing import Any, Final, Protocol
 
-from opentelemetry import context as otel_context
-from opentelemetry import trace
-from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
-from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+import msgspec
 
-from ._models import AgentRun, Step, ToolExecution
+from ._models import AgentRun, RunStatus, Step, StepType, ToolExecution
 
-logger = logging.getLogger("evalport.tracing")
-
-QUEUE_SIZE: Final = 2048
-"""Spans waiting for export at most; more are dropped (the SDK logs it)."""
-
-_PROPAGATOR: Final = TraceContextTextMapPropagator()
+INTERNAL: Final = 1
+SERVER: Final = 2
+CLIENT: Final = 3
+"""Span kinds, numbered as OTLP numbers them."""
 
 
-class CountingExporter(SpanExporter):
-    """An exporter that counts (and logs) the spans lost when an export fails."""
-
-    def __init__(self, inner: SpanExporter) -> None:
-        self.inner = inner
-        self.dropped = 0
-        self._lock = threading.Lock()
-
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        try:
-            result = self.inner.export(spans)
-        except Exception as error:  # an exporter should not raise; count it anyway
-            logger.debug("span export raised %s", type(error).__name__)
-            result = SpanExportResult.FAILURE
-        if result is not SpanExportResult.SUCCESS:
-            with self._lock:
-                self.dropped += len(spans)
-                total = self.dropped
-            logger.warning(
-                "the trace collector did not take %d span(s); %d dropped so far", len(spans), total
-            )
-        return result
-
-    def shutdown(self) -> None:
-        self.inner.shutdown()
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return self.inner.force_flush(timeout_millis)
+class SpanEvent(msgspec.Struct, gc=False):
+    name: str
+    time: int
+    attributes: dict[str, Any]
 
 
-def traces_url(endpoint: str) -> str:
-    """The OTLP/HTTP traces URL for ``endpoint``: a base URL gets ``/v1/traces`` (as the
-    standard ``OTEL_EXPORTER_OTLP_ENDPOINT`` does); a URL ending in it is kept."""
-    url = endpoint.rstrip("/")
-    return url if url.endswith("/v1/traces") else url + "/v1/traces"
+class SpanRecord(msgspec.Struct, gc=False):
+    """One span as evalport draws it; ``parent_id`` 0 is a root; times in ns since the epoch."""
+
+    trace_id: int
+    span_id: int
+    parent_id: int
+    name: str
+    kind: int
+    start: int
+    end: int
+    attributes: dict[str, Any]
+    events: list[SpanEvent] = msgspec.field(default_factory=list)
+    error: bool = False
+    """Status ``ERROR`` (unset otherwise)."""
 
 
-def exporting_provider(
-    endpoint: str,
-    service: str,
-    *,
-    queue: int = QUEUE_SIZE,
-    exporter: SpanExporter | None = None,
-) -> tuple[TracerProvider, CountingExporter]:
-    """A provider exporting to ``endpoint`` over OTLP/HTTP in the background (see the rules)."""
-    counting = CountingExporter(exporter or OTLPSpanExporter(endpoint=traces_url(endpoint)))
-    provider = TracerProvider(resource=Resource.create({"service.name": service}))
-    provider.add_span_processor(
-        BatchSpanProcessor(counting, max_queue_size=queue, max_export_batch_size=min(512, queue))
+class OpenSpan:
+    """A root span while its trial or turn runs: its record (filled in as it goes), its W3C
+    trace flags, and the sink's own handle (the live OpenTelemetry span of an ApiSink)."""
+
+    __slots__ = ("flags", "handle", "record")
+
+    def __init__(self, record: SpanRecord, flags: int, handle: Any = None) -> None:
+        self.record = record
+        self.flags = flags
+        self.handle = handle
+
+    @property
+    def sampled(self) -> bool:
+        return bool(self.flags & 1)
+
+    @property
+    def traceparent(self) -> str:
+        """The W3C ``traceparent`` value naming this span as the parent."""
+        return f"00-{self.record.trace_id:032x}-{self.record.span_id:016x}-{self.flags:02x}"
+
+
+class Sink(Protocol):
+    """Where drawn spans go (see the rules)."""
+
+    def begin(
+        self, name: str, kind: int, traceparent: str | None, attributes: dict[str, Any]
+    ) -> OpenSpan: ...
+
+    def current(self, span: OpenSpan) -> AbstractContextManager[Any]: ...
+
+    def finish(self, span: OpenSpan, children: list[SpanRecord]) -> None: ...
+
+
+def new_id(bits: int) -> int:
+    """A random non-zero span (64) or trace (128) id."""
+    return random.getrandbits(bits) or 1
+
+
+_TRACEPARENT: Final = re.compile(r"([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?")
+
+
+def remote_parent(value: str | None) -> tuple[int, int, int] | None:
+    """Trace id, span id and trace flags of a W3C ``traceparent``, or ``None`` (absent or
+    malformed: a version ``ff``, extra fields in version ``00``, ids all zeros)."""
+    found = _TRACEPARENT.fullmatch(value.strip()) if value else None
+    if found is None:
+        return None
+    version, trace, span, flags, rest = found.groups()
+    if version == "ff" or (version == "00" and rest is not None):
+        return None
+    trace_id, span_id = int(trace, 16), int(span, 16)
+    if not trace_id or not span_id:
+        return None
+    return trace_id, span_id, int(flags, 16)
+
+
+def root_record(
+    name: str, kind: int, traceparent: str | None, attributes: dict[str, Any]
+) -> tuple[SpanRecord, int]:
+    """A root span's record starting now, continuing ``traceparent``; and its trace flags
+    (the parent's, or sampled)."""
+    parent = remote_parent(traceparent)
+    trace_id, parent_id, flags = parent if parent else (new_id(128), 0, 1)
+    now = time.time_ns()
+    record = SpanRecord(trace_id, new_id(64), parent_id, name, kind, now, now, attributes)
+    return record, flags
+
+
+def child(
+    parent: SpanRecord, name: str, kind: int, start: int, end: int, attributes: dict[str, Any]
+) -> SpanRecord:
+    return SpanRecord(
+        parent.trace_id, new_id(64), parent.span_id, name, kind, start, end, attributes
     )
-    return provider, counting
-
-
-def traceparent(span: Span) -> str:
-    """The W3C ``traceparent`` value naming ``span`` as the parent."""
-    carrier: dict[str, str] = {}
-    _PROPAGATOR.inject(carrier, context=trace.set_span_in_context(span))
-    return carrier.get("traceparent", "")
-
-
-def remote_parent(value: str | None) -> otel_context.Context | None:
-    """The context a ``traceparent`` header names, or ``None`` (absent or malformed)."""
-    if not value:
-        return None
-    extracted = _PROPAGATOR.extract({"traceparent": value})
-    if not trace.get_current_span(extracted).get_span_context().is_valid:
-        return None
-    return extracted
 
 
 def nanos(stamp: str | None) -> int | None:
@@ -122,33 +146,93 @@ def nanos(stamp: str | None) -> int | None:
     if not stamp:
         return None
     try:
-        moment = datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+        moment = datetime.datetime.fromisoformat(stamp)
     except ValueError:
         return None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=datetime.UTC)
-    return int(moment.timestamp() * 1_000_000_000)
+    return int(moment.timestamp() * 1_000_000) * 1000
+
+
+_JSON: Final = msgspec.json.Encoder(enc_hook=str)
 
 
 def text(value: Any) -> str:
     """A recorded value as span attribute text: strings as they are, the rest as JSON."""
     if isinstance(value, str):
         return value
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    return _JSON.encode(value).decode()
 
 
-def turn_steps(run: AgentRun, turn: int) -> list[Step]:
-    return [step for step in run.steps if step.turn == turn]
+class _View(msgspec.Struct, kw_only=True, rename="camel", gc=False):
+    """Base of :class:`RunView`: the fields of the run model that spans show, and no more."""
 
 
-def turn_window(steps: Sequence[Step]) -> tuple[int | None, int | None]:
-    """When the steps of a turn started and ended, as the run recorded them."""
-    starts = [n for n in (nanos(step.started_at) for step in steps) if n is not None]
-    ends = [n for n in (nanos(step.completed_at) for step in steps) if n is not None]
-    return (min(starts) if starts else None, max(ends) if ends else None)
+class UsageView(msgspec.Struct, frozen=True, gc=False):
+    input: int = 0
+    output: int = 0
 
 
-def turn_attributes(run: AgentRun, turn: int, agent: str | None) -> dict[str, Any]:
+class CallView(_View):
+    id: str | None = None
+    name: str = ""
+
+
+class ExecutionView(_View):
+    name: str = ""
+    tool_call_id: str | None = None
+    arguments: Any = msgspec.field(default_factory=dict)
+    has_error: bool = False
+    error: Any = None
+    result: Any = None
+    started_at: str | None = None
+    completed_at: str | None = None
+
+
+class ErrorView(_View):
+    error_class: str | None = msgspec.field(default=None, name="class")
+    type: str | None = None
+
+
+class ProfileView(_View):
+    model: str | None = None
+
+
+class StepView(_View):
+    turn: int = 0
+    index: int = 0
+    type: str = StepType.FINAL_RESPONSE
+    requested_tool_calls: list[CallView] = msgspec.field(default_factory=list)
+    tool_executions: list[ExecutionView] = msgspec.field(default_factory=list)
+    finish_reason: str | None = None
+    usage: UsageView = UsageView()
+    started_at: str | None = None
+    completed_at: str | None = None
+    errors: list[ErrorView] = msgspec.field(default_factory=list)
+
+
+class RunView(_View):
+    """A run as the runner draws it: decoded from the run's JSON with only the fields its
+    spans show (a fifth of the time of a whole :class:`AgentRun`)."""
+
+    reply: str = ""
+    status: str = RunStatus.PENDING
+    turns: int = 0
+    steps: list[StepView] = msgspec.field(default_factory=list)
+    llm_profile: ProfileView | None = None
+    session_id: str | None = None
+    user_messages: list[str] = msgspec.field(default_factory=list)
+
+
+decode_view: Final = msgspec.json.Decoder(RunView).decode
+Run = AgentRun | RunView
+
+
+def turn_steps(run: Run, turn: int) -> list[Step] | list[StepView]:
+    return [step for step in run.steps if step.turn == turn]  # type: ignore[return-value]
+
+
+def turn_attributes(run: Run, turn: int, agent: str | None) -> dict[str, Any]:
     """The GenAI attributes of the ``invoke_agent`` span of ``turn`` (1-based)."""
     attributes: dict[str, Any] = {
         "gen_ai.operation.name": "invoke_agent",
@@ -174,13 +258,31 @@ def turn_attributes(run: AgentRun, turn: int, agent: str | None) -> dict[str, An
     return attributes
 
 
-def record_steps(tracer: Tracer, run: AgentRun, turn: int, parent: Span, drawn: int = 0) -> None:
+def turn_records(run: Run, parent: SpanRecord, agent: str | None) -> list[SpanRecord]:
+    """Each turn of ``run`` as an ``invoke_agent`` client span under ``parent``, with its
+    steps inside, timed from the first step's start to the last one's end (the runner's
+    view of the run it received)."""
+    now = time.time_ns()
+    records = []
+    for turn in range(1, run.turns + 1):
+        name = f"invoke_agent {agent}" if agent else "invoke_agent"
+        record = child(parent, name, CLIENT, now, now, turn_attributes(run, turn, agent))
+        steps = list(step_records(run, turn, record))
+        if steps:
+            record.start = min(step.start for step in steps)
+            record.end = max(step.end for step in steps)
+        records.append(record)
+        records += steps
+    return records
+
+
+def step_records(run: Run, turn: int, parent: SpanRecord, drawn: int = 0) -> Iterator[SpanRecord]:
     """The ``chat`` and ``execute_tool`` spans of ``turn``'s steps, under ``parent``,
     but for its first ``drawn`` steps (drawn already, before the turn suspended)."""
-    context = trace.set_span_in_context(parent)
     model = run.llm_profile.model if run.llm_profile is not None else None
+    name = f"chat {model}" if model else "chat"
+    now = time.time_ns()
     for step in turn_steps(run, turn)[drawn:]:
-        start, end = nanos(step.started_at), nanos(step.completed_at)
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "chat",
             "gen_ai.usage.input_tokens": step.usage.input,
@@ -196,23 +298,20 @@ def record_steps(tracer: Tracer, run: AgentRun, turn: int, parent: Span, drawn: 
         if calls:
             attributes["evalport.tool_calls.names"] = [call.name for call in calls]
             attributes["evalport.tool_calls.ids"] = [call.id or "" for call in calls]
-        span = tracer.start_span(
-            f"chat {model}" if model else "chat",
-            context=context,
-            kind=SpanKind.CLIENT,
-            attributes=attributes,
-            start_time=start,
-        )
         if step.errors:
             first = step.errors[0]
-            span.set_attribute("error.type", first.type or first.error_class or "error")
-            span.set_status(Status(StatusCode.ERROR))
-        span.end(end_time=end)
+            attributes["error.type"] = first.type or first.error_class or "error"
+        start = nanos(step.started_at) or now
+        record = child(parent, name, CLIENT, start, nanos(step.completed_at) or start, attributes)
+        record.error = bool(step.errors)
+        yield record
         for execution in step.tool_executions:
-            _tool_span(tracer, execution, context)
+            yield _tool_record(execution, parent, now)
 
 
-def _tool_span(tracer: Tracer, execution: ToolExecution, context: otel_context.Context) -> None:
+def _tool_record(
+    execution: ToolExecution | ExecutionView, parent: SpanRecord, now: int
+) -> SpanRecord:
     attributes: dict[str, Any] = {
         "gen_ai.operation.name": "execute_tool",
         "gen_ai.tool.name": execution.name,
@@ -226,16 +325,11 @@ def _tool_span(tracer: Tracer, execution: ToolExecution, context: otel_context.C
             attributes["evalport.tool.error"] = text(execution.error)
     elif execution.result is not None:
         attributes["gen_ai.tool.call.result"] = text(execution.result)
-    span = tracer.start_span(
-        f"execute_tool {execution.name}",
-        context=context,
-        kind=SpanKind.INTERNAL,
-        attributes=attributes,
-        start_time=nanos(execution.started_at),
-    )
-    if execution.has_error:
-        span.set_status(Status(StatusCode.ERROR))
-    span.end(end_time=nanos(execution.completed_at))
+    start = nanos(execution.started_at) or now
+    end = nanos(execution.completed_at) or start
+    record = child(parent, f"execute_tool {execution.name}", INTERNAL, start, end, attributes)
+    record.error = execution.has_error
+    return record
 
 
 def _error_type(error: Any) -> str:

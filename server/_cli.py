@@ -18,8 +18,8 @@ Rules:
 - ``--allow-faults`` lets new sessions carry tool faults (``faults`` capability); off by
   default, so a deployed service injects nothing unless told to.
 - ``--otlp URL`` exports each turn as OpenTelemetry spans to that collector
-  (:mod:`evalport.server._tracing`); nothing is exported without it. Without the ``otel``
-  extra it is exit 2 naming ``evalport[otel]``.
+  (:mod:`evalport.server._tracing`, no extra needed); nothing is exported without it. A
+  URL that is not http(s) is exit 2.
 - Binds ``127.0.0.1`` by default. On SIGTERM or Ctrl-C it drains the adapter (new sessions
   and turns get 503 ``draining``), stops accepting connections and lets turns in flight
   finish (up to the turn timeout) before it exits.
@@ -135,7 +135,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--otlp",
         metavar="URL",
         help="export each turn as OpenTelemetry spans to this OTLP/HTTP collector, continuing "
-        "the caller's traceparent (needs evalport[otel]; off by default)",
+        "the caller's traceparent (off by default)",
     )
     parser.add_argument("--log-level", default="info", help="uvicorn log level (default info)")
 
@@ -221,7 +221,7 @@ def main(args: argparse.Namespace) -> int:
     if args.otlp:
         try:
             provider = serve_provider(args.otlp, args.name or "evalport-serve")
-        except ImportError as error:
+        except ValueError as error:
             return _fail(f"--otlp: {error}")
     try:
         target = load_target(args.target)

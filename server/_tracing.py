@@ -3,17 +3,22 @@
 Rules:
 
 - Off unless asked. ``tracing=True`` traces through the global ``TracerProvider`` (the
-  one the host configured; with none, the OpenTelemetry API drops every span), a
-  ``TracerProvider`` traces through that one, and ``evalport serve --otlp URL`` builds one
-  that exports over OTLP/HTTP in the background (``evalport[otel]``).
+  one the host configured; with none, the OpenTelemetry API drops every span) and a
+  ``TracerProvider`` through that one, both with the ``otel`` extra; ``evalport serve
+  --otlp URL`` sends the spans to that collector itself
+  (:class:`~evalport.protocol._otlp.OtlpExporter`, no extra needed).
 - Each turn request is a server span ``invoke_agent <agent>`` (with ``http.route``) that
   continues the trace named by the request's W3C ``traceparent`` header (a new trace
   without one), with the turn's steps and tool executions inside as the run recorded them
   (:mod:`evalport.protocol._otel`). A turn answered with a problem is a span with
-  ``error.type`` set to the HTTP status.
+  ``error.type`` set to the HTTP status. Through a ``TracerProvider`` the turn span is
+  the current span while the turn runs, so the agent's own spans nest under it.
 - A turn that suspends goes on in the approvals requests that resume it: each is a span
   of its own (``http.route`` the approvals route, continuing its own ``traceparent``)
   with only the steps that the turn's earlier spans did not draw.
+- Each step is drawn once: a request that answers a turn already drawn (a repeated
+  idempotency key) is a span with ``evalport.replayed = true`` and no step or tool span.
+  The service remembers what it drew for its last :data:`REMEMBERED` sessions.
 - Spans are drawn from the run as it leaves the service: after the adapter's trace
   policy, or :meth:`TracePolicy.safe` when the adapter has none, so a collector never
   receives a payload the policy would digest.
@@ -23,35 +28,46 @@ Rules:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
-from types import ModuleType
 from typing import Any, Final
 
 from evalport.protocol import ProtocolError, TracePolicy, decode_run
 from evalport.protocol._extras import require
+from evalport.protocol._otel import (
+    SERVER,
+    Sink,
+    SpanRecord,
+    step_records,
+    turn_attributes,
+    turn_steps,
+)
+from evalport.protocol._otlp import OtlpExporter
 
 from ._records import Outcome, RunPolicy
 
 TURNS_ROUTE: Final = "/evals/sessions/{session_id}/turns"
 APPROVALS_ROUTE: Final = "/evals/sessions/{session_id}/approvals"
+REMEMBERED: Final = 10_000
+"""Sessions whose last drawn turn and step count the service keeps (oldest forgotten)."""
 
 
-def otel() -> ModuleType:
-    """The span helpers, or a :class:`MissingExtraError` naming ``evalport[otel]``."""
-    return require("evalport.protocol._otel", "otel", "tracing")
+def _sink(tracing: Any) -> Sink:
+    if isinstance(tracing, OtlpExporter):
+        return tracing
+    api = require("evalport.protocol._otel_api", "otel", "tracing")
+    sink: Sink = api.ApiSink(tracing, "evalport.server")
+    return sink
 
 
 class TurnTracing:
     """Draws each turn an adapter runs as spans (see the module rules)."""
 
     def __init__(self, tracing: Any, agent: str, policy: RunPolicy | None) -> None:
-        self._spans = otel()
-        from opentelemetry import trace
-
-        provider = trace.get_tracer_provider() if tracing is True else tracing
-        self._tracer = provider.get_tracer("evalport.server")
+        self._sink = _sink(tracing)
         self._agent = agent
         self._safe = TracePolicy.safe() if policy is None else None
+        self._drawn: dict[str, tuple[int, int]] = {}  # session: (turn, its steps drawn)
 
     async def turn(
         self,
@@ -64,52 +80,56 @@ class TurnTracing:
     ) -> Outcome:
         """Run ``run`` in a server span on ``route``; then draw the steps of the turn it
         answers, but for the first ``drawn`` (drawn by an earlier span)."""
-        from opentelemetry.trace import SpanKind, Status, StatusCode
-
-        spans = self._spans
-        span = self._tracer.start_span(
-            f"invoke_agent {self._agent}",
-            context=spans.remote_parent(traceparent),
-            kind=SpanKind.SERVER,
-            attributes={
-                "gen_ai.operation.name": "invoke_agent",
-                "gen_ai.agent.name": self._agent,
-                "evalport.session.id": session_id,
-                "http.request.method": "POST",
-                "http.route": route,
-            },
-        )
+        sink = self._sink
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": self._agent,
+            "evalport.session.id": session_id,
+            "http.request.method": "POST",
+            "http.route": route,
+        }
+        span = sink.begin(f"invoke_agent {self._agent}", SERVER, traceparent, attributes)
+        children: list[SpanRecord] = []
         try:
-            outcome = await run()
-        except BaseException as error:
-            span.set_attribute("error.type", type(error).__name__)
-            span.set_status(Status(StatusCode.ERROR))
-            span.end()
-            raise
-        try:
+            with sink.current(span):
+                outcome = await run()
             if outcome.is_problem:
-                span.set_attribute("error.type", str(outcome.status))
-                span.set_status(Status(StatusCode.ERROR))
-            else:
-                self._draw(span, outcome.body, drawn)
+                attributes["error.type"] = str(outcome.status)
+                span.record.error = True
+            elif span.sampled:
+                children = self._draw(span.record, session_id, outcome.body, drawn)
+        except BaseException as error:
+            attributes["error.type"] = type(error).__name__
+            span.record.error = True
+            raise
         finally:
-            span.end()
+            span.record.end = time.time_ns()
+            sink.finish(span, children)
         return outcome
 
-    def _draw(self, span: Any, body: bytes, drawn: int) -> None:
+    def _draw(self, span: SpanRecord, session_id: str, body: bytes, drawn: int) -> list[SpanRecord]:
         try:
             run = decode_run(body)
         except ProtocolError:
-            return
+            return []
         if self._safe is not None:
             run = self._safe.apply(run, in_place=True)
         turn = run.turns
-        for name, value in self._spans.turn_attributes(run, turn, self._agent).items():
-            span.set_attribute(name, value)
-        self._spans.record_steps(self._tracer, run, turn, span, drawn)
+        span.attributes.update(turn_attributes(run, turn, self._agent))
+        steps = len(turn_steps(run, turn))
+        last_turn, last_steps = self._drawn.pop(session_id, (0, 0))
+        if last_turn > turn:  # an earlier turn, answered again
+            drawn = steps
+        elif last_turn == turn:  # this turn again: drawn up to last_steps already
+            drawn = max(drawn, last_steps)
+        if last_turn >= turn and drawn >= steps:
+            span.attributes["evalport.replayed"] = True
+        self._drawn[session_id] = max((last_turn, last_steps), (turn, steps))
+        if len(self._drawn) > REMEMBERED:
+            del self._drawn[next(iter(self._drawn))]
+        return list(step_records(run, turn, span, drawn))
 
 
-def serve_provider(endpoint: str, service: str) -> Any:
-    """A provider that exports to ``endpoint`` over OTLP/HTTP (``evalport serve --otlp``)."""
-    provider, _ = otel().exporting_provider(endpoint, service)
-    return provider
+def serve_provider(endpoint: str, service: str) -> OtlpExporter:
+    """The exporter sending to ``endpoint`` over OTLP/HTTP (``evalport serve --otlp``)."""
+    return OtlpExporter(endpoint, service)

@@ -13,8 +13,8 @@ Rules:
   silent is exit ``3``; a refused token or a server speaking another protocol is exit
   ``2`` (see :mod:`._targets`).
 - ``--otlp URL`` (else ``$OTEL_EXPORTER_OTLP_ENDPOINT``) exports each trial as an
-  OpenTelemetry trace (:mod:`evalport.client._tracing`); without the ``otel`` extra that
-  is exit ``2`` naming ``evalport[otel]``.
+  OpenTelemetry trace (:mod:`evalport.client._tracing`), with no extra needed; a URL that
+  is not http(s) is exit ``2``.
 - ``--list`` prints the selected case ids and exits without a target.
 - ``--attach SESSION_ID`` evaluates the cases on that existing session over HTTP, one
   trial at a time (in discovery order), and never deletes it; with ``--local`` or
@@ -52,13 +52,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+from evalport.protocol._otlp import OtlpExporter
+
 from .._cache import RunCache
 from .._cache_stores import open_cache_store
 from .._config import TRACE_POLICIES, ConfigError, Settings, load_settings
 from .._logged import LoggedConversations
 from .._runner import Runner, RunOptions
 from .._selection import parse_shard, select
-from .._tracing import otel, traced_trials
+from .._tracing import traced_trials
 from ..reports import (
     ConsoleReporter,
     HtmlReporter,
@@ -152,7 +154,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--otlp",
         metavar="URL",
         help="export each trial as an OpenTelemetry trace to this OTLP/HTTP collector "
-        "(default $OTEL_EXPORTER_OTLP_ENDPOINT; needs evalport[otel])",
+        "(default $OTEL_EXPORTER_OTLP_ENDPOINT)",
     )
     add("--strict", action="store_true", default=None, help="a scored case fails the run")
     add("--cache", action="store_true", default=None, help="replay recorded turns when unchanged")
@@ -264,7 +266,7 @@ async def _run(
     endpoint = args.otlp or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
     try:
         tracing = _tracing(endpoint) if endpoint else None
-    except ImportError as error:
+    except ValueError as error:
         return fail("run", f"--otlp: {error}", EXIT_USAGE)
     cache: RunCache | None = None
     target: PreparedTarget | None = None
@@ -333,12 +335,11 @@ def _cache(settings: Settings) -> RunCache | None:
 RUN_QUEUE = 16_384  # spans waiting for export at most in `evalport run`
 
 
-def _tracing(endpoint: str) -> Any:
-    """The tracer provider that exports each trial to ``endpoint``."""
+def _tracing(endpoint: str) -> OtlpExporter:
+    """The exporter that sends each trial to ``endpoint``."""
     # A run ends soon and may draw spans faster than they leave: a larger queue than the
-    # server's, so that a run of fast trials keeps all of them (the SDK logs any it drops).
-    provider, _ = otel().exporting_provider(endpoint, "evalport", queue=RUN_QUEUE)
-    return provider
+    # server's, so that a run of fast trials keeps all of them (any dropped are logged).
+    return OtlpExporter(endpoint, "evalport", queue=RUN_QUEUE)
 
 
 def _cache_lines(cache: RunCache, replayed: int, trials: int, read: int, verbose: bool) -> None:

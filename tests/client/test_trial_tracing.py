@@ -183,14 +183,14 @@ async def test_every_request_of_a_traced_trial_carries_its_traceparent() -> None
 
 
 def test_without_the_extra_the_error_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "opentelemetry", None)
-    monkeypatch.delitem(sys.modules, "evalport.protocol._otel", raising=False)
     provider, _ = _provider()
+    monkeypatch.setitem(sys.modules, "opentelemetry", None)
+    monkeypatch.delitem(sys.modules, "evalport.protocol._otel_api", raising=False)
     with pytest.raises(MissingExtraError, match=r"pip install 'evalport\[otel\]'"):
         traced_trials(provider)
 
 
-def test_run_traces_when_the_standard_variable_is_set_and_says_which_extra_it_needs(
+def test_run_refuses_an_otlp_url_that_is_not_http(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from evalport.protocol._cli import main
@@ -199,14 +199,12 @@ def test_run_traces_when_the_standard_variable_is_set_and_says_which_extra_it_ne
         "from evalport.client import eval_case\n\n\n@eval_case()\nasync def hello(ctx):\n"
         "    await ctx.send('hi')\n"
     )
-    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
-    monkeypatch.setitem(sys.modules, "opentelemetry", None)
-    monkeypatch.delitem(sys.modules, "evalport.protocol._otel", raising=False)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4318")
     code = main(
         ["run", str(tmp_path), "--local", "tests.nowhere:agent", "--out", str(tmp_path / "o")]
     )
     assert code == 2
-    assert "pip install 'evalport[otel]'" in capsys.readouterr().err
+    assert "--otlp: 'collector:4318' is not an http:// or https:// URL" in capsys.readouterr().err
 
 
 AGENT_SPANS = ("invoke_agent", "chat ", "execute_tool")
@@ -271,3 +269,17 @@ async def test_a_logged_conversation_trial_draws_no_agent_spans(tmp_path: Path) 
     trial = _trial_span(spans)
     assert dict(trial.attributes or {})["evalport.trial.logged"] is True
     assert [event.name for event in trial.events] == ["evalport.assertion"]
+
+
+async def test_a_trial_that_raises_is_an_error_span_without_the_exception_text() -> None:
+    async def raising(case: Any, target: Any, *, trial: int = 0, **options: Any) -> Any:
+        raise RuntimeError(f"target refused {SECRET}")
+
+    provider, exporter = _provider()
+    traced = traced_trials(provider, trial_function=raising)
+    with pytest.raises(RuntimeError):
+        await traced(cases_from(charges)[0], object(), trial=1)
+    (trial,) = exporter.get_finished_spans()
+    assert dict(trial.attributes or {})["error.type"] == "RuntimeError"
+    assert trial.status.status_code.name == "ERROR"
+    assert SECRET not in _dump(exporter.get_finished_spans())

@@ -164,7 +164,7 @@ async def test_tracing_is_off_unless_asked() -> None:
 
 def test_without_the_extra_the_error_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "opentelemetry", None)
-    monkeypatch.delitem(sys.modules, "evalport.protocol._otel", raising=False)
+    monkeypatch.delitem(sys.modules, "evalport.protocol._otel_api", raising=False)
     with pytest.raises(MissingExtraError, match=r"evalport\[otel\]"):
         EvalAdapter(agent, token=None, tracing=True)
 
@@ -221,13 +221,33 @@ def test_a_collector_that_is_down_costs_a_turn_nothing(tmp_path: Path) -> None:
     assert "span(s); " in stderr and "dropped so far" in stderr, stderr[-2000:]
 
 
-def test_serve_otlp_without_the_extra_is_a_usage_error(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_serve_otlp_refuses_a_url_that_is_not_http(capsys: pytest.CaptureFixture[str]) -> None:
     from evalport.protocol._cli import main
 
-    monkeypatch.setitem(sys.modules, "opentelemetry", None)
-    monkeypatch.delitem(sys.modules, "evalport.protocol._otel", raising=False)
-    args = ["serve", "nowhere:agent", "--insecure-no-auth", "--otlp", "http://127.0.0.1:9"]
+    args = ["serve", "nowhere:agent", "--insecure-no-auth", "--otlp", "127.0.0.1:4318"]
     assert main(args) == 2
-    assert "evalport[otel]" in capsys.readouterr().err
+    assert "--otlp: '127.0.0.1:4318' is not an http:// or https:// URL" in capsys.readouterr().err
+
+
+async def test_a_repeated_idempotency_key_draws_the_turns_steps_once() -> None:
+    client, exporter, _ = _traced()
+    async with client:
+        session = (await client.post("/evals/sessions", json={})).json()["sessionId"]
+        path = f"/evals/sessions/{session}/turns"
+        headers = {"traceparent": PARENT, "Idempotency-Key": "k-1"}
+        first = await client.post(path, json={"message": "open up"}, headers=headers)
+        again = await client.post(path, json={"message": "open up"}, headers=headers)
+        assert first.status_code == again.status_code == 200
+        assert again.json() == first.json()
+        second = await client.post(path, json={"message": "again"}, headers={"traceparent": PARENT})
+        assert second.status_code == 200
+    spans = exporter.get_finished_spans()
+    turns = [span for span in spans if span.name.startswith("invoke_agent")]
+    assert len(turns) == 3  # one per request
+    replayed = [dict(span.attributes or {}).get("evalport.replayed") for span in turns]
+    assert replayed == [None, True, None]
+    under = [
+        sum(1 for s in spans if s.parent is not None and s.parent.span_id == turn.context.span_id)
+        for turn in turns
+    ]
+    assert under == [3, 0, 3]  # two chat spans and a tool span, drawn once per turn

@@ -132,7 +132,7 @@ class MarkingStore:
 
 
 def _exporting_threads() -> set[threading.Thread]:
-    return {thread for thread in threading.enumerate() if thread.name.startswith("Otel")}
+    return {thread for thread in threading.enumerate() if thread.name == "evalport-otlp"}
 
 
 def test_what_a_run_opened_is_closed_when_its_configuration_fails(project, capsys):
@@ -140,7 +140,7 @@ def test_what_a_run_opened_is_closed_when_its_configuration_fails(project, capsy
     cache = ["--cache", "--cache-store", "no_such_module:Store"]
     assert main(["run", *cache, "--otlp", "http://127.0.0.1:9/v1/traces"]) == 2
     assert "--cache-store" in capsys.readouterr().err
-    assert _exporting_threads() == before  # the tracer provider was shut down
+    assert _exporting_threads() == before  # the span exporter was shut down
     (project / "marking_store.py").write_text(MARKING_STORE)
     cache = ["--cache", "--cache-store", "marking_store:MarkingStore"]
     assert main(["run", *cache, "--local", "no_such_module:agent"]) == 2
