@@ -66,6 +66,7 @@ from msgspec import UNSET
 from ._channel import Channel
 from ._retry import RetryPolicy
 from ._target import TargetIdentity, Turn
+from ._transport import Reply
 from ._turns import DecisionLike, SessionBase, decisions_of
 
 logger = logging.getLogger("evalport.client")
@@ -311,7 +312,7 @@ class HttpSession(SessionBase["HttpTarget"]):
         """The ``since`` to ask with: ``None`` unless the server answers deltas."""
         return settled_turns(self._run) if self._target.delta_responses else None
 
-    async def _received(self, response: httpx.Response, since: int | None) -> AgentRun:
+    async def _received(self, response: Reply, since: int | None) -> AgentRun:
         """The run a turn or refresh answered, decoded and redacted: a whole run, or a
         delta reassembled over this session's run (a delta that does not fit it is
         logged, and the whole run read instead)."""

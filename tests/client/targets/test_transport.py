@@ -1,5 +1,6 @@
-"""HttpTarget's default transport (aiohttp under httpx) on real sockets: timeouts, the
-error classes the retry rules read, the pool bound, and mocks that still see every call."""
+"""HttpTarget's wires (aiohttp by default, httpx when given a transport, a proxy or a
+mock) on real sockets: timeouts, the error classes the retry rules read, the pool bound,
+and mocks that still see every call."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import httpx
 import pytest
 import respx
 from evalport.client import HttpTarget, RetryPolicy, TargetUnavailable
-from evalport.client._transport import AiohttpTransport, mocked
+from evalport.client._transport import AiohttpWire, HttpxWire, mocked
 from evalport.server import EvalAdapter
 from support.servers import running_server
 
@@ -75,12 +76,21 @@ def target(url: str, **options: object) -> HttpTarget:
     return HttpTarget(url, health_check=False, retry=RETRY, **options)  # type: ignore[arg-type]
 
 
-async def test_the_default_transport_is_aiohttp_under_httpx() -> None:
-    limits = httpx.Limits(max_connections=3)
-    transport = AiohttpTransport(limits)
-    assert isinstance(transport, httpx.AsyncBaseTransport)
+async def test_the_default_wire_is_aiohttp_and_httpx_takes_transports_and_proxies(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    default = HttpTarget("http://agent.test/")
+    assert isinstance(default._channel._wire(), AiohttpWire)
     assert not mocked()
-    await transport.aclose()
+    given = HttpTarget("http://agent.test/", transport=httpx.MockTransport(lambda r: None))
+    assert isinstance(given._channel._wire(), HttpxWire)
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy.test:3128")
+    proxied = HttpTarget("http://agent.test/")
+    assert isinstance(proxied._channel._wire(), HttpxWire)
+    monkeypatch.setenv("NO_PROXY", "agent.test")
+    assert isinstance(HttpTarget("http://agent.test/")._channel._wire(), AiohttpWire)
+    for http in (default, given, proxied):
+        await http.aclose()
 
 
 async def test_a_silent_server_is_a_read_timeout_that_a_create_never_repeats() -> None:
