@@ -207,3 +207,32 @@ async def test_respx_still_sees_every_request_and_nothing_reaches_the_server() -
             assert (await session.send("hi")).reply == "from the real server"
             await session.close()
     assert reached == ["hi"]
+
+
+async def test_the_aiohttp_wire_sends_back_cookies_and_the_base_headers_only_home() -> None:
+    # httpx's client kept a server's cookies (a sticky load balancer's, say): so does aiohttp's
+    seen: list[dict[str, str]] = []
+
+    async def app(scope: dict, receive: object, send: object) -> None:  # type: ignore[type-arg]
+        assert scope["type"] == "http"
+        headers = {key.decode(): value.decode() for key, value in scope["headers"]}
+        seen.append(headers)
+        body = b'{"sessionId": "s1"}' if scope["method"] == "POST" else b"{}"
+        await send(  # type: ignore[operator]
+            {
+                "type": "http.response.start",
+                "status": 201 if scope["method"] == "POST" else 200,
+                "headers": [(b"content-type", b"application/json"), (b"set-cookie", b"lb=a1")],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})  # type: ignore[operator]
+
+    with running_server(app) as url:
+        async with HttpTarget(url, token=TOKEN, headers={"X-Team": "evals"}, retry=RETRY) as http:
+            assert isinstance(http._channel._wire(), AiohttpWire)
+            await http.check()
+            await http.open()
+    assert "cookie" not in seen[0] and seen[1]["cookie"] == "lb=a1"
+    assert all(headers["authorization"] == f"Bearer {TOKEN}" for headers in seen)
+    assert all(headers["x-team"] == "evals" for headers in seen)
+    assert seen[1]["content-type"] == "application/json"
