@@ -21,9 +21,10 @@ Rules:
   read instead (``GET`` without ``since``). ``decide`` reads whole runs.
 - Retries follow :mod:`evalport.client._retry`: a turn carries an ``Idempotency-Key`` and
   is retried only if the server lists the ``idempotency`` capability.
-- One pooled ``httpx.AsyncClient`` with keep-alive per target; close it with
-  ``aclose()`` or ``async with``. Timeouts: 5 s to connect, 300 s to read (an agent turn
-  may run many steps); pass ``timeout=`` (seconds or an ``httpx.Timeout``) to change them.
+- One connection pool with keep-alive per target (aiohttp's, or an ``httpx.AsyncClient``:
+  the channel's rules); close it with ``aclose()`` or ``async with``. Timeouts: 5 s to
+  connect, 300 s to read (an agent turn may run many steps); pass ``timeout=`` (seconds
+  or an ``httpx.Timeout``) to change them.
 """
 
 from __future__ import annotations
