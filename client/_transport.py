@@ -91,10 +91,10 @@ def _own(cls: type, name: str) -> bool:
 
 def proxied(url: httpx.URL) -> bool:
     """Whether the environment names a proxy for ``url`` (``HTTP_PROXY``, ``NO_PROXY``...)."""
-    proxies = urllib.request.getproxies()
+    proxies = urllib.request.getproxies_environment()  # the environment only, as httpx reads it
     if not (proxies.get(url.scheme) or proxies.get("all")):
         return False
-    return not urllib.request.proxy_bypass(url.host)
+    return not urllib.request.proxy_bypass_environment(url.host, proxies)
 
 
 class HttpxWire:

@@ -72,8 +72,20 @@ class Loopback:
             self.listener.close()
 
 
-def target(url: str, **options: object) -> HttpTarget:
-    return HttpTarget(url, health_check=False, retry=RETRY, **options)  # type: ignore[arg-type]
+@pytest.fixture(params=["aiohttp", "httpx"])
+def wire(request: pytest.FixtureRequest) -> str:
+    """Both wires under the channel must fail alike: the retry rules read the error types."""
+    return str(request.param)
+
+
+def target(url: str, wire: str = "aiohttp", **options: object) -> HttpTarget:
+    if wire == "httpx":  # a transport of the caller's: the httpx wire
+        limits = options.get("limits", httpx.Limits(max_connections=100))
+        options["transport"] = httpx.AsyncHTTPTransport(limits=limits)  # type: ignore[arg-type]
+    http = HttpTarget(url, health_check=False, retry=RETRY, **options)  # type: ignore[arg-type]
+    expected = HttpxWire if wire == "httpx" else AiohttpWire
+    assert isinstance(http._channel._wire(), expected)
+    return http
 
 
 async def test_the_default_wire_is_aiohttp_and_httpx_takes_transports_and_proxies(
@@ -93,10 +105,10 @@ async def test_the_default_wire_is_aiohttp_and_httpx_takes_transports_and_proxie
         await http.aclose()
 
 
-async def test_a_silent_server_is_a_read_timeout_that_a_create_never_repeats() -> None:
+async def test_a_silent_server_is_a_read_timeout_that_a_create_never_repeats(wire: str) -> None:
     server = Loopback("silent")
     with server.running() as url:
-        async with target(url, timeout=httpx.Timeout(5.0, read=0.3)) as http:
+        async with target(url, wire, timeout=httpx.Timeout(5.0, read=0.3)) as http:
             with pytest.raises(TargetUnavailable, match=r"after 1 attempt\(s\): ReadTimeout"):
                 await http.open()
             await asyncio.sleep(0.1)
@@ -106,27 +118,31 @@ async def test_a_silent_server_is_a_read_timeout_that_a_create_never_repeats() -
     assert server.requests == 4
 
 
-async def test_a_server_that_hangs_up_is_a_protocol_error_and_a_create_is_not_repeated() -> None:
+async def test_a_server_that_hangs_up_is_a_protocol_error_and_a_create_is_not_repeated(
+    wire: str,
+) -> None:
     # Sent, maybe processed: creating again could leave a second session behind.
     server = Loopback("hangup")
     with server.running() as url:
-        async with target(url) as http:
+        async with target(url, wire) as http:
             with pytest.raises(TargetUnavailable, match="RemoteProtocolError"):
                 await http.open()
             await asyncio.sleep(0.1)
     assert server.requests == 1
 
 
-async def test_a_refused_connection_is_a_connect_error_that_every_mode_retries() -> None:
+async def test_a_refused_connection_is_a_connect_error_that_every_mode_retries(wire: str) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{probe.getsockname()[1]}"  # bound, not listening: refused
-        async with target(url) as http:
+        async with target(url, wire) as http:
             with pytest.raises(TargetUnavailable, match=r"after 3 attempt\(s\): ConnectError"):
                 await http.open()
 
 
-async def test_a_connection_never_accepted_is_a_connect_timeout_that_a_create_retries() -> None:
+async def test_a_connection_never_accepted_is_a_connect_timeout_that_a_create_retries(
+    wire: str,
+) -> None:
     # A full accept queue makes the kernel drop the SYN: the connect hangs.
     server = Loopback("silent", backlog=0, accept=False)
     fillers = []
@@ -138,7 +154,7 @@ async def test_a_connection_never_accepted_is_a_connect_timeout_that_a_create_re
                 filler.connect(server.listener.getsockname())
             fillers.append(filler)
         try:
-            async with target(url, timeout=httpx.Timeout(5.0, connect=0.2)) as http:
+            async with target(url, wire, timeout=httpx.Timeout(5.0, connect=0.2)) as http:
                 with pytest.raises(
                     TargetUnavailable, match=r"after 3 attempt\(s\): ConnectTimeout"
                 ):
@@ -148,11 +164,12 @@ async def test_a_connection_never_accepted_is_a_connect_timeout_that_a_create_re
                 filler.close()
 
 
-async def test_the_pool_bound_waits_then_raises_pool_timeout() -> None:
+async def test_the_pool_bound_waits_then_raises_pool_timeout(wire: str) -> None:
     server = Loopback("silent")
     with server.running() as url:
         http = target(
             url,
+            wire,
             timeout=httpx.Timeout(5.0, read=3.0, pool=0.2),
             limits=httpx.Limits(max_connections=1),
         )
