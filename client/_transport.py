@@ -94,7 +94,7 @@ def proxied(url: httpx.URL) -> bool:
     proxies = urllib.request.getproxies_environment()  # the environment only, as httpx reads it
     if not (proxies.get(url.scheme) or proxies.get("all")):
         return False
-    return not urllib.request.proxy_bypass_environment(url.host, proxies)
+    return not urllib.request.proxy_bypass(url.host)  # with proxies in the environment: NO_PROXY
 
 
 class HttpxWire:
