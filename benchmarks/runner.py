@@ -13,9 +13,9 @@ Workloads (all in one process, one after the other):
    the instant agent; a case is create a session, one turn, delete (three requests).
    At concurrency 8 and 50, ``--http-cases`` cases (1,000) through: aiohttp alone,
    httpx alone (its default transport), httpx with the ``httpx-aiohttp`` transport (if
-   installed), httpx with evalport's transport, evalport's transport without
-   ``httpx.AsyncClient`` (what the client object costs), and evalport's runner with
-   ``HttpTarget``, over its default transport and over httpx's own (as before). The raw
+   installed), evalport's aiohttp wire alone (``client/_transport.py``, no runner), and
+   evalport's runner with ``HttpTarget``, over its default wire (aiohttp) and over
+   httpx's own transport (what a caller passing ``transport=`` gets, as before). The raw
    clients send the same calls, headers and bodies and decode only the session id.
    Printed per side: cases/s (median of ``--rounds`` interleaved rounds), the ratio to
    aiohttp, this process's CPU per case and the server's CPU per case (``/proc``,
@@ -61,7 +61,7 @@ from typing import Any
 import httpx
 import msgspec
 from evalport.client import Case, HttpTarget, LocalTarget, Runner, RunOptions
-from evalport.client._transport import AiohttpTransport as Transport
+from evalport.client._transport import AiohttpWire
 
 LATENCY = 0.05
 AGENT_FILE = Path(__file__).resolve()
@@ -162,8 +162,7 @@ HTTP_SIDES = (
     "aiohttp",
     "httpx",
     "httpx + httpx-aiohttp",
-    "httpx + evalport transport",
-    "evalport transport, no AsyncClient",
+    "evalport wire, no runner",
     "evalport runner",
     "evalport runner, httpx transport",
 )
@@ -203,32 +202,22 @@ async def raw_cases(side: str, base: str, token: str, count: int, concurrency: i
         from httpx_aiohttp import AiohttpTransport as Candidate
 
         transport = Candidate()
-    elif side == "httpx + evalport transport":
-        transport = Transport(httpx.Limits(max_connections=100, max_keepalive_connections=20))
-    if side == "evalport transport, no AsyncClient":
-        # httpx requests and responses, without httpx.AsyncClient: what the client costs
-        alone = Transport(httpx.Limits(max_connections=100, max_keepalive_connections=20))
-        timeout = httpx.Timeout(5.0).as_dict()
+    if side == "evalport wire, no runner":  # the channel's seam alone: what the runner adds
+        limits = httpx.Limits(max_connections=100, max_keepalive_connections=20)
+        wire = AiohttpWire(limits, httpx.Timeout(5.0), headers)
+        json = {"Content-Type": "application/json"}
 
-        async def send(method: str, url: str, body: bytes | None, sent: Any) -> httpx.Response:
-            request = httpx.Request(
-                method, url, content=body, headers=sent, extensions={"timeout": timeout}
-            )
-            response = await alone.handle_async_request(request)
-            await response.aread()
-            return response
-
-        async def bare_case(index: int) -> None:
-            created = await send("POST", f"{base}/evals/sessions", b'{"caseId":"c"}', post)
+        async def wire_case(index: int) -> None:
+            created = await wire.send("POST", f"{base}/evals/sessions", json, b'{"caseId":"c"}')
             session = msgspec.json.decode(created.content)["sessionId"]
             turn = f'{{"message":"question {index}"}}'.encode()
-            key = {**post, "Idempotency-Key": uuid.uuid4().hex}
-            answer = await send("POST", f"{base}/evals/sessions/{session}/turns", turn, key)
+            key = {**json, "Idempotency-Key": uuid.uuid4().hex}
+            answer = await wire.send("POST", f"{base}/evals/sessions/{session}/turns", key, turn)
             assert answer.status_code == 200, answer.status_code
-            await send("DELETE", f"{base}/evals/sessions/{session}", None, headers)
+            await wire.send("DELETE", f"{base}/evals/sessions/{session}", {}, None)
 
-        await _bounded(bare_case, count, concurrency)
-        await alone.aclose()
+        await _bounded(wire_case, count, concurrency)
+        await wire.aclose()
         return
     async with httpx.AsyncClient(base_url=base, transport=transport) as client:
 

@@ -2,11 +2,14 @@
 
 Rules:
 
-- One pooled ``httpx.AsyncClient`` (keep-alive) per channel, with redirects off, over
-  :class:`AiohttpTransport` unless the caller passes a transport (its rules there).
-- Credentials (the token, and headers whose names look like credentials) are attached
-  by an auth flow that checks the request's origin, so they can only reach the base URL's
-  origin; every text a channel puts in an error passes through :class:`Secrets`.
+- Each call goes over one of two wires (``_transport.py``, its rules there): an aiohttp
+  pool by default, or one ``httpx.AsyncClient`` (keep-alive, redirects off) when the
+  caller passes a transport, a proxy is set in the environment, or httpx is mocked.
+  Everything below is written once, above the wire.
+- Credentials (the token, and headers whose names look like credentials) can only reach
+  the base URL's origin: the channel sends only there and follows no redirect, and its
+  ``httpx.AsyncClient`` attaches them by an auth flow that checks the request's origin;
+  every text a channel puts in an error passes through :class:`Secrets`.
 - :meth:`Channel.request` applies the retry rules of :mod:`evalport.client._retry` for
   the call's mode and turns every non-2xx answer into a typed error.
 - :meth:`Channel.run` decodes a run leniently and applies the trace policy in place; a
@@ -36,7 +39,7 @@ from evalport.protocol import (
 from ._errors import Secrets, body_excerpt, error_for
 from ._retry import RetryPolicy, parse_retry_after
 from ._trace_context import trace_headers
-from ._transport import AiohttpTransport
+from ._transport import AiohttpWire, HttpxWire, Reply, Wire, mocked, proxied
 
 logger = logging.getLogger("evalport.client")
 
@@ -116,19 +119,44 @@ class Channel:
         self.base_url = str(clean).rstrip("/") + "/"
         self.policy = policy
         self.retry = retry
-        limits = limits or httpx.Limits(max_connections=100, max_keepalive_connections=20)
-        self.client = httpx.AsyncClient(
-            base_url=self.base_url,
-            headers=plain,
-            auth=_OriginBoundHeaders(_origin(clean), credentials),
-            timeout=_timeout_of(timeout),
-            transport=transport if transport is not None else AiohttpTransport(limits),
-            limits=limits,
-            follow_redirects=False,
-        )
+        self._limits = limits or httpx.Limits(max_connections=100, max_keepalive_connections=20)
+        self._timeout = _timeout_of(timeout)
+        self._plain = plain
+        self._auth = _OriginBoundHeaders(_origin(clean), credentials)
+        self._transport = transport
+        self._httpx: HttpxWire | None = None
+        self._aiohttp: AiohttpWire | None = None
+        if transport is None and not proxied(clean):
+            self._aiohttp = AiohttpWire(self._limits, self._timeout, {**plain, **credentials})
+
+    @property
+    def client(self) -> httpx.AsyncClient:
+        """The ``httpx.AsyncClient`` of the httpx wire."""
+        return self._httpx_wire().client
+
+    def _httpx_wire(self) -> HttpxWire:
+        if self._httpx is None:  # made at first use: most channels never need it
+            client = httpx.AsyncClient(
+                base_url=self.base_url,
+                headers=self._plain,
+                auth=self._auth,
+                timeout=self._timeout,
+                transport=self._transport,
+                limits=self._limits,
+                follow_redirects=False,
+            )
+            self._httpx = HttpxWire(client)
+        return self._httpx
+
+    def _wire(self) -> Wire:
+        if self._aiohttp is None or mocked():
+            return self._httpx_wire()
+        return self._aiohttp
 
     async def aclose(self) -> None:
-        await self.client.aclose()
+        for wire in (self._aiohttp, self._httpx):
+            if wire is not None:
+                await wire.aclose()
 
     def scrub(self, text: str) -> str:
         return self.secrets.scrub(text)
@@ -142,20 +170,17 @@ class Channel:
         mode: Mode,
         headers: Mapping[str, str] | None = None,
         session_id: str | None = None,
-    ) -> httpx.Response:
+    ) -> Reply:
         """Send one call with the retries its ``mode`` allows; raises for non-2xx."""
         request_headers = {**trace_headers(), **(headers or {})}  # traceparent: _trace_context.py
         if body is not None:
             request_headers["Content-Type"] = "application/json"
-        # one URL parse, not httpx's base-URL merge (two): -16% CPU per case (runner.py --overhead)
-        url = httpx.URL(self.base_url + path)
+        url = self.base_url + path
         attempts = 0  # requests actually sent (or tried), the first included
         while True:
             attempts += 1
             try:
-                response = await self.client.request(
-                    method, url, content=body, headers=request_headers
-                )
+                response = await self._wire().send(method, url, request_headers, body)
             except httpx.TransportError as error:
                 delay = self.retry.delay(attempts) if _retriable(error, mode) else None
                 if delay is None:
@@ -191,7 +216,7 @@ class Channel:
         self,
         method: str,
         path: str,
-        response: httpx.Response,
+        response: Reply,
         session_id: str | None,
         attempts: int,
     ) -> TargetError:
@@ -220,28 +245,27 @@ class Channel:
             scrub=self.scrub,
         )
 
-    def protocol_error(self, error: ProtocolError, response: httpx.Response) -> ProtocolError:
+    def protocol_error(self, error: ProtocolError, response: Reply) -> ProtocolError:
         text = str(error)
         if error.excerpt:
             text = text.removesuffix(f"; body starts: {error.excerpt}")
         excerpt = body_excerpt(
             response.content, self.secrets, verbatim=self.policy.verbatim_payloads
         )
-        request = response.request
         return ProtocolError(
-            self.scrub(f"{request.method} {request.url.path}: {text}"),
+            self.scrub(f"{response.method} {httpx.URL(response.url).path}: {text}"),
             path=error.path,
             excerpt=excerpt,
             status=response.status_code,
         )
 
-    def decode(self, response: httpx.Response, kind: type[Any], what: str) -> Any:
+    def decode(self, response: Reply, kind: type[Any], what: str) -> Any:
         try:
             return decode_response(response.content, kind, what=what)
         except ProtocolError as error:
             raise self.protocol_error(error, response) from None
 
-    def health(self, response: httpx.Response) -> Health:
+    def health(self, response: Reply) -> Health:
         data = response.content
         if not data.strip():
             return Health()
@@ -257,7 +281,7 @@ class Channel:
         health: Health = self.decode(response, Health, "health")
         return health
 
-    def run(self, response: httpx.Response) -> AgentRun:
+    def run(self, response: Reply) -> AgentRun:
         try:
             run = decode_run(response.content)
         except ProtocolError as error:

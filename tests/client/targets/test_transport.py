@@ -1,5 +1,6 @@
-"""HttpTarget's default transport (aiohttp under httpx) on real sockets: timeouts, the
-error classes the retry rules read, the pool bound, and mocks that still see every call."""
+"""HttpTarget's wires (aiohttp by default, httpx when given a transport, a proxy or a
+mock) on real sockets: timeouts, the error classes the retry rules read, the pool bound,
+and mocks that still see every call."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import httpx
 import pytest
 import respx
 from evalport.client import HttpTarget, RetryPolicy, TargetUnavailable
-from evalport.client._transport import AiohttpTransport, mocked
+from evalport.client._transport import AiohttpWire, HttpxWire, mocked
 from evalport.server import EvalAdapter
 from support.servers import running_server
 
@@ -71,22 +72,43 @@ class Loopback:
             self.listener.close()
 
 
-def target(url: str, **options: object) -> HttpTarget:
-    return HttpTarget(url, health_check=False, retry=RETRY, **options)  # type: ignore[arg-type]
+@pytest.fixture(params=["aiohttp", "httpx"])
+def wire(request: pytest.FixtureRequest) -> str:
+    """Both wires under the channel must fail alike: the retry rules read the error types."""
+    return str(request.param)
 
 
-async def test_the_default_transport_is_aiohttp_under_httpx() -> None:
-    limits = httpx.Limits(max_connections=3)
-    transport = AiohttpTransport(limits)
-    assert isinstance(transport, httpx.AsyncBaseTransport)
+def target(url: str, wire: str = "aiohttp", **options: object) -> HttpTarget:
+    if wire == "httpx":  # a transport of the caller's: the httpx wire
+        limits = options.get("limits", httpx.Limits(max_connections=100))
+        options["transport"] = httpx.AsyncHTTPTransport(limits=limits)  # type: ignore[arg-type]
+    http = HttpTarget(url, health_check=False, retry=RETRY, **options)  # type: ignore[arg-type]
+    expected = HttpxWire if wire == "httpx" else AiohttpWire
+    assert isinstance(http._channel._wire(), expected)
+    return http
+
+
+async def test_the_default_wire_is_aiohttp_and_httpx_takes_transports_and_proxies(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    default = HttpTarget("http://agent.test/")
+    assert isinstance(default._channel._wire(), AiohttpWire)
     assert not mocked()
-    await transport.aclose()
+    given = HttpTarget("http://agent.test/", transport=httpx.MockTransport(lambda r: None))
+    assert isinstance(given._channel._wire(), HttpxWire)
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy.test:3128")
+    proxied = HttpTarget("http://agent.test/")
+    assert isinstance(proxied._channel._wire(), HttpxWire)
+    monkeypatch.setenv("NO_PROXY", "agent.test")
+    assert isinstance(HttpTarget("http://agent.test/")._channel._wire(), AiohttpWire)
+    for http in (default, given, proxied):
+        await http.aclose()
 
 
-async def test_a_silent_server_is_a_read_timeout_that_a_create_never_repeats() -> None:
+async def test_a_silent_server_is_a_read_timeout_that_a_create_never_repeats(wire: str) -> None:
     server = Loopback("silent")
     with server.running() as url:
-        async with target(url, timeout=httpx.Timeout(5.0, read=0.3)) as http:
+        async with target(url, wire, timeout=httpx.Timeout(5.0, read=0.3)) as http:
             with pytest.raises(TargetUnavailable, match=r"after 1 attempt\(s\): ReadTimeout"):
                 await http.open()
             await asyncio.sleep(0.1)
@@ -96,27 +118,31 @@ async def test_a_silent_server_is_a_read_timeout_that_a_create_never_repeats() -
     assert server.requests == 4
 
 
-async def test_a_server_that_hangs_up_is_a_protocol_error_and_a_create_is_not_repeated() -> None:
+async def test_a_server_that_hangs_up_is_a_protocol_error_and_a_create_is_not_repeated(
+    wire: str,
+) -> None:
     # Sent, maybe processed: creating again could leave a second session behind.
     server = Loopback("hangup")
     with server.running() as url:
-        async with target(url) as http:
+        async with target(url, wire) as http:
             with pytest.raises(TargetUnavailable, match="RemoteProtocolError"):
                 await http.open()
             await asyncio.sleep(0.1)
     assert server.requests == 1
 
 
-async def test_a_refused_connection_is_a_connect_error_that_every_mode_retries() -> None:
+async def test_a_refused_connection_is_a_connect_error_that_every_mode_retries(wire: str) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{probe.getsockname()[1]}"  # bound, not listening: refused
-        async with target(url) as http:
+        async with target(url, wire) as http:
             with pytest.raises(TargetUnavailable, match=r"after 3 attempt\(s\): ConnectError"):
                 await http.open()
 
 
-async def test_a_connection_never_accepted_is_a_connect_timeout_that_a_create_retries() -> None:
+async def test_a_connection_never_accepted_is_a_connect_timeout_that_a_create_retries(
+    wire: str,
+) -> None:
     # A full accept queue makes the kernel drop the SYN: the connect hangs.
     server = Loopback("silent", backlog=0, accept=False)
     fillers = []
@@ -128,7 +154,7 @@ async def test_a_connection_never_accepted_is_a_connect_timeout_that_a_create_re
                 filler.connect(server.listener.getsockname())
             fillers.append(filler)
         try:
-            async with target(url, timeout=httpx.Timeout(5.0, connect=0.2)) as http:
+            async with target(url, wire, timeout=httpx.Timeout(5.0, connect=0.2)) as http:
                 with pytest.raises(
                     TargetUnavailable, match=r"after 3 attempt\(s\): ConnectTimeout"
                 ):
@@ -138,11 +164,12 @@ async def test_a_connection_never_accepted_is_a_connect_timeout_that_a_create_re
                 filler.close()
 
 
-async def test_the_pool_bound_waits_then_raises_pool_timeout() -> None:
+async def test_the_pool_bound_waits_then_raises_pool_timeout(wire: str) -> None:
     server = Loopback("silent")
     with server.running() as url:
         http = target(
             url,
+            wire,
             timeout=httpx.Timeout(5.0, read=3.0, pool=0.2),
             limits=httpx.Limits(max_connections=1),
         )
@@ -197,3 +224,32 @@ async def test_respx_still_sees_every_request_and_nothing_reaches_the_server() -
             assert (await session.send("hi")).reply == "from the real server"
             await session.close()
     assert reached == ["hi"]
+
+
+async def test_the_aiohttp_wire_sends_back_cookies_and_the_base_headers_only_home() -> None:
+    # httpx's client kept a server's cookies (a sticky load balancer's, say): so does aiohttp's
+    seen: list[dict[str, str]] = []
+
+    async def app(scope: dict, receive: object, send: object) -> None:  # type: ignore[type-arg]
+        assert scope["type"] == "http"
+        headers = {key.decode(): value.decode() for key, value in scope["headers"]}
+        seen.append(headers)
+        body = b'{"sessionId": "s1"}' if scope["method"] == "POST" else b"{}"
+        await send(  # type: ignore[operator]
+            {
+                "type": "http.response.start",
+                "status": 201 if scope["method"] == "POST" else 200,
+                "headers": [(b"content-type", b"application/json"), (b"set-cookie", b"lb=a1")],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})  # type: ignore[operator]
+
+    with running_server(app) as url:
+        async with HttpTarget(url, token=TOKEN, headers={"X-Team": "evals"}, retry=RETRY) as http:
+            assert isinstance(http._channel._wire(), AiohttpWire)
+            await http.check()
+            await http.open()
+    assert "cookie" not in seen[0] and seen[1]["cookie"] == "lb=a1"
+    assert all(headers["authorization"] == f"Bearer {TOKEN}" for headers in seen)
+    assert all(headers["x-team"] == "evals" for headers in seen)
+    assert seen[1]["content-type"] == "application/json"
