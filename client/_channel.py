@@ -10,6 +10,8 @@ Rules:
   the base URL's origin: the channel sends only there and follows no redirect, and its
   ``httpx.AsyncClient`` attaches them by an auth flow that checks the request's origin;
   every text a channel puts in an error passes through :class:`Secrets`.
+- Every request says ``User-Agent: evalport/<version>`` on either wire (a ``User-Agent``
+  in the caller's headers replaces it), so an agent service can tell evals apart.
 - :meth:`Channel.request` applies the retry rules of :mod:`evalport.client._retry` for
   the call's mode and turns every non-2xx answer into a typed error.
 - :meth:`Channel.run` decodes a run leniently and applies the trace policy in place; a
@@ -32,6 +34,7 @@ from evalport.protocol import (
     TargetError,
     TargetUnavailable,
     TracePolicy,
+    __version__,
     decode_response,
     decode_run,
 )
@@ -99,7 +102,7 @@ class Channel:
                 f"got {clean}"
             )
         credentials: dict[str, str] = {}
-        plain: dict[str, str] = {"Accept": "application/json"}
+        plain: dict[str, str] = {"Accept": "application/json", "User-Agent": f"evalport/{__version__}"}
         for name, value in (headers or {}).items():
             sensitive = any(part in name.lower() for part in _SENSITIVE_HEADER_PARTS)
             (credentials if sensitive else plain)[name] = value

@@ -15,6 +15,7 @@ import pytest
 import respx
 from evalport.client import HttpTarget, RetryPolicy, TargetUnavailable
 from evalport.client._transport import AiohttpWire, HttpxWire, mocked
+from evalport.protocol import __version__
 from evalport.server import EvalAdapter
 from support.servers import running_server
 
@@ -253,3 +254,19 @@ async def test_the_aiohttp_wire_sends_back_cookies_and_the_base_headers_only_hom
     assert all(headers["authorization"] == f"Bearer {TOKEN}" for headers in seen)
     assert all(headers["x-team"] == "evals" for headers in seen)
     assert seen[1]["content-type"] == "application/json"
+    assert all(headers["user-agent"] == f"evalport/{__version__}" for headers in seen)
+
+
+async def test_both_wires_say_evalport_as_user_agent_unless_the_caller_names_one(wire: str) -> None:
+    seen: list[str] = []
+
+    async def app(scope: dict, receive: object, send: object) -> None:  # type: ignore[type-arg]
+        seen.append(dict(scope["headers"]).get(b"user-agent", b"").decode())
+        await send({"type": "http.response.start", "status": 200, "headers": []})  # type: ignore[operator]
+        await send({"type": "http.response.body", "body": b"{}"})  # type: ignore[operator]
+
+    with running_server(app) as url:
+        for headers in ({}, {"User-Agent": "ci-smoke/2"}):
+            async with target(url, wire, headers=headers) as http:
+                await http._channel.request("GET", "health", mode="idempotent")
+    assert seen == [f"evalport/{__version__}", "ci-smoke/2"]
