@@ -77,6 +77,7 @@ from ._records import (
     session_info,
 )
 from ._relaying import answer_relayed, forward_decisions
+from ._runlog import Reached, whole_body
 from ._turns import TurnRunner
 from ._watchdog import Watchdog
 from .stores import ApprovalRelay, Lease, MemoryStore, SessionStore, StoreUnavailable
@@ -149,7 +150,7 @@ class SessionManager:
         )
         # The session is stored first (the store enforces the cap), then its agent built:
         # no agent is built for a session the cap refuses.
-        body = self.turns.bodies(None, AgentRun(session_id=session_id)).stored
+        body = self.turns.bodies(AgentRun(session_id=session_id)).stored
         if not await self.store.create(
             session_id, meta, body, ttl=limits.session_ttl, limit=limits.max_sessions
         ):
@@ -165,7 +166,7 @@ class SessionManager:
             with contextlib.suppress(StoreUnavailable):  # (else it expires with its TTL)
                 await self.store.delete(session_id)
             raise
-        self.live.adopt(session_id, live, body)
+        self.live.adopt(session_id, live, Reached(body, 0, len(body)))
         return session_id, iso(now + limits.session_ttl)
 
     async def attach(self, session_id: str, since: int | None = None) -> bytes:
@@ -176,7 +177,7 @@ class SessionManager:
         if stored is None:
             await self.live.forget(session_id)
             raise not_found(session_id)
-        sent = sent_body(stored.run)
+        sent = sent_body(whole_body(stored))
         return sent if since is None else delta_body(None, sent, since)
 
     async def delete(self, session_id: str) -> None:

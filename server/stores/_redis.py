@@ -9,8 +9,9 @@ short and its holder renews it. Install with ``pip install 'evalport[redis]'``.
 Rules:
 
 - Keys (``prefix`` defaults to ``evalport:`` and holds no braces): ``s:{id}`` a hash of
-  ``meta``, ``run`` and ``state`` (and while a lease is taken and not given back:
-  ``holder``, the token that took it last; for a keyed turn ``holder_key``,
+  ``meta``, ``run``, ``state``, the run's ``version`` and its log (``logs``, how many
+  turns were appended since ``run`` was written whole, and ``log1``... those turns)
+  (and while a lease is taken and not given back: ``holder``, the token that took it last; for a keyed turn ``holder_key``,
   ``holder_lost`` and ``holder_keep``, its idempotency key, its turn-lost record and how
   many records to keep); ``l:{id}`` the turn lease (its token, with a Redis expiry);
   ``r:{id}`` and ``o:{id}`` the idempotency records and their order. The braces are
@@ -120,6 +121,12 @@ _UNAVAILABLE: Final = (
 _REFUSED: Final = (redis_errors.AuthenticationError, redis_errors.NoPermissionError)
 
 _RELAY_GRACE: Final = 3.0
+
+
+def _stored(found: list[Any]) -> StoredSession:
+    """A session as the scripts return it: meta, run, state, version, appended turns."""
+    meta, run, state, version, *appended = found
+    return StoredSession(meta, run, state.decode(), int(version), tuple(appended))
 
 
 def _ms(seconds: float) -> int:
@@ -269,8 +276,7 @@ class RedisStore:
         found = await self._run(self._read, keys, 0 if ttl is None else _ms(ttl))
         if not found:
             return None
-        meta, run, state = found
-        return StoredSession(meta=meta, run=run, state=state.decode())
+        return _stored(found)
 
     async def write(
         self, session_id: str, run: bytes, *, state: str, ttl: float, token: str | None = None
@@ -313,6 +319,7 @@ class RedisStore:
         key: str | None = None,
         lost: bytes = b"",
         keep: int = 0,
+        seen: int = 0,
     ) -> TurnStart:
         found = await self._run(
             self._begin_turn,
@@ -324,6 +331,7 @@ class RedisStore:
             key or "",
             lost,
             keep,
+            seen,
         )
         outcome = found[0].decode()
         if outcome == "replay":
@@ -332,9 +340,7 @@ class RedisStore:
             return TurnStart(lease=Lease.BUSY, suspended=True)
         if outcome != "acquired":
             return TurnStart(lease=Lease(outcome), same_key=len(found) > 1 and found[1] == 1)
-        _, meta, run, state = found
-        stored = StoredSession(meta=meta, run=run, state=state.decode())
-        return TurnStart(lease=Lease.ACQUIRED, session=stored)
+        return TurnStart(lease=Lease.ACQUIRED, session=_stored(found[1:]))
 
     async def finish_turn(
         self,
@@ -347,13 +353,14 @@ class RedisStore:
         key: str | None = None,
         record: bytes = b"",
         keep: int = 0,
-    ) -> bool:
+        append: bytes = b"",
+    ) -> int:
         stored = await self._save(
             self._finish_turn,
             self._keys(session_id),
             token,
-            0 if run is None else 1,
-            run or b"",
+            "append" if run is None and append else 0 if run is None else 1,
+            append if run is None else run,
             state,
             _ms(ttl),
             0 if key is None else 1,
@@ -361,7 +368,7 @@ class RedisStore:
             record,
             keep,
         )
-        return bool(stored)
+        return int(stored)
 
     async def _sweep(self) -> None:
         """Move the index's expired ids to ``gone`` (and rescore the live ones that were due)."""
