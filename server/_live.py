@@ -24,6 +24,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Final
 
+from evalport.protocol import AgentRun
 from evalport.protocol.runtime import AgentSession, SessionInfo
 
 from ._records import SUSPENDED, decode_meta, not_found, session_info, suspended_elsewhere
@@ -84,6 +85,20 @@ class LiveSessions:
         """What the store holds of the run the session's live agent reached (nothing known:
         a version of 0)."""
         return self._seen.get(session_id, _UNKNOWN)
+
+    def hot_run(self, session_id: str, stored: StoredSession) -> AgentRun | None:
+        """The run object of the session's live agent if it is hot, idle and reached
+        ``stored`` (then it is the run ``stored`` holds, before the server's policy)."""
+        live = self._agents.get(session_id)
+        if (
+            live is None
+            or session_id not in self._hot
+            or live.busy
+            or live.suspended
+            or not self.reached_of(session_id).matches(stored)
+        ):
+            return None
+        return live.run
 
     def _touch(self, session_id: str) -> None:
         """The session takes a turn: it is hot; the one that took none the longest, past

@@ -9,11 +9,14 @@ Rules (the store's side of a run's log is in :mod:`.stores._base`):
 - The store gets what the turn added: the delta (:func:`~evalport.protocol.run_delta`)
   of the run as stored (redacted by the server's policy, framework state kept) against
   the settled turns of the run it held before. It is appended to the run's log when the
-  store versions runs and the log stays no larger than the run's last whole write;
-  otherwise (and always for a suspended turn whose approvals a relay carries, whose
-  run is written before it listens) the run is written whole. A whole write every
-  time the log would outgrow the run keeps the cost per turn flat (it doubles the
-  write between two whole writes at most) and the log at most the run's size.
+  store versions runs and the log stays no larger than the run's last whole write and
+  under :data:`LOG_TURNS` turns; otherwise (and always for a suspended turn whose
+  approvals a relay carries, whose run is written before it listens) the run is
+  written whole. A whole write when the log would outgrow the run keeps the log at most
+  the run's size and the cost per turn flat (amortized: it doubles the writes between
+  two whole writes at most); the bound on its turns keeps reading the whole run
+  (another replica's restore, attach) to a few dozen deltas applied, for a whole write
+  every :data:`LOG_TURNS` turns of a long session.
 - The client gets the run as sent (without framework state, :mod:`._records`): whole,
   or with ``since`` its delta, cut from the run object and redacted item by item, so
   that neither costs more than the turn added (a cut at ``since`` is the same bytes as
@@ -27,7 +30,7 @@ Rules (the store's side of a run's log is in :mod:`.stores._base`):
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 import msgspec
 from evalport.protocol import (
@@ -46,25 +49,31 @@ from .stores import StoredSession
 
 _decode_delta = msgspec.json.Decoder(DeltaEnvelope).decode
 
+LOG_TURNS: Final = 64
+"""The most turns a stored run's log holds before the run is written whole again."""
+
 
 class Reached:
     """The stored run a live agent reached (see the module's rules): ``marker`` is its
     version (0: unknown yet) or, from a store without versions, its bytes."""
 
-    __slots__ = ("appended", "marker", "since", "whole")
+    __slots__ = ("appended", "logged", "marker", "since", "whole")
 
-    def __init__(self, marker: int | bytes, since: int, whole: int, appended: int = 0) -> None:
+    def __init__(
+        self, marker: int | bytes, since: int, whole: int, appended: int = 0, logged: int = 0
+    ) -> None:
         self.marker = marker
         self.since = since
         self.whole = whole
-        self.appended = appended
+        self.appended = appended  # bytes of the log
+        self.logged = logged  # turns in the log
 
     @classmethod
     def of(cls, stored: StoredSession, run: AgentRun) -> Reached:
         """What ``stored`` is, ``run`` the run it holds."""
         appended = sum(len(turn) for turn in stored.appended)
         marker = stored.version or stored.run
-        return cls(marker, settled_turns(run), len(stored.run), appended)
+        return cls(marker, settled_turns(run), len(stored.run), appended, len(stored.appended))
 
     def matches(self, stored: StoredSession) -> bool:
         """Whether ``stored`` is this run (a store may leave a run of the version out)."""
@@ -92,7 +101,8 @@ class Written(NamedTuple):
         """What the store holds once this is written over ``before``."""
         if self.whole is not None:
             return Reached(marker, self.since, len(self.whole))
-        return Reached(marker, self.since, before.whole, before.appended + len(self.append))
+        appended = before.appended + len(self.append)
+        return Reached(marker, self.since, before.whole, appended, before.logged + 1)
 
 
 def _cut(run: AgentRun, since: int, policy: RunPolicy | None) -> bytes:
@@ -121,20 +131,23 @@ def written(
     sent_run = without_framework_state(run)
     as_sent = turn if sent_run is run else _cut(sent_run, base, policy)
     whole = None
-    if not appending or before.appended + len(turn) > before.whole:
+    if not appending or before.logged >= LOG_TURNS or before.appended + len(turn) > before.whole:
         whole = _whole(run, policy)
     if since is None:
         sent = whole if whole is not None and sent_run is run else _whole(sent_run, policy)
         recorded = sent
     else:
         recorded = as_sent
-        if since == base:
-            sent = as_sent
-        elif since > sent_run.turns:
-            sent = _whole(sent_run, policy)
-        else:
-            sent = _cut(sent_run, since, policy)
+        sent = as_sent if since == base else answer_body(sent_run, since, policy)
     return Written(whole, b"" if whole is not None else turn, sent, recorded, settled_turns(run))
+
+
+def answer_body(run: AgentRun, since: int | None, policy: RunPolicy | None) -> bytes:
+    """``run`` as a client receives it (``run`` without framework state already): whole,
+    or cut at ``since`` (whole when ``since`` is beyond its turns)."""
+    if since is None or since > run.turns:
+        return _whole(run, policy)
+    return _cut(run, since, policy)
 
 
 def stored_run(stored: StoredSession) -> AgentRun:

@@ -67,7 +67,6 @@ from ._records import (
     RunPolicy,
     SessionMeta,
     decision_problem,
-    delta_body,
     encode_meta,
     iso,
     log_details,
@@ -77,7 +76,7 @@ from ._records import (
     session_info,
 )
 from ._relaying import answer_relayed, forward_decisions
-from ._runlog import Reached, whole_body
+from ._runlog import Reached
 from ._turns import TurnRunner
 from ._watchdog import Watchdog
 from .stores import ApprovalRelay, Lease, MemoryStore, SessionStore, StoreUnavailable
@@ -171,14 +170,15 @@ class SessionManager:
 
     async def attach(self, session_id: str, since: int | None = None) -> bytes:
         """The session's latest accumulated run, as clients receive it (renews its TTL);
-        cut at ``since`` if given (:func:`~._records.delta_body`)."""
+        cut at ``since`` if given (:meth:`~._turns.TurnRunner.attached`)."""
         await self.sweep()
         stored = await self.store.read(session_id, ttl=self.limits.session_ttl)
         if stored is None:
             await self.live.forget(session_id)
             raise not_found(session_id)
-        sent = sent_body(whole_body(stored))
-        return sent if since is None else delta_body(None, sent, since)
+        if since is None and not stored.appended:
+            return sent_body(stored.run)  # (as stored: no object made)
+        return self.turns.attached(session_id, stored, since)
 
     async def delete(self, session_id: str) -> None:
         """Close the session; a running turn is a 409, a suspended one is cancelled."""

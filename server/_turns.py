@@ -55,6 +55,7 @@ from evalport.protocol.runtime import (
     SessionClosed,
     SessionSuspended,
     TurnTimeout,
+    without_framework_state,
 )
 
 from ._jobs import Jobs
@@ -82,8 +83,16 @@ from ._records import (
     suspended,
     suspended_elsewhere,
 )
-from ._runlog import Written, recorded_run, recorded_since, written
-from .stores import ApprovalRelay, ComposedTurns, Lease, SessionStore, TurnStart, TurnStore
+from ._runlog import Written, answer_body, recorded_run, recorded_since, stored_run, written
+from .stores import (
+    ApprovalRelay,
+    ComposedTurns,
+    Lease,
+    SessionStore,
+    StoredSession,
+    TurnStart,
+    TurnStore,
+)
 
 logger = logging.getLogger("evalport.server")
 
@@ -214,6 +223,16 @@ class TurnRunner:
         keeper = self._leases.keep(session_id, token)
         job = self._jobs.start(self._decide_job(session_id, live, decisions, token, keeper))
         return await asyncio.shield(job)
+
+    def attached(self, session_id: str, stored: StoredSession, since: int | None) -> bytes:
+        """The run ``stored`` holds as a client receives it, cut at ``since`` if given:
+        made from the live agent's run when it is hot and reached ``stored`` (no decode
+        of the stored run), else from the stored run and its log."""
+        run = self._live.hot_run(session_id, stored)
+        policy = self._policy
+        if run is None:
+            run, policy = stored_run(stored), None  # (redacted as stored)
+        return answer_body(without_framework_state(run), since, policy)
 
     def _check_size(self, live: AgentSession, adding: int) -> None:
         """413 ``run-too-large`` if the session's run with ``adding`` bytes (the turn's
