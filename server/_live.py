@@ -55,7 +55,9 @@ class LiveSessions:
         self._relay = relay
         self._agents: dict[str, AgentSession] = {}
         self._seen: dict[str, Reached] = {}  # the stored run each live agent has reached
-        self._hot: OrderedDict[str, None] = OrderedDict()  # latest last
+        # the hot sessions, latest last, with their runs' encoding when the store holds it
+        # (written whole, as the run is): parking shares it instead of making a copy
+        self._hot: OrderedDict[str, bytes | None] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._agents)
@@ -77,9 +79,12 @@ class LiveSessions:
         self._seen[session_id] = reached
         self._touch(session_id)
 
-    def reached(self, session_id: str, reached: Reached) -> None:
-        """The session's live agent reached ``reached``, which the store now holds."""
+    def reached(self, session_id: str, reached: Reached, envelope: bytes | None = None) -> None:
+        """The session's live agent reached ``reached``, which the store now holds
+        (``envelope``: its run's encoding, when the store holds that)."""
         self._seen[session_id] = reached
+        if session_id in self._hot:
+            self._hot[session_id] = envelope
 
     def reached_of(self, session_id: str) -> Reached:
         """What the store holds of the run the session's live agent reached (nothing known:
@@ -104,13 +109,13 @@ class LiveSessions:
         """The session takes a turn: it is hot; the one that took none the longest, past
         :data:`HOT_SESSIONS`, parks its run."""
         hot = self._hot
-        hot[session_id] = None
+        hot[session_id] = hot.get(session_id)
         hot.move_to_end(session_id)
         if len(hot) > HOT_SESSIONS:
-            coldest, _ = hot.popitem(last=False)
+            coldest, envelope = hot.popitem(last=False)
             live = self._agents.get(coldest)
             if live is not None:
-                live.park()
+                live.park(envelope)
 
     async def forget(self, session_id: str) -> None:
         """Close the session's live agent, if any, and stop answering relayed approvals."""

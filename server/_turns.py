@@ -448,7 +448,8 @@ class TurnRunner:
             await self._live.forget(session_id)
             return False
         marker: int | bytes = version if versioned else bodies.whole or b""
-        self._live.reached(session_id, bodies.reached(before, marker))
+        envelope = bodies.whole if self._policy is None else None  # (the run's own encoding)
+        self._live.reached(session_id, bodies.reached(before, marker), envelope)
         if not relayed and self._relay is not None:
             await self._relay.unlisten(session_id)
         return True

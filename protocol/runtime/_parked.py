@@ -46,7 +46,8 @@ class ParkedRun:
         self._hot = hot
         self._finished: AgentRun | None = None
         self._parked = b""
-        self._measured: dict[str, tuple[int, int]] = {}  # list name: (items, their bytes)
+        # list name: (items, their bytes), once measured (none for a session never measured)
+        self._measured: dict[str, tuple[int, int]] | None = None
         if run is None:
             self._parked = _encode_envelope(RunEnvelope(run=AgentRun(session_id=session_id)))
 
@@ -56,7 +57,7 @@ class ParkedRun:
         run = self._run
         if run is None:
             run = self._run = _decode_envelope(self._parked).run
-            self._measured = {}
+            self._measured = None
         return run
 
     @property
@@ -90,12 +91,13 @@ class ParkedRun:
             self._parked = _encode_envelope(RunEnvelope(run=self._run))
             self._run = None
 
-    def rest(self) -> None:
-        """Keep a hot run only encoded until it is read again (its session is idle)."""
+    def rest(self, envelope: bytes | None = None) -> None:
+        """Keep a hot run only encoded until it is read again (its session is idle);
+        ``envelope``: the run's encoding if the host holds it already (shared, not made)."""
         if self._run is not None:
-            self._parked = _encode_envelope(RunEnvelope(run=self._run))
+            self._parked = envelope or _encode_envelope(RunEnvelope(run=self._run))
             self._run = None
-            self._measured = {}
+            self._measured = None
 
     def size(self) -> int:
         """The length of :attr:`envelope` (see the module's rules)."""
@@ -105,6 +107,8 @@ class ParkedRun:
         if run.status not in _SETTLED:  # items of the latest turn may still change
             return len(self.envelope)
         measured = self._measured
+        if measured is None:
+            measured = self._measured = {}
         emptied: dict[str, Any] = {}
         size = 0
         for name in _GROWING:

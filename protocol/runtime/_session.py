@@ -204,11 +204,11 @@ class AgentSession:
         """The length of :attr:`run_envelope`, without encoding a hot run whole."""
         return self._held.size()
 
-    def park(self) -> None:
+    def park(self, envelope: bytes | None = None) -> None:
         """Keep an idle hot session's run only encoded until its next turn (nothing
-        happens while a turn runs or waits)."""
+        happens while a turn runs or waits); ``envelope``: :attr:`run_envelope`, if held."""
         if self._task is None and not self._waiting and not self._closed:
-            self._held.rest()
+            self._held.rest(envelope)
 
     def _park(self) -> AgentRun:
         # Between turns, keep the run only encoded; returns the run object as it was.
