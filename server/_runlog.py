@@ -8,15 +8,16 @@ Rules (the store's side of a run's log is in :mod:`.stores._base`):
   turns appended since are.
 - The store gets what the turn added: the delta (:func:`~evalport.protocol.run_delta`)
   of the run as stored (redacted by the server's policy, framework state kept) against
-  the settled turns of the run it held before. It is appended to the run's log when the
-  store versions runs and the log stays no larger than the run's last whole write and
-  under :data:`LOG_TURNS` turns; otherwise (and always for a suspended turn whose
-  approvals a relay carries, whose run is written before it listens) the run is
-  written whole. A whole write when the log would outgrow the run keeps the log at most
-  the run's size and the cost per turn flat (amortized: it doubles the writes between
-  two whole writes at most); the bound on its turns keeps reading the whole run
-  (another replica's restore, attach) to a few dozen deltas applied, for a whole write
-  every :data:`LOG_TURNS` turns of a long session.
+  the settled turns of the run it held before, appended to the run's log, when the
+  store versions runs, the request asked for a delta and the log is smaller than the
+  run's last whole write and under :data:`LOG_TURNS` turns. Otherwise the run is
+  written whole: a request for the whole run encodes it for the response anyway, and a
+  suspended turn whose approvals a relay carries is written before the relay listens.
+  A whole write once the log has grown as large as the run keeps the log about the
+  run's size and the cost per turn flat (amortized: it doubles the writes between two
+  whole writes at most); the bound on its turns keeps reading the whole run (another
+  replica's restore, attach) to a few dozen deltas applied, for a whole write every
+  :data:`LOG_TURNS` turns of a long session.
 - The client gets the run as sent (without framework state, :mod:`._records`): whole,
   or with ``since`` its delta, cut from the run object and redacted item by item, so
   that neither costs more than the turn added (a cut at ``since`` is the same bytes as
@@ -127,19 +128,24 @@ def written(
     """The bodies of ``run`` after a turn over the stored run ``before`` (``since``: the
     request's; ``appending``: whether the store takes the turn appended to the log)."""
     base = before.since
-    turn = _cut(run, base, policy)
     sent_run = without_framework_state(run)
-    as_sent = turn if sent_run is run else _cut(sent_run, base, policy)
     whole = None
-    if not appending or before.logged >= LOG_TURNS or before.appended + len(turn) > before.whole:
+    turn = b""
+    if (
+        not appending
+        or since is None  # (the whole run is encoded for the response anyway)
+        or before.logged >= LOG_TURNS
+        or before.appended >= before.whole
+    ):
         whole = _whole(run, policy)
+    else:
+        turn = _cut(run, base, policy)
     if since is None:
         sent = whole if whole is not None and sent_run is run else _whole(sent_run, policy)
-        recorded = sent
-    else:
-        recorded = as_sent
-        sent = as_sent if since == base else answer_body(sent_run, since, policy)
-    return Written(whole, b"" if whole is not None else turn, sent, recorded, settled_turns(run))
+        return Written(whole, turn, sent, sent, settled_turns(run))
+    as_sent = turn if turn and sent_run is run else _cut(sent_run, base, policy)
+    sent = as_sent if since == base else answer_body(sent_run, since, policy)
+    return Written(whole, turn, sent, as_sent, settled_turns(run))
 
 
 def answer_body(run: AgentRun, since: int | None, policy: RunPolicy | None) -> bytes:

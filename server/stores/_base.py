@@ -111,8 +111,9 @@ class SessionStore(Protocol):
     async def write(
         self, session_id: str, run: bytes, *, state: str, ttl: float, token: str | None = None
     ) -> bool:
-        """Replace the session's run and state and renew its expiry; ``False`` if gone, or
-        if ``token`` is given and another acquisition took the lease since it did."""
+        """Replace the session's run (and its log: a store with versions gives it the
+        next version) and state and renew its expiry; ``False`` if gone, or if ``token``
+        is given and another acquisition took the lease since it did."""
         ...
 
     async def delete(self, session_id: str) -> bool:
