@@ -16,7 +16,10 @@ Per turn it records
 It prints, at turns 10, 100 and 1,000 (each the median of the five turns ending there),
 the figures of both modes, the ratio turn N / turn 10 in delta mode (target: turn
 1,000 within 2x turn 10) and the total bytes, whole / delta (target: at least 20x). It
-checks that the delta session's reassembled run equals its whole run. It never gates a build.
+checks that the delta session's reassembled run equals its whole run. Then it plays a
+delta session alone (no whole-run session beside it, whose garbage and megabyte bodies
+land in the delta session's turns too) and prints its server CPU per turn, as the
+median of 50 turns at each point. It never gates a build.
 
 Run: ``.venv/bin/python benchmarks/session_length.py [--turns 1000]``.
 """
@@ -99,7 +102,7 @@ class Reader:
         self.bytes.append(len(body))
 
 
-async def play(turns: int) -> tuple[Reader, Reader, bool]:
+async def play(turns: int, modes: tuple[bool, ...] = (False, True)) -> tuple[list[Reader], bool]:
     limits = Limits(max_run_bytes=1 << 30, idempotency_keys=16)
     adapter = EvalAdapter(agent, token=TOKEN, limits=limits)
     app = Timed(adapter.app())
@@ -107,7 +110,7 @@ async def play(turns: int) -> tuple[Reader, Reader, bool]:
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://x", headers=headers) as http:
         readers = []
-        for delta in (False, True):
+        for delta in modes:
             created = await http.post("/evals/sessions", json={})
             readers.append(Reader(created.json()["sessionId"], delta))
         for number in range(1, turns + 1):
@@ -119,11 +122,11 @@ async def play(turns: int) -> tuple[Reader, Reader, bool]:
                 )
                 assert response.status_code == 200, response.text
                 reader.receive(response.content, app.last)
-        whole, delta = readers
+        delta = readers[-1]
         final = await http.get(f"/evals/sessions/{delta.run.session_id}")
         same = TracePolicy.safe().apply(decode_run(final.content), in_place=True) == delta.run
     await adapter.aclose()
-    return whole, delta, same
+    return readers, same
 
 
 def at(values: list[float], turn: int) -> float:
@@ -135,7 +138,7 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=1000)
     turns = parser.parse_args().turns
     points = [point for point in POINTS if point <= turns]
-    whole, delta, same = asyncio.run(play(turns))
+    (whole, delta), same = asyncio.run(play(turns))
     print(
         f"one session per mode, {turns} turns, one tool call each; the delta session's "
         f"reassembled run equals its whole run: {same}"
@@ -176,6 +179,16 @@ def main() -> None:
             f"total {label}: whole {spent_whole:.2f} s, delta {spent_delta:.2f} s: "
             f"{spent_whole / spent_delta:.1f}x"
         )
+
+    ([alone], _) = asyncio.run(play(turns, modes=(True,)))
+    spans = [(max(point - 50, 0), point) for point in points]
+    medians = [statistics.median(alone.server[lo:hi]) for lo, hi in spans]
+    cells = "  ".join(
+        f"turns {lo + 1}-{hi}: {median * 1e3:.3f} ms"
+        for (lo, hi), median in zip(spans, medians, strict=True)
+    )
+    print(f"\nserver CPU, a delta session alone (median of 50 turns): {cells}")
+    print(f"  last / first: {medians[-1] / medians[0]:.2f}x")
 
 
 if __name__ == "__main__":

@@ -3,32 +3,38 @@
 Rules:
 
 - A live agent is current when the stored run is the one it reached (it remembers that
-  run's bytes); then a turn continues it. Otherwise (this process has not seen the
+  run's version, or from a store without versions its bytes: :class:`~._runlog.Reached`);
+  then a turn continues it. Otherwise (this process has not seen the
   session, or another replica moved it on since) the agent is rebuilt from the stored
   run: the session factory again, then the handler's ``restore(history, run)`` hook.
 - A session suspended in the store but not here is suspended on another replica: it
   takes no turn here (409 ``session-suspended``).
 - Forgetting a session closes its live agent (cancelling a turn it still runs) and stops
   answering relayed approvals for it.
+- Agents keep their runs as objects between turns (``hot``, :mod:`evalport.protocol.runtime`)
+  while they are among the :data:`HOT_SESSIONS` that took a turn last; an agent that
+  falls out of them parks its run (kept encoded until its next turn), so that many idle
+  sessions hold bytes, not trees of objects.
 """
 
 from __future__ import annotations
 
 import contextlib
+from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
+from evalport.protocol import AgentRun
 from evalport.protocol.runtime import AgentSession, SessionInfo
 
-from ._records import (
-    SUSPENDED,
-    decode_envelope,
-    decode_meta,
-    not_found,
-    session_info,
-    suspended_elsewhere,
-)
+from ._records import SUSPENDED, decode_meta, not_found, session_info, suspended_elsewhere
+from ._runlog import Reached, stored_run
 from .stores import ApprovalRelay, SessionStore, StoredSession, StoreUnavailable
+
+HOT_SESSIONS: Final = 64
+"""How many sessions (the latest to take a turn) keep their runs as objects."""
+
+_UNKNOWN: Final = Reached(0, 0, 0)
 
 
 class LiveSessions:
@@ -44,11 +50,14 @@ class LiveSessions:
         **options: Any,
     ) -> None:
         self._factory = factory
-        self._options = options  # every AgentSession's keyword arguments
+        self._options = {**options, "hot": True}  # every AgentSession's keyword arguments
         self._store = store
         self._relay = relay
         self._agents: dict[str, AgentSession] = {}
-        self._seen: dict[str, bytes] = {}  # the stored run each live agent has reached
+        self._seen: dict[str, Reached] = {}  # the stored run each live agent has reached
+        # the hot sessions, latest last, with their runs' encoding when the store holds it
+        # (written whole, as the run is): parking shares it instead of making a copy
+        self._hot: OrderedDict[str, bytes | None] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._agents)
@@ -64,18 +73,54 @@ class LiveSessions:
         """A new session's agent (not yet live: :meth:`adopt` it once stored)."""
         return await AgentSession.from_factory(self._factory, info, **self._options)
 
-    def adopt(self, session_id: str, live: AgentSession, stored_run: bytes) -> None:
-        """``live`` is the session's agent, and ``stored_run`` what the store holds."""
+    def adopt(self, session_id: str, live: AgentSession, reached: Reached) -> None:
+        """``live`` is the session's agent, and ``reached`` what the store holds."""
         self._agents[session_id] = live
-        self._seen[session_id] = stored_run
+        self._seen[session_id] = reached
+        self._touch(session_id)
 
-    def reached(self, session_id: str, stored_run: bytes) -> None:
-        """The session's live agent reached ``stored_run``, which the store now holds."""
-        self._seen[session_id] = stored_run
+    def reached(self, session_id: str, reached: Reached, envelope: bytes | None = None) -> None:
+        """The session's live agent reached ``reached``, which the store now holds
+        (``envelope``: its run's encoding, when the store holds that)."""
+        self._seen[session_id] = reached
+        if session_id in self._hot:
+            self._hot[session_id] = envelope
+
+    def reached_of(self, session_id: str) -> Reached:
+        """What the store holds of the run the session's live agent reached (nothing known:
+        a version of 0)."""
+        return self._seen.get(session_id, _UNKNOWN)
+
+    def hot_run(self, session_id: str, stored: StoredSession) -> AgentRun | None:
+        """The run object of the session's live agent if it is hot, idle and reached
+        ``stored`` (then it is the run ``stored`` holds, before the server's policy)."""
+        live = self._agents.get(session_id)
+        if (
+            live is None
+            or session_id not in self._hot
+            or live.busy
+            or live.suspended
+            or not self.reached_of(session_id).matches(stored)
+        ):
+            return None
+        return live.run
+
+    def _touch(self, session_id: str) -> None:
+        """The session takes a turn: it is hot; the one that took none the longest, past
+        :data:`HOT_SESSIONS`, parks its run."""
+        hot = self._hot
+        hot[session_id] = hot.get(session_id)
+        hot.move_to_end(session_id)
+        if len(hot) > HOT_SESSIONS:
+            coldest, envelope = hot.popitem(last=False)
+            live = self._agents.get(coldest)
+            if live is not None:
+                live.park(envelope)
 
     async def forget(self, session_id: str) -> None:
         """Close the session's live agent, if any, and stop answering relayed approvals."""
         self._seen.pop(session_id, None)
+        self._hot.pop(session_id, None)
         if self._relay is not None:
             with contextlib.suppress(StoreUnavailable):
                 await self._relay.unlisten(session_id)
@@ -92,14 +137,20 @@ class LiveSessions:
             await self.forget(session_id)
             raise not_found(session_id)
         live = self._agents.get(session_id)
-        if live is not None and self._seen.get(session_id) == stored.run:
+        if live is not None and self.reached_of(session_id).matches(stored):
+            self._touch(session_id)
             return live
         if stored.state == SUSPENDED:
             raise suspended_elsewhere()
         await self.forget(session_id)
+        if not stored.run:  # left out as the version this process held: read it
+            read = await self._store.read(session_id)
+            if read is None:
+                raise not_found(session_id)
+            stored = read
         meta = decode_meta.decode(stored.meta)
         info = session_info(session_id, meta)
-        run = decode_envelope.decode(stored.run).run
+        run = stored_run(stored)
         live = await AgentSession.restore(self._factory, info, run, **self._options)
-        self.adopt(session_id, live, stored.run)
+        self.adopt(session_id, live, Reached.of(stored, run))
         return live

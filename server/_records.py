@@ -24,9 +24,9 @@ Rules:
   (:func:`sent_body`) before any cut, so a delta or a whole run is always a sent one.
 - A request with ``?since=N`` (:func:`since_of`) gets a 200's run as a delta
   (:func:`answered`, rules in :mod:`evalport.protocol._delta`), cut from the run as
-  sent; the records keep the whole body, so a repeated key answers the same turn cut at
-  the repeat's ``since``. The run object is used when the turn's request still holds it
-  (a finished turn: the session never changes it again), else the body is decoded.
+  sent. A turn's own response is cut from the run object and its record keeps the
+  whole body or the turn's delta (:mod:`._runlog`), so a repeated key answers the same
+  turn cut at the repeat's ``since``; a whole body is decoded to be cut.
 """
 
 from __future__ import annotations
@@ -89,15 +89,11 @@ class RunBodies(NamedTuple):
     run: AgentRun
 
 
-def run_bodies(policy: RunPolicy | None, live: AgentSession | None, run: AgentRun) -> RunBodies:
-    """The bodies of a session's ``run`` (the object a turn of ``live`` returned, or a new
-    session's empty run), redacted by ``policy`` if any."""
-    if live is not None and policy is None:
-        stored = live.run_envelope  # (encoded already when the turn ended)
-    else:
-        if policy is not None:
-            run = policy.apply(run)
-        stored = encode(RunEnvelope(run=run))
+def run_bodies(policy: RunPolicy | None, run: AgentRun) -> RunBodies:
+    """The bodies of a session's ``run``, redacted by ``policy`` if any."""
+    if policy is not None:
+        run = policy.apply(run)
+    stored = encode(RunEnvelope(run=run))
     sent = without_framework_state(run)
     if sent is run:
         return RunBodies(stored, stored, run)

@@ -67,7 +67,6 @@ from ._records import (
     RunPolicy,
     SessionMeta,
     decision_problem,
-    delta_body,
     encode_meta,
     iso,
     log_details,
@@ -77,6 +76,7 @@ from ._records import (
     session_info,
 )
 from ._relaying import answer_relayed, forward_decisions
+from ._runlog import Reached
 from ._turns import TurnRunner
 from ._watchdog import Watchdog
 from .stores import ApprovalRelay, Lease, MemoryStore, SessionStore, StoreUnavailable
@@ -149,7 +149,7 @@ class SessionManager:
         )
         # The session is stored first (the store enforces the cap), then its agent built:
         # no agent is built for a session the cap refuses.
-        body = self.turns.bodies(None, AgentRun(session_id=session_id)).stored
+        body = self.turns.bodies(AgentRun(session_id=session_id)).stored
         if not await self.store.create(
             session_id, meta, body, ttl=limits.session_ttl, limit=limits.max_sessions
         ):
@@ -165,19 +165,20 @@ class SessionManager:
             with contextlib.suppress(StoreUnavailable):  # (else it expires with its TTL)
                 await self.store.delete(session_id)
             raise
-        self.live.adopt(session_id, live, body)
+        self.live.adopt(session_id, live, Reached(body, 0, len(body)))
         return session_id, iso(now + limits.session_ttl)
 
     async def attach(self, session_id: str, since: int | None = None) -> bytes:
         """The session's latest accumulated run, as clients receive it (renews its TTL);
-        cut at ``since`` if given (:func:`~._records.delta_body`)."""
+        cut at ``since`` if given (:meth:`~._turns.TurnRunner.attached`)."""
         await self.sweep()
         stored = await self.store.read(session_id, ttl=self.limits.session_ttl)
         if stored is None:
             await self.live.forget(session_id)
             raise not_found(session_id)
-        sent = sent_body(stored.run)
-        return sent if since is None else delta_body(None, sent, since)
+        if since is None and not stored.appended:
+            return sent_body(stored.run)  # (as stored: no object made)
+        return self.turns.attached(session_id, stored, since)
 
     async def delete(self, session_id: str) -> None:
         """Close the session; a running turn is a 409, a suspended one is cancelled."""

@@ -3,8 +3,11 @@
 Rules (the session rules are those of :mod:`evalport.server._sessions`):
 
 - A turn costs two store calls (:class:`~.stores.TurnStore`): ``begin_turn`` answers the
-  key's idempotency record, or takes the session's lease and reads the stored session;
-  ``finish_turn`` writes the new run and the key's record and releases the lease.
+  key's idempotency record, or takes the session's lease and reads the stored session
+  (not its run, when it is the one the live agent reached); ``finish_turn`` writes what
+  the turn added to the run (or the whole run, :mod:`._runlog`) and the key's record
+  and releases the lease. The response and the record are made before the lease goes:
+  the next turn changes the run object.
 - A repeat of a key whose turn runs in this process waits for that turn's outcome; one
   whose turn runs on another replica waits in :mod:`._keywaits`.
 - A session's run has a size limit (``Limits.max_run_bytes``): a turn whose message would
@@ -40,6 +43,7 @@ from evalport.protocol import (
     ApprovalDecision,
     ContentPart,
     ProblemType,
+    RunEnvelope,
     TurnRequest,
     encode,
 )
@@ -51,6 +55,7 @@ from evalport.protocol.runtime import (
     SessionClosed,
     SessionSuspended,
     TurnTimeout,
+    without_framework_state,
 )
 
 from ._jobs import Jobs
@@ -68,6 +73,7 @@ from ._records import (
     RunPolicy,
     answered,
     decision_problem,
+    delta_body,
     fingerprint,
     idempotency_record,
     key_reused,
@@ -77,7 +83,16 @@ from ._records import (
     suspended,
     suspended_elsewhere,
 )
-from .stores import ApprovalRelay, ComposedTurns, Lease, SessionStore, TurnStart, TurnStore
+from ._runlog import Written, answer_body, recorded_run, recorded_since, stored_run, written
+from .stores import (
+    ApprovalRelay,
+    ComposedTurns,
+    Lease,
+    SessionStore,
+    StoredSession,
+    TurnStart,
+    TurnStore,
+)
 
 logger = logging.getLogger("evalport.server")
 
@@ -136,13 +151,13 @@ class TurnRunner:
             if (waiting := self._inflight.get((session_id, key))) is not None:
                 if waiting.fingerprint != digest:
                     raise key_reused()
-                return answered(await waiting.wait(), None, since)
+                return await self.answer(session_id, await waiting.wait(), since)
         live = self._live.get(session_id)
         if live is not None and live.suspended:
             if key is not None:
                 record = await self._store.get_result(session_id, key)
                 if record is not None:
-                    return answered(replayed(record, digest), None, since)
+                    return await self.answer(session_id, replayed(record, digest), since)
             live = self._live.get(session_id)
             if live is not None and live.suspended:
                 raise suspended(live)
@@ -154,7 +169,7 @@ class TurnRunner:
         if start.same_key:  # the first attempt of this key runs on another replica
             start = await self.waiter.wait(session_id, token, key, lost, start)
         if start.replay is not None:
-            return answered(replayed(start.replay, digest), None, since)
+            return await self.answer(session_id, replayed(start.replay, digest), since)
         if start.suspended:
             raise suspended_elsewhere()
         await self._leased(session_id, start.lease)
@@ -173,9 +188,28 @@ class TurnRunner:
         # The turn's task starts before the job that follows it, so the loop runs the
         # turn first and a turn that never waits is over when the job takes its first step.
         step = live.start(message, parts=parts, timeout=self._limits.turn_timeout)
-        job = self._jobs.start(self._turn_job(session_id, live, step, key, flight, token, keeper))
-        outcome, run = await asyncio.shield(job)
-        return answered(outcome, run, since)
+        versioned = start.session is not None and start.session.version > 0
+        job = self._jobs.start(
+            self._turn_job(session_id, live, step, key, flight, token, keeper, since, versioned)
+        )
+        return await asyncio.shield(job)
+
+    async def answer(self, session_id: str, outcome: Outcome, since: int | None) -> Outcome:
+        """A turn's ``outcome`` as its record keeps it, as a request with ``since`` asks
+        for it (a recorded delta cut otherwise is rebuilt from the store: :mod:`._runlog`)."""
+        if outcome.status != 200:
+            return outcome
+        recorded = recorded_since(outcome.body)
+        if recorded is None:
+            return answered(outcome, None, since)  # a whole run, cut as asked
+        if recorded == since:
+            return outcome
+        stored = await self._store.read(session_id)
+        if stored is None:
+            raise not_found(session_id)
+        run = recorded_run(stored, outcome.body)
+        whole = encode(RunEnvelope(run=run))
+        return Outcome(status=200, body=whole if since is None else delta_body(run, whole, since))
 
     async def decide(
         self, session_id: str, live: AgentSession, decisions: Mapping[str, ApprovalDecision]
@@ -190,20 +224,30 @@ class TurnRunner:
         job = self._jobs.start(self._decide_job(session_id, live, decisions, token, keeper))
         return await asyncio.shield(job)
 
+    def attached(self, session_id: str, stored: StoredSession, since: int | None) -> bytes:
+        """The run ``stored`` holds as a client receives it, cut at ``since`` if given:
+        made from the live agent's run when it is hot and reached ``stored`` (no decode
+        of the stored run), else from the stored run and its log."""
+        run = self._live.hot_run(session_id, stored)
+        policy = self._policy
+        if run is None:
+            run, policy = stored_run(stored), None  # (redacted as stored)
+        return answer_body(without_framework_state(run), since, policy)
+
     def _check_size(self, live: AgentSession, adding: int) -> None:
         """413 ``run-too-large`` if the session's run with ``adding`` bytes (the turn's
         message, or its request with parts) would pass the limit."""
         limit = self._limits.max_run_bytes
-        if len(live.run_envelope) + adding > limit:
+        if live.run_size + adding > limit:
             raise HTTPProblem(
                 ProblemType.RUN_TOO_LARGE,
                 "This session's run would pass the server's run size limit (max_run_bytes, "
                 f"serve --max-run-bytes) of {limit} bytes; start a new session.",
             )
 
-    def bodies(self, live: AgentSession | None, run: AgentRun) -> RunBodies:
-        """A session's run as stored and as sent (see :func:`~._records.run_bodies`)."""
-        return run_bodies(self._policy, live, run)
+    def bodies(self, run: AgentRun) -> RunBodies:
+        """A new session's run as stored and as sent (see :func:`~._records.run_bodies`)."""
+        return run_bodies(self._policy, run)
 
     async def _begin(self, session_id: str, token: str, key: str | None, lost: bytes) -> TurnStart:
         limits = self._limits
@@ -215,6 +259,7 @@ class TurnRunner:
             key=key,
             lost=lost,
             keep=limits.idempotency_keys,
+            seen=self._live.reached_of(session_id).version,
         )
 
     async def _leased(self, session_id: str, lease: Lease | None) -> None:
@@ -235,15 +280,24 @@ class TurnRunner:
         flight: InFlight | None,
         token: str,
         keeper: LeaseKeeper | None,
-    ) -> tuple[Outcome, AgentRun | None]:
+        since: int | None,
+        versioned: bool,
+    ) -> Outcome:
         """Drive the turn; then store its run and idempotency record and release the lease.
-        Returns the outcome and, for a finished turn, the run object its body encodes."""
+        Returns the outcome as the request asked for it (cut at ``since``); repeats of
+        the key get it as recorded."""
         finished = False
         try:
-            outcome, body, sent = await self._drive(session_id, live, step, keeper)
-            if not await self._finish(session_id, live, token, body, key, _record(flight, outcome)):
+            problem, run = await self._drive(session_id, live, step, keeper)
+            bodies = self._written(session_id, run, None if problem else since, versioned)
+            outcome = problem or Outcome(status=200, body=bodies.sent)
+            recorded = problem or Outcome(status=200, body=bodies.recorded)
+            if not await self._finish(
+                session_id, live, token, bodies, versioned, key, _record(flight, recorded)
+            ):
                 record = None if key is None else await self._store.get_result(session_id, key)
-                outcome, sent = _unstored(session_id, flight, record), None
+                recorded = _unstored(session_id, flight, record)
+                outcome = await self.answer(session_id, recorded, since)
             finished = True
         except BaseException as error:
             if flight is not None:  # repeats of the key waiting for it get its problem
@@ -255,8 +309,8 @@ class TurnRunner:
             if not finished:
                 await self._store.release(session_id, token)
         if flight is not None:
-            flight.settle(outcome)
-        return outcome, sent
+            flight.settle(recorded)
+        return outcome
 
     async def _decide_job(
         self,
@@ -269,8 +323,11 @@ class TurnRunner:
         finished = False
         try:
             step = live.decide(decisions, timeout=self._limits.turn_timeout)
-            outcome, body, _ = await self._drive(session_id, live, step, keeper)
-            finished = await self._finish(session_id, live, token, body)
+            problem, run = await self._drive(session_id, live, step, keeper)
+            versioned = self._live.reached_of(session_id).version > 0
+            bodies = self._written(session_id, run, None, versioned)
+            outcome = problem or Outcome(status=200, body=bodies.sent)
+            finished = await self._finish(session_id, live, token, bodies, versioned)
             if not finished:
                 finished = True  # (nothing to release: the lease is another's)
                 _unstored(session_id, None, None)
@@ -285,11 +342,10 @@ class TurnRunner:
         live: AgentSession,
         step: Awaitable[AgentRun],
         keeper: LeaseKeeper | None,
-    ) -> tuple[Outcome, bytes, AgentRun | None]:
-        """The step's outcome (its body as sent), the run body to store (the problems it
-        raises store nothing) and the run object the outcome's body encodes, unless the
-        turn is suspended (its run then changes when it goes on); ``keeper`` renews the
-        lease until the step ends, however it ends."""
+    ) -> tuple[Outcome | None, AgentRun]:
+        """The step's problem outcome, if it timed out (else ``None``), and the run to
+        store (the problems it raises store nothing); ``keeper`` renews the lease until
+        the step ends, however it ends."""
         try:
             run = await step
         except TurnTimeout as timeout:
@@ -301,7 +357,7 @@ class TurnRunner:
                     "it was cancelled and recorded as failed, and the session is usable.",
                 ),
             )
-            return outcome, self.bodies(live, timeout.run).stored, None
+            return outcome, timeout.run
         except DecisionError as error:
             raise decision_problem(error) from None
         except SessionSuspended:
@@ -318,16 +374,25 @@ class TurnRunner:
         finally:
             if keeper is not None:
                 keeper.stop()
-        bodies = self.bodies(live, run)
-        sent = None if live.suspended else bodies.run
-        return Outcome(status=200, body=bodies.sent), bodies.stored, sent
+        return None, run
+
+    def _written(
+        self, session_id: str, run: AgentRun, since: int | None, versioned: bool
+    ) -> Written:
+        """``run``'s bodies (:func:`~._runlog.written`), appended to a store with versions
+        unless the turn is suspended and a relay carries its approvals (its run is then
+        written whole, before the relay listens)."""
+        relayed = self._relay is not None and bool(run.pending_approvals or run.pending_interrupts)
+        before = self._live.reached_of(session_id)
+        return written(run, before, self._policy, since=since, appending=versioned and not relayed)
 
     async def _finish(
         self,
         session_id: str,
         live: AgentSession,
         token: str,
-        body: bytes,
+        bodies: Written,
+        versioned: bool,
         key: str | None = None,
         record: bytes = b"",
     ) -> bool:
@@ -336,7 +401,9 @@ class TurnRunner:
         lease was lost: this replica's agent is then dropped, the store moved on without it.
         """
         try:
-            return await self._store_outcome(session_id, live, token, body, key, record)
+            return await self._store_outcome(
+                session_id, live, token, bodies, versioned, key, record
+            )
         except BaseException:
             # Not stored, so not acknowledged: the agent's memory holds a turn the store
             # does not; drop it, and the next turn rebuilds the agent from the store.
@@ -348,37 +415,43 @@ class TurnRunner:
         session_id: str,
         live: AgentSession,
         token: str,
-        body: bytes,
+        bodies: Written,
+        versioned: bool,
         key: str | None,
         record: bytes,
     ) -> bool:
         state = SUSPENDED if live.suspended else IDLE
         ttl = self._limits.session_ttl
-        run: bytes | None = body
-        if state == SUSPENDED and self._relay is not None:
-            if not await self._store.write(session_id, body, state=state, ttl=ttl, token=token):
+        before = self._live.reached_of(session_id)
+        whole, append = bodies.whole, bodies.append
+        relayed = state == SUSPENDED and self._relay is not None
+        if relayed:
+            assert whole is not None and self._relay is not None
+            if not await self._store.write(session_id, whole, state=state, ttl=ttl, token=token):
                 await self._live.forget(session_id)
                 return False
-            self._live.reached(session_id, body)
+            self._live.reached(session_id, bodies.reached(before, 0))  # (its version: below)
             await self._relay.listen(session_id, partial(self._relayed, session_id))
-            run = None
-        stored = await self._turns.finish_turn(
+            whole, append = None, b""
+        version = await self._turns.finish_turn(
             session_id,
             token,
-            run=run,
+            run=whole,
             state=state,
             ttl=ttl,
             key=key,
             record=record,
             keep=self._limits.idempotency_keys,
+            append=append,
         )
-        if not stored:
+        if not version:
             await self._live.forget(session_id)
             return False
-        if run is not None:
-            self._live.reached(session_id, body)
-            if self._relay is not None:
-                await self._relay.unlisten(session_id)
+        marker: int | bytes = version if versioned else bodies.whole or b""
+        envelope = bodies.whole if self._policy is None else None  # (the run's own encoding)
+        self._live.reached(session_id, bodies.reached(before, marker), envelope)
+        if not relayed and self._relay is not None:
+            await self._relay.unlisten(session_id)
         return True
 
 

@@ -45,7 +45,9 @@ Rules:
   it completes or suspends (earlier turns never change, so this costs one turn's work).
 - Between turns the run is kept only encoded, as the protocol's ``{"run": ...}`` bytes
   (:attr:`AgentSession.run_envelope`); :attr:`AgentSession.run` decodes it on demand
-  (:mod:`._parked`).
+  (:mod:`._parked`). A session opened with ``hot=True`` keeps it as objects until its
+  host calls :meth:`AgentSession.park` (then the run a turn returns is the session's
+  own object, which its next turn changes).
 """
 
 from __future__ import annotations
@@ -79,7 +81,7 @@ from ._outcomes import agent_error, complete, fail, fail_timeout
 from ._parked import ParkedRun
 from ._steps import StepClock, Timed, Worker
 from ._suspension import Decision, Suspension
-from ._tasks import start_task
+from ._tasks import raising, ready, resolve, start_task
 
 _DONE: Final = "done"
 _SUSPENDED: Final = "suspended"
@@ -122,6 +124,7 @@ class AgentSession:
         workers: Executor | None = None,
         clock: StepClock | None = None,
         log_details: bool = True,
+        hot: bool = False,
     ) -> None:
         self._handler = handler
         self._worker = Worker(workers)
@@ -131,7 +134,7 @@ class AgentSession:
         self._timeout: float | None = None
         self._overran = False
         self.info = info
-        self._held = ParkedRun(run, info.session_id)
+        self._held = ParkedRun(run, info.session_id, hot=hot)
         self.state: dict[str, Any] = {}
         self._history: list[Message] = []
         self._task: asyncio.Task[None] | None = None
@@ -196,6 +199,17 @@ class AgentSession:
         """The accumulated run as the protocol sends it, ``{"run": ...}`` (no copy when idle)."""
         return self._held.envelope
 
+    @property
+    def run_size(self) -> int:
+        """The length of :attr:`run_envelope`, without encoding a hot run whole."""
+        return self._held.size()
+
+    def park(self, envelope: bytes | None = None) -> None:
+        """Keep an idle hot session's run only encoded until its next turn (nothing
+        happens while a turn runs or waits); ``envelope``: :attr:`run_envelope`, if held."""
+        if self._task is None and not self._waiting and not self._closed:
+            self._held.rest(envelope)
+
     def _park(self) -> AgentRun:
         # Between turns, keep the run only encoded; returns the run object as it was.
         return self._held.park(self._task is None and not self._waiting and not self._closed)
@@ -235,13 +249,13 @@ class AgentSession:
         raises). A caller that starts other work meanwhile lets the loop run the turn's
         first step before that work's."""
         if self._closed:
-            return _raise(SessionClosed("the session is closed"))
+            return raising(SessionClosed("the session is closed"))
         if self._waiting:
-            return _raise(SessionSuspended("the session waits for approvals or answers"))
+            return raising(SessionSuspended("the session waits for approvals or answers"))
         if self._task is not None:
-            return _raise(SessionBusy("a turn is already running on this session"))
+            return raising(SessionBusy("a turn is already running on this session"))
         if self._worker.running:
-            return _raise(
+            return raising(
                 SessionBusy(
                     "the previous turn timed out but its sync code still runs in its "
                     "thread; the session takes a turn once it returns"
@@ -257,8 +271,8 @@ class AgentSession:
         task = start_task(self._turn(message, parts))
         if self._ended:  # (started eagerly, 3.12+: a turn that never waits is over)
             if self._overran:
-                return _raise(TurnTimeout(timeout or 0.0, self._park()))
-            return _ready(self._park())
+                return raising(TurnTimeout(timeout or 0.0, self._park()))
+            return ready(self._park())
         self._task = task
         checkpoint = self._checkpoint  # an approval requested at once made one already
         if checkpoint is None:
@@ -327,7 +341,7 @@ class AgentSession:
             checkpoint = self._checkpoint = loop.create_future()
         if not checkpoint.done():
             # Let requests made in the same scheduling pass join this suspension.
-            loop.call_soon(loop.call_soon, _resolve, checkpoint, _SUSPENDED)
+            loop.call_soon(loop.call_soon, resolve, checkpoint, _SUSPENDED)
         return future
 
     # -- internals --------------------------------------------------------------------------
@@ -367,7 +381,7 @@ class AgentSession:
     def _arm(self, checkpoint: asyncio.Future[str], deadline: float) -> None:
         if not checkpoint.done():
             loop = asyncio.get_running_loop()
-            self._timer = loop.call_at(deadline, _resolve, checkpoint, _TIMED_OUT)
+            self._timer = loop.call_at(deadline, resolve, checkpoint, _TIMED_OUT)
 
     async def _timed_out(self, task: asyncio.Task[None] | None, timeout: float) -> NoReturn:
         # Timing a turn out (cancel it, give it its grace, record the failure) is a job of
@@ -420,7 +434,7 @@ class AgentSession:
             self._held.finish()
         checkpoint, self._checkpoint = self._checkpoint, None
         if checkpoint is not None:
-            _resolve(checkpoint, _DONE)
+            resolve(checkpoint, _DONE)
 
     def _begin(self, message: str, parts: Sequence[ContentPart]) -> TurnContext:
         run = self.run
@@ -480,16 +494,3 @@ class AgentSession:
             raise
         finally:
             self._settled(completed)
-
-
-async def _raise(error: Exception) -> AgentRun:
-    raise error
-
-
-async def _ready(run: AgentRun) -> AgentRun:
-    return run
-
-
-def _resolve(future: asyncio.Future[str], outcome: str) -> None:
-    if not future.done():
-        future.set_result(outcome)

@@ -15,6 +15,9 @@ Rules:
 - Either way the task's result or exception is the coroutine's, and cancelling the task
   is delivered to the coroutine where it waits (a task cancelled before its first step
   never runs it).
+- A call that would start a turn but answers at once (the turn is over already, or
+  cannot start) returns :func:`ready` or :func:`raising`, awaited as the turn would be;
+  a turn's checkpoint future is settled with :func:`resolve` (only once).
 """
 
 from __future__ import annotations
@@ -39,3 +42,19 @@ def start_task(
     if sys.version_info >= (3, 12) and loop.get_task_factory() is None:  # pragma: no cover
         return asyncio.Task(coroutine, loop=loop, context=context, eager_start=True)
     return loop.create_task(coroutine, context=context)
+
+
+async def raising(error: Exception) -> Any:
+    """An awaitable that raises ``error``."""
+    raise error
+
+
+async def ready(value: T) -> T:
+    """An awaitable of ``value``."""
+    return value
+
+
+def resolve(future: asyncio.Future[T], outcome: T) -> None:
+    """Settle ``future`` with ``outcome`` unless it is done already."""
+    if not future.done():
+        future.set_result(outcome)

@@ -7,6 +7,16 @@ Rules (every store implements them; the memory store is the reference):
 - A session has ``meta`` (written once at creation), ``run`` (the encoded response of
   its latest accumulated run), a ``state`` (``idle`` or ``suspended``), an idle TTL that
   every write or touch renews, a turn **lease** and its idempotency records.
+- A store may keep a run as a log (both stores here do): ``run`` as last written whole
+  and the turns **appended** since, each an encoded delta
+  (:func:`evalport.protocol.run_delta`) of the run against the one stored before it, so
+  that a turn stores what it added instead of the whole run again. Such a store
+  **versions** runs: creating a session gives its run version 1 and every write, whole
+  or appended, the next number (:attr:`StoredSession.version`). ``begin_turn`` given
+  the version the caller holds (``seen``) leaves the run and the appended turns out
+  (``run`` empty) when the stored run is that version. A store without versions
+  (``version`` 0, as :class:`ComposedTurns` over a store of your own) has no appended
+  turns and ignores ``seen`` and ``append``: the adapter writes whole runs to it.
 - The cap on live sessions is enforced by :meth:`SessionStore.create` atomically.
 - One turn at a time: :meth:`SessionStore.acquire` takes the session's lease with a
   random token and an expiry (so a crashed holder cannot block the session forever);
@@ -23,7 +33,8 @@ Rules (every store implements them; the memory store is the reference):
   is ``get_result`` (a record under the key answers, no lease is taken), then (unless
   the session is suspended: :attr:`TurnStart.suspended`, no lease taken) ``acquire``
   and ``read``; :meth:`TurnStore.finish_turn` is ``write``, ``put_result`` and
-  ``release``; each as one atomic step. :class:`ComposedTurns` builds them from the
+  ``release`` (or, with ``append``, adding that turn to the run's log instead of
+  ``write``); each as one atomic step. :class:`ComposedTurns` builds them from the
   single operations for a store of your own without them.
 - Fencing: ``finish_turn``, and ``write`` given the holder's ``token``, store only if
   that token took the lease last (it may have lapsed, if nobody took it since), and
@@ -73,11 +84,14 @@ class Lease(enum.Enum):
 
 
 class StoredSession(msgspec.Struct, frozen=True, gc=False):
-    """A session as a store returns it."""
+    """A session as a store returns it: ``run`` as last written whole, the turns
+    ``appended`` since and the run's ``version`` (0 from a store without versions)."""
 
     meta: bytes
     run: bytes
     state: str
+    version: int = 0
+    appended: tuple[bytes, ...] = ()
 
 
 @runtime_checkable
@@ -97,8 +111,9 @@ class SessionStore(Protocol):
     async def write(
         self, session_id: str, run: bytes, *, state: str, ttl: float, token: str | None = None
     ) -> bool:
-        """Replace the session's run and state and renew its expiry; ``False`` if gone, or
-        if ``token`` is given and another acquisition took the lease since it did."""
+        """Replace the session's run (and its log: a store with versions gives it the
+        next version) and state and renew its expiry; ``False`` if gone, or if ``token``
+        is given and another acquisition took the lease since it did."""
         ...
 
     async def delete(self, session_id: str) -> bool:
@@ -166,11 +181,12 @@ class TurnStore(Protocol):
         key: str | None = None,
         lost: bytes = b"",
         keep: int = 0,
+        seen: int = 0,
     ) -> TurnStart:
         """``get_result(key)`` if ``key``; unless it answers, ``acquire`` then ``read``
         (recording ``key`` as the holder's, so that a ``BUSY`` can tell ``same_key``, and
         ``lost``: the record that a later turn stores under ``key``, keeping ``keep``, if
-        this holder never finishes)."""
+        this holder never finishes); the run left out if its version is ``seen``."""
         ...
 
     async def finish_turn(
@@ -184,17 +200,21 @@ class TurnStore(Protocol):
         key: str | None = None,
         record: bytes = b"",
         keep: int = 0,
-    ) -> bool:
-        """``write`` (unless ``run`` is ``None``), ``put_result`` (if ``key``), ``release``,
-        only while ``token`` holds the lease (or held it last); ``False``, storing
-        nothing, when another acquisition took the lease since."""
+        append: bytes = b"",
+    ) -> int:
+        """``write`` (unless ``run`` is ``None``; a store with versions adds ``append`` to
+        the run's log instead, when given), ``put_result`` (if ``key``), ``release``, only
+        while ``token`` holds the lease (or held it last). Returns the run's new version
+        (1 from a store without versions); 0, storing nothing, when another acquisition
+        took the lease since."""
         ...
 
 
 class ComposedTurns:
     """:class:`TurnStore` from a store's single operations (several calls, not atomic).
 
-    The single operations do not record a holder's key, so ``same_key`` is never true,
+    The single operations keep no versions (the adapter writes whole runs: ``seen`` and
+    ``append`` are ignored) and do not record a holder's key, so ``same_key`` is never true,
     a holder that died leaves no turn-lost record (``lost`` is ignored), and
     ``finish_turn`` is not fenced (it stores whatever the token): enough for a store in
     one process, whose turns die with it and whose leases last as long as a turn may run.
@@ -214,6 +234,7 @@ class ComposedTurns:
         key: str | None = None,
         lost: bytes = b"",
         keep: int = 0,
+        seen: int = 0,
     ) -> TurnStart:
         store = self.store
         if key is not None:
@@ -229,7 +250,8 @@ class ComposedTurns:
         if stored.state == "suspended":
             await store.release(session_id, token)
             return TurnStart(lease=Lease.BUSY, suspended=True)
-        return TurnStart(lease=outcome, session=stored)
+        # (no versions here, even over a store that has them: its finish writes whole runs)
+        return TurnStart(lease=outcome, session=msgspec.structs.replace(stored, version=0))
 
     async def finish_turn(
         self,
@@ -242,14 +264,15 @@ class ComposedTurns:
         key: str | None = None,
         record: bytes = b"",
         keep: int = 0,
-    ) -> bool:
+        append: bytes = b"",
+    ) -> int:
         store = self.store
         try:
             if run is not None:
                 await store.write(session_id, run, state=state, ttl=ttl)
             if key is not None:
                 await store.put_result(session_id, key, record, keep=keep)
-            return True
+            return 1
         finally:
             await store.release(session_id, token)
 

@@ -6,7 +6,8 @@ both through the same calls. No coroutine here ever waits, so every operation, a
 ``begin_turn`` and ``finish_turn`` included, is atomic on the event loop. It records no
 holder's key (``same_key`` is never true, ``lost`` is ignored): one process holds every
 turn, its turns die with it, and the adapter's own table of keys in flight covers
-repeats. Suitable for one process; services with several replicas need a shared store.
+repeats. It keeps runs as logs, with versions (a turn appends what it added). Suitable
+for one process; services with several replicas need a shared store.
 """
 
 from __future__ import annotations
@@ -29,6 +30,14 @@ class _Entry(msgspec.Struct, gc=False):
     lease_token: str | None = None
     lease_expires: float = 0.0
     results: dict[str, bytes] | None = None
+    version: int = 1
+    appended: list[bytes] | None = None
+
+    def stored(self, seen: int = 0) -> StoredSession:
+        if seen and seen == self.version:
+            return StoredSession(meta=self.meta, run=b"", state=self.state, version=seen)
+        appended = () if self.appended is None else tuple(self.appended)
+        return StoredSession(self.meta, self.run, self.state, self.version, appended)
 
 
 class MemoryStore:
@@ -73,7 +82,7 @@ class MemoryStore:
             return None
         if ttl is not None:
             entry.expires = now + ttl
-        return StoredSession(meta=entry.meta, run=entry.run, state=entry.state)
+        return entry.stored()
 
     async def write(
         self, session_id: str, run: bytes, *, state: str, ttl: float, token: str | None = None
@@ -142,6 +151,7 @@ class MemoryStore:
         key: str | None = None,
         lost: bytes = b"",
         keep: int = 0,
+        seen: int = 0,
     ) -> TurnStart:
         """``get_result(key)``; unless it answers, ``acquire`` and ``read`` (``lost`` and
         ``keep`` are not needed: see the module's rules)."""
@@ -154,9 +164,7 @@ class MemoryStore:
         if entry.state == "suspended":
             _release_entry(entry, self._clock())
             return TurnStart(lease=Lease.BUSY, suspended=True)
-        return TurnStart(
-            lease=outcome, session=StoredSession(meta=entry.meta, run=entry.run, state=entry.state)
-        )
+        return TurnStart(lease=outcome, session=entry.stored(seen))
 
     async def finish_turn(
         self,
@@ -169,23 +177,32 @@ class MemoryStore:
         key: str | None = None,
         record: bytes = b"",
         keep: int = 0,
-    ) -> bool:
-        """``write`` (unless ``run`` is ``None``), ``put_result`` (if ``key``), ``release``,
-        only if ``token`` took the lease last (it may have lapsed since); ``False``,
-        storing nothing, if another acquisition took it since (or it was released)."""
+        append: bytes = b"",
+    ) -> int:
+        """``write`` (unless ``run`` is ``None``; with ``append``, that turn added to the
+        log instead), ``put_result`` (if ``key``), ``release``, only if ``token`` took the
+        lease last (it may have lapsed since); the run's version, or 0, storing nothing,
+        if another acquisition took it since (or it was released)."""
         now = self._clock()
         entry = self._entries.get(session_id)
         if entry is None or entry.lease_token != token:
-            return False
+            return 0
         if entry.lease_expires <= now and self._live(session_id, now) is None:
-            return False  # the lease lapsed and the session expired since
+            return 0  # the lease lapsed and the session expired since
         # The same three steps on the entry at hand.
         if run is not None:
             _write_entry(entry, run, state, now + ttl)
+        elif append:
+            if entry.appended is None:
+                entry.appended = []
+            entry.appended.append(append)
+            entry.version += 1
+            entry.state = state
+            entry.expires = now + ttl
         if key is not None:
             self._put_result(session_id, key, record, keep)
         _release_entry(entry, now)
-        return True
+        return entry.version
 
     async def count(self) -> int:
         self._purge(self._clock())
@@ -213,6 +230,8 @@ class MemoryStore:
 
 def _write_entry(entry: _Entry, run: bytes, state: str, expires: float) -> None:
     entry.run = run
+    entry.appended = None
+    entry.version += 1
     entry.state = state
     entry.expires = expires
 

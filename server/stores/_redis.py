@@ -9,8 +9,9 @@ short and its holder renews it. Install with ``pip install 'evalport[redis]'``.
 Rules:
 
 - Keys (``prefix`` defaults to ``evalport:`` and holds no braces): ``s:{id}`` a hash of
-  ``meta``, ``run`` and ``state`` (and while a lease is taken and not given back:
-  ``holder``, the token that took it last; for a keyed turn ``holder_key``,
+  ``meta``, ``run``, ``state``, the run's ``version`` and its log (``logs``, how many
+  turns were appended since ``run`` was written whole, and ``log1``... those turns)
+  (and while a lease is taken and not given back: ``holder``, the token that took it last; for a keyed turn ``holder_key``,
   ``holder_lost`` and ``holder_keep``, its idempotency key, its turn-lost record and how
   many records to keep); ``l:{id}`` the turn lease (its token, with a Redis expiry);
   ``r:{id}`` and ``o:{id}`` the idempotency records and their order. The braces are
@@ -55,10 +56,8 @@ Rules:
 - :meth:`RedisStore.purge_expired` returns the ids that expired **or were deleted** since
   this store object last asked (kept ``gone_seconds``), so every replica closes its own
   live agents of sessions that ended elsewhere.
-- Approvals relay (:class:`~evalport.server.stores._base.ApprovalRelay`): a replica that
-  holds a suspended turn subscribes to ``relay:{id}`` (Redis pub/sub, sharded in a
-  cluster); another replica publishes the decisions there with a reply channel and waits for the answer. A publish
-  that no replica receives means the holder is gone (``forward`` returns ``None``).
+- Approvals relay (:class:`~evalport.server.stores._base.ApprovalRelay`): Redis pub/sub,
+  :mod:`._redis_relay`.
 - A Redis that cannot be reached (refused, reset, timed out, loading, read-only) raises
   :class:`~evalport.server.stores._base.StoreUnavailable`, which the adapter answers with
   503 ``store-unavailable`` and ``Retry-After``; so does one that refuses the store's
@@ -68,19 +67,17 @@ Rules:
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
-import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, Final, TypeVar
 
-import msgspec
 from evalport.protocol import require
 from evalport.protocol._redis_url import connect, parse_redis_url, redacted
 
 from . import _redis_lua as lua
 from ._base import Lease, StoredSession, StoreUnavailable, TurnStart
+from ._redis_relay import Handler, RedisRelay
 
 require("redis", "redis", "evalport.server.stores._redis")
 
@@ -91,16 +88,7 @@ from redis.asyncio.cluster import RedisCluster  # noqa: E402
 logger = logging.getLogger("evalport.server")
 
 T = TypeVar("T")
-Handler = Callable[[bytes], Awaitable[bytes]]
 
-
-class _Forwarded(msgspec.Struct, array_like=True, frozen=True, gc=False):
-    reply: str
-    body: bytes
-
-
-_encode_forwarded = msgspec.msgpack.Encoder()
-_decode_forwarded = msgspec.msgpack.Decoder(_Forwarded)
 
 _UNAVAILABLE: Final = (
     redis_errors.ConnectionError,
@@ -119,7 +107,11 @@ _UNAVAILABLE: Final = (
 # Wrong credentials or a user whose ACL lacks a command: a setting to fix, said as such.
 _REFUSED: Final = (redis_errors.AuthenticationError, redis_errors.NoPermissionError)
 
-_RELAY_GRACE: Final = 3.0
+
+def _stored(found: list[Any]) -> StoredSession:
+    """A session as the scripts return it: meta, run, state, version, appended turns."""
+    meta, run, state, version, *appended = found
+    return StoredSession(meta, run, state.decode(), int(version), tuple(appended))
 
 
 def _ms(seconds: float) -> int:
@@ -176,10 +168,9 @@ class RedisStore:
         self._index = [f"{prefix}{{index}}", f"{prefix}{{index}}:gone"]
         self._gone_ms = _ms(gone_seconds)
         self._since = -1
-        self._handlers: dict[str, Handler] = {}
-        self._pubsub: Any = None
-        self._pump: asyncio.Task[None] | None = None
-        self._answers: set[asyncio.Task[None]] = set()
+        self._relay = RedisRelay(
+            self._redis, prefix, sharded=self._sharded, call=self._call, unavailable=_UNAVAILABLE
+        )
         register = self._redis.register_script
         self._create = register(lua.CREATE)
         self._read = register(lua.READ)
@@ -269,8 +260,7 @@ class RedisStore:
         found = await self._run(self._read, keys, 0 if ttl is None else _ms(ttl))
         if not found:
             return None
-        meta, run, state = found
-        return StoredSession(meta=meta, run=run, state=state.decode())
+        return _stored(found)
 
     async def write(
         self, session_id: str, run: bytes, *, state: str, ttl: float, token: str | None = None
@@ -313,6 +303,7 @@ class RedisStore:
         key: str | None = None,
         lost: bytes = b"",
         keep: int = 0,
+        seen: int = 0,
     ) -> TurnStart:
         found = await self._run(
             self._begin_turn,
@@ -324,6 +315,7 @@ class RedisStore:
             key or "",
             lost,
             keep,
+            seen,
         )
         outcome = found[0].decode()
         if outcome == "replay":
@@ -332,9 +324,7 @@ class RedisStore:
             return TurnStart(lease=Lease.BUSY, suspended=True)
         if outcome != "acquired":
             return TurnStart(lease=Lease(outcome), same_key=len(found) > 1 and found[1] == 1)
-        _, meta, run, state = found
-        stored = StoredSession(meta=meta, run=run, state=state.decode())
-        return TurnStart(lease=Lease.ACQUIRED, session=stored)
+        return TurnStart(lease=Lease.ACQUIRED, session=_stored(found[1:]))
 
     async def finish_turn(
         self,
@@ -347,13 +337,14 @@ class RedisStore:
         key: str | None = None,
         record: bytes = b"",
         keep: int = 0,
-    ) -> bool:
+        append: bytes = b"",
+    ) -> int:
         stored = await self._save(
             self._finish_turn,
             self._keys(session_id),
             token,
-            0 if run is None else 1,
-            run or b"",
+            "append" if run is None and append else 0 if run is None else 1,
+            append if run is None else run,
             state,
             _ms(ttl),
             0 if key is None else 1,
@@ -361,7 +352,7 @@ class RedisStore:
             record,
             keep,
         )
-        return bool(stored)
+        return int(stored)
 
     async def _sweep(self) -> None:
         """Move the index's expired ids to ``gone`` (and rescore the live ones that were due)."""
@@ -390,118 +381,22 @@ class RedisStore:
         self._since = int(now)
         return [session_id.decode() for session_id in ids]
 
-    # -- approvals relay -----------------------------------------------------------------
-
-    def _channel(self, session_id: str) -> str:
-        return f"{self.prefix}relay:{{{session_id}}}"
-
-    async def _subscribe(self, pubsub: Any, channel: str) -> None:
-        await self._call(
-            lambda: pubsub.ssubscribe(channel) if self._sharded else pubsub.subscribe(channel)
-        )
-
-    async def _publish(self, channel: str, message: bytes) -> int:
-        if self._sharded:
-            return int(await self._call(lambda: self._redis.spublish(channel, message)))
-        return int(await self._call(lambda: self._redis.publish(channel, message)))
-
-    async def _next(self, pubsub: Any, timeout: float) -> Any:
-        """The next message of ``pubsub`` (``None`` if none came within ``timeout``)."""
-        if self._sharded:
-            message = await pubsub.get_sharded_message(timeout=timeout)
-            return message if message is not None and message["type"] == "smessage" else None
-        message = await pubsub.get_message(timeout=timeout)
-        return message if message is not None and message["type"] == "message" else None
+    # -- approvals relay (:mod:`._redis_relay`) -----------------------------------------
 
     async def listen(self, session_id: str, handler: Handler) -> None:
         """Answer requests :meth:`forward`-ed to ``session_id`` with ``handler``."""
-        self._handlers[session_id] = handler
-        if self._pubsub is None:
-            self._pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
-        await self._subscribe(self._pubsub, self._channel(session_id))
-        if self._pump is None or self._pump.done():
-            self._pump = asyncio.get_running_loop().create_task(self._receive())
+        await self._relay.listen(session_id, handler)
 
     async def unlisten(self, session_id: str) -> None:
         """Stop answering for ``session_id`` (nothing happens if this store did not)."""
-        if self._handlers.pop(session_id, None) is None or self._pubsub is None:
-            return
-        channel = self._channel(session_id)
-        pubsub = self._pubsub
-        await self._call(
-            lambda: pubsub.sunsubscribe(channel) if self._sharded else pubsub.unsubscribe(channel)
-        )
+        await self._relay.unlisten(session_id)
 
     async def forward(self, session_id: str, request: bytes, *, timeout: float) -> bytes | None:
-        """Send ``request`` to the replica listening for ``session_id``; its answer.
-
-        ``None`` when no replica listens (for ``_RELAY_GRACE`` seconds: a holder may be
-        reconnecting); :class:`TimeoutError` after ``timeout`` seconds.
-        """
-        reply = f"{self.prefix}reply:{{{uuid.uuid4().hex}}}"
-        message = _encode_forwarded.encode(_Forwarded(reply=reply, body=request))
-        pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
-        try:
-            await self._subscribe(pubsub, reply)
-            channel = self._channel(session_id)
-            loop = asyncio.get_running_loop()
-            # Nobody listening may be a holder that is reconnecting (Redis restarted):
-            # give it a moment before calling it gone.
-            settle = loop.time() + _RELAY_GRACE
-            while not await self._publish(channel, message):
-                if loop.time() >= settle:
-                    return None
-                await asyncio.sleep(0.2)
-            deadline = loop.time() + timeout
-            while (left := deadline - loop.time()) > 0:
-                answer = await self._call(lambda: self._next(pubsub, min(left, 1.0)))
-                if answer is not None:
-                    return bytes(answer["data"])
-            raise TimeoutError(f"no answer for session {session_id} within {timeout:g} s")
-        finally:
-            await pubsub.aclose()
-
-    async def _receive(self) -> None:
-        while self._handlers:
-            try:
-                message = await self._next(self._pubsub, 1.0)
-            except _UNAVAILABLE:
-                await asyncio.sleep(0.5)  # the pub/sub connection re-subscribes when back
-                continue
-            except Exception:
-                logger.exception("approvals relay: reading Redis pub/sub failed")
-                await asyncio.sleep(0.5)
-                continue
-            if message is None:
-                continue
-            channel = message["channel"].decode()
-            session_id = channel.removeprefix(f"{self.prefix}relay:{{").removesuffix("}")
-            handler = self._handlers.get(session_id)
-            if handler is not None:
-                task = asyncio.get_running_loop().create_task(
-                    self._answer(handler, _decode_forwarded.decode(message["data"]))
-                )
-                self._answers.add(task)
-                task.add_done_callback(self._answers.discard)
-
-    async def _answer(self, handler: Handler, forwarded: _Forwarded) -> None:
-        try:
-            answer = await handler(forwarded.body)
-            await self._publish(forwarded.reply, answer)
-        except Exception:
-            logger.exception("could not answer a forwarded approvals request")
+        """The answer of the replica listening for ``session_id`` (``None`` if none does)."""
+        return await self._relay.forward(session_id, request, timeout=timeout)
 
     async def aclose(self) -> None:
-        self._handlers.clear()
-        if self._pump is not None:
-            self._pump.cancel()
-            with contextlib.suppress(asyncio.CancelledError, *_UNAVAILABLE):
-                await self._pump
-        if self._answers:
-            await asyncio.wait(self._answers, timeout=1.0)
-        if self._pubsub is not None:
-            with contextlib.suppress(*_UNAVAILABLE):
-                await self._pubsub.aclose()
+        await self._relay.aclose()
         if self._owned:
             await self._redis.aclose()
             for other in self._others:

@@ -43,11 +43,46 @@ local function renew(ttl)
   if left > ms then ms = left end
   expire_in(ms)
 end
+-- The run's log: the turns appended since ``run`` was written whole, in the fields
+-- 'log1'..'logN' of the session's hash ('logs': N); 'version' counts the run's writes.
+local function clear_log()
+  local logs = tonumber(redis.call('HGET', s, 'logs')) or 0
+  for i = 1, logs do redis.call('HDEL', s, 'log' .. i) end
+  redis.call('HSET', s, 'logs', 0)
+end
+local function next_version()
+  return (tonumber(redis.call('HGET', s, 'version')) or 0) + 1
+end
 local function write_run(run, state, ttl)
   if redis.call('EXISTS', s) == 0 then return 0 end
-  redis.call('HSET', s, 'run', run, 'state', state)
+  clear_log()
+  redis.call('HSET', s, 'run', run, 'state', state, 'version', next_version())
   renew(ttl)
   return 1
+end
+local function append_run(turn, state, ttl)
+  if redis.call('EXISTS', s) == 0 then return 0 end
+  local logs = (tonumber(redis.call('HGET', s, 'logs')) or 0) + 1
+  redis.call('HSET', s, 'log' .. logs, turn, 'logs', logs, 'state', state,
+    'version', next_version())
+  renew(ttl)
+  return 1
+end
+local function stored_run(found, seen)
+  -- {meta, run, state} as HMGET found them, with the version and the appended turns;
+  -- the run left out (empty) when its version is ``seen``
+  local version = tonumber(redis.call('HGET', s, 'version')) or 0
+  if seen > 0 and version == seen then return {found[1], '', found[3], version} end
+  local stored = {found[1], found[2], found[3], version}
+  local logs = tonumber(redis.call('HGET', s, 'logs')) or 0
+  for first = 1, logs, 1000 do  -- (in batches: unpack has a limit)
+    local fields = {}
+    for i = first, math.min(first + 999, logs) do fields[#fields + 1] = 'log' .. i end
+    for _, turn in ipairs(redis.call('HMGET', s, unpack(fields))) do
+      stored[#stored + 1] = turn
+    end
+  end
+  return stored
 end
 local function put_result(key, record, keep)
   local left = redis.call('PTTL', s)
@@ -109,13 +144,14 @@ CREATE: Final = (
     _SESSION
     + """
 local existed = redis.call('EXISTS', s)
-redis.call('HSET', s, 'meta', ARGV[1], 'run', ARGV[2], 'state', 'idle')
+clear_log()
+redis.call('HSET', s, 'meta', ARGV[1], 'run', ARGV[2], 'state', 'idle', 'version', 1)
 renew(tonumber(ARGV[3]))
 return existed + 1
 """
 )
 
-# ARGV: ttl (0: no renewal).
+# ARGV: ttl (0: no renewal). Returns {meta, run, state, version, appended turns...}.
 READ: Final = (
     _SESSION
     + """
@@ -123,7 +159,7 @@ local ttl = tonumber(ARGV[1])
 local found = redis.call('HMGET', s, 'meta', 'run', 'state')
 if not found[1] then return false end
 if ttl > 0 then renew(ttl) end
-return found
+return stored_run(found, -1)
 """
 )
 
@@ -157,10 +193,11 @@ return take_lease(ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]))
 """
 )
 
-# ARGV: token, lease, ttl, with_key ('1' or '0'), key, lost, keep. Returns {'missing'},
-# {'replay', record} (the key's record; no lease taken), {'suspended'} (no lease taken:
-# the session waits for approvals), {'busy', same_key (1 or 0)} or
-# {'acquired', meta, run, state}. Taking the lease records the token in the session's
+# ARGV: token, lease, ttl, with_key ('1' or '0'), key, lost, keep, seen. Returns
+# {'missing'}, {'replay', record} (the key's record; no lease taken), {'suspended'} (no
+# lease taken: the session waits for approvals), {'busy', same_key (1 or 0)} or
+# {'acquired', meta, run, state, version, appended turns...} (the run and its turns
+# left out when its version is ``seen``). Taking the lease records the token in the session's
 # hash ('holder'), and for a keyed turn its key, the turn-lost record ``lost`` to store
 # under that key if the holder never gives the lease back, and ``keep`` ('holder_key',
 # 'holder_lost', 'holder_keep'); releasing clears them. A later call that finds the lease
@@ -189,22 +226,27 @@ end
 if keyed then
   redis.call('HSET', s, 'holder_key', key, 'holder_lost', ARGV[6], 'holder_keep', ARGV[7])
 end
-return {outcome, found[1], found[2], found[3]}
+local stored = stored_run(found, tonumber(ARGV[8]))
+table.insert(stored, 1, outcome)
+return stored
 """
 )
 
-# ARGV: token, with_run ('1' or '0'), run, state, ttl, with_key, key, record, keep. Only
-# while the token holds the lease (or held it last): writes the run (if given), stores
-# the record (if given), releases the lease and returns 1; otherwise changes nothing and
-# returns 0 (another turn took the session over: fencing).
+# ARGV: token, with_run ('1', '0' or 'append'), run (or the turn to append), state, ttl,
+# with_key, key, record, keep. Only while the token holds the lease (or held it last):
+# writes the run whole or appends the turn to its log (if given), stores the record (if
+# given), releases the lease and returns the run's version; otherwise changes nothing
+# and returns 0 (another turn took the session over: fencing).
 FINISH_TURN: Final = (
     _SESSION
     + """
 local token = ARGV[1]
 if not holds(token) then return 0 end
 if ARGV[2] == '1' then write_run(ARGV[3], ARGV[4], tonumber(ARGV[5])) end
+if ARGV[2] == 'append' then append_run(ARGV[3], ARGV[4], tonumber(ARGV[5])) end
 if ARGV[6] == '1' then put_result(ARGV[7], ARGV[8], tonumber(ARGV[9])) end
-return release(token)
+release(token)
+return tonumber(redis.call('HGET', s, 'version')) or 1
 """
 )
 

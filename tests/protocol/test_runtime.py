@@ -10,7 +10,15 @@ import uuid
 from typing import Any
 
 import pytest
-from evalport.protocol import ApprovalDecision, Message, ToolCall, Usage, decode_run, encode
+from evalport.protocol import (
+    ApprovalDecision,
+    ImagePart,
+    Message,
+    ToolCall,
+    Usage,
+    decode_run,
+    encode,
+)
 from evalport.protocol.runtime import (
     AgentSession,
     ApprovalRejected,
@@ -472,6 +480,43 @@ async def test_an_idle_session_keeps_its_run_encoded_and_decodes_it_on_demand() 
     assert session.snapshot() is not session.run
     run = await session.send("A2")  # the next turn continues the decoded run
     assert [t.tool_call.arguments["order_id"] for t in run.tools] == ["A1", "A2"]
+
+
+async def test_a_hot_session_keeps_its_run_as_objects_and_measures_it_exactly() -> None:
+    """``hot=True``: no decode or encode between turns (the same object goes on) until the
+    host parks it; ``run_size`` is the envelope's length at every point, parts, events,
+    failures and approvals included, without encoding the settled turns again."""
+
+    async def agent(message: str, history: list[Message], ctx: TurnContext) -> str:
+        ctx.event("heard", {"message": message, "parts": len(ctx.parts)})
+        if message == "boom":
+            raise ValueError("down")
+        if message == "big":
+            await refund("A1", 500)
+        lookup(message)
+        return "é" * len(history)
+
+    session = await AgentSession.open(agent, info(), hot=True)
+    assert session.run_size == len(session.run_envelope)
+    image = ImagePart(data=b"\x89PNG" + bytes(range(30)), media_type="image/png")
+    for message in ["A1", "boom", "A2", "big", "parts", "A3"]:
+        if message == "big":
+            waiting = session.start(message)
+            run = await waiting
+            assert session.suspended and session.run_size == len(session.run_envelope)
+            [pending] = run.pending_approvals
+            run = await session.decide({pending.call_id: ApprovalDecision(decision="approve")})
+        else:
+            run = await session.send(message, parts=[image] if message == "parts" else ())
+        assert session.run is run  # hot: the turn's own object, not decoded again
+        assert session.run_size == len(session.run_envelope)
+    session.park()
+    parked = session.run_envelope
+    assert session.run_envelope is parked and session.run_size == len(parked)
+    assert decode_run(parked) == run
+    run = await session.send("A4")  # decoded once, then hot again
+    assert session.run is run and run.turns == 7
+    assert session.run_size == len(session.run_envelope)
 
 
 async def test_incremental_tools_and_usage_match_a_full_rebuild() -> None:

@@ -156,6 +156,7 @@ async def test_a_repeated_key_answers_the_same_turn_at_each_since(
     await turn(client, session, "one")
     base = await full_run(client, session)
     first = await turn(client, session, "two", "?since=1", **{"Idempotency-Key": "k-2"})
+    then = await client.get(f"/evals/sessions/{session}")
     again = await turn(client, session, "two", "?since=1", **{"Idempotency-Key": "k-2"})
     whole = await turn(client, session, "two", **{"Idempotency-Key": "k-2"})
     older = await turn(client, session, "two", "?since=0", **{"Idempotency-Key": "k-2"})
@@ -167,6 +168,30 @@ async def test_a_repeated_key_answers_the_same_turn_at_each_since(
     await turn(client, session, "three")  # the session moved on: the record still answers turn 2
     late = await turn(client, session, "two", "?since=1", **{"Idempotency-Key": "k-2"})
     assert late.content == first.content
+    # the record keeps the delta; the whole run then is rebuilt from the stored run
+    late_whole = await turn(client, session, "two", **{"Idempotency-Key": "k-2"})
+    assert late_whole.content == whole.content == then.content
+    late_older = await turn(client, session, "two", "?since=0", **{"Idempotency-Key": "k-2"})
+    assert late_older.content == older.content
+
+
+@pytest.mark.parametrize("policy", [None, TracePolicy.safe()])
+async def test_a_late_repeat_rebuilds_the_run_with_framework_state_and_a_policy(
+    build: Build, policy: TracePolicy | None
+) -> None:
+    """A keyed delta turn's record, answered whole after later turns appended to the
+    stored run: the run as that turn left it, as sent (no framework state, redacted)."""
+    _, client = build(Remembers, policy=policy)
+    session = await open_session(client)
+    for message in ("one", "two"):
+        await turn(client, session, message)
+    await turn(client, session, "three", "?since=2", **{"Idempotency-Key": "k-3"})
+    then = await client.get(f"/evals/sessions/{session}")
+    for message in ("four", "five", "six"):
+        await turn(client, session, message, "?since=3")
+    late = await turn(client, session, "three", **{"Idempotency-Key": "k-3"})
+    assert late.content == then.content and FRAMEWORK_STATE.encode() not in late.content
+    assert decode_run(late.content).turns == 3 and SECRET.encode() not in late.content
 
 
 class Remembers:

@@ -1,8 +1,10 @@
 """Delta responses end to end: HttpTarget reassembles runs equal to full responses.
 
-A property over random sessions (tool calls, approvals approved and rejected, failures,
-stop signals, turn timeouts, injected tool faults, client and server trace policies)
-against the real adapter in one process: after every call, the run of a session that
+A property over random sessions (tool calls, approvals approved and rejected, interrupts
+answered, turns with image and file parts, failures, stop signals, turn timeouts,
+injected tool faults, client and server trace policies) against the real adapter in one
+process, over the memory store or over a real Redis with two adapters (replicas) that
+the requests alternate between at random: after every call, the run of a session that
 reads deltas, and the run of a second client polling the session with deltas, equal
 field by field the run a client without deltas reads in full.
 """
@@ -10,47 +12,76 @@ field by field the run a client without deltas reads in full.
 from __future__ import annotations
 
 import asyncio
+import itertools
+import uuid
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import httpx
 import pytest
 from evalport.client import HttpTarget, TurnTimedOut
-from evalport.protocol import DELTA_CAPABILITY, AgentRun, ToolFault, TracePolicy
+from evalport.protocol import (
+    DELTA_CAPABILITY,
+    AgentRun,
+    FilePart,
+    ImagePart,
+    ToolFault,
+    TracePolicy,
+)
 from evalport.protocol.runtime import TurnContext
 from evalport.server import EvalAdapter, Limits
-from hypothesis import HealthCheck, given, settings
+from evalport.server.stores import RedisStore
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from support.redis import REDIS_SERVER, RedisServer, running_redis
 from target_agents import SECRET, SupportAgent
 
 TOKEN = "delta-token-0123456789"
 BASE = "http://adapter.test/agent"
 
 
+PARTS = [
+    ImagePart(data=b"\x89PNG\r\n\x1a\n" + SECRET.encode(), media_type="image/png"),
+    FilePart(data=b"%PDF-1.4 invoice", media_type="application/pdf", name="invoice.pdf"),
+]
+
+
 class SlowSupportAgent(SupportAgent):
-    """SupportAgent, and a message with "slow" outlives the turn timeout."""
+    """SupportAgent, and a message with "slow" outlives the turn timeout; one with "ask"
+    asks which size first (an interrupt), one with "look" says how many parts it got."""
 
     async def turn(self, message: str, ctx: TurnContext) -> str:
         if "slow" in message:
             ctx.model_step(content="thinking")
             await asyncio.sleep(5)
+        if "ask" in message:
+            size = await ctx.interrupt("choice", {"question": "Which size?", "card": SECRET})
+            ctx.event("sized", {"size": size})
+        if "look" in message:
+            ctx.event("looked", {"parts": len(ctx.parts)})
         return await super().turn(message, ctx)
 
 
 class Recording(httpx.AsyncBaseTransport):
-    """The adapter in process; counts the answers that were deltas."""
+    """The adapters in process (one, or replicas that each request goes to in turn, as
+    ``route`` says); counts the answers that were deltas."""
 
-    def __init__(self, app: Any) -> None:
-        self.inner = httpx.ASGITransport(app=app)
+    def __init__(self, apps: list[Any], route: Iterator[int]) -> None:
+        self.inner = [httpx.ASGITransport(app=app) for app in apps]
+        self.route = route
         self.deltas = 0
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        response = await self.inner.handle_async_request(request)
+        inner = self.inner[next(self.route) % len(self.inner)]
+        response = await inner.handle_async_request(request)
         body = await response.aread()
         self.deltas += body.startswith(b'{"delta"')
         return httpx.Response(response.status_code, headers=response.headers, content=body)
 
 
-MESSAGES = st.sampled_from(["where is it?", "refund it", "boom", "please stop", "slow"])
+MESSAGES = st.sampled_from(
+    ["where is it?", "refund it", "boom", "please stop", "slow", "ask me", "look at these"]
+)
 FAULTS = st.one_of(
     st.none(),
     st.builds(
@@ -75,16 +106,25 @@ async def session_story(
     decisions: list[bool],
     fault: ToolFault | None,
     policies: tuple[TracePolicy, TracePolicy | None],
+    redis: RedisServer | None = None,
+    route: Sequence[int] = (),
 ) -> None:
     client_policy, server_policy = policies
-    adapter = EvalAdapter(
-        SlowSupportAgent,
-        token=TOKEN,
-        faults=True,
-        policy=server_policy,
-        limits=Limits(turn_timeout=0.05),
+    prefix = f"parity-{uuid.uuid4().hex[:8]}:"
+    adapters = [
+        EvalAdapter(
+            SlowSupportAgent,
+            token=TOKEN,
+            faults=True,
+            policy=server_policy,
+            limits=Limits(turn_timeout=0.05),
+            store=None if redis is None else RedisStore(redis.url, prefix=prefix),
+        )
+        for _ in range(1 if redis is None else 2)
+    ]
+    transport = Recording(
+        [adapter.app("/agent") for adapter in adapters], itertools.cycle([*route, 0])
     )
-    transport = Recording(adapter.app("/agent"))
 
     def target(**options: Any) -> HttpTarget:
         return HttpTarget(BASE, token=TOKEN, policy=client_policy, transport=transport, **options)
@@ -106,8 +146,16 @@ async def session_story(
                             for p in session.run.pending_approvals
                         }
                     )
+                elif session.run.pending_interrupts:
+                    await session.decide(
+                        {
+                            asked.id: {"decision": "answer", "answer": message}
+                            for asked in session.run.pending_interrupts
+                        }
+                    )
                 else:
-                    turn = await session.send(message)
+                    parts = PARTS if "look" in message else ()
+                    turn = await session.send(message, parts=parts)
                     assert turn.steps == [s for s in turn.run.steps if s.turn == turn.index]
             except TurnTimedOut:
                 await session.refresh()
@@ -120,20 +168,30 @@ async def session_story(
     finally:
         for client in (reader, poller, whole):
             await client.aclose()
-        await adapter.aclose()
+        for adapter in adapters:
+            await adapter.aclose()
 
 
-@settings(
-    max_examples=25,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
-@given(
-    messages=st.lists(MESSAGES, min_size=1, max_size=8),
-    decisions=st.lists(st.booleans(), max_size=4),
-    fault=FAULTS,
-    policies=POLICIES,
-)
+STORIES = settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+STORY = {
+    "messages": st.lists(MESSAGES, min_size=1, max_size=8),
+    "decisions": st.lists(st.booleans(), max_size=4),
+    "fault": FAULTS,
+    "policies": POLICIES,
+}
+
+
+EVERY_KIND = {
+    "messages": ["ask me", "M", "look at these", "refund it", "no", "slow", "ask again", "L"],
+    "decisions": [False],
+    "fault": None,
+    "policies": (TracePolicy.safe(), TracePolicy.safe()),
+}
+
+
+@STORIES
+@given(**STORY)
+@example(**EVERY_KIND)
 def test_reassembled_runs_equal_full_responses(
     messages: list[str],
     decisions: list[bool],
@@ -141,6 +199,30 @@ def test_reassembled_runs_equal_full_responses(
     policies: tuple[TracePolicy, TracePolicy | None],
 ) -> None:
     asyncio.run(session_story(messages, decisions, fault, policies))
+
+
+@pytest.fixture(scope="module")
+def redis_server() -> Iterator[RedisServer]:
+    if REDIS_SERVER is None:
+        pytest.skip("redis-server is not installed")
+    with running_redis() as server:
+        yield server
+
+
+@STORIES
+@given(**STORY, route=st.lists(st.integers(0, 1), min_size=1, max_size=12))
+@example(**EVERY_KIND, route=[0, 1, 1, 0, 1])
+def test_reassembled_runs_equal_full_responses_over_redis_replicas(
+    redis_server: RedisServer,
+    messages: list[str],
+    decisions: list[bool],
+    fault: ToolFault | None,
+    policies: tuple[TracePolicy, TracePolicy | None],
+    route: list[int],
+) -> None:
+    """The same stories with two adapters over one Redis, each request going to either:
+    sessions move between replicas, approvals and answers are relayed to the holder."""
+    asyncio.run(session_story(messages, decisions, fault, policies, redis_server, route))
 
 
 async def test_another_client_s_turns_arrive_in_the_next_delta() -> None:

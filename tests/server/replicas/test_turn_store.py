@@ -1,6 +1,7 @@
 """A turn's two store steps (``TurnStore``): the same contract from the Redis store's
 scripts, from the memory store's own steps and from ``ComposedTurns`` over the memory
-store's single operations; and a Redis turn costs two round trips."""
+store's single operations; runs kept as logs with versions (turns appended, the run left
+out for the version the caller holds); and a Redis turn costs two round trips."""
 
 from __future__ import annotations
 
@@ -196,7 +197,7 @@ async def test_the_memory_stores_own_finish_is_fenced() -> None:
     assert not stale and not await store.write("a", b"x", state="idle", ttl=9, token="two")
     assert await store.get_result("a", "k") is None
     assert await store.finish_turn("a", "three", run=b"run3", state="idle", ttl=10)
-    assert await store.read("a") == StoredSession(meta=b"m", run=b"run3", state="idle")
+    assert await store.read("a") == StoredSession(meta=b"m", run=b"run3", state="idle", version=3)
 
 
 async def test_finish_writes_stores_the_record_and_releases(both: Both) -> None:
@@ -296,3 +297,45 @@ async def test_a_redis_turn_costs_two_round_trips(build: Build, redis_server: Re
         assert await scripts() - before == 1
     finally:
         await probe.aclose()
+
+
+async def test_a_turn_appends_to_the_runs_log_and_every_write_is_a_new_version(
+    both: Both,
+) -> None:
+    store, turns = both.store, both.turns
+    await store.create("a", b"m", b"run0", ttl=10, limit=5)
+    first = await turns.begin_turn("a", "one", lease=5, ttl=10)
+    assert first.session is not None
+    if isinstance(turns, ComposedTurns):  # no versions: whole runs, the run always read
+        assert first.session.version == 0
+        assert await turns.finish_turn("a", "one", run=b"run1", state="idle", ttl=10) == 1
+        again = await turns.begin_turn("a", "two", lease=5, ttl=10, seen=1)
+        assert again.session is not None and again.session.run == b"run1"
+        return
+    assert (first.session.version, first.session.appended) == (1, ())
+    version = await turns.finish_turn("a", "one", run=None, append=b"t1", state="idle", ttl=10)
+    assert version == 2
+    version = await turns.finish_turn("a", "one", run=None, append=b"t2", state="idle", ttl=10)
+    assert version == 0  # released by the first finish: fenced, nothing stored
+    start = await turns.begin_turn("a", "two", lease=5, ttl=10)
+    assert start.session is not None
+    assert (start.session.run, start.session.appended, start.session.version) == (
+        b"run0",
+        (b"t1",),
+        2,
+    )
+    assert (
+        await turns.finish_turn("a", "two", run=None, append=b"t2", state="suspended", ttl=10) == 3
+    )
+    read = await store.read("a")
+    assert read == StoredSession(b"m", b"run0", "suspended", 3, (b"t1", b"t2"))
+    assert await store.write("a", b"whole", state="idle", ttl=10)  # the log goes with it
+    held = await turns.begin_turn("a", "three", lease=5, ttl=10, seen=4)
+    assert held.session == StoredSession(b"m", b"", "idle", 4)  # the version held: no run
+    assert await turns.finish_turn("a", "three", run=None, append=b"t5", state="idle", ttl=10)
+    other = await turns.begin_turn("a", "four", lease=5, ttl=10, seen=4)  # now stale
+    assert other.session == StoredSession(b"m", b"whole", "idle", 5, (b"t5",))
+    assert await turns.finish_turn("a", "four", run=b"again", state="idle", ttl=10) == 6
+    assert await store.read("a") == StoredSession(b"m", b"again", "idle", 6)
+    await store.create("b", b"m", b"new", ttl=10, limit=5)
+    assert await store.read("b") == StoredSession(b"m", b"new", "idle", 1)

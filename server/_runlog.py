@@ -1,0 +1,184 @@
+"""A session's run after a turn: what the store, the client and the key's record get.
+
+Rules (the store's side of a run's log is in :mod:`.stores._base`):
+
+- What this process knows of the stored run a live agent reached is a :class:`Reached`:
+  the run's version (or, from a store without versions, its bytes), its settled turns
+  (:func:`~evalport.protocol.settled_turns`) and how large its last whole write and the
+  turns appended since are.
+- The store gets what the turn added: the delta (:func:`~evalport.protocol.run_delta`)
+  of the run as stored (redacted by the server's policy, framework state kept) against
+  the settled turns of the run it held before, appended to the run's log, when the
+  store versions runs, the request asked for a delta and the log is smaller than the
+  run's last whole write and under :data:`LOG_TURNS` turns. Otherwise the run is
+  written whole: a request for the whole run encodes it for the response anyway, and a
+  suspended turn whose approvals a relay carries is written before the relay listens.
+  A whole write once the log has grown as large as the run keeps the log about the
+  run's size and the cost per turn flat (amortized: it doubles the writes between two
+  whole writes at most); the bound on its turns keeps reading the whole run (another
+  replica's restore, attach) to a few dozen deltas applied, for a whole write every
+  :data:`LOG_TURNS` turns of a long session.
+- The client gets the run as sent (without framework state, :mod:`._records`): whole,
+  or with ``since`` its delta, cut from the run object and redacted item by item, so
+  that neither costs more than the turn added (a cut at ``since`` is the same bytes as
+  the store's delta when nothing differs).
+- A keyed turn's record keeps the whole body when its request asked for the whole run,
+  else the delta as sent at the store's base (the response itself when the request
+  asked for that ``since``). A repeat that asks for another cut gets the run as it was
+  then, rebuilt from the stored run (whose settled turns never change) with the
+  recorded delta applied (:func:`recorded_run`), cut as it asks.
+"""
+
+from __future__ import annotations
+
+from typing import Final, NamedTuple
+
+import msgspec
+from evalport.protocol import (
+    AgentRun,
+    DeltaEnvelope,
+    RunEnvelope,
+    apply_delta,
+    encode,
+    run_delta,
+    settled_turns,
+)
+from evalport.protocol.runtime import without_framework_state
+
+from ._records import RunPolicy, decode_envelope
+from .stores import StoredSession
+
+_decode_delta = msgspec.json.Decoder(DeltaEnvelope).decode
+
+LOG_TURNS: Final = 64
+"""The most turns a stored run's log holds before the run is written whole again."""
+
+
+class Reached:
+    """The stored run a live agent reached (see the module's rules): ``marker`` is its
+    version (0: unknown yet) or, from a store without versions, its bytes."""
+
+    __slots__ = ("appended", "logged", "marker", "since", "whole")
+
+    def __init__(
+        self, marker: int | bytes, since: int, whole: int, appended: int = 0, logged: int = 0
+    ) -> None:
+        self.marker = marker
+        self.since = since
+        self.whole = whole
+        self.appended = appended  # bytes of the log
+        self.logged = logged  # turns in the log
+
+    @classmethod
+    def of(cls, stored: StoredSession, run: AgentRun) -> Reached:
+        """What ``stored`` is, ``run`` the run it holds."""
+        appended = sum(len(turn) for turn in stored.appended)
+        marker = stored.version or stored.run
+        return cls(marker, settled_turns(run), len(stored.run), appended, len(stored.appended))
+
+    def matches(self, stored: StoredSession) -> bool:
+        """Whether ``stored`` is this run (a store may leave a run of the version out)."""
+        if isinstance(self.marker, int):
+            return self.marker != 0 and self.marker == stored.version
+        return not stored.appended and stored.run == self.marker
+
+    @property
+    def version(self) -> int:
+        """The version held, for ``begin_turn(seen=)`` (0 when unknown)."""
+        return self.marker if isinstance(self.marker, int) else 0
+
+
+class Written(NamedTuple):
+    """A turn's run as it goes out: to the store (``whole``, or the turn to ``append``),
+    in the response (``sent``) and in the key's record (``recorded``)."""
+
+    whole: bytes | None
+    append: bytes
+    sent: bytes
+    recorded: bytes
+    since: int  # the settled turns of the run written
+
+    def reached(self, before: Reached, marker: int | bytes) -> Reached:
+        """What the store holds once this is written over ``before``."""
+        if self.whole is not None:
+            return Reached(marker, self.since, len(self.whole))
+        appended = before.appended + len(self.append)
+        return Reached(marker, self.since, before.whole, appended, before.logged + 1)
+
+
+def _cut(run: AgentRun, since: int, policy: RunPolicy | None) -> bytes:
+    delta = run_delta(run, since)
+    if policy is not None:
+        delta.run = policy.apply(delta.run)
+    return encode(DeltaEnvelope(delta=delta))
+
+
+def _whole(run: AgentRun, policy: RunPolicy | None) -> bytes:
+    return encode(RunEnvelope(run=run if policy is None else policy.apply(run)))
+
+
+def written(
+    run: AgentRun,
+    before: Reached,
+    policy: RunPolicy | None,
+    *,
+    since: int | None,
+    appending: bool,
+) -> Written:
+    """The bodies of ``run`` after a turn over the stored run ``before`` (``since``: the
+    request's; ``appending``: whether the store takes the turn appended to the log)."""
+    base = before.since
+    sent_run = without_framework_state(run)
+    whole = None
+    turn = b""
+    if (
+        not appending
+        or since is None  # (the whole run is encoded for the response anyway)
+        or before.logged >= LOG_TURNS
+        or before.appended >= before.whole
+    ):
+        whole = _whole(run, policy)
+    else:
+        turn = _cut(run, base, policy)
+    if since is None:
+        sent = whole if whole is not None and sent_run is run else _whole(sent_run, policy)
+        return Written(whole, turn, sent, sent, settled_turns(run))
+    as_sent = turn if turn and sent_run is run else _cut(sent_run, base, policy)
+    sent = as_sent if since == base else answer_body(sent_run, since, policy)
+    return Written(whole, turn, sent, as_sent, settled_turns(run))
+
+
+def answer_body(run: AgentRun, since: int | None, policy: RunPolicy | None) -> bytes:
+    """``run`` as a client receives it (``run`` without framework state already): whole,
+    or cut at ``since`` (whole when ``since`` is beyond its turns)."""
+    if since is None or since > run.turns:
+        return _whole(run, policy)
+    return _cut(run, since, policy)
+
+
+def stored_run(stored: StoredSession) -> AgentRun:
+    """The run ``stored`` holds: its last whole write with the appended turns applied."""
+    run = decode_envelope.decode(stored.run).run
+    for turn in stored.appended:
+        run = apply_delta(run, _decode_delta(turn).delta)
+    return run
+
+
+def whole_body(stored: StoredSession) -> bytes:
+    """The run ``stored`` holds as one ``{"run": ...}`` body (as stored, not as sent)."""
+    if not stored.appended:
+        return stored.run
+    return encode(RunEnvelope(run=stored_run(stored)))
+
+
+def recorded_since(body: bytes) -> int | None:
+    """The ``since`` of a recorded 200 body that is a delta; ``None`` for a whole run."""
+    if not body.startswith(b'{"delta"'):
+        return None
+    return _decode_delta(body).delta.since
+
+
+def recorded_run(stored: StoredSession, body: bytes) -> AgentRun:
+    """The run as sent when a delta ``body`` was recorded, rebuilt from ``stored``."""
+    now = without_framework_state(stored_run(stored))
+    return apply_delta(now, _decode_delta(body).delta)
