@@ -10,8 +10,10 @@ Per turn it records
   ``time.thread_time`` around the app in this one-threaded process;
 - **client CPU**: what HttpTarget does with the body: decode and ``TracePolicy.safe()``
   redaction (whole: of the whole run; delta: of the new items, then
-  :func:`~evalport.protocol.apply_delta` over the copy the client holds), with the same
-  functions ``client/_http.py`` calls.
+  :func:`~evalport.protocol.apply_delta` growing the run the client holds), and the
+  turn cut from it (``next_turn``: the turn's steps, its run kept as of the turn), with
+  the same functions ``client/_http.py`` and ``client/_turns.py`` call. Every turn is
+  kept, as ``ctx.turns`` keeps them.
 
 It prints, at turns 10, 100 and 1,000 (each the median of the five turns ending there),
 the figures of both modes, the ratio turn N / turn 10 in delta mode (target: turn
@@ -31,6 +33,8 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
+from evalport.client._target import RunAt, Turn
+from evalport.client._turns import next_turn
 from evalport.protocol import (
     AgentRun,
     Message,
@@ -76,24 +80,29 @@ class Reader:
 
     def __init__(self, session_id: str, delta: bool) -> None:
         self.delta = delta
-        self.run = AgentRun(session_id=session_id)
+        self.session_id = session_id
+        first = AgentRun(session_id=session_id)
+        self.at = RunAt.growing(first) if delta else RunAt(first)  # as HttpSession holds it
+        self.turns: list[Turn] = []
         self.policy = TracePolicy.safe()
         self.bytes: list[int] = []
         self.server: list[float] = []
         self.client: list[float] = []
 
     def query(self) -> str:
-        return f"?since={self.run.turns}" if self.delta else ""
+        return f"?since={self.at.head.turns}" if self.delta else ""
 
-    def receive(self, body: bytes, server: float) -> None:
+    def receive(self, body: bytes, server: float, message: str) -> None:
         started = time.thread_time()
         if self.delta:
             answer = decode_answer(body)
             assert isinstance(answer, RunDelta)
             answer.run = self.policy.apply(answer.run, in_place=True)
-            self.run = apply_delta(self.run, answer)
+            now = RunAt.growing(apply_delta(self.at.head, answer, grow=True))
         else:
-            self.run = self.policy.apply(decode_run(body), in_place=True)
+            now = RunAt(self.policy.apply(decode_run(body), in_place=True))
+        self.turns.append(next_turn(self.at, now, message))
+        self.at = now
         self.client.append(time.thread_time() - started)
         self.server.append(server)
         self.bytes.append(len(body))
@@ -106,22 +115,27 @@ async def play(turns: int) -> tuple[Reader, Reader, bool]:
     headers = {"Authorization": f"Bearer {TOKEN}"}
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://x", headers=headers) as http:
-        readers = []
+        readers, early = [], AgentRun()
         for delta in (False, True):
             created = await http.post("/evals/sessions", json={})
             readers.append(Reader(created.json()["sessionId"], delta))
         for number in range(1, turns + 1):
             for reader in readers:
                 response = await http.post(
-                    f"/evals/sessions/{reader.run.session_id}/turns{reader.query()}",
+                    f"/evals/sessions/{reader.session_id}/turns{reader.query()}",
                     json={"message": f"A{number}"},
                     headers={"Idempotency-Key": f"k{number}"},
                 )
                 assert response.status_code == 200, response.text
-                reader.receive(response.content, app.last)
+                reader.receive(response.content, app.last, f"A{number}")
+            if number == min(10, turns):  # the run as of turn 10, for the check below
+                read = await http.get(f"/evals/sessions/{readers[1].session_id}")
+                early = TracePolicy.safe().apply(decode_run(read.content), in_place=True)
         whole, delta = readers
-        final = await http.get(f"/evals/sessions/{delta.run.session_id}")
-        same = TracePolicy.safe().apply(decode_run(final.content), in_place=True) == delta.run
+        final = await http.get(f"/evals/sessions/{delta.session_id}")
+        same = TracePolicy.safe().apply(decode_run(final.content), in_place=True) == delta.at.run
+        # turn 10's run, read after the later turns grew the run, is still as of turn 10
+        same = same and delta.turns[min(10, turns) - 1].run == early
     await adapter.aclose()
     return whole, delta, same
 
@@ -138,7 +152,7 @@ def main() -> None:
     whole, delta, same = asyncio.run(play(turns))
     print(
         f"one session per mode, {turns} turns, one tool call each; the delta session's "
-        f"reassembled run equals its whole run: {same}"
+        f"reassembled run equals its whole run, and turn 10's run as of turn 10: {same}"
     )
     assert same, "the delta mode reassembled another run"
     rows = [
