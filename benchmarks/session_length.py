@@ -18,7 +18,10 @@ Per turn it records
 It prints, at turns 10, 100 and 1,000 (each the median of the five turns ending there),
 the figures of both modes, the ratio turn N / turn 10 in delta mode (target: turn
 1,000 within 2x turn 10) and the total bytes, whole / delta (target: at least 20x). It
-checks that the delta session's reassembled run equals its whole run. It never gates a build.
+also replays the delta answers through a fresh client with no server in the process (the
+server's work on a long run, in the same process, slows what runs after it). It checks
+that the delta session's reassembled run equals its whole run, and that turn 10's run,
+read at the end, is the run as of turn 10. It never gates a build.
 
 Run: ``.venv/bin/python benchmarks/session_length.py [--turns 1000]``.
 """
@@ -86,6 +89,7 @@ class Reader:
         self.turns: list[Turn] = []
         self.policy = TracePolicy.safe()
         self.bytes: list[int] = []
+        self.bodies: list[bytes] = []
         self.server: list[float] = []
         self.client: list[float] = []
 
@@ -106,6 +110,7 @@ class Reader:
         self.client.append(time.thread_time() - started)
         self.server.append(server)
         self.bytes.append(len(body))
+        self.bodies.append(body)
 
 
 async def play(turns: int) -> tuple[Reader, Reader, bool]:
@@ -172,6 +177,13 @@ def main() -> None:
         values = getattr(delta, attribute)
         ratios = "  ".join(f"turn {p}: {at(values, p) / at(values, 10):.2f}x" for p in points[1:])
         print(f"  {label:<12} {ratios}")
+    replayed = Reader(delta.session_id, delta=True)
+    for number, body in enumerate(delta.bodies, 1):
+        replayed.receive(body, 0.0, f"A{number}")
+    ratios = "  ".join(
+        f"turn {p}: {at(replayed.client, p) / at(replayed.client, 10):.2f}x" for p in points[1:]
+    )
+    print(f"  client CPU, the delta answers replayed alone (no server in the process): {ratios}")
     print("\nwhole / delta at the same turn")
     for label, attribute, *_ in rows:
         cells = "  ".join(
