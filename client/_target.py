@@ -123,6 +123,9 @@ class Turn:
     def __delattr__(self, name: str) -> None:
         raise FrozenInstanceError(f"cannot delete field {name!r}")
 
+    def __reduce__(self) -> tuple[type[Turn], tuple[int, str, AgentRun, list[Step]]]:
+        return (Turn, (self.index, self.message, self.run, self.steps))  # copy and pickle
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Turn):
             return NotImplemented
