@@ -102,7 +102,10 @@ class Channel:
                 f"got {clean}"
             )
         credentials: dict[str, str] = {}
-        plain: dict[str, str] = {"Accept": "application/json", "User-Agent": f"evalport/{__version__}"}
+        plain: dict[str, str] = {
+            "Accept": "application/json",
+            "User-Agent": f"evalport/{__version__}",
+        }
         for name, value in (headers or {}).items():
             sensitive = any(part in name.lower() for part in _SENSITIVE_HEADER_PARTS)
             (credentials if sensitive else plain)[name] = value
