@@ -10,16 +10,21 @@ Per turn it records
   ``time.thread_time`` around the app in this one-threaded process;
 - **client CPU**: what HttpTarget does with the body: decode and ``TracePolicy.safe()``
   redaction (whole: of the whole run; delta: of the new items, then
-  :func:`~evalport.protocol.apply_delta` over the copy the client holds), with the same
-  functions ``client/_http.py`` calls.
+  :func:`~evalport.protocol.apply_delta` growing the run the client holds), and the
+  turn cut from it (``next_turn``: the turn's steps, its run kept as of the turn), with
+  the same functions ``client/_http.py`` and ``client/_turns.py`` call. Every turn is
+  kept, as ``ctx.turns`` keeps them.
 
 It prints, at turns 10, 100 and 1,000 (each the median of the five turns ending there),
 the figures of both modes, the ratio turn N / turn 10 in delta mode (target: turn
 1,000 within 2x turn 10) and the total bytes, whole / delta (target: at least 20x). It
-checks that the delta session's reassembled run equals its whole run. Then it plays a
-delta session alone (no whole-run session beside it, whose garbage and megabyte bodies
-land in the delta session's turns too) and prints its server CPU per turn, as the
-median of 50 turns at each point. It never gates a build.
+also replays the delta answers through a fresh client with no server in the process (the
+server's work on a long run, in the same process, slows what runs after it). It checks
+that the delta session's reassembled run equals its whole run, and that turn 10's run,
+read at the end, is the run as of turn 10. Then it plays a delta session alone (no
+whole-run session beside it, whose garbage and megabyte bodies land in the delta
+session's turns too) and prints its server CPU per turn, as the median of 50 turns at
+each point. It never gates a build.
 
 Run: ``.venv/bin/python benchmarks/session_length.py [--turns 1000]``.
 """
@@ -34,6 +39,8 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
+from evalport.client._target import RunAt, Turn
+from evalport.client._turns import next_turn
 from evalport.protocol import (
     AgentRun,
     Message,
@@ -79,27 +86,34 @@ class Reader:
 
     def __init__(self, session_id: str, delta: bool) -> None:
         self.delta = delta
-        self.run = AgentRun(session_id=session_id)
+        self.session_id = session_id
+        first = AgentRun(session_id=session_id)
+        self.at = RunAt.growing(first) if delta else RunAt(first)  # as HttpSession holds it
+        self.turns: list[Turn] = []
         self.policy = TracePolicy.safe()
         self.bytes: list[int] = []
+        self.bodies: list[bytes] = []
         self.server: list[float] = []
         self.client: list[float] = []
 
     def query(self) -> str:
-        return f"?since={self.run.turns}" if self.delta else ""
+        return f"?since={self.at.head.turns}" if self.delta else ""
 
-    def receive(self, body: bytes, server: float) -> None:
+    def receive(self, body: bytes, server: float, message: str) -> None:
         started = time.thread_time()
         if self.delta:
             answer = decode_answer(body)
             assert isinstance(answer, RunDelta)
             answer.run = self.policy.apply(answer.run, in_place=True)
-            self.run = apply_delta(self.run, answer)
+            now = RunAt.growing(apply_delta(self.at.head, answer, grow=True))
         else:
-            self.run = self.policy.apply(decode_run(body), in_place=True)
+            now = RunAt(self.policy.apply(decode_run(body), in_place=True))
+        self.turns.append(next_turn(self.at, now, message))
+        self.at = now
         self.client.append(time.thread_time() - started)
         self.server.append(server)
         self.bytes.append(len(body))
+        self.bodies.append(body)
 
 
 async def play(turns: int, modes: tuple[bool, ...] = (False, True)) -> tuple[list[Reader], bool]:
@@ -109,22 +123,27 @@ async def play(turns: int, modes: tuple[bool, ...] = (False, True)) -> tuple[lis
     headers = {"Authorization": f"Bearer {TOKEN}"}
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://x", headers=headers) as http:
-        readers = []
+        readers, early = [], AgentRun()
         for delta in modes:
             created = await http.post("/evals/sessions", json={})
             readers.append(Reader(created.json()["sessionId"], delta))
         for number in range(1, turns + 1):
             for reader in readers:
                 response = await http.post(
-                    f"/evals/sessions/{reader.run.session_id}/turns{reader.query()}",
+                    f"/evals/sessions/{reader.session_id}/turns{reader.query()}",
                     json={"message": f"A{number}"},
                     headers={"Idempotency-Key": f"k{number}"},
                 )
                 assert response.status_code == 200, response.text
-                reader.receive(response.content, app.last)
+                reader.receive(response.content, app.last, f"A{number}")
+            if number == min(10, turns):  # the run as of turn 10, for the check below
+                read = await http.get(f"/evals/sessions/{readers[-1].session_id}")
+                early = TracePolicy.safe().apply(decode_run(read.content), in_place=True)
         delta = readers[-1]
-        final = await http.get(f"/evals/sessions/{delta.run.session_id}")
-        same = TracePolicy.safe().apply(decode_run(final.content), in_place=True) == delta.run
+        final = await http.get(f"/evals/sessions/{delta.session_id}")
+        same = TracePolicy.safe().apply(decode_run(final.content), in_place=True) == delta.at.run
+        # turn 10's run, read after the later turns grew the run, is still as of turn 10
+        same = same and delta.turns[min(10, turns) - 1].run == early
     await adapter.aclose()
     return readers, same
 
@@ -141,7 +160,7 @@ def main() -> None:
     (whole, delta), same = asyncio.run(play(turns))
     print(
         f"one session per mode, {turns} turns, one tool call each; the delta session's "
-        f"reassembled run equals its whole run: {same}"
+        f"reassembled run equals its whole run, and turn 10's run as of turn 10: {same}"
     )
     assert same, "the delta mode reassembled another run"
     rows = [
@@ -161,6 +180,13 @@ def main() -> None:
         values = getattr(delta, attribute)
         ratios = "  ".join(f"turn {p}: {at(values, p) / at(values, 10):.2f}x" for p in points[1:])
         print(f"  {label:<12} {ratios}")
+    replayed = Reader(delta.session_id, delta=True)
+    for number, body in enumerate(delta.bodies, 1):
+        replayed.receive(body, 0.0, f"A{number}")
+    ratios = "  ".join(
+        f"turn {p}: {at(replayed.client, p) / at(replayed.client, 10):.2f}x" for p in points[1:]
+    )
+    print(f"  client CPU, the delta answers replayed alone (no server in the process): {ratios}")
     print("\nwhole / delta at the same turn")
     for label, attribute, *_ in rows:
         cells = "  ".join(

@@ -61,8 +61,9 @@ from ._conversation import (
 from ._handles import AssertionHandle, Expectation
 from ._parts import turn_parts
 from ._results import AssertionResult, JudgeRecord
-from ._target import Session, Target, Turn, faults_option
+from ._target import Session, Target, Turn, faults_option, moment_of, turn_at
 from ._trajectory import Trajectory
+from ._turns import moment
 from .assertions._methods import AssertionMethods
 
 if TYPE_CHECKING:
@@ -230,9 +231,9 @@ class EvalContext(AssertionMethods):
         return run
 
     async def _send(self, message: str, parts: list[ContentPart]) -> Turn:
-        previous = self._session.run
-        if previous.pending_interrupts:
-            waiting = ", ".join(asked.id for asked in previous.pending_interrupts)
+        previous = moment(self._session)  # (not the run: a long session's turn stays flat)
+        if previous.head.pending_interrupts:
+            waiting = ", ".join(asked.id for asked in previous.head.pending_interrupts)
             raise ApprovalError(
                 f"ctx.send(...): the agent still waits for an answer to interrupt(s) {waiting}: "
                 "answer with 'await ctx.resume(answer)' (or answers={id: answer}) first, or "
@@ -241,7 +242,8 @@ class EvalContext(AssertionMethods):
         turn = await (
             self._session.send(message, parts=parts) if parts else self._session.send(message)
         )
-        if turn.run.pending_approvals or turn.run.pending_interrupts:
+        now = moment_of(turn).head
+        if now.pending_approvals or now.pending_interrupts:
             turn = await settle_approvals(
                 self._session, turn, self.approval_policy, previous, self.interrupt_policy
             )
@@ -277,7 +279,7 @@ class EvalContext(AssertionMethods):
             self._session, turn, self.approval_policy, None, self.interrupt_policy
         )
         if started is not None:
-            self.turns[-1] = Turn(turn.index, started.message, turn.run, turn.steps)
+            self.turns[-1] = turn_at(turn.index, started.message, moment_of(turn), turn.steps)
             return self.turns[-1]
         self.turns.append(turn)
         return turn

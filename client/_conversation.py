@@ -53,7 +53,7 @@ from evalport.protocol import (
     matches_digest,
 )
 
-from ._target import Session, Turn
+from ._target import RunAt, Session, Turn, moment_of, turn_at
 from ._trajectory import Trajectory
 from ._turns import DecisionLike, next_turn, to_decision
 
@@ -129,7 +129,7 @@ async def settle_approvals(
     session: Session,
     turn: Turn,
     policy: ApprovalPolicy | None,
-    previous: AgentRun | None = None,
+    previous: AgentRun | RunAt | None = None,
     interrupts: InterruptPolicy | None = None,
 ) -> Turn:
     """Answer suspensions of ``turn`` with ``policy`` (approvals) and ``interrupts``
@@ -161,8 +161,8 @@ async def settle_approvals(
     if turn is started:
         return turn
     if previous is None:
-        return Turn(index=turn.index, message=started.message, run=turn.run, steps=turn.steps)
-    return next_turn(previous, turn.run, started.message)
+        return turn_at(turn.index, started.message, moment_of(turn), turn.steps)
+    return next_turn(previous, moment_of(turn), started.message)
 
 
 def _pending_ids(run: AgentRun) -> str:

@@ -17,7 +17,8 @@ Rules:
   ``refresh`` ask with ``?since=`` the settled turns of the session's run and reassemble
   the answer (:func:`~evalport.protocol.apply_delta`): only the new steps are decoded and
   redacted, the run so far is kept as it was redacted; the runs equal those of full
-  responses. An answer that does not fit the session's run is logged and the whole run
+  responses. The session's run grows in place (``apply_delta(..., grow=True)``) and each
+  turn keeps its moment of it (``client/_turns.py``), so a turn costs what it gained. An answer that does not fit the session's run is logged and the whole run
   read instead (``GET`` without ``since``). ``decide`` reads whole runs.
 - Retries follow :mod:`evalport.client._retry`: a turn carries an ``Idempotency-Key`` and
   is retried only if the server lists the ``idempotency`` capability.
@@ -66,7 +67,7 @@ from msgspec import UNSET
 
 from ._channel import Channel
 from ._retry import RetryPolicy
-from ._target import TargetIdentity, Turn
+from ._target import RunAt, TargetIdentity, Turn
 from ._transport import Reply
 from ._turns import DecisionLike, SessionBase, decisions_of
 
@@ -259,6 +260,7 @@ class HttpSession(SessionBase["HttpTarget"]):
         expires_at: str | None = None,
     ) -> None:
         super().__init__(target, session_id, run)
+        self._at = self._moment(run)
         self.expires_at = expires_at
         self._channel = channel
         self._path = f"evals/sessions/{quote(session_id, safe='')}"
@@ -287,7 +289,7 @@ class HttpSession(SessionBase["HttpTarget"]):
         response = await self._channel.request(
             "POST", f"{self._path}/approvals", body=body, mode="once", session_id=self._id
         )
-        return self._advance(self._channel.run(response), None)
+        return self._advance(self._moment(self._channel.run(response)), None)
 
     async def refresh(self) -> AgentRun:
         """Read the accumulated run again (what ``attach`` does); with delta responses,
@@ -296,8 +298,8 @@ class HttpSession(SessionBase["HttpTarget"]):
         response = await self._channel.request(
             "GET", f"{self._path}{_query(since)}", mode="idempotent", session_id=self._id
         )
-        self._run = await self._received(response, since)
-        return self._run
+        self._at = await self._received(response, since)
+        return self._at.run
 
     async def close(self) -> None:
         """Delete the session on the server; a session already gone counts as closed."""
@@ -309,30 +311,36 @@ class HttpSession(SessionBase["HttpTarget"]):
             )
         self.closed = True
 
+    def _moment(self, run: AgentRun) -> RunAt:
+        """The moment of ``run``: one whose lists a delta may grow later when the server
+        answers deltas (every run this session holds is then grown, never replaced)."""
+        return RunAt.growing(run) if self._target.delta_responses else RunAt(run)
+
     def _since(self) -> int | None:
         """The ``since`` to ask with: ``None`` unless the server answers deltas."""
-        return settled_turns(self._run) if self._target.delta_responses else None
+        return settled_turns(self._at.head) if self._target.delta_responses else None
 
-    async def _received(self, response: Reply, since: int | None) -> AgentRun:
+    async def _received(self, response: Reply, since: int | None) -> RunAt:
         """The run a turn or refresh answered, decoded and redacted: a whole run, or a
         delta reassembled over this session's run (a delta that does not fit it is
         logged, and the whole run read instead)."""
         channel = self._channel
         if since is None:
-            return channel.run(response)
+            return RunAt(channel.run(response))
         try:
             answer = decode_answer(response.content)
         except ProtocolError as error:
             raise channel.protocol_error(error, response) from None
         if isinstance(answer, AgentRun):  # the server chose the whole run
-            return channel.policy.apply(answer, in_place=True)
+            return self._moment(channel.policy.apply(answer, in_place=True))
         answer.run = channel.policy.apply(answer.run, in_place=True)
         try:
-            return apply_delta(self._run, answer)
+            grow = self._at.counts is not None  # (a run held whole is never grown)
+            return self._moment(apply_delta(self._at.head, answer, grow=grow))
         except ProtocolError as error:
             logger.warning("session %s: %s; reading the whole run", self._id, error)
         full = await channel.request("GET", self._path, mode="idempotent", session_id=self._id)
-        return channel.run(full)
+        return self._moment(channel.run(full))
 
 
 def _query(since: int | None) -> str:

@@ -69,7 +69,7 @@ from evalport.protocol.runtime import (
 )
 
 from ._cache import files_fingerprint
-from ._target import TargetIdentity, Turn
+from ._target import RunAt, TargetIdentity, Turn
 from ._turns import DecisionLike, SessionBase, decisions_of
 
 T = TypeVar("T")
@@ -290,8 +290,9 @@ class LocalSession(SessionBase["LocalTarget"]):
 
     async def refresh(self) -> AgentRun:
         """The accumulated run as it stands now."""
-        self._run = self._target.seen(_live(self._sessions, self._id).run)
-        return self._run
+        run = self._target.seen(_live(self._sessions, self._id).run)
+        self._at = RunAt(run)
+        return run
 
     async def close(self) -> None:
         """End the session (a running or suspended turn is cancelled); twice is harmless."""

@@ -28,8 +28,8 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from dataclasses import FrozenInstanceError, dataclass
+from typing import Any, Final, Protocol, runtime_checkable
 
 import msgspec
 from evalport.protocol import AgentRun, ApprovalDecision, ContentPart, Step, ToolFault
@@ -58,18 +58,98 @@ class TargetIdentity:
         return f"{key}|{self.source}" if self.source else key
 
 
-@dataclass(frozen=True, slots=True)
+_FIELDS: Final = AgentRun.__struct_fields__
+
+
+class RunAt:
+    """A run as of one moment, built when first read.
+
+    ``head`` is the run of that moment: its whole-sent fields are that moment's, but its
+    lists may have grown since (a long session's turns share its lists, see
+    :func:`~evalport.protocol.apply_delta` with ``grow=True``), so ``counts`` records
+    how many items each held then. Without ``counts`` the head is the run itself."""
+
+    __slots__ = ("_run", "counts", "head")
+
+    def __init__(self, head: AgentRun, counts: dict[str, int] | None = None) -> None:
+        self.head = head
+        self.counts = counts
+        self._run = head if counts is None else None
+
+    @classmethod
+    def growing(cls, head: AgentRun) -> RunAt:
+        """The moment of ``head`` whose lists will grow after it."""
+        counts = {}
+        for name in _FIELDS:
+            items = getattr(head, name)
+            if isinstance(items, list):
+                counts[name] = len(items)
+        return cls(head, counts)
+
+    @property
+    def run(self) -> AgentRun:
+        if self._run is None:
+            head, counts = self.head, self.counts or {}
+            self._run = msgspec.structs.replace(
+                head, **{name: getattr(head, name)[:count] for name, count in counts.items()}
+            )
+        return self._run
+
+
 class Turn:
-    """The result of one ``send``: this turn's index, message, reply and steps."""
+    """The result of one ``send``: this turn's index, message, reply and steps, and
+    ``run``, the accumulated run as of this turn (read-only, compared field by field).
+
+    ``run`` is built on first read: a later turn never changes it, and a turn of a long
+    session costs what it gained (:class:`RunAt`)."""
+
+    __slots__ = ("_at", "index", "message", "steps")
+    __match_args__ = ("index", "message", "run", "steps")
+    __hash__ = None  # type: ignore[assignment]
 
     index: int
     message: str
-    run: AgentRun
-    steps: list[Step] = field(default_factory=list)
+    steps: list[Step]
+    _at: RunAt
+
+    def __init__(
+        self, index: int, message: str, run: AgentRun, steps: list[Step] | None = None
+    ) -> None:
+        _fill(self, index, message, RunAt(run), [] if steps is None else steps)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __reduce__(self) -> tuple[type[Turn], tuple[int, str, AgentRun, list[Step]]]:
+        return (Turn, (self.index, self.message, self.run, self.steps))  # copy and pickle
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Turn):
+            return NotImplemented
+        return (self.index, self.message, self.steps, self.run) == (
+            other.index,
+            other.message,
+            other.steps,
+            other.run,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"Turn(index={self.index!r}, message={self.message!r}, run={self.run!r}, "
+            f"steps={self.steps!r})"
+        )
+
+    @property
+    def run(self) -> AgentRun:
+        """The accumulated run as of this turn."""
+        return self._at.run
 
     @property
     def reply(self) -> str:
-        return self.run.reply
+        return self._at.head.reply
 
     @property
     def own(self) -> AgentRun:
@@ -90,6 +170,24 @@ class Turn:
         own.sync_tools()
         own.sync_usage()
         return own
+
+
+def turn_at(index: int, message: str, at: RunAt, steps: list[Step]) -> Turn:
+    """The turn whose run is that of moment ``at`` (built when first read)."""
+    turn = object.__new__(Turn)
+    _fill(turn, index, message, at, steps)
+    return turn
+
+
+def moment_of(turn: Turn) -> RunAt:
+    """The moment a turn's run is of: its ``head`` gives the run's whole fields (reply,
+    status, pending approvals...) without building the run."""
+    return turn._at
+
+
+def _fill(turn: Turn, index: int, message: str, at: RunAt, steps: list[Step]) -> None:
+    for name, value in (("index", index), ("message", message), ("_at", at), ("steps", steps)):
+        object.__setattr__(turn, name, value)
 
 
 @runtime_checkable

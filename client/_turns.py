@@ -5,6 +5,10 @@ Rules:
 - A turn's index is the run's ``turns`` (as Instructor shows it). A turn's own steps are
   the steps the accumulated run gained during the call; a server whose runs do not grow
   step by step falls back to the steps numbered with the turn.
+- A session holds the moment of its run (:class:`~evalport.client._target.RunAt`):
+  ``run`` is built from it when read. A session reading deltas grows one run's lists in
+  place, and each turn keeps its moment (the head and the lists' lengths), so a turn
+  costs what it gained, and a run read later is still the run of its moment.
 - A turn answered by ``decide`` is the suspended turn resumed: its index and message are
   those of the turn that suspended, and its steps are all of that turn's steps (the step
   that asked for approval included), so a turn reads the same however often it paused.
@@ -22,7 +26,7 @@ from typing import Any, Generic, Self, TypeAlias, TypeVar
 
 from evalport.protocol import AgentRun, ApprovalDecision, Step
 
-from ._target import Turn
+from ._target import RunAt, Turn, turn_at
 
 T = TypeVar("T")
 
@@ -30,24 +34,32 @@ DecisionLike: TypeAlias = ApprovalDecision | str | bool | tuple[str, str | None]
 """A decision in any spelling :func:`to_decision` accepts."""
 
 
-def _steps_since(previous: AgentRun, run: AgentRun) -> list[Step]:
-    before = len(previous.steps)
-    if len(run.steps) >= before and all(
-        old.id == new.id for old, new in zip(previous.steps, run.steps, strict=False)
-    ):
-        return run.steps[before:]
-    return run.steps_of_turn(run.turns)
+def _steps_since(previous: RunAt, now: RunAt) -> list[Step]:
+    old, new = previous.head.steps, now.head.steps
+    before = len(old) if previous.counts is None else previous.counts.get("steps", len(old))
+    if new is old:  # grown in place: its first items are the previous run's
+        return new[before:]
+    if len(new) >= before and all(old[i].id == new[i].id for i in range(before)):
+        return new[before:]
+    return now.head.steps_of_turn(now.head.turns)
 
 
-def next_turn(previous: AgentRun, run: AgentRun, message: str | None = None) -> Turn:
-    """The turn between ``previous`` and ``run``; ``message=None`` for a resumed turn."""
-    index = run.turns
+def next_turn(
+    previous: AgentRun | RunAt, run: AgentRun | RunAt, message: str | None = None
+) -> Turn:
+    """The turn between ``previous`` and ``run`` (runs or moments of runs);
+    ``message=None`` for a resumed turn."""
+    before = previous if isinstance(previous, RunAt) else RunAt(previous)
+    now = run if isinstance(run, RunAt) else RunAt(run)
+    head = now.head
+    index = head.turns
     if message is None:
-        message = run.user_messages[index - 1] if 0 < index <= len(run.user_messages) else ""
-        steps = run.steps_of_turn(index) or _steps_since(previous, run)
+        messages = head.user_messages
+        message = messages[index - 1] if 0 < index <= len(messages) else ""
+        steps = head.steps_of_turn(index) or _steps_since(before, now)
     else:
-        steps = _steps_since(previous, run)
-    return Turn(index=index, message=message, run=run, steps=steps)
+        steps = _steps_since(before, now)
+    return turn_at(index, message, now, steps)
 
 
 def to_decision(value: DecisionLike, call_id: str) -> ApprovalDecision:
@@ -88,11 +100,11 @@ class SessionBase(Generic[T]):
     def __init__(self, target: T, session_id: str, run: AgentRun) -> None:
         self._target = target
         self._id = session_id
-        self._run = run
+        self._at = RunAt(run)
         self.closed = False
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self._id!r}, turns={self._run.turns})"
+        return f"{type(self).__name__}({self._id!r}, turns={self._at.head.turns})"
 
     @property
     def id(self) -> str:
@@ -100,7 +112,7 @@ class SessionBase(Generic[T]):
 
     @property
     def run(self) -> AgentRun:
-        return self._run
+        return self._at.run
 
     @property
     def target(self) -> T:
@@ -120,7 +132,18 @@ class SessionBase(Generic[T]):
     ) -> None:
         await self.close()
 
-    def _advance(self, run: AgentRun, message: str | None) -> Turn:
-        turn = next_turn(self._run, run, message)
-        self._run = run
+    def _advance(self, run: AgentRun | RunAt, message: str | None) -> Turn:
+        now = run if isinstance(run, RunAt) else RunAt(run)
+        turn = next_turn(self._at, now, message)
+        self._at = now
         return turn
+
+
+def moment(session: object) -> RunAt:
+    """The moment of a session's run: cheap for the sessions here, built from ``run`` for
+    any other :class:`~evalport.client.Session`."""
+    if isinstance(session, SessionBase):
+        at: RunAt = session._at
+        return at
+    run: AgentRun = session.run  # type: ignore[attr-defined]
+    return RunAt(run)

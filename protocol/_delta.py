@@ -26,7 +26,11 @@ Rules (the server cuts with :func:`run_delta`, the client reassembles with
   kept step has the id ``lastStepId``. A client then reads the whole run instead.
 - The reassembled run equals, field by field, the run the full response carries
   (``tests/protocol/test_delta.py`` checks it over random sessions). The copy is never
-  changed: the result shares its kept items.
+  changed: the result shares its kept items. With ``grow=True`` the copy's tail lists
+  only grow instead: a list the delta keeps whole gets the new items appended and
+  becomes the result's; a list the delta cuts is left as it was and the result gets a
+  new one. Whoever holds the copy's lists with their lengths still reads what it read,
+  and a long session's turn costs what the turn gained (``client/_turns.py``).
 - A server answers the whole run (``{"run": ...}``) when it cannot cut at ``since``
   (``since`` beyond the run's ``turns``), as a server without the ``delta`` capability
   does: :func:`decode_answer` reads both.
@@ -133,15 +137,17 @@ def _check_base(base: AgentRun, delta: RunDelta) -> None:
         raise _mismatch(f"its last kept step is {delta.last_step_id!r}, the copy's {last!r}")
 
 
-def apply_delta(base: AgentRun, delta: RunDelta) -> AgentRun:
-    """The run ``delta`` describes, from ``base``, the client's copy (left unchanged);
-    a :class:`ProtocolError` when ``base`` is not the delta's base (see the rules)."""
+def apply_delta(base: AgentRun, delta: RunDelta, *, grow: bool = False) -> AgentRun:
+    """The run ``delta`` describes, from ``base``, the client's copy (left unchanged, or
+    with ``grow=True`` its tail lists grown in place); a :class:`ProtocolError` when
+    ``base`` is not the delta's base (see the rules)."""
     _check_base(base, delta)
     lists: dict[str, list[Any]] = {}
     for wire, keep in delta.kept.items():
         name = _FIELD_NAMES.get(wire)
         if name is not None:
-            merged = lists[name] = _items(base, name)[:keep]  # one copy of the kept items
+            kept = _items(base, name)
+            merged = lists[name] = kept if grow and keep == len(kept) else kept[:keep]
             merged.extend(_items(delta.run, name))
     return msgspec.structs.replace(delta.run, **lists)
 

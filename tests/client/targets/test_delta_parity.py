@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 import pytest
-from evalport.client import HttpTarget, TurnTimedOut
+from evalport.client import HttpTarget, Turn, TurnTimedOut
 from evalport.protocol import (
     DELTA_CAPABILITY,
     AgentRun,
@@ -27,6 +27,7 @@ from evalport.protocol import (
     ImagePart,
     ToolFault,
     TracePolicy,
+    encode,
 )
 from evalport.protocol.runtime import TurnContext
 from evalport.server import EvalAdapter, Limits
@@ -136,11 +137,13 @@ async def session_story(
         watching = await poller.attach(session.id)
         full = await whole.attach(session.id)
         choices = iter(decisions)
+        seen: list[tuple[Turn, AgentRun]] = []  # every turn, with the run as of it
         for message in messages:
+            turn = None
             try:
                 if session.run.pending_approvals:
                     approve = next(choices, True)
-                    await session.decide(
+                    turn = await session.decide(
                         {
                             p.call_id: approve or ("reject", "no")
                             for p in session.run.pending_approvals
@@ -162,7 +165,11 @@ async def session_story(
             expected = await full.refresh()
             assert session.run == expected
             assert await watching.refresh() == expected
+            if turn is not None:
+                seen.append((turn, expected))
         assert transport.deltas >= len(messages)
+        # Later turns grew the session's run; no earlier turn's run changed.
+        assert [turn.run for turn, _ in seen] == [expected for _, expected in seen]
         if client_policy == TracePolicy.safe():
             assert SECRET not in repr(session.run)
     finally:
@@ -223,6 +230,42 @@ def test_reassembled_runs_equal_full_responses_over_redis_replicas(
     """The same stories with two adapters over one Redis, each request going to either:
     sessions move between replicas, approvals and answers are relayed to the holder."""
     asyncio.run(session_story(messages, decisions, fault, policies, redis_server, route))
+async def test_each_turn_keeps_the_run_as_of_that_turn() -> None:
+    """With deltas the session's run grows in place; a turn's run, read only after later
+    turns (approvals, a rejected refund, a failure, a stop), is still the run as of it,
+    and a run read earlier is unchanged."""
+    adapter = EvalAdapter(SupportAgent, token=TOKEN)
+    transport = httpx.ASGITransport(app=adapter.app("/agent"))
+    target = HttpTarget(BASE, token=TOKEN, transport=transport)
+    whole = HttpTarget(BASE, token=TOKEN, transport=transport, health_check=False)
+    try:
+        session = await target.open()
+        full = await whole.attach(session.id)
+        assert target.delta_responses
+        turns: list[Turn] = []
+        expected: list[bytes] = []
+        early = None
+        script = ["one", "refund it", True, "two", "refund it", False, "boom", "three"]
+        for step in script:
+            if isinstance(step, bool):
+                pending = (await full.refresh()).pending_approvals
+                decision = "approve" if step else ("reject", "no")
+                turns.append(await session.decide({p.call_id: decision for p in pending}))
+            else:
+                turns.append(await session.send(step))
+            expected.append(encode(await full.refresh()))
+            if step == "two":
+                early = session.run  # read now, compared after the later turns
+                early_bytes = encode(early)
+        await session.send("please stop")
+        assert [encode(turn.run) for turn in turns] == expected
+        assert early is not None and encode(early) == early_bytes
+        assert [turn.run.turns for turn in turns] == [1, 2, 2, 3, 4, 4, 5, 6]
+        assert len(turns[0].run.steps) < len(turns[-1].run.steps) < len(session.run.steps)
+    finally:
+        await target.aclose()
+        await whole.aclose()
+        await adapter.aclose()
 
 
 async def test_another_client_s_turns_arrive_in_the_next_delta() -> None:
