@@ -230,6 +230,8 @@ def test_reassembled_runs_equal_full_responses_over_redis_replicas(
     """The same stories with two adapters over one Redis, each request going to either:
     sessions move between replicas, approvals and answers are relayed to the holder."""
     asyncio.run(session_story(messages, decisions, fault, policies, redis_server, route))
+
+
 async def test_each_turn_keeps_the_run_as_of_that_turn() -> None:
     """With deltas the session's run grows in place; a turn's run, read only after later
     turns (approvals, a rejected refund, a failure, a stop), is still the run as of it,
