@@ -240,10 +240,12 @@ def configured_endpoint(option: str | None) -> tuple[str, bool] | None:
 
 
 def _seconds(default: float) -> float:
+    """The export timeout: ``default`` unless a positive number of seconds is set."""
     try:
-        return float(_standard("TIMEOUT")[1] or default)
+        value = float(_standard("TIMEOUT")[1] or default)
     except ValueError:
         return default
+    return value if value > 0 else default
 
 
 def _delay() -> float:

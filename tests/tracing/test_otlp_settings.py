@@ -175,3 +175,26 @@ def test_every_variable_read_is_listed_and_documented() -> None:
     assert read <= set(STANDARD_VARIABLES)
     docs = (root / "docs" / "tracing.md").read_text(encoding="utf-8")
     assert [name for name in STANDARD_VARIABLES if f"`{name}`" not in docs] == []
+
+
+def test_a_client_certificate_answers_a_collector_that_asks_for_one(
+    monkeypatch: pytest.MonkeyPatch, certificate: tuple[Path, Path]
+) -> None:
+    cert, key = certificate
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(cert, key)
+    tls.verify_mode = ssl.CERT_REQUIRED  # mutual TLS: the collector trusts only this one
+    tls.load_verify_locations(cert)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE", str(cert))
+    with collector(tls=tls) as (url, bodies):
+        anonymous = OtlpExporter(url, "svc")
+        anonymous.add(_one_span())
+        _wait_for(lambda: anonymous.dropped == 1)
+        anonymous.shutdown()
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE", str(cert))
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_CLIENT_KEY", str(key))
+        known = OtlpExporter(url, "svc")
+        known.add(_one_span())
+        known.shutdown()
+    assert known.dropped == 0
+    assert [span["name"] for span in received_spans(bodies)] == ["one"]
