@@ -18,6 +18,9 @@ Rules:
   the target's trace policy: a collector receives what the reports show, nothing more.
 - Judge calls are spans of their own, timed as they run (``evalport.judge <criterion>``,
   ``evalport.judge = true``, the judge's model and tokens), children of the trial span.
+  They are drawn as records and replayed with the rest when the trial ends, so through a
+  ``TracerProvider`` a span made during a judge call (an instrumented HTTP client) nests
+  under the trial span, beside the judge span rather than inside it.
 - While a trial runs, every request a target sends carries the trial span as W3C
   ``traceparent`` (:func:`~._trace_context.trace_headers`), so an agent service with
   tracing on continues the same trace.
