@@ -8,6 +8,7 @@ Rules:
 - :func:`judge_span` draws a span ``evalport.judge <criterion>`` around one judge call
   (``evalport.judge = true``, the judge's model, the verdict's score and tokens,
   ``error.type`` when the call failed), a child of the trial span, timed as the call runs.
+  What the verdict leaves out (no score, no model) is no attribute.
 """
 
 from __future__ import annotations
@@ -67,12 +68,14 @@ def judge_span(criterion: str, judge: Any) -> Iterator[Callable[[Any], None]]:
     )
 
     def record(verdict: Any) -> None:
-        attributes["evalport.judge.score"] = verdict.score
-        attributes["evalport.judge.cached"] = verdict.cached
-        attributes["gen_ai.usage.input_tokens"] = verdict.usage.input_tokens
-        attributes["gen_ai.usage.output_tokens"] = verdict.usage.output_tokens
-        if verdict.model:
-            attributes["gen_ai.response.model"] = verdict.model
+        found = {
+            "evalport.judge.score": verdict.score,
+            "evalport.judge.cached": verdict.cached,
+            "gen_ai.usage.input_tokens": verdict.usage.input_tokens,
+            "gen_ai.usage.output_tokens": verdict.usage.output_tokens,
+            "gen_ai.response.model": verdict.model or None,
+        }
+        attributes.update((key, value) for key, value in found.items() if value is not None)
 
     try:
         yield record

@@ -18,6 +18,9 @@ Rules:
   the target's trace policy: a collector receives what the reports show, nothing more.
 - Judge calls are spans of their own, timed as they run (``evalport.judge <criterion>``,
   ``evalport.judge = true``, the judge's model and tokens), children of the trial span.
+  They are drawn as records and replayed with the rest when the trial ends, so through a
+  ``TracerProvider`` a span made during a judge call (an instrumented HTTP client) nests
+  under the trial span, beside the judge span rather than inside it.
 - While a trial runs, every request a target sends carries the trial span as W3C
   ``traceparent`` (:func:`~._trace_context.trace_headers`), so an agent service with
   tracing on continues the same trace.
@@ -26,6 +29,8 @@ Rules:
   runs) or, for ``evalport run --otlp URL`` (or ``OTEL_EXPORTER_OTLP_ENDPOINT``), straight
   to the collector through :class:`~evalport.protocol._otlp.OtlpExporter`, which needs
   no extra.
+- Tracing never fails a trial: spans that cannot be drawn or handed over are dropped and
+  logged (:func:`~evalport.protocol._otel.contained`); the trial's result is the same.
 """
 
 from __future__ import annotations
@@ -34,7 +39,15 @@ import time
 from typing import Any
 
 from evalport.protocol._extras import require
-from evalport.protocol._otel import INTERNAL, Sink, SpanEvent, SpanRecord, decode_view, turn_records
+from evalport.protocol._otel import (
+    INTERNAL,
+    Sink,
+    SpanEvent,
+    SpanRecord,
+    contained,
+    decode_view,
+    turn_records,
+)
 from evalport.protocol._otlp import OtlpExporter
 
 from ._results import TrialResult, Verdict
@@ -76,7 +89,8 @@ def traced_trials(provider: Any, trial_function: Any = None) -> Any:
             attributes["error.type"] = type(error).__name__
             span.record.error = True
             span.record.end = time.time_ns()
-            sink.finish(span, trace.children)
+            with contained(f"tracing trial {case.id}"):
+                sink.finish(span, trace.children)
             raise
         finally:
             TRIAL.reset(current)
@@ -88,8 +102,11 @@ def traced_trials(provider: Any, trial_function: Any = None) -> Any:
             attributes["evalport.trial.logged"] = True
         agent_called = not (cached or logged)
         span.record.end = time.time_ns()
-        children = _draw(span.record, result, _agent_name(target), agent_called)
-        sink.finish(span, trace.children + children if trace.children else children)
+        children: list[SpanRecord] = []
+        with contained(f"drawing trial {case.id}"):
+            children = _draw(span.record, result, _agent_name(target), agent_called)
+        with contained(f"tracing trial {case.id}"):
+            sink.finish(span, trace.children + children if trace.children else children)
         return result
 
     return traced

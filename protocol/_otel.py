@@ -21,11 +21,19 @@ Rules:
 - The context crosses the wire as a W3C ``traceparent`` header: a root span continues
   the trace the header names (a new trace without one, or with a malformed one) and
   keeps its sampled flag; a span whose parent was not sampled is not sent.
+- A recorded time OTLP cannot carry (before 1970, such as a Go agent's zero
+  ``time.Time``, ``0001-01-01T00:00:00Z``, or after 2554) counts as not recorded: its
+  span is timed as a span without that time is (the time it was drawn, or its start).
+- Tracing never fails what it traces: spans that cannot be drawn, encoded or replayed
+  are dropped and logged on ``evalport.tracing`` (:func:`contained`), and the trial or
+  turn goes on as it would untraced.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import logging
 import random
 import re
 import time
@@ -36,6 +44,8 @@ from typing import Any, Final, Protocol
 import msgspec
 
 from ._models import AgentRun, RunStatus, Step, StepType, ToolExecution
+
+logger = logging.getLogger("evalport.tracing")
 
 INTERNAL: Final = 1
 SERVER: Final = 2
@@ -98,6 +108,17 @@ class Sink(Protocol):
     def finish(self, span: OpenSpan, children: list[SpanRecord]) -> None: ...
 
 
+@contextlib.contextmanager
+def contained(what: str) -> Iterator[None]:
+    """Tracing never fails what it traces (see the rules): an error inside is logged, with
+    ``what`` was being done, and goes no further."""
+    try:
+        yield
+    except Exception as error:  # the error's text may carry a payload: its type only
+        logger.warning("%s failed (%s): its spans were dropped", what, type(error).__name__)
+        logger.debug("%s failed", what, exc_info=True)
+
+
 def new_id(bits: int) -> int:
     """A random non-zero span (64) or trace (128) id."""
     return random.getrandbits(bits) or 1
@@ -141,8 +162,13 @@ def child(
     )
 
 
+LATEST: Final = 2**64
+"""The first time, in ns since the epoch, that OTLP cannot carry (in the year 2554)."""
+
+
 def nanos(stamp: str | None) -> int | None:
-    """Nanoseconds since the epoch of an ISO 8601 time the run recorded, or ``None``."""
+    """Nanoseconds since the epoch of an ISO 8601 time the run recorded, or ``None`` (none,
+    unreadable, or outside what OTLP carries: see the rules)."""
     if not stamp:
         return None
     try:
@@ -151,7 +177,8 @@ def nanos(stamp: str | None) -> int | None:
         return None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=datetime.UTC)
-    return int(moment.timestamp() * 1_000_000) * 1000
+    value = int(moment.timestamp() * 1_000_000) * 1000
+    return value if 0 <= value < LATEST else None
 
 
 _JSON: Final = msgspec.json.Encoder(enc_hook=str)

@@ -68,6 +68,12 @@ class ApiSink:
 
     def finish(self, span: OpenSpan, children: list[SpanRecord]) -> None:
         live = span.handle
+        try:
+            self._replay(live, span, children)
+        finally:
+            live.end()  # the live root ends whatever happened: none is left open
+
+    def _replay(self, live: Any, span: OpenSpan, children: list[SpanRecord]) -> None:
         self._close(live, span.record)
         opened = {span.record.span_id: live}
         parents = {record.parent_id for record in children}
@@ -88,7 +94,6 @@ class ApiSink:
                 self._close(replayed, record, record.end)
         for replayed, record in reversed(waiting):
             self._close(replayed, record, record.end)
-        live.end()
 
     def _close(self, span: Any, record: SpanRecord, end: int | None = None) -> None:
         if end is None:  # the live root: what was drawn after it started

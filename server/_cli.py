@@ -19,7 +19,8 @@ Rules:
   default, so a deployed service injects nothing unless told to.
 - ``--otlp URL`` exports each turn as OpenTelemetry spans to that collector
   (:mod:`evalport.server._tracing`, no extra needed); nothing is exported without it. A
-  URL that is not http(s) is exit 2.
+  URL that is not http(s), or a standard ``OTEL_EXPORTER_OTLP_*`` variable evalport
+  cannot honour (a protocol other than ``http/protobuf``), is exit 2.
 - Binds ``127.0.0.1`` by default. On SIGTERM or Ctrl-C it drains the adapter (new sessions
   and turns get 503 ``draining``), stops accepting connections and lets turns in flight
   finish (up to the turn timeout) before it exits.

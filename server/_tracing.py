@@ -22,6 +22,8 @@ Rules:
 - Spans are drawn from the run as it leaves the service: after the adapter's trace
   policy, or :meth:`TracePolicy.safe` when the adapter has none, so a collector never
   receives a payload the policy would digest.
+- Tracing never fails a turn: spans that cannot be drawn or handed over are dropped and
+  logged (:func:`~evalport.protocol._otel.contained`).
 - A collector that is down costs a turn nothing: spans leave through a bounded queue in
   the background; those lost are counted and logged (``evalport.tracing``).
 """
@@ -38,6 +40,7 @@ from evalport.protocol._otel import (
     SERVER,
     Sink,
     SpanRecord,
+    contained,
     step_records,
     turn_attributes,
     turn_steps,
@@ -97,14 +100,16 @@ class TurnTracing:
                 attributes["error.type"] = str(outcome.status)
                 span.record.error = True
             elif span.sampled:
-                children = self._draw(span.record, session_id, outcome.body, drawn)
+                with contained(f"drawing a turn of session {session_id}"):
+                    children = self._draw(span.record, session_id, outcome.body, drawn)
         except BaseException as error:
             attributes["error.type"] = type(error).__name__
             span.record.error = True
             raise
         finally:
             span.record.end = time.time_ns()
-            sink.finish(span, children)
+            with contained(f"tracing a turn of session {session_id}"):
+                sink.finish(span, children)
         return outcome
 
     def _draw(self, span: SpanRecord, session_id: str, body: bytes, drawn: int) -> list[SpanRecord]:

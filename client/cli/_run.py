@@ -12,9 +12,11 @@ Rules:
   target's ``/health`` is read before anything runs, within ``--timeout``: unreachable or
   silent is exit ``3``; a refused token or a server speaking another protocol is exit
   ``2`` (see :mod:`._targets`).
-- ``--otlp URL`` (else ``$OTEL_EXPORTER_OTLP_ENDPOINT``) exports each trial as an
-  OpenTelemetry trace (:mod:`evalport.client._tracing`), with no extra needed; a URL that
-  is not http(s) is exit ``2``.
+- ``--otlp URL`` (else ``$OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``, used as it is, else
+  ``$OTEL_EXPORTER_OTLP_ENDPOINT``) exports each trial as an OpenTelemetry trace
+  (:mod:`evalport.client._tracing`), with no extra needed; a URL that is not http(s), or
+  a standard ``OTEL_EXPORTER_OTLP_*`` variable evalport cannot honour (a protocol other
+  than ``http/protobuf``, a CA file it cannot read), is exit ``2``.
 - ``--list`` prints the selected case ids and exits without a target.
 - ``--attach SESSION_ID`` evaluates the cases on that existing session over HTTP, one
   trial at a time (in discovery order), and never deletes it; with ``--local`` or
@@ -52,7 +54,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from evalport.protocol._otlp import OtlpExporter
+from evalport.protocol._otlp import OtlpExporter, configured_endpoint
 
 from .._cache import RunCache
 from .._cache_stores import open_cache_store
@@ -154,7 +156,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--otlp",
         metavar="URL",
         help="export each trial as an OpenTelemetry trace to this OTLP/HTTP collector "
-        "(default $OTEL_EXPORTER_OTLP_ENDPOINT)",
+        "(default $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else $OTEL_EXPORTER_OTLP_ENDPOINT)",
     )
     add("--strict", action="store_true", default=None, help="a scored case fails the run")
     add("--cache", action="store_true", default=None, help="replay recorded turns when unchanged")
@@ -263,9 +265,9 @@ async def _run(
         shard=args.shard,
         command=["evalport", "run", *(without_credentials(arg) for arg in sys.argv[2:])],
     )
-    endpoint = args.otlp or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+    endpoint = configured_endpoint(args.otlp)
     try:
-        tracing = _tracing(endpoint) if endpoint else None
+        tracing = _tracing(*endpoint) if endpoint else None
     except ValueError as error:
         return fail("run", f"--otlp: {error}", EXIT_USAGE)
     cache: RunCache | None = None
@@ -335,11 +337,11 @@ def _cache(settings: Settings) -> RunCache | None:
 RUN_QUEUE = 16_384  # spans waiting for export at most in `evalport run`
 
 
-def _tracing(endpoint: str) -> OtlpExporter:
-    """The exporter that sends each trial to ``endpoint``."""
+def _tracing(endpoint: str, exact: bool) -> OtlpExporter:
+    """The exporter that sends each trial to ``endpoint`` (``exact``: the whole URL)."""
     # A run ends soon and may draw spans faster than they leave: a larger queue than the
     # server's, so that a run of fast trials keeps all of them (any dropped are logged).
-    return OtlpExporter(endpoint, "evalport", queue=RUN_QUEUE)
+    return OtlpExporter(endpoint, "evalport", queue=RUN_QUEUE, exact=exact)
 
 
 def _cache_lines(cache: RunCache, replayed: int, trials: int, read: int, verbose: bool) -> None:

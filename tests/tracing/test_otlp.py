@@ -4,12 +4,8 @@ protobuf classes, it needs no extra, and a full queue drops spans it counts and 
 from __future__ import annotations
 
 import base64
-import contextlib
 import logging
 import sys
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +13,8 @@ import httpx
 import pytest
 from evalport.protocol._otel import CLIENT, SERVER, SpanEvent, SpanRecord
 from evalport.protocol._otlp import OtlpExporter, encode
-from google.protobuf.json_format import MessageToDict
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from support.otlp import collector, received_spans
 
 AGENT = """
 from evalport.protocol import ToolCall, Usage
@@ -50,46 +46,6 @@ async def where(ctx):
     await ctx.send("where is A7?")
     ctx.contains("shipped")
 """
-
-
-class _Collector(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    bodies: list[tuple[str, bytes]]
-
-    def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        self.bodies.append((self.headers.get("Content-Type", ""), body))
-        self.send_response(200)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, format: str, *args: object) -> None:
-        return None
-
-
-@contextlib.contextmanager
-def collector() -> Iterator[tuple[str, list[tuple[str, bytes]]]]:
-    bodies: list[tuple[str, bytes]] = []
-    handler = type("Handler", (_Collector,), {"bodies": bodies})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", bodies
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-def _spans(bodies: list[tuple[str, bytes]]) -> list[dict[str, Any]]:
-    found = []
-    for content_type, body in bodies:
-        assert content_type == "application/x-protobuf"
-        request = ExportTraceServiceRequest.FromString(body)
-        for resource in request.resource_spans:
-            for scope in resource.scope_spans:
-                found += [MessageToDict(span) for span in scope.spans]
-    return found
 
 
 def _attributes(span: dict[str, Any]) -> dict[str, Any]:
@@ -187,7 +143,7 @@ def test_run_otlp_needs_no_extra(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     }
     assert resource["service.name"] == "evals"
     assert resource["deployment.environment"] == "ci" and resource["team"] == "a,b"
-    spans = _spans(bodies)
+    spans = received_spans(bodies)
     names = sorted(span["name"] for span in spans)
     assert names == [
         "chat m-2",
@@ -231,7 +187,7 @@ async def test_an_adapter_exports_over_otlp_without_the_extra(
             )
             assert turn.status_code == 200
         exporter.shutdown()
-    spans = _spans(bodies)
+    spans = received_spans(bodies)
     (served,) = [span for span in spans if span["name"].startswith("invoke_agent")]
     assert served["kind"] == "SPAN_KIND_SERVER"
     assert base64.b64decode(served["parentSpanId"]) == bytes.fromhex("b7ad6b7169203331")
@@ -254,7 +210,7 @@ def test_spans_beyond_the_queue_are_dropped_counted_and_logged(
             exporter.shutdown()
     assert exporter.dropped == 3
     assert "the trace queue was full: dropped 3 span(s); 3 dropped so far" in caplog.text
-    assert [span["name"] for span in _spans(bodies)] == ["s0", "s1"]
+    assert [span["name"] for span in received_spans(bodies)] == ["s0", "s1"]
 
 
 @pytest.mark.parametrize(
