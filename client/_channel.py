@@ -2,16 +2,18 @@
 
 Rules:
 
-- Each call goes over one of two wires (``_transport.py``, its rules there): an aiohttp
-  pool by default, or one ``httpx.AsyncClient`` (keep-alive, redirects off) when the
-  caller passes a transport, a proxy is set in the environment, or httpx is mocked.
-  Everything below is written once, above the wire.
+- Each call goes over one of two wires; which one, and the rules both keep, are in
+  ``_transport.py``. Everything below is written once, above the wire.
 - Credentials (the token, and headers whose names look like credentials) can only reach
   the base URL's origin: the channel sends only there and follows no redirect, and its
   ``httpx.AsyncClient`` attaches them by an auth flow that checks the request's origin;
   every text a channel puts in an error passes through :class:`Secrets`.
-- Every request says ``User-Agent: evalport/<version>`` on either wire (a ``User-Agent``
-  in the caller's headers replaces it), so an agent service can tell evals apart.
+- Every request says ``User-Agent: evalport/<version>`` on either wire, so an agent
+  service can tell evals apart. Header names are case-insensitive: a caller's header
+  replaces a default of the same name in any case (``user-agent``, ``accept``), and the
+  token replaces a caller's ``Authorization``.
+- A closed channel sends nothing: a call after :meth:`Channel.aclose` raises
+  :class:`RuntimeError` on either wire (httpx's client does the same).
 - :meth:`Channel.request` applies the retry rules of :mod:`evalport.client._retry` for
   the call's mode and turns every non-2xx answer into a typed error.
 - :meth:`Channel.run` decodes a run leniently and applies the trace policy in place; a
@@ -71,6 +73,13 @@ class _OriginBoundHeaders(httpx.Auth):
         yield request
 
 
+def _put(headers: dict[str, str], name: str, value: str) -> None:
+    """Set ``name``, dropping a header of the same name in any case."""
+    for key in [key for key in headers if key.lower() == name.lower()]:
+        del headers[key]
+    headers[name] = value
+
+
 def _timeout_of(timeout: float | httpx.Timeout | None) -> httpx.Timeout:
     if timeout is None:
         return DEFAULT_TIMEOUT
@@ -108,10 +117,12 @@ class Channel:
         }
         for name, value in (headers or {}).items():
             sensitive = any(part in name.lower() for part in _SENSITIVE_HEADER_PARTS)
-            (credentials if sensitive else plain)[name] = value
+            _put(credentials if sensitive else plain, name, value)
         if token:
-            credentials["Authorization"] = (
-                token if token.lower().startswith("bearer ") else f"Bearer {token}"
+            _put(
+                credentials,
+                "Authorization",
+                token if token.lower().startswith("bearer ") else f"Bearer {token}",
             )
         self.secrets = Secrets(
             [
@@ -132,6 +143,7 @@ class Channel:
         self._transport = transport
         self._httpx: HttpxWire | None = None
         self._aiohttp: AiohttpWire | None = None
+        self._closed = False
         if transport is None and not proxied(clean):
             self._aiohttp = AiohttpWire(self._limits, self._timeout, {**plain, **credentials})
 
@@ -160,6 +172,7 @@ class Channel:
         return self._aiohttp
 
     async def aclose(self) -> None:
+        self._closed = True
         for wire in (self._aiohttp, self._httpx):
             if wire is not None:
                 await wire.aclose()
@@ -178,6 +191,11 @@ class Channel:
         session_id: str | None = None,
     ) -> Reply:
         """Send one call with the retries its ``mode`` allows; raises for non-2xx."""
+        if self._closed:
+            raise RuntimeError(
+                f"cannot send {method} /{path}: this HttpTarget was closed (aclose() or the "
+                "end of its `async with`); make a new one"
+            )
         request_headers = {**trace_headers(), **(headers or {})}  # traceparent: _trace_context.py
         if body is not None:
             request_headers["Content-Type"] = "application/json"

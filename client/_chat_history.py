@@ -12,7 +12,8 @@ Rules:
 - Each user message starts a turn; ``turns`` counts them and ``user_messages`` holds
   their text (its text parts joined by a newline). An Anthropic user message made only of
   ``tool_result`` blocks is a tool answer, not a user message. System and developer
-  messages are skipped.
+  messages are skipped. Which user parts are read, kept as text or skipped:
+  :mod:`evalport.client._chat_parts`.
 - A user message's images, files and audio (:mod:`evalport.client._chat_parts`) are
   recorded as a live turn sent with those parts records them: ``user_parts`` holds each
   part of the message in order, text parts included, with the turn's number; inline bytes
@@ -225,9 +226,11 @@ class _Builder:
         if isinstance(content, list):
             for part in content:
                 try:
-                    parts.append(part_of(self.fmt, part))
+                    read = part_of(self.fmt, part)
                 except ValueError as error:
                     raise self.fail(index, str(error)) from None
+                if read is not None:
+                    parts.append(read)
             text = "\n".join(part.text for part in parts if isinstance(part, TextPart))
         elif content is None or isinstance(content, str):
             text = content or ""

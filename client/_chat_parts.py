@@ -17,9 +17,16 @@ Rules:
   those, as for a live part. A part sent by a provider's file id keeps the id as its
   ``url`` (the bytes were never in the log). A bare payload without a media type takes
   the one its file name suggests, else ``application/octet-stream``.
-- A part of a known type that lacks what it needs (no URL, no data, base64 that does not
-  decode) or a part of a type the format does not have raises ``ValueError`` with the
-  fault, which the reader reports with the message index.
+- Anthropic ``search_result`` blocks keep the text of their ``content`` (a text part, as
+  a ``text`` block; a result with no text is skipped). Anthropic's user content is an open
+  set of block types (``thinking``, ``redacted_thinking``, ``container_upload``, and
+  those to come): a block of any other type is skipped, no error, as a conversation
+  replayed to the API would carry it without it being something the user said.
+- A part of a known media type that lacks what it needs (no URL, no data, base64 that
+  does not decode), a ``text`` part whose text is not a string, a part that is not an
+  object, and in the OpenAI formats (whose user parts are a closed set) a part of a type
+  the format does not have raise ``ValueError`` with the fault, which the reader reports
+  with the message index.
 """
 
 from __future__ import annotations
@@ -36,8 +43,9 @@ _AUDIO_TYPES: Final = {"mp3": "audio/mpeg"}
 _OCTETS: Final = "application/octet-stream"
 
 
-def part_of(fmt: str, part: Any) -> ContentPart:
-    """The protocol part one logged content part of ``fmt`` is; ``ValueError`` if malformed."""
+def part_of(fmt: str, part: Any) -> ContentPart | None:
+    """The protocol part one logged content part of ``fmt`` is, ``None`` for a part that is
+    skipped (the module rules); ``ValueError`` if malformed."""
     if isinstance(part, str):
         return TextPart(text=part)
     if not isinstance(part, Mapping):
@@ -45,6 +53,8 @@ def part_of(fmt: str, part: Any) -> ContentPart:
     kind = part.get("type")
     reader = _READERS[fmt].get(kind)
     if reader is None:
+        if fmt == "anthropic":
+            return None
         known = ", ".join(sorted(name for name in _READERS[fmt] if name))
         raise ValueError(f"a user content part of type {kind!r} is not understood (known: {known})")
     try:
@@ -225,7 +235,22 @@ def _anthropic_source(
     raise ValueError(f"source of type {origin!r} is not understood")
 
 
-_READERS: Final[dict[str, dict[str | None, Callable[[Mapping[str, Any]], ContentPart]]]] = {
+def _search_result(part: Mapping[str, Any]) -> ContentPart | None:
+    content = part.get("content")
+    blocks = [{"text": content}] if isinstance(content, str) else content
+    if not isinstance(blocks, list):
+        return None
+    texts = [
+        block["text"]
+        for block in blocks
+        if isinstance(block, Mapping) and isinstance(block.get("text"), str) and block["text"]
+    ]
+    return TextPart(text="\n".join(texts)) if texts else None
+
+
+_Reader = Callable[[Mapping[str, Any]], ContentPart | None]
+
+_READERS: Final[dict[str, dict[str | None, _Reader]]] = {
     "openai-chat": {
         None: _text,
         "text": _text,
@@ -246,6 +271,7 @@ _READERS: Final[dict[str, dict[str | None, Callable[[Mapping[str, Any]], Content
         "text": _text,
         "image": lambda part: _anthropic_source(ImagePart, part),
         "document": lambda part: _anthropic_source(FilePart, part),
+        "search_result": _search_result,
     },
 }
 
@@ -256,5 +282,9 @@ FORMAT_OF_PART: Final = {
     "input_file": "openai-responses",
     "image": "anthropic",
     "document": "anthropic",
+    "search_result": "anthropic",
+    "thinking": "anthropic",
+    "redacted_thinking": "anthropic",
+    "container_upload": "anthropic",
 }
 """The format a content part's type tells (``input_audio`` is in two, so tells none)."""

@@ -8,10 +8,14 @@ and errors; under it one seam, :meth:`Wire.send` (method, URL, headers, body in;
   way, because httpx's client, request and response objects cost the client more CPU per
   call than the socket does (``benchmarks/runner.py --http-only`` measures it).
 - :class:`HttpxWire`: the channel's ``httpx.AsyncClient``. A channel sends over it when
-  the caller passed a ``transport``, when the environment names a proxy for the base URL
-  (httpx's proxy settings apply unchanged), and while respx or pytest-httpx has replaced
-  the send method of httpx's pool or transport (:func:`mocked`, read at every request),
-  so mocks see every request and none reaches the network.
+  the caller passed a ``transport``; when httpx would send to the base URL through a proxy
+  (:func:`proxied`: httpx's reading of ``urllib.request.getproxies()``, the environment
+  and on macOS and Windows the system settings, with ``NO_PROXY`` entries matched as httpx
+  matches them: ``host`` is the host and its subdomains, ``.host`` its subdomains only,
+  ``host:port`` that port only, ``*`` no proxy at all), so httpx's proxy settings apply
+  unchanged; and while a mock is active (:func:`mocked`, read at every request): respx
+  (any ``using=``: a started respx router) or pytest-httpx (the send method of httpx's
+  pool or transport replaced), so mocks see every request and none reaches the network.
 
 Rules both wires keep:
 
@@ -32,11 +36,17 @@ Rules both wires keep:
   closed by the server (httpx's pool discards such a connection before using it); the
   retry rules are applied above this, unchanged.
 - Certificates are checked with httpx's SSL context (certifi, ``SSL_CERT_FILE``).
+- Response heads as large as httpx takes: a header line or field may be up to 100 KiB
+  (aiohttp's own bound is 8190 bytes; httpcore bounds the whole head at 100 KiB).
+- A wire never closed warns as aiohttp does ("Unclosed client session"): close the
+  target with ``aclose()`` or ``async with``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
+import sys
 import urllib.request
 from collections.abc import Mapping
 from types import ModuleType
@@ -77,11 +87,20 @@ class Wire(Protocol):
 
 
 def mocked() -> bool:
-    """Whether a mocking library has replaced the send method of httpx's own transport."""
-    return not (
+    """Whether respx or pytest-httpx is mocking httpx now (see the module rules)."""
+    return _respx_started() or not (
         _own(httpcore.AsyncConnectionPool, "handle_async_request")
         and _own(httpx.AsyncHTTPTransport, "handle_async_request")
     )
+
+
+def _respx_started() -> bool:
+    """A started respx router of any kind; respx registers each on its mocker while active."""
+    respx = sys.modules.get("respx")  # never imported here: a test that mocks imported it
+    mocks = getattr(respx, "mocks", None)
+    if mocks is None:
+        return False
+    return any(mocker.routers for mocker in mocks.Mocker.registry.values())
 
 
 def _own(cls: type, name: str) -> bool:
@@ -90,11 +109,51 @@ def _own(cls: type, name: str) -> bool:
 
 
 def proxied(url: httpx.URL) -> bool:
-    """Whether the environment names a proxy for ``url`` (``HTTP_PROXY``, ``NO_PROXY``...)."""
-    proxies = urllib.request.getproxies_environment()  # the environment only, as httpx reads it
+    """Whether httpx would send a request for ``url`` through a proxy (the module rules)."""
+    proxies = urllib.request.getproxies()  # what httpx reads, system settings included
     if not (proxies.get(url.scheme) or proxies.get("all")):
         return False
-    return not urllib.request.proxy_bypass(url.host)  # with proxies in the environment: NO_PROXY
+    return not any(_bypassed(entry.strip(), url) for entry in proxies.get("no", "").split(","))
+
+
+def _bypassed(entry: str, url: httpx.URL) -> bool:
+    """Whether one ``NO_PROXY`` entry keeps ``url`` off the proxy, as httpx reads it."""
+    if entry == "*":
+        return True
+    if not entry:
+        return False
+    if "://" in entry:
+        pattern = entry
+    elif _ip(entry, ipaddress.IPv4Address) or entry.lower() == "localhost":
+        pattern = f"all://{entry}"  # an address (a /mask is not read) or localhost: exactly
+    elif _ip(entry, ipaddress.IPv6Address):
+        pattern = f"all://[{entry}]"
+    else:
+        pattern = f"all://*{entry}"  # a name: itself and its subdomains; ".name": subdomains
+    try:
+        parsed = httpx.URL(pattern)
+    except httpx.InvalidURL:
+        return False
+    if parsed.scheme != "all" and parsed.scheme != url.scheme:
+        return False
+    if parsed.port is not None and parsed.port != url.port:
+        return False
+    host = parsed.host
+    if host in ("", "*"):
+        return True
+    if host.startswith("*."):
+        return url.host.endswith(host[1:]) and len(url.host) > len(host) - 1
+    if host.startswith("*"):
+        return url.host == host[1:] or url.host.endswith("." + host[1:])
+    return url.host == host
+
+
+def _ip(entry: str, kind: type[ipaddress.IPv4Address | ipaddress.IPv6Address]) -> bool:
+    try:
+        kind(entry.split("/")[0])
+    except ValueError:
+        return False
+    return True
 
 
 class HttpxWire:
@@ -137,6 +196,9 @@ def _errors(aio: ModuleType) -> tuple[tuple[type[BaseException], type[httpx.Tran
         (aio.ClientOSError, httpx.ReadError),
         (aio.ClientError, httpx.TransportError),
     )
+
+
+_MAX_HEAD = 100 * 1024  # httpcore's bound on a response head
 
 
 class AiohttpWire:
@@ -207,6 +269,8 @@ class AiohttpWire:
             connector=connector,
             headers=self._headers,
             cookie_jar=aio.CookieJar(unsafe=True),  # httpx's client keeps cookies of IP hosts too
+            max_line_size=_MAX_HEAD,
+            max_field_size=_MAX_HEAD,
             timeout=aio.ClientTimeout(),
         )
         return session

@@ -97,7 +97,9 @@ class FakeChat:
         default: Reply | None = None,
         model: str = "fake-chat",
         tokens: tuple[int, int] = (0, 0),
+        temperature: float = 0.0,
     ) -> None:
+        self.temperature = temperature  # read by the loop's cache key, as a real model's
         self._script = list(script)
         self._default = default
         self._model = model

@@ -80,7 +80,8 @@ DEFAULT_MAX_READ_CHARS: Final = 12_000
 
 class ChatModel(Protocol):
     """What the loop needs of a model: chat completions (an OpenAI-compatible client,
-    or :class:`~evalport.client.judges.FakeChat` in tests)."""
+    or :class:`~evalport.client.judges.FakeChat` in tests). A ``temperature`` attribute,
+    where the model has one, goes into the cache key as the single-call judge's does."""
 
     @property
     def model(self) -> str: ...
@@ -203,11 +204,18 @@ class AgentLoopJudge:
         base_url: str = "https://api.openai.com/v1",
         api_key_env: str | None = "OPENAI_API_KEY",
         timeout: float = 60.0,
+        temperature: float = 0.0,
         cache: JudgeCache | str | os.PathLike[str] | None = None,
         **limits: Any,
     ) -> AgentLoopJudge:
         """Over an OpenAI-compatible chat-completions server (as :class:`OpenAIJudge`)."""
-        chat = ChatClient(model, base_url=base_url, api_key_env=api_key_env, timeout=timeout)
+        chat = ChatClient(
+            model,
+            base_url=base_url,
+            api_key_env=api_key_env,
+            timeout=timeout,
+            temperature=temperature,
+        )
         return cls(chat, cache=cache, **limits)
 
     def with_sources(
@@ -283,6 +291,7 @@ class AgentLoopJudge:
     def _key(self, request: JudgeRequest) -> str:
         params = {
             "kind": "agent-loop",
+            "temperature": getattr(self.chat, "temperature", None),
             "run": _run_seen(request.run or AgentRun()),
             "files": {name: _file_seen(path) for name, path in sorted(self.files.items())},
             "urls": list(self.urls),

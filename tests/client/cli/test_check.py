@@ -7,6 +7,7 @@ import httpx
 import pytest
 from evalport.client.cli import _check as check
 from evalport.client.cli._check import Unreachable, check_server
+from evalport.client.cli._check_capabilities import CHECK_INTERRUPT
 from evalport.server import EvalAdapter
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse, Response
@@ -235,6 +236,35 @@ async def test_a_server_that_resumes_on_any_answer_fails_the_interrupts_check():
     by_name = {r.name: r for r in results}
     assert by_name["approvals"].ok
     assert not by_name["interrupts"].ok and "expected 409" in by_name["interrupts"].detail
+
+
+async def test_a_server_that_reads_the_state_before_the_body_passes_the_interrupts_check():
+    """An answer without its answer on a session waiting for none: the protocol does not
+    order the two problems, so a 409 not-suspended passes as well as the 422."""
+    inner = EvalAdapter(agent, token=TOKEN).app()
+
+    async def state_first(scope, receive, send):
+        if scope["type"] == "http" and scope["path"].endswith("/approvals"):
+            body = (await receive())["body"]
+            if b'"answer"' in body:  # nothing is pending: whatever the decision, a 409
+                body = json.dumps(
+                    {"decisions": {CHECK_INTERRUPT: {"decision": "answer", "answer": 1}}}
+                ).encode()
+
+            async def again():
+                return {"type": "http.request", "body": body, "more_body": False}
+
+            receive = again
+        await inner(scope, receive, send)
+
+    results = await check_server(
+        "http://adapter/", token=TOKEN, transport=httpx.ASGITransport(app=state_first)
+    )
+    by_name = {r.name: r for r in results}
+    assert by_name["interrupts"].ok, by_name["interrupts"].detail
+    assert by_name["interrupts"].detail == (
+        "an answer with nothing pending is a 409 problem, one without its answer too"
+    )
 
 
 class _Asks:

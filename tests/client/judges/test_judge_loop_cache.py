@@ -101,6 +101,9 @@ async def test_everything_that_decides_the_verdict_is_in_the_key(tmp_path: Path)
     assert chat.calls == len(changes) + 2
     await loop(chat=other_model).judge(request_for(run))  # the model
     assert other_model.calls == 1
+    warmer = FakeChat(default=VERDICT, temperature=0.7)  # same model, another temperature
+    await loop(chat=warmer).judge(request_for(run))
+    assert warmer.calls == 1
     verdict = await loop().judge(request_for(run))  # and the same again is a hit
     assert verdict.cached and chat.calls == len(changes) + 2
 
@@ -114,3 +117,15 @@ async def test_a_judge_error_is_never_cached(tmp_path: Path) -> None:
         with pytest.raises(JudgeError):
             await judge.judge(request_for(run))
     assert chat.calls == 4 and not any((tmp_path / "verdicts").rglob("*.json"))
+
+
+async def test_the_openai_loop_asks_at_its_temperature_and_keys_by_it(tmp_path: Path) -> None:
+    cache = JudgeCache(tmp_path / "verdicts")
+    run = await run_of("pay for my order")
+    keys = set()
+    for temperature in (0.0, 0.7):
+        judge = AgentLoopJudge.openai("m", api_key_env=None, temperature=temperature, cache=cache)
+        assert getattr(judge.chat, "temperature", None) == temperature
+        keys.add(judge._key(request_for(run)))
+        await judge.aclose()
+    assert len(keys) == 2

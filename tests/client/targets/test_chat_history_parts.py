@@ -150,6 +150,46 @@ def test_text_alone_records_no_parts() -> None:
     assert run.user_messages == ["a\nb"] and not run.user_parts
 
 
+def test_anthropic_blocks_without_a_reader_load_and_search_results_keep_their_text() -> None:
+    """Logs the Messages API took load: a search result is text, other blocks are skipped;
+    only a malformed media block or a block that is not an object is an error."""
+    image = {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": PNG64},
+    }
+    log = [
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "search_result",
+                    "source": "https://kb.example/refunds",
+                    "title": "Refunds",
+                    "content": [{"type": "text", "text": "Refunds take 5 days."}],
+                },
+                {"type": "search_result", "source": "s", "title": "t", "content": []},
+                {"type": "thinking", "thinking": "hmm", "signature": "sig"},
+                {"type": "redacted_thinking", "data": "opaque"},
+                {"type": "container_upload", "file_id": "file_011"},
+                {"type": "text", "text": "How long?"},
+                image,
+            ],
+        },
+        {"role": "assistant", "content": [{"type": "text", "text": "5 days."}]},
+    ]
+    for fmt in ("anthropic", "auto"):  # a search result tells the format
+        run = run_from_chat(log, format=fmt)
+        assert run.user_messages == ["Refunds take 5 days.\nHow long?"]
+        assert [part.type for part in run.user_parts or ()] == ["text", "text", "image"]
+        assert run.reply == "5 days." and run.status == "completed"
+    for bad, fault in (
+        (["not a block"], "message 0: a content block is not an object"),
+        ([{"type": "image", "source": {"type": "url"}}], "message 0: the image part: url must"),
+    ):
+        with pytest.raises(ChatHistoryError, match=fault):
+            run_from_chat([{"role": "user", "content": bad}], format="anthropic")
+
+
 @pytest.mark.parametrize(
     ("fmt", "part", "fault"),
     [

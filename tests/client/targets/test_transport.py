@@ -258,15 +258,64 @@ async def test_the_aiohttp_wire_sends_back_cookies_and_the_base_headers_only_hom
 
 
 async def test_both_wires_say_evalport_as_user_agent_unless_the_caller_names_one(wire: str) -> None:
-    seen: list[str] = []
+    seen: list[list[tuple[str, str]]] = []
+    named = (b"user-agent", b"accept", b"authorization")
 
     async def app(scope: dict, receive: object, send: object) -> None:  # type: ignore[type-arg]
-        seen.append(dict(scope["headers"]).get(b"user-agent", b"").decode())
+        seen.append([(k.decode(), v.decode()) for k, v in scope["headers"] if k in named])
+        await send({"type": "http.response.start", "status": 200, "headers": []})  # type: ignore[operator]
+        await send({"type": "http.response.body", "body": b"{}"})  # type: ignore[operator]
+
+    calls: list[dict[str, object]] = [
+        {},
+        {"headers": {"User-Agent": "ci-smoke/2"}},
+        # any case replaces the default: one header each, the caller's
+        {"headers": {"user-agent": "ci/2", "accept": "x/y", "AUTHORIZATION": "Bearer theirs"}},
+        {"headers": {"authorization": "Bearer theirs"}, "token": TOKEN},  # the token wins
+    ]
+    with running_server(app) as url:
+        for options in calls:
+            async with target(url, wire, **options) as http:
+                await http._channel.request("GET", "health", mode="idempotent")
+    assert [sorted(headers) for headers in seen] == [
+        [("accept", "application/json"), ("user-agent", f"evalport/{__version__}")],
+        [("accept", "application/json"), ("user-agent", "ci-smoke/2")],
+        [("accept", "x/y"), ("authorization", "Bearer theirs"), ("user-agent", "ci/2")],
+        [
+            ("accept", "application/json"),
+            ("authorization", f"Bearer {TOKEN}"),
+            ("user-agent", f"evalport/{__version__}"),
+        ],
+    ]
+
+
+async def test_both_wires_take_a_response_header_of_9000_bytes(wire: str) -> None:
+    # aiohttp's own bound is 8190 bytes a line; httpx took such heads, and so must the default
+    async def app(scope: dict, receive: object, send: object) -> None:  # type: ignore[type-arg]
+        head = [(b"x-debug", b"a" * 9000), (b"content-type", b"application/json")]
+        await send({"type": "http.response.start", "status": 200, "headers": head})  # type: ignore[operator]
+        await send({"type": "http.response.body", "body": b"{}"})  # type: ignore[operator]
+
+    with running_server(app) as url:
+        async with target(url, wire) as http:
+            reply = await http._channel.request("GET", "health", mode="idempotent")
+    assert reply.headers["x-debug"] == "a" * 9000
+
+
+async def test_a_closed_target_sends_nothing_and_says_so_on_both_wires(wire: str) -> None:
+    requests: list[str] = []
+
+    async def app(scope: dict, receive: object, send: object) -> None:  # type: ignore[type-arg]
+        requests.append(scope["path"])
         await send({"type": "http.response.start", "status": 200, "headers": []})  # type: ignore[operator]
         await send({"type": "http.response.body", "body": b"{}"})  # type: ignore[operator]
 
     with running_server(app) as url:
-        for headers in ({}, {"User-Agent": "ci-smoke/2"}):
-            async with target(url, wire, headers=headers) as http:
-                await http._channel.request("GET", "health", mode="idempotent")
-    assert seen == [f"evalport/{__version__}", "ci-smoke/2"]
+        http = target(url, wire)
+        async with http:
+            await http._channel.request("GET", "health", mode="idempotent")
+        with pytest.raises(RuntimeError, match="was closed"):
+            await http._channel.request("GET", "health", mode="idempotent")
+        with pytest.raises(RuntimeError, match="was closed"):
+            await http.open()
+    assert requests == ["/health"]
