@@ -18,14 +18,15 @@ Rules:
   the answer (:func:`~evalport.protocol.apply_delta`): only the new steps are decoded and
   redacted, the run so far is kept as it was redacted; the runs equal those of full
   responses. The session's run grows in place (``apply_delta(..., grow=True)``) and each
-  turn keeps its moment of it (``client/_turns.py``), so a turn costs what it gained. An answer that does not fit the session's run is logged and the whole run
-  read instead (``GET`` without ``since``). ``decide`` reads whole runs.
+  turn keeps its moment of it (``client/_turns.py``), so a turn costs what it gained. An
+  answer that does not fit the session's run is logged and the whole run read instead
+  (``GET`` without ``since``). ``decide`` reads whole runs.
 - Retries follow :mod:`evalport.client._retry`: a turn carries an ``Idempotency-Key`` and
   is retried only if the server lists the ``idempotency`` capability.
-- One connection pool with keep-alive per target (aiohttp's, or an ``httpx.AsyncClient``:
-  the channel's rules); close it with ``aclose()`` or ``async with``. Timeouts: 5 s to
-  connect, 300 s to read (an agent turn may run many steps); pass ``timeout=`` (seconds
-  or an ``httpx.Timeout``) to change them.
+- One connection pool with keep-alive per target (the wire's: ``_transport.py``); close
+  it with ``aclose()`` or ``async with``. Timeouts: 5 s to connect, 300 s to read (an
+  agent turn may run many steps); pass ``timeout=`` (seconds or an ``httpx.Timeout``) to
+  change them.
 """
 
 from __future__ import annotations
