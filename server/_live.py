@@ -137,7 +137,9 @@ class LiveSessions:
             await self.forget(session_id)
             raise not_found(session_id)
         live = self._agents.get(session_id)
-        if live is not None and self.reached_of(session_id).matches(stored):
+        reached = self.reached_of(session_id)
+        if live is not None and reached.matches(stored):
+            self._seen[session_id] = reached.versioned(stored)
             self._touch(session_id)
             return live
         if stored.state == SUSPENDED:

@@ -433,17 +433,20 @@ class TurnRunner:
             self._live.reached(session_id, bodies.reached(before, 0))  # (its version: below)
             await self._relay.listen(session_id, partial(self._relayed, session_id))
             whole, append = None, b""
-        version = await self._turns.finish_turn(
+        finish = partial(
+            self._turns.finish_turn,
             session_id,
             token,
-            run=whole,
             state=state,
             ttl=ttl,
             key=key,
             record=record,
             keep=self._limits.idempotency_keys,
-            append=append,
         )
+        version = await finish(run=whole, append=append, base=before.version)
+        if version == -1:  # the store's run is not the one the turn was cut against
+            bodies = bodies.as_whole(live.run, self._policy)
+            version = await finish(run=bodies.whole, append=b"", base=0)
         if not version:
             await self._live.forget(session_id)
             return False

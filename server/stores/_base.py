@@ -11,12 +11,18 @@ Rules (every store implements them; the memory store is the reference):
   and the turns **appended** since, each an encoded delta
   (:func:`evalport.protocol.run_delta`) of the run against the one stored before it, so
   that a turn stores what it added instead of the whole run again. Such a store
-  **versions** runs: creating a session gives its run version 1 and every write, whole
-  or appended, the next number (:attr:`StoredSession.version`). ``begin_turn`` given
+  **versions** runs: creating a session and every write, whole or appended, give the run
+  a new version (:attr:`StoredSession.version`), a unique id of that write
+  (:func:`new_version`; never a counter: after a lost write, as a failover or a restore
+  from a snapshot can lose one, two replicas could reach the same count with different
+  runs), compared for equality only. ``begin_turn`` given
   the version the caller holds (``seen``) leaves the run and the appended turns out
   (``run`` empty) when the stored run is that version. A store without versions
   (``version`` 0, as :class:`ComposedTurns` over a store of your own) has no appended
   turns and ignores ``seen`` and ``append``: the adapter writes whole runs to it.
+- A turn appended is a delta against the run of version ``base``: ``finish_turn``
+  appends it only while the stored run is that version, and otherwise stores nothing,
+  keeps the lease and returns -1 (the adapter then writes the run whole).
 - The cap on live sessions is enforced by :meth:`SessionStore.create` atomically.
 - One turn at a time: :meth:`SessionStore.acquire` takes the session's lease with a
   random token and an expiry (so a crashed holder cannot block the session forever);
@@ -57,6 +63,7 @@ Rules (every store implements them; the memory store is the reference):
 from __future__ import annotations
 
 import enum
+import secrets
 from collections.abc import Awaitable, Callable
 from typing import Protocol, runtime_checkable
 
@@ -73,6 +80,11 @@ class StoreUnavailable(HTTPProblem):
 
     def __init__(self, detail: str, *, retry_after: int = STORE_RETRY_AFTER) -> None:
         super().__init__(ProblemType.STORE_UNAVAILABLE, detail, retry_after=retry_after)
+
+
+def new_version() -> int:
+    """A run version for a new write: random, never 0, exact in a double (Redis's Lua)."""
+    return secrets.randbelow(2**52) + 1
 
 
 class Lease(enum.Enum):
@@ -201,12 +213,14 @@ class TurnStore(Protocol):
         record: bytes = b"",
         keep: int = 0,
         append: bytes = b"",
+        base: int = 0,
     ) -> int:
         """``write`` (unless ``run`` is ``None``; a store with versions adds ``append`` to
-        the run's log instead, when given), ``put_result`` (if ``key``), ``release``, only
-        while ``token`` holds the lease (or held it last). Returns the run's new version
-        (1 from a store without versions); 0, storing nothing, when another acquisition
-        took the lease since."""
+        the run's log instead, when given, if the run's version is ``base``), ``put_result``
+        (if ``key``), ``release``, only while ``token`` holds the lease (or held it last).
+        Returns the run's new version (1 from a store without versions); 0, storing
+        nothing, when another acquisition took the lease since; -1, storing nothing and
+        keeping the lease, when the run to append to is not of version ``base``."""
         ...
 
 
@@ -265,6 +279,7 @@ class ComposedTurns:
         record: bytes = b"",
         keep: int = 0,
         append: bytes = b"",
+        base: int = 0,
     ) -> int:
         store = self.store
         try:
