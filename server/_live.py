@@ -11,10 +11,14 @@ Rules:
   takes no turn here (409 ``session-suspended``).
 - Forgetting a session closes its live agent (cancelling a turn it still runs) and stops
   answering relayed approvals for it.
+- An attach is answered from a hot agent's run only while no turn of it is between
+  taking the lease and storing its run (or being dropped): a turn ended but not yet
+  stored (its store call may still fail) is never sent.
 - Agents keep their runs as objects between turns (``hot``, :mod:`evalport.protocol.runtime`)
   while they are among the :data:`HOT_SESSIONS` that took a turn last; an agent that
-  falls out of them parks its run (kept encoded until its next turn), so that many idle
-  sessions hold bytes, not trees of objects.
+  falls out of them parks its run (kept encoded until its next turn; one busy or
+  suspended then parks once its run is stored), so that many idle sessions hold bytes,
+  not trees of objects.
 """
 
 from __future__ import annotations
@@ -58,6 +62,9 @@ class LiveSessions:
         # the hot sessions, latest last, with their runs' encoding when the store holds it
         # (written whole, as the run is): parking shares it instead of making a copy
         self._hot: OrderedDict[str, bytes | None] = OrderedDict()
+        # sessions whose turn ended but whose run the store may not hold yet (from the
+        # lease until :meth:`reached` or :meth:`forget`): no attach is answered from them
+        self._finishing: set[str] = set()
 
     def __len__(self) -> int:
         return len(self._agents)
@@ -83,8 +90,21 @@ class LiveSessions:
         """The session's live agent reached ``reached``, which the store now holds
         (``envelope``: its run's encoding, when the store holds that)."""
         self._seen[session_id] = reached
+        self._finishing.discard(session_id)
         if session_id in self._hot:
             self._hot[session_id] = envelope
+        elif (live := self._agents.get(session_id)) is not None:
+            live.park(envelope)  # pushed out of the hot ones while its turn ran
+
+    def finishing(self, session_id: str) -> None:
+        """A turn on the session took the lease: until it stores its run (:meth:`reached`)
+        or the agent is dropped (:meth:`forget`), the live run may hold what the store
+        does not, so :meth:`hot_run` gives none."""
+        self._finishing.add(session_id)
+
+    def settled(self, session_id: str) -> None:
+        """The session's turn ended with nothing to store (its lease released)."""
+        self._finishing.discard(session_id)
 
     def reached_of(self, session_id: str) -> Reached:
         """What the store holds of the run the session's live agent reached (nothing known:
@@ -98,6 +118,7 @@ class LiveSessions:
         if (
             live is None
             or session_id not in self._hot
+            or session_id in self._finishing
             or live.busy
             or live.suspended
             or not self.reached_of(session_id).matches(stored)
@@ -121,6 +142,7 @@ class LiveSessions:
         """Close the session's live agent, if any, and stop answering relayed approvals."""
         self._seen.pop(session_id, None)
         self._hot.pop(session_id, None)
+        self._finishing.discard(session_id)
         if self._relay is not None:
             with contextlib.suppress(StoreUnavailable):
                 await self._relay.unlisten(session_id)

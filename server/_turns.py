@@ -173,6 +173,7 @@ class TurnRunner:
         if start.suspended:
             raise suspended_elsewhere()
         await self._leased(session_id, start.lease)
+        self._live.finishing(session_id)
         keeper = self._leases.keep(session_id, token)
         try:
             live = await self._live.current(session_id, start.session)
@@ -180,6 +181,7 @@ class TurnRunner:
         except BaseException:
             if keeper is not None:
                 keeper.stop()
+            self._live.settled(session_id)
             await self._store.release(session_id, token)
             raise
         flight = None
@@ -220,6 +222,7 @@ class TurnRunner:
             session_id, token, lease=self._leases.length, ttl=self._limits.session_ttl
         )
         await self._leased(session_id, lease)
+        self._live.finishing(session_id)
         keeper = self._leases.keep(session_id, token)
         job = self._jobs.start(self._decide_job(session_id, live, decisions, token, keeper))
         return await asyncio.shield(job)
@@ -307,6 +310,7 @@ class TurnRunner:
             if key is not None:
                 self._inflight.pop((session_id, key), None)
             if not finished:
+                self._live.settled(session_id)
                 await self._store.release(session_id, token)
         if flight is not None:
             flight.settle(recorded)
@@ -334,6 +338,7 @@ class TurnRunner:
             return outcome
         finally:
             if not finished:
+                self._live.settled(session_id)
                 await self._store.release(session_id, token)
 
     async def _drive(
