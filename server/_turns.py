@@ -43,7 +43,6 @@ from evalport.protocol import (
     ApprovalDecision,
     ContentPart,
     ProblemType,
-    RunEnvelope,
     TurnRequest,
     encode,
 )
@@ -73,7 +72,6 @@ from ._records import (
     RunPolicy,
     answered,
     decision_problem,
-    delta_body,
     fingerprint,
     idempotency_record,
     key_reused,
@@ -86,13 +84,13 @@ from ._records import (
 from ._runlog import Written, answer_body, recorded_run, recorded_since, stored_run, written
 from .stores import (
     ApprovalRelay,
-    ComposedTurns,
     Lease,
     SessionStore,
     StoredSession,
     TurnStart,
     TurnStore,
 )
+from .stores._base import turns_of
 
 logger = logging.getLogger("evalport.server")
 
@@ -120,7 +118,7 @@ class TurnRunner:
         relayed: Relayed,
     ) -> None:
         self._store = store
-        self._turns: TurnStore = store if isinstance(store, TurnStore) else ComposedTurns(store)
+        self._turns: TurnStore = turns_of(store)
         self._relay = relay
         self._limits = limits
         self._live = live
@@ -190,9 +188,8 @@ class TurnRunner:
         # The turn's task starts before the job that follows it, so the loop runs the
         # turn first and a turn that never waits is over when the job takes its first step.
         step = live.start(message, parts=parts, timeout=self._limits.turn_timeout)
-        versioned = start.session is not None and start.session.version > 0
         job = self._jobs.start(
-            self._turn_job(session_id, live, step, key, flight, token, keeper, since, versioned)
+            self._turn_job(session_id, live, step, key, flight, token, keeper, since)
         )
         return await asyncio.shield(job)
 
@@ -209,9 +206,8 @@ class TurnRunner:
         stored = await self._store.read(session_id)
         if stored is None:
             raise not_found(session_id)
-        run = recorded_run(stored, outcome.body)
-        whole = encode(RunEnvelope(run=run))
-        return Outcome(status=200, body=whole if since is None else delta_body(run, whole, since))
+        run = recorded_run(stored, outcome.body)  # (as sent and redacted already)
+        return Outcome(status=200, body=answer_body(run, since, None))
 
     async def decide(
         self, session_id: str, live: AgentSession, decisions: Mapping[str, ApprovalDecision]
@@ -284,7 +280,6 @@ class TurnRunner:
         token: str,
         keeper: LeaseKeeper | None,
         since: int | None,
-        versioned: bool,
     ) -> Outcome:
         """Drive the turn; then store its run and idempotency record and release the lease.
         Returns the outcome as the request asked for it (cut at ``since``); repeats of
@@ -292,11 +287,11 @@ class TurnRunner:
         finished = False
         try:
             problem, run = await self._drive(session_id, live, step, keeper)
-            bodies = self._written(session_id, run, None if problem else since, versioned)
+            bodies = self._written(session_id, run, None if problem else since)
             outcome = problem or Outcome(status=200, body=bodies.sent)
             recorded = problem or Outcome(status=200, body=bodies.recorded)
             if not await self._finish(
-                session_id, live, token, bodies, versioned, key, _record(flight, recorded)
+                session_id, live, token, bodies, key, _record(flight, recorded)
             ):
                 record = None if key is None else await self._store.get_result(session_id, key)
                 recorded = _unstored(session_id, flight, record)
@@ -328,10 +323,9 @@ class TurnRunner:
         try:
             step = live.decide(decisions, timeout=self._limits.turn_timeout)
             problem, run = await self._drive(session_id, live, step, keeper)
-            versioned = self._live.reached_of(session_id).version > 0
-            bodies = self._written(session_id, run, None, versioned)
+            bodies = self._written(session_id, run, None)
             outcome = problem or Outcome(status=200, body=bodies.sent)
-            finished = await self._finish(session_id, live, token, bodies, versioned)
+            finished = await self._finish(session_id, live, token, bodies)
             if not finished:
                 finished = True  # (nothing to release: the lease is another's)
                 _unstored(session_id, None, None)
@@ -381,15 +375,14 @@ class TurnRunner:
                 keeper.stop()
         return None, run
 
-    def _written(
-        self, session_id: str, run: AgentRun, since: int | None, versioned: bool
-    ) -> Written:
+    def _written(self, session_id: str, run: AgentRun, since: int | None) -> Written:
         """``run``'s bodies (:func:`~._runlog.written`), appended to a store with versions
         unless the turn is suspended and a relay carries its approvals (its run is then
         written whole, before the relay listens)."""
         relayed = self._relay is not None and bool(run.pending_approvals or run.pending_interrupts)
-        before = self._live.reached_of(session_id)
-        return written(run, before, self._policy, since=since, appending=versioned and not relayed)
+        before = self._live.reached_of(session_id)  # (a version: the store versions runs)
+        appending = before.version > 0 and not relayed
+        return written(run, before, self._policy, since=since, appending=appending)
 
     async def _finish(
         self,
@@ -397,7 +390,6 @@ class TurnRunner:
         live: AgentSession,
         token: str,
         bodies: Written,
-        versioned: bool,
         key: str | None = None,
         record: bytes = b"",
     ) -> bool:
@@ -406,9 +398,7 @@ class TurnRunner:
         lease was lost: this replica's agent is then dropped, the store moved on without it.
         """
         try:
-            return await self._store_outcome(
-                session_id, live, token, bodies, versioned, key, record
-            )
+            return await self._store_outcome(session_id, live, token, bodies, key, record)
         except BaseException:
             # Not stored, so not acknowledged: the agent's memory holds a turn the store
             # does not; drop it, and the next turn rebuilds the agent from the store.
@@ -421,7 +411,6 @@ class TurnRunner:
         live: AgentSession,
         token: str,
         bodies: Written,
-        versioned: bool,
         key: str | None,
         record: bytes,
     ) -> bool:
@@ -455,7 +444,7 @@ class TurnRunner:
         if not version:
             await self._live.forget(session_id)
             return False
-        marker: int | bytes = version if versioned else bodies.whole or b""
+        marker: int | bytes = version if before.version else bodies.whole or b""
         envelope = bodies.whole if self._policy is None else None  # (the run's own encoding)
         self._live.reached(session_id, bodies.reached(before, marker), envelope)
         if not relayed and self._relay is not None:

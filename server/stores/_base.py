@@ -63,9 +63,10 @@ Rules (every store implements them; the memory store is the reference):
 from __future__ import annotations
 
 import enum
+import inspect
 import secrets
 from collections.abc import Awaitable, Callable
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 from evalport.protocol import ProblemType
@@ -290,6 +291,46 @@ class ComposedTurns:
             return 1
         finally:
             await store.release(session_id, token)
+
+
+def turns_of(store: SessionStore) -> TurnStore:
+    """The :class:`TurnStore` of ``store``: the store itself; a :class:`TurnStore` of an
+    earlier contract (its ``begin_turn`` takes no ``seen``, its ``finish_turn`` no
+    ``append`` nor ``base``) called as that contract says, with whole runs; else
+    :class:`ComposedTurns` over it."""
+    if not isinstance(store, TurnStore):
+        return ComposedTurns(store)
+    if _takes(store.begin_turn, "seen") and _takes(store.finish_turn, "append", "base"):
+        return store
+    return _EarlierTurns(store)
+
+
+def _takes(method: Callable[..., Any], *names: str) -> bool:
+    parameters = inspect.signature(method).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return True
+    return all(name in parameters for name in names)
+
+
+class _EarlierTurns:
+    """A :class:`TurnStore` of the contract before runs had versions: whole runs only."""
+
+    def __init__(self, turns: Any) -> None:
+        self._turns = turns
+
+    async def begin_turn(
+        self, session_id: str, token: str, *, seen: int = 0, **options: Any
+    ) -> TurnStart:
+        start: TurnStart = await self._turns.begin_turn(session_id, token, **options)
+        if start.session is None or not start.session.version:
+            return start
+        session = msgspec.structs.replace(start.session, version=0)  # (whole writes only)
+        return msgspec.structs.replace(start, session=session)
+
+    async def finish_turn(
+        self, session_id: str, token: str, *, append: bytes = b"", base: int = 0, **options: Any
+    ) -> int:
+        return 1 if await self._turns.finish_turn(session_id, token, **options) else 0
 
 
 @runtime_checkable

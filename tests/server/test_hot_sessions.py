@@ -79,3 +79,17 @@ async def test_a_session_pushed_out_while_its_turn_ran_parks_once_stored(build: 
     assert live.run_envelope is live.run_envelope  # parked: the same bytes
     response = await client.post(f"/evals/sessions/{slow_session}/turns", json={"message": "again"})
     assert decode_run(response.content).reply == "again"
+
+
+async def test_an_attach_of_a_hot_session_checks_its_query(build: Build) -> None:
+    """The attach cut from a hot run decodes its query as every attach does: an unknown
+    parameter (even a blank one) is the 422 that names it."""
+    _, client = build()
+    session = await open_session(client)
+    assert (
+        await client.post(f"/evals/sessions/{session}/turns", json={"message": "A1"})
+    ).is_success
+    for query in ("since=0&j=", "since=0&x=1", "j="):
+        response = await client.get(f"/evals/sessions/{session}?{query}")
+        assert response.status_code == 422, (query, response.text)
+        assert "Unknown query parameter" in response.json()["detail"]

@@ -18,6 +18,7 @@ from evalport.server.stores import (
     RedisStore,
     SessionStore,
     StoredSession,
+    TurnStart,
     TurnStore,
 )
 from serverkit import Build, open_session
@@ -399,3 +400,52 @@ async def test_two_writers_on_one_restored_version_reach_different_versions(
     finally:
         await probe.aclose()
         await store.aclose()
+
+
+class EarlierContract(MemoryStore):
+    """A store of one's own written for the contract before runs had versions: its
+    ``begin_turn`` takes no ``seen``, its ``finish_turn`` no ``append`` and returns a bool."""
+
+    async def begin_turn(  # type: ignore[override]
+        self,
+        session_id: str,
+        token: str,
+        *,
+        lease: float,
+        ttl: float,
+        key: str | None = None,
+        lost: bytes = b"",
+        keep: int = 0,
+    ) -> TurnStart:
+        return await ComposedTurns(self).begin_turn(
+            session_id, token, lease=lease, ttl=ttl, key=key, lost=lost, keep=keep
+        )
+
+    async def finish_turn(  # type: ignore[override]
+        self,
+        session_id: str,
+        token: str,
+        *,
+        run: bytes | None,
+        state: str,
+        ttl: float,
+        key: str | None = None,
+        record: bytes = b"",
+        keep: int = 0,
+    ) -> bool:
+        await ComposedTurns(self).finish_turn(
+            session_id, token, run=run, state=state, ttl=ttl, key=key, record=record, keep=keep
+        )
+        return True
+
+
+async def test_a_store_of_the_earlier_turn_contract_still_takes_turns(build: Build) -> None:
+    _, client = build(store=EarlierContract())
+    session = await open_session(client)
+    for _ in range(3):
+        answer = await client.post(
+            f"/evals/sessions/{session}/turns?since=0", json={"message": "m"}
+        )
+        assert answer.status_code == 200, answer.text
+    attached = await client.get(f"/evals/sessions/{session}")
+    assert attached.json()["run"]["turns"] == 3
