@@ -38,6 +38,11 @@ from .stores import ApprovalRelay, SessionStore, StoredSession, StoreUnavailable
 HOT_SESSIONS: Final = 64
 """How many sessions (the latest to take a turn) keep their runs as objects."""
 
+HOT_BYTES: Final = 256 * 2**20
+"""How large (stored bytes) the runs that the hot sessions keep as objects may be
+together: 64 runs of the default ``max_run_bytes`` (16 MiB) would hold 1 GiB and more
+as objects; past this, the coldest park first (the latest always stays hot)."""
+
 _UNKNOWN: Final = Reached(0, 0, 0)
 
 
@@ -62,6 +67,7 @@ class LiveSessions:
         # the hot sessions, latest last, with their runs' encoding when the store holds it
         # (written whole, as the run is): parking shares it instead of making a copy
         self._hot: OrderedDict[str, bytes | None] = OrderedDict()
+        self._hot_bytes = 0  # the stored sizes of the hot runs (as reached)
         # sessions whose turn ended but whose run the store may not hold yet (from the
         # lease until :meth:`reached` or :meth:`forget`): no attach is answered from them
         self._finishing: set[str] = set()
@@ -89,10 +95,13 @@ class LiveSessions:
     def reached(self, session_id: str, reached: Reached, envelope: bytes | None = None) -> None:
         """The session's live agent reached ``reached``, which the store now holds
         (``envelope``: its run's encoding, when the store holds that)."""
+        before = self._seen.get(session_id)
         self._seen[session_id] = reached
         self._finishing.discard(session_id)
         if session_id in self._hot:
             self._hot[session_id] = envelope
+            self._hot_bytes += _size(reached) - (0 if before is None else _size(before))
+            self._cool()
         elif (live := self._agents.get(session_id)) is not None:
             live.park(envelope)  # pushed out of the hot ones while its turn ran
 
@@ -130,18 +139,29 @@ class LiveSessions:
         """The session takes a turn: it is hot; the one that took none the longest, past
         :data:`HOT_SESSIONS`, parks its run."""
         hot = self._hot
-        hot[session_id] = hot.get(session_id)
+        if session_id not in hot:
+            hot[session_id] = None
+            self._hot_bytes += _size(self.reached_of(session_id))
         hot.move_to_end(session_id)
-        if len(hot) > HOT_SESSIONS:
+        self._cool()
+
+    def _cool(self) -> None:
+        """Park the coldest sessions while more than :data:`HOT_SESSIONS`, or more than
+        :data:`HOT_BYTES` of runs, are hot (the latest stays)."""
+        hot = self._hot
+        while len(hot) > HOT_SESSIONS or (len(hot) > 1 and self._hot_bytes > HOT_BYTES):
             coldest, envelope = hot.popitem(last=False)
+            self._hot_bytes -= _size(self.reached_of(coldest))
             live = self._agents.get(coldest)
             if live is not None:
                 live.park(envelope)
 
     async def forget(self, session_id: str) -> None:
         """Close the session's live agent, if any, and stop answering relayed approvals."""
-        self._seen.pop(session_id, None)
-        self._hot.pop(session_id, None)
+        reached = self._seen.pop(session_id, None)
+        if session_id in self._hot:
+            del self._hot[session_id]
+            self._hot_bytes -= 0 if reached is None else _size(reached)
         self._finishing.discard(session_id)
         if self._relay is not None:
             with contextlib.suppress(StoreUnavailable):
@@ -178,3 +198,8 @@ class LiveSessions:
         live = await AgentSession.restore(self._factory, info, run, **self._options)
         self.adopt(session_id, live, Reached.of(stored, run))
         return live
+
+
+def _size(reached: Reached) -> int:
+    """The stored bytes of a run as reached (its last whole write and its log)."""
+    return reached.whole + reached.appended

@@ -85,6 +85,7 @@ from ._runlog import Written, answer_body, recorded_run, recorded_since, stored_
 from .stores import (
     ApprovalRelay,
     Lease,
+    MemoryStore,
     SessionStore,
     StoredSession,
     TurnStart,
@@ -445,7 +446,9 @@ class TurnRunner:
             await self._live.forget(session_id)
             return False
         marker: int | bytes = version if before.version else bodies.whole or b""
-        envelope = bodies.whole if self._policy is None else None  # (the run's own encoding)
+        # the run's own encoding, shared with the in-process store (a copy, over Redis)
+        shared = self._policy is None and isinstance(self._store, MemoryStore)
+        envelope = bodies.whole if shared else None
         self._live.reached(session_id, bodies.reached(before, marker), envelope)
         if not relayed and self._relay is not None:
             await self._relay.unlisten(session_id)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from evalport.protocol import RunDelta, decode_answer, decode_run
 from evalport.server.stores import MemoryStore, StoreUnavailable
 from serverkit import Build, open_session
@@ -93,3 +94,35 @@ async def test_an_attach_of_a_hot_session_checks_its_query(build: Build) -> None
         response = await client.get(f"/evals/sessions/{session}?{query}")
         assert response.status_code == 422, (query, response.text)
         assert "Unknown query parameter" in response.json()["detail"]
+
+
+async def test_the_hot_sessions_are_bounded_by_their_runs_bytes_too(
+    build: Build, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the byte budget of hot runs the coldest park, however few the sessions; the
+    latest stays hot even alone past it."""
+    from evalport.server import _live  # the bound itself, not a public name
+
+    adapter, client = build()
+    sessions = [await open_session(client) for _ in range(3)]
+    sizes = []
+    for session in sessions:
+        turn = await client.post(f"/evals/sessions/{session}/turns", json={"message": "x" * 9000})
+        assert turn.status_code == 200
+        sizes.append(len(turn.content))
+        if len(sizes) == 1:  # room for two such runs, not three
+            monkeypatch.setattr(_live, "HOT_BYTES", sizes[0] * 5 // 2)
+    runs = [adapter.sessions.live.get(session) for session in sessions]
+    assert all(run is not None for run in runs)
+    coldest, middle, latest = runs
+    assert coldest is not None and coldest.run_envelope is coldest.run_envelope  # parked
+    assert middle is not None and middle.run_envelope is not middle.run_envelope  # hot
+    assert latest is not None and latest.run_envelope is not latest.run_envelope  # hot
+    big = await client.post(
+        f"/evals/sessions/{sessions[2]}/turns", json={"message": "y" * 3 * sizes[0]}
+    )
+    assert big.status_code == 200
+    assert middle.run_envelope is middle.run_envelope  # parked: the latest alone is past it
+    assert latest.run_envelope is not latest.run_envelope
+    again = await client.post(f"/evals/sessions/{sessions[0]}/turns", json={"message": "z"})
+    assert decode_run(again.content).turns == 2
