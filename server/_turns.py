@@ -288,7 +288,7 @@ class TurnRunner:
         finished = False
         try:
             problem, run = await self._drive(session_id, live, step, keeper)
-            bodies = self._written(session_id, run, None if problem else since)
+            bodies = self._written(session_id, live, run, None if problem else since)
             outcome = problem or Outcome(status=200, body=bodies.sent)
             recorded = problem or Outcome(status=200, body=bodies.recorded)
             if not await self._finish(
@@ -324,7 +324,7 @@ class TurnRunner:
         try:
             step = live.decide(decisions, timeout=self._limits.turn_timeout)
             problem, run = await self._drive(session_id, live, step, keeper)
-            bodies = self._written(session_id, run, None)
+            bodies = self._written(session_id, live, run, None)
             outcome = problem or Outcome(status=200, body=bodies.sent)
             finished = await self._finish(session_id, live, token, bodies)
             if not finished:
@@ -376,14 +376,21 @@ class TurnRunner:
                 keeper.stop()
         return None, run
 
-    def _written(self, session_id: str, run: AgentRun, since: int | None) -> Written:
+    def _written(
+        self, session_id: str, live: AgentSession, run: AgentRun, since: int | None
+    ) -> Written:
         """``run``'s bodies (:func:`~._runlog.written`), appended to a store with versions
-        unless the turn is suspended and a relay carries its approvals (its run is then
-        written whole, before the relay listens)."""
-        relayed = self._relay is not None and bool(run.pending_approvals or run.pending_interrupts)
+        unless the turn is relayed (:meth:`_relays`: its run is then written whole,
+        before the relay listens)."""
+        relayed = self._relays(live)
         before = self._live.reached_of(session_id)  # (a version: the store versions runs)
         appending = before.version > 0 and not relayed
         return written(run, before, self._policy, since=since, appending=appending)
+
+    def _relays(self, live: AgentSession) -> bool:
+        """Whether ``live``'s turn is suspended and a relay carries its approvals (from
+        another replica) to this one."""
+        return self._relay is not None and live.suspended
 
     async def _finish(
         self,
@@ -419,7 +426,7 @@ class TurnRunner:
         ttl = self._limits.session_ttl
         before = self._live.reached_of(session_id)
         whole, append = bodies.whole, bodies.append
-        relayed = state == SUSPENDED and self._relay is not None
+        relayed = self._relays(live)
         if relayed:
             assert whole is not None and self._relay is not None
             if not await self._store.write(session_id, whole, state=state, ttl=ttl, token=token):
