@@ -56,6 +56,10 @@ DELTA_CAPABILITY: Final = "delta"
 _BY_TURN: Final = ("steps", "tools", "events", "interrupts", "user_parts")
 _BY_INDEX: Final = ("user_messages",)  # tail lists with one item per turn
 _SETTLED: Final = frozenset((RunStatus.COMPLETED, RunStatus.STOPPED, RunStatus.FAILED))
+TAIL_LISTS: Final = _BY_TURN + _BY_INDEX
+"""The run's lists that grow only at their end, turn by turn (a delta carries their tail)."""
+SETTLED_STATUSES: Final = _SETTLED
+"""The statuses of a run whose latest turn is final (:func:`settled_turns`)."""
 _WIRE_NAMES: Final = {field.name: field.encode_name for field in msgspec.structs.fields(AgentRun)}
 _FIELD_NAMES: Final = {wire: name for name, wire in _WIRE_NAMES.items()}
 

@@ -11,10 +11,14 @@ Rules:
   takes no turn here (409 ``session-suspended``).
 - Forgetting a session closes its live agent (cancelling a turn it still runs) and stops
   answering relayed approvals for it.
+- An attach is answered from a hot agent's run only while no turn of it is between
+  taking the lease and storing its run (or being dropped): a turn ended but not yet
+  stored (its store call may still fail) is never sent.
 - Agents keep their runs as objects between turns (``hot``, :mod:`evalport.protocol.runtime`)
   while they are among the :data:`HOT_SESSIONS` that took a turn last; an agent that
-  falls out of them parks its run (kept encoded until its next turn), so that many idle
-  sessions hold bytes, not trees of objects.
+  falls out of them parks its run (kept encoded until its next turn; one busy or
+  suspended then parks once its run is stored), so that many idle sessions hold bytes,
+  not trees of objects.
 """
 
 from __future__ import annotations
@@ -33,6 +37,11 @@ from .stores import ApprovalRelay, SessionStore, StoredSession, StoreUnavailable
 
 HOT_SESSIONS: Final = 64
 """How many sessions (the latest to take a turn) keep their runs as objects."""
+
+HOT_BYTES: Final = 256 * 2**20
+"""How large (stored bytes) the runs that the hot sessions keep as objects may be
+together: 64 runs of the default ``max_run_bytes`` (16 MiB) would hold 1 GiB and more
+as objects; past this, the coldest park first (the latest always stays hot)."""
 
 _UNKNOWN: Final = Reached(0, 0, 0)
 
@@ -58,6 +67,10 @@ class LiveSessions:
         # the hot sessions, latest last, with their runs' encoding when the store holds it
         # (written whole, as the run is): parking shares it instead of making a copy
         self._hot: OrderedDict[str, bytes | None] = OrderedDict()
+        self._hot_bytes = 0  # the stored sizes of the hot runs (as reached)
+        # sessions whose turn ended but whose run the store may not hold yet (from the
+        # lease until :meth:`reached` or :meth:`forget`): no attach is answered from them
+        self._finishing: set[str] = set()
 
     def __len__(self) -> int:
         return len(self._agents)
@@ -82,9 +95,25 @@ class LiveSessions:
     def reached(self, session_id: str, reached: Reached, envelope: bytes | None = None) -> None:
         """The session's live agent reached ``reached``, which the store now holds
         (``envelope``: its run's encoding, when the store holds that)."""
+        before = self._seen.get(session_id)
         self._seen[session_id] = reached
+        self._finishing.discard(session_id)
         if session_id in self._hot:
             self._hot[session_id] = envelope
+            self._hot_bytes += _size(reached) - (0 if before is None else _size(before))
+            self._cool()
+        elif (live := self._agents.get(session_id)) is not None:
+            live.park(envelope)  # pushed out of the hot ones while its turn ran
+
+    def finishing(self, session_id: str) -> None:
+        """A turn on the session took the lease: until it stores its run (:meth:`reached`)
+        or the agent is dropped (:meth:`forget`), the live run may hold what the store
+        does not, so :meth:`hot_run` gives none."""
+        self._finishing.add(session_id)
+
+    def settled(self, session_id: str) -> None:
+        """The session's turn ended with nothing to store (its lease released)."""
+        self._finishing.discard(session_id)
 
     def reached_of(self, session_id: str) -> Reached:
         """What the store holds of the run the session's live agent reached (nothing known:
@@ -98,6 +127,7 @@ class LiveSessions:
         if (
             live is None
             or session_id not in self._hot
+            or session_id in self._finishing
             or live.busy
             or live.suspended
             or not self.reached_of(session_id).matches(stored)
@@ -109,18 +139,30 @@ class LiveSessions:
         """The session takes a turn: it is hot; the one that took none the longest, past
         :data:`HOT_SESSIONS`, parks its run."""
         hot = self._hot
-        hot[session_id] = hot.get(session_id)
+        if session_id not in hot:
+            hot[session_id] = None
+            self._hot_bytes += _size(self.reached_of(session_id))
         hot.move_to_end(session_id)
-        if len(hot) > HOT_SESSIONS:
+        self._cool()
+
+    def _cool(self) -> None:
+        """Park the coldest sessions while more than :data:`HOT_SESSIONS`, or more than
+        :data:`HOT_BYTES` of runs, are hot (the latest stays)."""
+        hot = self._hot
+        while len(hot) > HOT_SESSIONS or (len(hot) > 1 and self._hot_bytes > HOT_BYTES):
             coldest, envelope = hot.popitem(last=False)
+            self._hot_bytes -= _size(self.reached_of(coldest))
             live = self._agents.get(coldest)
             if live is not None:
                 live.park(envelope)
 
     async def forget(self, session_id: str) -> None:
         """Close the session's live agent, if any, and stop answering relayed approvals."""
-        self._seen.pop(session_id, None)
-        self._hot.pop(session_id, None)
+        reached = self._seen.pop(session_id, None)
+        if session_id in self._hot:
+            del self._hot[session_id]
+            self._hot_bytes -= 0 if reached is None else _size(reached)
+        self._finishing.discard(session_id)
         if self._relay is not None:
             with contextlib.suppress(StoreUnavailable):
                 await self._relay.unlisten(session_id)
@@ -137,7 +179,9 @@ class LiveSessions:
             await self.forget(session_id)
             raise not_found(session_id)
         live = self._agents.get(session_id)
-        if live is not None and self.reached_of(session_id).matches(stored):
+        reached = self.reached_of(session_id)
+        if live is not None and reached.matches(stored):
+            self._seen[session_id] = reached.versioned(stored)
             self._touch(session_id)
             return live
         if stored.state == SUSPENDED:
@@ -154,3 +198,8 @@ class LiveSessions:
         live = await AgentSession.restore(self._factory, info, run, **self._options)
         self.adopt(session_id, live, Reached.of(stored, run))
         return live
+
+
+def _size(reached: Reached) -> int:
+    """The stored bytes of a run as reached (its last whole write and its log)."""
+    return reached.whole + reached.appended

@@ -31,6 +31,7 @@ Rules (the store's side of a run's log is in :mod:`.stores._base`):
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import Final, NamedTuple
 
 import msgspec
@@ -54,20 +55,17 @@ LOG_TURNS: Final = 64
 """The most turns a stored run's log holds before the run is written whole again."""
 
 
+@dataclass(frozen=True, slots=True)
 class Reached:
     """The stored run a live agent reached (see the module's rules): ``marker`` is its
-    version (0: unknown yet) or, from a store without versions, its bytes."""
+    version (0: unknown yet) or, from a store without versions (and for a session just
+    created, until its first turn reads the version), its bytes."""
 
-    __slots__ = ("appended", "logged", "marker", "since", "whole")
-
-    def __init__(
-        self, marker: int | bytes, since: int, whole: int, appended: int = 0, logged: int = 0
-    ) -> None:
-        self.marker = marker
-        self.since = since
-        self.whole = whole
-        self.appended = appended  # bytes of the log
-        self.logged = logged  # turns in the log
+    marker: int | bytes
+    since: int
+    whole: int
+    appended: int = 0  # bytes of the log
+    logged: int = 0  # turns in the log
 
     @classmethod
     def of(cls, stored: StoredSession, run: AgentRun) -> Reached:
@@ -81,6 +79,12 @@ class Reached:
         if isinstance(self.marker, int):
             return self.marker != 0 and self.marker == stored.version
         return not stored.appended and stored.run == self.marker
+
+    def versioned(self, stored: StoredSession) -> Reached:
+        """This, known by the version of ``stored`` (which :meth:`matches` it)."""
+        if isinstance(self.marker, bytes) and stored.version:
+            return replace(self, marker=stored.version)
+        return self
 
     @property
     def version(self) -> int:
@@ -97,6 +101,12 @@ class Written(NamedTuple):
     sent: bytes
     recorded: bytes
     since: int  # the settled turns of the run written
+
+    def as_whole(self, run: AgentRun, policy: RunPolicy | None) -> Written:
+        """This, ``run`` written whole instead of appended (the store's run was not the
+        one the turn was cut against)."""
+        whole = self.whole if self.whole is not None else _whole(run, policy)
+        return self._replace(whole=whole, append=b"")
 
     def reached(self, before: Reached, marker: int | bytes) -> Reached:
         """What the store holds once this is written over ``before``."""

@@ -43,7 +43,6 @@ from evalport.protocol import (
     ApprovalDecision,
     ContentPart,
     ProblemType,
-    RunEnvelope,
     TurnRequest,
     encode,
 )
@@ -73,7 +72,6 @@ from ._records import (
     RunPolicy,
     answered,
     decision_problem,
-    delta_body,
     fingerprint,
     idempotency_record,
     key_reused,
@@ -86,13 +84,14 @@ from ._records import (
 from ._runlog import Written, answer_body, recorded_run, recorded_since, stored_run, written
 from .stores import (
     ApprovalRelay,
-    ComposedTurns,
     Lease,
+    MemoryStore,
     SessionStore,
     StoredSession,
     TurnStart,
     TurnStore,
 )
+from .stores._base import turns_of
 
 logger = logging.getLogger("evalport.server")
 
@@ -120,7 +119,7 @@ class TurnRunner:
         relayed: Relayed,
     ) -> None:
         self._store = store
-        self._turns: TurnStore = store if isinstance(store, TurnStore) else ComposedTurns(store)
+        self._turns: TurnStore = turns_of(store)
         self._relay = relay
         self._limits = limits
         self._live = live
@@ -173,6 +172,7 @@ class TurnRunner:
         if start.suspended:
             raise suspended_elsewhere()
         await self._leased(session_id, start.lease)
+        self._live.finishing(session_id)
         keeper = self._leases.keep(session_id, token)
         try:
             live = await self._live.current(session_id, start.session)
@@ -180,6 +180,7 @@ class TurnRunner:
         except BaseException:
             if keeper is not None:
                 keeper.stop()
+            self._live.settled(session_id)
             await self._store.release(session_id, token)
             raise
         flight = None
@@ -188,9 +189,8 @@ class TurnRunner:
         # The turn's task starts before the job that follows it, so the loop runs the
         # turn first and a turn that never waits is over when the job takes its first step.
         step = live.start(message, parts=parts, timeout=self._limits.turn_timeout)
-        versioned = start.session is not None and start.session.version > 0
         job = self._jobs.start(
-            self._turn_job(session_id, live, step, key, flight, token, keeper, since, versioned)
+            self._turn_job(session_id, live, step, key, flight, token, keeper, since)
         )
         return await asyncio.shield(job)
 
@@ -207,9 +207,8 @@ class TurnRunner:
         stored = await self._store.read(session_id)
         if stored is None:
             raise not_found(session_id)
-        run = recorded_run(stored, outcome.body)
-        whole = encode(RunEnvelope(run=run))
-        return Outcome(status=200, body=whole if since is None else delta_body(run, whole, since))
+        run = recorded_run(stored, outcome.body)  # (as sent and redacted already)
+        return Outcome(status=200, body=answer_body(run, since, None))
 
     async def decide(
         self, session_id: str, live: AgentSession, decisions: Mapping[str, ApprovalDecision]
@@ -220,6 +219,7 @@ class TurnRunner:
             session_id, token, lease=self._leases.length, ttl=self._limits.session_ttl
         )
         await self._leased(session_id, lease)
+        self._live.finishing(session_id)
         keeper = self._leases.keep(session_id, token)
         job = self._jobs.start(self._decide_job(session_id, live, decisions, token, keeper))
         return await asyncio.shield(job)
@@ -281,7 +281,6 @@ class TurnRunner:
         token: str,
         keeper: LeaseKeeper | None,
         since: int | None,
-        versioned: bool,
     ) -> Outcome:
         """Drive the turn; then store its run and idempotency record and release the lease.
         Returns the outcome as the request asked for it (cut at ``since``); repeats of
@@ -289,11 +288,11 @@ class TurnRunner:
         finished = False
         try:
             problem, run = await self._drive(session_id, live, step, keeper)
-            bodies = self._written(session_id, run, None if problem else since, versioned)
+            bodies = self._written(session_id, live, run, None if problem else since)
             outcome = problem or Outcome(status=200, body=bodies.sent)
             recorded = problem or Outcome(status=200, body=bodies.recorded)
             if not await self._finish(
-                session_id, live, token, bodies, versioned, key, _record(flight, recorded)
+                session_id, live, token, bodies, key, _record(flight, recorded)
             ):
                 record = None if key is None else await self._store.get_result(session_id, key)
                 recorded = _unstored(session_id, flight, record)
@@ -307,6 +306,7 @@ class TurnRunner:
             if key is not None:
                 self._inflight.pop((session_id, key), None)
             if not finished:
+                self._live.settled(session_id)
                 await self._store.release(session_id, token)
         if flight is not None:
             flight.settle(recorded)
@@ -324,16 +324,16 @@ class TurnRunner:
         try:
             step = live.decide(decisions, timeout=self._limits.turn_timeout)
             problem, run = await self._drive(session_id, live, step, keeper)
-            versioned = self._live.reached_of(session_id).version > 0
-            bodies = self._written(session_id, run, None, versioned)
+            bodies = self._written(session_id, live, run, None)
             outcome = problem or Outcome(status=200, body=bodies.sent)
-            finished = await self._finish(session_id, live, token, bodies, versioned)
+            finished = await self._finish(session_id, live, token, bodies)
             if not finished:
                 finished = True  # (nothing to release: the lease is another's)
                 _unstored(session_id, None, None)
             return outcome
         finally:
             if not finished:
+                self._live.settled(session_id)
                 await self._store.release(session_id, token)
 
     async def _drive(
@@ -377,14 +377,20 @@ class TurnRunner:
         return None, run
 
     def _written(
-        self, session_id: str, run: AgentRun, since: int | None, versioned: bool
+        self, session_id: str, live: AgentSession, run: AgentRun, since: int | None
     ) -> Written:
         """``run``'s bodies (:func:`~._runlog.written`), appended to a store with versions
-        unless the turn is suspended and a relay carries its approvals (its run is then
-        written whole, before the relay listens)."""
-        relayed = self._relay is not None and bool(run.pending_approvals or run.pending_interrupts)
-        before = self._live.reached_of(session_id)
-        return written(run, before, self._policy, since=since, appending=versioned and not relayed)
+        unless the turn is relayed (:meth:`_relays`: its run is then written whole,
+        before the relay listens)."""
+        relayed = self._relays(live)
+        before = self._live.reached_of(session_id)  # (a version: the store versions runs)
+        appending = before.version > 0 and not relayed
+        return written(run, before, self._policy, since=since, appending=appending)
+
+    def _relays(self, live: AgentSession) -> bool:
+        """Whether ``live``'s turn is suspended and a relay carries its approvals (from
+        another replica) to this one."""
+        return self._relay is not None and live.suspended
 
     async def _finish(
         self,
@@ -392,7 +398,6 @@ class TurnRunner:
         live: AgentSession,
         token: str,
         bodies: Written,
-        versioned: bool,
         key: str | None = None,
         record: bytes = b"",
     ) -> bool:
@@ -401,9 +406,7 @@ class TurnRunner:
         lease was lost: this replica's agent is then dropped, the store moved on without it.
         """
         try:
-            return await self._store_outcome(
-                session_id, live, token, bodies, versioned, key, record
-            )
+            return await self._store_outcome(session_id, live, token, bodies, key, record)
         except BaseException:
             # Not stored, so not acknowledged: the agent's memory holds a turn the store
             # does not; drop it, and the next turn rebuilds the agent from the store.
@@ -416,7 +419,6 @@ class TurnRunner:
         live: AgentSession,
         token: str,
         bodies: Written,
-        versioned: bool,
         key: str | None,
         record: bytes,
     ) -> bool:
@@ -424,7 +426,7 @@ class TurnRunner:
         ttl = self._limits.session_ttl
         before = self._live.reached_of(session_id)
         whole, append = bodies.whole, bodies.append
-        relayed = state == SUSPENDED and self._relay is not None
+        relayed = self._relays(live)
         if relayed:
             assert whole is not None and self._relay is not None
             if not await self._store.write(session_id, whole, state=state, ttl=ttl, token=token):
@@ -433,22 +435,27 @@ class TurnRunner:
             self._live.reached(session_id, bodies.reached(before, 0))  # (its version: below)
             await self._relay.listen(session_id, partial(self._relayed, session_id))
             whole, append = None, b""
-        version = await self._turns.finish_turn(
+        finish = partial(
+            self._turns.finish_turn,
             session_id,
             token,
-            run=whole,
             state=state,
             ttl=ttl,
             key=key,
             record=record,
             keep=self._limits.idempotency_keys,
-            append=append,
         )
+        version = await finish(run=whole, append=append, base=before.version)
+        if version == -1:  # the store's run is not the one the turn was cut against
+            bodies = bodies.as_whole(live.run, self._policy)
+            version = await finish(run=bodies.whole, append=b"", base=0)
         if not version:
             await self._live.forget(session_id)
             return False
-        marker: int | bytes = version if versioned else bodies.whole or b""
-        envelope = bodies.whole if self._policy is None else None  # (the run's own encoding)
+        marker: int | bytes = version if before.version else bodies.whole or b""
+        # the run's own encoding, shared with the in-process store (a copy, over Redis)
+        shared = self._policy is None and isinstance(self._store, MemoryStore)
+        envelope = bodies.whole if shared else None
         self._live.reached(session_id, bodies.reached(before, marker), envelope)
         if not relayed and self._relay is not None:
             await self._relay.unlisten(session_id)

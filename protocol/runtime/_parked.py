@@ -21,19 +21,18 @@ Rules:
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any
 
 import msgspec
 
+from .._delta import SETTLED_STATUSES, TAIL_LISTS
 from .._messages import RunEnvelope
-from .._models import AgentRun, RunStatus
+from .._models import AgentRun
 
 _encode_envelope = msgspec.json.Encoder().encode
 _decode_envelope = msgspec.json.Decoder(RunEnvelope).decode
 
 # the run's lists that only grow at their end (their items of settled turns never change)
-_GROWING: Final = ("tools", "steps", "user_messages", "events", "interrupts", "user_parts")
-_SETTLED: Final = frozenset((RunStatus.COMPLETED, RunStatus.STOPPED, RunStatus.FAILED))
 
 
 class ParkedRun:
@@ -104,14 +103,14 @@ class ParkedRun:
         run = self._run
         if run is None:
             return len(self._parked)
-        if run.status not in _SETTLED:  # items of the latest turn may still change
+        if run.status not in SETTLED_STATUSES:  # items of the latest turn may still change
             return len(self.envelope)
         measured = self._measured
         if measured is None:
             measured = self._measured = {}
         emptied: dict[str, Any] = {}
         size = 0
-        for name in _GROWING:
+        for name in TAIL_LISTS:
             items = getattr(run, name)
             if items is msgspec.UNSET:
                 continue

@@ -11,12 +11,18 @@ Rules (every store implements them; the memory store is the reference):
   and the turns **appended** since, each an encoded delta
   (:func:`evalport.protocol.run_delta`) of the run against the one stored before it, so
   that a turn stores what it added instead of the whole run again. Such a store
-  **versions** runs: creating a session gives its run version 1 and every write, whole
-  or appended, the next number (:attr:`StoredSession.version`). ``begin_turn`` given
+  **versions** runs: creating a session and every write, whole or appended, give the run
+  a new version (:attr:`StoredSession.version`), a unique id of that write
+  (:func:`new_version`; never a counter: after a lost write, as a failover or a restore
+  from a snapshot can lose one, two replicas could reach the same count with different
+  runs), compared for equality only. ``begin_turn`` given
   the version the caller holds (``seen``) leaves the run and the appended turns out
   (``run`` empty) when the stored run is that version. A store without versions
   (``version`` 0, as :class:`ComposedTurns` over a store of your own) has no appended
   turns and ignores ``seen`` and ``append``: the adapter writes whole runs to it.
+- A turn appended is a delta against the run of version ``base``: ``finish_turn``
+  appends it only while the stored run is that version, and otherwise stores nothing,
+  keeps the lease and returns -1 (the adapter then writes the run whole).
 - The cap on live sessions is enforced by :meth:`SessionStore.create` atomically.
 - One turn at a time: :meth:`SessionStore.acquire` takes the session's lease with a
   random token and an expiry (so a crashed holder cannot block the session forever);
@@ -57,8 +63,10 @@ Rules (every store implements them; the memory store is the reference):
 from __future__ import annotations
 
 import enum
+import inspect
+import secrets
 from collections.abc import Awaitable, Callable
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 from evalport.protocol import ProblemType
@@ -73,6 +81,11 @@ class StoreUnavailable(HTTPProblem):
 
     def __init__(self, detail: str, *, retry_after: int = STORE_RETRY_AFTER) -> None:
         super().__init__(ProblemType.STORE_UNAVAILABLE, detail, retry_after=retry_after)
+
+
+def new_version() -> int:
+    """A run version for a new write: random, never 0, exact in a double (Redis's Lua)."""
+    return secrets.randbelow(2**52) + 1
 
 
 class Lease(enum.Enum):
@@ -201,12 +214,14 @@ class TurnStore(Protocol):
         record: bytes = b"",
         keep: int = 0,
         append: bytes = b"",
+        base: int = 0,
     ) -> int:
         """``write`` (unless ``run`` is ``None``; a store with versions adds ``append`` to
-        the run's log instead, when given), ``put_result`` (if ``key``), ``release``, only
-        while ``token`` holds the lease (or held it last). Returns the run's new version
-        (1 from a store without versions); 0, storing nothing, when another acquisition
-        took the lease since."""
+        the run's log instead, when given, if the run's version is ``base``), ``put_result``
+        (if ``key``), ``release``, only while ``token`` holds the lease (or held it last).
+        Returns the run's new version (1 from a store without versions); 0, storing
+        nothing, when another acquisition took the lease since; -1, storing nothing and
+        keeping the lease, when the run to append to is not of version ``base``."""
         ...
 
 
@@ -265,6 +280,7 @@ class ComposedTurns:
         record: bytes = b"",
         keep: int = 0,
         append: bytes = b"",
+        base: int = 0,
     ) -> int:
         store = self.store
         try:
@@ -275,6 +291,46 @@ class ComposedTurns:
             return 1
         finally:
             await store.release(session_id, token)
+
+
+def turns_of(store: SessionStore) -> TurnStore:
+    """The :class:`TurnStore` of ``store``: the store itself; a :class:`TurnStore` of an
+    earlier contract (its ``begin_turn`` takes no ``seen``, its ``finish_turn`` no
+    ``append`` nor ``base``) called as that contract says, with whole runs; else
+    :class:`ComposedTurns` over it."""
+    if not isinstance(store, TurnStore):
+        return ComposedTurns(store)
+    if _takes(store.begin_turn, "seen") and _takes(store.finish_turn, "append", "base"):
+        return store
+    return _EarlierTurns(store)
+
+
+def _takes(method: Callable[..., Any], *names: str) -> bool:
+    parameters = inspect.signature(method).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return True
+    return all(name in parameters for name in names)
+
+
+class _EarlierTurns:
+    """A :class:`TurnStore` of the contract before runs had versions: whole runs only."""
+
+    def __init__(self, turns: Any) -> None:
+        self._turns = turns
+
+    async def begin_turn(
+        self, session_id: str, token: str, *, seen: int = 0, **options: Any
+    ) -> TurnStart:
+        start: TurnStart = await self._turns.begin_turn(session_id, token, **options)
+        if start.session is None or not start.session.version:
+            return start
+        session = msgspec.structs.replace(start.session, version=0)  # (whole writes only)
+        return msgspec.structs.replace(start, session=session)
+
+    async def finish_turn(
+        self, session_id: str, token: str, *, append: bytes = b"", base: int = 0, **options: Any
+    ) -> int:
+        return 1 if await self._turns.finish_turn(session_id, token, **options) else 0
 
 
 @runtime_checkable

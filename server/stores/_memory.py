@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import msgspec
 
-from ._base import Lease, StoredSession, TurnStart
+from ._base import Lease, StoredSession, TurnStart, new_version
 
 
 class _Entry(msgspec.Struct, gc=False):
@@ -72,7 +72,7 @@ class MemoryStore:
             self._purge(now)  # expired sessions make room
             if len(self._entries) >= limit:
                 return False
-        self._entries[session_id] = _Entry(meta, run, now + ttl)
+        self._entries[session_id] = _Entry(meta, run, now + ttl, version=new_version())
         return True
 
     async def read(self, session_id: str, *, ttl: float | None = None) -> StoredSession | None:
@@ -178,17 +178,21 @@ class MemoryStore:
         record: bytes = b"",
         keep: int = 0,
         append: bytes = b"",
+        base: int = 0,
     ) -> int:
         """``write`` (unless ``run`` is ``None``; with ``append``, that turn added to the
         log instead), ``put_result`` (if ``key``), ``release``, only if ``token`` took the
         lease last (it may have lapsed since); the run's version, or 0, storing nothing,
-        if another acquisition took it since (or it was released)."""
+        if another acquisition took it since (or it was released); -1, storing nothing,
+        if the turn to append was cut against another version than the stored one."""
         now = self._clock()
         entry = self._entries.get(session_id)
         if entry is None or entry.lease_token != token:
             return 0
         if entry.lease_expires <= now and self._live(session_id, now) is None:
             return 0  # the lease lapsed and the session expired since
+        if run is None and append and entry.version != base:
+            return -1  # (not the run the turn was cut against: the caller writes it whole)
         # The same three steps on the entry at hand.
         if run is not None:
             _write_entry(entry, run, state, now + ttl)
@@ -196,7 +200,7 @@ class MemoryStore:
             if entry.appended is None:
                 entry.appended = []
             entry.appended.append(append)
-            entry.version += 1
+            entry.version = new_version()
             entry.state = state
             entry.expires = now + ttl
         if key is not None:
@@ -231,7 +235,7 @@ class MemoryStore:
 def _write_entry(entry: _Entry, run: bytes, state: str, expires: float) -> None:
     entry.run = run
     entry.appended = None
-    entry.version += 1
+    entry.version = new_version()
     entry.state = state
     entry.expires = expires
 

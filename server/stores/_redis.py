@@ -76,7 +76,7 @@ from evalport.protocol import require
 from evalport.protocol._redis_url import connect, parse_redis_url, redacted
 
 from . import _redis_lua as lua
-from ._base import Lease, StoredSession, StoreUnavailable, TurnStart
+from ._base import Lease, StoredSession, StoreUnavailable, TurnStart, new_version
 from ._redis_relay import Handler, RedisRelay
 
 require("redis", "redis", "evalport.server.stores._redis")
@@ -248,7 +248,9 @@ class RedisStore:
             if not await self._run(*reserve):
                 return False
         try:
-            await self._save(self._create, self._keys(session_id), meta, run, _ms(ttl))
+            await self._save(
+                self._create, self._keys(session_id), meta, run, _ms(ttl), new_version()
+            )
         except StoreUnavailable:
             with contextlib.suppress(StoreUnavailable):  # else the sweep frees it in ``ttl``
                 await self._run(self._ended, self._index, session_id, 0)
@@ -266,7 +268,9 @@ class RedisStore:
         self, session_id: str, run: bytes, *, state: str, ttl: float, token: str | None = None
     ) -> bool:
         keys = self._keys(session_id)
-        written = await self._save(self._write, keys, run, state, _ms(ttl), token or "")
+        written = await self._save(
+            self._write, keys, run, state, _ms(ttl), token or "", new_version()
+        )
         return bool(written)
 
     async def delete(self, session_id: str) -> bool:
@@ -338,6 +342,7 @@ class RedisStore:
         record: bytes = b"",
         keep: int = 0,
         append: bytes = b"",
+        base: int = 0,
     ) -> int:
         stored = await self._save(
             self._finish_turn,
@@ -351,6 +356,8 @@ class RedisStore:
             key or "",
             record,
             keep,
+            new_version(),
+            base,
         )
         return int(stored)
 

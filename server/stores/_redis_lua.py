@@ -44,35 +44,33 @@ local function renew(ttl)
   expire_in(ms)
 end
 -- The run's log: the turns appended since ``run`` was written whole, in the fields
--- 'log1'..'logN' of the session's hash ('logs': N); 'version' counts the run's writes.
+-- 'log1'..'logN' of the session's hash ('logs': N); 'version' is the id of the run's last
+-- write (unique, given by the store: compared as a string, for equality only).
 local function clear_log()
   local logs = tonumber(redis.call('HGET', s, 'logs')) or 0
   for i = 1, logs do redis.call('HDEL', s, 'log' .. i) end
   redis.call('HSET', s, 'logs', 0)
 end
-local function next_version()
-  return (tonumber(redis.call('HGET', s, 'version')) or 0) + 1
-end
-local function write_run(run, state, ttl)
+local function write_run(run, state, ttl, version)
   if redis.call('EXISTS', s) == 0 then return 0 end
   clear_log()
-  redis.call('HSET', s, 'run', run, 'state', state, 'version', next_version())
+  redis.call('HSET', s, 'run', run, 'state', state, 'version', version)
   renew(ttl)
   return 1
 end
-local function append_run(turn, state, ttl)
+local function append_run(turn, state, ttl, version)
   if redis.call('EXISTS', s) == 0 then return 0 end
   local logs = (tonumber(redis.call('HGET', s, 'logs')) or 0) + 1
   redis.call('HSET', s, 'log' .. logs, turn, 'logs', logs, 'state', state,
-    'version', next_version())
+    'version', version)
   renew(ttl)
   return 1
 end
 local function stored_run(found, seen)
   -- {meta, run, state} as HMGET found them, with the version and the appended turns;
-  -- the run left out (empty) when its version is ``seen``
-  local version = tonumber(redis.call('HGET', s, 'version')) or 0
-  if seen > 0 and version == seen then return {found[1], '', found[3], version} end
+  -- the run left out (empty) when its version is ``seen`` ('0': none)
+  local version = redis.call('HGET', s, 'version') or '0'
+  if seen ~= '0' and version == seen then return {found[1], '', found[3], version} end
   local stored = {found[1], found[2], found[3], version}
   local logs = tonumber(redis.call('HGET', s, 'logs')) or 0
   for first = 1, logs, 1000 do  -- (in batches: unpack has a limit)
@@ -138,14 +136,14 @@ end
 """
 )
 
-# ARGV: meta, run, ttl. Returns 1 for a new session, 2 for one that existed (its meta and
+# ARGV: meta, run, ttl, version. Returns 1 for a new session, 2 for one that existed (its meta and
 # run replaced); the store then reserves a new one's place in the index (the cap).
 CREATE: Final = (
     _SESSION
     + """
 local existed = redis.call('EXISTS', s)
 clear_log()
-redis.call('HSET', s, 'meta', ARGV[1], 'run', ARGV[2], 'state', 'idle', 'version', 1)
+redis.call('HSET', s, 'meta', ARGV[1], 'run', ARGV[2], 'state', 'idle', 'version', ARGV[4])
 renew(tonumber(ARGV[3]))
 return existed + 1
 """
@@ -159,18 +157,18 @@ local ttl = tonumber(ARGV[1])
 local found = redis.call('HMGET', s, 'meta', 'run', 'state')
 if not found[1] then return false end
 if ttl > 0 then renew(ttl) end
-return stored_run(found, -1)
+return stored_run(found, '0')
 """
 )
 
-# ARGV: run, state, ttl, token ('' for none). With a token, writes only if that token
+# ARGV: run, state, ttl, token ('' for none), version. With a token, writes only if that token
 # holds the lease (or held it last: no other took it since).
 WRITE: Final = (
     _SESSION
     + """
 local token = ARGV[4]
 if token ~= '' and not holds(token) then return 0 end
-return write_run(ARGV[1], ARGV[2], tonumber(ARGV[3]))
+return write_run(ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[5])
 """
 )
 
@@ -226,27 +224,31 @@ end
 if keyed then
   redis.call('HSET', s, 'holder_key', key, 'holder_lost', ARGV[6], 'holder_keep', ARGV[7])
 end
-local stored = stored_run(found, tonumber(ARGV[8]))
+local stored = stored_run(found, ARGV[8])
 table.insert(stored, 1, outcome)
 return stored
 """
 )
 
 # ARGV: token, with_run ('1', '0' or 'append'), run (or the turn to append), state, ttl,
-# with_key, key, record, keep. Only while the token holds the lease (or held it last):
-# writes the run whole or appends the turn to its log (if given), stores the record (if
-# given), releases the lease and returns the run's version; otherwise changes nothing
-# and returns 0 (another turn took the session over: fencing).
+# with_key, key, record, keep, version (of the write), base (the version an appended turn
+# was cut against). Only while the token holds the lease (or held it last): writes the
+# run whole or appends the turn to its log (if given), stores the record (if given),
+# releases the lease and returns the run's version; otherwise changes nothing and
+# returns '0' (another turn took the session over: fencing). A turn to append on a run
+# whose version is not ``base`` changes nothing, keeps the lease and returns '-1' (the
+# caller writes the run whole instead).
 FINISH_TURN: Final = (
     _SESSION
     + """
 local token = ARGV[1]
-if not holds(token) then return 0 end
-if ARGV[2] == '1' then write_run(ARGV[3], ARGV[4], tonumber(ARGV[5])) end
-if ARGV[2] == 'append' then append_run(ARGV[3], ARGV[4], tonumber(ARGV[5])) end
+if not holds(token) then return '0' end
+if ARGV[2] == 'append' and redis.call('HGET', s, 'version') ~= ARGV[11] then return '-1' end
+if ARGV[2] == '1' then write_run(ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[10]) end
+if ARGV[2] == 'append' then append_run(ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[10]) end
 if ARGV[6] == '1' then put_result(ARGV[7], ARGV[8], tonumber(ARGV[9])) end
 release(token)
-return tonumber(redis.call('HGET', s, 'version')) or 1
+return redis.call('HGET', s, 'version') or '1'
 """
 )
 

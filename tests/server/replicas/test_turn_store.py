@@ -18,6 +18,7 @@ from evalport.server.stores import (
     RedisStore,
     SessionStore,
     StoredSession,
+    TurnStart,
     TurnStore,
 )
 from serverkit import Build, open_session
@@ -196,8 +197,9 @@ async def test_the_memory_stores_own_finish_is_fenced() -> None:
     )
     assert not stale and not await store.write("a", b"x", state="idle", ttl=9, token="two")
     assert await store.get_result("a", "k") is None
-    assert await store.finish_turn("a", "three", run=b"run3", state="idle", ttl=10)
-    assert await store.read("a") == StoredSession(meta=b"m", run=b"run3", state="idle", version=3)
+    version = await store.finish_turn("a", "three", run=b"run3", state="idle", ttl=10)
+    assert version > 0
+    assert await store.read("a") == StoredSession(b"m", b"run3", "idle", version)
 
 
 async def test_finish_writes_stores_the_record_and_releases(both: Both) -> None:
@@ -312,30 +314,138 @@ async def test_a_turn_appends_to_the_runs_log_and_every_write_is_a_new_version(
         again = await turns.begin_turn("a", "two", lease=5, ttl=10, seen=1)
         assert again.session is not None and again.session.run == b"run1"
         return
-    assert (first.session.version, first.session.appended) == (1, ())
-    version = await turns.finish_turn("a", "one", run=None, append=b"t1", state="idle", ttl=10)
-    assert version == 2
-    version = await turns.finish_turn("a", "one", run=None, append=b"t2", state="idle", ttl=10)
-    assert version == 0  # released by the first finish: fenced, nothing stored
+    v1 = first.session.version
+    assert v1 > 0 and first.session.appended == ()
+    v2 = await turns.finish_turn("a", "one", run=None, append=b"t1", base=v1, state="idle", ttl=10)
+    assert v2 > 0 and v2 != v1
+    late = await turns.finish_turn(
+        "a", "one", run=None, append=b"t2", base=v2, state="idle", ttl=10
+    )
+    assert late == 0  # released by the first finish: fenced, nothing stored
     start = await turns.begin_turn("a", "two", lease=5, ttl=10)
-    assert start.session is not None
-    assert (start.session.run, start.session.appended, start.session.version) == (
-        b"run0",
-        (b"t1",),
-        2,
+    assert start.session == StoredSession(b"m", b"run0", "idle", v2, (b"t1",))
+    v3 = await turns.finish_turn(
+        "a", "two", run=None, append=b"t2", base=v2, state="suspended", ttl=10
     )
-    assert (
-        await turns.finish_turn("a", "two", run=None, append=b"t2", state="suspended", ttl=10) == 3
-    )
-    read = await store.read("a")
-    assert read == StoredSession(b"m", b"run0", "suspended", 3, (b"t1", b"t2"))
+    assert v3 not in (0, v1, v2)
+    assert await store.read("a") == StoredSession(b"m", b"run0", "suspended", v3, (b"t1", b"t2"))
     assert await store.write("a", b"whole", state="idle", ttl=10)  # the log goes with it
-    held = await turns.begin_turn("a", "three", lease=5, ttl=10, seen=4)
-    assert held.session == StoredSession(b"m", b"", "idle", 4)  # the version held: no run
-    assert await turns.finish_turn("a", "three", run=None, append=b"t5", state="idle", ttl=10)
-    other = await turns.begin_turn("a", "four", lease=5, ttl=10, seen=4)  # now stale
-    assert other.session == StoredSession(b"m", b"whole", "idle", 5, (b"t5",))
-    assert await turns.finish_turn("a", "four", run=b"again", state="idle", ttl=10) == 6
-    assert await store.read("a") == StoredSession(b"m", b"again", "idle", 6)
+    v4 = (await store.read("a")).version  # type: ignore[union-attr]
+    assert v4 not in (0, v1, v2, v3)
+    held = await turns.begin_turn("a", "three", lease=5, ttl=10, seen=v4)
+    assert held.session == StoredSession(b"m", b"", "idle", v4)  # the version held: no run
+    v5 = await turns.finish_turn(
+        "a", "three", run=None, append=b"t5", base=v4, state="idle", ttl=10
+    )
+    other = await turns.begin_turn("a", "four", lease=5, ttl=10, seen=v4)  # now stale
+    assert other.session == StoredSession(b"m", b"whole", "idle", v5, (b"t5",))
+    v6 = await turns.finish_turn("a", "four", run=b"again", state="idle", ttl=10)
+    assert await store.read("a") == StoredSession(b"m", b"again", "idle", v6)
     await store.create("b", b"m", b"new", ttl=10, limit=5)
-    assert await store.read("b") == StoredSession(b"m", b"new", "idle", 1)
+    b = await store.read("b")
+    assert b is not None and b.version not in (0, v1, v2, v3, v4, v5, v6)
+
+
+async def test_a_turn_appends_only_on_the_version_it_was_cut_against(both: Both) -> None:
+    """An append names its base version: on another run (a write lost to a failover or a
+    snapshot restored) the store keeps the lease, stores nothing and says -1."""
+    store, turns = both.store, both.turns
+    if isinstance(turns, ComposedTurns):
+        return  # (no versions, no appends)
+    await store.create("a", b"m", b"run0", ttl=10, limit=5)
+    start = await turns.begin_turn("a", "one", lease=5, ttl=10)
+    assert start.session is not None
+    stale = start.session.version + 1
+    refused = await turns.finish_turn(
+        "a", "one", run=None, append=b"t1", base=stale, state="idle", ttl=10, key="k", keep=5
+    )
+    assert refused == -1
+    assert await store.read("a") == StoredSession(b"m", b"run0", "idle", start.session.version)
+    assert await store.get_result("a", "k") is None
+    assert await store.acquire("a", "other", lease=5, ttl=10) is Lease.BUSY  # still held
+    version = await turns.finish_turn(
+        "a", "one", run=b"whole", state="idle", ttl=10, key="k", record=b"r", keep=5
+    )
+    assert version not in (0, -1, start.session.version)
+    assert await store.read("a") == StoredSession(b"m", b"whole", "idle", version)
+
+
+async def test_two_writers_on_one_restored_version_reach_different_versions(
+    redis_server: RedisServer,
+) -> None:
+    """A write lost in Redis (a failover without WAIT, a snapshot restored) and another
+    write over the run before it: the two runs never share a version."""
+    prefix = f"t{uuid.uuid4().hex[:8]}:"
+    store = RedisStore(redis_server.url, prefix=prefix)
+    probe = aioredis.from_url(redis_server.url)
+    try:
+        await store.create("a", b"m", b"run0", ttl=10, limit=5)
+        start = await store.begin_turn("a", "one", lease=5, ttl=10)
+        assert start.session is not None
+        base = start.session.version
+        key = f"{prefix}s:{{a}}"  # the session's hash (documented in the store's rules)
+        snapshot, ttl = await probe.dump(key), await probe.pttl(key)
+        lost = await store.finish_turn(
+            "a", "one", run=None, append=b"A", base=base, state="idle", ttl=10
+        )
+        await probe.restore(key, ttl, snapshot, replace=True)
+        again = await store.begin_turn("a", "two", lease=5, ttl=10)
+        assert again.session is not None and again.session.version == base
+        kept = await store.finish_turn(
+            "a", "two", run=None, append=b"B", base=base, state="idle", ttl=10
+        )
+        assert kept not in (0, -1, lost)
+        held = await store.begin_turn("a", "three", lease=5, ttl=10, seen=lost)
+        assert held.session is not None and held.session.appended == (b"B",)  # never left out
+    finally:
+        await probe.aclose()
+        await store.aclose()
+
+
+class EarlierContract(MemoryStore):
+    """A store of one's own written for the contract before runs had versions: its
+    ``begin_turn`` takes no ``seen``, its ``finish_turn`` no ``append`` and returns a bool."""
+
+    async def begin_turn(  # type: ignore[override]
+        self,
+        session_id: str,
+        token: str,
+        *,
+        lease: float,
+        ttl: float,
+        key: str | None = None,
+        lost: bytes = b"",
+        keep: int = 0,
+    ) -> TurnStart:
+        return await ComposedTurns(self).begin_turn(
+            session_id, token, lease=lease, ttl=ttl, key=key, lost=lost, keep=keep
+        )
+
+    async def finish_turn(  # type: ignore[override]
+        self,
+        session_id: str,
+        token: str,
+        *,
+        run: bytes | None,
+        state: str,
+        ttl: float,
+        key: str | None = None,
+        record: bytes = b"",
+        keep: int = 0,
+    ) -> bool:
+        await ComposedTurns(self).finish_turn(
+            session_id, token, run=run, state=state, ttl=ttl, key=key, record=record, keep=keep
+        )
+        return True
+
+
+async def test_a_store_of_the_earlier_turn_contract_still_takes_turns(build: Build) -> None:
+    _, client = build(store=EarlierContract())
+    session = await open_session(client)
+    for _ in range(3):
+        answer = await client.post(
+            f"/evals/sessions/{session}/turns?since=0", json={"message": "m"}
+        )
+        assert answer.status_code == 200, answer.text
+    attached = await client.get(f"/evals/sessions/{session}")
+    assert attached.json()["run"]["turns"] == 3
