@@ -51,7 +51,7 @@ class Loopback:
                 connection, _ = self.listener.accept()
                 connection.settimeout(2)
                 with contextlib.suppress(OSError):
-                    if connection.recv(65536):
+                    if _read_request(connection):
                         self.requests += 1
                 if self.behaviour == "hangup":
                     connection.close()
@@ -71,6 +71,29 @@ class Loopback:
             for connection in self._held:
                 connection.close()
             self.listener.close()
+
+
+def _read_request(connection: socket.socket) -> bool:
+    """Read one whole request (head and ``Content-Length`` body): closing a socket with
+    unread bytes sends a reset, which a client reads as ``ReadError``, not a hang-up."""
+    received = b""
+    while b"\r\n\r\n" not in received:
+        chunk = connection.recv(65536)
+        if not chunk:
+            return bool(received)
+        received += chunk
+    head, _, body = received.partition(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value.strip())
+    while len(body) < length:
+        chunk = connection.recv(65536)
+        if not chunk:
+            break
+        body += chunk
+    return True
 
 
 @pytest.fixture(params=["aiohttp", "httpx"])
