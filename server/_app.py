@@ -50,7 +50,6 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from typing import Any, Final, NamedTuple, TypeVar
-from urllib.parse import parse_qs
 
 import msgspec
 from evalport.protocol import (
@@ -82,7 +81,7 @@ from ._auth import BearerAuth
 from ._limits import Limits
 from ._oversize import part_at_cut
 from ._problems import HTTPProblem
-from ._records import Outcome, RunPolicy, answered, log_details, since_of
+from ._records import Outcome, RunPolicy, answered, log_details, query_of, since_of
 from ._sessions import SessionManager
 from ._standalone import ProtocolApp, internal_problem, request_path, safe_instance
 from ._tracing import APPROVALS_ROUTE, TurnTracing
@@ -346,7 +345,7 @@ class EvalAdapter:
         return answered(outcome, None, since)
 
     async def _decide(self, scope: Scope, receive: Receive, headers: _Headers) -> Answer:
-        _no_query(scope.get("query_string", b""))
+        query_of(scope.get("query_string", b""))
         decide = _decode(await self._body(receive, headers), ApprovalsRequest)
         session_id = scope["path_params"]["session_id"]
         if self._tracing is None:
@@ -437,19 +436,6 @@ def _decode(body: bytes, kind: type[T]) -> T:
             )
             errors = [FieldError(path=error.path, message=message)]
         raise HTTPProblem(error.problem_type, error.detail, errors=errors) from None
-
-
-def _no_query(query: bytes) -> None:
-    """422 for a route that takes no query parameters, shaped as :func:`since_of`'s
-    answer to an unknown one."""
-    unknown = sorted(parse_qs(query.decode("latin-1"), keep_blank_values=True))
-    if not unknown:
-        return
-    raise HTTPProblem(
-        ProblemType.INVALID_BODY,
-        f"Unknown query parameter {unknown[0]!r}; this route takes none.",
-        errors=[FieldError(path=f"query:{name}", message="unknown") for name in unknown],
-    )
 
 
 def _is_json(content_type: str) -> bool:

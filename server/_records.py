@@ -116,21 +116,29 @@ def sent_body(stored: bytes) -> bytes:
 _MAX_SINCE: Final = 2**31 - 1
 
 
-def since_of(query: bytes) -> int | None:
-    """The ``since`` of a request's query string (``None`` without one); 422 unless it
-    is one whole number from 0, or when the query holds any other parameter (query
-    parameters are decoded as strictly as bodies)."""
-    if not query:
-        return None
+def query_of(query: bytes, known: frozenset[str] = frozenset()) -> dict[str, list[str]]:
+    """A request's query parameters; 422 naming any not in ``known`` (query parameters
+    are decoded as strictly as bodies)."""
     parameters = parse_qs(query.decode("latin-1"), keep_blank_values=True)
-    unknown = sorted(parameters.keys() - {"since"})
+    unknown = sorted(parameters.keys() - known)
     if unknown:
+        allowed = (
+            f"the only one is {', '.join(sorted(known))}" if known else "this route takes none"
+        )
         raise HTTPProblem(
             ProblemType.INVALID_BODY,
-            f"Unknown query parameter {unknown[0]!r}; the only one is since.",
+            f"Unknown query parameter {unknown[0]!r}; {allowed}.",
             errors=[FieldError(path=f"query:{name}", message="unknown") for name in unknown],
         )
-    values = parameters.get("since")
+    return parameters
+
+
+def since_of(query: bytes) -> int | None:
+    """The ``since`` of a request's query string (``None`` without one); 422 unless it
+    is one whole number from 0, or when the query holds any other parameter."""
+    if not query:
+        return None
+    values = query_of(query, frozenset({"since"})).get("since")
     if values is None:
         return None
     text = values[0]
