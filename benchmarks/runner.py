@@ -380,15 +380,24 @@ def best(rounds: int, measure: Any) -> float | None:
 def tracing_overhead(cases: list[Case], concurrency: int, rounds: int) -> None:
     """4. The instant-agent workload with every trial exported as a trace (``evalport run
     --otlp``: ``traced_trials`` over evalport's OTLP/HTTP exporter with the queue of
-    ``evalport run``, to a sink in another process)
-    against the same without, interleaved; the wall time includes flushing the spans."""
+    ``evalport run``, to a sink in another process) against the same without,
+    interleaved; the wall time includes starting the exporter and flushing the spans.
+    The exporter draws, encodes and sends in its worker process, on the other core: the
+    CPU columns show this process's CPU per trial on both sides and the worker's (its
+    ``RUSAGE_CHILDREN`` once shutdown has reaped it), so the total cost is in view."""
+    import resource
+
     from _otlp_sink import running_sink
     from evalport.client import traced_trials
     from evalport.client.cli._run import RUN_QUEUE
     from evalport.protocol._otlp import OtlpExporter
 
+    worker_cpu: list[float] = []
+
     def run(url: str | None) -> float:
         async def measure() -> float:
+            reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
+            started = time.perf_counter()
             provider = OtlpExporter(url, "benchmark", queue=RUN_QUEUE) if url else None
             trials = traced_trials(provider) if provider else None
             runner = Runner(
@@ -396,10 +405,13 @@ def tracing_overhead(cases: list[Case], concurrency: int, rounds: int) -> None:
                 RunOptions(concurrency=concurrency, timeout=60),
                 trial_function=trials,
             )
-            started = time.perf_counter()
             await runner.run(cases)
             if provider is not None:
                 await asyncio.to_thread(provider.shutdown)
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                worker_cpu.append(
+                    after.ru_utime + after.ru_stime - reaped.ru_utime - reaped.ru_stime
+                )
             return time.perf_counter() - started
 
         return asyncio.run(measure())
@@ -415,10 +427,19 @@ def tracing_overhead(cases: list[Case], concurrency: int, rounds: int) -> None:
     cpus = sorted(t[1] / p[1] for t, p in zip(traced, plain, strict=True) if t and p)
     best_plain = min(p[0] for p in plain if p)
     best_traced = min(t[0] for t in traced if t)
+    per_trial = 1e6 / len(cases)
+    plain_cpu = sorted(p[1] * per_trial for p in plain if p)
+    traced_cpu = sorted(t[1] * per_trial for t in traced if t)
+    worker = sorted(cpu * per_trial for cpu in worker_cpu)
     print(
         f"  untraced {len(cases) / best_plain:,.0f} cases/s, traced {len(cases) / best_traced:,.0f}"
         f" cases/s (best rounds); traced / untraced wall {walls[len(walls) // 2]:.2f}x median"
         f" ({walls[0]:.2f}-{walls[-1]:.2f}x; target <= 1.10x), CPU {cpus[len(cpus) // 2]:.2f}x"
+    )
+    print(
+        f"  CPU per trial (medians): this process untraced {plain_cpu[len(plain_cpu) // 2]:.0f} us,"
+        f" traced {traced_cpu[len(traced_cpu) // 2]:.0f} us; the exporter's worker process"
+        f" {worker[len(worker) // 2]:.0f} us ({worker[0]:.0f}-{worker[-1]:.0f})"
     )
 
 

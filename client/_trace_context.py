@@ -25,12 +25,20 @@ from evalport.protocol._otel import INTERNAL, OpenSpan, SpanRecord, child
 class TrialTrace:
     """The trial span under way and the spans drawn under it so far."""
 
-    __slots__ = ("children", "header", "span")
+    __slots__ = ("_header", "children", "span")
 
     def __init__(self, span: OpenSpan) -> None:
         self.span = span
-        self.header = {"traceparent": span.traceparent}
         self.children: list[SpanRecord] = []
+        self._header: dict[str, str] | None = None
+
+    @property
+    def header(self) -> dict[str, str]:
+        """The ``traceparent`` header, made when a request first asks (a local target
+        sends none)."""
+        if self._header is None:
+            self._header = {"traceparent": self.span.traceparent}
+        return self._header
 
 
 TRIAL: ContextVar[TrialTrace | None] = ContextVar("evalport_trial_trace", default=None)

@@ -24,9 +24,14 @@ Rules:
 - A recorded time OTLP cannot carry (before 1970, such as a Go agent's zero
   ``time.Time``, ``0001-01-01T00:00:00Z``, or after 2554) counts as not recorded: its
   span is timed as a span without that time is (the time it was drawn, or its start).
+- What a trial or a turn leaves to draw is handed to the sink as a :class:`Draw` (the
+  run's JSON as it left the trace policy or the service, and what to draw from it), not
+  as records: :func:`draw` turns it into records, wherever the sink calls it (in its
+  worker process for :class:`~._otlp.OtlpExporter`, inline for
+  :class:`~._otel_api.ApiSink`), so the trial or turn pays for none of it.
 - Tracing never fails what it traces: spans that cannot be drawn, encoded or replayed
-  are dropped and logged on ``evalport.tracing`` (:func:`contained`), and the trial or
-  turn goes on as it would untraced.
+  are dropped and logged on ``evalport.tracing`` (:func:`contained`, :func:`failed`),
+  and the trial or turn goes on as it would untraced.
 """
 
 from __future__ import annotations
@@ -53,13 +58,13 @@ CLIENT: Final = 3
 """Span kinds, numbered as OTLP numbers them."""
 
 
-class SpanEvent(msgspec.Struct, gc=False):
+class SpanEvent(msgspec.Struct, gc=False, array_like=True):
     name: str
     time: int
     attributes: dict[str, Any]
 
 
-class SpanRecord(msgspec.Struct, gc=False):
+class SpanRecord(msgspec.Struct, gc=False, array_like=True):
     """One span as evalport draws it; ``parent_id`` 0 is a root; times in ns since the epoch."""
 
     trace_id: int
@@ -73,6 +78,22 @@ class SpanRecord(msgspec.Struct, gc=False):
     events: list[SpanEvent] = msgspec.field(default_factory=list)
     error: bool = False
     """Status ``ERROR`` (unset otherwise)."""
+
+
+class Draw(msgspec.Struct, gc=False, array_like=True):
+    """What is left to draw under a root span, handed to the sink as it is (see the
+    rules): ``run``, a run's JSON (a trial's run, or a turn response's body); ``turn`` 0
+    draws each of its turns as an ``invoke_agent`` client span with their steps (the
+    runner's view), ``turn`` n draws only that turn's steps but its first ``drawn``, and
+    sets the turn's attributes on the root span (the service's view); ``safe``: apply
+    :meth:`~evalport.protocol.TracePolicy.safe` to the run first. The JSON is carried
+    as it is (a :class:`msgspec.Raw`: handing it over copies and checks nothing)."""
+
+    run: msgspec.Raw
+    agent: str | None = None
+    turn: int = 0
+    drawn: int = 0
+    safe: bool = False
 
 
 class OpenSpan:
@@ -103,9 +124,21 @@ class Sink(Protocol):
         self, name: str, kind: int, traceparent: str | None, attributes: dict[str, Any]
     ) -> OpenSpan: ...
 
-    def current(self, span: OpenSpan) -> AbstractContextManager[Any]: ...
+    def current(self, span: OpenSpan) -> AbstractContextManager[Any] | None:
+        """What makes ``span`` the current span while its trial or turn runs (``None``:
+        nothing to do, no live span)."""
 
-    def finish(self, span: OpenSpan, children: list[SpanRecord]) -> None: ...
+    def finish(
+        self, span: OpenSpan, children: list[SpanRecord], material: Draw | None = None
+    ) -> None:
+        """Take ``span`` back with ``children`` and what ``material`` draws under it."""
+
+
+def failed(what: str, error: BaseException) -> None:
+    """Log that ``what`` failed with ``error`` and its spans were dropped (see the rules);
+    the error's text may carry a payload: its type only, but at debug level."""
+    logger.warning("%s failed (%s): its spans were dropped", what, type(error).__name__)
+    logger.debug("%s failed", what, exc_info=error)
 
 
 @contextlib.contextmanager
@@ -114,9 +147,8 @@ def contained(what: str) -> Iterator[None]:
     ``what`` was being done, and goes no further."""
     try:
         yield
-    except Exception as error:  # the error's text may carry a payload: its type only
-        logger.warning("%s failed (%s): its spans were dropped", what, type(error).__name__)
-        logger.debug("%s failed", what, exc_info=True)
+    except Exception as error:
+        failed(what, error)
 
 
 def new_id(bits: int) -> int:
@@ -365,3 +397,51 @@ def _error_type(error: Any) -> str:
             if isinstance(error.get(key), str) and error[key]:
                 return str(error[key])
     return "tool_error"
+
+
+def draw(root: SpanRecord, material: Draw) -> list[SpanRecord]:
+    """The records ``material`` names under ``root`` (see :class:`Draw`); a served turn's
+    attributes go on ``root``. The one place a run becomes spans, whichever the sink."""
+    if not material.turn:
+        return turn_records(decode_view(material.run), root, material.agent)
+    from ._codec import decode_run  # the service's view: the whole run, its policy applied
+    from ._policy import TracePolicy
+    from ._problems import ProtocolError
+
+    try:
+        run = decode_run(bytes(material.run))
+    except ProtocolError:
+        return []
+    if material.safe:
+        run = TracePolicy.safe().apply(run, in_place=True)
+    root.attributes.update(turn_attributes(run, material.turn, material.agent))
+    return list(step_records(run, material.turn, root, material.drawn))
+
+
+class _TurnOfView(msgspec.Struct, gc=False):
+    turn: int = 0
+
+
+class _TurnsView(msgspec.Struct, gc=False):
+    turns: int = 0
+    steps: list[_TurnOfView] = msgspec.field(default_factory=list)
+
+
+class _TurnsOrEnvelope(_TurnsView, gc=False):
+    run: _TurnsView | None = None
+
+
+_decode_turns: Final = msgspec.json.Decoder(_TurnsOrEnvelope).decode
+
+
+def turn_and_steps(body: bytes) -> tuple[int, int] | None:
+    """The last turn of the run a turn response carries (bare or as ``{"run": ...}``) and
+    how many steps it has; ``None`` for a body that is no run. A tenth of the time of
+    decoding the whole run (the service's replay bookkeeping needs no more)."""
+    try:
+        found = _decode_turns(body)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    run: _TurnsView = found.run if found.run is not None else found
+    turn = run.turns
+    return turn, sum(1 for step in run.steps if step.turn == turn)

@@ -8,7 +8,8 @@ Rules:
   (an agent's own spans, an HTTP client's) nests under it; the records drawn under it
   are replayed as its descendants, with their recorded times, when it ends (each parent
   ends after its children, as live spans would). The
-  provider's own processors and exporters then do the rest.
+  provider's own processors and exporters then do the rest. What a
+  :class:`~._otel.Draw` names is drawn there, inline (:func:`~._otel.draw`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from opentelemetry.trace import (
     TraceFlags,
 )
 
-from ._otel import OpenSpan, SpanRecord, remote_parent
+from ._otel import Draw, OpenSpan, SpanRecord, draw, failed, remote_parent
 
 _KINDS: Final = {1: SpanKind.INTERNAL, 2: SpanKind.SERVER, 3: SpanKind.CLIENT}
 _ERROR: Final = Status(StatusCode.ERROR)
@@ -66,9 +67,16 @@ class ApiSink:
             span.handle, end_on_exit=False, record_exception=False, set_status_on_exception=False
         )
 
-    def finish(self, span: OpenSpan, children: list[SpanRecord]) -> None:
+    def finish(
+        self, span: OpenSpan, children: list[SpanRecord], material: Draw | None = None
+    ) -> None:
         live = span.handle
         try:
+            if material is not None:
+                try:
+                    children = children + draw(span.record, material)
+                except Exception as error:  # the root and the rest go without them
+                    failed(f"drawing {span.record.name}", error)
             self._replay(live, span, children)
         finally:
             live.end()  # the live root ends whatever happened: none is left open

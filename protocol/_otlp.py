@@ -1,26 +1,34 @@
-"""Span records sent over OTLP/HTTP: evalport's own protobuf encoder and background sender.
+"""Span records sent over OTLP/HTTP by a worker process: evalport's own exporter.
 
 Rules:
 
-- :func:`encode` writes an ``ExportTraceServiceRequest`` (OpenTelemetry's
-  ``collector/trace/v1`` protobuf) by hand, with only what evalport emits: one resource
-  (its attributes), one instrumentation scope, and spans with ids, parent, name, kind,
-  times, attributes (strings, booleans, integers, floats, lists of them), events and an
-  error status. Text that is not valid Unicode (a lone surrogate) has ``?`` in place of
-  what UTF-8 cannot carry. It is sent as ``application/x-protobuf``, the one content
-  type every collector takes (Arize Phoenix takes no other).
-- :class:`OtlpExporter` encodes each span as it is handed over and sends them in the
-  background: a bounded queue (``queue`` spans) drained by one thread in batches of at
-  most 512, every ``OTEL_BSP_SCHEDULE_DELAY`` ms (5,000 by default) or as soon as a batch
-  is full. Spans that find the queue full, spans that cannot be encoded and spans of an
-  export that failed (a collector that is down, a timeout, an answer that is not HTTP)
-  are dropped, counted and logged on ``evalport.tracing``; handing spans over never
-  raises, and no error stops the sending thread. Nothing waits for a collector but
-  :meth:`OtlpExporter.shutdown` (called at exit, too), which sends what is queued within
-  one export timeout in all, then counts and logs as dropped whatever is still queued or
-  in flight, so a collector that swallows packets delays an exit by that timeout at most.
+- :class:`OtlpExporter` (the sink of ``evalport run --otlp`` and ``evalport serve
+  --otlp``) starts one worker process, ``python -m evalport.protocol._otlp_worker``
+  (:mod:`~._otlp_worker`, with this interpreter), and hands it each trial's or turn's
+  spans as they end: the records drawn so far and the run's JSON still to draw
+  (:class:`~._otel.Draw`), as one JSON frame written to the worker's stdin by a thread
+  of the exporter. The worker draws, encodes (protobuf) and sends, so the traced
+  process pays for none of it. It binds nothing and ends when its stdin does: at
+  :meth:`OtlpExporter.shutdown`, or when the traced process dies.
+- Spans wait in bounded queues: at most ``queue`` handovers waiting for the worker's
+  stdin here, at most ``queue`` spans waiting for export in the worker, sent in batches
+  of at most 512 every ``OTEL_BSP_SCHEDULE_DELAY`` ms (5,000 by default) or as soon as
+  a batch is full. Spans that find a queue full, spans that cannot be drawn or encoded
+  and spans of an export that failed (a collector that is down, a timeout, an answer
+  that is not HTTP) are dropped; the worker reports each loss on its stdout, and the
+  exporter adds it to :attr:`OtlpExporter.dropped` and logs it on ``evalport.tracing``.
+  A handover not yet drawn counts as one span. Handing spans over never raises and
+  never waits.
+- A worker that cannot start or dies (killed, out of memory) costs no trial or turn
+  anything: it is logged once on ``evalport.tracing``, and the spans it held and every
+  span handed over after are dropped (those it held uncounted, the rest counted).
+- Nothing waits for a collector but :meth:`OtlpExporter.shutdown` (called at exit,
+  too): the worker sends what is queued within one export timeout in all, then reports
+  whatever is still queued or in flight as dropped, so a collector that swallows packets
+  delays an exit by that timeout at most (and a worker that does not end by then, plus
+  :data:`GRACE`, is killed).
 - The standard variables apply as OpenTelemetry's SDK reads them, a ``_TRACES_`` one over
-  its general one (see :func:`settings`): ``OTEL_SERVICE_NAME``,
+  its general one, read and checked here, at construction: ``OTEL_SERVICE_NAME``,
   ``OTEL_RESOURCE_ATTRIBUTES``, headers (``key=value`` pairs separated by commas, values
   percent-decoded), the timeout (seconds, 10 by default), a CA file and a client
   certificate and key for ``https``, ``gzip`` compression, and the protocol, which must
@@ -32,138 +40,33 @@ Rules:
 from __future__ import annotations
 
 import atexit
+import collections
 import contextlib
-import gzip
 import logging
 import os
 import ssl
-import struct
+import subprocess
+import sys
 import threading
-import urllib.error
+import time
 import urllib.parse
-import urllib.request
-from collections.abc import Iterator, Mapping
-from typing import Any, Final
+from collections.abc import Iterator
+from typing import IO, Any, Final
 
-from ._otel import OpenSpan, SpanRecord, root_record
+import msgspec
+
+from ._otel import Draw, OpenSpan, SpanEvent, SpanRecord, root_record
+from ._otlp_worker import LENGTH, Report, Settings, Spans, tls_context
 
 logger = logging.getLogger("evalport.tracing")
 
 QUEUE_SIZE: Final = 2048
 """Spans waiting for export at most (a server's default); more are dropped and counted."""
-BATCH: Final = 512
-
-_DOUBLE: Final = struct.Struct("<d")
-_FIXED64: Final = struct.Struct("<Q")
-_SMALL: Final = [bytes((n,)) for n in range(128)]
-
-
-def _varint(value: int) -> bytes:
-    if value < 128:
-        return _SMALL[value]
-    out = bytearray()
-    while value > 127:
-        out.append((value & 127) | 128)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def _field(tag: bytes, payload: bytes) -> bytes:
-    """A length-delimited field: its tag byte(s), the length, the payload."""
-    return tag + _varint(len(payload)) + payload
-
-
-_PAIRS: dict[tuple[bytes, str, type, Any], bytes] = {}
-_PAIRS_KEPT: Final = 4096
-
-
-def _value(value: Any) -> bytes:
-    """An ``AnyValue``: string 1, bool 2, int 3, double 4, array 5."""
-    if isinstance(value, str):
-        return _field(b"\x0a", value.encode(errors="replace"))
-    if value is True or value is False:
-        return b"\x10\x01" if value else b"\x10\x00"
-    if isinstance(value, int):
-        return b"\x18" + _varint(value & 0xFFFFFFFFFFFFFFFF)
-    if isinstance(value, float):
-        return b"\x21" + _DOUBLE.pack(value)
-    if isinstance(value, list | tuple):
-        return _field(b"\x2a", b"".join(_field(b"\x0a", _value(item)) for item in value))
-    return _field(b"\x0a", str(value).encode(errors="replace"))
-
-
-def _pair(tag: bytes, name: str, value: Any) -> bytes:
-    """One ``KeyValue`` (key 1, value 2) as a field under ``tag``."""
-    key = name.encode(errors="replace")
-    encoded = _value(value)
-    body = b"\x0a" + _varint(len(key)) + key + b"\x12" + _varint(len(encoded)) + encoded
-    return tag + _varint(len(body)) + body
-
-
-def _attributes(tag: bytes, attributes: Mapping[str, Any]) -> bytes:
-    """Repeated ``KeyValue`` fields under ``tag``. Pairs that recur (an operation name, a
-    model, a flag, a count; not long texts) are encoded once and kept: half of the
-    encoder's time in benchmarks/runner.py workload 4."""
-    parts = []
-    for name, value in attributes.items():
-        kind = value.__class__
-        if (kind is str and len(value) > 64) or kind is list:
-            parts.append(_pair(tag, name, value))
-            continue
-        key = (tag, name, kind, value)  # the class apart: True == 1, and 1 == 1.0
-        pair = _PAIRS.get(key)
-        if pair is None:
-            if len(_PAIRS) >= _PAIRS_KEPT:
-                _PAIRS.clear()
-            pair = _PAIRS[key] = _pair(tag, name, value)
-        parts.append(pair)
-    return b"".join(parts)
-
-
-def _span(record: SpanRecord) -> bytes:
-    parts = [
-        b"\x0a\x10",
-        record.trace_id.to_bytes(16, "big"),
-        b"\x12\x08",
-        record.span_id.to_bytes(8, "big"),
-    ]
-    if record.parent_id:
-        parts += (b"\x22\x08", record.parent_id.to_bytes(8, "big"))
-    parts += (
-        _field(b"\x2a", record.name.encode(errors="replace")),
-        b"\x30",
-        _SMALL[record.kind],
-        b"\x39",
-        _FIXED64.pack(record.start),
-        b"\x41",
-        _FIXED64.pack(record.end),
-        _attributes(b"\x4a", record.attributes),
-    )
-    for event in record.events:
-        name = _field(b"\x12", event.name.encode(errors="replace"))
-        body = b"\x09" + _FIXED64.pack(event.time) + name
-        parts.append(_field(b"\x5a", body + _attributes(b"\x1a", event.attributes)))
-    if record.error:
-        parts.append(b"\x7a\x02\x18\x02")  # Status { code: STATUS_CODE_ERROR }
-    return b"".join(parts)
-
-
-def encoded_span(record: SpanRecord) -> bytes:
-    """``record`` as one ``ScopeSpans.spans`` field, ready to be joined into a request."""
-    return _field(b"\x12", _span(record))
-
-
-def export_request(resource: Mapping[str, Any], scope: str, spans: list[bytes]) -> bytes:
-    """The ``ExportTraceServiceRequest`` carrying ``spans`` (from :func:`encoded_span`)."""
-    scope_spans = _field(b"\x0a", _field(b"\x0a", scope.encode())) + b"".join(spans)
-    resource_spans = _field(b"\x0a", _attributes(b"\x0a", resource)) + _field(b"\x12", scope_spans)
-    return _field(b"\x0a", resource_spans)
-
-
-def encode(resource: Mapping[str, Any], scope: str, records: list[SpanRecord]) -> bytes:
-    """The ``ExportTraceServiceRequest`` carrying ``records`` (see the rules)."""
-    return export_request(resource, scope, [encoded_span(record) for record in records])
+GRACE: Final = 5.0
+"""Seconds a worker has past the export timeout to end at shutdown before it is killed."""
+WORKER: Final = "evalport.protocol._otlp_worker"
+TICK: Final = 0.01
+"""Seconds between writes to the worker while spans are handed over."""
 
 
 def traces_url(endpoint: str) -> str:
@@ -273,25 +176,58 @@ def _compression() -> bool:
     return value == "gzip"
 
 
-def _tls() -> ssl.SSLContext | None:
-    """The TLS context the certificate variables ask for, or ``None`` (the default)."""
+def _tls() -> tuple[str, str, str]:
+    """The CA file, client certificate and key the certificate variables name (``""``
+    for each not set), checked here: the worker process reads them again."""
     ca_variable, ca = _standard("CERTIFICATE")
     cert_variable, cert = _standard("CLIENT_CERTIFICATE")
     key = _standard("CLIENT_KEY")[1]
-    if not (ca or cert):
-        return None
-    try:
-        context = ssl.create_default_context(cafile=ca or None)
-    except (OSError, ssl.SSLError) as error:
-        raise ValueError(f"{ca_variable}={ca}: not a readable CA file ({error})") from None
+    if ca:
+        try:
+            ssl.create_default_context(cafile=ca)
+        except (OSError, ssl.SSLError) as error:
+            raise ValueError(f"{ca_variable}={ca}: not a readable CA file ({error})") from None
     if cert:
         try:
-            context.load_cert_chain(cert, key or None)
+            tls_context("", cert, key)
         except (OSError, ssl.SSLError) as error:
             raise ValueError(
                 f"{cert_variable}={cert}: not a readable certificate and key ({error})"
             ) from None
-    return context
+    return ca, cert, key
+
+
+_FRAME: Final = msgspec.json.Encoder(enc_hook=str)  # values JSON cannot carry: as text
+
+
+def _clean(value: Any) -> Any:
+    """``value`` with text UTF-8 cannot carry (a lone surrogate) made ``?``."""
+    if isinstance(value, str):
+        return value.encode(errors="replace").decode()
+    if isinstance(value, list | tuple):
+        return [_clean(item) for item in value]
+    if isinstance(value, dict):
+        return {_clean(key): _clean(item) for key, item in value.items()}
+    return value
+
+
+def _cleaned(record: SpanRecord) -> SpanRecord:
+    events = [
+        SpanEvent(_clean(event.name), event.time, _clean(event.attributes))
+        for event in record.events
+    ]
+    return msgspec.structs.replace(
+        record, name=_clean(record.name), attributes=_clean(record.attributes), events=events
+    )
+
+
+def _frame(spans: Spans) -> bytes:
+    try:
+        body = _FRAME.encode(spans)
+    except UnicodeEncodeError:  # rare: the slow way, text cleaned first
+        spans = Spans([_cleaned(record) for record in spans.records], spans.draw)
+        body = _FRAME.encode(spans)
+    return LENGTH.pack(len(body)) + body
 
 
 class OtlpExporter:
@@ -314,26 +250,57 @@ class OtlpExporter:
         if parsed.scheme not in ("http", "https") or not parsed.hostname:
             raise ValueError(f"{endpoint!r} is not an http:// or https:// URL")
         _protocol()
-        self._gzip = _compression()
-        self._tls = _tls()
-        self.dropped = 0
-        self._queue_size = queue
-        self._resource = resource_attributes(service)
-        self._scope = scope
-        self._headers = {"Content-Type": "application/x-protobuf"}
-        self._headers.update(_pairs(_standard("HEADERS")[1]))
-        if self._gzip:
-            self._headers["Content-Encoding"] = "gzip"
+        compressed = _compression()
+        ca, cert, key = _tls()
+        headers = {"Content-Type": "application/x-protobuf"}
+        headers.update(_pairs(_standard("HEADERS")[1]))
+        if compressed:
+            headers["Content-Encoding"] = "gzip"
         self._timeout = _seconds(10.0)
-        self._delay = _delay()
-        self._queued: list[bytes] = []  # spans encoded as they come: no live objects wait
-        self._sending = 0  # spans of the export under way
+        settings = Settings(
+            self.url,
+            headers,
+            compressed,
+            self._timeout,
+            _delay(),
+            resource_attributes(service),
+            scope,
+            queue,
+            ca,
+            cert,
+            key,
+        )
+        self.dropped = 0
+        """Spans dropped so far, here or in the worker (see the rules)."""
+        self.pid: int | None = None
+        """The worker process's id (``None`` if it could not start)."""
+        self._queue_size = queue
+        self._pending: collections.deque[tuple[bytes, int]] = collections.deque()
         self._overflow = 0
+        self._awake = False
         self._closed = False
-        self._abandoned = False  # shutdown's deadline passed: what is left was counted
-        self._wake = threading.Condition()
-        self._thread = threading.Thread(target=self._run, name="evalport-otlp", daemon=True)
-        self._thread.start()
+        self._dead = False  # the worker could not start or died: every span is dropped
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._pending.append((_frame_of(settings), 0))
+        try:
+            self._process: subprocess.Popen[bytes] | None = subprocess.Popen(
+                [sys.executable, "-m", WORKER],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                close_fds=True,
+            )
+        except OSError as error:
+            self._process = None
+            self._died(f"the trace worker process could not start ({error})")
+        else:
+            self.pid = self._process.pid
+        self._writer = threading.Thread(target=self._write, name="evalport-otlp", daemon=True)
+        self._reader = threading.Thread(
+            target=self._read, name="evalport-otlp-reports", daemon=True
+        )
+        self._writer.start()
+        self._reader.start()
         atexit.register(self.shutdown)
 
     # the sink
@@ -343,103 +310,158 @@ class OtlpExporter:
     ) -> OpenSpan:
         return OpenSpan(*root_record(name, kind, traceparent, attributes))
 
-    def current(self, span: OpenSpan) -> contextlib.nullcontext[None]:
-        return contextlib.nullcontext()
+    def current(self, span: OpenSpan) -> None:
+        return None  # no live span: nothing to make current
 
-    def finish(self, span: OpenSpan, children: list[SpanRecord]) -> None:
+    def finish(
+        self, span: OpenSpan, children: list[SpanRecord], material: Draw | None = None
+    ) -> None:
         if span.sampled:
-            self.add([span.record, *children])
+            records = [span.record, *children] if children else [span.record]
+            self._hand(Spans(records, material), len(records) + (material is not None))
 
     # the queue
 
     def add(self, records: list[SpanRecord]) -> None:
-        """Queue ``records`` for export, or drop them (counted) if the queue is full or one
-        of them cannot be encoded; never raises."""
+        """Hand ``records`` over for export (or drop them, counted); never raises."""
+        self._hand(Spans(records), len(records))
+
+    def _hand(self, spans: Spans, count: int) -> None:
         try:
-            spans = [encoded_span(record) for record in records]
-        except Exception as error:  # a span that cannot be encoded loses its trial nothing
-            logger.debug("span encoding failed: %r", error)
-            self._lost(len(records), "a span could not be encoded: dropped")
+            frame = _frame(spans)
+        except Exception as error:  # a value JSON cannot carry (enc_hook=str failed)
+            logger.debug("spans could not be handed over: %r", error)
+            self._lost(count, "a span could not be encoded: dropped")
             return
-        with self._wake:
-            closed = self._closed
-            if not closed and len(self._queued) + len(records) <= self._queue_size:
-                self._queued += spans
-                if len(self._queued) >= BATCH:
-                    self._wake.notify()
-                return
-            if not closed:
-                self._overflow += len(records)
-                return
-        self._lost(len(records), "the exporter was shut down: dropped")
+        if self._closed or self._dead:
+            self._lost(count, "the exporter was shut down: dropped", log=not self._dead)
+        elif len(self._pending) >= self._queue_size:
+            with self._lock:
+                self._overflow += count
+        else:
+            self._pending.append((frame, count))
+            if not self._awake:  # one wake-up per burst, not per handover
+                self._awake = True
+                self._wake.set()
 
     def shutdown(self) -> None:
-        """Send what is queued within one export timeout, then stop (the exporter takes
-        no more spans); what is still queued or in flight then is counted as dropped."""
-        with self._wake:
+        """Let the worker send what is queued within one export timeout, then stop it (the
+        exporter takes no more spans); what it could not send is counted as dropped."""
+        with self._lock:
             if self._closed:
                 return
             self._closed = True
-            self._wake.notify()
-        self._thread.join(self._timeout)
         atexit.unregister(self.shutdown)
-        with self._wake:
-            if not self._thread.is_alive():
-                return
-            self._abandoned = True
-            left = len(self._queued) + self._sending + self._overflow
-            self._queued, self._sending, self._overflow = [], 0, 0
-        if left:
-            self._lost(
-                left, f"shutdown waited {self._timeout:g} s for the trace collector: dropped"
-            )
-
-    def _run(self) -> None:
-        while True:
+        deadline = time.monotonic() + self._timeout + GRACE
+        self._wake.set()
+        self._writer.join(max(0.0, deadline - time.monotonic()))
+        process = self._process
+        if process is not None:
             try:
-                if not self._send_next():
+                process.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+                self._died(f"the trace worker did not end within {self._timeout + GRACE:g} s")
+        self._reader.join(GRACE)
+
+    # the worker
+
+    def _write(self) -> None:
+        """Write what is handed over to the worker's stdin, every :data:`TICK` seconds
+        while handovers come (asleep otherwise); close it once shut down."""
+        process = self._process
+        stdin: IO[bytes] | None = process.stdin if process is not None else None
+        while True:
+            self._wake.wait()
+            while True:
+                # a wake-up per handover would cost each trial a thread switch (3x the
+                # rest of its tracing in benchmarks/runner.py workload 4): one per tick
+                time.sleep(TICK)
+                frames, count = [], 0
+                while self._pending:
+                    frame, spans = self._pending.popleft()
+                    frames.append(frame)
+                    count += spans
+                if self._overflow:
+                    with self._lock:
+                        overflow, self._overflow = self._overflow, 0
+                    self._lost(overflow, "the trace queue was full: dropped")
+                if frames:
+                    self._send(stdin, frames, count)
+                if self._closed and not self._pending:
+                    if stdin is not None:
+                        with contextlib.suppress(OSError):
+                            stdin.close()  # end of input: the worker sends what it has, ends
                     return
-            except Exception:  # never stop: every span after would be lost unseen
-                logger.exception("the trace sender failed; it goes on")
+                if not frames:  # a tick with nothing: asleep until the next handover
+                    self._awake = False
+                    self._wake.clear()
+                    if not self._pending:  # else one came meanwhile: go on
+                        break
+                    self._awake = True
 
-    def _send_next(self) -> bool:
-        """Wait for a batch and send it; ``False`` once closed and drained."""
-        with self._wake:
-            if not (self._closed or len(self._queued) >= BATCH):
-                self._wake.wait(self._delay)
-            if self._abandoned:
-                return False
-            batch, self._queued = self._queued[:BATCH], self._queued[BATCH:]
-            overflow, self._overflow = self._overflow, 0
-            self._sending = len(batch)
-            done = self._closed and not self._queued
-        if overflow:
-            self._lost(overflow, "the trace queue was full: dropped")
-        if batch:
-            self._export(batch)
-        with self._wake:
-            self._sending = 0
-            return not (done or self._abandoned)
-
-    def _export(self, batch: list[bytes]) -> None:
+    def _send(self, stdin: IO[bytes] | None, frames: list[bytes], count: int) -> None:
+        if stdin is None or self._dead:
+            self._lost(count, "the trace worker is gone: dropped", log=False)
+            return
         try:
-            body = export_request(self._resource, self._scope, batch)
-            if self._gzip:
-                body = gzip.compress(body)
-            request = urllib.request.Request(self.url, body, self._headers, method="POST")
-            with urllib.request.urlopen(
-                request, timeout=self._timeout, context=self._tls
-            ) as answer:
-                answer.read()
-        except Exception as error:  # urllib's OSErrors, http.client's errors, any other
-            logger.debug("span export failed: %r", error)
-            with self._wake:
-                if self._abandoned:  # counted by shutdown already
-                    return
-            self._lost(len(batch), "the trace collector did not take")
+            stdin.write(b"".join(frames))
+            stdin.flush()
+        except (OSError, ValueError):  # a broken pipe: the worker died
+            self._lost(count, "the trace worker is gone: dropped", log=False)
+            self._died_unexpectedly()
 
-    def _lost(self, count: int, why: str) -> None:
-        with self._wake:
+    def _read(self) -> None:
+        """Log and count what the worker reports; notice when it ends."""
+        process = self._process
+        if process is None or process.stdout is None:
+            return
+        decode = msgspec.json.Decoder(Report).decode
+        with process.stdout:
+            for line in process.stdout:
+                try:
+                    report = decode(line)
+                except msgspec.DecodeError:
+                    continue
+                if report.count:
+                    self._lost(report.count, report.why)
+                else:
+                    logger.warning("%s", report.why)
+        if not self._closed:
+            self._died_unexpectedly()
+
+    def _died_unexpectedly(self) -> None:
+        process = self._process
+        code = process.poll() if process is not None else None
+        if code is None and process is not None:
+            try:
+                code = process.wait(1)
+            except subprocess.TimeoutExpired:
+                code = None
+        self._died(f"the trace worker process (pid {self.pid}) ended (exit code {code})")
+
+    def _died(self, what: str) -> None:
+        with self._lock:
+            if self._dead:
+                return
+            self._dead = True
+        logger.warning(
+            "%s: the spans it held were lost, and spans from now on are dropped (counted)", what
+        )
+        left = sum(count for _, count in self._pending)
+        self._pending.clear()
+        if left:
+            self._lost(left, "the trace worker is gone: dropped", log=False)
+
+    def _lost(self, count: int, why: str, *, log: bool = True) -> None:
+        with self._lock:
             self.dropped += count
             total = self.dropped
-        logger.warning("%s %d span(s); %d dropped so far", why, count, total)
+        if log:
+            logger.warning("%s %d span(s); %d dropped so far", why, count, total)
+
+
+def _frame_of(settings: Settings) -> bytes:
+    body = _FRAME.encode(settings)
+    return LENGTH.pack(len(body)) + body

@@ -21,9 +21,12 @@ Rules:
   The service remembers what it drew for its last :data:`REMEMBERED` sessions.
 - Spans are drawn from the run as it leaves the service: after the adapter's trace
   policy, or :meth:`TracePolicy.safe` when the adapter has none, so a collector never
-  receives a payload the policy would digest.
+  receives a payload the policy would digest. The turn hands the sink the response body
+  as it is (:class:`~evalport.protocol._otel.Draw`); the sink draws it, in the exporter's
+  worker process for ``--otlp``. The replay bookkeeping reads only the turn number and
+  the step count (:func:`~evalport.protocol._otel.turn_and_steps`).
 - Tracing never fails a turn: spans that cannot be drawn or handed over are dropped and
-  logged (:func:`~evalport.protocol._otel.contained`).
+  logged (:func:`~evalport.protocol._otel.failed`).
 - A collector that is down costs a turn nothing: spans leave through a bounded queue in
   the background; those lost are counted and logged (``evalport.tracing``).
 """
@@ -34,17 +37,9 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
-from evalport.protocol import ProtocolError, TracePolicy, decode_run
+import msgspec
 from evalport.protocol._extras import require
-from evalport.protocol._otel import (
-    SERVER,
-    Sink,
-    SpanRecord,
-    contained,
-    step_records,
-    turn_attributes,
-    turn_steps,
-)
+from evalport.protocol._otel import SERVER, Draw, Sink, failed, turn_and_steps
 from evalport.protocol._otlp import OtlpExporter
 
 from ._records import Outcome, RunPolicy
@@ -69,7 +64,7 @@ class TurnTracing:
     def __init__(self, tracing: Any, agent: str, policy: RunPolicy | None) -> None:
         self._sink = _sink(tracing)
         self._agent = agent
-        self._safe = TracePolicy.safe() if policy is None else None
+        self._safe = policy is None  # the sink applies TracePolicy.safe() before drawing
         self._drawn: dict[str, tuple[int, int]] = {}  # session: (turn, its steps drawn)
 
     async def turn(
@@ -81,8 +76,8 @@ class TurnTracing:
         route: str = TURNS_ROUTE,
         drawn: int = 0,
     ) -> Outcome:
-        """Run ``run`` in a server span on ``route``; then draw the steps of the turn it
-        answers, but for the first ``drawn`` (drawn by an earlier span)."""
+        """Run ``run`` in a server span on ``route``; then hand the sink the steps of the
+        turn it answers to draw, but for the first ``drawn`` (drawn by an earlier span)."""
         sink = self._sink
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "invoke_agent",
@@ -92,47 +87,54 @@ class TurnTracing:
             "http.route": route,
         }
         span = sink.begin(f"invoke_agent {self._agent}", SERVER, traceparent, attributes)
-        children: list[SpanRecord] = []
+        material: Draw | None = None
         try:
-            with sink.current(span):
+            live = sink.current(span)
+            if live is None:
                 outcome = await run()
+            else:
+                with live:
+                    outcome = await run()
             if outcome.is_problem:
                 attributes["error.type"] = str(outcome.status)
                 span.record.error = True
             elif span.sampled:
-                with contained(f"drawing a turn of session {session_id}"):
-                    children = self._draw(span.record, session_id, outcome.body, drawn)
+                try:
+                    material = self._material(attributes, session_id, outcome.body, drawn)
+                except Exception as failure:
+                    failed(f"drawing a turn of session {session_id}", failure)
         except BaseException as error:
             attributes["error.type"] = type(error).__name__
             span.record.error = True
             raise
         finally:
             span.record.end = time.time_ns()
-            with contained(f"tracing a turn of session {session_id}"):
-                sink.finish(span, children)
+            try:  # a plain try, not contained(): on every turn (benchmarks/server.py)
+                sink.finish(span, [], material)
+            except Exception as failure:
+                failed(f"tracing a turn of session {session_id}", failure)
         return outcome
 
-    def _draw(self, span: SpanRecord, session_id: str, body: bytes, drawn: int) -> list[SpanRecord]:
-        try:
-            run = decode_run(body)
-        except ProtocolError:
-            return []
-        if self._safe is not None:
-            run = self._safe.apply(run, in_place=True)
-        turn = run.turns
-        span.attributes.update(turn_attributes(run, turn, self._agent))
-        steps = len(turn_steps(run, turn))
+    def _material(
+        self, attributes: dict[str, Any], session_id: str, body: bytes, drawn: int
+    ) -> Draw | None:
+        """What the sink draws for the turn ``body`` answers, after the replay bookkeeping
+        (read from a small view of ``body``; the sink decodes the whole run)."""
+        found = turn_and_steps(body)
+        if found is None:
+            return None
+        turn, steps = found
         last_turn, last_steps = self._drawn.pop(session_id, (0, 0))
         if last_turn > turn:  # an earlier turn, answered again
             drawn = steps
         elif last_turn == turn:  # this turn again: drawn up to last_steps already
             drawn = max(drawn, last_steps)
         if last_turn >= turn and drawn >= steps:
-            span.attributes["evalport.replayed"] = True
+            attributes["evalport.replayed"] = True
         self._drawn[session_id] = max((last_turn, last_steps), (turn, steps))
         if len(self._drawn) > REMEMBERED:
             del self._drawn[next(iter(self._drawn))]
-        return list(step_records(run, turn, span, drawn))
+        return Draw(msgspec.Raw(body), self._agent, turn, drawn, self._safe)
 
 
 def serve_provider(endpoint: str, service: str) -> OtlpExporter:
