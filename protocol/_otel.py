@@ -48,7 +48,10 @@ from typing import Any, Final, Protocol
 
 import msgspec
 
+from ._codec import decode_run
 from ._models import AgentRun, RunStatus, Step, StepType, ToolExecution
+from ._policy import TracePolicy
+from ._problems import ProtocolError
 
 logger = logging.getLogger("evalport.tracing")
 
@@ -404,16 +407,12 @@ def draw(root: SpanRecord, material: Draw) -> list[SpanRecord]:
     attributes go on ``root``. The one place a run becomes spans, whichever the sink."""
     if not material.turn:
         return turn_records(decode_view(material.run), root, material.agent)
-    from ._codec import decode_run  # the service's view: the whole run, its policy applied
-    from ._policy import TracePolicy
-    from ._problems import ProtocolError
-
-    try:
+    try:  # the service's view: the whole run, the safe policy applied if asked
         run = decode_run(bytes(material.run))
     except ProtocolError:
         return []
     if material.safe:
-        run = TracePolicy.safe().apply(run, in_place=True)
+        run = _SAFE.apply(run, in_place=True)
     root.attributes.update(turn_attributes(run, material.turn, material.agent))
     return list(step_records(run, material.turn, root, material.drawn))
 
@@ -431,6 +430,7 @@ class _TurnsOrEnvelope(_TurnsView, gc=False):
     run: _TurnsView | None = None
 
 
+_SAFE: Final = TracePolicy.safe()
 _decode_turns: Final = msgspec.json.Decoder(_TurnsOrEnvelope).decode
 
 
