@@ -65,8 +65,10 @@ QUEUE_SIZE: Final = 2048
 GRACE: Final = 5.0
 """Seconds a worker has past the export timeout to end at shutdown before it is killed."""
 WORKER: Final = "evalport.protocol._otlp_worker"
-TICK: Final = 0.01
+TICK: Final = 0.05
 """Seconds between writes to the worker while spans are handed over."""
+PIPE_SIZE: Final = 1 << 20
+"""Bytes the pipe to the worker holds, where Linux lets it grow (a tick's handovers)."""
 
 
 def traces_url(endpoint: str) -> str:
@@ -295,6 +297,11 @@ class OtlpExporter:
             self._died(f"the trace worker process could not start ({error})")
         else:
             self.pid = self._process.pid
+            if sys.platform == "linux" and self._process.stdin is not None:
+                import fcntl
+
+                with contextlib.suppress(OSError):  # a limit on pipe sizes: keep the default
+                    fcntl.fcntl(self._process.stdin, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
         self._writer = threading.Thread(target=self._write, name="evalport-otlp", daemon=True)
         self._reader = threading.Thread(
             target=self._read, name="evalport-otlp-reports", daemon=True
@@ -375,8 +382,9 @@ class OtlpExporter:
         while True:
             self._wake.wait()
             while True:
-                # a wake-up per handover would cost each trial a thread switch (3x the
-                # rest of its tracing in benchmarks/runner.py workload 4): one per tick
+                # a wake-up per handover costs each trial a thread switch, and short ticks
+                # cost GIL handoffs (each 2x the rest of a trial's tracing in
+                # benchmarks/runner.py workload 4): one write per TICK
                 time.sleep(TICK)
                 frames, count = [], 0
                 while self._pending:
