@@ -122,11 +122,22 @@ def _value(value: Any) -> bytes:
     return _field(b"\x0a", str(value).encode(errors="replace"))
 
 
+_KEYS: dict[str, bytes] = {}
+
+
 def _pair(tag: bytes, name: str, value: Any) -> bytes:
     """One ``KeyValue`` (key 1, value 2) as a field under ``tag``."""
-    key = name.encode(errors="replace")
-    encoded = _value(value)
-    body = b"\x0a" + _varint(len(key)) + key + b"\x12" + _varint(len(encoded)) + encoded
+    key = _KEYS.get(name)
+    if key is None:  # attribute names recur: each encoded once
+        if len(_KEYS) >= _PAIRS_KEPT:
+            _KEYS.clear()
+        key = _KEYS[name] = _field(b"\x0a", name.encode(errors="replace"))
+    if value.__class__ is str:
+        text = value.encode(errors="replace")
+        encoded = b"\x0a" + _varint(len(text)) + text
+    else:
+        encoded = _value(value)
+    body = key + b"\x12" + _varint(len(encoded)) + encoded
     return tag + _varint(len(body)) + body
 
 
@@ -137,7 +148,7 @@ def _attributes(tag: bytes, attributes: Mapping[str, Any]) -> bytes:
     parts = []
     for name, value in attributes.items():
         kind = value.__class__
-        if (kind is str and len(value) > 64) or kind is list:
+        if (kind is str and len(value) > 32) or kind is list:  # texts and ids seldom recur
             parts.append(_pair(tag, name, value))
             continue
         key = (tag, name, kind, value)  # the class apart: True == 1, and 1 == 1.0
