@@ -416,9 +416,17 @@ def tracing_overhead(cases: list[Case], concurrency: int, rounds: int) -> None:
 
         return asyncio.run(measure())
 
+    def started_alone(url: str) -> float:
+        """The worker's CPU to start and end with nothing to send."""
+        reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
+        OtlpExporter(url, "benchmark", queue=RUN_QUEUE).shutdown()
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return after.ru_utime + after.ru_stime - reaped.ru_utime - reaped.ru_stime
+
     interleaved = 2 * rounds + 1
     print(f"4. {len(cases)} cases, instant agent, traces exported or not, {interleaved} rounds:")
     with running_sink() as url:
+        start = min(started_alone(url) for _ in range(3))
         plain, traced = [], []
         for round_ in range(interleaved):
             for side in (None, url) if round_ % 2 == 0 else (url, None):
@@ -439,7 +447,8 @@ def tracing_overhead(cases: list[Case], concurrency: int, rounds: int) -> None:
     print(
         f"  CPU per trial (medians): this process untraced {plain_cpu[len(plain_cpu) // 2]:.0f} us,"
         f" traced {traced_cpu[len(traced_cpu) // 2]:.0f} us; the exporter's worker process"
-        f" {worker[len(worker) // 2]:.0f} us ({worker[0]:.0f}-{worker[-1]:.0f})"
+        f" {worker[len(worker) // 2]:.0f} us ({worker[0]:.0f}-{worker[-1]:.0f}), of which its"
+        f" start (once a run: {start * 1e3:.0f} ms) {start * per_trial:.0f} us"
     )
 
 

@@ -284,6 +284,7 @@ class OtlpExporter:
         self._dead = False  # the worker could not start or died: every span is dropped
         self._lock = threading.Lock()
         self._wake = threading.Event()
+        self._stop = threading.Event()  # set at shutdown: the tick under way ends at once
         self._pending.append((_frame_of(settings), 0))
         try:
             self._process: subprocess.Popen[bytes] | None = subprocess.Popen(
@@ -360,6 +361,7 @@ class OtlpExporter:
             self._closed = True
         atexit.unregister(self.shutdown)
         deadline = time.monotonic() + self._timeout + GRACE
+        self._stop.set()
         self._wake.set()
         self._writer.join(max(0.0, deadline - time.monotonic()))
         process = self._process
@@ -385,7 +387,7 @@ class OtlpExporter:
                 # a wake-up per handover costs each trial a thread switch, and short ticks
                 # cost GIL handoffs (each 2x the rest of a trial's tracing in
                 # benchmarks/runner.py workload 4): one write per TICK
-                time.sleep(TICK)
+                self._stop.wait(TICK)
                 frames, count = [], 0
                 while self._pending:
                     frame, spans = self._pending.popleft()
