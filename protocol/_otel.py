@@ -6,11 +6,11 @@ Rules:
   events, status), from the run as it was recorded: after the fact, with the times the
   run recorded. Records go to one of two sinks: :class:`~._otlp.OtlpExporter` (``evalport
   run --otlp``, ``evalport serve --otlp``: evalport's own OTLP/HTTP protobuf encoder and
-  background sender, needing no extra) or :class:`~._otel_api.ApiSink` (a
+  sender, in a worker process, needing no extra) or :class:`~._otel_api.ApiSink` (a
   ``TracerProvider``, ``tracing=True``: the records replayed into the OpenTelemetry API,
   which needs the ``otel`` extra). A sink opens the root span of a trial or a turn while
-  it runs (:meth:`Sink.begin`) and takes it back with the records drawn under it
-  (:meth:`Sink.finish`).
+  it runs (:meth:`Sink.begin`) and takes it back with the records drawn under it and
+  what is left to draw (:meth:`Sink.finish`).
 - Spans follow OpenTelemetry's GenAI semantic conventions: a turn is an ``invoke_agent``
   span, each step the run recorded a ``chat`` span (its model, token usage and finish
   reason), each tool execution an ``execute_tool`` span (tool name, call id, and

@@ -6,10 +6,11 @@ Rules:
   --otlp``) starts one worker process, ``python -m evalport.protocol._otlp_worker``
   (:mod:`~._otlp_worker`, with this interpreter), and hands it each trial's or turn's
   spans as they end: the records drawn so far and the run's JSON still to draw
-  (:class:`~._otel.Draw`), as one JSON frame written to the worker's stdin by a thread
-  of the exporter. The worker draws, encodes (protobuf) and sends, so the traced
-  process pays for none of it. It binds nothing and ends when its stdin does: at
-  :meth:`OtlpExporter.shutdown`, or when the traced process dies.
+  (:class:`~._otel.Draw`), as one JSON frame, written to the worker's stdin by a thread
+  of the exporter every :data:`TICK` while spans come (asleep otherwise). The worker
+  draws, encodes (protobuf) and sends, so the traced process pays for none of it. It
+  binds nothing and ends when its stdin does: at :meth:`OtlpExporter.shutdown`, or when
+  the traced process dies.
 - Spans wait in bounded queues: at most ``queue`` handovers waiting for the worker's
   stdin here, at most ``queue`` spans waiting for export in the worker, sent in batches
   of at most 512 every ``OTEL_BSP_SCHEDULE_DELAY`` ms (5,000 by default) or as soon as
