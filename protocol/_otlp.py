@@ -286,7 +286,9 @@ class OtlpExporter:
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()  # set at shutdown: the tick under way ends at once
-        self._pending.append((_frame_of(settings), 0))
+        self._pending.append((_frame_of(settings), 0))  # written as soon as the writer runs
+        self._awake = True
+        self._wake.set()
         try:
             self._process: subprocess.Popen[bytes] | None = subprocess.Popen(
                 [sys.executable, "-m", WORKER],

@@ -31,6 +31,7 @@ them in batches. Rules:
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import os
 import signal
@@ -375,7 +376,8 @@ def serve(source: BinaryIO, out: BinaryIO) -> None:
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     serve(sys.stdin.buffer, sys.stdout.buffer)
-    sys.stdout.flush()
+    with contextlib.suppress(OSError, ValueError):  # the parent is gone: nobody to tell
+        sys.stdout.flush()
     os._exit(0)  # nothing is left to do: no interpreter teardown to wait for at exit
 
 
