@@ -23,7 +23,10 @@ Workloads (all in one process, one after the other):
    slower per case at 50 than at 8. ``--http-only`` runs only this one.
 4. Workload 2 with every trial exported as an OpenTelemetry trace over OTLP/HTTP (to
    ``_otlp_sink.py`` in another process) against the same without, interleaved:
-   traced / untraced wall time (target: at most 1.10x; :func:`tracing_overhead`).
+   traced / untraced wall time (target: at most 1.10x; :func:`tracing_overhead`). The
+   exporter draws, encodes and sends in a worker process of its own, on the other core:
+   this process's CPU per trial (both sides) and the worker's are printed, with the
+   worker's start apart, so the whole cost is in view.
 
 evalport's side is the whole product path: ``LocalTarget`` (the turn runtime, encode,
 lenient decode, safe redaction) or ``HttpTarget``, a fresh session per trial, a
