@@ -97,7 +97,7 @@ def traced_trials(provider: Any, trial_function: Any = None) -> Any:
             raise
         finally:
             TRIAL.reset(token)
-        try:  # a plain try, not contained(): ~1 us a trial (benchmarks/runner.py workload 4)
+        try:  # a plain try, no context manager: this runs on every trial
             finish(span, trace.children, _draw(span.record, result, case, target))
         except Exception as failure:
             failed(f"tracing trial {case_id}", failure)

@@ -30,13 +30,12 @@ Rules:
   worker process for :class:`~._otlp.OtlpExporter`, inline for
   :class:`~._otel_api.ApiSink`), so the trial or turn pays for none of it.
 - Tracing never fails what it traces: spans that cannot be drawn, encoded or replayed
-  are dropped and logged on ``evalport.tracing`` (:func:`contained`, :func:`failed`),
-  and the trial or turn goes on as it would untraced.
+  are dropped and logged on ``evalport.tracing`` (:func:`failed`), and the trial or
+  turn goes on as it would untraced.
 """
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import logging
 import random
@@ -142,16 +141,6 @@ def failed(what: str, error: BaseException) -> None:
     the error's text may carry a payload: its type only, but at debug level."""
     logger.warning("%s failed (%s): its spans were dropped", what, type(error).__name__)
     logger.debug("%s failed", what, exc_info=error)
-
-
-@contextlib.contextmanager
-def contained(what: str) -> Iterator[None]:
-    """Tracing never fails what it traces (see the rules): an error inside is logged, with
-    ``what`` was being done, and goes no further."""
-    try:
-        yield
-    except Exception as error:
-        failed(what, error)
 
 
 def new_id(bits: int) -> int:

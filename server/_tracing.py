@@ -109,7 +109,7 @@ class TurnTracing:
             raise
         finally:
             span.record.end = time.time_ns()
-            try:  # a plain try, not contained(): on every turn (benchmarks/server.py)
+            try:  # a plain try, no context manager: this runs on every turn
                 sink.finish(span, [], material)
             except Exception as failure:
                 failed(f"tracing a turn of session {session_id}", failure)
