@@ -24,9 +24,8 @@ Workloads (all in one process, one after the other):
 4. Workload 2 with every trial exported as an OpenTelemetry trace over OTLP/HTTP (to
    ``_otlp_sink.py`` in another process) against the same without, interleaved:
    traced / untraced wall time (target: at most 1.10x; :func:`tracing_overhead`). The
-   exporter draws, encodes and sends in a worker process of its own, on the other core:
-   this process's CPU per trial (both sides) and the worker's are printed, with the
-   worker's start apart, so the whole cost is in view.
+   exporter draws, encodes and sends in a thread of this process: the CPU per trial
+   printed (both sides) is the whole cost.
 
 evalport's side is the whole product path: ``LocalTarget`` (the turn runtime, encode,
 lenient decode, safe redaction) or ``HttpTarget``, a fresh session per trial, a
@@ -384,22 +383,14 @@ def tracing_overhead(cases: list[Case], concurrency: int, rounds: int) -> None:
     """4. The instant-agent workload with every trial exported as a trace (``evalport run
     --otlp``: ``traced_trials`` over evalport's OTLP/HTTP exporter with the queue of
     ``evalport run``, to a sink in another process) against the same without,
-    interleaved; the wall time includes starting the exporter and flushing the spans.
-    The exporter draws, encodes and sends in its worker process, on the other core: the
-    CPU columns show this process's CPU per trial on both sides and the worker's (its
-    ``RUSAGE_CHILDREN`` once shutdown has reaped it), so the total cost is in view."""
-    import resource
-
+    interleaved; the wall time includes starting the exporter and flushing the spans."""
     from _otlp_sink import running_sink
     from evalport.client import traced_trials
     from evalport.client.cli._run import RUN_QUEUE
     from evalport.protocol._otlp import OtlpExporter
 
-    worker_cpu: list[float] = []
-
     def run(url: str | None) -> float:
         async def measure() -> float:
-            reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
             started = time.perf_counter()
             provider = OtlpExporter(url, "benchmark", queue=RUN_QUEUE) if url else None
             trials = traced_trials(provider) if provider else None
@@ -411,25 +402,13 @@ def tracing_overhead(cases: list[Case], concurrency: int, rounds: int) -> None:
             await runner.run(cases)
             if provider is not None:
                 await asyncio.to_thread(provider.shutdown)
-                after = resource.getrusage(resource.RUSAGE_CHILDREN)
-                worker_cpu.append(
-                    after.ru_utime + after.ru_stime - reaped.ru_utime - reaped.ru_stime
-                )
             return time.perf_counter() - started
 
         return asyncio.run(measure())
 
-    def started_alone(url: str) -> float:
-        """The worker's CPU to start and end with nothing to send."""
-        reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
-        OtlpExporter(url, "benchmark", queue=RUN_QUEUE).shutdown()
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        return after.ru_utime + after.ru_stime - reaped.ru_utime - reaped.ru_stime
-
     interleaved = 2 * rounds + 1
     print(f"4. {len(cases)} cases, instant agent, traces exported or not, {interleaved} rounds:")
     with running_sink() as url:
-        start = min(started_alone(url) for _ in range(3))
         plain, traced = [], []
         for round_ in range(interleaved):
             for side in (None, url) if round_ % 2 == 0 else (url, None):
@@ -441,17 +420,14 @@ def tracing_overhead(cases: list[Case], concurrency: int, rounds: int) -> None:
     per_trial = 1e6 / len(cases)
     plain_cpu = sorted(p[1] * per_trial for p in plain if p)
     traced_cpu = sorted(t[1] * per_trial for t in traced if t)
-    worker = sorted(cpu * per_trial for cpu in worker_cpu)
     print(
         f"  untraced {len(cases) / best_plain:,.0f} cases/s, traced {len(cases) / best_traced:,.0f}"
         f" cases/s (best rounds); traced / untraced wall {walls[len(walls) // 2]:.2f}x median"
         f" ({walls[0]:.2f}-{walls[-1]:.2f}x; target <= 1.10x), CPU {cpus[len(cpus) // 2]:.2f}x"
     )
     print(
-        f"  CPU per trial (medians): this process untraced {plain_cpu[len(plain_cpu) // 2]:.0f} us,"
-        f" traced {traced_cpu[len(traced_cpu) // 2]:.0f} us; the exporter's worker process"
-        f" {worker[len(worker) // 2]:.0f} us ({worker[0]:.0f}-{worker[-1]:.0f}), of which its"
-        f" start (once a run: {start * 1e3:.0f} ms) {start * per_trial:.0f} us"
+        f"  CPU per trial (medians, the exporter's thread included): untraced"
+        f" {plain_cpu[len(plain_cpu) // 2]:.0f} us, traced {traced_cpu[len(traced_cpu) // 2]:.0f} us"
     )
 
 

@@ -11,9 +11,7 @@ library's loop):
 - **mounted**: the same adapter's ``routes()`` in a Starlette app, as a host mounts them;
 - **traced**: ``app()`` with tracing on, exporting every turn over OTLP/HTTP (as
   ``evalport serve --otlp`` does) to ``_otlp_sink.py`` in another process; its throughput
-  over the adapter's is the cost of tracing (target: at least 0.85). The exporter draws,
-  encodes and sends in a worker process of its own (a child of the server, on the other
-  core): its CPU per request is printed too (``/proc``), so the total cost is in view;
+  over the adapter's is the cost of tracing (target: at least 0.85);
 - **bare**: one Starlette ``POST`` route returning fixed bytes: the adapter's response to
   a session's second turn, so all send the same payload size.
 
@@ -296,32 +294,16 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _children_cpu_seconds(pid: int) -> float:
-    """The CPU time of ``pid``'s child processes (the traced server's OTLP worker)."""
-    total = 0.0
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as stat:
-                    fields = stat.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == pid:
-                total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
-
-
 class Round(NamedTuple):
     rps: float
     p99_ms: float
     errors: int
     cpu_us: float  # server CPU time per request
     requests: int
-    worker_us: float  # CPU time per request of the server's child processes (the OTLP worker)
 
 
 def _wrk(url: str, script: Path, seconds: int, connections: int, pid: int) -> Round:
-    cpu_before, worker_before = _cpu_seconds(pid), _children_cpu_seconds(pid)
+    cpu_before = _cpu_seconds(pid)
     out = subprocess.run(
         ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency", "-s", str(script), url],
         capture_output=True,
@@ -335,14 +317,12 @@ def _wrk(url: str, script: Path, seconds: int, connections: int, pid: int) -> Ro
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     requests = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
     cpu_us = (_cpu_seconds(pid) - cpu_before) / max(requests, 1) * 1e6
-    worker_us = (_children_cpu_seconds(pid) - worker_before) / max(requests, 1) * 1e6
     return Round(
         rps,
         float(p99_text.group(1)) * scale,
         int(errors.group(1)) if errors else 0,
         cpu_us,
         requests,
-        worker_us,
     )
 
 
@@ -438,15 +418,9 @@ def main() -> int:
                         if role in ("adapter", "mounted", "traced")
                         else ""
                     )
-                    worker = (
-                        f"  + its OTLP worker {result.worker_us:.1f} us/req"
-                        if role == "traced"
-                        else ""
-                    )
                     print(
                         f"  {role:8} {result.rps:9.0f} req/s  p99 {result.p99_ms:6.2f} ms  "
                         f"server CPU {result.cpu_us:6.1f} us/req  errors {result.errors}{turns}"
-                        f"{worker}"
                     )
         finally:
             for _, process in servers.values():
@@ -469,8 +443,7 @@ def main() -> int:
         f"tracing on (--otlp to a sink): turns/s (best round) {best['traced'].rps:.0f} vs"
         f" {best['adapter'].rps:.0f} without: ratio {traced:.2f} (target >= 0.85); server CPU"
         f" per request {cpu['traced']:.1f} vs {cpu['adapter']:.1f} us:"
-        f" ratio at equal CPU {cpu['adapter'] / cpu['traced']:.2f}; and its OTLP worker process"
-        f" {min(row.worker_us for row in results['traced']):.1f} us per request (on the other core)"
+        f" ratio at equal CPU {cpu['adapter'] / cpu['traced']:.2f}"
     )
     if args.layers:
         http, floor = cpu["http"], cpu["floor"]

@@ -17,8 +17,8 @@ Rules:
 - The spans are drawn after the trial from the run the trial kept, which already passed
   the target's trace policy: a collector receives what the reports show, nothing more.
   The trial hands the sink that run's JSON as it is (:class:`~evalport.protocol._otel.Draw`)
-  and the sink draws: in the exporter's worker process for ``--otlp``, so a traced trial
-  costs its process a few microseconds more than an untraced one.
+  and the sink draws: in the exporter's background thread for ``--otlp``, a batch at a
+  time, so the trial itself pays only for handing it over.
 - Judge calls are spans of their own, timed as they run (``evalport.judge <criterion>``,
   ``evalport.judge = true``, the judge's model and tokens), children of the trial span.
   They are drawn as records and replayed with the rest when the trial ends, so through a

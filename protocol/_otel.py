@@ -6,7 +6,7 @@ Rules:
   events, status), from the run as it was recorded: after the fact, with the times the
   run recorded. Records go to one of two sinks: :class:`~._otlp.OtlpExporter` (``evalport
   run --otlp``, ``evalport serve --otlp``: evalport's own OTLP/HTTP protobuf encoder and
-  sender, in a worker process, needing no extra) or :class:`~._otel_api.ApiSink` (a
+  background sender thread, needing no extra) or :class:`~._otel_api.ApiSink` (a
   ``TracerProvider``, ``tracing=True``: the records replayed into the OpenTelemetry API,
   which needs the ``otel`` extra). A sink opens the root span of a trial or a turn while
   it runs (:meth:`Sink.begin`) and takes it back with the records drawn under it and
@@ -27,8 +27,8 @@ Rules:
 - What a trial or a turn leaves to draw is handed to the sink as a :class:`Draw` (the
   run's JSON as it left the trace policy or the service, and what to draw from it), not
   as records: :func:`draw` turns it into records, wherever the sink calls it (in its
-  worker process for :class:`~._otlp.OtlpExporter`, inline for
-  :class:`~._otel_api.ApiSink`), so the trial or turn pays for none of it.
+  background thread for :class:`~._otlp.OtlpExporter`, a batch at a time, inline for
+  :class:`~._otel_api.ApiSink`), so the trial or turn itself pays for none of it.
 - Tracing never fails what it traces: spans that cannot be drawn, encoded or replayed
   are dropped and logged on ``evalport.tracing`` (:func:`failed`), and the trial or
   turn goes on as it would untraced.

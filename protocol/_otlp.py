@@ -1,35 +1,29 @@
-"""Span records sent over OTLP/HTTP by a worker process: evalport's own exporter.
+"""Span records sent over OTLP/HTTP: evalport's own exporter and its background thread.
 
 Rules:
 
 - :class:`OtlpExporter` (the sink of ``evalport run --otlp`` and ``evalport serve
-  --otlp``) starts one worker process, ``python -m evalport.protocol._otlp_worker``
-  (:mod:`~._otlp_worker`, with this interpreter), and hands it each trial's or turn's
-  spans as they end: the records drawn so far and the run's JSON still to draw
-  (:class:`~._otel.Draw`), as one JSON frame, written to the worker's stdin by a thread
-  of the exporter every :data:`TICK` while spans come (asleep otherwise). The worker
-  draws, encodes (protobuf) and sends, so the traced process pays for none of it. It
-  binds nothing and ends when its stdin does: at :meth:`OtlpExporter.shutdown`, or when
-  the traced process dies.
-- Spans wait in bounded queues: at most ``queue`` handovers waiting for the worker's
-  stdin here, at most ``queue`` spans waiting for export in the worker, sent in batches
-  of at most 512 every ``OTEL_BSP_SCHEDULE_DELAY`` ms (5,000 by default) or as soon as
-  a batch is full. Spans that find a queue full, spans that cannot be drawn or encoded
-  and spans of an export that failed (a collector that is down, a timeout, an answer
-  that is not HTTP) are dropped; the worker reports each loss on its stdout, and the
-  exporter adds it to :attr:`OtlpExporter.dropped` and logs it on ``evalport.tracing``.
-  A handover not yet drawn counts as one span. Handing spans over never raises and
-  never waits.
-- A worker that cannot start or dies (killed, out of memory) costs no trial or turn
-  anything: it is logged once on ``evalport.tracing``, and the spans it held and every
-  span handed over after are dropped (those it held uncounted, the rest counted).
-- Nothing waits for a collector but :meth:`OtlpExporter.shutdown` (called at exit,
-  too): the worker sends what is queued within one export timeout in all, then reports
-  whatever is still queued or in flight as dropped, so a collector that swallows packets
-  delays an exit by that timeout at most (and a worker that does not end by then, plus
-  :data:`GRACE`, is killed).
+  --otlp``) takes each trial's or turn's spans as they end, as they are: the records
+  drawn so far and what is left to draw (:class:`~._otel.Draw`, the run's JSON). Handing
+  them over only appends them to a bounded queue: it never draws, encodes, raises or
+  waits. One background thread of the exporter draws (:func:`~._otel.draw`), encodes
+  (:mod:`~._otlp_proto`) and sends them, a batch at a time: every
+  ``OTEL_BSP_SCHEDULE_DELAY`` ms (5,000 by default) or as soon as 512 spans wait, in
+  requests of at most 512 spans. Done back to back, drawing and encoding cost a trial a
+  third of what they cost between trials (the caches stay warm: benchmarks/runner.py
+  workload 4).
+- The queue holds at most ``queue`` spans, a handover not yet drawn counting as one span
+  (its records) plus one (what is left to draw). Spans that find the queue full, spans
+  that cannot be drawn (counted as that one span) or encoded, and spans of an export that
+  failed (a collector that is down, a timeout, an answer that is not HTTP) are dropped,
+  counted in :attr:`OtlpExporter.dropped` and logged on ``evalport.tracing``; no error
+  stops the thread.
+- Nothing waits for a collector but :meth:`OtlpExporter.shutdown` (called at exit, too),
+  which draws and sends what is queued within one export timeout in all, then counts and
+  logs as dropped whatever is still queued or in flight, so a collector that swallows
+  packets delays an exit by that timeout at most.
 - The standard variables apply as OpenTelemetry's SDK reads them, a ``_TRACES_`` one over
-  its general one, read and checked here, at construction: ``OTEL_SERVICE_NAME``,
+  its general one, read and checked at construction: ``OTEL_SERVICE_NAME``,
   ``OTEL_RESOURCE_ATTRIBUTES``, headers (``key=value`` pairs separated by commas, values
   percent-decoded), the timeout (seconds, 10 by default), a CA file and a client
   certificate and key for ``https``, ``gzip`` compression, and the protocol, which must
@@ -42,34 +36,25 @@ from __future__ import annotations
 
 import atexit
 import collections
-import contextlib
+import gzip
 import logging
 import os
 import ssl
-import subprocess
-import sys
 import threading
-import time
 import urllib.parse
+import urllib.request
 from collections.abc import Iterator
-from typing import IO, Any, Final
+from typing import Any, Final
 
-import msgspec
-
-from ._otel import Draw, OpenSpan, SpanEvent, SpanRecord, root_record
-from ._otlp_worker import LENGTH, Report, Settings, Spans, tls_context
+from ._otel import Draw, OpenSpan, SpanRecord, draw, root_record
+from ._otlp_proto import encoded_span, export_request, tls_context
 
 logger = logging.getLogger("evalport.tracing")
 
 QUEUE_SIZE: Final = 2048
 """Spans waiting for export at most (a server's default); more are dropped and counted."""
-GRACE: Final = 5.0
-"""Seconds a worker has past the export timeout to end at shutdown before it is killed."""
-WORKER: Final = "evalport.protocol._otlp_worker"
-TICK: Final = 0.05
-"""Seconds between writes to the worker while spans are handed over."""
-PIPE_SIZE: Final = 1 << 20
-"""Bytes the pipe to the worker holds, where Linux lets it grow (a tick's handovers)."""
+BATCH: Final = 512
+"""Spans per request at most; as many waiting wake the thread."""
 
 
 def traces_url(endpoint: str) -> str:
@@ -179,9 +164,8 @@ def _compression() -> bool:
     return value == "gzip"
 
 
-def _tls() -> tuple[str, str, str]:
-    """The CA file, client certificate and key the certificate variables name (``""``
-    for each not set), checked here: the worker process reads them again."""
+def _tls() -> ssl.SSLContext | None:
+    """The TLS context the certificate variables ask for, or ``None`` (the default)."""
     ca_variable, ca = _standard("CERTIFICATE")
     cert_variable, cert = _standard("CLIENT_CERTIFICATE")
     key = _standard("CLIENT_KEY")[1]
@@ -190,47 +174,15 @@ def _tls() -> tuple[str, str, str]:
             ssl.create_default_context(cafile=ca)
         except (OSError, ssl.SSLError) as error:
             raise ValueError(f"{ca_variable}={ca}: not a readable CA file ({error})") from None
-    if cert:
-        try:
-            tls_context("", cert, key)
-        except (OSError, ssl.SSLError) as error:
-            raise ValueError(
-                f"{cert_variable}={cert}: not a readable certificate and key ({error})"
-            ) from None
-    return ca, cert, key
-
-
-_FRAME: Final = msgspec.json.Encoder(enc_hook=str)  # values JSON cannot carry: as text
-
-
-def _clean(value: Any) -> Any:
-    """``value`` with text UTF-8 cannot carry (a lone surrogate) made ``?``."""
-    if isinstance(value, str):
-        return value.encode(errors="replace").decode()
-    if isinstance(value, list | tuple):
-        return [_clean(item) for item in value]
-    if isinstance(value, dict):
-        return {_clean(key): _clean(item) for key, item in value.items()}
-    return value
-
-
-def _cleaned(record: SpanRecord) -> SpanRecord:
-    events = [
-        SpanEvent(_clean(event.name), event.time, _clean(event.attributes))
-        for event in record.events
-    ]
-    return msgspec.structs.replace(
-        record, name=_clean(record.name), attributes=_clean(record.attributes), events=events
-    )
-
-
-def _frame(spans: Spans) -> bytes:
     try:
-        body = _FRAME.encode(spans)
-    except UnicodeEncodeError:  # rare: the slow way, text cleaned first
-        spans = Spans([_cleaned(record) for record in spans.records], spans.draw)
-        body = _FRAME.encode(spans)
-    return LENGTH.pack(len(body)) + body
+        return tls_context(ca, cert, key)
+    except (OSError, ssl.SSLError) as error:
+        raise ValueError(
+            f"{cert_variable}={cert}: not a readable certificate and key ({error})"
+        ) from None
+
+
+Handover = tuple[list[SpanRecord], Draw | None]
 
 
 class OtlpExporter:
@@ -253,65 +205,28 @@ class OtlpExporter:
         if parsed.scheme not in ("http", "https") or not parsed.hostname:
             raise ValueError(f"{endpoint!r} is not an http:// or https:// URL")
         _protocol()
-        compressed = _compression()
-        ca, cert, key = _tls()
-        headers = {"Content-Type": "application/x-protobuf"}
-        headers.update(_pairs(_standard("HEADERS")[1]))
-        if compressed:
-            headers["Content-Encoding"] = "gzip"
-        self._timeout = _seconds(10.0)
-        settings = Settings(
-            self.url,
-            headers,
-            compressed,
-            self._timeout,
-            _delay(),
-            resource_attributes(service),
-            scope,
-            queue,
-            ca,
-            cert,
-            key,
-        )
+        self._gzip = _compression()
+        self._tls = _tls()
         self.dropped = 0
-        """Spans dropped so far, here or in the worker (see the rules)."""
-        self.pid: int | None = None
-        """The worker process's id (``None`` if it could not start)."""
+        """Spans dropped so far (see the rules)."""
         self._queue_size = queue
-        self._pending: collections.deque[tuple[bytes, int]] = collections.deque()
+        self._resource = resource_attributes(service)
+        self._scope = scope
+        self._headers = {"Content-Type": "application/x-protobuf"}
+        self._headers.update(_pairs(_standard("HEADERS")[1]))
+        if self._gzip:
+            self._headers["Content-Encoding"] = "gzip"
+        self._timeout = _seconds(10.0)
+        self._delay = _delay()
+        self._handovers: collections.deque[Handover] = collections.deque()
+        self._queued = 0  # spans the handovers count (see the rules)
+        self._sending = 0  # spans taken by the thread, not yet sent
         self._overflow = 0
-        self._awake = False
         self._closed = False
-        self._dead = False  # the worker could not start or died: every span is dropped
-        self._lock = threading.Lock()
-        self._wake = threading.Event()
-        self._stop = threading.Event()  # set at shutdown: the tick under way ends at once
-        self._pending.append((_frame_of(settings), 0))  # written as soon as the writer runs
-        self._awake = True
-        self._wake.set()
-        try:
-            self._process: subprocess.Popen[bytes] | None = subprocess.Popen(
-                [sys.executable, "-m", WORKER],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                close_fds=True,
-            )
-        except OSError as error:
-            self._process = None
-            self._died(f"the trace worker process could not start ({error})")
-        else:
-            self.pid = self._process.pid
-            if sys.platform == "linux" and self._process.stdin is not None:
-                import fcntl
-
-                with contextlib.suppress(OSError):  # a limit on pipe sizes: keep the default
-                    fcntl.fcntl(self._process.stdin, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
-        self._writer = threading.Thread(target=self._write, name="evalport-otlp", daemon=True)
-        self._reader = threading.Thread(
-            target=self._read, name="evalport-otlp-reports", daemon=True
-        )
-        self._writer.start()
-        self._reader.start()
+        self._abandoned = False  # shutdown's deadline passed: what is left was counted
+        self._wake = threading.Condition()
+        self._thread = threading.Thread(target=self._run, name="evalport-otlp", daemon=True)
+        self._thread.start()
         atexit.register(self.shutdown)
 
     # the sink
@@ -328,153 +243,129 @@ class OtlpExporter:
         self, span: OpenSpan, children: list[SpanRecord], material: Draw | None = None
     ) -> None:
         if span.sampled:
-            records = [span.record, *children] if children else [span.record]
-            self._hand(Spans(records, material), len(records) + (material is not None))
+            self._hand([span.record, *children] if children else [span.record], material)
 
     # the queue
 
     def add(self, records: list[SpanRecord]) -> None:
-        """Hand ``records`` over for export (or drop them, counted); never raises."""
-        self._hand(Spans(records), len(records))
+        """Queue ``records`` for export, or drop them (counted) if the queue is full;
+        never raises."""
+        self._hand(records, None)
 
-    def _hand(self, spans: Spans, count: int) -> None:
-        try:
-            frame = _frame(spans)
-        except Exception as error:  # a value JSON cannot carry (enc_hook=str failed)
-            logger.debug("spans could not be handed over: %r", error)
-            self._lost(count, "a span could not be encoded: dropped")
-            return
-        if self._closed or self._dead:
-            self._lost(count, "the exporter was shut down: dropped", log=not self._dead)
-        elif len(self._pending) >= self._queue_size:
-            with self._lock:
+    def _hand(self, records: list[SpanRecord], material: Draw | None) -> None:
+        count = len(records) + (material is not None)
+        with self._wake:
+            closed = self._closed
+            if not closed and self._queued + count <= self._queue_size:
+                self._handovers.append((records, material))
+                self._queued += count
+                if self._queued >= BATCH:
+                    self._wake.notify()
+                return
+            if not closed:
                 self._overflow += count
-        else:
-            self._pending.append((frame, count))
-            if not self._awake:  # one wake-up per burst, not per handover
-                self._awake = True
-                self._wake.set()
+                return
+        self._lost(count, "the exporter was shut down: dropped")
 
     def shutdown(self) -> None:
-        """Let the worker send what is queued within one export timeout, then stop it (the
-        exporter takes no more spans); what it could not send is counted as dropped."""
-        with self._lock:
+        """Draw and send what is queued within one export timeout, then stop (the
+        exporter takes no more spans); what is still queued or in flight then is counted
+        as dropped."""
+        with self._wake:
             if self._closed:
                 return
             self._closed = True
+            self._wake.notify()
+        self._thread.join(self._timeout)
         atexit.unregister(self.shutdown)
-        deadline = time.monotonic() + self._timeout + GRACE
-        self._stop.set()
-        self._wake.set()
-        self._writer.join(max(0.0, deadline - time.monotonic()))
-        process = self._process
-        if process is not None:
-            try:
-                process.wait(max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-                self._died(f"the trace worker did not end within {self._timeout + GRACE:g} s")
-        self._reader.join(GRACE)
-
-    # the worker
-
-    def _write(self) -> None:
-        """Write what is handed over to the worker's stdin, every :data:`TICK` seconds
-        while handovers come (asleep otherwise); close it once shut down."""
-        process = self._process
-        stdin: IO[bytes] | None = process.stdin if process is not None else None
-        while True:
-            self._wake.wait()
-            while True:
-                # a wake-up per handover costs each trial a thread switch, and short ticks
-                # cost GIL handoffs (each 2x the rest of a trial's tracing in
-                # benchmarks/runner.py workload 4): one write per TICK
-                self._stop.wait(TICK)
-                frames, count = [], 0
-                while self._pending:
-                    frame, spans = self._pending.popleft()
-                    frames.append(frame)
-                    count += spans
-                if self._overflow:
-                    with self._lock:
-                        overflow, self._overflow = self._overflow, 0
-                    self._lost(overflow, "the trace queue was full: dropped")
-                if frames:
-                    self._send(stdin, frames, count)
-                if self._closed and not self._pending:
-                    if stdin is not None:
-                        with contextlib.suppress(OSError):
-                            stdin.close()  # end of input: the worker sends what it has, ends
-                    return
-                if not frames:  # a tick with nothing: asleep until the next handover
-                    self._awake = False
-                    self._wake.clear()
-                    if not self._pending:  # else one came meanwhile: go on
-                        break
-                    self._awake = True
-
-    def _send(self, stdin: IO[bytes] | None, frames: list[bytes], count: int) -> None:
-        if stdin is None or self._dead:
-            self._lost(count, "the trace worker is gone: dropped", log=False)
-            return
-        try:
-            stdin.write(b"".join(frames))
-            stdin.flush()
-        except (OSError, ValueError):  # a broken pipe: the worker died
-            self._lost(count, "the trace worker is gone: dropped", log=False)
-            self._died_unexpectedly()
-
-    def _read(self) -> None:
-        """Log and count what the worker reports; notice when it ends."""
-        process = self._process
-        if process is None or process.stdout is None:
-            return
-        decode = msgspec.json.Decoder(Report).decode
-        with process.stdout:
-            for line in process.stdout:
-                try:
-                    report = decode(line)
-                except msgspec.DecodeError:
-                    continue
-                if report.count:
-                    self._lost(report.count, report.why)
-                else:
-                    logger.warning("%s", report.why)
-        if not self._closed:
-            self._died_unexpectedly()
-
-    def _died_unexpectedly(self) -> None:
-        process = self._process
-        code = process.poll() if process is not None else None
-        if code is None and process is not None:
-            try:
-                code = process.wait(1)
-            except subprocess.TimeoutExpired:
-                code = None
-        self._died(f"the trace worker process (pid {self.pid}) ended (exit code {code})")
-
-    def _died(self, what: str) -> None:
-        with self._lock:
-            if self._dead:
+        with self._wake:
+            if not self._thread.is_alive():
                 return
-            self._dead = True
-        logger.warning(
-            "%s: the spans it held were lost, and spans from now on are dropped (counted)", what
-        )
-        left = sum(count for _, count in self._pending)
-        self._pending.clear()
+            self._abandoned = True
+            left = self._queued + self._sending + self._overflow
+            self._handovers.clear()
+            self._queued, self._sending, self._overflow = 0, 0, 0
         if left:
-            self._lost(left, "the trace worker is gone: dropped", log=False)
+            self._lost(
+                left, f"shutdown waited {self._timeout:g} s for the trace collector: dropped"
+            )
 
-    def _lost(self, count: int, why: str, *, log: bool = True) -> None:
-        with self._lock:
+    # the thread
+
+    def _run(self) -> None:
+        while True:
+            try:
+                if not self._send_next():
+                    return
+            except Exception:  # never stop: every span after would be lost unseen
+                logger.exception("the trace sender failed; it goes on")
+
+    def _send_next(self) -> bool:
+        """Wait for a batch, draw, encode and send it; ``False`` once closed and drained."""
+        with self._wake:
+            if not (self._closed or self._queued >= BATCH):
+                self._wake.wait(self._delay)
+            if self._abandoned:
+                return False
+            taken: list[Handover] = []
+            count = 0
+            while self._handovers and count < BATCH:
+                handover = self._handovers.popleft()
+                taken.append(handover)
+                count += len(handover[0]) + (handover[1] is not None)
+            self._queued -= count
+            self._sending = count
+            overflow, self._overflow = self._overflow, 0
+            done = self._closed and not self._handovers
+        if overflow:
+            self._lost(overflow, "the trace queue was full: dropped")
+        spans: list[bytes] = []
+        for records, material in taken:
+            spans += self._encoded(records, material)
+        with self._wake:
+            if self._abandoned:  # counted by shutdown already
+                return False
+            self._sending = len(spans)
+        for start in range(0, len(spans), BATCH):
+            self._export(spans[start : start + BATCH])
+        with self._wake:
+            self._sending = 0
+            return not (done or self._abandoned)
+
+    def _encoded(self, records: list[SpanRecord], material: Draw | None) -> list[bytes]:
+        """The spans of one handover, drawn and encoded; what cannot be is dropped."""
+        if material is not None:
+            try:
+                records = records + draw(records[0], material)
+            except Exception as error:  # the root and the rest go without them
+                logger.debug("drawing %s failed", records[0].name, exc_info=error)
+                self._lost(1, f"drawing {records[0].name} failed ({type(error).__name__}): dropped")
+        try:
+            return [encoded_span(record) for record in records]
+        except Exception as error:  # a span that cannot be encoded loses the others nothing
+            logger.debug("span encoding failed: %r", error)
+            self._lost(len(records), "a span could not be encoded: dropped")
+            return []
+
+    def _export(self, batch: list[bytes]) -> None:
+        try:
+            body = export_request(self._resource, self._scope, batch)
+            if self._gzip:
+                body = gzip.compress(body)
+            request = urllib.request.Request(self.url, body, self._headers, method="POST")
+            with urllib.request.urlopen(
+                request, timeout=self._timeout, context=self._tls
+            ) as answer:
+                answer.read()
+        except Exception as error:  # urllib's OSErrors, http.client's errors, any other
+            logger.debug("span export failed: %r", error)
+            with self._wake:
+                if self._abandoned:  # counted by shutdown already
+                    return
+            self._lost(len(batch), "the trace collector did not take")
+
+    def _lost(self, count: int, why: str) -> None:
+        with self._wake:
             self.dropped += count
             total = self.dropped
-        if log:
-            logger.warning("%s %d span(s); %d dropped so far", why, count, total)
-
-
-def _frame_of(settings: Settings) -> bytes:
-    body = _FRAME.encode(settings)
-    return LENGTH.pack(len(body)) + body
+        logger.warning("%s %d span(s); %d dropped so far", why, count, total)

@@ -23,7 +23,7 @@ Rules:
   policy, or :meth:`TracePolicy.safe` when the adapter has none, so a collector never
   receives a payload the policy would digest. The turn hands the sink the response body
   as it is (:class:`~evalport.protocol._otel.Draw`); the sink draws it, in the exporter's
-  worker process for ``--otlp``. The replay bookkeeping reads only the turn number and
+  background thread for ``--otlp``. The replay bookkeeping reads only the turn number and
   the step count (:func:`~evalport.protocol._otel.turn_and_steps`).
 - Tracing never fails a turn: spans that cannot be drawn or handed over are dropped and
   logged (:func:`~evalport.protocol._otel.failed`).

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from evalport.protocol._otel import CLIENT, SERVER, SpanEvent, SpanRecord
 from evalport.protocol._otlp import OtlpExporter
-from evalport.protocol._otlp_worker import encode
+from evalport.protocol._otlp_proto import encode
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from support.otlp import collector, received_spans
 
