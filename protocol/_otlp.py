@@ -12,8 +12,8 @@ Rules:
   requests of at most 512 spans. Done back to back, drawing and encoding cost a trial a
   third of what they cost between trials (the caches stay warm: benchmarks/runner.py
   workload 4).
-- The queue holds at most ``queue`` spans, a handover not yet drawn counting as one span
-  (its records) plus one (what is left to draw). Spans that find the queue full, spans
+- The queue holds at most ``queue`` spans: a handover counts its records, plus one span
+  for what is left to draw, if any (how many it holds is known only once drawn). Spans that find the queue full, spans
   that cannot be drawn (counted as that one span) or encoded, and spans of an export that
   failed (a collector that is down, a timeout, an answer that is not HTTP) are dropped,
   counted in :attr:`OtlpExporter.dropped` and logged on ``evalport.tracing``; no error
