@@ -13,9 +13,11 @@ Rules:
   third of what they cost between trials (the caches stay warm: benchmarks/runner.py
   workload 4).
 - The queue holds at most ``queue`` spans: a handover counts its records, plus one span
-  for what is left to draw, if any (how many it holds is known only once drawn). Spans that find the queue full, spans
-  that cannot be drawn (counted as that one span) or encoded, and spans of an export that
-  failed (a collector that is down, a timeout, an answer that is not HTTP) are dropped,
+  for what is left to draw, if any (how many it holds is known only once drawn). It also
+  holds at most :data:`QUEUE_BYTES` of runs still to draw (a served turn hands over its
+  whole run, which a long session makes large), and :data:`WAKE_BYTES` of them wake the
+  thread as 512 spans do. Spans that find the queue full, spans that cannot be drawn
+  (counted as that one span) or encoded, and spans of an export that failed (a collector that is down, a timeout, an answer that is not HTTP) are dropped,
   counted in :attr:`OtlpExporter.dropped` and logged on ``evalport.tracing``; no error
   stops the thread.
 - Nothing waits for a collector but :meth:`OtlpExporter.shutdown` (called at exit, too),
@@ -55,6 +57,10 @@ QUEUE_SIZE: Final = 2048
 """Spans waiting for export at most (a server's default); more are dropped and counted."""
 BATCH: Final = 512
 """Spans per request at most; as many waiting wake the thread."""
+QUEUE_BYTES: Final = 64 << 20
+"""Bytes of runs waiting to be drawn at most (a served turn hands over its whole run)."""
+WAKE_BYTES: Final = 4 << 20
+"""Bytes of runs waiting that wake the thread, as :data:`BATCH` spans do."""
 
 
 def traces_url(endpoint: str) -> str:
@@ -220,6 +226,7 @@ class OtlpExporter:
         self._delay = _delay()
         self._handovers: collections.deque[Handover] = collections.deque()
         self._queued = 0  # spans the handovers count (see the rules)
+        self._queued_bytes = 0  # bytes of the runs they hold still to draw
         self._sending = 0  # spans taken by the thread, not yet sent
         self._overflow = 0
         self._closed = False
@@ -254,12 +261,18 @@ class OtlpExporter:
 
     def _hand(self, records: list[SpanRecord], material: Draw | None) -> None:
         count = len(records) + (material is not None)
+        size = len(material.run) if material is not None else 0
         with self._wake:
             closed = self._closed
-            if not closed and self._queued + count <= self._queue_size:
+            if (
+                not closed
+                and self._queued + count <= self._queue_size
+                and self._queued_bytes + size <= QUEUE_BYTES
+            ):
                 self._handovers.append((records, material))
                 self._queued += count
-                if self._queued >= BATCH:
+                self._queued_bytes += size
+                if self._queued >= BATCH or self._queued_bytes >= WAKE_BYTES:
                     self._wake.notify()
                 return
             if not closed:
@@ -284,7 +297,7 @@ class OtlpExporter:
             self._abandoned = True
             left = self._queued + self._sending + self._overflow
             self._handovers.clear()
-            self._queued, self._sending, self._overflow = 0, 0, 0
+            self._queued, self._queued_bytes, self._sending, self._overflow = 0, 0, 0, 0
         if left:
             self._lost(
                 left, f"shutdown waited {self._timeout:g} s for the trace collector: dropped"
@@ -303,17 +316,20 @@ class OtlpExporter:
     def _send_next(self) -> bool:
         """Wait for a batch, draw, encode and send it; ``False`` once closed and drained."""
         with self._wake:
-            if not (self._closed or self._queued >= BATCH):
+            if not (self._closed or self._queued >= BATCH or self._queued_bytes >= WAKE_BYTES):
                 self._wake.wait(self._delay)
             if self._abandoned:
                 return False
             taken: list[Handover] = []
             count = 0
-            while self._handovers and count < BATCH:
-                handover = self._handovers.popleft()
+            size = 0
+            while self._handovers and count < BATCH and size < WAKE_BYTES:
+                records, material = handover = self._handovers.popleft()
                 taken.append(handover)
-                count += len(handover[0]) + (handover[1] is not None)
+                count += len(records) + (material is not None)
+                size += len(material.run) if material is not None else 0
             self._queued -= count
+            self._queued_bytes -= size
             self._sending = count
             overflow, self._overflow = self._overflow, 0
             done = self._closed and not self._handovers

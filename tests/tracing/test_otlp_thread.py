@@ -10,6 +10,7 @@ import time
 
 import msgspec
 import pytest
+from evalport.protocol import _otlp
 from evalport.protocol._otel import CLIENT, SERVER, Draw, SpanRecord
 from evalport.protocol._otlp import BATCH, OtlpExporter
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -74,6 +75,41 @@ def test_a_handover_still_to_draw_counts_one_span_more_in_the_queue(
     assert "the trace queue was full: dropped 2 span(s); 2 dropped so far" in caplog.text
     assert {span["name"] for span in received_spans(bodies)} >= {"trial one"}
     assert "trial two" not in {span["name"] for span in received_spans(bodies)}
+
+
+def big_run(size: int) -> msgspec.Raw:
+    return msgspec.Raw(RUN.replace(b'"ok"', b'"' + b"x" * size + b'"'))
+
+
+def test_runs_still_to_draw_are_bounded_in_bytes(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(_otlp, "QUEUE_BYTES", 150_000)  # the thread sleeps: nothing drawn
+    with collector() as (url, bodies):
+        exporter = OtlpExporter(url, "svc")
+        with caplog.at_level(logging.WARNING, logger="evalport.tracing"):
+            for name in ("turn one", "turn two"):  # 100,000 bytes each: the second too many
+                exporter.finish(exporter.begin(name, SERVER, None, {}), [], Draw(big_run(100_000)))
+            exporter.shutdown()
+    names = {span["name"] for span in received_spans(bodies)}
+    assert "turn one" in names and "turn two" not in names
+    assert exporter.dropped == 2
+    assert "the trace queue was full: dropped 2 span(s)" in caplog.text
+
+
+def test_runs_still_to_draw_wake_the_thread_past_wake_bytes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_otlp, "WAKE_BYTES", 100_000)
+    with collector() as (url, bodies):
+        exporter = OtlpExporter(url, "svc")
+        exporter.finish(exporter.begin("turn one", SERVER, None, {}), [], Draw(big_run(120_000)))
+        deadline = time.monotonic() + 10  # sent long before the minute's delay
+        while not bodies and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert "turn one" in {span["name"] for span in received_spans(bodies)}
+        exporter.shutdown()
+    assert exporter.dropped == 0
 
 
 def test_a_full_batch_wakes_the_thread_and_requests_carry_at_most_a_batch() -> None:
