@@ -43,7 +43,7 @@ HOT_BYTES: Final = 256 * 2**20
 together: 64 runs of the default ``max_run_bytes`` (16 MiB) would hold 1 GiB and more
 as objects; past this, the coldest park first (the latest always stays hot)."""
 
-_UNKNOWN: Final = Reached(0, 0, 0)
+_UNKNOWN: Final = Reached(0, b"", 0, 0)
 
 
 class LiveSessions:
@@ -95,13 +95,15 @@ class LiveSessions:
     def reached(self, session_id: str, reached: Reached, envelope: bytes | None = None) -> None:
         """The session's live agent reached ``reached``, which the store now holds
         (``envelope``: its run's encoding, when the store holds that)."""
-        before = self._seen.get(session_id)
+        before = self._seen.get(session_id, _UNKNOWN)
         self._seen[session_id] = reached
         self._finishing.discard(session_id)
-        if session_id in self._hot:
-            self._hot[session_id] = envelope
-            self._hot_bytes += _size(reached) - (0 if before is None else _size(before))
-            self._cool()
+        hot = self._hot
+        if session_id in hot:
+            hot[session_id] = envelope
+            self._hot_bytes += reached.whole + reached.appended - before.whole - before.appended
+            if self._hot_bytes > HOT_BYTES:  # (as many as before: only the bytes may pass)
+                self._cool()
         elif (live := self._agents.get(session_id)) is not None:
             live.park(envelope)  # pushed out of the hot ones while its turn ran
 
@@ -139,29 +141,32 @@ class LiveSessions:
         """The session takes a turn: it is hot; the one that took none the longest, past
         :data:`HOT_SESSIONS`, parks its run."""
         hot = self._hot
-        if session_id not in hot:
-            hot[session_id] = None
-            self._hot_bytes += _size(self.reached_of(session_id))
-        hot.move_to_end(session_id)
+        if session_id in hot:
+            hot.move_to_end(session_id)  # (as many and as large: nothing to park)
+            return
+        hot[session_id] = None
+        reached = self._seen.get(session_id, _UNKNOWN)
+        self._hot_bytes += reached.whole + reached.appended
         self._cool()
 
     def _cool(self) -> None:
         """Park the coldest sessions while more than :data:`HOT_SESSIONS`, or more than
         :data:`HOT_BYTES` of runs, are hot (the latest stays)."""
-        hot = self._hot
+        hot, seen = self._hot, self._seen
         while len(hot) > HOT_SESSIONS or (len(hot) > 1 and self._hot_bytes > HOT_BYTES):
             coldest, envelope = hot.popitem(last=False)
-            self._hot_bytes -= _size(self.reached_of(coldest))
+            reached = seen.get(coldest, _UNKNOWN)
+            self._hot_bytes -= reached.whole + reached.appended
             live = self._agents.get(coldest)
             if live is not None:
                 live.park(envelope)
 
     async def forget(self, session_id: str) -> None:
         """Close the session's live agent, if any, and stop answering relayed approvals."""
-        reached = self._seen.pop(session_id, None)
+        reached = self._seen.pop(session_id, _UNKNOWN)
         if session_id in self._hot:
             del self._hot[session_id]
-            self._hot_bytes -= 0 if reached is None else _size(reached)
+            self._hot_bytes -= reached.whole + reached.appended
         self._finishing.discard(session_id)
         if self._relay is not None:
             with contextlib.suppress(StoreUnavailable):
@@ -179,7 +184,7 @@ class LiveSessions:
             await self.forget(session_id)
             raise not_found(session_id)
         live = self._agents.get(session_id)
-        reached = self.reached_of(session_id)
+        reached = self._seen.get(session_id, _UNKNOWN)
         if live is not None and reached.matches(stored):
             self._seen[session_id] = reached.versioned(stored)
             self._touch(session_id)
@@ -198,8 +203,3 @@ class LiveSessions:
         live = await AgentSession.restore(self._factory, info, run, **self._options)
         self.adopt(session_id, live, Reached.of(stored, run))
         return live
-
-
-def _size(reached: Reached) -> int:
-    """The stored bytes of a run as reached (its last whole write and its log)."""
-    return reached.whole + reached.appended
