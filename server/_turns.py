@@ -93,7 +93,6 @@ from ._runlog import (
 from .stores import (
     ApprovalRelay,
     Lease,
-    MemoryStore,
     SessionStore,
     StoredSession,
     TurnStart,
@@ -136,8 +135,6 @@ class TurnRunner:
         self._policy = policy
         self._relayed = relayed
         self._inflight: dict[tuple[str, str], InFlight] = {}
-        # a run's own encoding is shared with the in-process store (a copy, over Redis)
-        self._shares_runs = policy is None and isinstance(store, MemoryStore)
         self.waiter = SameKeyWaiter(
             self._begin, store.release, jobs, limits, renewed=leases.renewed
         )
@@ -455,7 +452,7 @@ class TurnRunner:
                 if base
                 else bodies.reached(before, 0, bodies.whole or b"")
             )
-            envelope = bodies.whole if self._shares_runs else None
+            envelope = bodies.whole if self._policy is None else None  # (the run's own)
             self._live.reached(session_id, reached, envelope)
             if not relayed and self._relay is not None:
                 await self._relay.unlisten(session_id)
