@@ -18,7 +18,9 @@ Rules:
   while they are among the :data:`HOT_SESSIONS` that took a turn last; an agent that
   falls out of them parks its run (kept encoded until its next turn; one busy or
   suspended then parks once its run is stored), so that many idle sessions hold bytes,
-  not trees of objects.
+  not trees of objects. A session is hot from its second turn: a new session's first
+  turn parks its run once stored (most sessions are short, and keeping their runs
+  costs them more than the one decode it saves a long one).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from evalport.protocol.runtime import AgentSession, SessionInfo
 
 from ._records import SUSPENDED, decode_meta, not_found, session_info, suspended_elsewhere
 from ._runlog import Reached, stored_run
-from .stores import ApprovalRelay, SessionStore, StoredSession, StoreUnavailable
+from .stores import ApprovalRelay, MemoryStore, SessionStore, StoredSession, StoreUnavailable
 
 HOT_SESSIONS: Final = 64
 """How many sessions (the latest to take a turn) keep their runs as objects."""
@@ -43,7 +45,7 @@ HOT_BYTES: Final = 256 * 2**20
 together: 64 runs of the default ``max_run_bytes`` (16 MiB) would hold 1 GiB and more
 as objects; past this, the coldest park first (the latest always stays hot)."""
 
-_UNKNOWN: Final = Reached(0, 0, 0)
+_UNKNOWN: Final = Reached(0, b"", 0, 0)
 
 
 class LiveSessions:
@@ -68,6 +70,7 @@ class LiveSessions:
         # (written whole, as the run is): parking shares it instead of making a copy
         self._hot: OrderedDict[str, bytes | None] = OrderedDict()
         self._hot_bytes = 0  # the stored sizes of the hot runs (as reached)
+        self._shares = isinstance(store, MemoryStore)  # (it holds the bytes it is given)
         # sessions whose turn ended but whose run the store may not hold yet (from the
         # lease until :meth:`reached` or :meth:`forget`): no attach is answered from them
         self._finishing: set[str] = set()
@@ -90,20 +93,24 @@ class LiveSessions:
         """``live`` is the session's agent, and ``reached`` what the store holds."""
         self._agents[session_id] = live
         self._seen[session_id] = reached
-        self._touch(session_id)
+        if reached.since:  # (a new session is not hot: see the module's rules)
+            self._touch(session_id)
 
     def reached(self, session_id: str, reached: Reached, envelope: bytes | None = None) -> None:
         """The session's live agent reached ``reached``, which the store now holds
-        (``envelope``: its run's encoding, when the store holds that)."""
-        before = self._seen.get(session_id)
+        (``envelope``: its run's encoding, if made; a hot session keeps it only when the
+        store holds those same bytes, as the in-process store does: else a copy)."""
+        before = self._seen.get(session_id, _UNKNOWN)
         self._seen[session_id] = reached
         self._finishing.discard(session_id)
-        if session_id in self._hot:
-            self._hot[session_id] = envelope
-            self._hot_bytes += _size(reached) - (0 if before is None else _size(before))
-            self._cool()
+        hot = self._hot
+        if session_id in hot:
+            hot[session_id] = envelope if self._shares else None
+            self._hot_bytes += reached.whole + reached.appended - before.whole - before.appended
+            if self._hot_bytes > HOT_BYTES:  # (as many as before: only the bytes may pass)
+                self._cool()
         elif (live := self._agents.get(session_id)) is not None:
-            live.park(envelope)  # pushed out of the hot ones while its turn ran
+            live.park(envelope)  # a first turn, or pushed out of the hot ones while it ran
 
     def finishing(self, session_id: str) -> None:
         """A turn on the session took the lease: until it stores its run (:meth:`reached`)
@@ -139,29 +146,32 @@ class LiveSessions:
         """The session takes a turn: it is hot; the one that took none the longest, past
         :data:`HOT_SESSIONS`, parks its run."""
         hot = self._hot
-        if session_id not in hot:
-            hot[session_id] = None
-            self._hot_bytes += _size(self.reached_of(session_id))
-        hot.move_to_end(session_id)
+        if session_id in hot:
+            hot.move_to_end(session_id)  # (as many and as large: nothing to park)
+            return
+        hot[session_id] = None
+        reached = self._seen.get(session_id, _UNKNOWN)
+        self._hot_bytes += reached.whole + reached.appended
         self._cool()
 
     def _cool(self) -> None:
         """Park the coldest sessions while more than :data:`HOT_SESSIONS`, or more than
         :data:`HOT_BYTES` of runs, are hot (the latest stays)."""
-        hot = self._hot
+        hot, seen = self._hot, self._seen
         while len(hot) > HOT_SESSIONS or (len(hot) > 1 and self._hot_bytes > HOT_BYTES):
             coldest, envelope = hot.popitem(last=False)
-            self._hot_bytes -= _size(self.reached_of(coldest))
+            reached = seen.get(coldest, _UNKNOWN)
+            self._hot_bytes -= reached.whole + reached.appended
             live = self._agents.get(coldest)
             if live is not None:
                 live.park(envelope)
 
     async def forget(self, session_id: str) -> None:
         """Close the session's live agent, if any, and stop answering relayed approvals."""
-        reached = self._seen.pop(session_id, None)
+        reached = self._seen.pop(session_id, _UNKNOWN)
         if session_id in self._hot:
             del self._hot[session_id]
-            self._hot_bytes -= 0 if reached is None else _size(reached)
+            self._hot_bytes -= reached.whole + reached.appended
         self._finishing.discard(session_id)
         if self._relay is not None:
             with contextlib.suppress(StoreUnavailable):
@@ -179,10 +189,11 @@ class LiveSessions:
             await self.forget(session_id)
             raise not_found(session_id)
         live = self._agents.get(session_id)
-        reached = self.reached_of(session_id)
+        reached = self._seen.get(session_id, _UNKNOWN)
         if live is not None and reached.matches(stored):
             self._seen[session_id] = reached.versioned(stored)
-            self._touch(session_id)
+            if reached.since:  # (a first turn parks its run: see the module's rules)
+                self._touch(session_id)
             return live
         if stored.state == SUSPENDED:
             raise suspended_elsewhere()
@@ -198,8 +209,3 @@ class LiveSessions:
         live = await AgentSession.restore(self._factory, info, run, **self._options)
         self.adopt(session_id, live, Reached.of(stored, run))
         return live
-
-
-def _size(reached: Reached) -> int:
-    """The stored bytes of a run as reached (its last whole write and its log)."""
-    return reached.whole + reached.appended

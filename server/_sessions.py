@@ -165,7 +165,7 @@ class SessionManager:
             with contextlib.suppress(StoreUnavailable):  # (else it expires with its TTL)
                 await self.store.delete(session_id)
             raise
-        self.live.adopt(session_id, live, Reached(body, 0, len(body)))
+        self.live.adopt(session_id, live, Reached(0, body, 0, len(body)))
         return session_id, iso(now + limits.session_ttl)
 
     async def attach(self, session_id: str, since: int | None = None) -> bytes:

@@ -81,11 +81,18 @@ from ._records import (
     suspended,
     suspended_elsewhere,
 )
-from ._runlog import Written, answer_body, recorded_run, recorded_since, stored_run, written
+from ._runlog import (
+    Reached,
+    Written,
+    answer_body,
+    recorded_run,
+    recorded_since,
+    stored_run,
+    written,
+)
 from .stores import (
     ApprovalRelay,
     Lease,
-    MemoryStore,
     SessionStore,
     StoredSession,
     TurnStart,
@@ -171,7 +178,8 @@ class TurnRunner:
             return await self.answer(session_id, replayed(start.replay, digest), since)
         if start.suspended:
             raise suspended_elsewhere()
-        await self._leased(session_id, start.lease)
+        if start.lease is not Lease.ACQUIRED:
+            await self._leased(session_id, start.lease)
         self._live.finishing(session_id)
         keeper = self._leases.keep(session_id, token)
         try:
@@ -249,9 +257,11 @@ class TurnRunner:
         """A new session's run as stored and as sent (see :func:`~._records.run_bodies`)."""
         return run_bodies(self._policy, run)
 
-    async def _begin(self, session_id: str, token: str, key: str | None, lost: bytes) -> TurnStart:
+    def _begin(
+        self, session_id: str, token: str, key: str | None, lost: bytes
+    ) -> Awaitable[TurnStart]:
         limits = self._limits
-        return await self._turns.begin_turn(
+        return self._turns.begin_turn(  # (the store's call itself: no coroutine around it)
             session_id,
             token,
             lease=self._leases.length,
@@ -288,11 +298,12 @@ class TurnRunner:
         finished = False
         try:
             problem, run = await self._drive(session_id, live, step, keeper)
-            bodies = self._written(session_id, live, run, None if problem else since)
+            before = self._live.reached_of(session_id)
+            bodies = self._written(live, run, before, None if problem else since)
             outcome = problem or Outcome(status=200, body=bodies.sent)
             recorded = problem or Outcome(status=200, body=bodies.recorded)
             if not await self._finish(
-                session_id, live, token, bodies, key, _record(flight, recorded)
+                session_id, live, token, bodies, before, key, _record(flight, recorded)
             ):
                 record = None if key is None else await self._store.get_result(session_id, key)
                 recorded = _unstored(session_id, flight, record)
@@ -324,9 +335,10 @@ class TurnRunner:
         try:
             step = live.decide(decisions, timeout=self._limits.turn_timeout)
             problem, run = await self._drive(session_id, live, step, keeper)
-            bodies = self._written(session_id, live, run, None)
+            before = self._live.reached_of(session_id)
+            bodies = self._written(live, run, before, None)
             outcome = problem or Outcome(status=200, body=bodies.sent)
-            finished = await self._finish(session_id, live, token, bodies)
+            finished = await self._finish(session_id, live, token, bodies, before)
             if not finished:
                 finished = True  # (nothing to release: the lease is another's)
                 _unstored(session_id, None, None)
@@ -377,20 +389,14 @@ class TurnRunner:
         return None, run
 
     def _written(
-        self, session_id: str, live: AgentSession, run: AgentRun, since: int | None
+        self, live: AgentSession, run: AgentRun, before: Reached, since: int | None
     ) -> Written:
-        """``run``'s bodies (:func:`~._runlog.written`), appended to a store with versions
-        unless the turn is relayed (:meth:`_relays`: its run is then written whole,
-        before the relay listens)."""
-        relayed = self._relays(live)
-        before = self._live.reached_of(session_id)  # (a version: the store versions runs)
-        appending = before.version > 0 and not relayed
+        """``run``'s bodies (:func:`~._runlog.written`) over the stored run ``before``,
+        appended to a store with versions (``before`` has one) unless the turn is relayed
+        (suspended, with a relay to carry its approvals from another replica: its run
+        is then written whole, before the relay listens)."""
+        appending = before.version > 0 and not (self._relay is not None and live.suspended)
         return written(run, before, self._policy, since=since, appending=appending)
-
-    def _relays(self, live: AgentSession) -> bool:
-        """Whether ``live``'s turn is suspended and a relay carries its approvals (from
-        another replica) to this one."""
-        return self._relay is not None and live.suspended
 
     async def _finish(
         self,
@@ -398,68 +404,64 @@ class TurnRunner:
         live: AgentSession,
         token: str,
         bodies: Written,
+        before: Reached,
         key: str | None = None,
         record: bytes = b"",
     ) -> bool:
         """Store the run (and the idempotency record) and release the lease: one store call
         (two for a suspended turn with a relay). ``False``, storing nothing, when the
         lease was lost: this replica's agent is then dropped, the store moved on without it.
+        ``before``: the stored run the turn's agent started from.
         """
         try:
-            return await self._store_outcome(session_id, live, token, bodies, key, record)
+            state = SUSPENDED if live.suspended else IDLE
+            ttl = self._limits.session_ttl
+            base = before.version
+            whole, append = bodies.whole, bodies.append
+            relayed = self._relay is not None and state == SUSPENDED  # (as in :meth:`_written`)
+            if relayed:
+                assert whole is not None and self._relay is not None
+                if not await self._store.write(
+                    session_id, whole, state=state, ttl=ttl, token=token
+                ):
+                    await self._live.forget(session_id)
+                    return False
+                self._live.reached(session_id, bodies.reached(before, 0))  # (its version: below)
+                await self._relay.listen(session_id, partial(self._relayed, session_id))
+                whole, append = None, b""
+            finish = partial(
+                self._turns.finish_turn,
+                session_id,
+                token,
+                state=state,
+                ttl=ttl,
+                key=key,
+                record=record,
+                keep=self._limits.idempotency_keys,
+            )
+            version = await finish(run=whole, append=append, base=base)
+            if version == -1:  # the store's run is not the one the turn was cut against
+                bodies = bodies.as_whole(live.run, self._policy)
+                version = await finish(run=bodies.whole, append=b"", base=0)
+            if not version:
+                await self._live.forget(session_id)
+                return False
+            # (a store that had no version for the turn's base has none: its bytes then)
+            reached = (
+                bodies.reached(before, version)
+                if base
+                else bodies.reached(before, 0, bodies.whole or b"")
+            )
+            envelope = bodies.whole if self._policy is None else None  # (the run's own)
+            self._live.reached(session_id, reached, envelope)
+            if not relayed and self._relay is not None:
+                await self._relay.unlisten(session_id)
+            return True
         except BaseException:
             # Not stored, so not acknowledged: the agent's memory holds a turn the store
             # does not; drop it, and the next turn rebuilds the agent from the store.
             await self._live.forget(session_id)
             raise
-
-    async def _store_outcome(
-        self,
-        session_id: str,
-        live: AgentSession,
-        token: str,
-        bodies: Written,
-        key: str | None,
-        record: bytes,
-    ) -> bool:
-        state = SUSPENDED if live.suspended else IDLE
-        ttl = self._limits.session_ttl
-        before = self._live.reached_of(session_id)
-        whole, append = bodies.whole, bodies.append
-        relayed = self._relays(live)
-        if relayed:
-            assert whole is not None and self._relay is not None
-            if not await self._store.write(session_id, whole, state=state, ttl=ttl, token=token):
-                await self._live.forget(session_id)
-                return False
-            self._live.reached(session_id, bodies.reached(before, 0))  # (its version: below)
-            await self._relay.listen(session_id, partial(self._relayed, session_id))
-            whole, append = None, b""
-        finish = partial(
-            self._turns.finish_turn,
-            session_id,
-            token,
-            state=state,
-            ttl=ttl,
-            key=key,
-            record=record,
-            keep=self._limits.idempotency_keys,
-        )
-        version = await finish(run=whole, append=append, base=before.version)
-        if version == -1:  # the store's run is not the one the turn was cut against
-            bodies = bodies.as_whole(live.run, self._policy)
-            version = await finish(run=bodies.whole, append=b"", base=0)
-        if not version:
-            await self._live.forget(session_id)
-            return False
-        marker: int | bytes = version if before.version else bodies.whole or b""
-        # the run's own encoding, shared with the in-process store (a copy, over Redis)
-        shared = self._policy is None and isinstance(self._store, MemoryStore)
-        envelope = bodies.whole if shared else None
-        self._live.reached(session_id, bodies.reached(before, marker), envelope)
-        if not relayed and self._relay is not None:
-            await self._relay.unlisten(session_id)
-        return True
 
 
 def _unstored(session_id: str, flight: InFlight | None, record: bytes | None) -> Outcome:

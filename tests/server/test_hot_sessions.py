@@ -1,6 +1,7 @@
 """Hot sessions (runs kept as objects, :mod:`evalport.server._live`): an attach never
-sends a turn the store does not hold yet, and a session pushed out of the hot ones while
-its turn ran parks its run once the turn is stored."""
+sends a turn the store does not hold yet, a session pushed out of the hot ones while
+its turn ran parks its run once the turn is stored, and a session is hot from its second
+turn."""
 
 from __future__ import annotations
 
@@ -105,6 +106,9 @@ async def test_the_hot_sessions_are_bounded_by_their_runs_bytes_too(
 
     adapter, client = build()
     sessions = [await open_session(client) for _ in range(3)]
+    for session in sessions:  # (a session is hot from its second turn)
+        turn = await client.post(f"/evals/sessions/{session}/turns", json={"message": "hi"})
+        assert turn.status_code == 200
     sizes = []
     for session in sessions:
         turn = await client.post(f"/evals/sessions/{session}/turns", json={"message": "x" * 9000})
@@ -125,4 +129,25 @@ async def test_the_hot_sessions_are_bounded_by_their_runs_bytes_too(
     assert middle.run_envelope is middle.run_envelope  # parked: the latest alone is past it
     assert latest.run_envelope is not latest.run_envelope
     again = await client.post(f"/evals/sessions/{sessions[0]}/turns", json={"message": "z"})
-    assert decode_run(again.content).turns == 2
+    assert decode_run(again.content).turns == 3
+
+
+async def test_a_first_turn_parks_its_run_and_a_second_keeps_it(build: Build) -> None:
+    """Most sessions are short: a new session's first turn parks its run once stored (it
+    decodes it again if a second turn comes); from its second turn on the run stays
+    objects, and creating sessions pushes no hot session out."""
+    from evalport.server._live import HOT_SESSIONS  # the bound itself, not a public name
+
+    adapter, client = build()
+    session = await open_session(client)
+    live = adapter.sessions.live.get(session)
+    assert live is not None
+    turn = await client.post(f"/evals/sessions/{session}/turns", json={"message": "one"})
+    assert turn.status_code == 200
+    assert live.run_envelope is live.run_envelope  # parked: the same bytes
+    turn = await client.post(f"/evals/sessions/{session}/turns", json={"message": "two"})
+    assert decode_run(turn.content).turns == 2
+    assert live.run_envelope is not live.run_envelope  # hot: encoded when asked
+    for _ in range(HOT_SESSIONS + 1):
+        await open_session(client)
+    assert live.run_envelope is not live.run_envelope  # still hot

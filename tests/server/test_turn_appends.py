@@ -99,14 +99,17 @@ async def test_only_the_latest_sessions_stay_hot(build: Build) -> None:
 
     adapter, client = build(echo_agent)
     sessions = [await open_session(client) for _ in range(HOT_SESSIONS + 1)]
-    for session in sessions:
-        response = await client.post(f"/evals/sessions/{session}/turns", json={"message": "A1"})
-        assert response.status_code == 200
+    for message in ("A1", "A2"):  # (a session is hot from its second turn)
+        for session in sessions:
+            response = await client.post(
+                f"/evals/sessions/{session}/turns", json={"message": message}
+            )
+            assert response.status_code == 200
     coldest = adapter.sessions.live.get(sessions[0])
     hottest = adapter.sessions.live.get(sessions[-1])
     assert coldest is not None and hottest is not None
     assert coldest.run_envelope is coldest.run_envelope  # parked: the same bytes
     assert hottest.run_envelope is not hottest.run_envelope  # hot: encoded on demand
-    response = await client.post(f"/evals/sessions/{sessions[0]}/turns", json={"message": "A2"})
-    assert decode_run(response.content).reply == "A2 #2"
+    response = await client.post(f"/evals/sessions/{sessions[0]}/turns", json={"message": "A3"})
+    assert decode_run(response.content).reply == "A3 #3"
     assert coldest.run_envelope is not coldest.run_envelope  # hot again
