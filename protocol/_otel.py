@@ -23,7 +23,10 @@ Rules:
   keeps its sampled flag; a span whose parent was not sampled is not sent.
 - A recorded time OTLP cannot carry (before 1970, such as a Go agent's zero
   ``time.Time``, ``0001-01-01T00:00:00Z``, or after 2554) counts as not recorded: its
-  span is timed as a span without that time is (the time it was drawn, or its start).
+  span is timed as a span without that time is. A step or tool execution with no start
+  starts when its root span ended (the time the trial or turn handed it over, not the
+  time it was drawn, which may be seconds later, in the exporter's thread); one with no
+  end ends when it started.
 - What a trial or a turn leaves to draw is handed to the sink as a :class:`Draw` (the
   run's JSON as it left the trace policy or the service, and what to draw from it), not
   as records: :func:`draw` turns it into records, wherever the sink calls it (in its
@@ -309,16 +312,17 @@ def turn_attributes(run: Run, turn: int, agent: str | None) -> dict[str, Any]:
     return attributes
 
 
-def turn_records(run: Run, parent: SpanRecord, agent: str | None) -> list[SpanRecord]:
+def turn_records(run: Run, parent: SpanRecord, agent: str | None, untimed: int) -> list[SpanRecord]:
     """Each turn of ``run`` as an ``invoke_agent`` client span under ``parent``, with its
     steps inside, timed from the first step's start to the last one's end (the runner's
-    view of the run it received)."""
-    now = time.time_ns()
+    view of the run it received); what has no time is timed at ``untimed`` (see the
+    rules)."""
+    now = untimed
     records = []
     for turn in range(1, run.turns + 1):
         name = f"invoke_agent {agent}" if agent else "invoke_agent"
         record = child(parent, name, CLIENT, now, now, turn_attributes(run, turn, agent))
-        steps = list(step_records(run, turn, record))
+        steps = list(step_records(run, turn, record, untimed))
         if steps:
             record.start = min(step.start for step in steps)
             record.end = max(step.end for step in steps)
@@ -327,12 +331,15 @@ def turn_records(run: Run, parent: SpanRecord, agent: str | None) -> list[SpanRe
     return records
 
 
-def step_records(run: Run, turn: int, parent: SpanRecord, drawn: int = 0) -> Iterator[SpanRecord]:
+def step_records(
+    run: Run, turn: int, parent: SpanRecord, untimed: int, drawn: int = 0
+) -> Iterator[SpanRecord]:
     """The ``chat`` and ``execute_tool`` spans of ``turn``'s steps, under ``parent``,
-    but for its first ``drawn`` steps (drawn already, before the turn suspended)."""
+    but for its first ``drawn`` steps (drawn already, before the turn suspended); what
+    has no start starts at ``untimed`` (see the rules)."""
     model = run.llm_profile.model if run.llm_profile is not None else None
     name = f"chat {model}" if model else "chat"
-    now = time.time_ns()
+    now = untimed
     for step in turn_steps(run, turn)[drawn:]:
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "chat",
@@ -393,9 +400,11 @@ def _error_type(error: Any) -> str:
 
 def draw(root: SpanRecord, material: Draw) -> list[SpanRecord]:
     """The records ``material`` names under ``root`` (see :class:`Draw`); a served turn's
-    attributes go on ``root``. The one place a run becomes spans, whichever the sink."""
+    attributes go on ``root``. The one place a run becomes spans, whichever the sink:
+    what the run did not time is timed at ``root``'s end (see the rules)."""
+    untimed = root.end or time.time_ns()  # a root its caller did not end: now
     if not material.turn:
-        return turn_records(decode_view(material.run), root, material.agent)
+        return turn_records(decode_view(material.run), root, material.agent, untimed)
     try:  # the service's view: the whole run, the safe policy applied if asked
         run = decode_run(bytes(material.run))
     except ProtocolError:
@@ -403,7 +412,7 @@ def draw(root: SpanRecord, material: Draw) -> list[SpanRecord]:
     if material.safe:
         run = _SAFE.apply(run, in_place=True)
     root.attributes.update(turn_attributes(run, material.turn, material.agent))
-    return list(step_records(run, material.turn, root, material.drawn))
+    return list(step_records(run, material.turn, root, untimed, material.drawn))
 
 
 class _TurnOfView(msgspec.Struct, gc=False):
