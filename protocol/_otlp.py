@@ -22,8 +22,9 @@ Rules:
   stops the thread.
 - Nothing waits for a collector but :meth:`OtlpExporter.shutdown` (called at exit, too),
   which draws and sends what is queued within one export timeout in all, then counts and
-  logs as dropped whatever is still queued or in flight, so a collector that swallows
-  packets delays an exit by that timeout at most.
+  logs as dropped whatever is still queued, drawn and not yet sent, or in flight, so a
+  collector that swallows packets delays an exit by that timeout at most. From then on
+  the thread sends nothing more and counts nothing more: each span is counted once.
 - The standard variables apply as OpenTelemetry's SDK reads them, a ``_TRACES_`` one over
   its general one, read and checked at construction: ``OTEL_SERVICE_NAME``,
   ``OTEL_RESOURCE_ATTRIBUTES``, headers (``key=value`` pairs separated by commas, values
@@ -341,29 +342,36 @@ class OtlpExporter:
         with self._wake:
             if self._abandoned:  # counted by shutdown already
                 return False
-            self._sending = len(spans)
+            self._sending = len(spans)  # the spans drawn, for the handovers they came of
         for start in range(0, len(spans), BATCH):
-            self._export(spans[start : start + BATCH])
-        with self._wake:
-            self._sending = 0
-            return not (done or self._abandoned)
+            if not self._export(spans[start : start + BATCH]):
+                return False
+        return not done
 
     def _encoded(self, records: list[SpanRecord], material: Draw | None) -> list[bytes]:
         """The spans of one handover, drawn and encoded; what cannot be is dropped."""
+        counted = len(records) + (material is not None)  # what the handover counts
         if material is not None:
             try:
                 records = records + draw(records[0], material)
             except Exception as error:  # the root and the rest go without them
                 logger.debug("drawing %s failed", records[0].name, exc_info=error)
-                self._lost(1, f"drawing {records[0].name} failed ({type(error).__name__}): dropped")
+                name = records[0].name
+                self._drop(1, 1, f"drawing {name} failed ({type(error).__name__}): dropped")
+                counted -= 1
         try:
             return [encoded_span(record) for record in records]
         except Exception as error:  # a span that cannot be encoded loses the others nothing
             logger.debug("span encoding failed: %r", error)
-            self._lost(len(records), "a span could not be encoded: dropped")
+            self._drop(len(records), counted, "a span could not be encoded: dropped")
             return []
 
-    def _export(self, batch: list[bytes]) -> None:
+    def _export(self, batch: list[bytes]) -> bool:
+        """Send ``batch``; ``False`` once shutdown gave up on what is left (and counted
+        it): nothing more is sent or counted."""
+        with self._wake:
+            if self._abandoned:
+                return False
         try:
             body = export_request(self._resource, self._scope, batch)
             if self._gzip:
@@ -375,10 +383,24 @@ class OtlpExporter:
                 answer.read()
         except Exception as error:  # urllib's OSErrors, http.client's errors, any other
             logger.debug("span export failed: %r", error)
-            with self._wake:
-                if self._abandoned:  # counted by shutdown already
-                    return
-            self._lost(len(batch), "the trace collector did not take")
+            return self._drop(len(batch), len(batch), "the trace collector did not take")
+        with self._wake:
+            if self._abandoned:
+                return False
+            self._sending -= len(batch)
+            return True
+
+    def _drop(self, count: int, taken: int, why: str) -> bool:
+        """Drop ``count`` spans the thread took, for ``taken`` of :attr:`_sending`;
+        ``False`` (and nothing counted) once shutdown gave up and counted them."""
+        with self._wake:
+            if self._abandoned:
+                return False
+            self._sending -= taken
+            self.dropped += count
+            total = self.dropped
+        logger.warning("%s %d span(s); %d dropped so far", why, count, total)
+        return True
 
     def _lost(self, count: int, why: str) -> None:
         with self._wake:
