@@ -97,8 +97,13 @@ def traced_trials(provider: Any, trial_function: Any = None) -> Any:
             raise
         finally:
             TRIAL.reset(token)
-        try:  # a plain try, no context manager: this runs on every trial
-            finish(span, trace.children, _draw(span.record, result, case, target))
+        material = None
+        try:  # plain tries, no context manager: this runs on every trial
+            material = _draw(span.record, result, case, target)
+        except Exception as failure:  # the trial span goes without what it failed to name
+            failed(f"drawing trial {case_id}", failure)
+        try:
+            finish(span, trace.children, material)
         except Exception as failure:
             failed(f"tracing trial {case_id}", failure)
         return result
