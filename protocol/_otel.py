@@ -403,14 +403,18 @@ def draw(root: SpanRecord, material: Draw) -> list[SpanRecord]:
     attributes go on ``root``. The one place a run becomes spans, whichever the sink:
     what the run did not time is timed at ``root``'s end (see the rules)."""
     untimed = root.end or time.time_ns()  # a root its caller did not end: now
+    run: Run
+    if material.safe or material.turn:  # the whole run, the safe policy applied if asked
+        try:
+            run = decode_run(bytes(material.run))
+        except ProtocolError:
+            return []
+        if material.safe:
+            run = _SAFE.apply(run, in_place=True)
+    else:  # the fields spans show, and no more
+        run = decode_view(material.run)
     if not material.turn:
-        return turn_records(decode_view(material.run), root, material.agent, untimed)
-    try:  # the service's view: the whole run, the safe policy applied if asked
-        run = decode_run(bytes(material.run))
-    except ProtocolError:
-        return []
-    if material.safe:
-        run = _SAFE.apply(run, in_place=True)
+        return turn_records(run, root, material.agent, untimed)
     root.attributes.update(turn_attributes(run, material.turn, material.agent))
     return list(step_records(run, material.turn, root, untimed, material.drawn))
 

@@ -137,3 +137,23 @@ def test_nan_and_infinities_are_sent_as_doubles() -> None:
     (span,) = ExportTraceServiceRequest.FromString(body).resource_spans[0].scope_spans[0].spans
     sent = {pair.key: pair.value.double_value for pair in span.attributes}
     assert math.isnan(sent["nan"]) and sent["up"] == math.inf and sent["down"] == -math.inf
+
+
+def test_the_safe_policy_applies_to_a_trial_s_draw_too() -> None:
+    from evalport.protocol._otel import draw
+
+    run = (
+        b'{"reply": "ok", "status": "completed", "turns": 1, "steps": [{"turn": 1,'
+        b' "index": 0, "type": "tool_call", "toolExecutions": [{"name": "refund",'
+        b' "toolCallId": "c1", "arguments": {"order": "pin-0042"}, "result": "pin-0042"}]}]}'
+    )
+    for safe in (False, True):
+        root = SpanRecord(1, 2, 0, "evalport.trial refund", CLIENT, 5, 10, {})
+        records = draw(root, Draw(msgspec.Raw(run), safe=safe))
+        assert [record.name for record in records] == [
+            "invoke_agent",
+            "chat",
+            "execute_tool refund",
+        ]
+        shown = msgspec.json.encode([record.attributes for record in records])
+        assert (b"pin-0042" in shown) is not safe
