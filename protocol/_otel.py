@@ -63,13 +63,13 @@ CLIENT: Final = 3
 """Span kinds, numbered as OTLP numbers them."""
 
 
-class SpanEvent(msgspec.Struct, gc=False, array_like=True):
+class SpanEvent(msgspec.Struct, gc=False):
     name: str
     time: int
     attributes: dict[str, Any]
 
 
-class SpanRecord(msgspec.Struct, gc=False, array_like=True):
+class SpanRecord(msgspec.Struct, gc=False):
     """One span as evalport draws it; ``parent_id`` 0 is a root; times in ns since the epoch."""
 
     trace_id: int
@@ -85,7 +85,7 @@ class SpanRecord(msgspec.Struct, gc=False, array_like=True):
     """Status ``ERROR`` (unset otherwise)."""
 
 
-class Draw(msgspec.Struct, gc=False, array_like=True):
+class Draw(msgspec.Struct, gc=False):
     """What is left to draw under a root span, handed to the sink as it is (see the
     rules): ``run``, a run's JSON (a trial's run, or a turn response's body); ``turn`` 0
     draws each of its turns as an ``invoke_agent`` client span with their steps (the
