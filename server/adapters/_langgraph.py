@@ -59,7 +59,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 from uuid import UUID
 
@@ -315,12 +315,21 @@ def _reply(message: Any) -> str:
 
 class _Attempt(AsyncCallbackHandler):
     """One invocation of the graph: hands its tool runs to the turn's recorder while it is
-    the current one (see the module rules)."""
+    the current one (see the module rules). A sync tool's callbacks run in its worker
+    thread: each is handed over on the turn's event loop, so recording never races."""
 
     raise_error = True
 
     def __init__(self, recorder: _Recorder) -> None:
         self.recorder = recorder
+        self.loop = asyncio.get_running_loop()
+
+    def _hand(self, record: Callable[..., None], *args: Any) -> None:
+        def hand() -> None:
+            if self.recorder.current is self:
+                record(*args)
+
+        self.loop.call_soon_threadsafe(hand)
 
     async def on_tool_start(
         self,
@@ -331,16 +340,13 @@ class _Attempt(AsyncCallbackHandler):
         inputs: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        if self.recorder.current is self:
-            self.recorder.tool_started(serialized, input_str, run_id, inputs, kwargs)
+        self._hand(self.recorder.tool_started, serialized, input_str, run_id, inputs, kwargs)
 
     async def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
-        if self.recorder.current is self:
-            self.recorder.tool_ended(output, run_id)
+        self._hand(self.recorder.tool_ended, output, run_id)
 
     async def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        if self.recorder.current is self:
-            self.recorder.tool_failed(error, run_id)
+        self._hand(self.recorder.tool_failed, error, run_id)
 
 
 class _Recorder(AsyncCallbackHandler):
