@@ -136,6 +136,7 @@ class Ordering(AsyncCallbackHandler):
         self.tally_ended = threading.Event()  # tally's first run ended ("before")
         self.resumed_ended = threading.Event()  # the resumed node's tally ended ("after")
         self.first_ended = threading.Event()  # tally's first run ended ("after")
+        self.first_node: UUID | None = None  # the interrupted run of the tools node
         self.first: UUID | None = None
         self.first_result: Any = None
         self.timeouts: list[str] = []
@@ -148,9 +149,12 @@ class Ordering(AsyncCallbackHandler):
         self, serialized: dict[str, Any], input_str: str, *, run_id: UUID, **kwargs: Any
     ) -> None:
         name = serialized.get("name")
+        node = kwargs.get("parent_run_id")
+        if self.first_node is None:
+            self.first_node = node
         if self.ordering == "before" and name == "erase" and not self.tally_ended.is_set():
             await self.wait(self.tally_ended, "tally's first run")
-        if self.ordering == "after" and name == "tally" and self.first is None:
+        if self.ordering == "after" and name == "tally" and node == self.first_node:
             # tally's first run starts only once the resumed node's tally has ended
             self.first = run_id
             await self.wait(self.resumed_ended, "the resumed node")
