@@ -20,7 +20,11 @@ Rules:
   Redis, SQLite on a shared disk; create it inside the server's loop, see docs/expose.md),
   and nothing is saved with the session.
 - A tool that LangGraph runs again when a node resumes after an interrupt is recorded
-  once, with the result of the run the graph kept (the last). A rejected call is
+  once, with the result of the run the graph kept. Each invocation of the graph (the
+  turn's, then one per resume) records only its own tool runs, and only until it stops at
+  an interrupt: a call still under way when the graph stopped (a ``ToolNode`` stops at
+  the first interrupt without waiting for its other calls) may start or end while the
+  resumed graph runs, and the graph keeps the resumed run, not that one. A rejected call is
   recorded as rejected (no result of its own), whatever the tool returns after
   ``interrupt()`` answered it.
 - ``GraphRecursionError`` (the ``recursion_limit``) stops the turn with the
@@ -55,7 +59,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 from uuid import UUID
 
@@ -198,17 +202,15 @@ class _Session:
         adapter = self._adapter
         recorder = _Recorder(ctx, adapter.reviews)
         base = adapter.config
-        config = cast(
-            RunnableConfig,
-            {
-                **base,
-                "configurable": {**base.get("configurable", {}), "thread_id": self.thread_id},
-                "callbacks": [*(base.get("callbacks") or []), recorder],
-            },
-        )
+        callbacks = [*(base.get("callbacks") or []), recorder]
+        configurable = {**base.get("configurable", {}), "thread_id": self.thread_id}
+        config = cast(RunnableConfig, {**base, "configurable": configurable})
         payload: Any = {adapter.messages_key: [_human(message, ctx)]}
         while True:
-            await adapter.graph.ainvoke(payload, config)
+            attempt = cast(
+                RunnableConfig, {**config, "callbacks": [*callbacks, recorder.attempt()]}
+            )
+            await adapter.graph.ainvoke(payload, attempt)
             snapshot = await adapter.graph.aget_state(config)
             if not snapshot.interrupts:
                 break
@@ -311,6 +313,42 @@ def _reply(message: Any) -> str:
     return reply_text(message)
 
 
+class _Attempt(AsyncCallbackHandler):
+    """One invocation of the graph: hands its tool runs to the turn's recorder while it is
+    the current one (see the module rules). A sync tool's callbacks run in its worker
+    thread: each is handed over on the turn's event loop, so recording never races."""
+
+    raise_error = True
+
+    def __init__(self, recorder: _Recorder) -> None:
+        self.recorder = recorder
+        self.loop = asyncio.get_running_loop()
+
+    def _hand(self, record: Callable[..., None], *args: Any) -> None:
+        def hand() -> None:
+            if self.recorder.current is self:
+                record(*args)
+
+        self.loop.call_soon_threadsafe(hand)
+
+    async def on_tool_start(
+        self,
+        serialized: dict[str, Any],
+        input_str: str,
+        *,
+        run_id: UUID,
+        inputs: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self._hand(self.recorder.tool_started, serialized, input_str, run_id, inputs, kwargs)
+
+    async def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        self._hand(self.recorder.tool_ended, output, run_id)
+
+    async def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        self._hand(self.recorder.tool_failed, error, run_id)
+
+
 class _Recorder(AsyncCallbackHandler):
     """Records chat model responses and tool runs into the turn context as they happen."""
 
@@ -324,10 +362,17 @@ class _Recorder(AsyncCallbackHandler):
         self._tools: dict[UUID, tuple[str, dict[str, Any], str | None, str]] = {}
         self._interrupted: dict[str, ToolCallInfo] = {}
         self._last_calls: list[ToolCall] = []
+        self.current: _Attempt | None = None
+
+    def attempt(self) -> _Attempt:
+        """The callback handler of the graph's next invocation, whose tool runs are recorded."""
+        self.current = _Attempt(self)
+        return self.current
 
     def superseded(self) -> None:
         """The graph stopped at an interrupt: tool runs still under way belong to an attempt
-        it will run again on resume; their late ends are not recorded."""
+        it will run again on resume; their late starts and ends are not recorded."""
+        self.current = None
         self._tools.clear()
 
     def plan_for(self, interrupt: Interrupt) -> InterruptPlan:
@@ -390,21 +435,20 @@ class _Recorder(AsyncCallbackHandler):
                 driver=provider if isinstance(provider, str) else None, model=model
             )
 
-    async def on_tool_start(
+    def tool_started(
         self,
         serialized: dict[str, Any],
         input_str: str,
-        *,
         run_id: UUID,
-        inputs: dict[str, Any] | None = None,
-        **kwargs: Any,
+        inputs: dict[str, Any] | None,
+        kwargs: Mapping[str, Any],
     ) -> None:
         name = kwargs.get("name") or (serialized or {}).get("name") or "tool"
         arguments = dict(inputs) if inputs is not None else arguments_of(input_str)
         call_id = kwargs.get("tool_call_id")
         self._tools[run_id] = (str(name), arguments, call_id, utc_now())
 
-    async def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
+    def tool_ended(self, output: Any, run_id: UUID) -> None:
         started = self._tools.pop(run_id, None)
         if started is None:
             return
@@ -416,7 +460,7 @@ class _Recorder(AsyncCallbackHandler):
                 result, error = None, _reply(output)
         self._record(name, arguments, call_id, started_at, result=result, error=error)
 
-    async def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+    def tool_failed(self, error: BaseException, run_id: UUID) -> None:
         started = self._tools.pop(run_id, None)
         if started is None:
             return

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+import threading
 from collections.abc import Sequence
 from typing import Any
+from uuid import UUID
 
 import pytest
 
@@ -14,6 +17,7 @@ from adapterfakes import chat_model
 from adapterkit import Call
 from evalport.protocol.runtime import AgentSession, SessionInfo, session_factory
 from evalport.server.adapters import LangGraphAgent
+from langchain_core.callbacks import AsyncCallbackHandler
 from langchain_core.tools import tool
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
@@ -118,3 +122,89 @@ async def test_a_thread_continues_in_another_process_from_the_saved_checkpoint()
     # back on A, whose checkpointer still holds the thread as it was after turn 1
     back = await AgentSession.restore(on_a, SessionInfo("s"), run)
     assert (await back.send("and now?")).reply == "you are Ada (3 messages)"
+
+
+class Ordering(AsyncCallbackHandler):
+    """Runs before evalport's recorder (``run_inline``) and holds tool callbacks back to force
+    one ordering of erase's interrupt and tally's first run. A sync tool's callbacks run in
+    its worker thread, hence thread events, waited for off the event loop."""
+
+    run_inline = True
+
+    def __init__(self, ordering: str) -> None:
+        self.ordering = ordering
+        self.tally_ended = threading.Event()  # tally's first run ended ("before")
+        self.resumed_ended = threading.Event()  # the resumed node's tally ended ("after")
+        self.first_ended = threading.Event()  # tally's first run ended ("after")
+        self.first_node: UUID | None = None  # the interrupted run of the tools node
+        self.first: UUID | None = None
+        self.first_result: Any = None
+        self.timeouts: list[str] = []
+
+    async def wait(self, event: threading.Event, what: str) -> None:
+        if not await asyncio.to_thread(event.wait, 10):
+            self.timeouts.append(what)
+
+    async def on_tool_start(
+        self, serialized: dict[str, Any], input_str: str, *, run_id: UUID, **kwargs: Any
+    ) -> None:
+        name = serialized.get("name")
+        node = kwargs.get("parent_run_id")
+        if self.first_node is None:
+            self.first_node = node
+        if self.ordering == "before" and name == "erase" and not self.tally_ended.is_set():
+            await self.wait(self.tally_ended, "tally's first run")
+        if self.ordering == "after" and name == "tally" and node == self.first_node:
+            # tally's first run starts only once the resumed node's tally has ended
+            self.first = run_id
+            await self.wait(self.resumed_ended, "the resumed node")
+
+    async def on_chat_model_start(self, serialized: Any, messages: Any, **kwargs: Any) -> None:
+        if self.resumed_ended.is_set():  # the model answers once the stale run has ended
+            await self.wait(self.first_ended, "the stale run")
+
+    async def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        name = getattr(output, "name", None)
+        if name == "tally" and self.ordering == "before":
+            self.tally_ended.set()
+        if name == "tally" and self.ordering == "after":
+            if run_id == self.first:
+                self.first_result = output.content
+                self.first_ended.set()
+            else:
+                self.resumed_ended.set()
+
+
+@pytest.mark.parametrize("ordering", ["before", "after"])
+async def test_a_tool_run_the_interrupted_node_left_behind_is_not_recorded(ordering: str) -> None:
+    """tally ends before erase's interrupt stops the node ("before"), or its first run
+    starts and ends only while the resumed node runs ("after"): either way evalport records
+    the run the graph kept and sent the model."""
+    runs = itertools.count(1)
+
+    @tool
+    def tally() -> str:
+        """Count."""
+        return f"run #{next(runs)}"
+
+    @tool
+    def erase(item: str) -> str:
+        """Erase an item (a person approves)."""
+        interrupt({"tool": "erase", "args": {"item": item}})
+        return f"erased {item}"
+
+    order = Ordering(ordering)
+    graph = tool_graph([tally, erase], erase_then_tally)
+    session = await AgentSession.open(
+        LangGraphAgent(graph, config={"callbacks": [order]}), SessionInfo("s")
+    )
+    run = await session.send("tidy up")
+    (pending,) = run.pending_approvals
+    run = await session.decide({pending.call_id: "approve"})
+    assert run.status == "completed", run.errors
+    assert not order.timeouts
+    erased, tally_run = run.tools
+    assert erased.result == "erased a"
+    assert f"tally={tally_run.result}" in run.reply
+    if ordering == "after":
+        assert order.first_result is not None and order.first_result != tally_run.result
