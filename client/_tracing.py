@@ -99,7 +99,7 @@ def traced_trials(provider: Any, trial_function: Any = None) -> Any:
             TRIAL.reset(token)
         material = None
         try:  # plain tries, no context manager: this runs on every trial
-            material = _draw(span.record, result, case, target)
+            material = _material(span.record, result, case, target)
         except Exception as failure:  # the trial span goes without what it failed to name
             failed(f"drawing trial {case_id}", failure)
         try:
@@ -111,7 +111,7 @@ def traced_trials(provider: Any, trial_function: Any = None) -> Any:
     return traced
 
 
-def _draw(span: SpanRecord, result: TrialResult, case: Any, target: Any) -> Draw | None:
+def _material(span: SpanRecord, result: TrialResult, case: Any, target: Any) -> Draw | None:
     """Fill in the trial span's verdict and events; what is left to draw under it (the
     turn, step and tool spans of the run the trial kept, if it called the agent now)."""
     span.end = time.time_ns()

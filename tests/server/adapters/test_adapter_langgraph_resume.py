@@ -39,6 +39,18 @@ def tool_graph(tools: list[Any], plan: Any) -> Any:
     return graph.compile(name="resumes")
 
 
+def counting_tally() -> Any:
+    """A ``tally`` tool answering ``run #n`` on its n-th run."""
+    runs = itertools.count(1)
+
+    @tool
+    def tally() -> str:
+        """Count."""
+        return f"run #{next(runs)}"
+
+    return tally
+
+
 def erase_then_tally(users: Sequence[str], results: Sequence[tuple[str, str]]) -> list[Call] | str:
     if results:
         return "done: " + "; ".join(f"{name}={text}" for name, text in results)
@@ -47,12 +59,7 @@ def erase_then_tally(users: Sequence[str], results: Sequence[tuple[str, str]]) -
 
 @pytest.mark.parametrize("approved", [True, False], ids=["approved", "rejected"])
 async def test_a_resumed_node_records_each_call_once_in_the_order_asked(approved: bool) -> None:
-    runs = itertools.count(1)
-
-    @tool
-    def tally() -> str:
-        """Count."""
-        return f"run #{next(runs)}"
+    tally = counting_tally()
 
     @tool
     def erase(item: str) -> str:
@@ -180,12 +187,7 @@ async def test_a_tool_run_the_interrupted_node_left_behind_is_not_recorded(order
     """tally ends before erase's interrupt stops the node ("before"), or its first run
     starts and ends only while the resumed node runs ("after"): either way evalport records
     the run the graph kept and sent the model."""
-    runs = itertools.count(1)
-
-    @tool
-    def tally() -> str:
-        """Count."""
-        return f"run #{next(runs)}"
+    tally = counting_tally()
 
     @tool
     def erase(item: str) -> str:
