@@ -50,10 +50,8 @@ from typing import Any, Final, Protocol
 
 import msgspec
 
-from ._codec import decode_run
-from ._models import AgentRun, RunStatus, Step, StepType, ToolExecution
+from ._models import RunStatus, StepType
 from ._policy import TracePolicy
-from ._problems import ProtocolError
 
 logger = logging.getLogger("evalport.tracing")
 
@@ -91,7 +89,7 @@ class Draw(msgspec.Struct, gc=False):
     draws each of its turns as an ``invoke_agent`` client span with their steps (the
     runner's view), ``turn`` n draws only that turn's steps but its first ``drawn``, and
     sets the turn's attributes on the root span (the service's view); ``safe``: apply
-    :meth:`~evalport.protocol.TracePolicy.safe` to the run first. The JSON is carried
+    :meth:`~evalport.protocol.TracePolicy.safe` to what the spans show first. The JSON is carried
     as it is (a :class:`msgspec.Raw`: handing it over copies and checks nothing)."""
 
     run: msgspec.Raw
@@ -266,8 +264,9 @@ class StepView(_View):
 
 
 class RunView(_View):
-    """A run as the runner draws it: decoded from the run's JSON with only the fields its
-    spans show (a fifth of the time of a whole :class:`AgentRun`)."""
+    """A run as spans draw it, the runner's and the service's: decoded from the run's JSON
+    with only the fields its spans show (a fifth of the time of a whole
+    :class:`~evalport.protocol.AgentRun`)."""
 
     reply: str = ""
     status: str = RunStatus.PENDING
@@ -278,15 +277,42 @@ class RunView(_View):
     user_messages: list[str] = msgspec.field(default_factory=list)
 
 
-decode_view: Final = msgspec.json.Decoder(RunView).decode
-Run = AgentRun | RunView
+class _RunViewOrEnvelope(RunView):
+    """A bare run, or a turn response's ``{"run": run}``: one decode serves both."""
+
+    run: RunView | None = None
 
 
-def turn_steps(run: Run, turn: int) -> list[Step] | list[StepView]:
-    return [step for step in run.steps if step.turn == turn]  # type: ignore[return-value]
+_decode_view: Final = msgspec.json.Decoder(_RunViewOrEnvelope).decode
 
 
-def turn_attributes(run: Run, turn: int, agent: str | None) -> dict[str, Any]:
+def decode_view(data: bytes | msgspec.Raw) -> RunView:
+    """The :class:`RunView` of a run's JSON, bare or as a turn response's ``{"run": ...}``
+    (``msgspec.DecodeError`` for what is no run)."""
+    found = _decode_view(data)
+    return found.run if found.run is not None else found
+
+
+_SAFE: Final = TracePolicy.safe()
+
+
+def _redact(steps: list[StepView]) -> None:
+    """Apply :meth:`~evalport.protocol.TracePolicy.safe` to what the spans of ``steps`` show
+    of their payloads (tool arguments, results and errors; the rest stays in clear under
+    it), in place."""
+    for step in steps:
+        for execution in step.tool_executions:
+            name = execution.name
+            execution.arguments = _SAFE.redact_arguments(execution.arguments, name)
+            execution.result = _SAFE.redact_value(execution.result, name)
+            execution.error = _SAFE.redact_error(execution.error, name)
+
+
+def turn_steps(run: RunView, turn: int) -> list[StepView]:
+    return [step for step in run.steps if step.turn == turn]
+
+
+def turn_attributes(run: RunView, turn: int, agent: str | None) -> dict[str, Any]:
     """The GenAI attributes of the ``invoke_agent`` span of ``turn`` (1-based)."""
     attributes: dict[str, Any] = {
         "gen_ai.operation.name": "invoke_agent",
@@ -312,7 +338,9 @@ def turn_attributes(run: Run, turn: int, agent: str | None) -> dict[str, Any]:
     return attributes
 
 
-def turn_records(run: Run, parent: SpanRecord, agent: str | None, untimed: int) -> list[SpanRecord]:
+def turn_records(
+    run: RunView, parent: SpanRecord, agent: str | None, untimed: int
+) -> list[SpanRecord]:
     """Each turn of ``run`` as an ``invoke_agent`` client span under ``parent``, with its
     steps inside, timed from the first step's start to the last one's end (the runner's
     view of the run it received); what has no time is timed at ``untimed`` (see the
@@ -332,7 +360,7 @@ def turn_records(run: Run, parent: SpanRecord, agent: str | None, untimed: int) 
 
 
 def step_records(
-    run: Run, turn: int, parent: SpanRecord, untimed: int, drawn: int = 0
+    run: RunView, turn: int, parent: SpanRecord, untimed: int, drawn: int = 0
 ) -> Iterator[SpanRecord]:
     """The ``chat`` and ``execute_tool`` spans of ``turn``'s steps, under ``parent``,
     but for its first ``drawn`` steps (drawn already, before the turn suspended); what
@@ -367,9 +395,7 @@ def step_records(
             yield _tool_record(execution, parent, now)
 
 
-def _tool_record(
-    execution: ToolExecution | ExecutionView, parent: SpanRecord, now: int
-) -> SpanRecord:
+def _tool_record(execution: ExecutionView, parent: SpanRecord, now: int) -> SpanRecord:
     attributes: dict[str, Any] = {
         "gen_ai.operation.name": "execute_tool",
         "gen_ai.tool.name": execution.name,
@@ -401,22 +427,18 @@ def _error_type(error: Any) -> str:
 def draw(root: SpanRecord, material: Draw) -> list[SpanRecord]:
     """The records ``material`` names under ``root`` (see :class:`Draw`); a served turn's
     attributes go on ``root``. The one place a run becomes spans, whichever the sink:
-    what the run did not time is timed at ``root``'s end (see the rules)."""
+    what the run did not time is timed at ``root``'s end (see the rules).
+    ``msgspec.DecodeError`` for a run that cannot be decoded (the sink drops and counts
+    what it would have drawn)."""
     untimed = root.end or time.time_ns()  # a root its caller did not end: now
-    run: Run
-    if material.safe or material.turn:  # the whole run, the safe policy applied if asked
-        try:
-            run = decode_run(bytes(material.run))
-        except ProtocolError:
-            return []
-        if material.safe:
-            run = _SAFE.apply(run, in_place=True)
-    else:  # the fields spans show, and no more
-        run = decode_view(material.run)
-    if not material.turn:
+    run = decode_view(material.run)
+    turn = material.turn
+    if material.safe:  # only the steps drawn: a served turn's run holds every earlier one
+        _redact(turn_steps(run, turn)[material.drawn :] if turn else run.steps)
+    if not turn:
         return turn_records(run, root, material.agent, untimed)
-    root.attributes.update(turn_attributes(run, material.turn, material.agent))
-    return list(step_records(run, material.turn, root, untimed, material.drawn))
+    root.attributes.update(turn_attributes(run, turn, material.agent))
+    return list(step_records(run, turn, root, untimed, material.drawn))
 
 
 class _TurnOfView(msgspec.Struct, gc=False):
@@ -432,7 +454,6 @@ class _TurnsOrEnvelope(_TurnsView, gc=False):
     run: _TurnsView | None = None
 
 
-_SAFE: Final = TracePolicy.safe()
 _decode_turns: Final = msgspec.json.Decoder(_TurnsOrEnvelope).decode
 
 

@@ -162,6 +162,13 @@ class TracePolicy:
             return value
         return _Redactor(self).value(value)
 
+    def redact_error(self, error: Any, tool: str | None = None) -> Any:
+        """A tool's error (a text or a value) of ``tool`` as this policy keeps it; ``None``
+        and an empty text stay as they are."""
+        if self.verbatim_payloads or (tool is not None and tool in self.allowed_tools):
+            return error
+        return _Redactor(self).error(error)
+
     def redact_arguments(self, arguments: Any, tool: str | None = None) -> Any:
         """An argument map of ``tool`` as this policy keeps it (keys stay in clear)."""
         if self.verbatim_payloads:
