@@ -25,7 +25,13 @@ Workloads (all in one process, one after the other):
    ``_otlp_sink.py`` in another process) against the same without, interleaved:
    traced / untraced wall time (target: at most 1.10x; :func:`tracing_overhead`). The
    exporter draws, encodes and sends in a thread of this process: the CPU per trial
-   printed (both sides) is the whole cost.
+   printed (both sides) is the whole cost. A third side, the reference, interleaved with
+   them: the same spans through the OpenTelemetry Python SDK's standard pipeline,
+   ``traced_trials(provider)`` with the ``TracerProvider`` of ``_otel_sdk.py`` (a
+   ``BatchSpanProcessor`` over ``OTLPSpanExporter``, with ``evalport run``'s queue size)
+   to the same sink, printed as ``SDK-traced`` in the same two lines. It needs
+   ``.venv/bin/pip install opentelemetry-exporter-otlp-proto-http`` (no extra installs it);
+   without it its rows are skipped with a message. ``--tracing-only`` runs only this one.
 
 evalport's side is the whole product path: ``LocalTarget`` (the turn runtime, encode,
 lenient decode, safe redaction) or ``HttpTarget``, a fresh session per trial, a
@@ -38,8 +44,10 @@ the same machine load, with the same ratio on process CPU time (what other proce
 on a shared machine disturb least). Every measured run starts after ``gc.collect()``:
 neither side pays for collecting the other's garbage. Run:
 ``python benchmarks/runner.py`` (``--cases``, ``--concurrency``, ``--latency``,
-``--rounds``, ``--http-cases``, ``--http-only``; ``--overhead`` prints only the runner's
-own CPU per case, ``HttpTarget`` over an in-memory ``httpx.MockTransport``). Machines here are noisy and shared; compare ratios, and it never gates CI.
+``--rounds``, ``--http-cases``, ``--http-only``, ``--tracing-only``; ``--overhead``
+prints only the runner's own CPU per case, ``HttpTarget`` over an in-memory
+``httpx.MockTransport``). Machines here are noisy and shared; compare ratios, and it never
+gates CI.
 """
 
 from __future__ import annotations
@@ -379,20 +387,28 @@ def best(rounds: int, measure: Any) -> float | None:
     return min(present) if present else None
 
 
+TRACED_SIDES = ("untraced", "evalport", "sdk")
+
+
 def tracing_overhead(cases: list[Case], concurrency: int, rounds: int) -> None:
     """4. The instant-agent workload with every trial exported as a trace (``evalport run
     --otlp``: ``traced_trials`` over evalport's OTLP/HTTP exporter with the queue of
-    ``evalport run``, to a sink in another process) against the same without,
-    interleaved; the wall time includes starting the exporter and flushing the spans."""
+    ``evalport run``, to a sink in another process) against the same without and, as a
+    reference, through the OpenTelemetry SDK (``traced_trials(provider)``, the provider of
+    :func:`_otel_sdk.sdk_provider` with the same queue, to the same sink), interleaved;
+    the wall time includes starting the exporter and flushing the spans."""
+    import _otel_sdk
     from _otlp_sink import running_sink
     from evalport.client import traced_trials
-    from evalport.client.cli._run import RUN_QUEUE
-    from evalport.protocol._otlp import OtlpExporter
 
-    def run(url: str | None) -> float:
+    sides = TRACED_SIDES if _otel_sdk.installed() else TRACED_SIDES[:2]
+    if "sdk" not in sides:
+        print(_otel_sdk.SKIPPED)
+
+    def run(side: str, url: str) -> float:
         async def measure() -> float:
             started = time.perf_counter()
-            provider = OtlpExporter(url, "benchmark", queue=RUN_QUEUE) if url else None
+            provider = trace_provider(side, url)
             trials = traced_trials(provider) if provider else None
             runner = Runner(
                 LocalTarget(instant_agent),
@@ -408,26 +424,57 @@ def tracing_overhead(cases: list[Case], concurrency: int, rounds: int) -> None:
 
     interleaved = 2 * rounds + 1
     print(f"4. {len(cases)} cases, instant agent, traces exported or not, {interleaved} rounds:")
+    results: dict[str, list[tuple[float, float] | None]] = {side: [] for side in sides}
     with running_sink() as url:
-        plain, traced = [], []
+        for side in sides[1:]:  # importing and starting an exporter once is no round's work
+            trace_provider(side, url).shutdown()
         for round_ in range(interleaved):
-            for side in (None, url) if round_ % 2 == 0 else (url, None):
-                (traced if side else plain).append(timed(run, side))
+            for side in sides if round_ % 2 == 0 else sides[::-1]:
+                results[side].append(timed(run, side, url))
+    plain = results["untraced"]
+    traced_figures("traced", results["evalport"], plain, len(cases), "; target <= 1.10x")
+    if "sdk" in results:
+        traced_figures("SDK-traced", results["sdk"], plain, len(cases), "", "the SDK's thread")
+
+
+def trace_provider(side: str, url: str) -> Any:
+    """Where workload 4's ``side`` exports its traces (``None``: untraced)."""
+    from evalport.client.cli._run import RUN_QUEUE
+    from evalport.protocol._otlp import OtlpExporter
+
+    if side == "evalport":
+        return OtlpExporter(url, "benchmark", queue=RUN_QUEUE)
+    if side == "sdk":
+        from _otel_sdk import sdk_provider
+
+        return sdk_provider(url, "benchmark", queue=RUN_QUEUE)
+    return None
+
+
+def traced_figures(
+    name: str,
+    traced: list[tuple[float, float] | None],
+    plain: list[tuple[float, float] | None],
+    count: int,
+    target: str,
+    thread: str = "the exporter's thread",
+) -> None:
+    """Workload 4's two lines for one traced side against the untraced rounds."""
     walls = sorted(t[0] / p[0] for t, p in zip(traced, plain, strict=True) if t and p)
     cpus = sorted(t[1] / p[1] for t, p in zip(traced, plain, strict=True) if t and p)
     best_plain = min(p[0] for p in plain if p)
     best_traced = min(t[0] for t in traced if t)
-    per_trial = 1e6 / len(cases)
+    per_trial = 1e6 / count
     plain_cpu = sorted(p[1] * per_trial for p in plain if p)
     traced_cpu = sorted(t[1] * per_trial for t in traced if t)
     print(
-        f"  untraced {len(cases) / best_plain:,.0f} cases/s, traced {len(cases) / best_traced:,.0f}"
-        f" cases/s (best rounds); traced / untraced wall {walls[len(walls) // 2]:.2f}x median"
-        f" ({walls[0]:.2f}-{walls[-1]:.2f}x; target <= 1.10x), CPU {cpus[len(cpus) // 2]:.2f}x"
+        f"  untraced {count / best_plain:,.0f} cases/s, {name} {count / best_traced:,.0f}"
+        f" cases/s (best rounds); {name} / untraced wall {walls[len(walls) // 2]:.2f}x median"
+        f" ({walls[0]:.2f}-{walls[-1]:.2f}x{target}), CPU {cpus[len(cpus) // 2]:.2f}x"
     )
     print(
-        f"  CPU per trial (medians, the exporter's thread included): untraced"
-        f" {plain_cpu[len(plain_cpu) // 2]:.0f} us, traced {traced_cpu[len(traced_cpu) // 2]:.0f} us"
+        f"  CPU per trial (medians, {thread} included): untraced"
+        f" {plain_cpu[len(plain_cpu) // 2]:.0f} us, {name} {traced_cpu[len(traced_cpu) // 2]:.0f} us"
     )
 
 
@@ -440,6 +487,7 @@ def main() -> None:
     parser.add_argument("--http-cases", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=3, help="best of this many runs per side")
     parser.add_argument("--http-only", action="store_true", help="workload 3 only")
+    parser.add_argument("--tracing-only", action="store_true", help="workload 4 only")
     parser.add_argument(
         "--overhead", action="store_true", help="only the runner's CPU per case, no server"
     )
@@ -449,6 +497,9 @@ def main() -> None:
         return
     if args.http_only:
         over_http(args.http_cases, args.rounds)
+        return
+    if args.tracing_only:
+        tracing_overhead(make_cases(args.cases), args.concurrency, args.rounds)
         return
     LATENCY = args.latency
     n, c, rounds = args.cases, args.concurrency, args.rounds

@@ -12,6 +12,13 @@ library's loop):
 - **traced**: ``app()`` with tracing on, exporting every turn over OTLP/HTTP (as
   ``evalport serve --otlp`` does) to ``_otlp_sink.py`` in another process; its throughput
   over the adapter's is the cost of tracing (target: at least 0.85);
+- **traced-sdk** (a reference): ``app()`` with tracing through the OpenTelemetry Python
+  SDK's standard pipeline, ``EvalAdapter(tracing=provider)`` with the provider of
+  ``_otel_sdk.py`` (a ``BatchSpanProcessor`` over ``OTLPSpanExporter``, its default
+  queue as ``evalport serve``'s) exporting the same spans to the same sink: what tracing
+  costs a user of the SDK. It needs ``.venv/bin/pip install
+  opentelemetry-exporter-otlp-proto-http`` (no extra installs it); without it the role is
+  skipped with a message;
 - **bare**: one Starlette ``POST`` route returning fixed bytes: the adapter's response to
   a session's second turn, so all send the same payload size.
 
@@ -64,6 +71,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import _otel_sdk
 from _otlp_sink import running_sink
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,6 +81,8 @@ TARGET_P99_MS = 1.0
 TARGET_MB = 50.0
 FREEZE_GC = "--freeze-gc" in sys.argv
 LOOP = sys.argv[sys.argv.index("--loop") + 1] if "--loop" in sys.argv else "auto"
+RENEWED = ("adapter", "mounted", "traced", "traced-sdk")
+"""The roles serving ``--sessions`` sessions, replaced by fresh ones before each round."""
 
 LUA = """
 local ids = {}
@@ -126,6 +136,8 @@ async def _serve_adapter(port: int, sessions: int, workdir: Path, role: str) -> 
         from evalport.server._tracing import serve_provider
 
         tracing = serve_provider(os.environ["BENCHMARK_OTLP"], "benchmark")
+    elif role == "traced-sdk":  # the same spans through the OpenTelemetry SDK's pipeline
+        tracing = _otel_sdk.sdk_provider(os.environ["BENCHMARK_OTLP"], "benchmark")
     adapter = EvalAdapter(
         noop_agent,
         token=TOKEN,
@@ -326,6 +338,19 @@ def _wrk(url: str, script: Path, seconds: int, connections: int, pid: int) -> Ro
     )
 
 
+def _print_tracing(
+    label: str, best: dict[str, Round], cpu: dict[str, float], role: str, target: str
+) -> None:
+    """The traced ``role`` against the adapter untraced: throughput and CPU per request."""
+    ratio = best[role].rps / best["adapter"].rps
+    print(
+        f"{label}: turns/s (best round) {best[role].rps:.0f} vs"
+        f" {best['adapter'].rps:.0f} without: ratio {ratio:.2f}{target}; server CPU"
+        f" per request {cpu[role]:.1f} vs {cpu['adapter']:.1f} us:"
+        f" ratio at equal CPU {cpu['adapter'] / cpu[role]:.2f}"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=int, default=5)
@@ -351,13 +376,13 @@ def main() -> int:
     )
     parser.add_argument(
         "--role",
-        choices=["adapter", "mounted", "traced", "http", "floor", "bare", "memory"],
+        choices=[*RENEWED, "http", "floor", "bare", "memory"],
         help=argparse.SUPPRESS,
     )
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--workdir", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.role in ("adapter", "mounted", "traced", "http", "floor"):
+    if args.role in (*RENEWED, "http", "floor"):
         _run_server(_serve_adapter(args.port, args.sessions, Path(args.workdir), args.role))
         return 0
     if args.role == "bare":
@@ -370,12 +395,15 @@ def main() -> int:
         print("wrk is not installed (apt install wrk)", file=sys.stderr)
         return 2
 
-    roles = ["bare", "adapter", "mounted", "traced", *(["http", "floor"] if args.layers else [])]
-    sessions = {"adapter": args.sessions, "mounted": args.sessions, "traced": args.sessions}
-    sessions |= {"http": 10, "floor": 10}
+    sdk = _otel_sdk.installed()
+    if not sdk:
+        print(_otel_sdk.SKIPPED)
+    roles = ["bare", *(role for role in RENEWED if sdk or role != "traced-sdk")]
+    roles += ["http", "floor"] if args.layers else []
+    sessions = {role: args.sessions for role in RENEWED} | {"http": 10, "floor": 10}
     results: dict[str, list[Round]] = {role: [] for role in roles}
     with tempfile.TemporaryDirectory() as tmp, running_sink() as sink:
-        os.environ["BENCHMARK_OTLP"] = sink  # the traced adapter exports there
+        os.environ["BENCHMARK_OTLP"] = sink  # the traced adapters export there
         workdir = Path(tmp)
         me = [sys.executable, __file__, "--workdir", tmp, "--loop", args.loop]
         me += ["--freeze-gc"] if FREEZE_GC else []
@@ -402,7 +430,7 @@ def main() -> int:
             for _ in range(args.rounds):
                 for role in roles:
                     port, process = servers[role]
-                    if role in ("adapter", "mounted", "traced"):
+                    if role in RENEWED:
                         renew = f"http://127.0.0.1:{port}/benchmark/renew"
                         urllib.request.urlopen(urllib.request.Request(renew, method="POST")).close()
                     result = _wrk(
@@ -415,7 +443,7 @@ def main() -> int:
                     results[role].append(result)
                     turns = (
                         f"  {result.requests / args.sessions:.1f} turns/session"
-                        if role in ("adapter", "mounted", "traced")
+                        if role in RENEWED
                         else ""
                     )
                     print(
@@ -438,13 +466,10 @@ def main() -> int:
             f" {cpu[role]:.1f} vs {cpu['bare']:.1f} us: ratio at equal CPU"
             f" {cpu['bare'] / cpu[role]:.2f}; p99 {p99:+.2f} ms (target <= +{TARGET_P99_MS} ms)"
         )
-    traced = best["traced"].rps / best["adapter"].rps
-    print(
-        f"tracing on (--otlp to a sink): turns/s (best round) {best['traced'].rps:.0f} vs"
-        f" {best['adapter'].rps:.0f} without: ratio {traced:.2f} (target >= 0.85); server CPU"
-        f" per request {cpu['traced']:.1f} vs {cpu['adapter']:.1f} us:"
-        f" ratio at equal CPU {cpu['adapter'] / cpu['traced']:.2f}"
-    )
+    _print_tracing("tracing on (--otlp to a sink)", best, cpu, "traced", " (target >= 0.85)")
+    if sdk:
+        label = "tracing through the OpenTelemetry SDK (BatchSpanProcessor, OTLPSpanExporter)"
+        _print_tracing(label, best, cpu, "traced-sdk", "")
     if args.layers:
         http, floor = cpu["http"], cpu["floor"]
         print(
