@@ -447,7 +447,7 @@ def main() -> int:
                         else ""
                     )
                     print(
-                        f"  {role:8} {result.rps:9.0f} req/s  p99 {result.p99_ms:6.2f} ms  "
+                        f"  {role:10} {result.rps:9.0f} req/s  p99 {result.p99_ms:6.2f} ms  "
                         f"server CPU {result.cpu_us:6.1f} us/req  errors {result.errors}{turns}"
                     )
         finally:
