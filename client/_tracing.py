@@ -26,7 +26,9 @@ Rules:
   under the trial span, beside the judge span rather than inside it.
 - While a trial runs, every request a target sends carries the trial span as W3C
   ``traceparent`` (:func:`~._trace_context.trace_headers`), so an agent service with
-  tracing on continues the same trace.
+  tracing on continues the same trace. Its flag says whether the trial is sampled (with
+  ``--otlp``, as ``OTEL_TRACES_SAMPLER`` decides), so a service that follows its parent
+  traces the trials the runner traces and no other.
 - The spans go to an OpenTelemetry ``TracerProvider`` (``traced_trials(provider)``,
   which needs the ``otel`` extra; the trial span is the current span while the trial
   runs) or, for ``evalport run --otlp URL`` (or ``OTEL_EXPORTER_OTLP_ENDPOINT``), straight

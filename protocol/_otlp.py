@@ -8,18 +8,23 @@ Rules:
   them over only appends them to a bounded queue: it never draws, encodes, raises or
   waits. One background thread of the exporter draws (:func:`~._otel.draw`), encodes
   (:mod:`~._otlp_proto`) and sends them, a batch at a time: every
-  ``OTEL_BSP_SCHEDULE_DELAY`` ms (5,000 by default) or as soon as 512 spans wait, in
-  requests of at most 512 spans. Done back to back, drawing and encoding cost a trial a
-  third of what they cost between trials (the caches stay warm: benchmarks/runner.py
-  workload 4).
-- The queue holds at most ``queue`` spans: a handover counts its records, plus one span
-  for what is left to draw, if any (how many it holds is known only once drawn). It also
-  holds at most :data:`QUEUE_BYTES` of runs still to draw (a served turn hands over its
-  whole run, which a long session makes large), and :data:`WAKE_BYTES` of them wake the
-  thread as 512 spans do. Spans that find the queue full, spans that cannot be drawn
-  (counted as that one span) or encoded, and spans of an export that failed (a collector that is down, a timeout, an answer that is not HTTP) are dropped,
-  counted in :attr:`OtlpExporter.dropped` and logged on ``evalport.tracing``; no error
-  stops the thread.
+  ``OTEL_BSP_SCHEDULE_DELAY`` ms (5,000 by default) or as soon as a batch of spans waits,
+  in requests of at most a batch (``OTEL_BSP_MAX_EXPORT_BATCH_SIZE``, 512 by default, at
+  most the queue). Done back to back, drawing and encoding cost a trial a third of what
+  they cost between trials (the caches stay warm: benchmarks/runner.py workload 4).
+- Whether a trial or turn is traced is decided when its root span begins, by the sampler
+  ``OTEL_TRACES_SAMPLER`` names (:mod:`._sampling`): an unsampled one hands nothing over,
+  and its ``traceparent`` says so to the service it calls.
+- The queue holds at most ``OTEL_BSP_MAX_QUEUE_SIZE`` spans, else ``queue`` (the caller's
+  default): a handover counts its records, plus one span for what is left to draw, if
+  any (how many it holds is known only once drawn). It also holds at most
+  :data:`QUEUE_BYTES` of runs still to draw (a served turn hands over its whole run,
+  which a long session makes large), and :data:`WAKE_BYTES` of them wake the thread as a
+  batch of spans does. Spans that find the queue full, spans that cannot be drawn
+  (counted as that one span) or encoded, and spans of an export that failed (a collector
+  that is down, a timeout, an answer that is not HTTP) are dropped, counted in
+  :attr:`OtlpExporter.dropped` and logged on ``evalport.tracing``; no error stops the
+  thread.
 - Nothing waits for a collector but :meth:`OtlpExporter.shutdown` (called at exit, too),
   which draws and sends what is queued within one export timeout in all, then counts and
   logs as dropped whatever is still queued, drawn and not yet sent, or in flight, so a
@@ -28,11 +33,22 @@ Rules:
 - The standard variables apply as OpenTelemetry's SDK reads them, a ``_TRACES_`` one over
   its general one, read and checked at construction: ``OTEL_SERVICE_NAME``,
   ``OTEL_RESOURCE_ATTRIBUTES``, headers (``key=value`` pairs separated by commas, values
-  percent-decoded), the timeout (seconds, 10 by default), a CA file and a client
-  certificate and key for ``https``, ``gzip`` compression, and the protocol, which must
-  be ``http/protobuf`` (another is a ``ValueError`` naming it). A base URL (``--otlp``,
+  percent-decoded), the timeout (seconds, 10 by default: each request's, and shutdown's
+  in all), a CA file and a client certificate and key for ``https``, ``gzip``
+  compression, the protocol, which must be ``http/protobuf``, the sampler, and the batch
+  processor's sizes and delay. ``OTEL_BSP_EXPORT_TIMEOUT`` is read and does nothing, as
+  in the SDK, whose batch processor passes it to no exporter: the timeout above bounds
+  each export. ``OTEL_SDK_DISABLED=true`` (:func:`sdk_disabled`) is for the commands to
+  read: they then build no exporter. A base URL (``--otlp``,
   ``OTEL_EXPORTER_OTLP_ENDPOINT``) gets ``/v1/traces`` appended; the URL of
   ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` is used as it is.
+- What the SDK falls back from, evalport falls back from, with a warning on
+  ``evalport.tracing`` naming the variable: a number that does not read as one, an
+  unknown sampler, a sampler ratio outside 0..1. What it can read but cannot honour is a
+  ``ValueError`` naming the variable, at construction: a protocol other than
+  ``http/protobuf``, a compression other than ``gzip`` or ``none``, a certificate that
+  cannot be read, a size, delay or timeout that is not positive, a batch larger than the
+  queue.
 """
 
 from __future__ import annotations
@@ -41,23 +57,26 @@ import atexit
 import collections
 import gzip
 import logging
+import math
 import os
 import ssl
 import threading
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Final
 
 from ._otel import Draw, OpenSpan, SpanRecord, draw, root_record
 from ._otlp_proto import encoded_span, export_request, tls_context
+from ._sampling import configured_sampler
 
 logger = logging.getLogger("evalport.tracing")
 
 QUEUE_SIZE: Final = 2048
 """Spans waiting for export at most (a server's default); more are dropped and counted."""
 BATCH: Final = 512
-"""Spans per request at most; as many waiting wake the thread."""
+"""Spans per request at most by default (or the queue's size, if smaller); as many
+waiting wake the thread."""
 QUEUE_BYTES: Final = 64 << 20
 """Bytes of runs waiting to be drawn at most (a served turn hands over its whole run)."""
 WAKE_BYTES: Final = 4 << 20
@@ -120,8 +139,20 @@ STANDARD_VARIABLES: Final = (
     "OTEL_SERVICE_NAME",
     "OTEL_RESOURCE_ATTRIBUTES",
     "OTEL_BSP_SCHEDULE_DELAY",
+    "OTEL_BSP_MAX_QUEUE_SIZE",
+    "OTEL_BSP_MAX_EXPORT_BATCH_SIZE",
+    "OTEL_BSP_EXPORT_TIMEOUT",
+    "OTEL_TRACES_SAMPLER",
+    "OTEL_TRACES_SAMPLER_ARG",
+    "OTEL_SDK_DISABLED",
 )
-"""Every environment variable the exporter reads (docs/tracing.md lists each)."""
+"""Every environment variable the exporter and its sampler read (docs/tracing.md lists
+each)."""
+
+
+def sdk_disabled() -> bool:
+    """Whether ``OTEL_SDK_DISABLED`` is ``true`` (in any case), as the SDK reads it."""
+    return os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true"
 
 
 def configured_endpoint(option: str | None) -> tuple[str, bool] | None:
@@ -137,20 +168,44 @@ def configured_endpoint(option: str | None) -> tuple[str, bool] | None:
     return (base, False) if base else None
 
 
-def _seconds(default: float) -> float:
-    """The export timeout: ``default`` unless a positive number of seconds is set."""
-    try:
-        value = float(_standard("TIMEOUT")[1] or default)
-    except ValueError:
+def _number(variable: str, default: float, read: Callable[[str], float] = float) -> float:
+    """The number ``variable`` is set to, or ``default``: unset, or not a number (logged,
+    see the rules)."""
+    text = os.environ.get(variable, "").strip()
+    if not text:
         return default
-    return value if value > 0 else default
-
-
-def _delay() -> float:
     try:
-        return float(os.environ.get("OTEL_BSP_SCHEDULE_DELAY", "") or 5000.0) / 1000
+        return read(text)
     except ValueError:
-        return 5.0
+        logger.warning(
+            "%s=%s is not a%s number: using %g, the default, as OpenTelemetry's SDK does",
+            variable,
+            text,
+            " whole" if read is int else "",
+            default,
+        )
+        return default
+
+
+def _positive(variable: str, default: float, read: Callable[[str], float] = float) -> float:
+    """:func:`_number`, which must be positive (else a ``ValueError``, see the rules)."""
+    value = _number(variable, default, read)
+    if not (value > 0 and math.isfinite(value)):
+        raise ValueError(f"{variable}={value:g} is not a positive number")
+    return value
+
+
+def _sizes(queue: int) -> tuple[int, int]:
+    """Spans queued at most and spans per batch: ``OTEL_BSP_MAX_QUEUE_SIZE`` over
+    ``queue``, ``OTEL_BSP_MAX_EXPORT_BATCH_SIZE`` over :data:`BATCH` (cut to the queue)."""
+    queue = int(_positive("OTEL_BSP_MAX_QUEUE_SIZE", queue, int))
+    batch = int(_positive("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", min(BATCH, queue), int))
+    if batch > queue:
+        raise ValueError(
+            f"OTEL_BSP_MAX_EXPORT_BATCH_SIZE={batch} is more than the {queue} spans the "
+            "queue holds (OTEL_BSP_MAX_QUEUE_SIZE): set it to at most that"
+        )
+    return queue, batch
 
 
 def _protocol() -> None:
@@ -205,8 +260,9 @@ class OtlpExporter:
         exact: bool = False,
     ) -> None:
         """``endpoint``: a base URL (``/v1/traces`` appended) or, ``exact``, the whole
-        traces URL. ``ValueError`` for a URL that is not http(s) or a standard variable
-        evalport cannot honour."""
+        traces URL; ``queue``: the spans queued at most unless ``OTEL_BSP_MAX_QUEUE_SIZE``
+        says. ``ValueError`` for a URL that is not http(s) or a standard variable evalport
+        cannot honour."""
         self.url = endpoint.strip() if exact else traces_url(endpoint)
         parsed = urllib.parse.urlsplit(self.url)
         if parsed.scheme not in ("http", "https") or not parsed.hostname:
@@ -214,17 +270,19 @@ class OtlpExporter:
         _protocol()
         self._gzip = _compression()
         self._tls = _tls()
+        self._timeout = _positive(_standard("TIMEOUT")[0], 10.0)
+        self._delay = _positive("OTEL_BSP_SCHEDULE_DELAY", 5000.0) / 1000
+        _number("OTEL_BSP_EXPORT_TIMEOUT", 30000.0)  # read, as the SDK does, for nothing
+        self._queue_size, self._batch = _sizes(queue)
+        self._sampler = configured_sampler()
         self.dropped = 0
         """Spans dropped so far (see the rules)."""
-        self._queue_size = queue
         self._resource = resource_attributes(service)
         self._scope = scope
         self._headers = {"Content-Type": "application/x-protobuf"}
         self._headers.update(_pairs(_standard("HEADERS")[1]))
         if self._gzip:
             self._headers["Content-Encoding"] = "gzip"
-        self._timeout = _seconds(10.0)
-        self._delay = _delay()
         self._handovers: collections.deque[Handover] = collections.deque()
         self._queued = 0  # spans the handovers count (see the rules)
         self._queued_bytes = 0  # bytes of the runs they hold still to draw
@@ -242,7 +300,10 @@ class OtlpExporter:
     def begin(
         self, name: str, kind: int, traceparent: str | None, attributes: dict[str, Any]
     ) -> OpenSpan:
-        return OpenSpan(*root_record(name, kind, traceparent, attributes))
+        record, flags = root_record(name, kind, traceparent, attributes)
+        parent = flags if record.parent_id else None  # the flags of a trace continued
+        sampled = self._sampler.sampled(record.trace_id, parent)
+        return OpenSpan(record, flags & ~1 | sampled)
 
     def current(self, span: OpenSpan) -> None:
         return None  # no live span: nothing to make current
@@ -273,7 +334,7 @@ class OtlpExporter:
                 self._handovers.append((records, material))
                 self._queued += count
                 self._queued_bytes += size
-                if self._queued >= BATCH or self._queued_bytes >= WAKE_BYTES:
+                if self._queued >= self._batch or self._queued_bytes >= WAKE_BYTES:
                     self._wake.notify()
                 return
             if not closed:
@@ -317,14 +378,16 @@ class OtlpExporter:
     def _send_next(self) -> bool:
         """Wait for a batch, draw, encode and send it; ``False`` once closed and drained."""
         with self._wake:
-            if not (self._closed or self._queued >= BATCH or self._queued_bytes >= WAKE_BYTES):
+            if not (
+                self._closed or self._queued >= self._batch or self._queued_bytes >= WAKE_BYTES
+            ):
                 self._wake.wait(self._delay)
             if self._abandoned:
                 return False
             taken: list[Handover] = []
             count = 0
             size = 0
-            while self._handovers and count < BATCH and size < WAKE_BYTES:
+            while self._handovers and count < self._batch and size < WAKE_BYTES:
                 records, material = handover = self._handovers.popleft()
                 taken.append(handover)
                 count += len(records) + (material is not None)
@@ -343,8 +406,8 @@ class OtlpExporter:
             if self._abandoned:  # counted by shutdown already
                 return False
             self._sending = len(spans)  # the spans drawn, for the handovers they came of
-        for start in range(0, len(spans), BATCH):
-            if not self._export(spans[start : start + BATCH]):
+        for start in range(0, len(spans), self._batch):
+            if not self._export(spans[start : start + self._batch]):
                 return False
         return not done
 

@@ -19,8 +19,9 @@ Rules:
   default, so a deployed service injects nothing unless told to.
 - ``--otlp URL`` exports each turn as OpenTelemetry spans to that collector
   (:mod:`evalport.server._tracing`, no extra needed); nothing is exported without it. A
-  URL that is not http(s), or a standard ``OTEL_EXPORTER_OTLP_*`` variable evalport
-  cannot honour (a protocol other than ``http/protobuf``), is exit 2.
+  URL that is not http(s), or a standard ``OTEL_*`` variable evalport cannot honour (a
+  protocol other than ``http/protobuf``), is exit 2; with ``OTEL_SDK_DISABLED=true`` it
+  says so on stderr and serves untraced.
 - Binds ``127.0.0.1`` by default. On SIGTERM or Ctrl-C it drains the adapter (new sessions
   and turns get 503 ``draining``), stops accepting connections and lets turns in flight
   finish (up to the turn timeout) before it exits.
@@ -42,6 +43,7 @@ from typing import Final
 
 import uvicorn
 from evalport.protocol import DEFAULT_TOKEN_ENV
+from evalport.protocol._otlp import sdk_disabled
 from evalport.protocol.runtime import load_object
 
 from ._app import EvalAdapter
@@ -219,7 +221,9 @@ def main(args: argparse.Namespace) -> int:
     except ValueError as error:
         return _fail(str(error))
     provider = None
-    if args.otlp:
+    if args.otlp and sdk_disabled():
+        print("evalport serve: OTEL_SDK_DISABLED=true: turns are not traced", file=sys.stderr)
+    elif args.otlp:
         try:
             provider = serve_provider(args.otlp, args.name or "evalport-serve")
         except ValueError as error:

@@ -6,7 +6,8 @@ Rules:
   one the host configured; with none, the OpenTelemetry API drops every span) and a
   ``TracerProvider`` through that one, both with the ``otel`` extra; ``evalport serve
   --otlp URL`` sends the spans to that collector itself
-  (:class:`~evalport.protocol._otlp.OtlpExporter`, no extra needed).
+  (:class:`~evalport.protocol._otlp.OtlpExporter`, no extra needed), of the turns its
+  ``OTEL_TRACES_SAMPLER`` samples (:mod:`evalport.protocol._sampling`).
 - Each turn request is a server span ``invoke_agent <agent>`` (with ``http.route``) that
   continues the trace named by the request's W3C ``traceparent`` header (a new trace
   without one), with the turn's steps and tool executions inside as the run recorded them

@@ -15,8 +15,9 @@ Rules:
 - ``--otlp URL`` (else ``$OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``, used as it is, else
   ``$OTEL_EXPORTER_OTLP_ENDPOINT``) exports each trial as an OpenTelemetry trace
   (:mod:`evalport.client._tracing`), with no extra needed; a URL that is not http(s), or
-  a standard ``OTEL_EXPORTER_OTLP_*`` variable evalport cannot honour (a protocol other
-  than ``http/protobuf``, a CA file it cannot read), is exit ``2``.
+  a standard ``OTEL_*`` variable evalport cannot honour (a protocol other than
+  ``http/protobuf``, a CA file it cannot read), is exit ``2``; with
+  ``OTEL_SDK_DISABLED=true`` it says so on stderr and traces nothing.
 - ``--list`` prints the selected case ids and exits without a target.
 - ``--attach SESSION_ID`` evaluates the cases on that existing session over HTTP, one
   trial at a time (in discovery order), and never deletes it; with ``--local`` or
@@ -54,7 +55,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from evalport.protocol._otlp import OtlpExporter, configured_endpoint
+from evalport.protocol._otlp import OtlpExporter, configured_endpoint, sdk_disabled
 
 from .._cache import RunCache
 from .._cache_stores import open_cache_store
@@ -266,6 +267,9 @@ async def _run(
         command=["evalport", "run", *(without_credentials(arg) for arg in sys.argv[2:])],
     )
     endpoint = configured_endpoint(args.otlp)
+    if endpoint and sdk_disabled():
+        print("evalport run: OTEL_SDK_DISABLED=true: trials are not traced", file=sys.stderr)
+        endpoint = None
     try:
         tracing = _tracing(*endpoint) if endpoint else None
     except ValueError as error:

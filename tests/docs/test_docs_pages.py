@@ -219,6 +219,7 @@ THIRD_PARTY = {
     "ToolFailed",
     "ToolNode",
     "TracerProvider",  # OpenTelemetry's (docs/tracing.md)
+    "TraceIdRatioBased",  # OpenTelemetry's sampler (docs/tracing.md)
     "ApprovalRequired",
     "Timeout",
     "TypeError",

@@ -1,8 +1,10 @@
-"""The standard ``OTEL_EXPORTER_OTLP_*`` variables, read as OpenTelemetry's SDK reads them:
-a ``_TRACES_`` one over its general one; what evalport cannot honour is a usage error."""
+"""The standard ``OTEL_*`` variables, read as OpenTelemetry's SDK reads them: a
+``_TRACES_`` one over its general one; what evalport cannot honour is a usage error, a
+number it cannot read falls back to its default with a warning."""
 
 from __future__ import annotations
 
+import logging
 import re
 import shutil
 import ssl
@@ -170,7 +172,8 @@ def test_a_ca_file_lets_https_exports_through(
 
 def test_every_variable_read_is_listed_and_documented() -> None:
     root = Path(__file__).resolve().parents[2]
-    source = (root / "protocol" / "_otlp.py").read_text(encoding="utf-8")
+    modules = ("_otlp.py", "_sampling.py")
+    source = "".join((root / "protocol" / name).read_text(encoding="utf-8") for name in modules)
     read = {name for name in re.findall(r"OTEL_[A-Z_]+", source) if not name.endswith("_")}
     assert read <= set(STANDARD_VARIABLES)
     docs = (root / "docs" / "tracing.md").read_text(encoding="utf-8")
@@ -198,3 +201,117 @@ def test_a_client_certificate_answers_a_collector_that_asks_for_one(
         known.shutdown()
     assert known.dropped == 0
     assert [span["name"] for span in received_spans(bodies)] == ["one"]
+
+
+def test_sdk_disabled_runs_and_serves_untraced(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from evalport.protocol._cli import main
+
+    args = _project(tmp_path, monkeypatch)
+    monkeypatch.setenv("OTEL_SDK_DISABLED", "True")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")  # no exporter: never read
+    with collector() as (url, bodies):
+        assert main([*args, "--otlp", url]) == 0
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", url)
+        assert main(args) == 0
+    assert bodies == []
+    err = capsys.readouterr().err
+    assert err.count("evalport run: OTEL_SDK_DISABLED=true: trials are not traced") == 2
+    serve = ["serve", "nowhere:agent", "--insecure-no-auth", "--otlp", "http://127.0.0.1:4318"]
+    assert main(serve) == 2  # the agent cannot be loaded; --otlp was no error
+    err = capsys.readouterr().err
+    assert "evalport serve: OTEL_SDK_DISABLED=true: turns are not traced" in err
+    assert "grpc" not in err
+    monkeypatch.setenv("OTEL_SDK_DISABLED", "false")
+    assert main(serve) == 2
+    assert "OTEL_EXPORTER_OTLP_PROTOCOL=grpc is not supported" in capsys.readouterr().err
+
+
+def test_the_queue_and_batch_variables_win_over_the_runs_own_sizes(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from evalport.protocol._cli import main
+
+    args = _project(tmp_path, monkeypatch)
+    monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "60000")  # only a full batch or the end
+    monkeypatch.setenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "2")
+    with collector() as (url, bodies):
+        assert main([*args, "--otlp", url]) == 0
+        spans = received_spans(bodies)
+        assert len(spans) >= 3  # the trial, its turn, the turn's step
+        assert max(len(received_spans([body])) for body in bodies) == 2
+        monkeypatch.setenv("OTEL_BSP_MAX_QUEUE_SIZE", "1")  # the trial counts 2: dropped
+        monkeypatch.delenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE")
+        bodies.clear()
+        assert main([*args, "--otlp", url]) == 0
+    assert bodies == []
+
+
+def test_a_full_batch_of_the_variables_size_wakes_the_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "60000")
+    monkeypatch.setenv("OTEL_BSP_MAX_QUEUE_SIZE", "10")
+    monkeypatch.setenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "3")
+    records = [SpanRecord(1, n + 1, 0, f"s{n}", SERVER, 5, 10, {}) for n in range(12)]
+    with collector() as (url, bodies):
+        exporter = OtlpExporter(url, "svc", queue=1000)  # the variable wins
+        exporter.add(records[:2])
+        time.sleep(0.3)
+        assert bodies == []  # 2 of 3: the thread sleeps on
+        exporter.add(records[2:3])
+        _wait_for(lambda: len(bodies) == 1)  # 3: sent long before the minute's delay
+        exporter.add(records[3:10])
+        exporter.add(records[10:])  # 7 queued (or fewer, if sent): 2 more may not fit
+        exporter.shutdown()
+    assert all(len(received_spans([body])) <= 3 for body in bodies)
+    assert len(received_spans(bodies)) + exporter.dropped == 12
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"OTEL_BSP_MAX_QUEUE_SIZE": "0"}, "OTEL_BSP_MAX_QUEUE_SIZE=0 is not a positive number"),
+        (
+            {"OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "-4"},
+            "OTEL_BSP_MAX_EXPORT_BATCH_SIZE=-4 is not a positive number",
+        ),
+        ({"OTEL_BSP_SCHEDULE_DELAY": "0"}, "OTEL_BSP_SCHEDULE_DELAY=0 is not a positive number"),
+        (
+            {"OTEL_EXPORTER_OTLP_TRACES_TIMEOUT": "-1", "OTEL_EXPORTER_OTLP_TIMEOUT": "5"},
+            "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT=-1 is not a positive number",
+        ),
+        (
+            {"OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "4096"},
+            "OTEL_BSP_MAX_EXPORT_BATCH_SIZE=4096 is more than the 2048 spans the queue holds",
+        ),
+        (
+            {"OTEL_BSP_MAX_QUEUE_SIZE": "100", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "101"},
+            "OTEL_BSP_MAX_EXPORT_BATCH_SIZE=101 is more than the 100 spans the queue holds",
+        ),
+    ],
+)
+def test_a_number_evalport_cannot_honour_is_a_usage_error(
+    monkeypatch: pytest.MonkeyPatch, settings: dict[str, str], message: str
+) -> None:
+    for name, value in settings.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        OtlpExporter("http://127.0.0.1:9", "svc")
+
+
+def test_a_number_that_does_not_read_falls_back_with_a_warning(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("OTEL_BSP_MAX_QUEUE_SIZE", "2.5k")
+    monkeypatch.setenv("OTEL_BSP_EXPORT_TIMEOUT", "soon")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "ten")
+    with caplog.at_level(logging.WARNING, logger="evalport.tracing"):
+        exporter = OtlpExporter("http://127.0.0.1:9", "svc", queue=5)
+        exporter.shutdown()
+    assert "OTEL_BSP_MAX_QUEUE_SIZE=2.5k is not a whole number: using 5, the default" in caplog.text
+    assert "OTEL_BSP_EXPORT_TIMEOUT=soon is not a number: using 30000" in caplog.text
+    assert "OTEL_EXPORTER_OTLP_TIMEOUT=ten is not a number: using 10" in caplog.text
+    monkeypatch.setenv("OTEL_BSP_EXPORT_TIMEOUT", "-1")  # read, used for nothing: no error
+    OtlpExporter("http://127.0.0.1:9", "svc").shutdown()
