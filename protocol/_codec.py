@@ -102,7 +102,9 @@ def decode_run(data: bytes) -> AgentRun:
         raise ProtocolError(str(error), path=error.path, excerpt=excerpt(data)) from None
 
 
-def _arguments(value: dict[str, Any] | str, path: str) -> dict[str, Any]:
+def arguments_map(value: dict[str, Any] | str, path: str) -> dict[str, Any]:
+    """Tool arguments as a map: a JSON string holding an object is read (``ProtocolError``
+    naming ``path`` for one that does not); an empty string is an empty map."""
     if isinstance(value, dict):
         return value
     if not value:
@@ -142,16 +144,16 @@ def _uniform(step: Step) -> bool:
 def _normalize_step(step: Step, base: str) -> None:
     for index, call in enumerate(step.requested_tool_calls):
         path = f"{base}.requestedToolCalls[{index}].arguments"
-        call.arguments = _arguments(call.arguments, path)
+        call.arguments = arguments_map(call.arguments, path)
     for index, execution in enumerate(step.tool_executions):
         path = f"{base}.toolExecutions[{index}].arguments"
-        execution.arguments = _arguments(execution.arguments, path)
+        execution.arguments = arguments_map(execution.arguments, path)
         if execution.error is not None and execution.error != "":
             execution.has_error = True
     for number, message in enumerate(step.output_messages):
         for index, call in enumerate(message.tool_calls or ()):
             path = f"{base}.outputMessages[{number}].toolCalls[{index}].arguments"
-            call.arguments = _arguments(call.arguments, path)
+            call.arguments = arguments_map(call.arguments, path)
     if step.errors:
         step.has_errors = True
 
@@ -170,11 +172,11 @@ def normalize_run(run: AgentRun, at: str = "$") -> AgentRun:
         call = record.tool_call
         if not isinstance(call.arguments, dict):
             path = f"{at}.tools[{index}].tool_call.arguments"
-            call.arguments = _arguments(call.arguments, path)
+            call.arguments = arguments_map(call.arguments, path)
     for position, pending in enumerate(run.pending_approvals):
         if not isinstance(pending.arguments, dict):
             path = f"{at}.pendingApprovals[{position}].arguments"
-            pending.arguments = _arguments(pending.arguments, path)
+            pending.arguments = arguments_map(pending.arguments, path)
     if run.steps and run.usage.total == 0:
         run.sync_usage()
     return run

@@ -45,13 +45,15 @@ import random
 import re
 import time
 from collections.abc import Iterator, Mapping
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, suppress
 from typing import Any, Final, Protocol
 
 import msgspec
 
+from ._codec import arguments_map
 from ._models import RunStatus, StepType
 from ._policy import TracePolicy
+from ._problems import ProtocolError
 
 logger = logging.getLogger("evalport.tracing")
 
@@ -239,6 +241,16 @@ class ExecutionView(_View):
     result: Any = None
     started_at: str | None = None
     completed_at: str | None = None
+
+    def __post_init__(self) -> None:
+        """Read as :func:`~._codec.decode_run` reads an execution: an error text makes it
+        failed, and arguments recorded as a JSON string are the map it holds (a string
+        that holds none is kept as it is, digested whole under the safe policy)."""
+        if self.error is not None and self.error != "":
+            self.has_error = True
+        if type(self.arguments) is str:
+            with suppress(ProtocolError):
+                self.arguments = arguments_map(self.arguments, "arguments")
 
 
 class ErrorView(_View):

@@ -8,8 +8,8 @@ Rules:
   them over only appends them to a bounded queue: it never draws, encodes, raises or
   waits. One background thread of the exporter draws (:func:`~._otel.draw`), encodes
   (:mod:`~._otlp_proto`) and sends them, a batch at a time: every
-  ``OTEL_BSP_SCHEDULE_DELAY`` ms (5,000 by default) or as soon as a batch of spans waits,
-  in requests of at most a batch (``OTEL_BSP_MAX_EXPORT_BATCH_SIZE``, 512 by default, at
+  ``OTEL_BSP_SCHEDULE_DELAY`` ms (5,000 by default), as soon as a batch of spans waits,
+  or as soon as a handover finds the queue full, in requests of at most a batch (``OTEL_BSP_MAX_EXPORT_BATCH_SIZE``, 512 by default, at
   most the queue). Done back to back, drawing and encoding cost a trial a third of what
   they cost between trials (the caches stay warm: benchmarks/runner.py workload 4).
 - Whether a trial or turn is traced is decided when its root span begins, by the sampler
@@ -17,7 +17,8 @@ Rules:
   and its ``traceparent`` says so to the service it calls.
 - The queue holds at most ``OTEL_BSP_MAX_QUEUE_SIZE`` spans, else ``queue`` (the caller's
   default): a handover counts its records, plus one span for what is left to draw, if
-  any (how many it holds is known only once drawn). It also holds at most
+  any (how many it holds is known only once drawn). A handover goes in whole or not at
+  all, so a queue smaller than one (a served turn's counts 2) takes none. It also holds at most
   :data:`QUEUE_BYTES` of runs still to draw (a served turn hands over its whole run,
   which a long session makes large), and :data:`WAKE_BYTES` of them wake the thread as a
   batch of spans does. Spans that find the queue full, spans that cannot be drawn
@@ -337,8 +338,9 @@ class OtlpExporter:
                 if self._queued >= self._batch or self._queued_bytes >= WAKE_BYTES:
                     self._wake.notify()
                 return
-            if not closed:
+            if not closed:  # full: the thread empties it now, not at its next delay
                 self._overflow += count
+                self._wake.notify()
                 return
         self._lost(count, "the exporter was shut down: dropped")
 

@@ -120,7 +120,7 @@ class TurnTracing:
         self, attributes: dict[str, Any], session_id: str, body: bytes, drawn: int
     ) -> Draw | None:
         """What the sink draws for the turn ``body`` answers, after the replay bookkeeping
-        (read from a small view of ``body``; the sink decodes the whole run)."""
+        (read from a small view of ``body``; the sink draws from the run's view)."""
         found = turn_and_steps(body)
         if found is None:
             return None

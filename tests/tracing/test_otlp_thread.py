@@ -157,3 +157,18 @@ def test_the_safe_policy_applies_to_a_trial_s_draw_too() -> None:
         ]
         shown = msgspec.json.encode([record.attributes for record in records])
         assert (b"pin-0042" in shown) is not safe
+
+
+def test_a_handover_that_finds_the_queue_full_wakes_the_thread() -> None:
+    with collector() as (url, bodies):
+        exporter = OtlpExporter(url, "svc", queue=5)  # a batch is 5 spans: 2 handovers are 4
+        for n in range(3):  # the third finds no room: dropped, and the thread woken
+            exporter.finish(
+                exporter.begin(f"turn {n}", SERVER, None, {}), [], Draw(msgspec.Raw(RUN))
+            )
+        deadline = time.monotonic() + 10
+        while not bodies and time.monotonic() < deadline:  # the delay is a minute: not it
+            time.sleep(0.02)
+        assert [span["name"] for span in received_spans(bodies)].count("invoke_agent") == 2
+        assert exporter.dropped == 2
+        exporter.shutdown()
