@@ -220,6 +220,8 @@ THIRD_PARTY = {
     "ToolNode",
     "TracerProvider",  # OpenTelemetry's (docs/tracing.md)
     "TraceIdRatioBased",  # OpenTelemetry's sampler (docs/tracing.md)
+    "BatchSpanProcessor",  # OpenTelemetry SDK's (docs/performance.md, tracing cost)
+    "OTLPSpanExporter",
     "ApprovalRequired",
     "Timeout",
     "TypeError",
