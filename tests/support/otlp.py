@@ -72,3 +72,15 @@ def received_spans(bodies: Bodies) -> list[dict[str, Any]]:
             for scope in resource.scope_spans:
                 found += [MessageToDict(span) for span in scope.spans]
     return found
+
+
+async def traced_trial(sink: Any, case: Any, run: str) -> Any:
+    """One trial of the eval case function ``case`` through ``traced_trials(sink)``, its
+    result holding ``run`` (a run's JSON) as if the agent had answered it."""
+    from evalport.client import cases_from, traced_trials
+    from evalport.client._results import RunData, TrialResult
+
+    async def trial(case: Any, target: Any, *, trial: int = 0, **options: Any) -> TrialResult:
+        return TrialResult(case_id=case.id, run=RunData(run.encode()))
+
+    return await traced_trials(sink, trial)(cases_from(case)[0], object())

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from evalport.protocol._otel import SERVER, SpanRecord, decode_view, nanos, step_records
 from evalport.protocol._otlp import OtlpExporter
-from support.otlp import collector, received_spans
+from support.otlp import collector, received_spans, traced_trial
 
 GO_ZERO = "0001-01-01T00:00:00Z"  # a Go agent's zero time.Time
 ZERO_TIME_RUN = (
@@ -122,19 +122,15 @@ def test_a_span_that_cannot_be_encoded_is_dropped_counted_and_never_raised(
 
 
 async def test_a_traced_trial_with_a_go_zero_time_is_not_an_error(fast: None) -> None:
-    from evalport.client import Verdict, cases_from, eval_case, traced_trials
-    from evalport.client._results import RunData, TrialResult
+    from evalport.client import Verdict, eval_case
 
     @eval_case()
     async def zero(ctx: Any) -> None:
         return None
 
-    async def trial(case: Any, target: Any, *, trial: int = 0, **options: Any) -> TrialResult:
-        return TrialResult(case_id=case.id, run=RunData(ZERO_TIME_RUN.encode()))
-
     with collector() as (url, bodies):
         exporter = OtlpExporter(url, "svc")
-        result = await traced_trials(exporter, trial)(cases_from(zero)[0], object())
+        result = await traced_trial(exporter, zero, ZERO_TIME_RUN)
         exporter.shutdown()
     assert result.verdict == Verdict.PASSED
     assert sorted(span["name"] for span in received_spans(bodies)) == [

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from evalport.protocol._otlp import OtlpExporter
-from support.otlp import collector, received_spans
+from support.otlp import collector, received_spans, traced_trial
 
 RUN = (
     '{"reply": "ok", "status": "completed", "turns": 1, "userMessages": ["hi"],'
@@ -33,19 +33,15 @@ def _within(span: dict[str, Any], parent: dict[str, Any]) -> None:
 
 
 async def test_an_untimed_step_of_a_trial_is_timed_within_its_trial() -> None:
-    from evalport.client import cases_from, eval_case, traced_trials
-    from evalport.client._results import RunData, TrialResult
+    from evalport.client import eval_case
 
     @eval_case()
     async def hi(ctx: Any) -> None:
         return None
 
-    async def trial(case: Any, target: Any, *, trial: int = 0, **options: Any) -> TrialResult:
-        return TrialResult(case_id=case.id, run=RunData(RUN.encode()))
-
     with collector() as (url, bodies):
         exporter = OtlpExporter(url, "svc")
-        await traced_trials(exporter, trial)(cases_from(hi)[0], object())
+        await traced_trial(exporter, hi, RUN)
         time.sleep(LATER)
         exporter.shutdown()
     spans = {span["name"]: span for span in received_spans(bodies)}
