@@ -85,7 +85,8 @@ def traced_trials(provider: Any, trial_function: Any = None) -> Any:
             tracing.failed(f"tracing trial {case_id}", failure)
         if run is not None and span.is_recording():
             try:
-                tracing.draw(tracer, span, run.raw, untimed=end, agent=_agent(target))
+                view = tracing.decode_view(run.json)
+                tracing.draw(tracer, span, view, untimed=end, agent=_agent(target))
             except Exception as failure:  # the trial span goes without them
                 tracing.failed(f"drawing trial {case_id}", failure)
         tracing.ends(span, end, f"tracing trial {case_id}")

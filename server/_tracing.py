@@ -20,8 +20,7 @@ Rules:
   The service remembers what it drew for its last :data:`REMEMBERED` sessions.
 - Spans are drawn from the run as it leaves the service: after the adapter's trace
   policy, or :meth:`TracePolicy.safe` when the adapter has none, so a collector never
-  receives a payload the policy would digest. The replay bookkeeping reads only the turn
-  number and the step count (:func:`~evalport.protocol.tracing.turn_and_steps`).
+  receives a payload the policy would digest.
 - Tracing never fails a turn: spans that cannot be drawn or ended are dropped and logged
   (:func:`~evalport.protocol.tracing.failed`).
 """
@@ -103,14 +102,12 @@ class TurnTracing:
         return outcome
 
     def _draw(self, span: Any, session_id: str, body: bytes, drawn: int, end: int) -> None:
-        """Draw the turn ``body`` answers under ``span``, after the replay bookkeeping
-        (read from a small view of ``body``)."""
+        """Draw the turn ``body`` answers under ``span``, after the replay bookkeeping."""
         from evalport.protocol import tracing
 
-        found = tracing.turn_and_steps(body)
-        if found is None:
-            return
-        turn, steps = found
+        run = tracing.decode_view(body)
+        turn = run.turns
+        steps = sum(1 for step in run.steps if step.turn == turn)
         last_turn, last_steps = self._drawn.pop(session_id, (0, 0))
         if last_turn > turn:  # an earlier turn, answered again
             drawn = steps
@@ -124,7 +121,7 @@ class TurnTracing:
         tracing.draw(
             self._tracer,
             span,
-            body,
+            run,
             untimed=end,
             agent=self._agent,
             turn=turn,

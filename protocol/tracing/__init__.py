@@ -45,11 +45,13 @@ from ._spans import (
     tracer_of,
     traces_url,
 )
-from ._views import turn_and_steps
+from ._views import RunView, decode_view
 
 __all__ = [
+    "RunView",
     "child",
     "current",
+    "decode_view",
     "draw",
     "ends",
     "fail",
@@ -59,5 +61,4 @@ __all__ = [
     "traceparent",
     "tracer_of",
     "traces_url",
-    "turn_and_steps",
 ]

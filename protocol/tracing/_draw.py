@@ -11,7 +11,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
 from .._policy import TracePolicy
-from ._views import ExecutionView, RunView, StepView, decode_view
+from ._views import ExecutionView, RunView, StepView
 
 ERROR: Final = Status(StatusCode.ERROR)
 LATEST: Final = 2**64
@@ -164,7 +164,7 @@ def _emit(tracer: Tracer, parent: Span, spans: list[Planned]) -> None:
 def draw(
     tracer: Tracer,
     parent: Span,
-    run_json: bytes | msgspec.Raw,
+    run: RunView,
     *,
     untimed: int,
     agent: str | None = None,
@@ -172,14 +172,12 @@ def draw(
     drawn: int = 0,
     safe: bool = False,
 ) -> None:
-    """The spans of the run ``run_json`` holds (bare or as a turn response's ``{"run":
-    ...}``), under ``parent``. ``turn`` 0: each turn an ``invoke_agent`` client span with
+    """The spans of ``run`` (:func:`~._views.decode_view`) under ``parent``. ``turn`` 0: each turn an ``invoke_agent`` client span with
     its steps inside, timed from its first step's start to its last one's end (the
     runner's view); ``turn`` n: that turn's steps but its first ``drawn``, with the turn's
     attributes set on ``parent`` (the service's view). ``safe``: apply
     :meth:`~evalport.protocol.TracePolicy.safe` first. What the run did not time is timed
-    at ``untimed``. ``msgspec.DecodeError`` for what is no run."""
-    run = decode_view(run_json)
+    at ``untimed``."""
     model = run.llm_profile.model if run.llm_profile is not None else None
     if turn:
         steps = _turn_steps(run, turn)[drawn:]

@@ -96,32 +96,3 @@ def decode_view(data: bytes | msgspec.Raw) -> RunView:
     (``msgspec.DecodeError`` for what is no run)."""
     found = _decode_view(data)
     return found.run if found.run is not None else found
-
-
-class _TurnOfView(msgspec.Struct, gc=False):
-    turn: int = 0
-
-
-class _TurnsView(msgspec.Struct, gc=False):
-    turns: int = 0
-    steps: list[_TurnOfView] = msgspec.field(default_factory=list)
-
-
-class _TurnsOrEnvelope(_TurnsView, gc=False):
-    run: _TurnsView | None = None
-
-
-_decode_turns: Final = msgspec.json.Decoder(_TurnsOrEnvelope).decode
-
-
-def turn_and_steps(body: bytes) -> tuple[int, int] | None:
-    """The last turn of the run a turn response carries (bare or as ``{"run": ...}``) and
-    how many steps it has; ``None`` for a body that is no run. A tenth of the time of
-    decoding the whole run (the service's replay bookkeeping needs no more)."""
-    try:
-        found = _decode_turns(body)
-    except (msgspec.DecodeError, RecursionError):
-        return None
-    run: _TurnsView = found.run if found.run is not None else found
-    turn = run.turns
-    return turn, sum(1 for step in run.steps if step.turn == turn)

@@ -25,8 +25,9 @@ def _drawn(run: bytes, turn: int = 0, drawn: int = 0, safe: bool = False) -> lis
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     tracer = provider.get_tracer("test")
     root = tracer.start_span("root", kind=SpanKind.SERVER if turn else SpanKind.INTERNAL)
+    view = tracing.decode_view(run)
     tracing.draw(
-        tracer, root, run, untimed=UNTIMED, agent="agent", turn=turn, drawn=drawn, safe=safe
+        tracer, root, view, untimed=UNTIMED, agent="agent", turn=turn, drawn=drawn, safe=safe
     )
     root.end(UNTIMED + 10)
     return list(exporter.get_finished_spans())
