@@ -15,16 +15,14 @@ Rules:
   has the trial span with its assertion and judge events, and no ``invoke_agent``,
   ``chat`` or ``execute_tool`` span (the recording's old times would show calls that
   never happened).
-- The spans are drawn after the trial from the run the trial kept, which already passed
-  the target's trace policy: a collector receives what the reports show, nothing more.
+- The spans are drawn after the trial from the run the trial kept, after the target's
+  trace policy (the rules of drawing: :mod:`evalport.protocol.tracing`).
 - While a trial runs, every request a target sends carries the trial span as W3C
   ``traceparent`` (:func:`~._trace_context.trace_headers`), so an agent service with
   tracing on continues the same trace; its flag says whether the sampler sampled the
   trial.
 - The spans go to an OpenTelemetry ``TracerProvider``: ``traced_trials(provider)``, or
   the SDK's that ``evalport run --otlp URL`` builds; both need the ``otel`` extra.
-- Tracing never fails a trial: spans that cannot be drawn or ended are dropped and
-  logged (:func:`~evalport.protocol.tracing.failed`); the trial's result is the same.
 """
 
 from __future__ import annotations

@@ -223,7 +223,7 @@ def main(args: argparse.Namespace) -> int:
     provider = None
     if args.otlp:
         try:
-            tracing = require("evalport.protocol.tracing", "otel", "evalport serve --otlp")
+            tracing = require("evalport.protocol.tracing", "otel", "--otlp")
             provider = tracing.otlp_provider(args.otlp, args.name or "evalport-serve")
         except MissingExtraError as error:
             return _fail(str(error))

@@ -19,10 +19,8 @@ Rules:
   idempotency key) is a span with ``evalport.replayed = true`` and no step or tool span.
   The service remembers what it drew for its last :data:`REMEMBERED` sessions.
 - Spans are drawn from the run as it leaves the service: after the adapter's trace
-  policy, or :meth:`TracePolicy.safe` when the adapter has none, so a collector never
-  receives a payload the policy would digest.
-- Tracing never fails a turn: spans that cannot be drawn or ended are dropped and logged
-  (:func:`~evalport.protocol.tracing.failed`).
+  policy, or :meth:`TracePolicy.safe` when the adapter has none (the rules of drawing:
+  :mod:`evalport.protocol.tracing`).
 """
 
 from __future__ import annotations

@@ -344,7 +344,7 @@ def _tracing(url: str | None) -> Any:
     for, or ``None``."""
     if not url and not any(os.environ.get(name) for name in _ENDPOINTS):
         return None
-    tracing = require("evalport.protocol.tracing", "otel", "evalport run --otlp")
+    tracing = require("evalport.protocol.tracing", "otel", "--otlp")
     return tracing.otlp_provider(url or None, "evalport")
 
 
