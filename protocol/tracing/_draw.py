@@ -172,12 +172,12 @@ def draw(
     drawn: int = 0,
     safe: bool = False,
 ) -> None:
-    """The spans of ``run`` (:func:`~._views.decode_view`) under ``parent``. ``turn`` 0: each turn an ``invoke_agent`` client span with
-    its steps inside, timed from its first step's start to its last one's end (the
-    runner's view); ``turn`` n: that turn's steps but its first ``drawn``, with the turn's
-    attributes set on ``parent`` (the service's view). ``safe``: apply
-    :meth:`~evalport.protocol.TracePolicy.safe` first. What the run did not time is timed
-    at ``untimed``."""
+    """The spans of ``run`` (:func:`~._views.decode_view`) under ``parent``. ``turn`` 0:
+    each turn an ``invoke_agent`` client span with its steps inside, timed from its first
+    step's start to its last one's end (the runner's view); ``turn`` n: that turn's steps
+    but its first ``drawn``, with the turn's attributes set on ``parent`` (the service's
+    view). ``safe``: apply :meth:`~evalport.protocol.TracePolicy.safe` first. What the
+    run did not time is timed at ``untimed``."""
     model = run.llm_profile.model if run.llm_profile is not None else None
     if turn:
         steps = _turn_steps(run, turn)[drawn:]
