@@ -156,7 +156,7 @@ class Recording(httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         if request.url.path.endswith("/turns"):
-            self._seen.append(request.headers["traceparent"])
+            self._seen.append(request.headers.get("traceparent", ""))
         return await self._inner.handle_async_request(request)
 
 
@@ -194,3 +194,21 @@ async def test_a_service_that_follows_its_parent_traces_the_trials_the_runner_sa
     sampled = {header[3:35] for header, flag in zip(seen, flags, strict=True) if flag}
     assert trials == sampled  # an unsampled trial sent nothing and said so
     assert served == sampled  # the service traced the turns of those trials, no other
+
+
+async def test_sdk_disabled_traces_nothing_and_sends_no_traceparent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[str] = []
+    monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
+    with collector() as (url, bodies):
+        provider = otlp_provider(url, "evals")
+        service = EvalAdapter(answer, token=None)
+        target = HttpTarget("http://agent.test/", transport=Recording(service.app(), seen))
+        async with target:
+            report = await Runner(target, trial_function=traced_trials(provider)).run(
+                cases_from(hello)
+            )
+        provider.shutdown()
+    assert report.summary.ok
+    assert seen == [""] and bodies == []  # the turn request carried no traceparent
