@@ -1,46 +1,80 @@
-"""The tracing benchmarks' reference: the OpenTelemetry Python SDK's standard pipeline.
+"""The tracing benchmarks' reference: a bare OpenTelemetry SDK pipeline emitting the same spans.
 
-:func:`sdk_provider` is what a user of the SDK configures to send traces to an OTLP/HTTP
-collector: a ``TracerProvider`` of its own (never the global one) with the
-``service.name`` resource, and a ``BatchSpanProcessor`` over ``OTLPSpanExporter``
-(protobuf over HTTP) to ``<sink>/v1/traces``. Passed as ``EvalAdapter(tracing=provider)``
-or ``traced_trials(provider)``, it receives the same spans as ``--otlp`` exports, replayed
-through the OpenTelemetry API (``protocol/_otel_api.py``): the SDK's rows are what those
-spans cost the standard way, beside evalport's own exporter.
-
-It needs ``opentelemetry-exporter-otlp-proto-http`` (it brings the SDK), which no extra of
-evalport's installs: ``.venv/bin/pip install opentelemetry-exporter-otlp-proto-http``.
-Without it :func:`installed` is false and the benchmarks print :data:`SKIPPED`.
+``--otlp`` is the SDK's pipeline (:func:`evalport.protocol.tracing.otlp_provider`: a
+``TracerProvider`` with a ``BatchSpanProcessor`` over the OTLP/HTTP exporter), so the
+question is what evalport adds to it: drawing the spans from the run (decoding its view,
+the attributes, the safe policy, the times). The reference side uses the same provider
+and emits the same spans with nothing drawn: :func:`captured` records, once, the spans
+evalport draws for one trial or turn (names, kinds, attributes, events, parentage), and
+:func:`emit` starts and ends them again through the API under a root span, attributes
+given as they are. Its CPU is the SDK's own cost for those spans (starting, ending,
+queueing, encoding and sending them in the processor's thread).
 """
 
 from __future__ import annotations
 
-import importlib.util
-from typing import Any
+from typing import Any, NamedTuple
 
-SKIPPED = (
-    "opentelemetry-exporter-otlp-proto-http is not installed (.venv/bin/pip install"
-    " opentelemetry-exporter-otlp-proto-http): the OpenTelemetry SDK rows are skipped"
-)
-
-
-def installed() -> bool:
-    try:
-        return importlib.util.find_spec("opentelemetry.exporter.otlp.proto.http") is not None
-    except ModuleNotFoundError:  # not even the opentelemetry namespace
-        return False
+from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import Span, Tracer
 
 
-def sdk_provider(sink: str, service: str, queue: int | None = None) -> Any:
-    """A ``TracerProvider`` exporting to the sink at ``sink`` (a base URL) through a
-    ``BatchSpanProcessor`` holding ``queue`` spans at most (the SDK's default, 2048, for
-    ``None``: as ``OTEL_BSP_MAX_QUEUE_SIZE`` would set it)."""
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+class Node(NamedTuple):
+    """A span to emit: what evalport drew, and the spans under it."""
 
-    provider = TracerProvider(resource=Resource.create({"service.name": service}))
-    exporter = OTLPSpanExporter(endpoint=f"{sink}/v1/traces")
-    provider.add_span_processor(BatchSpanProcessor(exporter, max_queue_size=queue))
-    return provider
+    name: str
+    kind: trace.SpanKind
+    attributes: dict[str, Any]
+    events: list[tuple[str, dict[str, Any]]]
+    children: list[Node]
+
+
+def in_memory() -> tuple[TracerProvider, InMemorySpanExporter]:
+    """A provider keeping the spans it ends, for :func:`captured`."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return provider, exporter
+
+
+def captured(spans: tuple[ReadableSpan, ...]) -> Node:
+    """The tree of ``spans`` (one root)."""
+    ids = {span.context.span_id for span in spans}
+
+    def node(span: ReadableSpan) -> Node:
+        under = [
+            s for s in spans if s.parent is not None and s.parent.span_id == span.context.span_id
+        ]
+        return Node(
+            span.name,
+            span.kind,
+            dict(span.attributes or {}),
+            [(event.name, dict(event.attributes or {})) for event in span.events],
+            [node(child) for child in sorted(under, key=lambda s: s.start_time or 0)],
+        )
+
+    (root,) = [span for span in spans if span.parent is None or span.parent.span_id not in ids]
+    return node(root)
+
+
+def emit(tracer: Tracer, parent: Span, nodes: list[Node]) -> None:
+    """Start and end ``nodes`` (and theirs) under ``parent``, now."""
+    context = trace.set_span_in_context(parent)
+    for item in nodes:
+        span = tracer.start_span(item.name, context, item.kind, item.attributes)
+        emit(tracer, span, item.children)
+        for name, attributes in item.events:
+            span.add_event(name, attributes)
+        span.end()
+
+
+def finish(tracer: Tracer, root: Span, template: Node) -> None:
+    """End a root span as ``template``'s: its attributes and events, its spans under it."""
+    root.set_attributes(template.attributes)
+    for name, attributes in template.events:
+        root.add_event(name, attributes)
+    emit(tracer, root, template.children)
+    root.end()

@@ -21,17 +21,15 @@ Workloads (all in one process, one after the other):
    aiohttp, this process's CPU per case and the server's CPU per case (``/proc``,
    Linux). Targets: the runner at 50 at least 0.5x aiohttp at 50, and the runner no
    slower per case at 50 than at 8. ``--http-only`` runs only this one.
-4. Workload 2 with every trial exported as an OpenTelemetry trace over OTLP/HTTP (to
-   ``_otlp_sink.py`` in another process) against the same without, interleaved:
-   traced / untraced wall time (target: at most 1.10x; :func:`tracing_overhead`). The
-   exporter draws, encodes and sends in a thread of this process: the CPU per trial
-   printed (both sides) is the whole cost. A third side, the reference, interleaved with
-   them: the same spans through the OpenTelemetry Python SDK's standard pipeline,
-   ``traced_trials(provider)`` with the ``TracerProvider`` of ``_otel_sdk.py`` (a
-   ``BatchSpanProcessor`` over ``OTLPSpanExporter``, with ``evalport run``'s queue size)
-   to the same sink, printed as ``SDK-traced`` in the same two lines. It needs
-   ``.venv/bin/pip install opentelemetry-exporter-otlp-proto-http`` (no extra installs it);
-   without it its rows are skipped with a message. ``--tracing-only`` runs only this one.
+4. Workload 2 with every trial exported as an OpenTelemetry trace, as ``evalport run
+   --otlp`` does (``traced_trials`` over the SDK provider ``otlp_provider`` builds, to
+   ``_otlp_sink.py`` in another process), against a bare SDK pipeline emitting the same
+   spans (the same provider; the spans evalport drew for one trial, captured once and
+   emitted again through the API under each trial's span: ``_otel_sdk.py``), and the
+   same without tracing, for context; interleaved. Printed: CPU per trial of each side
+   (the SDK's processor thread runs in this process, so it is the whole cost),
+   evalport-traced over bare-SDK (the whole trial's CPU, and what tracing adds to an
+   untraced trial), and wall time over untraced. ``--tracing-only`` runs only this one.
 
 evalport's side is the whole product path: ``LocalTarget`` (the turn runtime, encode,
 lenient decode, safe redaction) or ``HttpTarget``, a fresh session per trial, a
@@ -68,10 +66,12 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import _otel_sdk
 import httpx
 import msgspec
 from evalport.client import Case, HttpTarget, LocalTarget, Runner, RunOptions
 from evalport.client._transport import AiohttpWire
+from evalport.protocol.tracing import otlp_provider
 
 LATENCY = 0.05
 AGENT_FILE = Path(__file__).resolve()
@@ -391,25 +391,25 @@ TRACED_SIDES = ("untraced", "evalport", "sdk")
 
 
 def tracing_overhead(cases: list[Case], concurrency: int, rounds: int) -> None:
-    """4. The instant-agent workload with every trial exported as a trace (``evalport run
-    --otlp``: ``traced_trials`` over evalport's OTLP/HTTP exporter with the queue of
-    ``evalport run``, to a sink in another process) against the same without and, as a
-    reference, through the OpenTelemetry SDK (``traced_trials(provider)``, the provider of
-    :func:`_otel_sdk.sdk_provider` with the same queue, to the same sink), interleaved;
-    the wall time includes starting the exporter and flushing the spans."""
-    import _otel_sdk
+    """4. The instant-agent workload traced by evalport (``evalport run --otlp``), by a
+    bare SDK pipeline emitting the same spans, and untraced, interleaved; the wall time
+    includes starting the provider and flushing the spans."""
     from _otlp_sink import running_sink
     from evalport.client import traced_trials
 
-    sides = TRACED_SIDES if _otel_sdk.installed() else TRACED_SIDES[:2]
-    if "sdk" not in sides:
-        print(_otel_sdk.SKIPPED)
+    provider, spans = _otel_sdk.in_memory()
+    asyncio.run(_one_traced_trial(provider))
+    template = _otel_sdk.captured(spans.get_finished_spans())
 
     def run(side: str, url: str) -> float:
         async def measure() -> float:
             started = time.perf_counter()
-            provider = trace_provider(side, url)
-            trials = traced_trials(provider) if provider else None
+            provider = otlp_provider(url, "benchmark") if side != "untraced" else None
+            trials = None
+            if side == "evalport":
+                trials = traced_trials(provider)
+            elif side == "sdk":
+                trials = bare_trials(provider, template)
             runner = Runner(
                 LocalTarget(instant_agent),
                 RunOptions(concurrency=concurrency, timeout=60),
@@ -423,59 +423,59 @@ def tracing_overhead(cases: list[Case], concurrency: int, rounds: int) -> None:
         return asyncio.run(measure())
 
     interleaved = 2 * rounds + 1
-    print(f"4. {len(cases)} cases, instant agent, traces exported or not, {interleaved} rounds:")
-    results: dict[str, list[tuple[float, float] | None]] = {side: [] for side in sides}
+    print(f"4. {len(cases)} cases, instant agent, traced or not, {interleaved} rounds:")
+    results: dict[str, list[tuple[float, float] | None]] = {side: [] for side in TRACED_SIDES}
     with running_sink() as url:
-        for side in sides[1:]:  # importing and starting an exporter once is no round's work
-            trace_provider(side, url).shutdown()
+        otlp_provider(url, "benchmark").shutdown()  # importing the SDK is no round's work
         for round_ in range(interleaved):
-            for side in sides if round_ % 2 == 0 else sides[::-1]:
+            for side in TRACED_SIDES if round_ % 2 == 0 else TRACED_SIDES[::-1]:
                 results[side].append(timed(run, side, url))
-    plain = results["untraced"]
-    traced_figures("traced", results["evalport"], plain, len(cases), "; target <= 1.10x")
-    if "sdk" in results:
-        traced_figures("SDK-traced", results["sdk"], plain, len(cases), "", "the SDK's thread")
-
-
-def trace_provider(side: str, url: str) -> Any:
-    """Where workload 4's ``side`` exports its traces (``None``: untraced)."""
-    from evalport.client.cli._run import RUN_QUEUE
-    from evalport.protocol._otlp import OtlpExporter
-
-    if side == "evalport":
-        return OtlpExporter(url, "benchmark", queue=RUN_QUEUE)
-    if side == "sdk":
-        from _otel_sdk import sdk_provider
-
-        return sdk_provider(url, "benchmark", queue=RUN_QUEUE)
-    return None
-
-
-def traced_figures(
-    name: str,
-    traced: list[tuple[float, float] | None],
-    plain: list[tuple[float, float] | None],
-    count: int,
-    target: str,
-    thread: str = "the exporter's thread",
-) -> None:
-    """Workload 4's two lines for one traced side against the untraced rounds."""
-    walls = sorted(t[0] / p[0] for t, p in zip(traced, plain, strict=True) if t and p)
-    cpus = sorted(t[1] / p[1] for t, p in zip(traced, plain, strict=True) if t and p)
-    best_plain = min(p[0] for p in plain if p)
-    best_traced = min(t[0] for t in traced if t)
-    per_trial = 1e6 / count
-    plain_cpu = sorted(p[1] * per_trial for p in plain if p)
-    traced_cpu = sorted(t[1] * per_trial for t in traced if t)
+    per_trial = 1e6 / len(cases)
+    cpu = {side: _median([r[1] * per_trial for r in rows if r]) for side, rows in results.items()}
+    wall = {side: _median([r[0] for r in rows if r]) for side, rows in results.items()}
+    plain = cpu["untraced"]
     print(
-        f"  untraced {count / best_plain:,.0f} cases/s, {name} {count / best_traced:,.0f}"
-        f" cases/s (best rounds); {name} / untraced wall {walls[len(walls) // 2]:.2f}x median"
-        f" ({walls[0]:.2f}-{walls[-1]:.2f}x{target}), CPU {cpus[len(cpus) // 2]:.2f}x"
+        f"  CPU per trial (medians, the SDK's thread included): untraced {plain:.0f} us,"
+        f" bare SDK {cpu['sdk']:.0f} us (+{cpu['sdk'] - plain:.0f}), evalport-traced"
+        f" {cpu['evalport']:.0f} us (+{cpu['evalport'] - plain:.0f})"
     )
     print(
-        f"  CPU per trial (medians, {thread} included): untraced"
-        f" {plain_cpu[len(plain_cpu) // 2]:.0f} us, {name} {traced_cpu[len(traced_cpu) // 2]:.0f} us"
+        f"  evalport-traced / bare SDK: CPU per trial {cpu['evalport'] / cpu['sdk']:.2f}x,"
+        f" added to a trial {(cpu['evalport'] - plain) / (cpu['sdk'] - plain):.2f}x;"
+        f" wall over untraced: bare SDK {wall['sdk'] / wall['untraced']:.2f}x,"
+        f" evalport-traced {wall['evalport'] / wall['untraced']:.2f}x"
     )
+
+
+def _median(values: list[float]) -> float:
+    return sorted(values)[len(values) // 2]
+
+
+async def _one_traced_trial(provider: Any) -> None:
+    """One trial of workload 4, traced by evalport (the spans the bare side emits)."""
+    from evalport.client import traced_trials
+
+    runner = Runner(LocalTarget(instant_agent), trial_function=traced_trials(provider))
+    await runner.run(make_cases(1))
+
+
+def bare_trials(provider: Any, template: Any) -> Any:
+    """A trial function emitting ``template``'s spans for each trial through the SDK's API,
+    nothing drawn: the trial span current while it runs, its spans under it after."""
+    from evalport.client import run_trial
+    from opentelemetry import trace
+
+    tracer = provider.get_tracer("benchmark")
+
+    async def traced(case: Any, target: Any, *, trial: int = 0, **options: Any) -> Any:
+        attributes = {"evalport.case.id": case.id, "evalport.trial.index": trial}
+        span = tracer.start_span(template.name, attributes=attributes)
+        with trace.use_span(span):
+            result = await run_trial(case, target, trial=trial, **options)
+        _otel_sdk.finish(tracer, span, template)
+        return result
+
+    return traced
 
 
 def main() -> None:

@@ -9,16 +9,17 @@ library's loop):
   serving a no-op agent. Before it serves, it opens ``--sessions`` sessions in-process
   and writes their ids to a file;
 - **mounted**: the same adapter's ``routes()`` in a Starlette app, as a host mounts them;
-- **traced**: ``app()`` with tracing on, exporting every turn over OTLP/HTTP (as
-  ``evalport serve --otlp`` does) to ``_otlp_sink.py`` in another process; its throughput
-  over the adapter's is the cost of tracing (target: at least 0.85);
-- **traced-sdk** (a reference): ``app()`` with tracing through the OpenTelemetry Python
-  SDK's standard pipeline, ``EvalAdapter(tracing=provider)`` with the provider of
-  ``_otel_sdk.py`` (a ``BatchSpanProcessor`` over ``OTLPSpanExporter``, its default
-  queue as ``evalport serve``'s) exporting the same spans to the same sink: what tracing
-  costs a user of the SDK. It needs ``.venv/bin/pip install
-  opentelemetry-exporter-otlp-proto-http`` (no extra installs it); without it the role is
-  skipped with a message;
+- **traced**: ``app()`` with tracing on, as ``evalport serve --otlp`` runs it (the SDK
+  provider of :func:`evalport.protocol.tracing.otlp_provider`: a ``BatchSpanProcessor``
+  over the OTLP/HTTP exporter), exporting every turn to ``_otlp_sink.py`` in another
+  process;
+- **traced-sdk** (the reference): ``app()`` untraced, each turn request wrapped in a
+  bare SDK pipeline emitting the same spans (the same provider; a server span that
+  continues the ``traceparent``, current while the turn runs, then the spans evalport drew
+  for one turn, captured once at start-up and emitted again: ``_otel_sdk.py``). Printed:
+  traced over traced-sdk server CPU per request (the SDK's thread runs in the server, so
+  it is the whole cost), the whole request's and what tracing adds to it, with the
+  untraced adapter for context;
 - **bare**: one Starlette ``POST`` route returning fixed bytes: the adapter's response to
   a session's second turn, so all send the same payload size.
 
@@ -132,12 +133,13 @@ async def _serve_adapter(port: int, sessions: int, workdir: Path, role: str) -> 
     from starlette.routing import Route
 
     tracing: Any = False
-    if role == "traced":  # every turn exported over OTLP/HTTP, as `evalport serve --otlp` does
-        from evalport.server._tracing import serve_provider
+    if role in ("traced", "traced-sdk"):  # as `evalport serve --otlp` exports
+        from evalport.protocol.tracing import otlp_provider
 
-        tracing = serve_provider(os.environ["BENCHMARK_OTLP"], "benchmark")
-    elif role == "traced-sdk":  # the same spans through the OpenTelemetry SDK's pipeline
-        tracing = _otel_sdk.sdk_provider(os.environ["BENCHMARK_OTLP"], "benchmark")
+        tracing = otlp_provider(os.environ["BENCHMARK_OTLP"], "benchmark")
+    bare_sdk = tracing if role == "traced-sdk" else None
+    if bare_sdk is not None:
+        tracing = False
     adapter = EvalAdapter(
         noop_agent,
         token=TOKEN,
@@ -174,6 +176,9 @@ async def _serve_adapter(port: int, sessions: int, workdir: Path, role: str) -> 
         app: Any = Starlette(routes=[*adapter.routes(), renew_app])
     else:
         served = adapter.app()
+        if bare_sdk is not None:
+            template = await _turn_template()
+            served = _bare_traced(served, bare_sdk.get_tracer("benchmark"), template)
 
         async def app(scope: Any, receive: Any, send: Any) -> None:  # app(), plus renew
             if scope["type"] == "http" and scope["path"] == "/benchmark/renew":
@@ -182,6 +187,46 @@ async def _serve_adapter(port: int, sessions: int, workdir: Path, role: str) -> 
                 await served(scope, receive, send)
 
     await uvicorn.Server(_uvicorn_config(app, port)).serve()
+
+
+async def _turn_template() -> Any:
+    """The spans evalport draws for one turn of the no-op agent (``_otel_sdk.captured``)."""
+    import httpx
+    from evalport.server import EvalAdapter
+
+    provider, spans = _otel_sdk.in_memory()
+    app = EvalAdapter(noop_agent, token=None, tracing=provider).app()
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://agent") as http:
+        session = (await http.post("/evals/sessions", json={})).json()["sessionId"]
+        for _ in range(2):  # a second turn, as most of a round's are
+            await http.post(f"/evals/sessions/{session}/turns", json={"message": "ping"})
+    spans.clear()
+    async with httpx.AsyncClient(transport=transport, base_url="http://agent") as http:
+        await http.post(f"/evals/sessions/{session}/turns", json={"message": "ping"})
+    return _otel_sdk.captured(spans.get_finished_spans())
+
+
+def _bare_traced(app: Any, tracer: Any, template: Any) -> Any:
+    """``app`` with each turn request a server span of the bare SDK pipeline: it continues
+    the ``traceparent``, is current while the turn runs, then gets ``template``'s spans."""
+    from opentelemetry import trace
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    w3c = TraceContextTextMapPropagator()
+
+    async def traced(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or not scope["path"].endswith("/turns"):
+            await app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        context = w3c.extract(headers) if "traceparent" in headers else None
+        span = tracer.start_span(template.name, context, template.kind)
+        with trace.use_span(span):
+            await app(scope, receive, send)
+        _otel_sdk.finish(tracer, span, template)
+
+    return traced
 
 
 def _fixed_turn(second: Any) -> Any:
@@ -338,16 +383,16 @@ def _wrk(url: str, script: Path, seconds: int, connections: int, pid: int) -> Ro
     )
 
 
-def _print_tracing(
-    label: str, best: dict[str, Round], cpu: dict[str, float], role: str, target: str
-) -> None:
-    """The traced ``role`` against the adapter untraced: throughput and CPU per request."""
-    ratio = best[role].rps / best["adapter"].rps
+def _print_tracing(best: dict[str, Round], cpu: dict[str, float]) -> None:
+    """evalport-traced against the bare SDK pipeline, the untraced adapter for context."""
+    plain, bare, ours = cpu["adapter"], cpu["traced-sdk"], cpu["traced"]
     print(
-        f"{label}: turns/s (best round) {best[role].rps:.0f} vs"
-        f" {best['adapter'].rps:.0f} without: ratio {ratio:.2f}{target}; server CPU"
-        f" per request {cpu[role]:.1f} vs {cpu['adapter']:.1f} us:"
-        f" ratio at equal CPU {cpu['adapter'] / cpu[role]:.2f}"
+        f"tracing (--otlp to a sink), server CPU per request (least): untraced {plain:.1f} us,"
+        f" bare SDK {bare:.1f} us (+{bare - plain:.1f}), evalport-traced {ours:.1f} us"
+        f" (+{ours - plain:.1f}); evalport-traced / bare SDK {ours / bare:.2f}x, added to a"
+        f" turn {(ours - plain) / (bare - plain):.2f}x; turns/s (best round) untraced"
+        f" {best['adapter'].rps:.0f}, bare SDK {best['traced-sdk'].rps:.0f}, evalport-traced"
+        f" {best['traced'].rps:.0f}"
     )
 
 
@@ -395,10 +440,7 @@ def main() -> int:
         print("wrk is not installed (apt install wrk)", file=sys.stderr)
         return 2
 
-    sdk = _otel_sdk.installed()
-    if not sdk:
-        print(_otel_sdk.SKIPPED)
-    roles = ["bare", *(role for role in RENEWED if sdk or role != "traced-sdk")]
+    roles = ["bare", *RENEWED]
     roles += ["http", "floor"] if args.layers else []
     sessions = {role: args.sessions for role in RENEWED} | {"http": 10, "floor": 10}
     results: dict[str, list[Round]] = {role: [] for role in roles}
@@ -466,10 +508,7 @@ def main() -> int:
             f" {cpu[role]:.1f} vs {cpu['bare']:.1f} us: ratio at equal CPU"
             f" {cpu['bare'] / cpu[role]:.2f}; p99 {p99:+.2f} ms (target <= +{TARGET_P99_MS} ms)"
         )
-    _print_tracing("tracing on (--otlp to a sink)", best, cpu, "traced", " (target >= 0.85)")
-    if sdk:
-        label = "tracing through the OpenTelemetry SDK (BatchSpanProcessor, OTLPSpanExporter)"
-        _print_tracing(label, best, cpu, "traced-sdk", "")
+    _print_tracing(best, cpu)
     if args.layers:
         http, floor = cpu["http"], cpu["floor"]
         print(

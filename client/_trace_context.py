@@ -1,35 +1,32 @@
 """What a traced trial leaves for the code under it: the ``traceparent`` its requests
-carry and the list its judge calls add their spans to (set by :mod:`evalport.client._tracing`).
+carry and the span its judge calls nest under (set by :mod:`evalport.client._tracing`).
 
 Rules:
 
 - Outside a traced trial nothing is set and :func:`trace_headers` and :func:`judge_span`
-  do nothing, without importing anything.
-- :func:`judge_span` draws a span ``evalport.judge <criterion>`` around one judge call
+  do nothing, without importing anything (OpenTelemetry is the ``otel`` extra).
+- :func:`judge_span` is a span ``evalport.judge <criterion>`` around one judge call
   (``evalport.judge = true``, the judge's model, the verdict's score and tokens,
-  ``error.type`` when the call failed), a child of the trial span, timed as the call runs.
-  What the verdict leaves out (no score, no model) is no attribute.
+  ``error.type`` when the call failed), a child of the trial span and the current span
+  while the call runs. What the verdict leaves out (no score, no model) is no attribute.
 """
 
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any
 
-from evalport.protocol._otel import INTERNAL, OpenSpan, SpanRecord, child
-
 
 class TrialTrace:
-    """The trial span under way and the spans drawn under it so far."""
+    """The tracer and the span of the trial under way."""
 
-    __slots__ = ("_header", "children", "span")
+    __slots__ = ("_header", "span", "tracer")
 
-    def __init__(self, span: OpenSpan) -> None:
+    def __init__(self, tracer: Any, span: Any) -> None:
+        self.tracer = tracer
         self.span = span
-        self.children: list[SpanRecord] = []
         self._header: dict[str, str] | None = None
 
     @property
@@ -37,7 +34,9 @@ class TrialTrace:
         """The ``traceparent`` header, made when a request first asks (a local target
         sends none)."""
         if self._header is None:
-            self._header = {"traceparent": self.span.traceparent}
+            from evalport.protocol.tracing import traceparent
+
+            self._header = traceparent(self.span)
         return self._header
 
 
@@ -62,6 +61,8 @@ def judge_span(criterion: str, judge: Any) -> Iterator[Callable[[Any], None]]:
     if trial is None:
         yield _ignore
         return
+    from evalport.protocol import tracing
+
     attributes: dict[str, Any] = {
         "gen_ai.operation.name": "chat",
         "evalport.judge": True,
@@ -70,10 +71,13 @@ def judge_span(criterion: str, judge: Any) -> Iterator[Callable[[Any], None]]:
     model = getattr(judge, "model", None)
     if isinstance(model, str):
         attributes["gen_ai.request.model"] = model
-    start = time.time_ns()
-    span = child(
-        trial.span.record, f"evalport.judge {criterion}", INTERNAL, start, start, attributes
-    )
+    name = f"evalport.judge {criterion}"
+    try:
+        span = tracing.child(trial.tracer, trial.span, name, attributes)
+    except Exception as failure:  # the judge is called untraced
+        tracing.failed(f"tracing {name}", failure)
+        yield _ignore
+        return
 
     def record(verdict: Any) -> None:
         found = {
@@ -83,14 +87,13 @@ def judge_span(criterion: str, judge: Any) -> Iterator[Callable[[Any], None]]:
             "gen_ai.usage.output_tokens": verdict.usage.output_tokens,
             "gen_ai.response.model": verdict.model or None,
         }
-        attributes.update((key, value) for key, value in found.items() if value is not None)
+        span.set_attributes({key: value for key, value in found.items() if value is not None})
 
     try:
-        yield record
+        with tracing.current(span):
+            yield record
     except Exception as error:
-        attributes["error.type"] = type(error).__name__
-        span.error = True
+        tracing.fail(span, type(error).__name__)
         raise
     finally:
-        span.end = time.time_ns()
-        trial.children.append(span)
+        tracing.ends(span, None, f"tracing {name}")

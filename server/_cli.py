@@ -18,10 +18,11 @@ Rules:
 - ``--allow-faults`` lets new sessions carry tool faults (``faults`` capability); off by
   default, so a deployed service injects nothing unless told to.
 - ``--otlp URL`` exports each turn as OpenTelemetry spans to that collector
-  (:mod:`evalport.server._tracing`, no extra needed); nothing is exported without it. A
-  URL that is not http(s), or a standard ``OTEL_*`` variable evalport cannot honour (a
-  protocol other than ``http/protobuf``), is exit 2; with ``OTEL_SDK_DISABLED=true`` it
-  says so on stderr and serves untraced.
+  (:mod:`evalport.server._tracing`) through the SDK's batch processor and OTLP/HTTP
+  exporter, which read the standard ``OTEL_*`` variables themselves; nothing is exported
+  without it. It needs the ``otel`` extra: without it, or with a URL that is not
+  http(s), exit 2. The provider is shut down (what is queued sent) at the lifespan's
+  shutdown, before uvicorn re-raises a signal that stopped it.
 - Binds ``127.0.0.1`` by default. On SIGTERM or Ctrl-C it drains the adapter (new sessions
   and turns get 503 ``draining``), stops accepting connections and lets turns in flight
   finish (up to the turn timeout) before it exits.
@@ -43,13 +44,12 @@ from typing import Final
 
 import uvicorn
 from evalport.protocol import DEFAULT_TOKEN_ENV
-from evalport.protocol._otlp import sdk_disabled
+from evalport.protocol._extras import MissingExtraError, require
 from evalport.protocol.runtime import load_object
 
 from ._app import EvalAdapter
 from ._limits import Limits
 from ._served import ServedApp, stderr_line
-from ._tracing import serve_provider
 
 HELP = "serve an agent over the eval protocol"
 
@@ -221,11 +221,12 @@ def main(args: argparse.Namespace) -> int:
     except ValueError as error:
         return _fail(str(error))
     provider = None
-    if args.otlp and sdk_disabled():
-        print("evalport serve: OTEL_SDK_DISABLED=true: turns are not traced", file=sys.stderr)
-    elif args.otlp:
+    if args.otlp:
         try:
-            provider = serve_provider(args.otlp, args.name or "evalport-serve")
+            tracing = require("evalport.protocol.tracing", "otel", "--otlp")
+            provider = tracing.otlp_provider(args.otlp, args.name or "evalport-serve")
+        except MissingExtraError as error:
+            return _fail(str(error))
         except ValueError as error:
             return _fail(f"--otlp: {error}")
     try:
@@ -244,7 +245,8 @@ def main(args: argparse.Namespace) -> int:
                 tracing=provider or False,
             )
 
-        app = ServedApp(target, build, prefix=args.prefix, say=stderr_line)
+        closing = provider.shutdown if provider is not None else None
+        app = ServedApp(target, build, prefix=args.prefix, say=stderr_line, closing=closing)
     except (ValueError, TypeError, ImportError) as error:
         return _fail(str(error))
 
@@ -269,7 +271,4 @@ def main(args: argparse.Namespace) -> int:
         if server.started:
             raise
         return 2
-    finally:
-        if provider is not None:
-            provider.shutdown()  # sends what is queued; a collector that is down is skipped
     return 0 if server.started else 2

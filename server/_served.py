@@ -14,12 +14,15 @@ Rules:
   arguments, or an ``@asynccontextmanager`` function, yields the agent: what follows its
   ``yield`` runs at shutdown, after the turns in flight finished. Either result may be a
   framework's agent, wrapped as above.
+- ``closing`` (``evalport serve --otlp``: the trace provider's shutdown) runs in a
+  worker thread at the lifespan's shutdown, after the agent's own clean-up.
 - A start-up that fails (the factory raised, or returned no agent) is one line on stderr
   and exit 2; the server never answers a request without an agent.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import inspect
 import sys
@@ -86,13 +89,21 @@ class ServedApp:
     """The ASGI app ``evalport serve`` runs: the adapter's app, built at once or at start-up."""
 
     def __init__(
-        self, target: object, build: Build, *, prefix: str = "", say: Callable[[str], None]
+        self,
+        target: object,
+        build: Build,
+        *,
+        prefix: str = "",
+        say: Callable[[str], None],
+        closing: Callable[[], object] | None = None,
     ) -> None:
         self._target = target
         self._build = build
         self._prefix = prefix
         self._say = say
         self._stack = contextlib.AsyncExitStack()
+        if closing is not None:  # pushed first: runs last
+            self._stack.push_async_callback(asyncio.to_thread, closing)
         self.adapter: EvalAdapter | None = None
         self._app: ASGIApp | None = None
         if not is_deferred(target):

@@ -4,16 +4,14 @@ Rules:
 
 - Off unless asked. ``tracing=True`` traces through the global ``TracerProvider`` (the
   one the host configured; with none, the OpenTelemetry API drops every span) and a
-  ``TracerProvider`` through that one, both with the ``otel`` extra; ``evalport serve
-  --otlp URL`` sends the spans to that collector itself
-  (:class:`~evalport.protocol._otlp.OtlpExporter`, no extra needed), of the turns its
-  ``OTEL_TRACES_SAMPLER`` samples (:mod:`evalport.protocol._sampling`).
+  ``TracerProvider`` through that one; ``evalport serve --otlp URL`` builds the SDK's,
+  exporting to that collector (:func:`evalport.protocol.tracing.otlp_provider`). All
+  need the ``otel`` extra.
 - Each turn request is a server span ``invoke_agent <agent>`` (with ``http.route``) that
   continues the trace named by the request's W3C ``traceparent`` header (a new trace
-  without one), with the turn's steps and tool executions inside as the run recorded them
-  (:mod:`evalport.protocol._otel`). A turn answered with a problem is a span with
-  ``error.type`` set to the HTTP status. Through a ``TracerProvider`` the turn span is
-  the current span while the turn runs, so the agent's own spans nest under it.
+  without one), the current span while the turn runs, with the turn's steps and tool
+  executions inside as the run recorded them (:mod:`evalport.protocol.tracing`). A turn
+  answered with a problem is a span with ``error.type`` set to the HTTP status.
 - A turn that suspends goes on in the approvals requests that resume it: each is a span
   of its own (``http.route`` the approvals route, continuing its own ``traceparent``)
   with only the steps that the turn's earlier spans did not draw.
@@ -21,15 +19,8 @@ Rules:
   idempotency key) is a span with ``evalport.replayed = true`` and no step or tool span.
   The service remembers what it drew for its last :data:`REMEMBERED` sessions.
 - Spans are drawn from the run as it leaves the service: after the adapter's trace
-  policy, or :meth:`TracePolicy.safe` when the adapter has none, so a collector never
-  receives a payload the policy would digest. The turn hands the sink the response body
-  as it is (:class:`~evalport.protocol._otel.Draw`); the sink draws it, in the exporter's
-  background thread for ``--otlp``. The replay bookkeeping reads only the turn number and
-  the step count (:func:`~evalport.protocol._otel.turn_and_steps`).
-- Tracing never fails a turn: spans that cannot be drawn or handed over are dropped and
-  logged (:func:`~evalport.protocol._otel.failed`).
-- A collector that is down costs a turn nothing: spans leave through a bounded queue in
-  the background; those lost are counted and logged (``evalport.tracing``).
+  policy, or :meth:`TracePolicy.safe` when the adapter has none (the rules of drawing:
+  :mod:`evalport.protocol.tracing`).
 """
 
 from __future__ import annotations
@@ -38,10 +29,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
-import msgspec
 from evalport.protocol._extras import require
-from evalport.protocol._otel import SERVER, Draw, Sink, failed, turn_and_steps
-from evalport.protocol._otlp import OtlpExporter
 
 from ._records import Outcome, RunPolicy
 
@@ -51,21 +39,16 @@ REMEMBERED: Final = 10_000
 """Sessions whose last drawn turn and step count the service keeps (oldest forgotten)."""
 
 
-def _sink(tracing: Any) -> Sink:
-    if isinstance(tracing, OtlpExporter):
-        return tracing
-    api = require("evalport.protocol._otel_api", "otel", "tracing")
-    sink: Sink = api.ApiSink(tracing, "evalport.server")
-    return sink
-
-
 class TurnTracing:
     """Draws each turn an adapter runs as spans (see the module rules)."""
 
     def __init__(self, tracing: Any, agent: str, policy: RunPolicy | None) -> None:
-        self._sink = _sink(tracing)
+        require("evalport.protocol.tracing", "otel", "tracing")
+        from evalport.protocol.tracing import tracer_of
+
+        self._tracer = tracer_of(tracing, "evalport.server")
         self._agent = agent
-        self._safe = policy is None  # the sink applies TracePolicy.safe() before drawing
+        self._safe = policy is None  # TracePolicy.safe() applies to what is drawn
         self._drawn: dict[str, tuple[int, int]] = {}  # session: (turn, its steps drawn)
 
     async def turn(
@@ -77,9 +60,12 @@ class TurnTracing:
         route: str = TURNS_ROUTE,
         drawn: int = 0,
     ) -> Outcome:
-        """Run ``run`` in a server span on ``route``; then hand the sink the steps of the
-        turn it answers to draw, but for the first ``drawn`` (drawn by an earlier span)."""
-        sink = self._sink
+        """Run ``run`` in a server span on ``route``; then draw the steps of the turn it
+        answers, but for the first ``drawn`` (drawn by an earlier span)."""
+        from evalport.protocol import tracing
+        from opentelemetry.trace import SpanKind
+
+        what = f"tracing a turn of session {session_id}"
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.agent.name": self._agent,
@@ -87,57 +73,56 @@ class TurnTracing:
             "http.request.method": "POST",
             "http.route": route,
         }
-        span = sink.begin(f"invoke_agent {self._agent}", SERVER, traceparent, attributes)
-        material: Draw | None = None
+        name = f"invoke_agent {self._agent}"
         try:
-            live = sink.current(span)
-            if live is None:
+            span = tracing.start(self._tracer, name, SpanKind.SERVER, attributes, traceparent)
+        except Exception as failure:  # the turn runs untraced
+            tracing.failed(what, failure)
+            return await run()
+        try:
+            with tracing.current(span):
                 outcome = await run()
-            else:
-                with live:
-                    outcome = await run()
-            if outcome.is_problem:
-                attributes["error.type"] = str(outcome.status)
-                span.record.error = True
-            elif span.sampled:
-                try:
-                    material = self._material(attributes, session_id, outcome.body, drawn)
-                except Exception as failure:
-                    failed(f"drawing a turn of session {session_id}", failure)
         except BaseException as error:
-            attributes["error.type"] = type(error).__name__
-            span.record.error = True
+            try:
+                tracing.fail(span, type(error).__name__)
+            finally:
+                tracing.ends(span, None, what)
             raise
-        finally:
-            span.record.end = time.time_ns()
-            try:  # a plain try, no context manager: this runs on every turn
-                sink.finish(span, [], material)
-            except Exception as failure:
-                failed(f"tracing a turn of session {session_id}", failure)
+        end = time.time_ns()
+        try:  # a plain try, no context manager: this runs on every turn
+            if outcome.is_problem:
+                tracing.fail(span, str(outcome.status))
+            elif span.is_recording():
+                self._draw(span, session_id, outcome.body, drawn, end)
+        except Exception as failure:
+            tracing.failed(f"drawing a turn of session {session_id}", failure)
+        tracing.ends(span, end, what)
         return outcome
 
-    def _material(
-        self, attributes: dict[str, Any], session_id: str, body: bytes, drawn: int
-    ) -> Draw | None:
-        """What the sink draws for the turn ``body`` answers, after the replay bookkeeping
-        (read from a small view of ``body``; the sink draws from the run's view)."""
-        found = turn_and_steps(body)
-        if found is None:
-            return None
-        turn, steps = found
+    def _draw(self, span: Any, session_id: str, body: bytes, drawn: int, end: int) -> None:
+        """Draw the turn ``body`` answers under ``span``, after the replay bookkeeping."""
+        from evalport.protocol import tracing
+
+        run = tracing.decode_view(body)
+        turn = run.turns
+        steps = sum(1 for step in run.steps if step.turn == turn)
         last_turn, last_steps = self._drawn.pop(session_id, (0, 0))
         if last_turn > turn:  # an earlier turn, answered again
             drawn = steps
         elif last_turn == turn:  # this turn again: drawn up to last_steps already
             drawn = max(drawn, last_steps)
         if last_turn >= turn and drawn >= steps:
-            attributes["evalport.replayed"] = True
+            span.set_attribute("evalport.replayed", True)
         self._drawn[session_id] = max((last_turn, last_steps), (turn, steps))
         if len(self._drawn) > REMEMBERED:
             del self._drawn[next(iter(self._drawn))]
-        return Draw(msgspec.Raw(body), self._agent, turn, drawn, self._safe)
-
-
-def serve_provider(endpoint: str, service: str) -> OtlpExporter:
-    """The exporter sending to ``endpoint`` over OTLP/HTTP (``evalport serve --otlp``)."""
-    return OtlpExporter(endpoint, service)
+        tracing.draw(
+            self._tracer,
+            span,
+            run,
+            untimed=end,
+            agent=self._agent,
+            turn=turn,
+            drawn=drawn,
+            safe=self._safe,
+        )

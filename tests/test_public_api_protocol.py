@@ -1,4 +1,4 @@
-"""The public faces of evalport.protocol and evalport.protocol.runtime, derived.
+"""The public faces of evalport.protocol, .runtime and .tracing, derived.
 
 Each package's ``__init__`` is its public surface (``__all__``); its modules are private
 (``_name.py``) and keep no ``__all__`` of their own. The surface is read from the package,
@@ -17,10 +17,19 @@ from pathlib import Path
 
 import evalport.protocol as protocol
 import evalport.protocol.runtime as runtime
+import evalport.protocol.tracing as tracing
 import pytest
 
-FACES = {"evalport.protocol": protocol, "evalport.protocol.runtime": runtime}
-SUBPACKAGES = {"evalport.protocol": {"runtime"}, "evalport.protocol.runtime": set()}
+FACES = {
+    "evalport.protocol": protocol,
+    "evalport.protocol.runtime": runtime,
+    "evalport.protocol.tracing": tracing,
+}
+SUBPACKAGES = {
+    "evalport.protocol": {"runtime", "tracing"},
+    "evalport.protocol.runtime": set(),
+    "evalport.protocol.tracing": set(),
+}
 
 
 @pytest.mark.parametrize("name", sorted(FACES))
@@ -89,7 +98,7 @@ def test_all_is_sorted(name: str) -> None:
 def test_protocol_needs_only_msgspec() -> None:
     code = (
         "import sys, evalport.protocol, evalport.protocol.runtime\n"
-        "heavy = {'starlette', 'httpx', 'uvicorn', 'yaml', 'anyio', 'redis'}\n"
+        "heavy = {'starlette', 'httpx', 'uvicorn', 'yaml', 'anyio', 'redis', 'opentelemetry'}\n"
         "print(sorted(heavy & {m.split('.')[0] for m in sys.modules}))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -12,12 +12,12 @@ Rules:
   target's ``/health`` is read before anything runs, within ``--timeout``: unreachable or
   silent is exit ``3``; a refused token or a server speaking another protocol is exit
   ``2`` (see :mod:`._targets`).
-- ``--otlp URL`` (else ``$OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``, used as it is, else
-  ``$OTEL_EXPORTER_OTLP_ENDPOINT``) exports each trial as an OpenTelemetry trace
-  (:mod:`evalport.client._tracing`), with no extra needed; a URL that is not http(s), or
-  a standard ``OTEL_*`` variable evalport cannot honour (a protocol other than
-  ``http/protobuf``, a CA file it cannot read), is exit ``2``; with
-  ``OTEL_SDK_DISABLED=true`` it says so on stderr and traces nothing.
+- ``--otlp URL`` (else, when ``$OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` or
+  ``$OTEL_EXPORTER_OTLP_ENDPOINT`` is set, where it says) exports each trial as an
+  OpenTelemetry trace (:mod:`evalport.client._tracing`) through the SDK's batch
+  processor and OTLP/HTTP exporter, which read the other ``OTEL_*`` variables
+  themselves; the provider is shut down (what is queued sent) before the command ends.
+  It needs the ``otel`` extra: without it, or with a URL that is not http(s), exit ``2``.
 - ``--list`` prints the selected case ids and exits without a target.
 - ``--attach SESSION_ID`` evaluates the cases on that existing session over HTTP, one
   trial at a time (in discovery order), and never deletes it; with ``--local`` or
@@ -55,7 +55,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from evalport.protocol._otlp import OtlpExporter, configured_endpoint, sdk_disabled
+from evalport.protocol._extras import MissingExtraError, require
 
 from .._cache import RunCache
 from .._cache_stores import open_cache_store
@@ -266,12 +266,10 @@ async def _run(
         shard=args.shard,
         command=["evalport", "run", *(without_credentials(arg) for arg in sys.argv[2:])],
     )
-    endpoint = configured_endpoint(args.otlp)
-    if endpoint and sdk_disabled():
-        print("evalport run: OTEL_SDK_DISABLED=true: trials are not traced", file=sys.stderr)
-        endpoint = None
     try:
-        tracing = _tracing(*endpoint) if endpoint else None
+        tracing = _tracing(args.otlp)
+    except MissingExtraError as error:
+        return fail("run", str(error), EXIT_USAGE)
     except ValueError as error:
         return fail("run", f"--otlp: {error}", EXIT_USAGE)
     cache: RunCache | None = None
@@ -300,7 +298,7 @@ async def _run(
         report = await runner.run(cases, load_errors=errors)
     finally:
         if tracing is not None:
-            await asyncio.to_thread(tracing.shutdown)  # sends the spans still queued
+            await asyncio.to_thread(tracing.shutdown)  # the SDK sends the spans still queued
         if target is not None:
             await target.aclose()
         if cache is not None:
@@ -338,14 +336,16 @@ def _cache(settings: Settings) -> RunCache | None:
     return RunCache(store, fresh=settings.fresh, dependencies=settings.cache_dependencies)
 
 
-RUN_QUEUE = 16_384  # spans waiting for export at most in `evalport run`
+_ENDPOINTS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 
 
-def _tracing(endpoint: str, exact: bool) -> OtlpExporter:
-    """The exporter that sends each trial to ``endpoint`` (``exact``: the whole URL)."""
-    # A run ends soon and may draw spans faster than they leave: a larger queue than the
-    # server's, so that a run of fast trials keeps all of them (any dropped are logged).
-    return OtlpExporter(endpoint, "evalport", queue=RUN_QUEUE, exact=exact)
+def _tracing(url: str | None) -> Any:
+    """The SDK ``TracerProvider`` that ``--otlp URL`` or a standard endpoint variable asks
+    for, or ``None``."""
+    if not url and not any(os.environ.get(name) for name in _ENDPOINTS):
+        return None
+    tracing = require("evalport.protocol.tracing", "otel", "--otlp")
+    return tracing.otlp_provider(url or None, "evalport")
 
 
 def _cache_lines(cache: RunCache, replayed: int, trials: int, read: int, verbose: bool) -> None:

@@ -184,8 +184,9 @@ async def test_every_request_of_a_traced_trial_carries_its_traceparent() -> None
 
 def test_without_the_extra_the_error_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
     provider, _ = _provider()
+    for name in [name for name in sys.modules if name.startswith("evalport.protocol.tracing")]:
+        monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "opentelemetry", None)
-    monkeypatch.delitem(sys.modules, "evalport.protocol._otel_api", raising=False)
     with pytest.raises(MissingExtraError, match=r"pip install 'evalport\[otel\]'"):
         traced_trials(provider)
 
@@ -199,10 +200,8 @@ def test_run_refuses_an_otlp_url_that_is_not_http(
         "from evalport.client import eval_case\n\n\n@eval_case()\nasync def hello(ctx):\n"
         "    await ctx.send('hi')\n"
     )
-    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4318")
-    code = main(
-        ["run", str(tmp_path), "--local", "tests.nowhere:agent", "--out", str(tmp_path / "o")]
-    )
+    args = ["run", str(tmp_path), "--local", "tests.nowhere:agent", "--otlp", "collector:4318"]
+    code = main([*args, "--out", str(tmp_path / "o")])
     assert code == 2
     assert "--otlp: 'collector:4318' is not an http:// or https:// URL" in capsys.readouterr().err
 

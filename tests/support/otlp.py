@@ -1,12 +1,9 @@
 """A real OTLP/HTTP collector on a loopback port for tests: it keeps each request's
-content type and body (gunzipped when the request says ``Content-Encoding: gzip``) and,
-if asked, its path and headers (names in lower case)."""
+content type and body."""
 
 from __future__ import annotations
 
 import contextlib
-import gzip
-import ssl
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -21,13 +18,9 @@ Bodies = list[tuple[str, bytes]]
 class _Collector(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     bodies: Bodies
-    requests: list[dict[str, str]]
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        self.requests.append({"path": self.path, **{k.lower(): v for k, v in self.headers.items()}})
-        if self.headers.get("Content-Encoding") == "gzip":
-            body = gzip.decompress(body)
         self.bodies.append((self.headers.get("Content-Type", ""), body))
         self.send_response(200)
         self.send_header("Content-Length", "0")
@@ -38,25 +31,15 @@ class _Collector(BaseHTTPRequestHandler):
 
 
 @contextlib.contextmanager
-def collector(
-    tls: ssl.SSLContext | None = None, requests: list[dict[str, str]] | None = None
-) -> Iterator[tuple[str, Bodies]]:
-    """The collector's base URL (``https`` with ``tls``) and the bodies it received; the
-    path and headers of each request go to ``requests``."""
+def collector() -> Iterator[tuple[str, Bodies]]:
+    """The collector's base URL and the bodies it received."""
     bodies: Bodies = []
-    handler = type(
-        "Handler",
-        (_Collector,),
-        {"bodies": bodies, "requests": [] if requests is None else requests},
-    )
+    handler = type("Handler", (_Collector,), {"bodies": bodies})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    if tls is not None:
-        server.socket = tls.wrap_socket(server.socket, server_side=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    scheme = "https" if tls is not None else "http"
     try:
-        yield f"{scheme}://127.0.0.1:{server.server_address[1]}", bodies
+        yield f"http://127.0.0.1:{server.server_address[1]}", bodies
     finally:
         server.shutdown()
         server.server_close()
@@ -72,15 +55,3 @@ def received_spans(bodies: Bodies) -> list[dict[str, Any]]:
             for scope in resource.scope_spans:
                 found += [MessageToDict(span) for span in scope.spans]
     return found
-
-
-async def traced_trial(sink: Any, case: Any, run: str) -> Any:
-    """One trial of the eval case function ``case`` through ``traced_trials(sink)``, its
-    result holding ``run`` (a run's JSON) as if the agent had answered it."""
-    from evalport.client import cases_from, traced_trials
-    from evalport.client._results import RunData, TrialResult
-
-    async def trial(case: Any, target: Any, *, trial: int = 0, **options: Any) -> TrialResult:
-        return TrialResult(case_id=case.id, run=RunData(run.encode()))
-
-    return await traced_trials(sink, trial)(cases_from(case)[0], object())

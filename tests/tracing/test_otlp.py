@@ -1,19 +1,20 @@
-"""evalport's own OTLP/HTTP export: what it encodes reads back with OpenTelemetry's own
-protobuf classes, it needs no extra, and a full queue drops spans it counts and logs."""
+"""``--otlp``: the SDK's batch processor and OTLP/HTTP exporter, configured by the
+standard variables the SDK reads, to a real collector on a loopback port; and the exit
+status without the ``otel`` extra."""
 
 from __future__ import annotations
 
 import base64
-import logging
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from evalport.protocol._otel import CLIENT, SERVER, SpanEvent, SpanRecord
-from evalport.protocol._otlp import OtlpExporter
-from evalport.protocol._otlp_proto import encode
+from evalport.client import HttpTarget, Runner, RunOptions, cases_from, eval_case, traced_trials
+from evalport.protocol.tracing import otlp_provider
+from evalport.server import EvalAdapter
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from support.otlp import collector, received_spans
 
@@ -53,66 +54,9 @@ def _attributes(span: dict[str, Any]) -> dict[str, Any]:
     return {item["key"]: item["value"] for item in span.get("attributes", [])}
 
 
-def test_the_encoder_writes_what_opentelemetry_proto_reads() -> None:
-    trace_id, span_id, parent_id = 0x0AF7651916CD43DD8448EB211C80319C, 0xB7AD6B7169203331, 7
-    root = SpanRecord(trace_id, parent_id, 0, "evalport.trial c", SERVER, 10, 2**62, {"n": -3})
-    record = SpanRecord(
-        trace_id,
-        span_id,
-        parent_id,
-        "chat m-1 \u00e9",
-        CLIENT,
-        1_700_000_000_123_456_789,
-        1_700_000_000_223_456_789,
-        {
-            "text": "h\u00e9llo " * 40,
-            "flag": True,
-            "off": False,
-            "count": 300,
-            "big": 2**40,
-            "score": 0.25,
-            "names": ["a", "b"],
-            "empty": "",
-        },
-        events=[SpanEvent("evalport.assertion", 1_700_000_000_200_000_000, {"passed": False})],
-        error=True,
-    )
-    body = encode({"service.name": "svc", "k": "v"}, "evalport.client", [root, record])
-    request = ExportTraceServiceRequest.FromString(body)
-    (resource,) = request.resource_spans
-    assert {kv.key: kv.value.string_value for kv in resource.resource.attributes} == {
-        "service.name": "svc",
-        "k": "v",
-    }
-    (scope,) = resource.scope_spans
-    assert scope.scope.name == "evalport.client"
-    first, span = scope.spans
-    assert first.parent_span_id == b"" and first.end_time_unix_nano == 2**62
-    assert first.kind == 2 and first.attributes[0].value.int_value == -3
-    assert first.status.code == 0
-    assert span.trace_id == trace_id.to_bytes(16, "big")
-    assert span.span_id == span_id.to_bytes(8, "big")
-    assert span.parent_span_id == parent_id.to_bytes(8, "big")
-    assert span.name == "chat m-1 \u00e9" and span.kind == 3
-    assert span.start_time_unix_nano == 1_700_000_000_123_456_789
-    assert span.end_time_unix_nano == 1_700_000_000_223_456_789
-    values = {kv.key: kv.value for kv in span.attributes}
-    assert values["text"].string_value == "h\u00e9llo " * 40
-    assert values["flag"].bool_value is True
-    assert values["off"].HasField("bool_value") and values["off"].bool_value is False
-    assert values["count"].int_value == 300 and values["big"].int_value == 2**40
-    assert values["score"].double_value == 0.25
-    assert [v.string_value for v in values["names"].array_value.values] == ["a", "b"]
-    assert values["empty"].HasField("string_value")
-    (event,) = span.events
-    assert event.name == "evalport.assertion"
-    assert event.time_unix_nano == 1_700_000_000_200_000_000
-    assert event.attributes[0].key == "passed" and event.attributes[0].value.bool_value is False
-    assert span.status.code == 2  # STATUS_CODE_ERROR
-
-
-def test_run_otlp_needs_no_extra(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """``evalport run --otlp`` exports without OpenTelemetry's packages installed."""
+def test_run_otlp_exports_each_trial_before_it_exits(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     from evalport.protocol._cli import main
 
     (tmp_path / "otlp_agent.py").write_text(AGENT)
@@ -121,23 +65,10 @@ def test_run_otlp_needs_no_extra(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=ci,team=a%2Cb")
     monkeypatch.setenv("OTEL_SERVICE_NAME", "evals")
+    monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "600000")  # sent at the end, not before
     with collector() as (url, bodies):
-        with monkeypatch.context() as blocked:
-            blocked.setitem(sys.modules, "opentelemetry", None)
-            code = main(
-                [
-                    "run",
-                    str(tmp_path / "evals"),
-                    "--local",
-                    "otlp_agent:agent",
-                    "--otlp",
-                    url,
-                    "--out",
-                    str(tmp_path / "out"),
-                    "-q",
-                ]
-            )
-        assert code == 0
+        args = ["run", str(tmp_path / "evals"), "--local", "otlp_agent:agent", "--otlp", url]
+        assert main([*args, "--out", str(tmp_path / "out"), "-q"]) == 0
     request = ExportTraceServiceRequest.FromString(bodies[0][1])
     resource = {
         kv.key: kv.value.string_value for kv in request.resource_spans[0].resource.attributes
@@ -163,78 +94,121 @@ def test_run_otlp_needs_no_extra(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     assert "A7" not in str(_attributes(tool)["gen_ai.tool.call.arguments"])  # safe: digested
 
 
-async def test_an_adapter_exports_over_otlp_without_the_extra(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+def test_the_service_is_named_by_the_command_unless_a_variable_names_it(
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from evalport.server import EvalAdapter
-    from evalport.server._tracing import serve_provider
-
-    (tmp_path / "otlp_agent.py").write_text(AGENT)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    from otlp_agent import agent  # type: ignore[import-not-found]
-
-    parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
-    with collector() as (url, bodies), monkeypatch.context() as blocked:
-        blocked.setitem(sys.modules, "opentelemetry", None)
-        exporter = serve_provider(url, "svc")
-        adapter = EvalAdapter(agent, token=None, tracing=exporter)
-        transport = httpx.ASGITransport(app=adapter.app())
-        async with httpx.AsyncClient(transport=transport, base_url="http://agent") as http:
-            session = (await http.post("/evals/sessions", json={})).json()["sessionId"]
-            turn = await http.post(
-                f"/evals/sessions/{session}/turns",
-                json={"message": "where?"},
-                headers={"traceparent": parent},
-            )
-            assert turn.status_code == 200
-        exporter.shutdown()
-    spans = received_spans(bodies)
-    (served,) = [span for span in spans if span["name"].startswith("invoke_agent")]
-    assert served["kind"] == "SPAN_KIND_SERVER"
-    assert base64.b64decode(served["parentSpanId"]) == bytes.fromhex("b7ad6b7169203331")
-    assert sorted(span["name"] for span in spans if span is not served) == [
-        "chat m-2",
-        "chat m-2",
-        "execute_tool lookup",
-    ]
+    monkeypatch.delenv("OTEL_SERVICE_NAME", raising=False)
+    monkeypatch.delenv("OTEL_RESOURCE_ATTRIBUTES", raising=False)
+    provider = otlp_provider("http://127.0.0.1:4318", "evalport-serve")
+    assert provider.resource.attributes["service.name"] == "evalport-serve"
+    provider.shutdown()
+    monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", "service.name=checkout")
+    provider = otlp_provider("http://127.0.0.1:4318", "evalport-serve")
+    assert provider.resource.attributes["service.name"] == "checkout"
+    provider.shutdown()
 
 
-def test_spans_beyond_the_queue_are_dropped_counted_and_logged(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    with collector() as (url, bodies):
-        exporter = OtlpExporter(url, "svc", queue=3)
-        records = [SpanRecord(1, n + 1, 0, f"s{n}", SERVER, 1, 2, {}) for n in range(5)]
-        with caplog.at_level(logging.WARNING, logger="evalport.tracing"):
-            exporter.add(records[:2])
-            exporter.add(records[2:])  # three more than fit: dropped whole
-            exporter.shutdown()
-    assert exporter.dropped == 3
-    assert "the trace queue was full: dropped 3 span(s); 3 dropped so far" in caplog.text
-    assert [span["name"] for span in received_spans(bodies)] == ["s0", "s1"]
+BLOCKED = (
+    "import sys; sys.modules['opentelemetry'] = None\n"
+    "from evalport.protocol._cli import main\n"
+    "sys.exit(main(sys.argv[1:]))\n"
+)
 
 
 @pytest.mark.parametrize(
-    ("header", "expected"),
+    "command",
     [
-        (
-            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
-            (0x0AF7651916CD43DD8448EB211C80319C, 0xB7AD6B7169203331, 1),
-        ),
-        (
-            "01-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00-later",
-            (0x0AF7651916CD43DD8448EB211C80319C, 0xB7AD6B7169203331, 0),
-        ),
-        ("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01-later", None),
-        ("ff-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", None),
-        ("00-0AF7651916CD43DD8448EB211C80319C-b7ad6b7169203331-01", None),
-        ("00-0af7_51916cd43dd8448eb211c80319c-b7ad6b7169203331-01", None),
-        ("00-00000000000000000000000000000000-b7ad6b7169203331-01", None),
-        ("00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01", None),
-        ("", None),
+        ["run", "evals", "--local", "nowhere:agent", "--otlp", "http://127.0.0.1:4318"],
+        ["serve", "nowhere:agent", "--insecure-no-auth", "--otlp", "http://127.0.0.1:4318"],
     ],
 )
-def test_a_traceparent_is_read_as_w3c_writes_it(header: str, expected: Any) -> None:
-    from evalport.protocol._otel import remote_parent
+def test_otlp_without_the_extra_is_exit_2_naming_it(tmp_path: Path, command: list[str]) -> None:
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "evals" / "where_eval.py").write_text(EVALS)
+    done = subprocess.run(
+        [sys.executable, "-c", BLOCKED, *command],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "--otlp needs 'opentelemetry', which is not installed" in done.stderr
+    assert "pip install 'evalport[otel]'" in done.stderr
 
-    assert remote_parent(header) == expected
+
+async def answer(message: str, history: list[Any], ctx: Any) -> str:
+    ctx.model_step(content="ok", finish_reason="stop")
+    return "ok"
+
+
+@eval_case()
+async def hello(ctx: Any) -> None:
+    await ctx.send("hi")
+
+
+class Recording(httpx.AsyncBaseTransport):
+    """The service's own transport, noting the ``traceparent`` of each turn request."""
+
+    def __init__(self, app: Any, seen: list[str]) -> None:
+        self._inner = httpx.ASGITransport(app=app)
+        self._seen = seen
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/turns"):
+            self._seen.append(request.headers.get("traceparent", ""))
+        return await self._inner.handle_async_request(request)
+
+
+def _id(span: dict[str, Any]) -> str:
+    return base64.b64decode(span["traceId"]).hex()
+
+
+async def test_a_service_that_follows_its_parent_traces_the_trials_the_runner_sampled(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The SDK's sampler decides (``OTEL_TRACES_SAMPLER``), and the ``traceparent`` flag
+    carries its decision across the wire."""
+    seen: list[str] = []
+    with collector() as (url, bodies):
+        monkeypatch.setenv("OTEL_TRACES_SAMPLER", "traceidratio")
+        monkeypatch.setenv("OTEL_TRACES_SAMPLER_ARG", "0.5")
+        runner_side = otlp_provider(url, "evals")
+        monkeypatch.setenv("OTEL_TRACES_SAMPLER", "parentbased_always_off")  # follows only
+        service_side = otlp_provider(url, "agent")
+        service = EvalAdapter(answer, token=None, tracing=service_side)
+        target = HttpTarget("http://agent.test/", transport=Recording(service.app(), seen))
+        async with target:
+            traced = traced_trials(runner_side)
+            await Runner(target, RunOptions(repeat=24), trial_function=traced).run(
+                cases_from(hello)
+            )
+        runner_side.shutdown()
+        service_side.shutdown()
+    spans = received_spans(bodies)
+    trials = {_id(span) for span in spans if span["name"].startswith("evalport.trial")}
+    served = {_id(span) for span in spans if span.get("kind") == "SPAN_KIND_SERVER"}
+    assert len(seen) == 24
+    flags = [int(header[-2:], 16) & 1 for header in seen]  # W3C's sampled flag
+    assert set(flags) == {0, 1}  # 2**-23 to fail by chance
+    sampled = {header[3:35] for header, flag in zip(seen, flags, strict=True) if flag}
+    assert trials == sampled  # an unsampled trial sent nothing and said so
+    assert served == sampled  # the service traced the turns of those trials, no other
+
+
+async def test_sdk_disabled_traces_nothing_and_sends_no_traceparent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[str] = []
+    monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
+    with collector() as (url, bodies):
+        provider = otlp_provider(url, "evals")
+        service = EvalAdapter(answer, token=None)
+        target = HttpTarget("http://agent.test/", transport=Recording(service.app(), seen))
+        async with target:
+            report = await Runner(target, trial_function=traced_trials(provider)).run(
+                cases_from(hello)
+            )
+        provider.shutdown()
+    assert report.summary.ok
+    assert seen == [""] and bodies == []  # the turn request carried no traceparent

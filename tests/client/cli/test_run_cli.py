@@ -132,7 +132,8 @@ class MarkingStore:
 
 
 def _exporting_threads() -> set[threading.Thread]:
-    return {thread for thread in threading.enumerate() if thread.name == "evalport-otlp"}
+    # the SDK batch processor's thread (OtelBatchSpanRecordProcessor)
+    return {thread for thread in threading.enumerate() if thread.name.startswith("OtelBatch")}
 
 
 def test_what_a_run_opened_is_closed_when_its_configuration_fails(project, capsys):
