@@ -26,9 +26,7 @@ from typing import Any, ClassVar
 
 from evalport.protocol import AgentRun
 
-from .._results import AssertionResult
-from .._target import Turn
-from .._trajectory import Trajectory, TrajectoryToolCall
+from .._core import AssertionResult, Trajectory, TrajectoryToolCall, Turn
 from ._matchers import as_matcher
 
 

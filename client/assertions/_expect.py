@@ -25,8 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalport.protocol import is_digest
 
-from .._handles import AssertionHandle
-from .._results import AssertionResult
+from .._core import AssertionHandle, AssertionResult
 from ._base import Assertion
 from ._matchers import DIGESTED_HINT, VERBATIM_HINT, EqualTo, has_digest, short, value_matcher
 from ._text import LevenshteinDistance, MatchesRegex

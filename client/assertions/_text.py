@@ -22,7 +22,7 @@ from typing import Any, Final
 
 from evalport.protocol import require
 
-from .._results import AssertionResult
+from .._core import AssertionResult
 from ._base import Assertion, text_of
 
 _QUOTE_LIMIT: Final = 200

@@ -6,7 +6,7 @@ See :mod:`.base` for the protocol, :mod:`.loop` for the agent-loop judge,
 human labels.
 """
 
-from .._results import JudgeToolCall
+from .._core import JudgeToolCall
 from . import criteria
 from ._base import (
     Criterion,
@@ -38,6 +38,7 @@ from ._objects import (
     TaskCompletion,
 )
 from ._openai import JudgeConfig, OpenAIJudge
+from ._simulated import ScriptedUser, SimulatedUser, SimulatedUserError
 from ._transcript import render_transcript
 
 __all__ = [
@@ -71,6 +72,9 @@ __all__ = [
     "MalformedAnswer",
     "OpenAIJudge",
     "Relevance",
+    "ScriptedUser",
+    "SimulatedUser",
+    "SimulatedUserError",
     "SqlEquivalent",
     "Summarizes",
     "TaskCompletion",

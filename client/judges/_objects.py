@@ -28,8 +28,7 @@ from typing import Any
 
 from evalport.protocol import AgentRun
 
-from .._target import Turn
-from .._trajectory import Trajectory
+from .._core import Trajectory, Turn
 from . import _criteria as criteria
 from ._base import Criterion, Example, Judge
 from ._criteria import custom as _custom
