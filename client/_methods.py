@@ -142,7 +142,7 @@ class AssertionMethods:
     ) -> AssertionHandle | DeferredHandle | JudgeExpectation:
         """Evaluate ``assertion`` on ``subject`` (default: the run so far) and register it.
 
-        A judge object (``Correctness(...)``, ``AgentJudge(...)``) makes the expectation
+        A judge object (``Correctness(...)``, ``Custom(...)``) makes the expectation
         ``ctx.judge()`` makes, on ``subject`` (default: the latest reply). Instructor's
         form ``check(name, passed, message)`` records a plain boolean check.
         """

@@ -6,6 +6,8 @@ See :mod:`.base` for the protocol, :mod:`.loop` for the agent-loop judge,
 human labels.
 """
 
+import warnings
+
 from .._core import JudgeToolCall
 from . import criteria
 from ._base import (
@@ -24,10 +26,10 @@ from ._expectation import DEFAULT_THRESHOLD, JudgeAssertions, JudgeExpectation, 
 from ._fakes import FakeChat, FakeJudge
 from ._loop import AgentLoopJudge, ChatModel
 from ._objects import (
-    AgentJudge,
     ClassifierJudge,
     ClosedQA,
     Correctness,
+    Custom,
     Factuality,
     Faithfulness,
     Helpfulness,
@@ -43,7 +45,6 @@ from ._transcript import render_transcript
 
 __all__ = [
     "DEFAULT_THRESHOLD",
-    "AgentJudge",
     "AgentLoopJudge",
     "ChatCompletion",
     "ChatModel",
@@ -51,6 +52,7 @@ __all__ = [
     "ClosedQA",
     "Correctness",
     "Criterion",
+    "Custom",
     "Example",
     "Factuality",
     "Faithfulness",
@@ -81,3 +83,16 @@ __all__ = [
     "criteria",
     "render_transcript",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # Deprecated names, kept for one release (listed in CHANGELOG.md).
+    if name == "AgentJudge":
+        warnings.warn(
+            "evalport.client.judges.AgentJudge is deprecated; use Custom (AgentJudge stays "
+            "Neuron's name in evalport.client.assertions.neuron)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return Custom
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

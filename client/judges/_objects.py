@@ -179,9 +179,9 @@ class TaskCompletion(_Made):
 
 
 @dataclass(eq=False, repr=False)
-class AgentJudge(_Made):
-    """Neuron's ``AgentJudge``: ``criteria`` in your words, an optional ``reference`` and
-    few-shot ``examples`` (``criteria.custom``)."""
+class Custom(_Made):
+    """``criteria`` in your words, an optional ``reference`` and few-shot ``examples``
+    (``criteria.custom``; Neuron's ``AgentJudge``)."""
 
     criteria: str
     reference: str | None = field(default=None, kw_only=True)
