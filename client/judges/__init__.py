@@ -6,7 +6,7 @@ See :mod:`.base` for the protocol, :mod:`.loop` for the agent-loop judge,
 human labels.
 """
 
-import warnings
+import warnings as _warnings
 
 from .._core import JudgeToolCall
 from . import criteria
@@ -88,7 +88,7 @@ __all__ = [
 def __getattr__(name: str) -> object:
     # Deprecated names, kept for one release (listed in CHANGELOG.md).
     if name == "AgentJudge":
-        warnings.warn(
+        _warnings.warn(
             "evalport.client.judges.AgentJudge is deprecated; use Custom (AgentJudge stays "
             "Neuron's name in evalport.client.assertions.neuron)",
             DeprecationWarning,
