@@ -58,17 +58,21 @@ class Contains(_Text):
         return self.result(found, "" if found else f"{_quote(text)} lacks {self.needle!r}")
 
 
-class ContainsAll(_Text):
-    kind = "contains_all"
+class _Needles(_Text):
+    """A text assertion over a list of needles."""
 
     def __init__(self, needles: Sequence[str], *, case_sensitive: bool = True) -> None:
         if isinstance(needles, str):
-            raise TypeError("contains_all takes a list of strings, not one string")
+            raise TypeError(f"{self.kind} takes a list of strings, not one string")
         self.needles = list(needles)
         self.case_sensitive = case_sensitive
 
     def describe(self) -> str:
         return ", ".join(repr(needle) for needle in self.needles)
+
+
+class ContainsAll(_Needles):
+    kind = "contains_all"
 
     def evaluate(self, subject: Any) -> AssertionResult:
         text = self._fold(text_of(subject, self.kind))
@@ -78,17 +82,8 @@ class ContainsAll(_Text):
         return self.result(score, message, missing=missing)
 
 
-class ContainsAny(_Text):
+class ContainsAny(_Needles):
     kind = "contains_any"
-
-    def __init__(self, needles: Sequence[str], *, case_sensitive: bool = True) -> None:
-        if isinstance(needles, str):
-            raise TypeError("contains_any takes a list of strings, not one string")
-        self.needles = list(needles)
-        self.case_sensitive = case_sensitive
-
-    def describe(self) -> str:
-        return ", ".join(repr(needle) for needle in self.needles)
 
     def evaluate(self, subject: Any) -> AssertionResult:
         text = text_of(subject, self.kind)
