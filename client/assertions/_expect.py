@@ -21,7 +21,7 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from evalport.protocol import is_digest
 
@@ -30,8 +30,11 @@ from ._base import Assertion
 from ._matchers import DIGESTED_HINT, VERBATIM_HINT, EqualTo, has_digest, short, value_matcher
 from ._text import LevenshteinDistance, MatchesRegex
 
-if TYPE_CHECKING:
-    from ._methods import AssertionMethods
+
+class Checks(Protocol):
+    """What the chain needs of the eval context: its ``check``."""
+
+    def check(self, assertion: Assertion, subject: Any = None) -> object: ...
 
 
 def _shown(value: Any) -> str:
@@ -108,7 +111,7 @@ class ValueExpectation:
 
     __slots__ = ("_host", "_last", "value")
 
-    def __init__(self, host: AssertionMethods, value: Any) -> None:
+    def __init__(self, host: Checks, value: Any) -> None:
         self._host = host
         self.value = value
         self._last: AssertionHandle | None = None
