@@ -1,11 +1,13 @@
 """The core's face for the client's parts.
 
-The client is a core and parts over it. The core, in reading order: targets (``_target``:
-``Target``, ``Session``, ``Turn``; over HTTP ``_http``, in-process ``_local``), cases
-(``_cases``, found by ``_discovery``), the context (``_context``, its assertion methods in
-``_methods``), the runner (``_trial``, ``_runner``) and results (``_results``, ``_stats``).
-The parts: assertions, judges, reports (with the run browser), cli (with the conformance
-check and the pytest plugin), the cache and logged-conversation import.
+The client is a core and parts over it. The core is the modules of ``client/`` itself,
+in reading order: targets (``_target``: ``Target``, ``Session``, ``Turn``; over HTTP
+``_http``, in-process ``_local``), cases (``_cases``, found by ``_discovery``), the context
+(``_context``, its assertion methods ``_methods``), the runner (``_trial``, ``_runner``;
+the cache ``_cache``, logged conversations ``_logged``) and results (``_results``,
+``_stats``). The parts are its subpackages: assertions, judges (with the simulated users),
+reports (with ``merge`` and the run browser) and cli (with the conformance check and the
+pytest plugin).
 
 Rules:
 
