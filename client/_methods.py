@@ -31,7 +31,7 @@ from evalport.protocol import AgentRun, Event
 from . import assertions
 from ._handles import AssertionHandle, DeferredHandle, Expectation
 from ._results import AssertionResult
-from .assertions import Assertion, Count, ValueEquals, ValueExpectation
+from .assertions import Assertion, Count, Equals, ValueExpectation
 from .judges import JudgeCheck, JudgeExpectation, JudgeHost
 
 P = ParamSpec("P")
@@ -248,9 +248,7 @@ class AssertionMethods:
 
     def output_equals(self, expected: Any) -> AssertionHandle:
         """Instructor's ``outputEquals``: the reply equals ``expected`` (or its matcher)."""
-        if isinstance(expected, str):
-            return self.equals(expected)
-        return _on_reply(self, ValueEquals(expected))
+        return _on_reply(self, Equals(expected))
 
     def output_matches(self, pattern: str) -> AssertionHandle:
         """Instructor's ``outputMatches``: :meth:`matches_regex`."""

@@ -47,6 +47,10 @@ def run_of(subject: Any, assertion: str) -> AgentRun:
     )
 
 
+TEXTS = (str, AgentRun, Turn, Trajectory)
+"""What text assertions read: a string, or the reply of a run, turn or trajectory."""
+
+
 def text_of(subject: Any, assertion: str) -> str:
     """The text behind ``subject``: itself, a reply, or a final answer."""
     if isinstance(subject, str):

@@ -125,26 +125,6 @@ class EndsWith(_Text):
         return self.result(ok, "" if ok else f"{_quote(text)} does not end with {self.suffix!r}")
 
 
-class Equals(_Text):
-    kind = "equals"
-
-    def __init__(self, expected: str, *, case_sensitive: bool = True, strip: bool = False) -> None:
-        self.expected = expected
-        self.case_sensitive = case_sensitive
-        self.strip = strip
-
-    def describe(self) -> str:
-        return repr(self.expected)
-
-    def evaluate(self, subject: Any) -> AssertionResult:
-        text = text_of(subject, self.kind)
-        left, right = self._fold(text), self._fold(self.expected)
-        if self.strip:
-            left, right = left.strip(), right.strip()
-        ok = left == right
-        return self.result(ok, "" if ok else f"{_quote(text)} != {_quote(self.expected)}")
-
-
 class LengthBetween(Assertion):
     """Length in characters within ``[minimum, maximum]`` (both included)."""
 
