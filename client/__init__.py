@@ -59,7 +59,6 @@ from ._logged import LoggedConversationError  # noqa: E402
 from ._results import AssertionResult, CaseResult, JudgeRecord, RunData, TrialResult, Verdict  # noqa: E402
 from ._retry import RetryPolicy  # noqa: E402
 from ._runner import Runner, RunOptions, run_cases  # noqa: E402
-from ._simulated import ScriptedUser, SimulatedUser, SimulatedUserError  # noqa: E402
 from ._sync import SyncSession, SyncTarget, connect  # noqa: E402
 from ._sync_context import SyncEvalContext  # noqa: E402
 from ._target import Session, Target, TargetIdentity, Turn  # noqa: E402
@@ -67,7 +66,15 @@ from ._tracing import traced_trials  # noqa: E402
 from ._trajectory import Trajectory, TrajectoryToolCall  # noqa: E402
 from ._trial import run_trial  # noqa: E402
 from ._turns import DecisionLike  # noqa: E402
-from .judges import FakeJudge, Judge, JudgeConfig, OpenAIJudge  # noqa: E402
+from .judges import (  # noqa: E402
+    FakeJudge,
+    Judge,
+    JudgeConfig,
+    OpenAIJudge,
+    ScriptedUser,
+    SimulatedUser,
+    SimulatedUserError,
+)
 
 __all__ = [
     "ApprovalError",

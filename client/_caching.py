@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import msgspec
 from evalport.protocol import (
@@ -37,10 +37,6 @@ from evalport.protocol import (
 )
 
 from ._target import Session, Target, TargetIdentity, Turn, faults_option
-
-if TYPE_CHECKING:
-    from ._cache import RunCache
-
 
 NEVER_RECORDED = "sends images or files, which are never recorded"
 
@@ -79,6 +75,21 @@ class Recording(msgspec.Struct, kw_only=True):
     turns: list[RecordedTurn] = msgspec.field(default_factory=list)
 
 
+class Recordings(Protocol):
+    """What a caching target uses of its :class:`RunCache`."""
+
+    fresh: bool
+    misses: list[str]
+
+    async def load(self, key: str) -> Recording | None: ...
+
+    async def save(self, recording: Recording) -> None: ...
+
+    async def note(self, slot: str, meta: SlotMeta) -> None: ...
+
+    async def explain(self, slot: str, meta: SlotMeta) -> str: ...
+
+
 def _decisions(decisions: Mapping[str, ApprovalDecision]) -> dict[str, Any]:
     return {call: msgspec.to_builtins(decision) for call, decision in sorted(decisions.items())}
 
@@ -89,7 +100,7 @@ class CachingTarget:
     def __init__(
         self,
         inner: Target,
-        cache: RunCache,
+        cache: Recordings,
         key: str,
         *,
         case_id: str,

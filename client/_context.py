@@ -59,12 +59,12 @@ from ._conversation import (
     settle_approvals,
 )
 from ._handles import AssertionHandle, Expectation
+from ._methods import AssertionMethods
 from ._parts import turn_parts
 from ._results import AssertionResult, JudgeRecord
 from ._target import Session, Target, Turn, faults_option, moment_of, turn_at
 from ._trajectory import Trajectory
 from ._turns import moment
-from .assertions._methods import AssertionMethods
 
 if TYPE_CHECKING:
     from .judges import JudgeAssertions

@@ -16,12 +16,9 @@ Rules:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from ._results import AssertionResult, Severity
-
-if TYPE_CHECKING:
-    from .assertions import Assertion
 
 
 @runtime_checkable
@@ -29,6 +26,12 @@ class Expectation(Protocol):
     """Anything the context collects at the end of a case."""
 
     async def resolve(self) -> AssertionResult: ...
+
+
+class Deferrable(Protocol):
+    """An assertion that evaluates later (it needs I/O): what a DeferredHandle holds."""
+
+    async def aevaluate(self, subject: Any) -> AssertionResult: ...
 
 
 class AssertionHandle:
@@ -80,7 +83,7 @@ class DeferredHandle:
 
     __slots__ = ("_assertion", "_label", "_result", "_severity", "_subject", "_threshold")
 
-    def __init__(self, assertion: Assertion, subject: Any) -> None:
+    def __init__(self, assertion: Deferrable, subject: Any) -> None:
         self._assertion = assertion
         self._subject = subject
         self._severity: Severity = "gate"

@@ -61,7 +61,6 @@ from evalport.protocol.runtime import (
     SessionClosed,
     SessionInfo,
     SessionSuspended,
-    TurnTimeout,
     agent_identity,
     as_faults,
     session_factory,
@@ -207,7 +206,7 @@ _RUNTIME_ERRORS = (
     NotSuspended,
     SessionClosed,
     DecisionError,
-    TurnTimeout,
+    TurnTimedOut,
 )
 """What a turn of the runtime raises that a target reports as HttpTarget would."""
 
@@ -234,7 +233,7 @@ def _turn_error(session_id: str, error: Exception) -> TargetError:
             problem_type=ProblemType.INVALID_BODY,
             detail=str(error),
         )
-    if isinstance(error, TurnTimeout):
+    if isinstance(error, TurnTimedOut):
         return TurnTimedOut(
             f"session {session_id!r}: {error}; it was cancelled and recorded as failed, "
             "and the session is usable",

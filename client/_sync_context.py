@@ -22,10 +22,10 @@ from evalport.protocol import AgentRun, ToolFault
 from ._context import EvalContext
 from ._conversation import ApprovalPolicy, InterruptPolicy, UserSimulator
 from ._handles import Expectation
+from ._methods import AssertionMethods
 from ._results import JudgeRecord
 from ._target import Session, Turn
 from ._trajectory import Trajectory
-from .assertions._methods import AssertionMethods
 
 if TYPE_CHECKING:
     from .judges import JudgeAssertions

@@ -29,7 +29,10 @@ re-exported where its users are (the client's face, :mod:`evalport.protocol.runt
 
 from __future__ import annotations
 
-from typing import Final
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from ._models import AgentRun
 
 PROBLEM_CONTENT_TYPE: Final = "application/problem+json"
 
@@ -159,8 +162,26 @@ class TurnLost(SessionConflict):
     to run it again."""
 
 
-class TurnTimedOut(TargetError):
-    """The agent did not finish the turn within the server's turn timeout (504)."""
+class TurnTimedOut(TargetError, TimeoutError):
+    """The agent did not finish the turn in time: the server's turn timeout (504), or the
+    runtime's (``AgentSession``, ``LocalTarget(turn_timeout=...)``). Raised by the runtime
+    itself, it carries ``timeout`` (the limit in seconds) and ``run`` (the run with the
+    timed-out turn recorded); otherwise both are ``None``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        timeout: float | None = None,
+        run: AgentRun | None = None,
+        status: int | None = None,
+        problem_type: str | None = None,
+        detail: str | None = None,
+    ) -> None:
+        super().__init__(message, status=status, problem_type=problem_type, detail=detail)
+        self.timeout = timeout
+        self.run = run
 
 
 class RequestRejected(TargetError):

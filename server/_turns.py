@@ -53,7 +53,7 @@ from evalport.protocol.runtime import (
     SessionBusy,
     SessionClosed,
     SessionSuspended,
-    TurnTimeout,
+    TurnTimedOut,
     without_framework_state,
 )
 
@@ -360,7 +360,8 @@ class TurnRunner:
         the step ends, however it ends."""
         try:
             run = await step
-        except TurnTimeout as timeout:
+        except TurnTimedOut as timeout:
+            assert timeout.run is not None  # the runtime's timeout carries its run
             outcome = Outcome(
                 status=504,
                 body=problem_body(

@@ -1,9 +1,12 @@
 """The layering rule of ARCHITECTURE.md, checked on the source.
 
 protocol (the wire) <- protocol.runtime <- server, client. A lower layer never names a
-higher one, not even in a string; server and client never import each other; and no
-evalport modules import each other in a cycle (imports made only for type checking aside,
-module-level and deferred imports alike).
+higher one, not even in a string; server and client never import each other; no evalport
+modules import each other in a cycle (module-level, deferred and ``TYPE_CHECKING`` imports
+alike); and a module imports a private module (``_name``) of another package only where
+ARCHITECTURE.md lists that import (its table "Private imports across packages" is read
+here). A package is a folder with an ``__init__.py``: ``evalport.client.reports`` is one,
+and ``evalport.client`` (the core) another.
 """
 
 from __future__ import annotations
@@ -36,25 +39,17 @@ def modules() -> dict[str, Path]:
 MODULES = modules()
 
 
-def _type_checking_lines(tree: ast.Module) -> set[int]:
-    lines: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            for inner in node.body:
-                lines.update(range(inner.lineno, (inner.end_lineno or inner.lineno) + 1))
-    return lines
+def package_of(module: str) -> str:
+    return module if MODULES[module].name == "__init__.py" else module.rpartition(".")[0]
 
 
 def imports_of(module: str) -> set[str]:
-    """The evalport modules ``module`` imports (deferred imports too, type checking not)."""
+    """The evalport modules ``module`` imports (deferred and type-checking imports too)."""
     path = MODULES[module]
     tree = ast.parse(path.read_text())
-    skip = _type_checking_lines(tree)
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    package = package_of(module)
     found: set[str] = set()
     for node in ast.walk(tree):
-        if getattr(node, "lineno", None) in skip:
-            continue
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -71,6 +66,31 @@ def imports_of(module: str) -> set[str]:
             continue
         found.update(name for name in names if name in MODULES and name != module)
     return found
+
+
+def test_every_evalport_import_names_a_module() -> None:
+    # An import of a module that moved would hide under ``TYPE_CHECKING`` (mypy is told to
+    # ignore missing imports) and out of the rules above.
+    missing = []
+    for module, path in MODULES.items():
+        package = package_of(module)
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    sources = [".".join(base + ([node.module] if node.module else []))]
+                else:
+                    sources = [node.module or ""]
+            elif isinstance(node, ast.Import):
+                sources = [alias.name for alias in node.names]
+            else:
+                continue
+            missing += [
+                f"{module}:{node.lineno} {source}"
+                for source in sources
+                if source.startswith("evalport.") and source not in MODULES
+            ]
+    assert not missing, missing
 
 
 def layer(module: str) -> str:
@@ -117,9 +137,79 @@ def test_the_wire_does_not_name_the_runtime() -> None:
 
 
 def test_no_import_cycles() -> None:
-    # Package faces take part: a module that imports the face that re-exports it is a cycle.
+    # Package faces take part: a module that imports the face that re-exports it is a cycle;
+    # so do imports made only for type checking.
     cycles = _cycles({module: imports_of(module) for module in MODULES})
     assert not cycles, "import cycles: " + "; ".join(" -> ".join(c) for c in cycles)
+
+
+def listed_private_imports() -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
+    """The rows of ARCHITECTURE.md's table "Private imports across packages": the packages
+    that may import (their modules and subpackages) and the private modules they may."""
+    text = (ROOT / "ARCHITECTURE.md").read_text()
+    section = text.split("### Private imports across packages", 1)[1].split("\n#", 1)[0]
+    rows = []
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) < 2 or not cells[0].startswith("`"):
+            continue
+        importers, imported = (tuple(re.findall(r"`([\w.]+)`", cell)) for cell in cells[:2])
+        rows.append((importers, imported))
+    assert rows, "ARCHITECTURE.md lists no private imports across packages"
+    return rows
+
+
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def _private(module: str) -> bool:
+    return module.rpartition(".")[2].startswith("_")
+
+
+def private_imports_across_packages() -> set[tuple[str, str]]:
+    return {
+        (module, name)
+        for module in MODULES
+        for name in imports_of(module)
+        if _private(name) and package_of(name) != package_of(module)
+    }
+
+
+def test_private_imports_across_packages_are_the_listed_ones() -> None:
+    rows = listed_private_imports()
+    for importers, imported in rows:
+        for name in (*importers, *imported):
+            assert name in MODULES, f"ARCHITECTURE.md lists {name}, which is no module"
+
+    def listed(module: str, name: str) -> bool:
+        return any(
+            name in imported and any(_within(module, package) for package in importers)
+            for importers, imported in rows
+        )
+
+    made = private_imports_across_packages()
+    unlisted = sorted(
+        f"{module} imports {name}" for module, name in made if not listed(module, name)
+    )
+    assert not unlisted, "private imports across packages not in ARCHITECTURE.md: " + str(unlisted)
+    unused = [
+        (importers, name)
+        for importers, imported in rows
+        for name in imported
+        if not any(n == name and any(_within(m, p) for p in importers) for m, n in made)
+    ]
+    assert not unused, f"ARCHITECTURE.md lists private imports nothing makes: {unused}"
+
+
+def test_the_client_parts_import_the_core_through_its_faces() -> None:
+    # The one listed private import a client subpackage makes of the core is its face.
+    core = {
+        name
+        for module, name in private_imports_across_packages()
+        if package_of(name) == "evalport.client" and package_of(module) != "evalport.client"
+    }
+    assert core == {"evalport.client._core"}, core
 
 
 def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:

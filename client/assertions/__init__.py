@@ -6,10 +6,12 @@ and returns a handle with ``soft()``, ``gate()``, ``at_least(t)`` and ``label(s)
 Each module's docstring states its rules.
 """
 
+import warnings as _warnings
+
 from ._approvals import Interrupted, ToolWasApproved, ToolWasRejected
 from ._base import Assertion, AssertionTypeError, run_of, text_of
 from ._events import EventNotSeen, EventSeen, EventsInOrder, EventsSatisfy
-from ._expect import ValueEquals, ValueExpectation, ValueIncludes, ValueSatisfies
+from ._expect import Equals, ValueExpectation, ValueIncludes, ValueSatisfies
 from ._faults import ToolWasInjected
 from ._latency import FirstToolCallWithin, TrialWithin, TurnWithin
 from ._matchers import (
@@ -40,7 +42,6 @@ from ._text import (
     ContainsAll,
     ContainsAny,
     EndsWith,
-    Equals,
     IsValidJson,
     LengthBetween,
     LevenshteinDistance,
@@ -109,7 +110,6 @@ __all__ = [
     "TrialWithin",
     "TurnWithin",
     "UsedNoTools",
-    "ValueEquals",
     "ValueExpectation",
     "ValueIncludes",
     "ValueSatisfies",
@@ -122,3 +122,16 @@ __all__ = [
     "run_of",
     "text_of",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # Deprecated names, kept for one release (listed in CHANGELOG.md).
+    if name == "ValueEquals":
+        _warnings.warn(
+            "evalport.client.assertions.ValueEquals is deprecated; use Equals (it compares "
+            "any value, and text as text)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return Equals
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -20,7 +20,7 @@ from typing import Any
 
 from evalport.protocol import ApprovalState
 
-from .._results import AssertionResult
+from .._core import AssertionResult
 from ._base import Assertion, ToolCallsAssertion, run_of
 from ._matchers import VERBATIM_HINT, Count, as_count, as_matcher
 

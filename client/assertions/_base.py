@@ -26,9 +26,7 @@ from typing import Any, ClassVar
 
 from evalport.protocol import AgentRun
 
-from .._results import AssertionResult
-from .._target import Turn
-from .._trajectory import Trajectory, TrajectoryToolCall
+from .._core import AssertionResult, Trajectory, TrajectoryToolCall, Turn
 from ._matchers import as_matcher
 
 
@@ -47,6 +45,10 @@ def run_of(subject: Any, assertion: str) -> AgentRun:
     raise AssertionTypeError(
         f"{assertion} evaluates an AgentRun, a Turn or a Trajectory, got {type(subject).__name__}"
     )
+
+
+TEXTS = (str, AgentRun, Turn, Trajectory)
+"""What text assertions read: a string, or the reply of a run, turn or trajectory."""
 
 
 def text_of(subject: Any, assertion: str) -> str:

@@ -20,7 +20,7 @@ from typing import Any
 
 from evalport.protocol import Event
 
-from .._results import AssertionResult
+from .._core import AssertionResult
 from ._base import Assertion, run_of
 from ._matchers import VERBATIM_HINT, Count, as_count, as_matcher
 from ._sequence import lcs_length

@@ -21,18 +21,20 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from evalport.protocol import is_digest
 
-from .._handles import AssertionHandle
-from .._results import AssertionResult
-from ._base import Assertion
+from .._core import AssertionHandle, AssertionResult
+from ._base import TEXTS, Assertion, text_of
 from ._matchers import DIGESTED_HINT, VERBATIM_HINT, EqualTo, has_digest, short, value_matcher
-from ._text import LevenshteinDistance, MatchesRegex
+from ._text import LevenshteinDistance, MatchesRegex, _quote, _Text
 
-if TYPE_CHECKING:
-    from ._methods import AssertionMethods
+
+class Checks(Protocol):
+    """What the chain needs of the eval context: its ``check``."""
+
+    def check(self, assertion: Assertion, subject: Any = None) -> object: ...
 
 
 def _shown(value: Any) -> str:
@@ -68,18 +70,33 @@ class ValueIncludes(Assertion):
         )
 
 
-class ValueEquals(Assertion):
+class Equals(_Text):
+    """Equal to ``expected``. A text against a text (a string, or the reply of a run, turn
+    or trajectory) compares exactly, or with ``strip=`` and ``case_sensitive=``; anything
+    else compares as the same JSON value (``10`` equals ``10.0``, a mapping whole in any key
+    order, a plain value with its digest), and a matcher or a callable is used as given."""
+
     kind = "equals"
 
-    def __init__(self, expected: Any) -> None:
+    def __init__(self, expected: Any, *, case_sensitive: bool = True, strip: bool = False) -> None:
         self.expected = expected
-        self.matcher = value_matcher(expected)
+        self.case_sensitive = case_sensitive
+        self.strip = strip
 
     def describe(self) -> str:
-        return self.matcher.describe()
+        if isinstance(self.expected, str):
+            return repr(self.expected)
+        return value_matcher(self.expected).describe()
 
     def evaluate(self, subject: Any) -> AssertionResult:
-        answer = self.matcher.match(subject)
+        if isinstance(self.expected, str) and isinstance(subject, TEXTS):
+            text = text_of(subject, self.kind)
+            left, right = self._fold(text), self._fold(self.expected)
+            if self.strip:
+                left, right = left.strip(), right.strip()
+            ok = left == right
+            return self.result(ok, "" if ok else f"{_quote(text)} != {_quote(self.expected)}")
+        answer = value_matcher(self.expected).match(subject)
         if answer is None:
             return self.not_evaluable(f"the value {VERBATIM_HINT}")
         message = "" if answer else f"{_shown(subject)} does not match"
@@ -109,7 +126,7 @@ class ValueExpectation:
 
     __slots__ = ("_host", "_last", "value")
 
-    def __init__(self, host: AssertionMethods, value: Any) -> None:
+    def __init__(self, host: Checks, value: Any) -> None:
         self._host = host
         self.value = value
         self._last: AssertionHandle | None = None
@@ -124,7 +141,7 @@ class ValueExpectation:
         return self._record(ValueIncludes(expected))
 
     def equals(self, expected: Any) -> ValueExpectation:
-        return self._record(ValueEquals(expected))
+        return self._record(Equals(expected))
 
     def matches(self, pattern: str) -> ValueExpectation:
         return self._record(MatchesRegex(pattern))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._results import AssertionResult
+from .._core import AssertionResult
 from ._base import ToolCallsAssertion
 from ._matchers import VERBATIM_HINT
 

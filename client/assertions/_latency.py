@@ -31,8 +31,7 @@ from typing import Any
 
 from evalport.protocol import AgentRun, Step
 
-from .._results import AssertionResult
-from .._target import Turn
+from .._core import AssertionResult, Turn
 from ._base import Assertion, run_of
 
 

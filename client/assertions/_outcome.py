@@ -17,8 +17,7 @@ from typing import Any
 import msgspec
 from evalport.protocol import RunStatus
 
-from .._agent_errors import describe_error, run_errors
-from .._results import AssertionResult
+from .._core import AssertionResult, describe_error, run_errors
 from ._base import Assertion, run_of
 
 

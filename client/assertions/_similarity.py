@@ -26,7 +26,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import httpx
 
-from .._results import AssertionResult
+from .._core import AssertionResult
 from ._base import Assertion, text_of
 
 

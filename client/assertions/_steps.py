@@ -14,8 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from .._results import AssertionResult
-from .._trajectory import Trajectory
+from .._core import AssertionResult, Trajectory
 from ._base import Assertion, run_of
 from ._matchers import Count, as_count
 

@@ -22,7 +22,7 @@ from typing import Any, Final
 
 from evalport.protocol import require
 
-from .._results import AssertionResult
+from .._core import AssertionResult
 from ._base import Assertion, text_of
 
 _QUOTE_LIMIT: Final = 200
@@ -58,17 +58,21 @@ class Contains(_Text):
         return self.result(found, "" if found else f"{_quote(text)} lacks {self.needle!r}")
 
 
-class ContainsAll(_Text):
-    kind = "contains_all"
+class _Needles(_Text):
+    """A text assertion over a list of needles."""
 
     def __init__(self, needles: Sequence[str], *, case_sensitive: bool = True) -> None:
         if isinstance(needles, str):
-            raise TypeError("contains_all takes a list of strings, not one string")
+            raise TypeError(f"{self.kind} takes a list of strings, not one string")
         self.needles = list(needles)
         self.case_sensitive = case_sensitive
 
     def describe(self) -> str:
         return ", ".join(repr(needle) for needle in self.needles)
+
+
+class ContainsAll(_Needles):
+    kind = "contains_all"
 
     def evaluate(self, subject: Any) -> AssertionResult:
         text = self._fold(text_of(subject, self.kind))
@@ -78,17 +82,8 @@ class ContainsAll(_Text):
         return self.result(score, message, missing=missing)
 
 
-class ContainsAny(_Text):
+class ContainsAny(_Needles):
     kind = "contains_any"
-
-    def __init__(self, needles: Sequence[str], *, case_sensitive: bool = True) -> None:
-        if isinstance(needles, str):
-            raise TypeError("contains_any takes a list of strings, not one string")
-        self.needles = list(needles)
-        self.case_sensitive = case_sensitive
-
-    def describe(self) -> str:
-        return ", ".join(repr(needle) for needle in self.needles)
 
     def evaluate(self, subject: Any) -> AssertionResult:
         text = text_of(subject, self.kind)
@@ -128,26 +123,6 @@ class EndsWith(_Text):
         text = text_of(subject, self.kind)
         ok = self._fold(text).endswith(self._fold(self.suffix))
         return self.result(ok, "" if ok else f"{_quote(text)} does not end with {self.suffix!r}")
-
-
-class Equals(_Text):
-    kind = "equals"
-
-    def __init__(self, expected: str, *, case_sensitive: bool = True, strip: bool = False) -> None:
-        self.expected = expected
-        self.case_sensitive = case_sensitive
-        self.strip = strip
-
-    def describe(self) -> str:
-        return repr(self.expected)
-
-    def evaluate(self, subject: Any) -> AssertionResult:
-        text = text_of(subject, self.kind)
-        left, right = self._fold(text), self._fold(self.expected)
-        if self.strip:
-            left, right = left.strip(), right.strip()
-        ok = left == right
-        return self.result(ok, "" if ok else f"{_quote(text)} != {_quote(self.expected)}")
 
 
 class LengthBetween(Assertion):

@@ -36,8 +36,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
-from .._results import AssertionResult
-from .._trajectory import Trajectory, TrajectoryToolCall
+from .._core import AssertionResult, Trajectory, TrajectoryToolCall
 from ._base import Assertion, ToolCallsAssertion, run_of
 from ._matchers import (
     DIGESTED_HINT,

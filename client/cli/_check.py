@@ -71,10 +71,9 @@ from evalport.protocol import (
     decode_run,
 )
 
-from .._config import ConfigError
+from .._core import EXIT_FAILED, EXIT_OK, EXIT_UNREACHABLE, ConfigError, fail
 from ._check_answers import CheckFailed, problem, validate_run
 from ._check_capabilities import content_parts, delta, interrupts
-from ._common import EXIT_FAILED, EXIT_OK, EXIT_UNREACHABLE, fail
 from ._targets import read_token, token_refused, without_credentials
 
 HELP = "check a server's protocol conformance"

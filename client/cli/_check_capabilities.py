@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+import httpx
 import msgspec
 from evalport.protocol import (
+    AgentRun,
     ProblemType,
     ProtocolError,
     RunDelta,
@@ -21,11 +23,23 @@ from evalport.protocol import (
 
 from ._check_answers import CheckFailed, problem, validate_run
 
-if TYPE_CHECKING:
-    from ._check import _Checker
+
+class Checker(Protocol):
+    """What these checks use of the checker of :mod:`._check`."""
+
+    client: httpx.AsyncClient
+    message: str
+    run: AgentRun | None
+    first: AgentRun | None
+
+    def headers(self, token: str | None = None) -> dict[str, str]: ...
+
+    def session_url(self, session_id: str | None = None) -> str: ...
+
+    async def decide(self, run: AgentRun, number: int) -> tuple[AgentRun, int]: ...
 
 
-async def delta(checker: _Checker) -> str:
+async def delta(checker: Checker) -> str:
     first, last = checker.first, checker.run
     assert first is not None and last is not None  # (the turns passed)
     since = settled_turns(first)
@@ -45,7 +59,7 @@ async def delta(checker: _Checker) -> str:
     return f"since={since}: {len(response.content)} bytes, reassembled run equal"
 
 
-async def content_parts(checker: _Checker) -> str:
+async def content_parts(checker: Checker) -> str:
     url = checker.session_url() + "/turns"
     image = {"type": "image", "mediaType": "image/png", "data": _b64(CHECK_PNG)}
     body = {"message": checker.message, "parts": [image]}
@@ -71,7 +85,7 @@ async def content_parts(checker: _Checker) -> str:
     return "an inline image recorded with its sha256; a bad part is a 422 naming it"
 
 
-async def interrupts(checker: _Checker) -> str:
+async def interrupts(checker: Checker) -> str:
     """What a client's answer to an interrupt meets on a session that waits for none: no
     agent can be made to interrupt by a message every agent understands, so the check
     sends the answers the protocol defines and reads the problems it documents. An

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import argparse
 
-from .._config import ConfigError
+from .._core import EXIT_FAILED, EXIT_OK, ConfigError, fail
 from ..reports import compare, load_summary
-from ._common import EXIT_FAILED, EXIT_OK, fail
 
 HELP = "compare two runs' results"
 

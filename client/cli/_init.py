@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ._common import EXIT_OK, EXIT_USAGE, fail
+from .._core import EXIT_OK, EXIT_USAGE, fail
 from ._scaffold import (
     DEFAULT_AGENT,
     EVALS,

@@ -11,8 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .._config import ConfigError, load_settings
-from ._common import EXIT_OK, fail
+from .._core import EXIT_OK, ConfigError, fail, load_settings
 from ._scaffold import EVALS, ScaffoldError, case_file, check_name, eval_path, shown
 
 HELP = "add an eval file from a template (evalport new case NAME)"

@@ -55,15 +55,25 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+from evalport.client import RunCache, Runner, RunOptions, traced_trials
 from evalport.protocol._extras import MissingExtraError, require
 
-from .._cache import RunCache
-from .._cache_stores import open_cache_store
-from .._config import TRACE_POLICIES, ConfigError, Settings, load_settings
-from .._logged import LoggedConversations
-from .._runner import Runner, RunOptions
-from .._selection import parse_shard, select
-from .._tracing import traced_trials
+from .._core import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_UNREACHABLE,
+    EXIT_USAGE,
+    TRACE_POLICIES,
+    ConfigError,
+    LoggedConversations,
+    Settings,
+    fail,
+    load_settings,
+    open_cache_store,
+    parse_shard,
+    select,
+)
 from ..reports import (
     ConsoleReporter,
     HtmlReporter,
@@ -75,7 +85,6 @@ from ..reports import (
     load_reporter,
     load_summary,
 )
-from ._common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE, fail
 from ._logs import agent_logs
 from ._targets import (
     PreparedTarget,
@@ -207,7 +216,7 @@ def resolve_settings(args: argparse.Namespace) -> Settings:
 
 
 def _discover(path: str) -> tuple[list[Any], list[str]]:
-    from .._discovery import DuplicateCaseError, discover
+    from evalport.client import DuplicateCaseError, discover
 
     if not Path(path).exists():
         raise ConfigError(f"{path}: no such file or folder")

@@ -39,8 +39,7 @@ from evalport.protocol import (
 )
 from evalport.protocol.runtime import load_object as _load_object
 
-from .._config import ConfigError, Settings
-from .._target import Target
+from .._core import ConfigError, Settings, Target
 
 
 class TargetUnreachable(Exception):
@@ -156,8 +155,7 @@ def build_target(settings: Settings) -> PreparedTarget:
     policy = settings.policy()
     if settings.target:
         import httpx
-
-        from .._http import HttpTarget
+        from evalport.client import HttpTarget
 
         token, token_env = read_token(settings.token_env)
         read = settings.read_timeout or settings.timeout or DEFAULT_READ_TIMEOUT
@@ -174,7 +172,7 @@ def build_target(settings: Settings) -> PreparedTarget:
             token_sent=token is not None,
         )
     if settings.local:
-        from .._local import LocalTarget
+        from evalport.client import LocalTarget
 
         agent = load_object(settings.local)
         return PreparedTarget(LocalTarget(agent, policy=policy, location=settings.local))

@@ -6,7 +6,9 @@ See :mod:`.base` for the protocol, :mod:`.loop` for the agent-loop judge,
 human labels.
 """
 
-from .._results import JudgeToolCall
+import warnings as _warnings
+
+from .._core import JudgeToolCall
 from . import criteria
 from ._base import (
     Criterion,
@@ -24,10 +26,10 @@ from ._expectation import DEFAULT_THRESHOLD, JudgeAssertions, JudgeExpectation, 
 from ._fakes import FakeChat, FakeJudge
 from ._loop import AgentLoopJudge, ChatModel
 from ._objects import (
-    AgentJudge,
     ClassifierJudge,
     ClosedQA,
     Correctness,
+    Custom,
     Factuality,
     Faithfulness,
     Helpfulness,
@@ -38,11 +40,11 @@ from ._objects import (
     TaskCompletion,
 )
 from ._openai import JudgeConfig, OpenAIJudge
+from ._simulated import ScriptedUser, SimulatedUser, SimulatedUserError
 from ._transcript import render_transcript
 
 __all__ = [
     "DEFAULT_THRESHOLD",
-    "AgentJudge",
     "AgentLoopJudge",
     "ChatCompletion",
     "ChatModel",
@@ -50,6 +52,7 @@ __all__ = [
     "ClosedQA",
     "Correctness",
     "Criterion",
+    "Custom",
     "Example",
     "Factuality",
     "Faithfulness",
@@ -71,9 +74,25 @@ __all__ = [
     "MalformedAnswer",
     "OpenAIJudge",
     "Relevance",
+    "ScriptedUser",
+    "SimulatedUser",
+    "SimulatedUserError",
     "SqlEquivalent",
     "Summarizes",
     "TaskCompletion",
     "criteria",
     "render_transcript",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # Deprecated names, kept for one release (listed in CHANGELOG.md).
+    if name == "AgentJudge":
+        _warnings.warn(
+            "evalport.client.judges.AgentJudge is deprecated; use Custom (AgentJudge stays "
+            "Neuron's name in evalport.client.assertions.neuron)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return Custom
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -26,7 +26,7 @@ from typing import Any, Protocol, runtime_checkable
 import msgspec
 from evalport.protocol import AgentRun
 
-from .._results import JudgeToolCall
+from .._core import JudgeToolCall
 
 
 class JudgeError(Exception):

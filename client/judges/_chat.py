@@ -39,7 +39,7 @@ from typing import Any, Final
 import httpx
 import msgspec
 
-from .._errors import Secrets
+from .._core import Secrets
 from ._base import JudgeError, JudgeUsage, MalformedAnswer
 
 _RETRY_STATUS = frozenset({429, 500, 502, 503, 504})

@@ -38,10 +38,7 @@ from typing import Any, Final, Literal, Protocol
 import msgspec
 from evalport.protocol import AgentRun, Step
 
-from .._handles import Expectation
-from .._results import AssertionResult, JudgeRecord, Severity
-from .._target import Turn
-from .._trace_context import judge_span
+from .._core import AssertionResult, Expectation, JudgeRecord, Severity, Turn, judge_span
 from . import _criteria as criteria
 from ._base import Criterion, Example, Judge, JudgeError, JudgeRequest, JudgeVerdict
 from ._transcript import render_transcript

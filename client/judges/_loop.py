@@ -58,7 +58,7 @@ from typing import Any, Final, Protocol
 import httpx
 from evalport.protocol import AgentRun, Step
 
-from .._results import JudgeToolCall
+from .._core import JudgeToolCall
 from ._base import JudgeError, JudgeRequest, JudgeUsage, JudgeVerdict, MalformedAnswer
 from ._cache import JudgeCache, cache_key
 from ._chat import ChatClient, ChatCompletion

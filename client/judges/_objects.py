@@ -19,20 +19,22 @@ Rules:
   judges read a ``Trajectory``.
 - Which judge: the object's ``judge=``, else the case's, else the suite's, else the
   configured one (as for ``ctx.judge()``).
+- One definition: each object is a dataclass over :class:`JudgeCheck` (``threshold=`` and
+  ``judge=``, checked once) whose fields are its criterion's arguments and whose
+  :meth:`~JudgeCheck.made` builds the criterion from them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from evalport.protocol import AgentRun
 
-from .._target import Turn
-from .._trajectory import Trajectory
+from .._core import Trajectory, Turn
 from . import _criteria as criteria
 from ._base import Criterion, Example, Judge
-from ._criteria import custom as _custom
 from ._expectation import DEFAULT_THRESHOLD, JudgeAssertions, JudgeExpectation, JudgeHost
 
 
@@ -46,21 +48,17 @@ def _subject(subject: Any) -> str | Turn | AgentRun | None:
     )
 
 
+@dataclass(eq=False, repr=False)
 class JudgeCheck:
     """A judged criterion as an object: ``ctx.check(JudgeCheck(criterion), subject)``."""
 
-    def __init__(
-        self,
-        criterion: Criterion,
-        *,
-        threshold: float = DEFAULT_THRESHOLD,
-        judge: Judge | None = None,
-    ) -> None:
-        if not 0.0 <= threshold <= 1.0:
-            raise ValueError(f"threshold must be within [0, 1], got {threshold}")
-        self.criterion = criterion
-        self.threshold = threshold
-        self.judge = judge
+    criterion: Criterion
+    threshold: float = field(default=DEFAULT_THRESHOLD, kw_only=True)
+    judge: Judge | None = field(default=None, kw_only=True)
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.threshold <= 1.0:
+            raise ValueError(f"threshold must be within [0, 1], got {self.threshold}")
 
     def expect(self, host: JudgeHost, subject: Any = None) -> JudgeExpectation:
         """Register this criterion's expectation with ``host`` (what ``check`` calls)."""
@@ -74,178 +72,148 @@ class JudgeCheck:
         return f"{type(self).__name__}({self.criterion.name}, threshold={self.threshold:g})"
 
 
-class ClosedQA(JudgeCheck):
+@dataclass(eq=False, repr=False)
+class _Made(JudgeCheck):
+    """A judge object whose criterion :meth:`made` builds from its fields."""
+
+    criterion: Criterion = field(init=False)
+    trajectory: bool = field(default=False, kw_only=True)
+
+    def __post_init__(self) -> None:
+        self.criterion = self.made()
+        super().__post_init__()
+
+    def made(self) -> Criterion:
+        raise NotImplementedError
+
+
+@dataclass(eq=False, repr=False)
+class ClosedQA(_Made):
     """Does the output satisfy a yes/no requirement (``criteria.closed_qa``)?"""
 
-    def __init__(
-        self,
-        question: str,
-        *,
-        threshold: float = DEFAULT_THRESHOLD,
-        judge: Judge | None = None,
-        trajectory: bool = False,
-    ) -> None:
-        made = criteria.closed_qa(question, trajectory=trajectory)
-        super().__init__(made, threshold=threshold, judge=judge)
+    question: str
+
+    def made(self) -> Criterion:
+        return criteria.closed_qa(self.question, trajectory=self.trajectory)
 
 
-class Factuality(JudgeCheck):
+@dataclass(eq=False, repr=False)
+class Factuality(_Made):
     """Is the output consistent with an expert answer (``criteria.factuality``)?"""
 
-    def __init__(
-        self,
-        reference: str,
-        *,
-        threshold: float = DEFAULT_THRESHOLD,
-        judge: Judge | None = None,
-        trajectory: bool = False,
-    ) -> None:
-        made = criteria.factuality(reference, trajectory=trajectory)
-        super().__init__(made, threshold=threshold, judge=judge)
+    reference: str
+
+    def made(self) -> Criterion:
+        return criteria.factuality(self.reference, trajectory=self.trajectory)
 
 
-class Summarizes(JudgeCheck):
+@dataclass(eq=False, repr=False)
+class Summarizes(_Made):
     """Is the output a faithful summary of the source (``criteria.summarizes``)?"""
 
-    def __init__(
-        self,
-        source: str,
-        *,
-        threshold: float = DEFAULT_THRESHOLD,
-        judge: Judge | None = None,
-        trajectory: bool = False,
-    ) -> None:
-        made = criteria.summarizes(source, trajectory=trajectory)
-        super().__init__(made, threshold=threshold, judge=judge)
+    source: str
+
+    def made(self) -> Criterion:
+        return criteria.summarizes(self.source, trajectory=self.trajectory)
 
 
-class SqlEquivalent(JudgeCheck):
+@dataclass(eq=False, repr=False)
+class SqlEquivalent(_Made):
     """Is the output SQL equivalent to the reference query (``criteria.sql``)?"""
 
-    def __init__(
-        self,
-        reference: str,
-        *,
-        threshold: float = DEFAULT_THRESHOLD,
-        judge: Judge | None = None,
-        trajectory: bool = False,
-    ) -> None:
-        made = criteria.sql(reference, trajectory=trajectory)
-        super().__init__(made, threshold=threshold, judge=judge)
+    reference: str
+
+    def made(self) -> Criterion:
+        return criteria.sql(self.reference, trajectory=self.trajectory)
 
 
-class Faithfulness(JudgeCheck):
+@dataclass(eq=False, repr=False)
+class Faithfulness(_Made):
     """Neuron's ``FaithfulnessJudge``: is every claim supported by ``context``?"""
 
-    def __init__(
-        self,
-        context: str,
-        *,
-        threshold: float = DEFAULT_THRESHOLD,
-        judge: Judge | None = None,
-        trajectory: bool = False,
-    ) -> None:
-        made = criteria.faithfulness(context, trajectory=trajectory)
-        super().__init__(made, threshold=threshold, judge=judge)
+    context: str
+
+    def made(self) -> Criterion:
+        return criteria.faithfulness(self.context, trajectory=self.trajectory)
 
 
-class Correctness(JudgeCheck):
+@dataclass(eq=False, repr=False)
+class Correctness(_Made):
     """Neuron's ``CorrectnessJudge``: does the output give the ``expected`` answer?"""
 
-    def __init__(
-        self,
-        expected: str,
-        *,
-        threshold: float = DEFAULT_THRESHOLD,
-        judge: Judge | None = None,
-        trajectory: bool = False,
-    ) -> None:
-        made = criteria.correctness(expected, trajectory=trajectory)
-        super().__init__(made, threshold=threshold, judge=judge)
+    expected: str
+
+    def made(self) -> Criterion:
+        return criteria.correctness(self.expected, trajectory=self.trajectory)
 
 
-class Relevance(JudgeCheck):
+@dataclass(eq=False, repr=False)
+class Relevance(_Made):
     """Neuron's ``RelevanceJudge``: does the output address ``question`` (default: the
     user's message)?"""
 
-    def __init__(
-        self,
-        question: str | None = None,
-        *,
-        threshold: float = DEFAULT_THRESHOLD,
-        judge: Judge | None = None,
-        trajectory: bool = False,
-    ) -> None:
-        made = criteria.relevance(question, trajectory=trajectory)
-        super().__init__(made, threshold=threshold, judge=judge)
+    question: str | None = None
+
+    def made(self) -> Criterion:
+        return criteria.relevance(self.question, trajectory=self.trajectory)
 
 
-class Helpfulness(JudgeCheck):
+@dataclass(eq=False, repr=False)
+class Helpfulness(_Made):
     """Neuron's ``HelpfulnessJudge``: is the output useful and actionable?"""
 
-    def __init__(
-        self,
-        *,
-        threshold: float = DEFAULT_THRESHOLD,
-        judge: Judge | None = None,
-        trajectory: bool = False,
-    ) -> None:
-        made = criteria.helpfulness(trajectory=trajectory)
-        super().__init__(made, threshold=threshold, judge=judge)
+    def made(self) -> Criterion:
+        return criteria.helpfulness(trajectory=self.trajectory)
 
 
-class TaskCompletion(JudgeCheck):
+@dataclass(eq=False, repr=False)
+class TaskCompletion(_Made):
     """Neuron's ``TaskCompletionJudge``: was the user's ``goal`` achieved over the whole
     conversation (always reads the trajectory)?"""
 
-    def __init__(
-        self,
-        goal: str,
-        *,
-        threshold: float = DEFAULT_THRESHOLD,
-        judge: Judge | None = None,
-    ) -> None:
-        super().__init__(criteria.task_completion(goal), threshold=threshold, judge=judge)
+    goal: str
+    trajectory: bool = field(default=True, init=False)
+
+    def made(self) -> Criterion:
+        return criteria.task_completion(self.goal)
 
 
-class AgentJudge(JudgeCheck):
-    """Neuron's ``AgentJudge``: ``criteria`` in your words, an optional ``reference`` and
-    few-shot ``examples`` (``criteria.custom``)."""
+@dataclass(eq=False, repr=False)
+class Custom(_Made):
+    """``criteria`` in your words, an optional ``reference`` and few-shot ``examples``
+    (``criteria.custom``; Neuron's ``AgentJudge``)."""
 
-    def __init__(
-        self,
-        criteria: str,
-        *,
-        reference: str | None = None,
-        threshold: float = DEFAULT_THRESHOLD,
-        examples: Iterable[Example | Mapping[str, Any]] = (),
-        judge: Judge | None = None,
-        trajectory: bool = False,
-        name: str = "custom",
-    ) -> None:
-        made = _custom(  # the parameter ``criteria`` hides the module here
-            criteria, examples=examples, reference=reference, trajectory=trajectory, name=name
+    criteria: str
+    reference: str | None = field(default=None, kw_only=True)
+    examples: Iterable[Example | Mapping[str, Any]] = field(default=(), kw_only=True)
+    name: str = field(default="custom", kw_only=True)
+
+    def made(self) -> Criterion:
+        return criteria.custom(
+            self.criteria,
+            examples=self.examples,
+            reference=self.reference,
+            trajectory=self.trajectory,
+            name=self.name,
         )
-        super().__init__(made, threshold=threshold, judge=judge)
 
 
-class ClassifierJudge(JudgeCheck):
+@dataclass(eq=False, repr=False)
+class ClassifierJudge(_Made):
     """Neuron's ``ClassifierJudge``: a yes/no ``question``, or ordered ``levels`` (worst
     first), scored from the answer distribution where the judge gives one
     (``criteria.classify``)."""
 
-    def __init__(
-        self,
-        question: str,
-        levels: Sequence[str] | None = None,
-        *,
-        reference: str | None = None,
-        threshold: float = DEFAULT_THRESHOLD,
-        judge: Judge | None = None,
-        trajectory: bool = False,
-        name: str = "classify",
-    ) -> None:
-        made = criteria.classify(
-            question, levels, reference=reference, trajectory=trajectory, name=name
+    question: str
+    levels: Sequence[str] | None = None
+    reference: str | None = field(default=None, kw_only=True)
+    name: str = field(default="classify", kw_only=True)
+
+    def made(self) -> Criterion:
+        return criteria.classify(
+            self.question,
+            self.levels,
+            reference=self.reference,
+            trajectory=self.trajectory,
+            name=self.name,
         )
-        super().__init__(made, threshold=threshold, judge=judge)

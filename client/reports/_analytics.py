@@ -24,16 +24,11 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
 
 import msgspec
 
-from .._results import AssertionResult, RunData, TrialResult, Verdict
-from .._stats import percentile
-
-if TYPE_CHECKING:
-    from ._summary import CaseSummary
+from .._core import AssertionResult, RunData, TrialResult, percentile
 
 OUTCOMES = ("passed", "failed", "soft_failed", "not_evaluated")
 
@@ -116,35 +111,6 @@ def trial_summary(trial: TrialResult) -> TrialSummary:
         duration=trial.duration,
         cached=trial.cached,
         reply=reply,
-    )
-
-
-def _rate(verdicts: Sequence[str]) -> float | None:
-    judged = [verdict for verdict in verdicts if verdict != Verdict.SKIPPED]
-    if not judged:
-        return None
-    return sum(verdict == Verdict.PASSED for verdict in judged) / len(judged)
-
-
-def analytics(cases: Sequence[CaseSummary]) -> Analytics:
-    """The run's figures over its case summaries."""
-    kinds: dict[str, dict[str, int]] = {}
-    for case in cases:
-        for kind, outcomes in case.assertions.items():
-            entry = kinds.setdefault(kind, dict.fromkeys(OUTCOMES, 0))
-            for outcome, count in outcomes.items():
-                entry[outcome] = entry.get(outcome, 0) + count
-    totals = dict.fromkeys(OUTCOMES, 0)
-    for outcomes in kinds.values():
-        for outcome, count in outcomes.items():
-            totals[outcome] = totals.get(outcome, 0) + count
-    return Analytics(
-        pass_rate=_rate([case.verdict for case in cases]),
-        trial_pass_rate=_rate([verdict for case in cases for verdict in case.trial_verdicts]),
-        case_durations=durations(case.duration for case in cases),
-        trial_durations=durations(trial.duration for case in cases for trial in case.trial_details),
-        assertions=dict(sorted(kinds.items())),
-        assertion_outcomes=totals,
     )
 
 

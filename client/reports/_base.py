@@ -20,8 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._config import ConfigError
-from .._results import CaseResult, TrialResult
+from .._core import CaseResult, ConfigError, TrialResult
 from ._summary import CaseSummary, Provenance, RunSummary
 
 

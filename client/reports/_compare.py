@@ -20,9 +20,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from .._config import ConfigError
-from .._results import Verdict
-from .._stats import fisher_exact, mcnemar_exact
+from .._core import ConfigError, Verdict, fisher_exact, mcnemar_exact
 from ._summary import CaseSummary, RunSummary, summarize
 
 

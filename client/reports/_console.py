@@ -23,7 +23,7 @@ import sys
 import time
 from typing import TextIO
 
-from .._results import CaseResult, TrialResult, Verdict
+from .._core import CaseResult, TrialResult, Verdict
 from ._analytics import analytics_lines, assertion_outcome
 from ._base import Reporter, RunPlan, RunReport
 from ._summary import CaseSummary, RunSummary, judgements, trace_policy_note

@@ -27,8 +27,7 @@ from typing import TextIO
 import msgspec
 from evalport.protocol import ProtocolError, decode_run
 
-from .._config import ConfigError
-from .._results import CaseResult, RunData, enc_hook
+from .._core import CaseResult, ConfigError, RunData, enc_hook
 from ._base import Reporter, RunReport
 from ._summary import RunSummary
 

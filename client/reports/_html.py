@@ -24,8 +24,16 @@ from typing import Any
 import msgspec
 from evalport.protocol import is_digest
 
-from .._agent_errors import error_message, error_title, run_errors
-from .._results import CaseResult, JudgeRecord, RunData, TrialResult, Verdict
+from .._core import (
+    CaseResult,
+    JudgeRecord,
+    RunData,
+    TrialResult,
+    Verdict,
+    error_message,
+    error_title,
+    run_errors,
+)
 from ._analytics import OUTCOMES, Durations
 from ._base import Reporter, RunReport
 from ._files import case_slug

@@ -12,7 +12,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from .._results import Verdict
+from .._core import Verdict
 from ._base import Reporter, RunReport
 from ._summary import CaseSummary, RunSummary
 

@@ -17,7 +17,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from .._results import CaseResult, Verdict
+from .._core import CaseResult, Verdict
 from ._analytics import analytics_lines
 from ._base import Reporter, RunReport
 from ._compare import Comparison, compare

@@ -28,18 +28,31 @@ Rules:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
 
-from .._agent_errors import describe_error, run_errors
-from .._results import CaseResult, JudgeToolCall, RunData, TrialResult, Verdict, enc_hook
-from .._stats import k_values, mean_std, pass_at_k, pass_hat_k, wilson
+from .._core import (
+    CaseResult,
+    JudgeToolCall,
+    RunData,
+    TrialResult,
+    Verdict,
+    describe_error,
+    enc_hook,
+    k_values,
+    mean_std,
+    pass_at_k,
+    pass_hat_k,
+    run_errors,
+    wilson,
+)
 from ._analytics import (
+    OUTCOMES,
     Analytics,
     Durations,
     TrialSummary,
-    analytics,
     count_assertions,
     durations,
     trial_summary,
@@ -365,3 +378,32 @@ def summarize(
 def to_builtins(value: Any) -> Any:
     """Plain JSON data of a Struct (for templates and custom reporters)."""
     return msgspec.to_builtins(value, enc_hook=enc_hook)
+
+
+def _rate(verdicts: Sequence[str]) -> float | None:
+    judged = [verdict for verdict in verdicts if verdict != Verdict.SKIPPED]
+    if not judged:
+        return None
+    return sum(verdict == Verdict.PASSED for verdict in judged) / len(judged)
+
+
+def analytics(cases: Sequence[CaseSummary]) -> Analytics:
+    """The run's figures over its case summaries."""
+    kinds: dict[str, dict[str, int]] = {}
+    for case in cases:
+        for kind, outcomes in case.assertions.items():
+            entry = kinds.setdefault(kind, dict.fromkeys(OUTCOMES, 0))
+            for outcome, count in outcomes.items():
+                entry[outcome] = entry.get(outcome, 0) + count
+    totals = dict.fromkeys(OUTCOMES, 0)
+    for outcomes in kinds.values():
+        for outcome, count in outcomes.items():
+            totals[outcome] = totals.get(outcome, 0) + count
+    return Analytics(
+        pass_rate=_rate([case.verdict for case in cases]),
+        trial_pass_rate=_rate([verdict for case in cases for verdict in case.trial_verdicts]),
+        case_durations=durations(case.duration for case in cases),
+        trial_durations=durations(trial.duration for case in cases for trial in case.trial_details),
+        assertions=dict(sorted(kinds.items())),
+        assertion_outcomes=totals,
+    )

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._results import RunData, TrialResult
+from .._core import RunData, TrialResult
 
 WIDTH = 300
 

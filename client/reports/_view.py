@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from html import escape
 from urllib.parse import quote, urlencode
 
-from .._results import CaseResult, TrialResult, Verdict
+from .._core import CaseResult, TrialResult, Verdict
 from ._analytics import assertion_outcome
 from ._base import RunReport
 from ._compare import compare

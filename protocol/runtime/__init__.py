@@ -16,7 +16,7 @@ Rules:
 - :class:`AgentSession` runs one session: one turn at a time, each turn in a task of its
   own, suspended on approval requests, cut by its timeout. Its errors
   (:class:`SessionBusy`, :class:`SessionSuspended`, :class:`NotSuspended`,
-  :class:`SessionClosed`, :class:`DecisionError`, :class:`TurnTimeout`) are the ones
+  :class:`SessionClosed`, :class:`DecisionError`, :class:`TurnTimedOut`) are the ones
   the server maps to problems and the client's LocalTarget raises.
 - Times in a run are :func:`utc_now` text (ISO-8601 UTC, milliseconds, ``Z``); framework
   adapters that fill a context from a framework's callbacks stamp with it too.
@@ -27,6 +27,8 @@ Rules:
   :func:`without_framework_state`.
 - This package is the only public face: its modules are private.
 """
+
+import warnings as _warnings
 
 from .._messages import ContentPart, FilePart, ImagePart, TextPart
 from ._agent import (
@@ -46,7 +48,7 @@ from ._errors import (
     SessionBusy,
     SessionClosed,
     SessionSuspended,
-    TurnTimeout,
+    TurnTimedOut,
 )
 from ._faults import FaultNotApplicable, FaultPlan, InjectedFault, as_faults
 from ._framework_state import FRAMEWORK_STATE, without_framework_state
@@ -79,7 +81,7 @@ __all__ = [
     "ToolRun",
     "TurnContext",
     "TurnHandler",
-    "TurnTimeout",
+    "TurnTimedOut",
     "agent_identity",
     "as_factory",
     "as_faults",
@@ -92,3 +94,16 @@ __all__ = [
     "utc_now",
     "without_framework_state",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # Deprecated names, kept for one release (listed in CHANGELOG.md).
+    if name == "TurnTimeout":
+        _warnings.warn(
+            "evalport.protocol.runtime.TurnTimeout is deprecated; use TurnTimedOut (the runtime "
+            "raises it, with timeout and run)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return TurnTimedOut
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

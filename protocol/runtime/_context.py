@@ -55,10 +55,10 @@ from .._models import (
     Usage,
 )
 from ._approvals import ApprovalRejected, ApprovalResult, Approvals
-from ._control import TurnControl
+from ._control import ToolExecutionBlock, TurnControl
 from ._faults import FaultPlan
 from ._stamps import TOOL_ERROR_CLASS, error_info, json_arguments, json_value, new_id, utc_now
-from ._tool_runs import ToolExecutionBlock, ToolRun
+from ._tool_runs import ToolRun
 
 _current: ContextVar[TurnContext | None] = ContextVar("evalport_turn_context", default=None)
 

@@ -9,15 +9,36 @@ record the decision on the execution, raise :class:`ApprovalRejected` on a rejec
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .._models import Approval, ApprovalState, ErrorInfo, Step
 from ._approvals import ApprovalRejected, ApprovalResult
+from ._faults import FaultPlan
 from ._stamps import utc_now
-from ._tool_runs import ToolExecutionBlock, ToolRun
+from ._tool_runs import ToolRun
 
-if TYPE_CHECKING:
-    from ._context import TurnContext
+
+class Recorder(Protocol):
+    """What the control drives of a :class:`TurnContext` (its private half)."""
+
+    _faults: FaultPlan | None
+
+    def _activate(self) -> Any: ...
+    def _close(self) -> None: ...
+    def _reopen(self) -> None: ...
+    def _final_step(self, reply: str) -> Step: ...
+    def _error_step(self, info: ErrorInfo) -> Step: ...
+    def _tool_block(
+        self, name: str, arguments: Mapping[str, Any] | None, *, approval: bool, results: bool
+    ) -> ToolExecutionBlock: ...
+    def _inject(self, run: ToolRun, results: bool) -> None: ...
+    def _finish_execution(self, run: ToolRun, error: BaseException | None) -> None: ...
+    async def request_approval(
+        self, tool: str, arguments: Mapping[str, Any] | None = None, *, call_id: str | None = None
+    ) -> ApprovalResult: ...
+    def request_approval_sync(
+        self, tool: str, arguments: Mapping[str, Any] | None = None, *, call_id: str | None = None
+    ) -> ApprovalResult: ...
 
 
 class TurnControl:
@@ -25,7 +46,7 @@ class TurnControl:
 
     __slots__ = ("ctx",)
 
-    def __init__(self, ctx: TurnContext) -> None:
+    def __init__(self, ctx: Recorder) -> None:
         self.ctx = ctx
 
     def activate(self) -> Any:
@@ -98,3 +119,47 @@ def _decided(run: ToolRun, decision: ApprovalResult) -> None:
     if not decision.approved:
         raise ApprovalRejected(execution.name, decision.reason)
     execution.started_at = utc_now()
+
+
+class ToolExecutionBlock:
+    """``with`` records a tool execution; ``async with`` may also ask for approval first."""
+
+    __slots__ = ("_approval", "_control", "_results", "_run")
+
+    def __init__(self, control: TurnControl, run: ToolRun, approval: bool, results: bool) -> None:
+        self._control = control
+        self._run = run
+        self._approval = approval
+        self._results = results  # whether the body can be skipped for a result fault (@tool)
+
+    def __enter__(self) -> ToolRun:
+        if self._approval:
+            raise RuntimeError("a tool execution that needs approval must use 'async with'")
+        if self._control.has_faults:
+            self._control.inject(self._run, self._results)
+        return self._run
+
+    def __exit__(self, kind: Any, error: BaseException | None, tb: Any) -> None:
+        self._control.finish_execution(self._run, error)
+
+    async def __aenter__(self) -> ToolRun:
+        if self._approval:
+            try:
+                await self._control.gate(self._run)
+            except BaseException as error:
+                self._control.finish_execution(self._run, error)
+                raise
+        if self._control.has_faults:
+            self._control.inject(self._run, self._results)
+        return self._run
+
+    async def __aexit__(self, kind: Any, error: BaseException | None, tb: Any) -> None:
+        self._control.finish_execution(self._run, error)
+
+    def gate_sync(self) -> None:
+        """Ask for approval from a worker thread before ``with`` (a sync ``@tool``)."""
+        try:
+            self._control.gate_sync(self._run)
+        except BaseException as error:
+            self._control.finish_execution(self._run, error)
+            raise

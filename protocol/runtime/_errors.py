@@ -8,18 +8,19 @@ classes every target raises (defined once, in the tree of :mod:`evalport.protoco
 errors), so ``except SessionBusy`` catches them wherever they come from. The session's
 own errors join that tree where they mean the same: :class:`SessionClosed` is a
 ``SessionNotFound`` (and a ``RuntimeError``, as the session's state errors always were),
-:class:`DecisionError` a ``RequestRejected`` (and a ``ValueError``),
-:class:`TurnTimeout` a ``TurnTimedOut`` (and a ``TimeoutError``); each adds what the
-server needs (the ids that do not match, the timed-out run).
+:class:`DecisionError` a ``RequestRejected`` (and a ``ValueError``) that adds what the
+server needs (the ids that do not match); a turn that times out raises ``TurnTimedOut``
+itself (a ``TimeoutError`` too), with the timed-out run (:func:`turn_timed_out`).
 """
 
 from __future__ import annotations
 
 from .._models import AgentRun
 from .._problems import NotSuspended as NotSuspended
-from .._problems import RequestRejected, SessionNotFound, TurnTimedOut
+from .._problems import RequestRejected, SessionNotFound
 from .._problems import SessionBusy as SessionBusy
 from .._problems import SessionSuspended as SessionSuspended
+from .._problems import TurnTimedOut as TurnTimedOut
 
 
 class SessionClosed(SessionNotFound, RuntimeError):
@@ -49,10 +50,6 @@ class DecisionError(RequestRejected, ValueError):
         self.mismatched = mismatched or []
 
 
-class TurnTimeout(TurnTimedOut, TimeoutError):
-    """The agent did not finish the turn in time; ``run`` records the timed-out turn."""
-
-    def __init__(self, timeout: float, run: AgentRun) -> None:
-        super().__init__(f"the turn did not finish within {timeout:g} s")
-        self.timeout = timeout
-        self.run = run
+def turn_timed_out(timeout: float, run: AgentRun) -> TurnTimedOut:
+    """The runtime's turn timeout: a ``TurnTimedOut`` carrying the limit and the run."""
+    return TurnTimedOut(f"the turn did not finish within {timeout:g} s", timeout=timeout, run=run)

@@ -8,7 +8,8 @@ Rules:
 - A failed turn (the agent raised) records the error's type and message with an error
   id, never a traceback; its status is ``failed``, its reply empty, and only the user's
   message joins the history.
-- A timed-out turn is a failed one whose error is a ``TurnTimeout`` and whose stop signal
+- A timed-out turn is a failed one whose recorded error type is ``TurnTimeout`` (what runs
+  have always recorded; the exception is ``TurnTimedOut``) and whose stop signal
   is ``time_limit``.
 - An agent's exception is logged at ERROR with its error id and type; its message and
   traceback go in that record only with ``log_details`` (the caller's trace policy keeps

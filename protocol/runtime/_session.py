@@ -27,8 +27,9 @@ Rules:
   ``pendingApprovals`` or ``pendingInterrupts``); :mod:`._outcomes` writes them.
 - Timeout (``timeout=`` seconds of agent time; time spent suspended does not count): the
   turn's task is cancelled, the turn is recorded as ``failed`` with a ``time_limit`` stop
-  signal and a ``TurnTimeout`` error, pending requests are dropped, the session is idle
-  again and usable, and :class:`TurnTimeout` is raised carrying the run (a caller cancelled
+  signal and a ``TurnTimeout`` error (the type the run records), pending requests are
+  dropped, the session is idle again and usable, and :class:`TurnTimedOut` is raised
+  carrying the run (a caller cancelled
   meanwhile does not cut that short: :meth:`AgentSession.wait` raises it). A sync agent's
   worker thread cannot be cancelled: it finishes in the background, new steps, tool
   executions and events it records after the timeout are discarded, and the session stays
@@ -75,7 +76,8 @@ from ._errors import (
     SessionBusy,
     SessionClosed,
     SessionSuspended,
-    TurnTimeout,
+    TurnTimedOut,
+    turn_timed_out,
 )
 from ._outcomes import agent_error, complete, fail, fail_timeout
 from ._parked import ParkedRun
@@ -142,7 +144,7 @@ class AgentSession:
         self._ctx: TurnContext | None = None
         self._checkpoint: asyncio.Future[str] | None = None
         self._ended = False  # whether the latest turn's task has settled the session
-        self._timing_out: asyncio.Task[TurnTimeout] | None = None
+        self._timing_out: asyncio.Task[TurnTimedOut] | None = None
         self._waiting = Suspension()
         self._closed = False
         self._usage_before = Usage()
@@ -271,7 +273,7 @@ class AgentSession:
         task = start_task(self._turn(message, parts))
         if self._ended:  # (started eagerly, 3.12+: a turn that never waits is over)
             if self._overran:
-                return raising(TurnTimeout(timeout or 0.0, self._park()))
+                return raising(turn_timed_out(timeout or 0.0, self._park()))
             return ready(self._park())
         self._task = task
         checkpoint = self._checkpoint  # an approval requested at once made one already
@@ -306,7 +308,7 @@ class AgentSession:
     async def wait(self, *, timeout: float | None = None) -> AgentRun:
         """Follow a turn whose caller of :meth:`send` or :meth:`decide` was cancelled.
 
-        Returns (or raises :class:`TurnTimeout`) as that call would have, at the turn's
+        Returns (or raises :class:`TurnTimedOut`) as that call would have, at the turn's
         next completion or suspension; ``timeout`` counts from now. Returns the run at
         once when no turn is running.
         """
@@ -371,7 +373,7 @@ class AgentSession:
         if outcome == _TIMED_OUT and self._task is not None:
             return await self._timed_out(self._task, timeout or 0.0)
         if outcome == _DONE and self._overran:
-            raise TurnTimeout(self._timeout or 0.0, self._park())
+            raise turn_timed_out(self._timeout or 0.0, self._park())
         if outcome == _SUSPENDED:
             self.run.status = RunStatus.IN_PROGRESS
             self.run.sync_turn(self._usage_before)
@@ -393,9 +395,9 @@ class AgentSession:
             job = asyncio.get_running_loop().create_task(self._time_out(task, timeout))
             self._timing_out = job
         error = await asyncio.shield(job)
-        raise TurnTimeout(error.timeout, error.run)
+        raise TurnTimedOut(error.message, timeout=error.timeout, run=error.run)
 
-    async def _time_out(self, task: asyncio.Task[None], timeout: float) -> TurnTimeout:
+    async def _time_out(self, task: asyncio.Task[None], timeout: float) -> TurnTimedOut:
         ctx = self._ctx
         self._waiting.drop(self.run)
         task.cancel()
@@ -407,7 +409,7 @@ class AgentSession:
             fail_timeout(ctx, self._history, timeout, self._usage_before)
             TurnControl(ctx).close()
             self.run.sync_turn(self._usage_before)
-        return TurnTimeout(timeout, self._park())
+        return turn_timed_out(timeout, self._park())
 
     def _fail(self, ctx: TurnContext, error: BaseException) -> None:
         info = agent_error(ctx, self.info.session_id, error, log_details=self._log_details)

@@ -39,7 +39,7 @@ from evalport.protocol import (
     decode_run,
     encode,
 )
-from evalport.protocol.runtime import AgentSession, SessionInfo, TurnContext, TurnTimeout, tool
+from evalport.protocol.runtime import AgentSession, SessionInfo, TurnContext, TurnTimedOut, tool
 from instructor_rules import violations
 
 SPEC = yaml.safe_load((Path(__file__).resolve().parents[2] / "openapi.yaml").read_text())
@@ -163,7 +163,7 @@ async def test_recorded_failure_has_no_php_class_name() -> None:
 
 async def test_recorded_timeout() -> None:
     session = await AgentSession.open(slow_agent, info())
-    with pytest.raises(TurnTimeout) as caught:
+    with pytest.raises(TurnTimedOut) as caught:
         await session.send("go", timeout=0.05)
     run = caught.value.run
     assert run.stop_signal is not None and run.stop_signal.reason == "time_limit"

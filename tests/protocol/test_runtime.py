@@ -29,7 +29,7 @@ from evalport.protocol.runtime import (
     SessionInfo,
     SessionSuspended,
     TurnContext,
-    TurnTimeout,
+    TurnTimedOut,
     agent_identity,
     as_factory,
     current_context,
@@ -311,7 +311,7 @@ async def test_timeout_records_a_failed_turn_and_frees_the_session() -> None:
         return "quick"
 
     session = await AgentSession.open(agent, info())
-    with pytest.raises(TurnTimeout) as caught:
+    with pytest.raises(TurnTimedOut) as caught:
         await session.send("slow", timeout=0.05)
     run = caught.value.run
     assert run.status == "failed"
@@ -346,7 +346,7 @@ async def test_a_caller_cancelled_while_the_turn_times_out_does_not_cut_it_short
     caller.cancel()
     with pytest.raises(asyncio.CancelledError):
         await caller
-    with pytest.raises(TurnTimeout) as caught:
+    with pytest.raises(TurnTimedOut) as caught:
         await session.wait(timeout=0)  # what the cancelled call would have raised
     assert caught.value.timeout == 0.05
     assert cancels == ["cancelled", "cleaned up"]  # cancelled once, never mid-clean-up

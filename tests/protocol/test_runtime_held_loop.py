@@ -13,7 +13,7 @@ import threading
 import time
 
 import pytest
-from evalport.protocol.runtime import AgentSession, SessionBusy, SessionInfo, TurnTimeout
+from evalport.protocol.runtime import AgentSession, SessionBusy, SessionInfo, TurnTimedOut
 
 
 def spin(seconds: float) -> None:
@@ -45,7 +45,7 @@ async def test_a_turn_holding_the_loop_past_its_deadline_is_a_timeout(awaits_fir
 
     clock = Clock()
     session = await AgentSession.open(agent, SessionInfo(session_id="s"), clock=clock)
-    with pytest.raises(TurnTimeout) as caught:
+    with pytest.raises(TurnTimedOut) as caught:
         await session.send("go", timeout=0.1)
     run = caught.value.run
     assert run.status == "failed" and run.reply == ""
@@ -67,7 +67,7 @@ async def test_a_timed_out_sync_turn_keeps_the_session_busy_until_its_thread_ret
         return message
 
     session = await AgentSession.open(agent, SessionInfo(session_id="s"))
-    with pytest.raises(TurnTimeout):
+    with pytest.raises(TurnTimedOut):
         await session.send("stuck", timeout=0.1)
     assert session.busy
     with pytest.raises(SessionBusy, match="thread"):

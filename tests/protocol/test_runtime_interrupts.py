@@ -23,7 +23,7 @@ from evalport.protocol.runtime import (
     SessionInfo,
     SessionSuspended,
     TurnContext,
-    TurnTimeout,
+    TurnTimedOut,
 )
 from instructor_rules import violations
 
@@ -110,7 +110,7 @@ async def test_a_timeout_or_a_close_drops_the_pending_interrupt() -> None:
     session = await open_session()
     run = await session.send("slow", timeout=1)
     (asked,) = run.pending_interrupts
-    with pytest.raises(TurnTimeout) as timed_out:
+    with pytest.raises(TurnTimedOut) as timed_out:
         await session.decide({asked.id: answer("the red one")}, timeout=0.05)
     assert timed_out.value.run.status == "failed" and timed_out.value.run.pending_interrupts == []
     assert not session.suspended

@@ -20,7 +20,7 @@ from evalport.protocol.runtime import (
     SessionClosed,
     SessionInfo,
     TurnContext,
-    TurnTimeout,
+    TurnTimedOut,
 )
 
 marker: contextvars.ContextVar[str] = contextvars.ContextVar("marker", default="caller")
@@ -127,7 +127,7 @@ async def test_wait_times_the_followed_turn_out() -> None:
     caller.cancel()
     with pytest.raises(asyncio.CancelledError):
         await caller
-    with pytest.raises(TurnTimeout) as raised:
+    with pytest.raises(TurnTimedOut) as raised:
         await session.wait(timeout=0.05)
     assert raised.value.run.status == RunStatus.FAILED
     assert not session.busy

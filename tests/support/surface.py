@@ -81,7 +81,7 @@ def _options(*words: str) -> set[str]:
 def cli_options() -> dict[str, set[str]]:
     """Long options by command; ``pytest`` holds the plugin's, ``evalport`` the top level's."""
     options = {name: _options(name) for name in command_parsers()}
-    plugin = (ROOT / "client" / "_pytest_plugin.py").read_text(encoding="utf-8")
+    plugin = (ROOT / "client" / "cli" / "_pytest_plugin.py").read_text(encoding="utf-8")
     options["pytest"] = set(re.findall(r"addoption\(\s*\"(--[\w-]+)\"", plugin))
     options["evalport"] = {"--version"}
     return options

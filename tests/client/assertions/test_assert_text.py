@@ -136,3 +136,12 @@ def test_levenshtein_distance_and_score() -> None:
     assert not LevenshteinDistance("sitting", threshold=0.9).evaluate("kitten").passed
     capped = LevenshteinDistance("sitting", threshold=0.1, max_distance=2).evaluate("kitten")
     assert not capped.passed and capped.score == 0.0 and "exceeds max_distance 2" in capped.message
+
+
+def test_equals_compares_any_value_and_value_equals_is_its_deprecated_name() -> None:
+    import evalport.client.assertions as assertions
+
+    assert Equals({"a": 1}).evaluate({"a": 1.0}).passed
+    assert not Equals(10).evaluate(11).passed
+    with pytest.warns(DeprecationWarning, match="use Equals"):
+        assert assertions.ValueEquals is Equals

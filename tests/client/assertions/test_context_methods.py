@@ -5,8 +5,8 @@ from __future__ import annotations
 import inspect
 
 from evalport.client import EvalContext, SyncEvalContext
+from evalport.client._methods import AssertionMethods, Delegate
 from evalport.client.assertions import Contains
-from evalport.client.assertions._methods import AssertionMethods, Delegate
 
 
 def _delegates() -> dict[str, Delegate]:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from evalport.client import Trajectory
-from evalport.client.assertions import CalledTool, NoFailedActions, Succeeded, ValueEquals
+from evalport.client.assertions import CalledTool, Equals, NoFailedActions, Succeeded
 from evalport.protocol import digest
 from runbuild import call, make_run, redacted
 
@@ -34,7 +34,7 @@ def test_the_same_failure_on_a_verbatim_run_shows_the_values_and_no_hint() -> No
 def test_a_failed_result_and_value_check_show_digests_compactly() -> None:
     run = redacted(make_run([call("lookup", {"q": 1}, {"temp": 18, "unit": "C"})]))
     result = Trajectory.of(run).calls_of("lookup")[0].result
-    outcome = ValueEquals({"temp": 19, "unit": "C"}).evaluate(result)
+    outcome = Equals({"temp": 19, "unit": "C"}).evaluate(result)
     assert not outcome.passed
     assert '{"hash"' not in outcome.message and all(words in outcome.message for words in HOW)
     assert f"#{short_hash({'temp': 18, 'unit': 'C'})}" in outcome.message

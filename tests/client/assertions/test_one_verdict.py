@@ -29,7 +29,6 @@ from evalport.client.assertions import (
     Exact,
     NotCalledTool,
     ToolWasApproved,
-    ValueEquals,
     one_of,
 )
 from evalport.protocol import AgentRun, RunEnvelope, TracePolicy, decode_run, encode
@@ -227,7 +226,7 @@ def assertions(s: dict[str, Any]) -> list[Any]:
 def verdicts(run: AgentRun, s: dict[str, Any]) -> list[tuple[str, bool, bool]]:
     found = [(a.name, a.evaluate(run)) for a in assertions(s)]
     call_result = Trajectory.of(run).calls_of("lookup")[0].result
-    found.append(("expect(result).equals", ValueEquals(s["expected_result"]).evaluate(call_result)))
+    found.append(("expect(result).equals", Equals(s["expected_result"]).evaluate(call_result)))
     return [(name, outcome.passed, outcome.evaluated) for name, outcome in found]
 
 

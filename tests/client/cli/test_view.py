@@ -137,7 +137,7 @@ def test_a_trial_file_with_a_damaged_run_is_a_reason_not_a_failure(url: str, run
 async def test_a_failing_page_answers_the_problem_page_with_its_headers(
     runs: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from evalport.client.cli import _view_app
+    from evalport.client.reports import _view_app
 
     def broken(*args: object, **kwargs: object) -> str:
         raise AttributeError("a page that fails")
@@ -263,7 +263,7 @@ def test_search_reads_long_messages_whole(url: str) -> None:
 def test_runs_started_in_the_same_second_are_listed_by_when_they_were_written(
     runs: Path, tmp_path: Path
 ) -> None:
-    from evalport.client.cli._view_app import entries
+    from evalport.client.reports._view_app import entries
 
     # two copies of one run: the same started_at to the second, names against the order
     older, newer = tmp_path / "b", tmp_path / "a"

@@ -22,10 +22,10 @@ from evalport.client import (
 )
 from evalport.client.assertions import neuron
 from evalport.client.judges import (
-    AgentJudge,
     ClassifierJudge,
     ClosedQA,
     Correctness,
+    Custom,
     Factuality,
     Faithfulness,
     FakeJudge,
@@ -152,7 +152,7 @@ def test_objects_validate_like_the_criteria() -> None:
         Relevance(threshold=1.5)
     with pytest.raises(ValueError, match="2 to 10 levels"):
         ClassifierJudge("q", ["only"])
-    made = AgentJudge("Rate it", examples=[{"output": "x", "score": 1.0}], threshold=0.6)
+    made = Custom("Rate it", examples=[{"output": "x", "score": 1.0}], threshold=0.6)
     assert made.threshold == 0.6 and made.criterion.examples[0].output == "x"
     assert TaskCompletion("pay").criterion.scope == "trajectory"
 
@@ -254,3 +254,13 @@ async def test_a_sync_case_checks_judge_objects_too() -> None:
     result = await trial(case, FakeJudge(default=0.9))
     assert result.verdict == Verdict.FAILED, result.error
     assert result.assertions[0].threshold == 0.95
+
+
+def test_agent_judge_is_a_deprecated_name_of_custom() -> None:
+    import evalport.client.judges as judges
+
+    with pytest.warns(DeprecationWarning, match="use Custom"):
+        old = judges.AgentJudge
+    assert old is Custom is neuron.AgentJudge
+    with pytest.raises(AttributeError):
+        _ = judges.NoSuchJudge

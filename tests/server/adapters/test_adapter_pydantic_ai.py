@@ -13,7 +13,7 @@ pytest.importorskip("pydantic_ai")
 
 from adapterfakes import function_model
 from adapterkit import TRACK_ERROR, Call, evaluate_all, lookup_result, plan, refund_result
-from evalport.protocol.runtime import AgentSession, SessionInfo, TurnTimeout, session_factory
+from evalport.protocol.runtime import AgentSession, SessionInfo, TurnTimedOut, session_factory
 from evalport.server.adapters import PydanticAIAgent
 from pydantic import BaseModel
 from pydantic_ai import Agent, RunContext, ToolFailed, models
@@ -175,7 +175,7 @@ async def test_a_turn_timeout_cancels_the_run_and_the_session_goes_on() -> None:
     session = await AgentSession.open(
         PydanticAIAgent(Agent(FunctionModel(slow_once))), SessionInfo("s")
     )
-    with pytest.raises(TurnTimeout) as timed_out:
+    with pytest.raises(TurnTimedOut) as timed_out:
         await session.send("take your time", timeout=0.2)
     assert timed_out.value.run.status == "failed"
     run = await session.send("quick")

@@ -11,7 +11,7 @@ from evalport.protocol.runtime import (
     AgentSession,
     SessionInfo,
     TurnContext,
-    TurnTimeout,
+    TurnTimedOut,
     session_factory,
     tool,
 )
@@ -47,7 +47,7 @@ async def test_history_of_the_stored_run_equals_the_live_history() -> None:
     live = await AgentSession.open(busy_agent, info)
     for message in ["one", "boom", "two", "stop", "three"]:
         await live.send(message)
-    with pytest.raises(TurnTimeout):
+    with pytest.raises(TurnTimedOut):
         await live.send("slow", timeout=0.05)
     await live.send("four")
     stored = msgspec.json.decode(msgspec.json.encode(live.run), type=AgentRun)

@@ -11,9 +11,8 @@ import argparse
 
 import msgspec
 
-from .._config import ConfigError
-from .._results import case_verdict, required_passes
-from ..reports import (
+from .._core import EXIT_FAILED, EXIT_OK, ConfigError, case_verdict, fail, required_passes
+from . import (
     CaseSummary,
     JsonReporter,
     JUnitReporter,
@@ -24,8 +23,7 @@ from ..reports import (
     merge,
     summarize,
 )
-from ..reports._console import summary_lines
-from ._common import EXIT_FAILED, EXIT_OK, fail
+from ._console import summary_lines
 
 HELP = "merge the results of sharded runs"
 

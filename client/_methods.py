@@ -28,21 +28,11 @@ from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, cast, overload
 
 from evalport.protocol import AgentRun, Event
 
-from .._handles import AssertionHandle, DeferredHandle, Expectation
-from .._results import AssertionResult
-from ..judges import JudgeCheck, JudgeExpectation, JudgeHost
-from . import _approvals as approvals
-from . import _events as events
-from . import _faults as faults
-from . import _latency as latency
-from . import _outcome as outcome
-from . import _similarity as similarity
-from . import _steps as steps
-from . import _text as text
-from . import _tools as tools
-from ._base import Assertion
-from ._expect import ValueEquals, ValueExpectation
-from ._matchers import Count
+from . import assertions
+from ._handles import AssertionHandle, DeferredHandle, Expectation
+from ._results import AssertionResult
+from .assertions import Assertion, Count, Equals, ValueExpectation
+from .judges import JudgeCheck, JudgeExpectation, JudgeHost
 
 P = ParamSpec("P")
 H = TypeVar("H", bound="AssertionHandle | DeferredHandle")
@@ -152,7 +142,7 @@ class AssertionMethods:
     ) -> AssertionHandle | DeferredHandle | JudgeExpectation:
         """Evaluate ``assertion`` on ``subject`` (default: the run so far) and register it.
 
-        A judge object (``Correctness(...)``, ``AgentJudge(...)``) makes the expectation
+        A judge object (``Correctness(...)``, ``Custom(...)``) makes the expectation
         ``ctx.judge()`` makes, on ``subject`` (default: the latest reply). Instructor's
         form ``check(name, passed, message)`` records a plain boolean check.
         """
@@ -182,73 +172,73 @@ class AssertionMethods:
 
     # -- text (on the latest reply) -----------------------------------------------------
 
-    contains = Delegate(text.Contains, _on_reply)
-    contains_all = Delegate(text.ContainsAll, _on_reply)
-    contains_any = Delegate(text.ContainsAny, _on_reply)
-    starts_with = Delegate(text.StartsWith, _on_reply)
-    ends_with = Delegate(text.EndsWith, _on_reply)
-    length_between = Delegate(text.LengthBetween, _on_reply)
-    equals = Delegate(text.Equals, _on_reply)
-    matches_regex = Delegate(text.MatchesRegex, _on_reply)
-    is_valid_json = Delegate(text.IsValidJson, _on_reply)
-    matches_json_schema = Delegate(text.MatchesJsonSchema, _on_reply)
-    levenshtein = Delegate(text.LevenshteinDistance, _on_reply)
-    similar_to = Delegate(similarity.EmbeddingSimilarity, _later_on_reply)
+    contains = Delegate(assertions.Contains, _on_reply)
+    contains_all = Delegate(assertions.ContainsAll, _on_reply)
+    contains_any = Delegate(assertions.ContainsAny, _on_reply)
+    starts_with = Delegate(assertions.StartsWith, _on_reply)
+    ends_with = Delegate(assertions.EndsWith, _on_reply)
+    length_between = Delegate(assertions.LengthBetween, _on_reply)
+    equals = Delegate(assertions.Equals, _on_reply)
+    matches_regex = Delegate(assertions.MatchesRegex, _on_reply)
+    is_valid_json = Delegate(assertions.IsValidJson, _on_reply)
+    matches_json_schema = Delegate(assertions.MatchesJsonSchema, _on_reply)
+    levenshtein = Delegate(assertions.LevenshteinDistance, _on_reply)
+    similar_to = Delegate(assertions.EmbeddingSimilarity, _later_on_reply)
 
     # -- outcome ------------------------------------------------------------------------
 
-    succeeded = Delegate(outcome.Succeeded, _on_run)
-    stopped = Delegate(outcome.Stopped, _on_run)
-    failed = Delegate(outcome.Failed, _on_run)
-    stop_reason = Delegate(outcome.StopReasonIs, _on_run)
+    succeeded = Delegate(assertions.Succeeded, _on_run)
+    stopped = Delegate(assertions.Stopped, _on_run)
+    failed = Delegate(assertions.Failed, _on_run)
+    stop_reason = Delegate(assertions.StopReasonIs, _on_run)
 
     # -- tools --------------------------------------------------------------------------
 
-    called_tool = Delegate(tools.CalledTool, _on_run)
-    not_called_tool = Delegate(tools.NotCalledTool, _on_run)
-    used_no_tools = Delegate(tools.UsedNoTools, _on_run)
-    max_tool_calls = Delegate(tools.MaxToolCalls, _on_run)
-    no_failed_actions = Delegate(tools.NoFailedActions, _on_run)
+    called_tool = Delegate(assertions.CalledTool, _on_run)
+    not_called_tool = Delegate(assertions.NotCalledTool, _on_run)
+    used_no_tools = Delegate(assertions.UsedNoTools, _on_run)
+    max_tool_calls = Delegate(assertions.MaxToolCalls, _on_run)
+    no_failed_actions = Delegate(assertions.NoFailedActions, _on_run)
 
     def tool_order(
-        self, *names: str | Sequence[str], mode: str = tools.ToolOrderMode.SUBSET
+        self, *names: str | Sequence[str], mode: str = assertions.ToolOrderMode.SUBSET
     ) -> AssertionHandle:
         """``tool_order(["a", "b"], mode="strict")``, or Instructor's ``tool_order("a", "b")``
         (subset: in this order, extra calls allowed)."""
         if names and not isinstance(names[0], str):
-            if len(names) == 2 and names[1] in tools.ToolOrderMode.ALL:
+            if len(names) == 2 and names[1] in assertions.ToolOrderMode.ALL:
                 mode = str(names[1])
             elif len(names) != 1:
                 raise TypeError("tool_order takes one list of names, or the names themselves")
             flat = [str(name) for name in names[0]]
         else:
             flat = [str(name) for name in names]
-        return _on_run(self, tools.ToolOrder(flat, mode))
+        return _on_run(self, assertions.ToolOrder(flat, mode))
 
-    tool_was_approved = Delegate(approvals.ToolWasApproved, _on_run)
-    tool_was_rejected = Delegate(approvals.ToolWasRejected, _on_run)
-    interrupted = Delegate(approvals.Interrupted, _on_run)
-    tool_was_injected = Delegate(faults.ToolWasInjected, _on_run)
+    tool_was_approved = Delegate(assertions.ToolWasApproved, _on_run)
+    tool_was_rejected = Delegate(assertions.ToolWasRejected, _on_run)
+    interrupted = Delegate(assertions.Interrupted, _on_run)
+    tool_was_injected = Delegate(assertions.ToolWasInjected, _on_run)
 
     # -- steps and tokens ---------------------------------------------------------------
 
-    step_count = Delegate(steps.StepCount, _on_run)
-    max_steps = Delegate(steps.MaxSteps, _on_run)
-    total_tokens_at_most = Delegate(steps.TotalTokensAtMost, _on_run)
-    tokens_at_most = Delegate(steps.TokensAtMost, _on_run)
+    step_count = Delegate(assertions.StepCount, _on_run)
+    max_steps = Delegate(assertions.MaxSteps, _on_run)
+    total_tokens_at_most = Delegate(assertions.TotalTokensAtMost, _on_run)
+    tokens_at_most = Delegate(assertions.TokensAtMost, _on_run)
 
     # -- latency ------------------------------------------------------------------------
 
-    turn_within = Delegate(latency.TurnWithin, _on_run)
-    trial_within = Delegate(latency.TrialWithin, _on_run)
-    first_tool_call_within = Delegate(latency.FirstToolCallWithin, _on_run)
+    turn_within = Delegate(assertions.TurnWithin, _on_run)
+    trial_within = Delegate(assertions.TrialWithin, _on_run)
+    first_tool_call_within = Delegate(assertions.FirstToolCallWithin, _on_run)
 
     # -- events -------------------------------------------------------------------------
 
-    event_seen = Delegate(events.EventSeen, _on_run)
-    event_not_seen = Delegate(events.EventNotSeen, _on_run)
-    events_in_order = Delegate(events.EventsInOrder, _on_run)
-    events_satisfy = Delegate(events.EventsSatisfy, _on_run)
+    event_seen = Delegate(assertions.EventSeen, _on_run)
+    event_not_seen = Delegate(assertions.EventNotSeen, _on_run)
+    events_in_order = Delegate(assertions.EventsInOrder, _on_run)
+    events_satisfy = Delegate(assertions.EventsSatisfy, _on_run)
 
     # -- Instructor's names -------------------------------------------------------------
 
@@ -258,9 +248,7 @@ class AssertionMethods:
 
     def output_equals(self, expected: Any) -> AssertionHandle:
         """Instructor's ``outputEquals``: the reply equals ``expected`` (or its matcher)."""
-        if isinstance(expected, str):
-            return self.equals(expected)
-        return _on_reply(self, ValueEquals(expected))
+        return _on_reply(self, Equals(expected))
 
     def output_matches(self, pattern: str) -> AssertionHandle:
         """Instructor's ``outputMatches``: :meth:`matches_regex`."""

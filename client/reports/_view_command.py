@@ -24,8 +24,7 @@ from pathlib import Path
 
 from evalport.protocol import MissingExtraError, require
 
-from .._config import ConfigError
-from ._common import EXIT_OK, fail
+from .._core import EXIT_OK, ConfigError, fail
 
 HELP = "browse run folders in a local web page"
 DEFAULT_PATH = ".evalport/runs"

@@ -34,10 +34,10 @@ from starlette.responses import HTMLResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .._config import ConfigError
-from ..reports import RunReport, load_summary
-from ..reports._files import load_run_folder
-from ..reports._view import (
+from .._core import ConfigError
+from ._base import RunReport
+from ._files import load_run_folder, load_summary
+from ._view import (
     CONTENT_SECURITY_POLICY,
     RunEntry,
     compare_page,

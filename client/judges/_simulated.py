@@ -18,7 +18,7 @@ Rules:
   A refused or malformed answer is asked again, saying why, a bounded number of times;
   then :class:`SimulatedUserError` is raised.
 - The assistant's words are untrusted data: they reach the model inside the same
-  random-nonce fences as judge material (:func:`evalport.client.judges._prompts.fence`).
+  random-nonce fences as judge material (:func:`._prompts.fence`).
 - :class:`ScriptedUser` is the offline fake: fixed messages, then stop
   (``stop_reason="script_done"``, or ``"max_turns"`` when the cap comes first).
 """
@@ -31,9 +31,9 @@ from typing import Any, Final
 
 import httpx
 
-from .judges import JudgeError, JudgeUsage, MalformedAnswer
-from .judges._chat import ChatClient
-from .judges._prompts import fence, new_nonce, parse_json_object
+from ._base import JudgeError, JudgeUsage, MalformedAnswer
+from ._chat import ChatClient
+from ._prompts import fence, new_nonce, parse_json_object
 
 _ROLE_LINE: Final = re.compile(
     r"^\s*[\[(*]*\s*(assistant|ai|agent|bot|system|support)\s*[\])*]*\s*:", re.I | re.M

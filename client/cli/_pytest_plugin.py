@@ -44,9 +44,9 @@ import pytest
 from evalport.protocol import DEFAULT_TOKEN_ENV
 
 if TYPE_CHECKING:
-    from ._context import EvalContext
-    from ._results import AssertionResult
-    from .cli._targets import PreparedTarget
+    from evalport.client import AssertionResult, EvalContext
+
+    from ._targets import PreparedTarget
 
 _DEFAULT_TOKEN_ENV = DEFAULT_TOKEN_ENV
 
@@ -124,8 +124,8 @@ class _PendingTarget(_Pending):
         self.prepared = prepared
 
     async def start(self, stack: AsyncExitStack) -> Any:
-        from ._config import ConfigError
-        from .cli._targets import TargetUnreachable
+        from .._core import ConfigError
+        from ._targets import TargetUnreachable
 
         stack.push_async_callback(self.prepared.aclose)
         try:
@@ -144,7 +144,7 @@ class _PendingContext(_Pending):
         self.owned_judge = owned  # made by the plugin, closed by it
 
     async def start(self, stack: AsyncExitStack, target: Any) -> _Verification:
-        from ._context import EvalContext
+        from evalport.client import EvalContext
 
         aclose = getattr(self.owned_judge, "aclose", None)
         if aclose is not None:
@@ -235,8 +235,8 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
 @pytest.fixture
 def evalport_target(request: pytest.FixtureRequest) -> Any:
     """The configured target; the test is skipped when none is configured."""
-    from ._config import ConfigError, Settings
-    from .cli._targets import build_target
+    from .._core import ConfigError, Settings
+    from ._targets import build_target
 
     config = request.config
     url, local = _setting(config, "target"), _setting(config, "local")
@@ -267,8 +267,8 @@ def evalport(request: pytest.FixtureRequest, evalport_target: Any) -> Any:
 
 def _configured_judge(config: pytest.Config) -> Any:
     """The judge of the project's ``[tool.evalport.judge]``, else of ``EVALPORT_JUDGE_*``."""
-    from ._config import ConfigError, load_settings
-    from .cli._targets import build_judge
+    from .._core import ConfigError, load_settings
+    from ._targets import build_judge
 
     try:
         return build_judge(load_settings(config.rootpath))
