@@ -104,6 +104,7 @@ class AgentSession:
         "_history",
         "_log_details",
         "_overran",
+        "_suspending",
         "_task",
         "_timeout",
         "_timer",
@@ -141,6 +142,7 @@ class AgentSession:
         self._timer: asyncio.TimerHandle | None = None
         self._ctx: TurnContext | None = None
         self._checkpoint: asyncio.Future[str] | None = None
+        self._suspending: asyncio.Task[None] | None = None  # see :meth:`register`
         self._ended = False  # whether the latest turn's task has settled the session
         self._timing_out: asyncio.Task[TurnTimeout] | None = None
         self._waiting = Suspension()
@@ -339,9 +341,14 @@ class AgentSession:
         checkpoint = self._checkpoint
         if checkpoint is None:
             checkpoint = self._checkpoint = loop.create_future()
-        if not checkpoint.done():
-            # Let requests made in the same scheduling pass join this suspension.
-            loop.call_soon(loop.call_soon, resolve, checkpoint, _SUSPENDED)
+        if not checkpoint.done() and (self._suspending is None or self._suspending.done()):
+            # A plain task (never eager, whatever the loop's task factory): its first step
+            # runs at the loop's next pass and :func:`_suspend_after` yields one more, so
+            # the turn suspends two passes after its first request. Requests made by
+            # sibling tasks meanwhile (``asyncio.gather`` of tools that each ask for
+            # approval: they start a pass after the turn's own step and may await once
+            # before asking) join this suspension instead of resuming into a second one.
+            self._suspending = asyncio.Task(_suspend_after(checkpoint), loop=loop)
         return future
 
     # -- internals --------------------------------------------------------------------------
@@ -494,3 +501,10 @@ class AgentSession:
             raise
         finally:
             self._settled(completed)
+
+
+async def _suspend_after(checkpoint: asyncio.Future[str]) -> None:
+    """Suspend the turn of ``checkpoint`` after one more pass of the loop (see
+    :meth:`AgentSession.register`)."""
+    await asyncio.sleep(0)
+    resolve(checkpoint, _SUSPENDED)
