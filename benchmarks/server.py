@@ -161,12 +161,12 @@ async def _serve_adapter(port: int, sessions: int, workdir: Path, role: str) -> 
 
     await renew()
     scratch, _ = await manager.create(CreateSessionRequest())
-    await manager.turn(scratch, "ping", None)
-    second = await manager.turn(scratch, "ping", None)
+    await manager.turns.turn(scratch, "ping", None)
+    second = await manager.turns.turn(scratch, "ping", None)
     if role == "http":
-        manager.turn = _fixed_turn(second)  # type: ignore[method-assign]
+        manager.turns.turn = _fixed_turn(second)  # type: ignore[method-assign]
     elif role == "floor":
-        manager.turn = _floor_turn(second)  # type: ignore[method-assign]
+        manager.turns.turn = _floor_turn(second)  # type: ignore[method-assign]
     elif role == "adapter":
         (workdir / "body.json").write_bytes(second.body)
     renew_app = Route("/benchmark/renew", renew_route, methods=["POST"])
