@@ -214,7 +214,6 @@ encode_meta = msgspec.json.Encoder()
 # MessagePack, not JSON: the body stays raw bytes (JSON would base64 it, several times slower).
 decode_idempotency = msgspec.msgpack.Decoder(IdempotencyRecord)
 _encode_record = msgspec.msgpack.Encoder().encode
-_decode_json_record = msgspec.json.Decoder(IdempotencyRecord).decode
 
 
 def idempotency_record(fingerprint: str, outcome: Outcome) -> bytes:
@@ -317,10 +316,7 @@ def suspended_elsewhere() -> HTTPProblem:
 
 def replayed(stored: bytes, digest: str) -> Outcome:
     """The outcome an idempotency record replays (422 if the key's message differs)."""
-    try:
-        record = decode_idempotency.decode(stored)
-    except msgspec.DecodeError:  # a JSON record, as earlier versions stored them
-        record = _decode_json_record(stored)
+    record = decode_idempotency.decode(stored)
     if record.fingerprint != digest:
         raise key_reused()
     return Outcome(status=record.status, body=record.body)

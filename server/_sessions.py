@@ -211,7 +211,7 @@ class SessionManager:
         self.workers.shutdown(wait=False, cancel_futures=True)
         await self.store.aclose()
 
-    # -- turns ----------------------------------------------------------------------------------
+    # -- approvals -------------------------------------------------------------------------------
 
     async def decide(
         self,

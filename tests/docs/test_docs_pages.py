@@ -242,7 +242,6 @@ THIRD_PARTY = {
     "ApprovalsRequest",
     "Health",
     "SessionStore",
-    "TurnStore",
     "MemoryStore",
     "RedisStore",
     "ApprovalRelay",
