@@ -342,12 +342,8 @@ class AgentSession:
         if checkpoint is None:
             checkpoint = self._checkpoint = loop.create_future()
         if not checkpoint.done() and (self._suspending is None or self._suspending.done()):
-            # A plain task (never eager, whatever the loop's task factory): its first step
-            # runs at the loop's next pass and :func:`_suspend_after` yields one more, so
-            # the turn suspends two passes after its first request. Requests made by
-            # sibling tasks meanwhile (``asyncio.gather`` of tools that each ask for
-            # approval: they start a pass after the turn's own step and may await once
-            # before asking) join this suspension instead of resuming into a second one.
+            # A plain task (never eager): it suspends the turn two loop passes from now, so
+            # requests from sibling tasks (``gather`` of tools that each ask) join it.
             self._suspending = asyncio.Task(_suspend_after(checkpoint), loop=loop)
         return future
 
@@ -504,7 +500,6 @@ class AgentSession:
 
 
 async def _suspend_after(checkpoint: asyncio.Future[str]) -> None:
-    """Suspend the turn of ``checkpoint`` after one more pass of the loop (see
-    :meth:`AgentSession.register`)."""
-    await asyncio.sleep(0)
+    """Suspend the turn of ``checkpoint`` a pass after this task's first step."""
+    await asyncio.sleep(0)  # (one pass of the loop: see :meth:`AgentSession.register`)
     resolve(checkpoint, _SUSPENDED)
