@@ -187,7 +187,7 @@ async def _serve_adapter(port: int, sessions: int, workdir: Path, role: str) -> 
 def _fixed_turn(second: Any) -> Any:
     """--layers "http": every turn answered with the fixed response."""
 
-    async def fixed_turn(session_id: str, message: str, key: str | None) -> Any:
+    async def fixed_turn(session_id: str, message: str, key: str | None, *rest: Any) -> Any:
         return second
 
     return fixed_turn
@@ -223,7 +223,7 @@ def _floor_turn(second: Any) -> Any:
         del run.steps[:-2], run.user_messages[:-2]  # the same size as the adapter's runs
         return encode(RunEnvelope(run=run))
 
-    async def floor_turn(session_id: str, message: str, key: str | None) -> Any:
+    async def floor_turn(session_id: str, message: str, key: str | None, *rest: Any) -> Any:
         body = await asyncio.get_running_loop().create_task(record(message))  # the turn's task
         return Outcome(status=200, body=body)
 
