@@ -13,8 +13,9 @@ Rules (the session rules are those of :mod:`evalport.server._sessions`):
   ``begin_turn`` answers the key's idempotency record, or takes the session's lease and
   reads the stored session (not its run, when it is the one the live agent reached);
   ``finish_turn`` writes what the turn added to the run (or the whole run,
-  :mod:`._runlog`) as a new version and the key's record and releases the lease. The response and the record are made before the lease goes:
-  the next turn changes the run object.
+  :mod:`._runlog`) as a new version and the key's record and releases the lease. The
+  response and the record are made before the lease goes: the next turn changes the
+  run object.
 - A repeat of a key whose turn runs in this process waits for that turn's outcome; one
   whose turn runs on another replica waits in :mod:`._keywaits`.
 - A session's run has a size limit (``Limits.max_run_bytes``): a turn whose message would
@@ -25,12 +26,12 @@ Rules (the session rules are those of :mod:`evalport.server._sessions`):
   nothing: a busy, suspended or closed session, decisions that do not match), then the
   ``finish_turn`` call. Whatever fails on the way releases the lease and hands the
   failure to repeats of the key that wait.
-- ``finish_turn`` is fenced: it stores nothing (:attr:`~.stores.Finish.LOST`) if another
-  turn took the lease since (this one stalled past it); a turn appended to a run that
-  moved on (:attr:`~.stores.Finish.STALE`) is written whole instead. The turn then answers what the store holds for its key
-  (the turn-lost record its successor stored), else 409 ``turn-lost``, never a 200 the
-  store does not hold; it is logged and this replica's agent is dropped (rebuilt from
-  the store next time).
+- A turn appended to a run that moved on (:attr:`~.stores.Finish.STALE`) is written whole
+  instead. ``finish_turn`` is fenced: it stores nothing (:attr:`~.stores.Finish.LOST`)
+  if another turn took the lease since (this one stalled past it). The turn then answers
+  what the store holds for its key (the turn-lost record its successor stored), else
+  409 ``turn-lost``, never a 200 the store does not hold; it is logged and this
+  replica's agent is dropped (rebuilt from the store next time).
 - A turn whose outcome could not be stored (the store failed: 503 ``store-unavailable``)
   was never acknowledged, so it must never be stored later: this replica's agent, which
   ran it, is dropped too, and the next turn rebuilds the agent from the store.

@@ -2,7 +2,8 @@
 
 - :class:`SessionStore` is the interface (a turn is two atomic steps, each taking one
   request struct: :class:`BeginTurn`, :class:`FinishTurn`), :class:`LeaseRenewal` and
-  :class:`ApprovalRelay` what a store shared by replicas adds. The rules every store follows are in the interface's module.
+  :class:`ApprovalRelay` what a store shared by replicas adds. The rules every store
+  follows are in the interface's module.
 - :class:`MemoryStore` is the in-process default; :class:`RedisStore` serves several
   replicas and needs the ``redis`` extra: it is imported when first used.
 - :func:`open_store` opens either from a string (``"memory"``, ``"redis://..."``).

@@ -1,12 +1,12 @@
 """The in-process session store (the default): a dict, a clock and nothing else.
 
 It follows every rule of :mod:`evalport.server.stores._base`, as the Redis store does:
-the adapter drives both through the same calls. No coroutine here ever waits, so every operation, a turn's
-``begin_turn`` and ``finish_turn`` included, is atomic on the event loop. It records no
-holder's key (``same_key`` is never true, ``lost`` is ignored): one process holds every
-turn, its turns die with it, and the adapter's own table of keys in flight covers
-repeats. Suitable
-for one process; services with several replicas need a shared store.
+the adapter drives both through the same calls. No coroutine here ever waits, so every
+operation, a turn's ``begin_turn`` and ``finish_turn`` included, is atomic on the event
+loop. It records no holder's key (``same_key`` is never true, ``lost`` is ignored): one
+process holds every turn, its turns die with it, and the adapter's own table of keys in
+flight covers repeats. Suitable for one process; services with several replicas need a
+shared store.
 """
 
 from __future__ import annotations

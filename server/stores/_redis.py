@@ -1,9 +1,10 @@
 """The Redis session store: sessions shared by every replica of a service.
 
-It follows every rule of :mod:`evalport.server.stores._base`; each operation on a session
-is one Lua script over that session's keys, so it is atomic across replicas. A turn
-costs two round trips (begin, finish). It is a :class:`~evalport.server.stores._base.LeaseRenewal`: a turn's lease is
-short and its holder renews it. Install with ``pip install 'evalport[redis]'``.
+It follows every rule of :mod:`evalport.server.stores._base`; each operation on a
+session is one Lua script over that session's keys, so it is atomic across replicas. A
+turn costs two round trips (begin, finish). It is a
+:class:`~evalport.server.stores._base.LeaseRenewal`: a turn's lease is short and its
+holder renews it. Install with ``pip install 'evalport[redis]'``.
 
 Rules:
 
