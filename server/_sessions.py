@@ -74,7 +74,7 @@ from ._records import (
     session_info,
 )
 from ._relaying import answer_relayed, forward_decisions
-from ._runlog import Reached
+from ._runlog import Reached, answer_body
 from ._turns import TurnRunner
 from ._watchdog import Watchdog
 from .stores import (
@@ -104,6 +104,7 @@ class SessionManager:
         self.store: SessionStore = store if store is not None else MemoryStore()
         self._relay = self.store if isinstance(self.store, ApprovalRelay) else None
         self._wall_clock = wall_clock
+        self._policy = policy
         self.jobs = Jobs()
         self.leases = Leases(self.store, limits, self.jobs)
         self.watchdog = Watchdog()
@@ -152,7 +153,7 @@ class SessionManager:
         )
         # The session is stored first (the store enforces the cap), then its agent built:
         # no agent is built for a session the cap refuses.
-        body = self.turns.bodies(AgentRun(session_id=session_id)).stored
+        body = answer_body(AgentRun(session_id=session_id), None, self._policy)
         new = NewSession(
             session_id, meta, body, new_version(), limits.session_ttl, limits.max_sessions
         )

@@ -80,7 +80,6 @@ from ._records import (
     SUSPENDED,
     InFlight,
     Outcome,
-    RunBodies,
     RunPolicy,
     answered,
     decision_problem,
@@ -89,7 +88,6 @@ from ._records import (
     key_reused,
     not_found,
     replayed,
-    run_bodies,
     suspended,
     suspended_elsewhere,
 )
@@ -222,10 +220,6 @@ class TurnRunner:
         if run is None:
             run, policy = stored_run(stored), None  # (redacted as stored)
         return answer_body(without_framework_state(run), since, policy)
-
-    def bodies(self, run: AgentRun) -> RunBodies:
-        """A new session's run as stored and as sent (see :func:`~._records.run_bodies`)."""
-        return run_bodies(self._policy, run)
 
     # -- begin -----------------------------------------------------------------------------
 
