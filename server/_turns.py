@@ -4,8 +4,9 @@ A turn reads top-down in :meth:`TurnRunner.turn`: **begin** (a repeat answers it
 else the lease, the stored session and the current agent: :meth:`TurnRunner._begin`),
 **run** (the agent's step, in a job the request only watches: :meth:`TurnRunner._run`),
 **finish** (one store call: :meth:`TurnRunner._finish`), **answer** (the outcome as the
-request asked for it: :meth:`TurnRunner.answer`). A decision on a suspended turn takes
-the same run and finish.
+request asked for it, made with the run's bodies: :func:`~._runlog.written`; a repeat's
+record through :meth:`TurnRunner.answer`). A decision on a suspended turn takes the same
+run and finish.
 
 Rules (the session rules are those of :mod:`evalport.server._sessions`):
 
