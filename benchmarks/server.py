@@ -163,12 +163,12 @@ async def _serve_adapter(port: int, sessions: int, workdir: Path, role: str) -> 
 
     await renew()
     scratch, _ = await manager.create(CreateSessionRequest())
-    await manager.turn(scratch, "ping", None)
-    second = await manager.turn(scratch, "ping", None)
+    await manager.turns.turn(scratch, "ping", None)
+    second = await manager.turns.turn(scratch, "ping", None)
     if role == "http":
-        manager.turn = _fixed_turn(second)  # type: ignore[method-assign]
+        manager.turns.turn = _fixed_turn(second)  # type: ignore[method-assign]
     elif role == "floor":
-        manager.turn = _floor_turn(second)  # type: ignore[method-assign]
+        manager.turns.turn = _floor_turn(second)  # type: ignore[method-assign]
     elif role == "adapter":
         (workdir / "body.json").write_bytes(second.body)
     renew_app = Route("/benchmark/renew", renew_route, methods=["POST"])
@@ -232,7 +232,7 @@ def _bare_traced(app: Any, tracer: Any, template: Any) -> Any:
 def _fixed_turn(second: Any) -> Any:
     """--layers "http": every turn answered with the fixed response."""
 
-    async def fixed_turn(session_id: str, message: str, key: str | None) -> Any:
+    async def fixed_turn(session_id: str, message: str, key: str | None, *rest: Any) -> Any:
         return second
 
     return fixed_turn
@@ -268,7 +268,7 @@ def _floor_turn(second: Any) -> Any:
         del run.steps[:-2], run.user_messages[:-2]  # the same size as the adapter's runs
         return encode(RunEnvelope(run=run))
 
-    async def floor_turn(session_id: str, message: str, key: str | None) -> Any:
+    async def floor_turn(session_id: str, message: str, key: str | None, *rest: Any) -> Any:
         body = await asyncio.get_running_loop().create_task(record(message))  # the turn's task
         return Outcome(status=200, body=body)
 

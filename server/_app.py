@@ -336,11 +336,11 @@ class EvalAdapter:
         parts = () if turn.parts is UNSET else turn.parts
         session_id = scope["path_params"]["session_id"]
         if self._tracing is None:
-            return await self.sessions.turn(session_id, message, key, parts, since)
+            return await self.sessions.turns.turn(session_id, message, key, parts, since)
         outcome = await self._tracing.turn(  # spans are drawn from the whole run, then cut
             headers.get(b"traceparent"),
             session_id,
-            lambda: self.sessions.turn(session_id, message, key, parts),
+            lambda: self.sessions.turns.turn(session_id, message, key, parts),
         )
         return answered(outcome, None, since)
 

@@ -31,7 +31,6 @@ Rules:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Final
 
@@ -42,7 +41,7 @@ from ._leases import quietly
 from ._limits import Limits
 from ._problems import HTTPProblem, problem_body
 from ._records import Outcome, idempotency_record
-from .stores import Lease, TurnStart
+from .stores import BeginTurn, Lease, SessionStore, TurnStart
 
 LOST: Final = Outcome(
     status=409,
@@ -64,27 +63,16 @@ def lost_record(digest: str) -> bytes:
 _POLL_FIRST: Final = 0.02  # the first pause between two looks at the store (s)
 _POLL_MAX: Final = 0.25  # and the longest one
 
-Begin = Callable[[str, str, str | None, bytes], Awaitable[TurnStart]]
-
 
 class SameKeyWaiter:
     """Waiting for another replica's turn under the same key (see the module rules).
 
-    ``begin`` is the store call that starts a turn (the key's record, or the lease);
-    ``release`` gives a lease back; ``renewed``: whether the store renews leases.
+    ``store`` answers the polls (``begin_turn``: the key's record, or the lease);
+    ``renewed``: whether the store renews leases.
     """
 
-    def __init__(
-        self,
-        begin: Begin,
-        release: Callable[[str, str], Awaitable[None]],
-        jobs: Jobs,
-        limits: Limits,
-        *,
-        renewed: bool,
-    ) -> None:
-        self._begin = begin
-        self._release = release
+    def __init__(self, store: SessionStore, jobs: Jobs, limits: Limits, *, renewed: bool) -> None:
+        self._store = store
         self._jobs = jobs
         self._limits = limits
         if renewed:
@@ -93,12 +81,10 @@ class SameKeyWaiter:
             self._bound = limits.lease_seconds
         self._draining = False
 
-    async def wait(
-        self, session_id: str, token: str, key: str | None, lost: bytes, start: TurnStart
-    ) -> TurnStart:
+    async def wait(self, begin: BeginTurn, start: TurnStart) -> TurnStart:
         """Wait for the turn that holds the lease under the same key on another replica.
 
-        Polls ``begin`` (20 ms doubling to 250 ms) until it answers the key's record
+        Polls the store with ``begin`` (20 ms doubling to 250 ms) until it answers the key's record
         (the holder's outcome, or the turn-lost record of a holder that died) or takes the
         lease (the holder released it without a record) or finds another holder or a
         suspended session, for at most the bound of the module's rules; past it,
@@ -113,16 +99,13 @@ class SameKeyWaiter:
             await asyncio.sleep(min(delay, left))
             self._check_draining()
             delay = min(delay * 2, _POLL_MAX)
-            poll = self._jobs.start(self._poll(session_id, token, key, lost))
+            poll = self._jobs.start(self._store.begin_turn(begin))
             try:
                 start = await asyncio.shield(poll)
             except asyncio.CancelledError:
-                poll.add_done_callback(partial(self._give_back, session_id, token))
+                poll.add_done_callback(partial(self._give_back, begin))
                 raise
         return start
-
-    async def _poll(self, session_id: str, token: str, key: str | None, lost: bytes) -> TurnStart:
-        return await self._begin(session_id, token, key, lost)
 
     def drain(self) -> None:
         """Stop waiting for other replicas' turns before a shutdown: requests that wait
@@ -138,9 +121,9 @@ class SameKeyWaiter:
                 retry_after=self._limits.retry_after,
             )
 
-    def _give_back(self, session_id: str, token: str, poll: asyncio.Future[TurnStart]) -> None:
+    def _give_back(self, begin: BeginTurn, poll: asyncio.Future[TurnStart]) -> None:
         """Release the lease a poll took for a request that went away meanwhile."""
         if poll.cancelled() or poll.exception() is not None:
             return
         if poll.result().lease is Lease.ACQUIRED:
-            self._jobs.start(quietly(self._release(session_id, token)))
+            self._jobs.start(quietly(self._store.release(begin.session_id, begin.token)))

@@ -11,8 +11,8 @@ Rules:
   (:func:`key_reused`).
 - Session ids carry 192 random bits (:func:`new_session_id`).
 - A stored session's state is :data:`IDLE` or :data:`SUSPENDED` (waiting for approvals).
-- A run leaves the service as ``{"run": ...}`` (:func:`run_bodies`), redacted by the
-  adapter's :class:`RunPolicy` when it has one.
+- A run leaves the service as ``{"run": ...}``, redacted by the adapter's
+  :class:`RunPolicy` when it has one.
 - Framework state stays in the service. A run is encoded once as the store keeps it
   (``stored``: redacted, with its :data:`~evalport.protocol.runtime.FRAMEWORK_STATE`
   events, which the policy leaves as they are, so that ``restore()`` reads them back on
@@ -36,7 +36,7 @@ import hashlib
 import json
 import secrets
 from datetime import UTC, datetime
-from typing import Any, Final, NamedTuple, Protocol
+from typing import Any, Final, Protocol
 from urllib.parse import parse_qs
 
 import msgspec
@@ -77,27 +77,6 @@ def log_details(policy: RunPolicy | None) -> bool:
     adapter's runs are verbatim (no policy, or a verbatim one); else logs hold the error
     id and type, and the rest only at DEBUG on ``evalport.agent.details``."""
     return policy is None or getattr(policy, "verbatim_payloads", False) is True
-
-
-class RunBodies(NamedTuple):
-    """A run's two encodings (see the module's rules): ``stored`` for the store,
-    ``sent`` for clients (the same object when the run holds no framework state), and
-    ``run``, the run object ``sent`` encodes."""
-
-    stored: bytes
-    sent: bytes
-    run: AgentRun
-
-
-def run_bodies(policy: RunPolicy | None, run: AgentRun) -> RunBodies:
-    """The bodies of a session's ``run``, redacted by ``policy`` if any."""
-    if policy is not None:
-        run = policy.apply(run)
-    stored = encode(RunEnvelope(run=run))
-    sent = without_framework_state(run)
-    if sent is run:
-        return RunBodies(stored, stored, run)
-    return RunBodies(stored, encode(RunEnvelope(run=sent)), sent)
 
 
 _STATE_MARK: Final = encode(FRAMEWORK_STATE)  # the event's name as JSON text
@@ -214,7 +193,6 @@ encode_meta = msgspec.json.Encoder()
 # MessagePack, not JSON: the body stays raw bytes (JSON would base64 it, several times slower).
 decode_idempotency = msgspec.msgpack.Decoder(IdempotencyRecord)
 _encode_record = msgspec.msgpack.Encoder().encode
-_decode_json_record = msgspec.json.Decoder(IdempotencyRecord).decode
 
 
 def idempotency_record(fingerprint: str, outcome: Outcome) -> bytes:
@@ -317,10 +295,7 @@ def suspended_elsewhere() -> HTTPProblem:
 
 def replayed(stored: bytes, digest: str) -> Outcome:
     """The outcome an idempotency record replays (422 if the key's message differs)."""
-    try:
-        record = decode_idempotency.decode(stored)
-    except msgspec.DecodeError:  # a JSON record, as earlier versions stored them
-        record = _decode_json_record(stored)
+    record = decode_idempotency.decode(stored)
     if record.fingerprint != digest:
         raise key_reused()
     return Outcome(status=record.status, body=record.body)

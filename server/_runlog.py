@@ -3,16 +3,15 @@
 Rules (the store's side of a run's log is in :mod:`.stores._base`):
 
 - What this process knows of the stored run a live agent reached is a :class:`Reached`:
-  the run's version (or, from a store without versions, its bytes), its settled turns
+  the run's version, its settled turns
   (:func:`~evalport.protocol.settled_turns`) and how large its last whole write and the
   turns appended since are.
 - The store gets what the turn added: the delta (:func:`~evalport.protocol.run_delta`)
   of the run as stored (redacted by the server's policy, framework state kept) against
   the settled turns of the run it held before, appended to the run's log, when the
-  store versions runs, the request asked for a delta and the log is smaller than the
-  run's last whole write and under :data:`LOG_TURNS` turns. Otherwise the run is
-  written whole: a request for the whole run encodes it for the response anyway, and a
-  suspended turn whose approvals a relay carries is written before the relay listens.
+  request asked for a delta and the log is smaller than the run's last whole write and
+  under :data:`LOG_TURNS` turns. Otherwise the run is written whole: a request for the
+  whole run encodes it for the response anyway.
   A whole write once the log has grown as large as the run keeps the log about the
   run's size and the cost per turn flat (amortized: it doubles the writes between two
   whole writes at most); the bound on its turns keeps reading the whole run (another
@@ -55,38 +54,29 @@ LOG_TURNS: Final = 64
 
 
 class Reached(NamedTuple):
-    """The stored run a live agent reached (see the module's rules): ``version`` is its
-    version (0: none known); without one (a store without versions, and a session just
-    created until its first turn reads the version) ``run`` is its bytes."""
+    """The stored run a live agent reached (see the module's rules): its ``version``
+    (0: none known), its settled turns (``since``), the bytes of its last whole write
+    (``whole``) and of the turns appended since (``appended``, ``logged`` turns)."""
 
     # (a tuple, not a frozen dataclass: made twice a turn, 3x cheaper, and untracked by
-    # the collector; two fields, not one of either type, so reading one is no call)
+    # the collector)
     version: int
-    run: bytes
     since: int
     whole: int
-    appended: int = 0  # bytes of the log
-    logged: int = 0  # turns in the log
+    appended: int = 0
+    logged: int = 0
 
     @classmethod
     def of(cls, stored: StoredSession, run: AgentRun) -> Reached:
         """What ``stored`` is, ``run`` the run it holds."""
         appended = sum(len(turn) for turn in stored.appended)
-        bare = b"" if stored.version else stored.run
         since = settled_turns(run)
-        return cls(stored.version, bare, since, len(stored.run), appended, len(stored.appended))
+        return cls(stored.version, since, len(stored.run), appended, len(stored.appended))
 
-    def matches(self, stored: StoredSession) -> bool:
-        """Whether ``stored`` is this run (a store may leave a run of the version out)."""
-        if self.version:
-            return self.version == stored.version
-        return bool(self.run) and not stored.appended and stored.run == self.run
-
-    def versioned(self, stored: StoredSession) -> Reached:
-        """This, known by the version of ``stored`` (which :meth:`matches` it)."""
-        if not self.version and stored.version:
-            return Reached(stored.version, b"", self.since, self.whole, self.appended, self.logged)
-        return self
+    @property
+    def size(self) -> int:
+        """The stored bytes of the run."""
+        return self.whole + self.appended
 
 
 class Written(NamedTuple):
@@ -105,13 +95,12 @@ class Written(NamedTuple):
         whole = self.whole if self.whole is not None else _whole(run, policy)
         return self._replace(whole=whole, append=b"")
 
-    def reached(self, before: Reached, version: int, run: bytes = b"") -> Reached:
-        """What the store holds once this is written over ``before`` (``version``, or
-        without one ``run``: see :class:`Reached`)."""
+    def reached(self, before: Reached, version: int) -> Reached:
+        """What the store holds once this is written over ``before`` as ``version``."""
         if self.whole is not None:
-            return Reached(version, run, self.since, len(self.whole))
+            return Reached(version, self.since, len(self.whole))
         appended = before.appended + len(self.append)
-        return Reached(version, run, self.since, before.whole, appended, before.logged + 1)
+        return Reached(version, self.since, before.whole, appended, before.logged + 1)
 
 
 def _cut(run: AgentRun, since: int, policy: RunPolicy | None) -> bytes:
@@ -131,16 +120,15 @@ def written(
     policy: RunPolicy | None,
     *,
     since: int | None,
-    appending: bool,
 ) -> Written:
     """The bodies of ``run`` after a turn over the stored run ``before`` (``since``: the
-    request's; ``appending``: whether the store takes the turn appended to the log)."""
+    request's)."""
     base = before.since
     sent_run = without_framework_state(run)
     whole = None
     turn = b""
     if (
-        not appending
+        not before.version  # (nothing known to append to)
         or since is None  # (the whole run is encoded for the response anyway)
         or before.logged >= LOG_TURNS
         or before.appended >= before.whole
@@ -170,13 +158,6 @@ def stored_run(stored: StoredSession) -> AgentRun:
     for turn in stored.appended:
         run = apply_delta(run, _decode_delta(turn).delta)
     return run
-
-
-def whole_body(stored: StoredSession) -> bytes:
-    """The run ``stored`` holds as one ``{"run": ...}`` body (as stored, not as sent)."""
-    if not stored.appended:
-        return stored.run
-    return encode(RunEnvelope(run=stored_run(stored)))
 
 
 def recorded_since(body: bytes) -> int | None:

@@ -9,7 +9,7 @@ Rules:
   holds it; :mod:`._leases` says for how long) and runs its agent in a task of its own;
   the rest of the turn is a job that the request only watches (:mod:`._turns`), so a
   client that disconnects cancels nothing. Every store takes this one path: the
-  in-process store and Redis implement the same contract (:class:`~.stores.TurnStore`).
+  in-process store and Redis implement the same contract (:class:`~.stores.SessionStore`).
 - Idempotency: a repeated key with the same message answers the stored response (or
   waits for the turn still running under that key) without running the agent again; the
   same key with another message is 422 ``idempotency-key-reused``. Keys are per session;
@@ -26,7 +26,8 @@ Rules:
   ``session-busy`` (route them to the holder). A repeated key whose first attempt still
   runs on another replica waits for it (or learns that it was lost): :mod:`._keywaits`.
 - The manager composes its collaborators: the live agents (:class:`~._live.LiveSessions`),
-  the turn runner (:class:`~._turns.TurnRunner`, which owns the same-key waiter), the
+  the turn runner (:class:`~._turns.TurnRunner`, which owns the same-key waiter; the
+  adapter hands turns to it directly), the
   leases and their keepers (:class:`~._leases.Leases`) and the jobs that outlive their
   request (:class:`~._jobs.Jobs`).
 - Sync turns run in the manager's own worker pool (``Limits.turn_threads`` threads): a
@@ -34,23 +35,20 @@ Rules:
   returns, so a session holds one thread at most and stuck sessions cannot take more
   threads than there are sessions stuck. Async turns are timed by the
   :mod:`event-loop watchdog <._watchdog>`.
-- Expired sessions are purged lazily (at most once a second, on any request) and their
-  live agents closed; no background task, so nothing depends on the host's lifespan.
+- Expired sessions are purged lazily (:meth:`~._live.LiveSessions.sweep`, on any request).
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
-from typing import Final
 
 from evalport.protocol import (
     AgentRun,
     ApprovalDecision,
-    ContentPart,
     CreateSessionRequest,
     ProblemType,
 )
@@ -76,12 +74,18 @@ from ._records import (
     session_info,
 )
 from ._relaying import answer_relayed, forward_decisions
-from ._runlog import Reached
+from ._runlog import Reached, answer_body
 from ._turns import TurnRunner
 from ._watchdog import Watchdog
-from .stores import ApprovalRelay, Lease, MemoryStore, SessionStore, StoreUnavailable
-
-_SWEEP_EVERY: Final = 1.0
+from .stores import (
+    ApprovalRelay,
+    Lease,
+    MemoryStore,
+    NewSession,
+    SessionStore,
+    StoreUnavailable,
+    new_version,
+)
 
 
 class SessionManager:
@@ -100,6 +104,7 @@ class SessionManager:
         self.store: SessionStore = store if store is not None else MemoryStore()
         self._relay = self.store if isinstance(self.store, ApprovalRelay) else None
         self._wall_clock = wall_clock
+        self._policy = policy
         self.jobs = Jobs()
         self.leases = Leases(self.store, limits, self.jobs)
         self.watchdog = Watchdog()
@@ -122,7 +127,6 @@ class SessionManager:
             relay=self._relay,
             relayed=self._relayed,
         )
-        self._next_sweep = 0.0
 
     @property
     def live_count(self) -> int:
@@ -133,7 +137,7 @@ class SessionManager:
 
     async def create(self, request: CreateSessionRequest) -> tuple[str, str]:
         """Open a session; returns its id and ``expiresAt``."""
-        await self.sweep()
+        await self.live.sweep()
         limits = self.limits
         session_id = new_session_id()
         info = session_info(session_id, request)
@@ -149,10 +153,11 @@ class SessionManager:
         )
         # The session is stored first (the store enforces the cap), then its agent built:
         # no agent is built for a session the cap refuses.
-        body = self.turns.bodies(AgentRun(session_id=session_id)).stored
-        if not await self.store.create(
-            session_id, meta, body, ttl=limits.session_ttl, limit=limits.max_sessions
-        ):
+        body = answer_body(AgentRun(session_id=session_id), None, self._policy)
+        new = NewSession(
+            session_id, meta, body, new_version(), limits.session_ttl, limits.max_sessions
+        )
+        if not await self.store.create(new):
             raise HTTPProblem(
                 ProblemType.SESSION_LIMIT,
                 f"The server holds its maximum of {limits.max_sessions} live sessions; "
@@ -165,13 +170,13 @@ class SessionManager:
             with contextlib.suppress(StoreUnavailable):  # (else it expires with its TTL)
                 await self.store.delete(session_id)
             raise
-        self.live.adopt(session_id, live, Reached(0, body, 0, len(body)))
+        self.live.adopt(session_id, live, Reached(new.version, 0, len(body)))
         return session_id, iso(now + limits.session_ttl)
 
     async def attach(self, session_id: str, since: int | None = None) -> bytes:
         """The session's latest accumulated run, as clients receive it (renews its TTL);
         cut at ``since`` if given (:meth:`~._turns.TurnRunner.attached`)."""
-        await self.sweep()
+        await self.live.sweep()
         stored = await self.store.read(session_id, ttl=self.limits.session_ttl)
         if stored is None:
             await self.live.forget(session_id)
@@ -194,15 +199,6 @@ class SessionManager:
         await self.store.delete(session_id)
         await self.live.forget(session_id)
 
-    async def sweep(self) -> None:
-        """Purge expired sessions and close their agents (at most once a second)."""
-        now = time.monotonic()
-        if now < self._next_sweep:
-            return
-        self._next_sweep = now + _SWEEP_EVERY
-        for session_id in await self.store.purge_expired():
-            await self.live.forget(session_id)
-
     def drain(self) -> None:
         """Before a shutdown: requests waiting for their key's first attempt on another
         replica answer 503 ``draining`` (see :mod:`._keywaits`); turns run on."""
@@ -216,20 +212,7 @@ class SessionManager:
         self.workers.shutdown(wait=False, cancel_futures=True)
         await self.store.aclose()
 
-    # -- turns ----------------------------------------------------------------------------------
-
-    async def turn(
-        self,
-        session_id: str,
-        message: str,
-        key: str | None,
-        parts: Sequence[ContentPart] = (),
-        since: int | None = None,
-    ) -> Outcome:
-        """Run one turn (or replay it by idempotency key); ``parts``: its content parts; its
-        run cut at ``since`` if given."""
-        await self.sweep()
-        return await self.turns.turn(session_id, message, key, parts, since)
+    # -- approvals -------------------------------------------------------------------------------
 
     async def decide(
         self,
@@ -244,7 +227,7 @@ class SessionManager:
         When another replica holds the suspended turn and the store relays approvals,
         the decisions go there (unless ``forward`` is false) and its answer comes back.
         """
-        await self.sweep()
+        await self.live.sweep()
         live = self.live.get(session_id)
         if live is None or not live.suspended:
             return await self._decide_elsewhere(session_id, live, decisions, forward)

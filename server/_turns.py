@@ -1,13 +1,22 @@
 """A turn, from the request to the stored outcome: the one path every store takes.
 
+A turn reads top-down in :meth:`TurnRunner.turn`: **begin** (a repeat answers its record;
+else the lease, the stored session and the current agent: :meth:`TurnRunner._begin`),
+**run** (the agent's step, in a job the request only watches: :meth:`TurnRunner._run`),
+**finish** (one store call: :meth:`TurnRunner._finish`), **answer** (the outcome as the
+request asked for it, made with the run's bodies: :func:`~._runlog.written`; a repeat's
+record through :meth:`TurnRunner.answer`). A decision on a suspended turn takes the same
+run and finish.
+
 Rules (the session rules are those of :mod:`evalport.server._sessions`):
 
-- A turn costs two store calls (:class:`~.stores.TurnStore`): ``begin_turn`` answers the
-  key's idempotency record, or takes the session's lease and reads the stored session
-  (not its run, when it is the one the live agent reached); ``finish_turn`` writes what
-  the turn added to the run (or the whole run, :mod:`._runlog`) and the key's record
-  and releases the lease. The response and the record are made before the lease goes:
-  the next turn changes the run object.
+- A turn costs two store calls (:class:`~.stores.BeginTurn`, :class:`~.stores.FinishTurn`):
+  ``begin_turn`` answers the key's idempotency record, or takes the session's lease and
+  reads the stored session (not its run, when it is the one the live agent reached);
+  ``finish_turn`` writes what the turn added to the run (or the whole run,
+  :mod:`._runlog`) as a new version and the key's record and releases the lease. The
+  response and the record are made before the lease goes: the next turn changes the
+  run object.
 - A repeat of a key whose turn runs in this process waits for that turn's outcome; one
   whose turn runs on another replica waits in :mod:`._keywaits`.
 - A session's run has a size limit (``Limits.max_run_bytes``): a turn whose message would
@@ -18,26 +27,30 @@ Rules (the session rules are those of :mod:`evalport.server._sessions`):
   nothing: a busy, suspended or closed session, decisions that do not match), then the
   ``finish_turn`` call. Whatever fails on the way releases the lease and hands the
   failure to repeats of the key that wait.
-- ``finish_turn`` is fenced: it stores nothing if another turn took the lease since
-  (this one stalled past it). The turn then answers what the store holds for its key
-  (the turn-lost record its successor stored), else 409 ``turn-lost``, never a 200 the
-  store does not hold; it is logged and this replica's agent is dropped (rebuilt from
-  the store next time).
+- A turn appended to a run that moved on (:attr:`~.stores.Finish.STALE`) is written whole
+  instead. ``finish_turn`` is fenced: it stores nothing (:attr:`~.stores.Finish.LOST`)
+  if another turn took the lease since (this one stalled past it). The turn then answers
+  what the store holds for its key (the turn-lost record its successor stored), else
+  409 ``turn-lost``, never a 200 the store does not hold; it is logged and this
+  replica's agent is dropped (rebuilt from the store next time).
 - A turn whose outcome could not be stored (the store failed: 503 ``store-unavailable``)
   was never acknowledged, so it must never be stored later: this replica's agent, which
   ran it, is dropped too, and the next turn rebuilds the agent from the store.
-- A suspended turn's run is written first and its relay (:class:`~.stores.ApprovalRelay`,
-  if the store has one) listens before the lease goes, so approvals relayed by another
-  replica find their holder at once.
+- A suspended turn's relay (:class:`~.stores.ApprovalRelay`, if the store has one)
+  listens before its run is stored and the lease goes, so approvals relayed by another
+  replica (which it sends only once the store says the session is suspended) find their
+  holder at once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from functools import partial
+from typing import Any
 
+import msgspec
 from evalport.protocol import (
     AgentRun,
     ApprovalDecision,
@@ -68,7 +81,6 @@ from ._records import (
     SUSPENDED,
     InFlight,
     Outcome,
-    RunBodies,
     RunPolicy,
     answered,
     decision_problem,
@@ -77,7 +89,6 @@ from ._records import (
     key_reused,
     not_found,
     replayed,
-    run_bodies,
     suspended,
     suspended_elsewhere,
 )
@@ -92,17 +103,32 @@ from ._runlog import (
 )
 from .stores import (
     ApprovalRelay,
+    BeginTurn,
+    Finish,
+    FinishTurn,
     Lease,
     SessionStore,
     StoredSession,
-    TurnStart,
-    TurnStore,
+    new_version,
 )
-from .stores._base import turns_of
 
 logger = logging.getLogger("evalport.server")
 
 Relayed = Callable[[str, bytes], Awaitable[bytes]]
+
+
+class _Turn(msgspec.Struct):
+    """A turn (or a decision) that holds the session's lease under ``token``: its
+    ``agent``, the ``keeper`` renewing the lease, the ``flight`` that repeats of its
+    ``key`` wait for, and the ``since`` its request asked for."""
+
+    session_id: str
+    token: str
+    agent: AgentSession
+    keeper: LeaseKeeper | None
+    key: str | None = None
+    flight: InFlight | None = None
+    since: int | None = None
 
 
 class TurnRunner:
@@ -126,7 +152,6 @@ class TurnRunner:
         relayed: Relayed,
     ) -> None:
         self._store = store
-        self._turns: TurnStore = turns_of(store)
         self._relay = relay
         self._limits = limits
         self._live = live
@@ -135,9 +160,7 @@ class TurnRunner:
         self._policy = policy
         self._relayed = relayed
         self._inflight: dict[tuple[str, str], InFlight] = {}
-        self.waiter = SameKeyWaiter(
-            self._begin, store.release, jobs, limits, renewed=leases.renewed
-        )
+        self.waiter = SameKeyWaiter(store, jobs, limits, renewed=leases.renewed)
 
     async def turn(
         self,
@@ -149,58 +172,29 @@ class TurnRunner:
     ) -> Outcome:
         """Run one turn (or replay it by idempotency key); ``parts``: its content parts; its
         run cut at ``since`` if given."""
-        digest = ""
+        await self._live.sweep()
         # a key is bound to the message, or to the whole request when it has parts
         bound = encode(TurnRequest(message=message, parts=list(parts))) if parts else b""
-        if key is not None:
-            digest = fingerprint(message, bound if parts else None)
-            if (waiting := self._inflight.get((session_id, key))) is not None:
-                if waiting.fingerprint != digest:
-                    raise key_reused()
-                return await self.answer(session_id, await waiting.wait(), since)
-        live = self._live.get(session_id)
-        if live is not None and live.suspended:
-            if key is not None:
-                record = await self._store.get_result(session_id, key)
-                if record is not None:
-                    return await self.answer(session_id, replayed(record, digest), since)
-            live = self._live.get(session_id)
-            if live is not None and live.suspended:
-                raise suspended(live)
-        # one store call: the key's record, or the lease and the stored session (and the
-        # turn-lost record that a later turn stores under the key if this one never ends)
+        digest = "" if key is None else fingerprint(message, bound if parts else None)
+        begun = await self._begin(session_id, key, digest, len(bound or message.encode()))
+        if isinstance(begun, Outcome):  # a repeat of the key
+            return await self.answer(session_id, begun, since)
+        begun.since = since
+        step = begun.agent.start(message, parts=parts, timeout=self._limits.turn_timeout)
+        return await self._run(begun, step)
+
+    async def decide(
+        self, session_id: str, agent: AgentSession, decisions: Mapping[str, ApprovalDecision]
+    ) -> Outcome:
+        """Resume ``agent``'s suspended turn with ``decisions`` (already checked)."""
         token = self._leases.token()
-        lost = b"" if key is None else lost_record(digest)
-        start = await self._begin(session_id, token, key, lost)
-        if start.same_key:  # the first attempt of this key runs on another replica
-            start = await self.waiter.wait(session_id, token, key, lost, start)
-        if start.replay is not None:
-            return await self.answer(session_id, replayed(start.replay, digest), since)
-        if start.suspended:
-            raise suspended_elsewhere()
-        if start.lease is not Lease.ACQUIRED:
-            await self._leased(session_id, start.lease)
-        self._live.finishing(session_id)
-        keeper = self._leases.keep(session_id, token)
-        try:
-            live = await self._live.current(session_id, start.session)
-            self._check_size(live, len(bound) if parts else len(message.encode()))
-        except BaseException:
-            if keeper is not None:
-                keeper.stop()
-            self._live.settled(session_id)
-            await self._store.release(session_id, token)
-            raise
-        flight = None
-        if key is not None:
-            flight = self._inflight[(session_id, key)] = InFlight(digest)
-        # The turn's task starts before the job that follows it, so the loop runs the
-        # turn first and a turn that never waits is over when the job takes its first step.
-        step = live.start(message, parts=parts, timeout=self._limits.turn_timeout)
-        job = self._jobs.start(
-            self._turn_job(session_id, live, step, key, flight, token, keeper, since)
+        lease = await self._store.acquire(
+            session_id, token, lease=self._leases.length, ttl=self._limits.session_ttl
         )
-        return await asyncio.shield(job)
+        await self._leased(session_id, lease)
+        self._live.finishing(session_id)
+        turn = _Turn(session_id, token, agent, self._leases.keep(session_id, token))
+        return await self._run(turn, agent.decide(decisions, timeout=self._limits.turn_timeout))
 
     async def answer(self, session_id: str, outcome: Outcome, since: int | None) -> Outcome:
         """A turn's ``outcome`` as its record keeps it, as a request with ``since`` asks
@@ -218,20 +212,6 @@ class TurnRunner:
         run = recorded_run(stored, outcome.body)  # (as sent and redacted already)
         return Outcome(status=200, body=answer_body(run, since, None))
 
-    async def decide(
-        self, session_id: str, live: AgentSession, decisions: Mapping[str, ApprovalDecision]
-    ) -> Outcome:
-        """Resume ``live``'s suspended turn with ``decisions`` (already checked)."""
-        token = self._leases.token()
-        lease = await self._store.acquire(
-            session_id, token, lease=self._leases.length, ttl=self._limits.session_ttl
-        )
-        await self._leased(session_id, lease)
-        self._live.finishing(session_id)
-        keeper = self._leases.keep(session_id, token)
-        job = self._jobs.start(self._decide_job(session_id, live, decisions, token, keeper))
-        return await asyncio.shield(job)
-
     def attached(self, session_id: str, stored: StoredSession, since: int | None) -> bytes:
         """The run ``stored`` holds as a client receives it, cut at ``since`` if given:
         made from the live agent's run when it is hot and reached ``stored`` (no decode
@@ -242,35 +222,59 @@ class TurnRunner:
             run, policy = stored_run(stored), None  # (redacted as stored)
         return answer_body(without_framework_state(run), since, policy)
 
-    def _check_size(self, live: AgentSession, adding: int) -> None:
-        """413 ``run-too-large`` if the session's run with ``adding`` bytes (the turn's
-        message, or its request with parts) would pass the limit."""
-        limit = self._limits.max_run_bytes
-        if live.run_size + adding > limit:
-            raise HTTPProblem(
-                ProblemType.RUN_TOO_LARGE,
-                "This session's run would pass the server's run size limit (max_run_bytes, "
-                f"serve --max-run-bytes) of {limit} bytes; start a new session.",
-            )
+    # -- begin -----------------------------------------------------------------------------
 
-    def bodies(self, run: AgentRun) -> RunBodies:
-        """A new session's run as stored and as sent (see :func:`~._records.run_bodies`)."""
-        return run_bodies(self._policy, run)
-
-    def _begin(
-        self, session_id: str, token: str, key: str | None, lost: bytes
-    ) -> Awaitable[TurnStart]:
-        limits = self._limits
-        return self._turns.begin_turn(  # (the store's call itself: no coroutine around it)
+    async def _begin(
+        self, session_id: str, key: str | None, digest: str, size: int
+    ) -> Outcome | _Turn:
+        """The recorded outcome of a repeated key, or the turn with the session's lease,
+        its current agent and room for ``size`` more bytes of run."""
+        if key is not None and (waiting := self._inflight.get((session_id, key))) is not None:
+            if waiting.fingerprint != digest:
+                raise key_reused()
+            return await waiting.wait()
+        agent = self._live.get(session_id)
+        if agent is not None and agent.suspended:
+            record = None if key is None else await self._store.get_result(session_id, key)
+            if record is not None:
+                return replayed(record, digest)
+            agent = self._live.get(session_id)
+            if agent is not None and agent.suspended:
+                raise suspended(agent)
+        # one store call: the key's record, or the lease and the stored session (and the
+        # turn-lost record that a later turn stores under the key if this one never ends)
+        begin = BeginTurn(
             session_id,
-            token,
+            self._leases.token(),
             lease=self._leases.length,
-            ttl=limits.session_ttl,
+            ttl=self._limits.session_ttl,
             key=key,
-            lost=lost,
-            keep=limits.idempotency_keys,
-            seen=self._live.reached_of(session_id).version,
+            lost=b"" if key is None else lost_record(digest),
+            keep=self._limits.idempotency_keys,
+            seen=self._live.seen(session_id).version,
         )
+        start = await self._store.begin_turn(begin)
+        if start.same_key:  # the first attempt of this key runs on another replica
+            start = await self.waiter.wait(begin, start)
+        if start.replay is not None:
+            return replayed(start.replay, digest)
+        if start.suspended:
+            raise suspended_elsewhere()
+        await self._leased(session_id, start.lease)
+        keeper = self._leases.keep(session_id, begin.token)
+        try:
+            agent = await self._live.current(session_id, start.session)
+            self._check_size(agent, size)
+        except BaseException:
+            if keeper is not None:
+                keeper.stop()
+            await self._store.release(session_id, begin.token)
+            raise
+        self._live.finishing(session_id)
+        turn = _Turn(session_id, begin.token, agent, keeper, key)
+        if key is not None:
+            turn.flight = self._inflight[(session_id, key)] = InFlight(digest)
+        return turn
 
     async def _leased(self, session_id: str, lease: Lease | None) -> None:
         """Nothing if ``lease`` was acquired, else the problem that says why not."""
@@ -281,83 +285,64 @@ class TurnRunner:
             raise not_found(session_id)
         raise HTTPProblem(ProblemType.SESSION_BUSY, "A turn is already in flight on this session.")
 
-    async def _turn_job(
-        self,
-        session_id: str,
-        live: AgentSession,
-        step: Awaitable[AgentRun],
-        key: str | None,
-        flight: InFlight | None,
-        token: str,
-        keeper: LeaseKeeper | None,
-        since: int | None,
-    ) -> Outcome:
-        """Drive the turn; then store its run and idempotency record and release the lease.
+    def _check_size(self, agent: AgentSession, adding: int) -> None:
+        """413 ``run-too-large`` if the session's run with ``adding`` bytes (the turn's
+        message, or its request with parts) would pass the limit."""
+        limit = self._limits.max_run_bytes
+        if agent.run_size + adding > limit:
+            raise HTTPProblem(
+                ProblemType.RUN_TOO_LARGE,
+                "This session's run would pass the server's run size limit (max_run_bytes, "
+                f"serve --max-run-bytes) of {limit} bytes; start a new session.",
+            )
+
+    # -- run ---------------------------------------------------------------------------------
+
+    async def _run(self, turn: _Turn, step: Coroutine[Any, Any, AgentRun]) -> Outcome:
+        """The rest of the turn as a job that the request only watches (a disconnect
+        cancels nothing). The turn's task started before the job, so the loop runs the
+        turn first and a turn that never waits is over when the job takes its first step."""
+        return await asyncio.shield(self._jobs.start(self._complete(turn, step)))
+
+    async def _complete(self, turn: _Turn, step: Awaitable[AgentRun]) -> Outcome:
+        """Drive the step, then store its run and idempotency record and release the lease.
         Returns the outcome as the request asked for it (cut at ``since``); repeats of
         the key get it as recorded."""
+        session_id, flight = turn.session_id, turn.flight
         finished = False
         try:
-            problem, run = await self._drive(session_id, live, step, keeper)
-            before = self._live.reached_of(session_id)
-            bodies = self._written(live, run, before, None if problem else since)
+            problem, run = await self._drive(turn, step)
+            before = self._live.seen(session_id)
+            bodies = written(run, before, self._policy, since=None if problem else turn.since)
             outcome = problem or Outcome(status=200, body=bodies.sent)
             recorded = problem or Outcome(status=200, body=bodies.recorded)
-            if not await self._finish(
-                session_id, live, token, bodies, before, key, _record(flight, recorded)
-            ):
-                record = None if key is None else await self._store.get_result(session_id, key)
-                recorded = _unstored(session_id, flight, record)
-                outcome = await self.answer(session_id, recorded, since)
+            record = b"" if flight is None else idempotency_record(flight.fingerprint, recorded)
+            if not await self._finish(turn, bodies, before, record):
+                key = turn.key
+                stored = None if key is None else await self._store.get_result(session_id, key)
+                recorded = _unstored(session_id, flight, stored)
+                outcome = await self.answer(session_id, recorded, turn.since)
             finished = True
         except BaseException as error:
             if flight is not None:  # repeats of the key waiting for it get its problem
                 flight.settle(None, error)
             raise
         finally:
-            if key is not None:
-                self._inflight.pop((session_id, key), None)
+            if turn.key is not None:
+                self._inflight.pop((session_id, turn.key), None)
             if not finished:
                 self._live.settled(session_id)
-                await self._store.release(session_id, token)
+                await self._store.release(session_id, turn.token)
         if flight is not None:
             flight.settle(recorded)
         return outcome
 
-    async def _decide_job(
-        self,
-        session_id: str,
-        live: AgentSession,
-        decisions: Mapping[str, ApprovalDecision],
-        token: str,
-        keeper: LeaseKeeper | None,
-    ) -> Outcome:
-        finished = False
-        try:
-            step = live.decide(decisions, timeout=self._limits.turn_timeout)
-            problem, run = await self._drive(session_id, live, step, keeper)
-            before = self._live.reached_of(session_id)
-            bodies = self._written(live, run, before, None)
-            outcome = problem or Outcome(status=200, body=bodies.sent)
-            finished = await self._finish(session_id, live, token, bodies, before)
-            if not finished:
-                finished = True  # (nothing to release: the lease is another's)
-                _unstored(session_id, None, None)
-            return outcome
-        finally:
-            if not finished:
-                self._live.settled(session_id)
-                await self._store.release(session_id, token)
-
     async def _drive(
-        self,
-        session_id: str,
-        live: AgentSession,
-        step: Awaitable[AgentRun],
-        keeper: LeaseKeeper | None,
+        self, turn: _Turn, step: Awaitable[AgentRun]
     ) -> tuple[Outcome | None, AgentRun]:
         """The step's problem outcome, if it timed out (else ``None``), and the run to
-        store (the problems it raises store nothing); ``keeper`` renews the lease until
-        the step ends, however it ends."""
+        store (the problems it raises store nothing); the turn's keeper renews the lease
+        until the step ends, however it ends."""
         try:
             run = await step
         except TurnTimedOut as timeout:
@@ -374,7 +359,7 @@ class TurnRunner:
         except DecisionError as error:
             raise decision_problem(error) from None
         except SessionSuspended:
-            raise suspended(live) from None
+            raise suspended(turn.agent) from None
         except (SessionBusy, NotSuspended) as error:
             problem_type = (
                 ProblemType.SESSION_BUSY
@@ -383,80 +368,50 @@ class TurnRunner:
             )
             raise HTTPProblem(problem_type, str(error)) from None
         except SessionClosed:
-            raise not_found(session_id) from None
+            raise not_found(turn.session_id) from None
         finally:
-            if keeper is not None:
-                keeper.stop()
+            if turn.keeper is not None:
+                turn.keeper.stop()
         return None, run
 
-    def _written(
-        self, live: AgentSession, run: AgentRun, before: Reached, since: int | None
-    ) -> Written:
-        """``run``'s bodies (:func:`~._runlog.written`) over the stored run ``before``,
-        appended to a store with versions (``before`` has one) unless the turn is relayed
-        (suspended, with a relay to carry its approvals from another replica: its run
-        is then written whole, before the relay listens)."""
-        appending = before.version > 0 and not (self._relay is not None and live.suspended)
-        return written(run, before, self._policy, since=since, appending=appending)
+    # -- finish ------------------------------------------------------------------------------
 
-    async def _finish(
-        self,
-        session_id: str,
-        live: AgentSession,
-        token: str,
-        bodies: Written,
-        before: Reached,
-        key: str | None = None,
-        record: bytes = b"",
-    ) -> bool:
-        """Store the run (and the idempotency record) and release the lease: one store call
-        (two for a suspended turn with a relay). ``False``, storing nothing, when the
-        lease was lost: this replica's agent is then dropped, the store moved on without it.
-        ``before``: the stored run the turn's agent started from.
-        """
+    async def _finish(self, turn: _Turn, bodies: Written, before: Reached, record: bytes) -> bool:
+        """Store the run (and the idempotency record) as a new version and release the
+        lease: one store call (two when the run moved on and the turn is written whole).
+        ``False``, storing nothing, when the lease was lost: this replica's agent is then
+        dropped, the store moved on without it. ``before``: the stored run the turn's
+        agent started from."""
+        session_id, agent, relay = turn.session_id, turn.agent, self._relay
         try:
-            state = SUSPENDED if live.suspended else IDLE
-            ttl = self._limits.session_ttl
-            base = before.version
-            whole, append = bodies.whole, bodies.append
-            relayed = self._relay is not None and state == SUSPENDED  # (as in :meth:`_written`)
-            if relayed:
-                assert whole is not None and self._relay is not None
-                if not await self._store.write(
-                    session_id, whole, state=state, ttl=ttl, token=token
-                ):
-                    await self._live.forget(session_id)
-                    return False
-                self._live.reached(session_id, bodies.reached(before, 0))  # (its version: below)
-                await self._relay.listen(session_id, partial(self._relayed, session_id))
-                whole, append = None, b""
-            finish = partial(
-                self._turns.finish_turn,
+            state = SUSPENDED if agent.suspended else IDLE
+            if relay is not None and state == SUSPENDED:
+                await relay.listen(session_id, partial(self._relayed, session_id))
+            finish = FinishTurn(
                 session_id,
-                token,
-                state=state,
-                ttl=ttl,
-                key=key,
+                turn.token,
+                state,
+                self._limits.session_ttl,
+                new_version(),
+                run=bodies.whole or b"",
+                append=bodies.append,
+                base=before.version,
+                key=turn.key,
                 record=record,
                 keep=self._limits.idempotency_keys,
             )
-            version = await finish(run=whole, append=append, base=base)
-            if version == -1:  # the store's run is not the one the turn was cut against
-                bodies = bodies.as_whole(live.run, self._policy)
-                version = await finish(run=bodies.whole, append=b"", base=0)
-            if not version:
+            done = await self._store.finish_turn(finish)
+            if done is Finish.STALE:  # the store's run is not the one the turn was cut against
+                bodies = bodies.as_whole(agent.run, self._policy)
+                finish = msgspec.structs.replace(finish, run=bodies.whole, append=b"", base=0)
+                done = await self._store.finish_turn(finish)
+            if done is not Finish.STORED:
                 await self._live.forget(session_id)
                 return False
-            # (a store that had no version for the turn's base has none: its bytes then)
-            reached = (
-                bodies.reached(before, version)
-                if base
-                else bodies.reached(before, 0, bodies.whole or b"")
-            )
             envelope = bodies.whole if self._policy is None else None  # (the run's own)
-            self._live.reached(session_id, reached, envelope)
-            if not relayed and self._relay is not None:
-                await self._relay.unlisten(session_id)
+            self._live.reached(session_id, bodies.reached(before, finish.version), envelope)
+            if relay is not None and state != SUSPENDED:
+                await relay.unlisten(session_id)
             return True
         except BaseException:
             # Not stored, so not acknowledged: the agent's memory holds a turn the store
@@ -483,8 +438,3 @@ def _unstored(session_id: str, flight: InFlight | None, record: bytes | None) ->
         "request took the session over, so its outcome was not stored (the session's run "
         "does not include it) and its effects are unknown.",
     )
-
-
-def _record(flight: InFlight | None, outcome: Outcome) -> bytes:
-    """The idempotency record of a keyed turn's outcome (nothing without a key)."""
-    return b"" if flight is None else idempotency_record(flight.fingerprint, outcome)

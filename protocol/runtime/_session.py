@@ -106,6 +106,7 @@ class AgentSession:
         "_history",
         "_log_details",
         "_overran",
+        "_suspending",
         "_task",
         "_timeout",
         "_timer",
@@ -143,6 +144,7 @@ class AgentSession:
         self._timer: asyncio.TimerHandle | None = None
         self._ctx: TurnContext | None = None
         self._checkpoint: asyncio.Future[str] | None = None
+        self._suspending: asyncio.Task[None] | None = None  # see :meth:`register`
         self._ended = False  # whether the latest turn's task has settled the session
         self._timing_out: asyncio.Task[TurnTimedOut] | None = None
         self._waiting = Suspension()
@@ -341,9 +343,10 @@ class AgentSession:
         checkpoint = self._checkpoint
         if checkpoint is None:
             checkpoint = self._checkpoint = loop.create_future()
-        if not checkpoint.done():
-            # Let requests made in the same scheduling pass join this suspension.
-            loop.call_soon(loop.call_soon, resolve, checkpoint, _SUSPENDED)
+        if not checkpoint.done() and (self._suspending is None or self._suspending.done()):
+            # A plain task (never eager): it suspends the turn two loop passes from now, so
+            # requests from sibling tasks (``gather`` of tools that each ask) join it.
+            self._suspending = asyncio.Task(_suspend_after(checkpoint), loop=loop)
         return future
 
     # -- internals --------------------------------------------------------------------------
@@ -496,3 +499,9 @@ class AgentSession:
             raise
         finally:
             self._settled(completed)
+
+
+async def _suspend_after(checkpoint: asyncio.Future[str]) -> None:
+    """Suspend the turn of ``checkpoint`` a pass after this task's first step."""
+    await asyncio.sleep(0)  # (one pass of the loop: see :meth:`AgentSession.register`)
+    resolve(checkpoint, _SUSPENDED)

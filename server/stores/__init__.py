@@ -1,9 +1,9 @@
 """Session stores: where the adapter keeps sessions between requests.
 
-- :class:`SessionStore` is the interface, :class:`TurnStore` a turn's two atomic steps
-  (both stores here implement it; :class:`ComposedTurns` builds it for a store of your
-  own), :class:`LeaseRenewal` and :class:`ApprovalRelay` what a store shared by replicas
-  adds. The rules every store follows are in the interface's module.
+- :class:`SessionStore` is the interface (a turn is two atomic steps, each taking one
+  request struct: :class:`BeginTurn`, :class:`FinishTurn`), :class:`LeaseRenewal` and
+  :class:`ApprovalRelay` what a store shared by replicas adds. The rules every store
+  follows are in the interface's module.
 - :class:`MemoryStore` is the in-process default; :class:`RedisStore` serves several
   replicas and needs the ``redis`` extra: it is imported when first used.
 - :func:`open_store` opens either from a string (``"memory"``, ``"redis://..."``).
@@ -14,14 +14,17 @@ import typing
 
 from ._base import (
     ApprovalRelay,
-    ComposedTurns,
+    BeginTurn,
+    Finish,
+    FinishTurn,
     Lease,
     LeaseRenewal,
+    NewSession,
     SessionStore,
     StoredSession,
     StoreUnavailable,
     TurnStart,
-    TurnStore,
+    new_version,
 )
 from ._memory import MemoryStore
 from ._url import open_store
@@ -31,16 +34,19 @@ if typing.TYPE_CHECKING:
 
 __all__ = [
     "ApprovalRelay",
-    "ComposedTurns",
+    "BeginTurn",
+    "Finish",
+    "FinishTurn",
     "Lease",
     "LeaseRenewal",
     "MemoryStore",
+    "NewSession",
     "RedisStore",
     "SessionStore",
     "StoreUnavailable",
     "StoredSession",
     "TurnStart",
-    "TurnStore",
+    "new_version",
     "open_store",
 ]
 

@@ -7,26 +7,23 @@ Rules (every store implements them; the memory store is the reference):
 - A session has ``meta`` (written once at creation), ``run`` (the encoded response of
   its latest accumulated run), a ``state`` (``idle`` or ``suspended``), an idle TTL that
   every write or touch renews, a turn **lease** and its idempotency records.
-- A store may keep a run as a log (both stores here do): ``run`` as last written whole
-  and the turns **appended** since, each an encoded delta
-  (:func:`evalport.protocol.run_delta`) of the run against the one stored before it, so
-  that a turn stores what it added instead of the whole run again. Such a store
-  **versions** runs: creating a session and every write, whole or appended, give the run
-  a new version (:attr:`StoredSession.version`), a unique id of that write
-  (:func:`new_version`; never a counter: after a lost write, as a failover or a restore
-  from a snapshot can lose one, two replicas could reach the same count with different
-  runs), compared for equality only. ``begin_turn`` given
-  the version the caller holds (``seen``) leaves the run and the appended turns out
-  (``run`` empty) when the stored run is that version. A store without versions
-  (``version`` 0, as :class:`ComposedTurns` over a store of your own) has no appended
-  turns and ignores ``seen`` and ``append``: the adapter writes whole runs to it.
+- Every call that writes a run takes the run's new **version** from the adapter
+  (:func:`new_version`: a unique id of that write, never a counter: after a lost write,
+  as a failover or a restore from a snapshot can lose one, two replicas could reach the
+  same count with different runs), and the store keeps it; versions are compared for
+  equality only. Every store versions runs this one way.
+- A run is kept as a log: ``run`` as last written whole and the turns **appended**
+  since, each an encoded delta (:func:`evalport.protocol.run_delta`) of the run against
+  the one stored before it, so that a turn stores what it added instead of the whole
+  run again. ``begin_turn`` given the version the caller holds (``seen``) leaves the run
+  and the appended turns out (``run`` empty) when the stored run is that version.
 - A turn appended is a delta against the run of version ``base``: ``finish_turn``
   appends it only while the stored run is that version, and otherwise stores nothing,
-  keeps the lease and returns -1 (the adapter then writes the run whole).
+  keeps the lease and answers :attr:`Finish.STALE` (the adapter then writes the run whole).
 - The cap on live sessions is enforced by :meth:`SessionStore.create` atomically.
-- One turn at a time: :meth:`SessionStore.acquire` takes the session's lease with a
-  random token and an expiry (so a crashed holder cannot block the session forever);
-  only the holder's token releases it. A session whose lease is held never expires.
+- One turn at a time: the lease is taken with a random token and an expiry (so a
+  crashed holder cannot block the session forever); only the holder's token releases
+  it. A session whose lease is held never expires.
 - A store shared by replicas may let the holder renew its lease (:class:`LeaseRenewal`):
   the adapter then takes a short lease and renews it while the turn runs, so that a
   holder that died frees the session soon; ``renew`` extends only a lease that the
@@ -34,28 +31,27 @@ Rules (every store implements them; the memory store is the reference):
 - Idempotency records are kept per session, the newest ``keep`` of them; they go with it.
 - Expired sessions read as absent. :meth:`SessionStore.purge_expired` deletes them and
   returns their ids so that the adapter can close their live agents.
-- A turn's bookkeeping is two calls (:class:`TurnStore`, which both stores implement,
-  and a store over the network in one round trip each): :meth:`TurnStore.begin_turn`
-  is ``get_result`` (a record under the key answers, no lease is taken), then (unless
-  the session is suspended: :attr:`TurnStart.suspended`, no lease taken) ``acquire``
-  and ``read``; :meth:`TurnStore.finish_turn` is ``write``, ``put_result`` and
-  ``release`` (or, with ``append``, adding that turn to the run's log instead of
-  ``write``); each as one atomic step. :class:`ComposedTurns` builds them from the
-  single operations for a store of your own without them.
-- Fencing: ``finish_turn``, and ``write`` given the holder's ``token``, store only if
-  that token took the lease last (it may have lapsed, if nobody took it since), and
-  return ``False``, storing nothing, once another acquisition took it: a holder that
-  stalled past its lease never overwrites the turn that took the session over.
+- A turn's bookkeeping is two calls, each one request struct and one atomic step (one
+  round trip for a store over the network): :meth:`SessionStore.begin_turn`
+  (:class:`BeginTurn`) answers the key's idempotency record (no lease taken), or
+  (unless the session is suspended: :attr:`TurnStart.suspended`, no lease taken) takes
+  the lease and reads the session; :meth:`SessionStore.finish_turn` (:class:`FinishTurn`)
+  writes the run whole or appends the turn, stores the key's record and releases the
+  lease, and answers a :class:`Finish`.
+- Fencing: ``finish_turn`` stores only if its token took the lease last (it may have
+  lapsed, if nobody took it since), and answers :attr:`Finish.LOST`, storing nothing,
+  once another acquisition took it: a holder that stalled past its lease never
+  overwrites the turn that took the session over.
 - A shared store's ``begin_turn`` records the key of a keyed turn that takes the lease
   and its ``lost`` record (409 ``turn-lost``), cleared when the holder releases. The
   next ``begin_turn`` or ``acquire`` that finds the lease lapsed with a holder still
   recorded (it died, or stalled and was displaced) stores that record under its key
   first: a retry of the key replays it, however late. A ``BUSY`` answer says whether the
   lease's holder runs the same key (:attr:`TurnStart.same_key`): the adapter then waits
-  for that turn's record instead of refusing the retry. A store that does not record
-  holders (the memory store and :class:`ComposedTurns`: one process holds every turn,
-  its turns die with it and the adapter's own table of keys in flight covers repeats)
-  always says ``False``: such a retry is a 409, and nothing is ever lost.
+  for that turn's record instead of refusing the retry. A store in one process (the
+  memory store: its turns die with it and the adapter's own table of keys in flight
+  covers repeats) need not record holders and always says ``False``: such a retry is a
+  409, and nothing is ever lost.
 - A store that cannot reach its backend raises :class:`StoreUnavailable` (a 503
   ``store-unavailable`` problem with ``Retry-After``), never a backend's own exception.
 """
@@ -63,10 +59,9 @@ Rules (every store implements them; the memory store is the reference):
 from __future__ import annotations
 
 import enum
-import inspect
 import random
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import msgspec
 from evalport.protocol import ProblemType
@@ -100,35 +95,82 @@ class Lease(enum.Enum):
 
 class StoredSession(msgspec.Struct, frozen=True, gc=False):
     """A session as a store returns it: ``run`` as last written whole, the turns
-    ``appended`` since and the run's ``version`` (0 from a store without versions)."""
+    ``appended`` since and the run's ``version``."""
 
     meta: bytes
     run: bytes
     state: str
-    version: int = 0
+    version: int
     appended: tuple[bytes, ...] = ()
+
+
+class NewSession(msgspec.Struct, frozen=True, gc=False):
+    """A session to add: its ``meta`` and first ``run`` (of ``version``), its idle
+    ``ttl`` and the cap on live sessions (``limit``)."""
+
+    session_id: str
+    meta: bytes
+    run: bytes
+    version: int
+    ttl: float
+    limit: int
+
+
+class BeginTurn(msgspec.Struct, frozen=True, gc=False):
+    """A turn's first store step: the lease for ``lease`` seconds under ``token`` (and the
+    idle ``ttl`` renewed); ``key`` the turn's idempotency key, ``lost`` the record that a
+    later turn stores under it if this holder never finishes (keeping ``keep``); ``seen``
+    the run version the caller holds (0: none)."""
+
+    session_id: str
+    token: str
+    lease: float
+    ttl: float
+    key: str | None = None
+    lost: bytes = b""
+    keep: int = 0
+    seen: int = 0
+
+
+class FinishTurn(msgspec.Struct, frozen=True, gc=False):
+    """A turn's last store step: the run, of ``version`` from now on, as ``run`` (whole)
+    or as the turn to ``append`` to the run of version ``base``; the session's ``state``
+    and idle ``ttl``; the ``record`` to keep under ``key`` (the newest ``keep``)."""
+
+    session_id: str
+    token: str
+    state: str
+    ttl: float
+    version: int
+    run: bytes = b""
+    append: bytes = b""
+    base: int = 0
+    key: str | None = None
+    record: bytes = b""
+    keep: int = 0
+
+
+class Finish(enum.Enum):
+    """What :meth:`SessionStore.finish_turn` did."""
+
+    STORED = "stored"
+    """The run and the record are stored and the lease released."""
+    LOST = "lost"
+    """Nothing stored: another acquisition took the lease since (fencing)."""
+    STALE = "stale"
+    """Nothing stored and the lease kept: the run is not of version ``base``."""
 
 
 @runtime_checkable
 class SessionStore(Protocol):
     """Where sessions live between requests."""
 
-    async def create(
-        self, session_id: str, meta: bytes, run: bytes, *, ttl: float, limit: int
-    ) -> bool:
-        """Add a session; ``False`` when ``limit`` live sessions already exist."""
+    async def create(self, new: NewSession) -> bool:
+        """Add a session; ``False`` when ``new.limit`` live sessions already exist."""
         ...
 
     async def read(self, session_id: str, *, ttl: float | None = None) -> StoredSession | None:
         """The session, or ``None`` if absent or expired; ``ttl`` renews its expiry."""
-        ...
-
-    async def write(
-        self, session_id: str, run: bytes, *, state: str, ttl: float, token: str | None = None
-    ) -> bool:
-        """Replace the session's run (and its log: a store with versions gives it the
-        next version) and state and renew its expiry; ``False`` if gone, or if ``token``
-        is given and another acquisition took the lease since it did."""
         ...
 
     async def delete(self, session_id: str) -> bool:
@@ -147,10 +189,6 @@ class SessionStore(Protocol):
         """The idempotency record stored under ``key`` for the session."""
         ...
 
-    async def put_result(self, session_id: str, key: str, record: bytes, *, keep: int) -> None:
-        """Store an idempotency record, keeping the newest ``keep`` of the session."""
-        ...
-
     async def count(self) -> int:
         """Live (unexpired) sessions."""
         ...
@@ -159,13 +197,23 @@ class SessionStore(Protocol):
         """Delete expired sessions; returns their ids."""
         ...
 
+    async def begin_turn(self, begin: BeginTurn) -> TurnStart:
+        """The key's record if it has one; else, unless the session is suspended, take
+        the lease and read the session (the run left out if its version is ``seen``)."""
+        ...
+
+    async def finish_turn(self, finish: FinishTurn) -> Finish:
+        """Write or append the run, store the key's record and release the lease, only
+        while ``token`` holds the lease (or held it last)."""
+        ...
+
     async def aclose(self) -> None:
         """Release the store's resources."""
         ...
 
 
 class TurnStart(msgspec.Struct, frozen=True, gc=False):
-    """The outcome of :meth:`TurnStore.begin_turn`.
+    """The outcome of :meth:`SessionStore.begin_turn`.
 
     ``replay`` is the idempotency record stored under the turn's key (then ``lease`` is
     ``None``: none was taken); otherwise ``lease`` tells, and with ``ACQUIRED``
@@ -180,159 +228,6 @@ class TurnStart(msgspec.Struct, frozen=True, gc=False):
     replay: bytes | None = None
     same_key: bool = False
     suspended: bool = False
-
-
-@runtime_checkable
-class TurnStore(Protocol):
-    """A store that does a turn's bookkeeping in two atomic steps (one round trip each)."""
-
-    async def begin_turn(
-        self,
-        session_id: str,
-        token: str,
-        *,
-        lease: float,
-        ttl: float,
-        key: str | None = None,
-        lost: bytes = b"",
-        keep: int = 0,
-        seen: int = 0,
-    ) -> TurnStart:
-        """``get_result(key)`` if ``key``; unless it answers, ``acquire`` then ``read``
-        (recording ``key`` as the holder's, so that a ``BUSY`` can tell ``same_key``, and
-        ``lost``: the record that a later turn stores under ``key``, keeping ``keep``, if
-        this holder never finishes); the run left out if its version is ``seen``."""
-        ...
-
-    async def finish_turn(
-        self,
-        session_id: str,
-        token: str,
-        *,
-        run: bytes | None,
-        state: str,
-        ttl: float,
-        key: str | None = None,
-        record: bytes = b"",
-        keep: int = 0,
-        append: bytes = b"",
-        base: int = 0,
-    ) -> int:
-        """``write`` (unless ``run`` is ``None``; a store with versions adds ``append`` to
-        the run's log instead, when given, if the run's version is ``base``), ``put_result``
-        (if ``key``), ``release``, only while ``token`` holds the lease (or held it last).
-        Returns the run's new version (1 from a store without versions); 0, storing
-        nothing, when another acquisition took the lease since; -1, storing nothing and
-        keeping the lease, when the run to append to is not of version ``base``."""
-        ...
-
-
-class ComposedTurns:
-    """:class:`TurnStore` from a store's single operations (several calls, not atomic).
-
-    The single operations keep no versions (the adapter writes whole runs: ``seen`` and
-    ``append`` are ignored) and do not record a holder's key, so ``same_key`` is never true,
-    a holder that died leaves no turn-lost record (``lost`` is ignored), and
-    ``finish_turn`` is not fenced (it stores whatever the token): enough for a store in
-    one process, whose turns die with it and whose leases last as long as a turn may run.
-    A store shared by replicas implements :class:`TurnStore` itself.
-    """
-
-    def __init__(self, store: SessionStore) -> None:
-        self.store = store
-
-    async def begin_turn(
-        self,
-        session_id: str,
-        token: str,
-        *,
-        lease: float,
-        ttl: float,
-        key: str | None = None,
-        lost: bytes = b"",
-        keep: int = 0,
-        seen: int = 0,
-    ) -> TurnStart:
-        store = self.store
-        if key is not None:
-            record = await store.get_result(session_id, key)
-            if record is not None:
-                return TurnStart(lease=None, replay=record)
-        outcome = await store.acquire(session_id, token, lease=lease, ttl=ttl)
-        if outcome is not Lease.ACQUIRED:
-            return TurnStart(lease=outcome)
-        stored = await store.read(session_id)
-        if stored is None:  # gone in between (a store whose steps are not atomic)
-            return TurnStart(lease=Lease.MISSING)
-        if stored.state == "suspended":
-            await store.release(session_id, token)
-            return TurnStart(lease=Lease.BUSY, suspended=True)
-        # (no versions here, even over a store that has them: its finish writes whole runs)
-        return TurnStart(lease=outcome, session=msgspec.structs.replace(stored, version=0))
-
-    async def finish_turn(
-        self,
-        session_id: str,
-        token: str,
-        *,
-        run: bytes | None,
-        state: str,
-        ttl: float,
-        key: str | None = None,
-        record: bytes = b"",
-        keep: int = 0,
-        append: bytes = b"",
-        base: int = 0,
-    ) -> int:
-        store = self.store
-        try:
-            if run is not None:
-                await store.write(session_id, run, state=state, ttl=ttl)
-            if key is not None:
-                await store.put_result(session_id, key, record, keep=keep)
-            return 1
-        finally:
-            await store.release(session_id, token)
-
-
-def turns_of(store: SessionStore) -> TurnStore:
-    """The :class:`TurnStore` of ``store``: the store itself; a :class:`TurnStore` of an
-    earlier contract (its ``begin_turn`` takes no ``seen``, its ``finish_turn`` no
-    ``append`` nor ``base``) called as that contract says, with whole runs; else
-    :class:`ComposedTurns` over it."""
-    if not isinstance(store, TurnStore):
-        return ComposedTurns(store)
-    if _takes(store.begin_turn, "seen") and _takes(store.finish_turn, "append", "base"):
-        return store
-    return _EarlierTurns(store)
-
-
-def _takes(method: Callable[..., Any], *names: str) -> bool:
-    parameters = inspect.signature(method).parameters
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
-        return True
-    return all(name in parameters for name in names)
-
-
-class _EarlierTurns:
-    """A :class:`TurnStore` of the contract before runs had versions: whole runs only."""
-
-    def __init__(self, turns: Any) -> None:
-        self._turns = turns
-
-    async def begin_turn(
-        self, session_id: str, token: str, *, seen: int = 0, **options: Any
-    ) -> TurnStart:
-        start: TurnStart = await self._turns.begin_turn(session_id, token, **options)
-        if start.session is None or not start.session.version:
-            return start
-        session = msgspec.structs.replace(start.session, version=0)  # (whole writes only)
-        return msgspec.structs.replace(start, session=session)
-
-    async def finish_turn(
-        self, session_id: str, token: str, *, append: bytes = b"", base: int = 0, **options: Any
-    ) -> int:
-        return 1 if await self._turns.finish_turn(session_id, token, **options) else 0
 
 
 @runtime_checkable

@@ -1,13 +1,12 @@
 """The in-process session store (the default): a dict, a clock and nothing else.
 
-It follows every rule of :mod:`evalport.server.stores._base` and is a
-:class:`~evalport.server.stores._base.TurnStore` like the Redis store: the adapter drives
-both through the same calls. No coroutine here ever waits, so every operation, a turn's
-``begin_turn`` and ``finish_turn`` included, is atomic on the event loop. It records no
-holder's key (``same_key`` is never true, ``lost`` is ignored): one process holds every
-turn, its turns die with it, and the adapter's own table of keys in flight covers
-repeats. It keeps runs as logs, with versions (a turn appends what it added). Suitable
-for one process; services with several replicas need a shared store.
+It follows every rule of :mod:`evalport.server.stores._base`, as the Redis store does:
+the adapter drives both through the same calls. No coroutine here ever waits, so every
+operation, a turn's ``begin_turn`` and ``finish_turn`` included, is atomic on the event
+loop. It records no holder's key (``same_key`` is never true, ``lost`` is ignored): one
+process holds every turn, its turns die with it, and the adapter's own table of keys in
+flight covers repeats. Suitable for one process; services with several replicas need a
+shared store.
 """
 
 from __future__ import annotations
@@ -17,7 +16,15 @@ from collections.abc import Callable
 
 import msgspec
 
-from ._base import Lease, StoredSession, TurnStart, new_version
+from ._base import (
+    BeginTurn,
+    Finish,
+    FinishTurn,
+    Lease,
+    NewSession,
+    StoredSession,
+    TurnStart,
+)
 
 
 class _Entry(msgspec.Struct, gc=False):
@@ -26,11 +33,11 @@ class _Entry(msgspec.Struct, gc=False):
     meta: bytes
     run: bytes
     expires: float
+    version: int
     state: str = "idle"
     lease_token: str | None = None
     lease_expires: float = 0.0
     results: dict[str, bytes] | None = None
-    version: int = 1
     appended: list[bytes] | None = None
 
     def stored(self, seen: int = 0) -> StoredSession:
@@ -64,15 +71,13 @@ class MemoryStore:
     def _leased(entry: _Entry, now: float) -> bool:
         return entry.lease_token is not None and entry.lease_expires > now
 
-    async def create(
-        self, session_id: str, meta: bytes, run: bytes, *, ttl: float, limit: int
-    ) -> bool:
+    async def create(self, new: NewSession) -> bool:
         now = self._clock()
-        if len(self._entries) >= limit:
+        if len(self._entries) >= new.limit:
             self._purge(now)  # expired sessions make room
-            if len(self._entries) >= limit:
+            if len(self._entries) >= new.limit:
                 return False
-        self._entries[session_id] = _Entry(meta, run, now + ttl, version=new_version())
+        self._entries[new.session_id] = _Entry(new.meta, new.run, now + new.ttl, new.version)
         return True
 
     async def read(self, session_id: str, *, ttl: float | None = None) -> StoredSession | None:
@@ -83,16 +88,6 @@ class MemoryStore:
         if ttl is not None:
             entry.expires = now + ttl
         return entry.stored()
-
-    async def write(
-        self, session_id: str, run: bytes, *, state: str, ttl: float, token: str | None = None
-    ) -> bool:
-        now = self._clock()
-        entry = self._live(session_id, now)
-        if entry is None or (token is not None and entry.lease_token != token):
-            return False
-        _write_entry(entry, run, state, now + ttl)
-        return True
 
     async def delete(self, session_id: str) -> bool:
         return self._entries.pop(session_id, None) is not None
@@ -118,21 +113,13 @@ class MemoryStore:
             _release_entry(entry, self._clock())
 
     async def get_result(self, session_id: str, key: str) -> bytes | None:
-        return self._get_result(session_id, key)
-
-    def _get_result(self, session_id: str, key: str) -> bytes | None:
         entry = self._live(session_id, self._clock())
         if entry is None or entry.results is None:
             return None
         return entry.results.get(key)
 
-    async def put_result(self, session_id: str, key: str, record: bytes, *, keep: int) -> None:
-        self._put_result(session_id, key, record, keep)
-
-    def _put_result(self, session_id: str, key: str, record: bytes, keep: int) -> None:
-        entry = self._live(session_id, self._clock())
-        if entry is None:
-            return
+    @staticmethod
+    def _put_result(entry: _Entry, key: str, record: bytes, keep: int) -> None:
         results = entry.results
         if results is None:
             results = entry.results = {}
@@ -141,72 +128,50 @@ class MemoryStore:
         while len(results) > keep:
             del results[next(iter(results))]
 
-    async def begin_turn(
-        self,
-        session_id: str,
-        token: str,
-        *,
-        lease: float,
-        ttl: float,
-        key: str | None = None,
-        lost: bytes = b"",
-        keep: int = 0,
-        seen: int = 0,
-    ) -> TurnStart:
-        """``get_result(key)``; unless it answers, ``acquire`` and ``read`` (``lost`` and
+    async def begin_turn(self, begin: BeginTurn) -> TurnStart:
+        """The key's record; unless it answers, ``acquire`` and ``read`` (``lost`` and
         ``keep`` are not needed: see the module's rules)."""
-        if key is not None and (record := self._get_result(session_id, key)) is not None:
-            return TurnStart(lease=None, replay=record)
-        outcome = self._acquire(session_id, token, lease, ttl)
+        session_id = begin.session_id
+        entry = self._live(session_id, self._clock())
+        if begin.key is not None and entry is not None and entry.results is not None:
+            record = entry.results.get(begin.key)
+            if record is not None:
+                return TurnStart(lease=None, replay=record)
+        outcome = self._acquire(session_id, begin.token, begin.lease, begin.ttl)
         if outcome is not Lease.ACQUIRED:
             return TurnStart(lease=outcome)
         entry = self._entries[session_id]
         if entry.state == "suspended":
             _release_entry(entry, self._clock())
             return TurnStart(lease=Lease.BUSY, suspended=True)
-        return TurnStart(lease=outcome, session=entry.stored(seen))
+        return TurnStart(lease=outcome, session=entry.stored(begin.seen))
 
-    async def finish_turn(
-        self,
-        session_id: str,
-        token: str,
-        *,
-        run: bytes | None,
-        state: str,
-        ttl: float,
-        key: str | None = None,
-        record: bytes = b"",
-        keep: int = 0,
-        append: bytes = b"",
-        base: int = 0,
-    ) -> int:
-        """``write`` (unless ``run`` is ``None``; with ``append``, that turn added to the
-        log instead), ``put_result`` (if ``key``), ``release``, only if ``token`` took the
-        lease last (it may have lapsed since); the run's version, or 0, storing nothing,
-        if another acquisition took it since (or it was released); -1, storing nothing,
-        if the turn to append was cut against another version than the stored one."""
+    async def finish_turn(self, finish: FinishTurn) -> Finish:
+        """Write the run (or append the turn), keep the record and release the lease, only
+        if ``token`` took the lease last (it may have lapsed since)."""
         now = self._clock()
+        session_id = finish.session_id
         entry = self._entries.get(session_id)
-        if entry is None or entry.lease_token != token:
-            return 0
+        if entry is None or entry.lease_token != finish.token:
+            return Finish.LOST
         if entry.lease_expires <= now and self._live(session_id, now) is None:
-            return 0  # the lease lapsed and the session expired since
-        if run is None and append and entry.version != base:
-            return -1  # (not the run the turn was cut against: the caller writes it whole)
-        # The same three steps on the entry at hand.
-        if run is not None:
-            _write_entry(entry, run, state, now + ttl)
-        elif append:
+            return Finish.LOST  # the lease lapsed and the session expired since
+        if finish.append:
+            if entry.version != finish.base:
+                return Finish.STALE
             if entry.appended is None:
                 entry.appended = []
-            entry.appended.append(append)
-            entry.version = new_version()
-            entry.state = state
-            entry.expires = now + ttl
-        if key is not None:
-            self._put_result(session_id, key, record, keep)
+            entry.appended.append(finish.append)
+        else:
+            entry.run = finish.run
+            entry.appended = None
+        entry.version = finish.version
+        entry.state = finish.state
+        entry.expires = now + finish.ttl
+        if finish.key is not None:
+            self._put_result(entry, finish.key, finish.record, finish.keep)
         _release_entry(entry, now)
-        return entry.version
+        return Finish.STORED
 
     async def count(self) -> int:
         self._purge(self._clock())
@@ -230,14 +195,6 @@ class MemoryStore:
     async def aclose(self) -> None:
         self._entries.clear()
         self._gone.clear()
-
-
-def _write_entry(entry: _Entry, run: bytes, state: str, expires: float) -> None:
-    entry.run = run
-    entry.appended = None
-    entry.version = new_version()
-    entry.state = state
-    entry.expires = expires
 
 
 def _release_entry(entry: _Entry, now: float) -> None:

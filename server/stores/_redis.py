@@ -1,10 +1,10 @@
 """The Redis session store: sessions shared by every replica of a service.
 
-It follows every rule of :mod:`evalport.server.stores._base`; each operation on a session
-is one Lua script over that session's keys, so it is atomic across replicas. It is a
-:class:`~evalport.server.stores._base.TurnStore`: a turn costs two round trips (begin,
-finish), and a :class:`~evalport.server.stores._base.LeaseRenewal`: a turn's lease is
-short and its holder renews it. Install with ``pip install 'evalport[redis]'``.
+It follows every rule of :mod:`evalport.server.stores._base`; each operation on a
+session is one Lua script over that session's keys, so it is atomic across replicas. A
+turn costs two round trips (begin, finish). It is a
+:class:`~evalport.server.stores._base.LeaseRenewal`: a turn's lease is short and its
+holder renews it. Install with ``pip install 'evalport[redis]'``.
 
 Rules:
 
@@ -76,7 +76,16 @@ from evalport.protocol import require
 from evalport.protocol._redis_url import connect, parse_redis_url, redacted
 
 from . import _redis_lua as lua
-from ._base import Lease, StoredSession, StoreUnavailable, TurnStart, new_version
+from ._base import (
+    BeginTurn,
+    Finish,
+    FinishTurn,
+    Lease,
+    NewSession,
+    StoredSession,
+    StoreUnavailable,
+    TurnStart,
+)
 from ._redis_relay import Handler, RedisRelay
 
 require("redis", "redis", "evalport.server.stores._redis")
@@ -174,12 +183,10 @@ class RedisStore:
         register = self._redis.register_script
         self._create = register(lua.CREATE)
         self._read = register(lua.READ)
-        self._write = register(lua.WRITE)
         self._delete = register(lua.DELETE)
         self._acquire = register(lua.ACQUIRE)
         self._release = register(lua.RELEASE)
         self._renew = register(lua.RENEW)
-        self._put_result = register(lua.PUT_RESULT)
         self._get_result = register(lua.GET_RESULT)
         self._begin_turn = register(lua.BEGIN_TURN)
         self._finish_turn = register(lua.FINISH_TURN)
@@ -239,17 +246,16 @@ class RedisStore:
         """Whether Redis answers (raises :class:`StoreUnavailable` otherwise)."""
         return bool(await self._call(lambda: self._redis.ping()))
 
-    async def create(
-        self, session_id: str, meta: bytes, run: bytes, *, ttl: float, limit: int
-    ) -> bool:
-        reserve = (self._reserve, self._index, session_id, _ms(ttl), limit)
+    async def create(self, new: NewSession) -> bool:
+        session_id, ttl = new.session_id, new.ttl
+        reserve = (self._reserve, self._index, session_id, _ms(ttl), new.limit)
         if not await self._run(*reserve):
             await self._sweep()  # the cap may count sessions that expired meanwhile
             if not await self._run(*reserve):
                 return False
         try:
             await self._save(
-                self._create, self._keys(session_id), meta, run, _ms(ttl), new_version()
+                self._create, self._keys(session_id), new.meta, new.run, _ms(ttl), new.version
             )
         except StoreUnavailable:
             with contextlib.suppress(StoreUnavailable):  # else the sweep frees it in ``ttl``
@@ -263,15 +269,6 @@ class RedisStore:
         if not found:
             return None
         return _stored(found)
-
-    async def write(
-        self, session_id: str, run: bytes, *, state: str, ttl: float, token: str | None = None
-    ) -> bool:
-        keys = self._keys(session_id)
-        written = await self._save(
-            self._write, keys, run, state, _ms(ttl), token or "", new_version()
-        )
-        return bool(written)
 
     async def delete(self, session_id: str) -> bool:
         existed = bool(await self._run(self._delete, self._keys(session_id)))
@@ -294,32 +291,19 @@ class RedisStore:
         found = await self._run(self._get_result, [s, r], key)
         return bytes(found) if found else None
 
-    async def put_result(self, session_id: str, key: str, record: bytes, *, keep: int) -> None:
-        await self._save(self._put_result, self._keys(session_id), key, record, keep)
-
-    async def begin_turn(
-        self,
-        session_id: str,
-        token: str,
-        *,
-        lease: float,
-        ttl: float,
-        key: str | None = None,
-        lost: bytes = b"",
-        keep: int = 0,
-        seen: int = 0,
-    ) -> TurnStart:
+    async def begin_turn(self, begin: BeginTurn) -> TurnStart:
+        key = begin.key
         found = await self._run(
             self._begin_turn,
-            self._keys(session_id),
-            token,
-            _ms(lease),
-            _ms(ttl),
+            self._keys(begin.session_id),
+            begin.token,
+            _ms(begin.lease),
+            _ms(begin.ttl),
             0 if key is None else 1,
             key or "",
-            lost,
-            keep,
-            seen,
+            begin.lost,
+            begin.keep,
+            begin.seen,
         )
         outcome = found[0].decode()
         if outcome == "replay":
@@ -330,36 +314,24 @@ class RedisStore:
             return TurnStart(lease=Lease(outcome), same_key=len(found) > 1 and found[1] == 1)
         return TurnStart(lease=Lease.ACQUIRED, session=_stored(found[1:]))
 
-    async def finish_turn(
-        self,
-        session_id: str,
-        token: str,
-        *,
-        run: bytes | None,
-        state: str,
-        ttl: float,
-        key: str | None = None,
-        record: bytes = b"",
-        keep: int = 0,
-        append: bytes = b"",
-        base: int = 0,
-    ) -> int:
-        stored = await self._save(
+    async def finish_turn(self, finish: FinishTurn) -> Finish:
+        key = finish.key
+        outcome = await self._save(
             self._finish_turn,
-            self._keys(session_id),
-            token,
-            "append" if run is None and append else 0 if run is None else 1,
-            append if run is None else run,
-            state,
-            _ms(ttl),
+            self._keys(finish.session_id),
+            finish.token,
+            1 if finish.append else 0,
+            finish.append or finish.run,
+            finish.state,
+            _ms(finish.ttl),
             0 if key is None else 1,
             key or "",
-            record,
-            keep,
-            new_version(),
-            base,
+            finish.record,
+            finish.keep,
+            finish.version,
+            finish.base,
         )
-        return int(stored)
+        return Finish(outcome.decode())
 
     async def _sweep(self) -> None:
         """Move the index's expired ids to ``gone`` (and rescore the live ones that were due)."""

@@ -5,8 +5,8 @@ the scripts run on a Redis Cluster as on a single server:
 
 - A session's scripts get its four keys, ``KEYS = {s, l, r, o}``, which share the hash
   tag ``{id}`` (one hash slot). ``BEGIN_TURN`` and ``FINISH_TURN`` compose the single
-  operations (acquire and read, or look up the idempotency record; write, store the
-  record and release) so that a turn costs two round trips; every acquisition records its
+  operations (acquire and read, or look up the idempotency record; write or append,
+  store the record and release) so that a turn costs two round trips; every acquisition records its
   token as the session's ``holder``, which fences the finish (see ``holds`` and
   ``settle``).
 - The index scripts get ``KEYS = {index, gone}`` (hash tag ``{index}``): the cap's
@@ -161,17 +161,6 @@ return stored_run(found, '0')
 """
 )
 
-# ARGV: run, state, ttl, token ('' for none), version. With a token, writes only if that token
-# holds the lease (or held it last: no other took it since).
-WRITE: Final = (
-    _SESSION
-    + """
-local token = ARGV[4]
-if token ~= '' and not holds(token) then return 0 end
-return write_run(ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[5])
-"""
-)
-
 # Returns 1 if the session existed; the store then records it as ended in the index.
 DELETE: Final = (
     _SESSION
@@ -230,25 +219,27 @@ return stored
 """
 )
 
-# ARGV: token, with_run ('1', '0' or 'append'), run (or the turn to append), state, ttl,
-# with_key, key, record, keep, version (of the write), base (the version an appended turn
-# was cut against). Only while the token holds the lease (or held it last): writes the
-# run whole or appends the turn to its log (if given), stores the record (if given),
-# releases the lease and returns the run's version; otherwise changes nothing and
-# returns '0' (another turn took the session over: fencing). A turn to append on a run
-# whose version is not ``base`` changes nothing, keeps the lease and returns '-1' (the
-# caller writes the run whole instead).
+# ARGV: token, append ('1': the run is the turn to append, '0': the whole run), run, state,
+# ttl, with_key, key, record, keep, version (of the write), base (the version an appended
+# turn was cut against). Only while the token holds the lease (or held it last): writes
+# the run whole or appends the turn to its log, stores the record (if given), releases
+# the lease and returns 'stored'; otherwise changes nothing and returns 'lost' (another
+# turn took the session over: fencing). A turn to append on a run whose version is not
+# ``base`` changes nothing, keeps the lease and returns 'stale'.
 FINISH_TURN: Final = (
     _SESSION
     + """
 local token = ARGV[1]
-if not holds(token) then return '0' end
-if ARGV[2] == 'append' and redis.call('HGET', s, 'version') ~= ARGV[11] then return '-1' end
-if ARGV[2] == '1' then write_run(ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[10]) end
-if ARGV[2] == 'append' then append_run(ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[10]) end
+if not holds(token) then return 'lost' end
+if ARGV[2] == '1' then
+  if redis.call('HGET', s, 'version') ~= ARGV[11] then return 'stale' end
+  if append_run(ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[10]) == 0 then return 'lost' end
+elseif write_run(ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[10]) == 0 then
+  return 'lost'
+end
 if ARGV[6] == '1' then put_result(ARGV[7], ARGV[8], tonumber(ARGV[9])) end
 release(token)
-return redis.call('HGET', s, 'version') or '1'
+return 'stored'
 """
 )
 
@@ -274,14 +265,6 @@ RELEASE: Final = (
     _SESSION
     + """
 return release(ARGV[1])
-"""
-)
-
-# ARGV: key, record, keep.
-PUT_RESULT: Final = (
-    _SESSION
-    + """
-return put_result(ARGV[1], ARGV[2], tonumber(ARGV[3]))
 """
 )
 

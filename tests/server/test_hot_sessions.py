@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from evalport.protocol import RunDelta, decode_answer, decode_run
-from evalport.server.stores import MemoryStore, StoreUnavailable
+from evalport.server.stores import Finish, FinishTurn, MemoryStore, StoreUnavailable
 from serverkit import Build, open_session
 
 
@@ -24,9 +24,9 @@ class FailingFinish(MemoryStore):
         self.entered = asyncio.Event()
         self.go = asyncio.Event()
 
-    async def finish_turn(self, session_id: str, token: str, **options: Any) -> int:
+    async def finish_turn(self, finish: FinishTurn) -> Finish:
         if not self.failing:
-            return await super().finish_turn(session_id, token, **options)
+            return await super().finish_turn(finish)
         self.entered.set()
         await self.go.wait()
         raise StoreUnavailable("the store went away")

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import msgspec
 import pytest
 from evalport.server._problems import HTTPProblem
 from evalport.server._records import (
-    IdempotencyRecord,
     Outcome,
     fingerprint,
     idempotency_record,
@@ -20,11 +18,6 @@ def test_a_record_replays_the_outcome_with_its_body_as_sent() -> None:
     stored = idempotency_record(fingerprint("hi"), Outcome(status=504, body=BODY))
     assert BODY in stored  # raw bytes, not base64
     assert replayed(stored, fingerprint("hi")) == Outcome(status=504, body=BODY)
-
-
-def test_a_json_record_of_an_earlier_version_still_replays() -> None:
-    legacy = msgspec.json.encode(IdempotencyRecord(fingerprint("hi"), 200, BODY))
-    assert replayed(legacy, fingerprint("hi")) == Outcome(status=200, body=BODY)
 
 
 def test_another_message_under_the_key_is_a_422() -> None:

@@ -461,7 +461,7 @@ async def test_an_unexpected_failure_is_a_500_problem_with_an_error_id(
     from evalport.server.stores import MemoryStore
 
     class BrokenStore(MemoryStore):
-        async def finish_turn(self, *args: object, **kwargs: object) -> bool:  # a turn's last call
+        async def finish_turn(self, *args: object) -> bool:  # a turn's last call
             raise RuntimeError("disk on fire")
 
     _, client = build(store=BrokenStore())

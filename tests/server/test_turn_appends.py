@@ -6,12 +6,10 @@ took a turn last stay hot. Checked on what the store receives, never on timings.
 
 from __future__ import annotations
 
-from typing import Any
-
 import httpx
 from evalport.protocol import AgentRun, apply_delta, decode_answer, decode_run
 from evalport.server import Limits
-from evalport.server.stores import MemoryStore, TurnStart
+from evalport.server.stores import BeginTurn, Finish, FinishTurn, MemoryStore, TurnStart
 from serverkit import Build, echo_agent, open_session
 
 
@@ -25,22 +23,21 @@ class Watched(MemoryStore):
         self.appends: list[int] = []  # bytes of each appended turn
         self.records: list[int] = []  # bytes of each idempotency record
 
-    async def begin_turn(self, session_id: str, token: str, **options: Any) -> TurnStart:
-        start = await super().begin_turn(session_id, token, **options)
+    async def begin_turn(self, begin: BeginTurn) -> TurnStart:
+        start = await super().begin_turn(begin)
         if start.session is not None:
             held = start.session
             self.read_runs.append(len(held.run) + sum(map(len, held.appended)))
         return start
 
-    async def finish_turn(self, session_id: str, token: str, **options: Any) -> int:
-        run, append, record = options["run"], options["append"], options["record"]
-        if run is not None:
-            self.wholes.append(len(run))
-        if append:
-            self.appends.append(len(append))
-        if record:
-            self.records.append(len(record))
-        return await super().finish_turn(session_id, token, **options)
+    async def finish_turn(self, finish: FinishTurn) -> Finish:
+        if finish.append:
+            self.appends.append(len(finish.append))
+        else:
+            self.wholes.append(len(finish.run))
+        if finish.record:
+            self.records.append(len(finish.record))
+        return await super().finish_turn(finish)
 
 
 async def test_a_turn_stores_what_it_added_and_reads_nothing_it_holds(build: Build) -> None:

@@ -112,13 +112,14 @@ async def test_a_content_length_of_non_ascii_digits_is_not_a_500() -> None:
 
 async def test_sessions_the_memory_store_drops_on_its_own_are_reported_by_purge() -> None:
     from evalport.server.stores import MemoryStore
+    from storekit import new
 
     now = [0.0]
     store = MemoryStore(clock=lambda: now[0])
     for session_id in ("a", "b"):
-        assert await store.create(session_id, b"{}", b"{}", ttl=10, limit=2)
+        assert await store.create(new(session_id, b"{}", b"{}", ttl=10, limit=2))
     now[0] = 100.0  # both expired; a full cap purges them while creating "c"
-    assert await store.create("c", b"{}", b"{}", ttl=10, limit=2)
+    assert await store.create(new("c", b"{}", b"{}", ttl=10, limit=2))
     assert await store.read("c") is not None
     # The adapter closes agents of exactly what purge_expired reports: the two dropped
     # while creating "c" must be among them, or their agents would stay in memory.

@@ -99,7 +99,7 @@ async def test_only_a_store_that_renews_gets_short_leases(setup: Setup) -> None:
 
 
 async def test_a_short_turn_arms_a_timer_and_never_renews(setup: Setup) -> None:
-    outcome = await setup.manager.turn(setup.session, "quick", None)
+    outcome = await setup.manager.turns.turn(setup.session, "quick", None)
     assert outcome.status == 200
     assert await setup.holder() is None  # released
     await asyncio.sleep(LEASE)  # past the first renewal's time: its timer was cancelled
@@ -108,7 +108,7 @@ async def test_a_short_turn_arms_a_timer_and_never_renews(setup: Setup) -> None:
 
 
 async def test_a_turn_longer_than_its_lease_keeps_it_until_it_ends(setup: Setup) -> None:
-    turn = asyncio.create_task(setup.manager.turn(setup.session, "slow:0.5", "k1"))
+    turn = asyncio.create_task(setup.manager.turns.turn(setup.session, "slow:0.5", "k1"))
     await asyncio.sleep(0.05)
     holder = await setup.holder()
     assert holder is not None
@@ -125,7 +125,7 @@ async def test_a_turn_longer_than_its_lease_keeps_it_until_it_ends(setup: Setup)
 
 
 async def test_a_timed_out_turn_stops_renewing_and_releases(setup: Setup) -> None:
-    outcome = await setup.manager.turn(setup.session, "slow:5", None)  # turn timeout 0.6 s
+    outcome = await setup.manager.turns.turn(setup.session, "slow:5", None)  # turn timeout 0.6 s
     assert outcome.status == 504
     assert setup.store.renewals >= 3  # the lease (0.3 s) outlived by the turn was kept
     assert await setup.holder() is None
@@ -137,7 +137,7 @@ async def test_a_timed_out_turn_stops_renewing_and_releases(setup: Setup) -> Non
 async def test_a_renewal_never_takes_back_a_lease_another_holder_took(
     setup: Setup, caplog: pytest.LogCaptureFixture
 ) -> None:
-    turn = asyncio.create_task(setup.manager.turn(setup.session, "slow:0.5", None))
+    turn = asyncio.create_task(setup.manager.turns.turn(setup.session, "slow:0.5", None))
     await asyncio.sleep(0.05)
     # the lease is lost (say the replica stalled past it) and another replica takes it
     await setup.redis.delete(f"{setup.prefix}l:{{{setup.session}}}")
@@ -161,7 +161,7 @@ async def test_a_renewal_never_brings_back_an_expired_lease(
     setup: Setup, caplog: pytest.LogCaptureFixture
 ) -> None:
     with caplog.at_level(logging.WARNING, logger="evalport.server"):
-        turn = asyncio.create_task(setup.manager.turn(setup.session, "slow:0.5", None))
+        turn = asyncio.create_task(setup.manager.turns.turn(setup.session, "slow:0.5", None))
         await asyncio.sleep(0.05)
         await setup.redis.delete(f"{setup.prefix}l:{{{setup.session}}}")  # as if it expired
         await asyncio.sleep(0.3)  # renewals were due
@@ -179,7 +179,7 @@ async def test_a_store_down_during_a_renewal_is_logged_and_tried_again(
     setup: Setup, caplog: pytest.LogCaptureFixture
 ) -> None:
     with caplog.at_level(logging.WARNING, logger="evalport.server"):
-        turn = asyncio.create_task(setup.manager.turn(setup.session, "slow:0.55", None))
+        turn = asyncio.create_task(setup.manager.turns.turn(setup.session, "slow:0.55", None))
         while setup.store.renewals < 3:  # the first failed, the next ones renewed it
             assert not turn.done()
             await asyncio.sleep(0.01)
@@ -191,7 +191,7 @@ async def test_a_store_down_during_a_renewal_is_logged_and_tried_again(
 
 
 async def test_a_suspended_turn_holds_no_lease_and_its_decisions_renew_one(setup: Setup) -> None:
-    suspended = await setup.manager.turn(setup.session, "approve", None)
+    suspended = await setup.manager.turns.turn(setup.session, "approve", None)
     assert suspended.status == 200 and b"pendingApprovals" in suspended.body
     assert await setup.holder() is None and setup.store.renewals == 0
     live = setup.manager.live.get(setup.session)

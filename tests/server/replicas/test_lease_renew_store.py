@@ -10,13 +10,14 @@ from collections.abc import AsyncIterator
 import pytest
 import redis.asyncio as aioredis
 from evalport.server.stores import Lease, RedisStore
+from storekit import new
 from support.redis import RedisServer
 
 
 @pytest.fixture
 async def store(redis_server: RedisServer) -> AsyncIterator[RedisStore]:
     opened = RedisStore(redis_server.url, prefix=f"t{uuid.uuid4().hex[:8]}:")
-    await opened.create("s", b"meta", b"run", ttl=30, limit=10)
+    await opened.create(new("s", b"meta", b"run", ttl=30, limit=10))
     yield opened
     await opened.aclose()
 
@@ -64,7 +65,7 @@ async def test_an_expired_or_released_lease_stays_gone(
 async def test_a_session_lives_as_long_as_its_renewed_lease(
     store: RedisStore, plain: aioredis.Redis
 ) -> None:
-    await store.create("short", b"meta", b"run", ttl=0.3, limit=10)
+    await store.create(new("short", b"meta", b"run", ttl=0.3, limit=10))
     assert await store.acquire("short", "one", lease=0.3, ttl=0.3) is Lease.ACQUIRED
     assert await store.renew("short", "one", lease=2) is True
     assert await plain.pttl(f"{store.prefix}s:{{short}}") > 1500  # the lease outlasts the TTL

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from evalport.server.stores import Lease, RedisStore, StoreUnavailable
+from evalport.server.stores import BeginTurn, Finish, Lease, RedisStore, StoreUnavailable
 from redis.asyncio.cluster import RedisCluster
+from storekit import finish, new
 from support.redis import RedisServer
 from support.redis_deployments import (
     ACL_USER,
@@ -38,16 +39,27 @@ PROBLEM = "urn:evalport:problem:"
 
 async def a_keyed_turn_goes_through(store: RedisStore, session: str) -> None:
     """Create, one keyed turn (begin, finish), its replay, the stored run."""
-    assert await store.create(session, b"meta", b"run-0", ttl=30, limit=1000)
-    start = await store.begin_turn(session, "t1", lease=5, ttl=30, key="k1", lost=b"x", keep=4)
+    assert await store.create(new(session, b"meta", b"run-0", ttl=30, limit=1000))
+    start = await store.begin_turn(
+        BeginTurn(session, "t1", lease=5, ttl=30, key="k1", lost=b"x", keep=4)
+    )
     assert start.lease is Lease.ACQUIRED and start.session is not None
     assert start.session.run == b"run-0"
-    busy = await store.begin_turn(session, "t2", lease=5, ttl=30, key="k1", lost=b"x", keep=4)
-    assert busy.lease is Lease.BUSY and busy.same_key
-    assert await store.finish_turn(
-        session, "t1", run=b"run-1", state="idle", ttl=30, key="k1", record=b"rec-1", keep=4
+    busy = await store.begin_turn(
+        BeginTurn(session, "t2", lease=5, ttl=30, key="k1", lost=b"x", keep=4)
     )
-    replay = await store.begin_turn(session, "t3", lease=5, ttl=30, key="k1", lost=b"", keep=4)
+    assert busy.lease is Lease.BUSY and busy.same_key
+    assert (
+        await store.finish_turn(
+            finish(
+                session, "t1", run=b"run-1", state="idle", ttl=30, key="k1", record=b"rec-1", keep=4
+            )
+        )
+        is Finish.STORED
+    )
+    replay = await store.begin_turn(
+        BeginTurn(session, "t3", lease=5, ttl=30, key="k1", lost=b"", keep=4)
+    )
     assert replay.replay == b"rec-1"
     stored = await store.read(session)
     assert stored is not None and stored.run == b"run-1"
@@ -126,7 +138,7 @@ async def test_tls_and_acl_refusals_are_503s_that_say_what_to_fix(tls_redis: TLS
     for case, url in refused.items():
         async with stores(url, count=1) as (store,):
             with pytest.raises(StoreUnavailable) as caught:
-                await store.create("s", b"m", b"r", ttl=30, limit=10)
+                await store.create(new("s", b"m", b"r", ttl=30, limit=10))
             assert (
                 "retry shortly" in caught.value.detail or "check the user" in caught.value.detail
             ), case
@@ -136,7 +148,7 @@ async def test_tls_and_acl_refusals_are_503s_that_say_what_to_fix(tls_redis: TLS
     # A prefix the user's ACL does not cover: Redis says NOPERM, the store says why.
     async with stores(tls_redis.url(), count=1, prefix="other:") as (store,):
         with pytest.raises(StoreUnavailable, match="that user's ACL"):
-            await store.create("s", b"m", b"r", ttl=30, limit=10)
+            await store.create(new("s", b"m", b"r", ttl=30, limit=10))
 
 
 def test_serve_over_tls_with_an_acl_user(tls_redis: TLSRedis) -> None:
@@ -185,11 +197,11 @@ async def test_a_cluster_spreads_sessions_and_keeps_each_in_one_slot(cluster_url
         assert await b.count() == 12
         for session in sessions[:3]:
             assert await b.delete(session)
-        assert await a.create("brief", b"m", b"r", ttl=0.2, limit=1000)
+        assert await a.create(new("brief", b"m", b"r", ttl=0.2, limit=1000))
         time.sleep(0.4)  # Redis expires it
         assert await a.count() == 9
         assert sorted(await b.purge_expired()) == sorted([*sessions[:3], "brief"])
-        assert not await a.create("over", b"m", b"r", ttl=30, limit=9)  # the cap holds
+        assert not await a.create(new("over", b"m", b"r", ttl=30, limit=9))  # the cap holds
 
 
 def test_serve_replicas_over_a_cluster(cluster_url: str) -> None:
@@ -220,7 +232,7 @@ async def test_wait_replicas_acknowledges_no_save_that_no_replica_has(
     store = RedisStore(f"{redis_server.url}?wait_replicas=1", prefix="wait:", timeout=0.3)
     try:
         with pytest.raises(StoreUnavailable, match="only 0 of 1 replicas acknowledged"):
-            await store.create("s", b"m", b"r", ttl=30, limit=10)
+            await store.create(new("s", b"m", b"r", ttl=30, limit=10))
         assert await store.count() == 0  # its place under the cap was given back
     finally:
         await store.aclose()

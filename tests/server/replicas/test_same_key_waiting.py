@@ -18,7 +18,8 @@ from evalport.server import Limits
 from evalport.server._problems import HTTPProblem
 from evalport.server._records import Outcome, fingerprint, idempotency_record
 from evalport.server._sessions import SessionManager
-from evalport.server.stores import Lease, RedisStore, TurnStart
+from evalport.server.stores import BeginTurn, Lease, RedisStore, TurnStart
+from storekit import finish
 from support.redis import RedisServer
 
 SHORT = 0.3  # lease_ttl: the wait's bound (2 x turn timeout 0.2 s + lease) is quick to reach
@@ -52,7 +53,9 @@ class Setup:
 
     async def hold(self, key: str, message: str = "pay") -> None:
         """The other replica's turn takes the lease under ``key`` and keeps it."""
-        start = await self.elsewhere.begin_turn(self.session, "other", lease=30, ttl=30, key=key)
+        start = await self.elsewhere.begin_turn(
+            BeginTurn(self.session, "other", lease=30, ttl=30, key=key)
+        )
         assert start.lease is Lease.ACQUIRED
 
 
@@ -85,7 +88,7 @@ async def test_the_wait_ends_with_409_after_the_turn_timeout_and_the_lease(
     await setup.hold("k1")
     began = time.monotonic()
     with pytest.raises(HTTPProblem) as refused:
-        await setup.manager.turn(setup.session, "pay", "k1")
+        await setup.manager.turns.turn(setup.session, "pay", "k1")
     waited = time.monotonic() - began
     assert refused.value.problem_type == ProblemType.SESSION_BUSY
     # the holder's turn (0.2 s) + its lease after a last renewal (0.3 s)
@@ -95,21 +98,23 @@ async def test_the_wait_ends_with_409_after_the_turn_timeout_and_the_lease(
 
 async def test_a_cancelled_wait_cancels_only_the_waiting(setup: Setup) -> None:
     await setup.hold("k1")
-    waiting = asyncio.create_task(setup.manager.turn(setup.session, "pay", "k1"))
+    waiting = asyncio.create_task(setup.manager.turns.turn(setup.session, "pay", "k1"))
     await asyncio.sleep(0.1)
     assert not waiting.done()
     waiting.cancel()
     with pytest.raises(asyncio.CancelledError):
         await waiting
     # the holder is untouched: it still holds the lease, and finishes its turn
-    busy = await setup.elsewhere.begin_turn(setup.session, "third", lease=5, ttl=30)
+    busy = await setup.elsewhere.begin_turn(BeginTurn(setup.session, "third", lease=5, ttl=30))
     assert busy.lease is Lease.BUSY
     answer = idempotency_record(fingerprint("pay"), Outcome(status=200, body=b"{}"))
-    await setup.elsewhere.finish_turn(
-        setup.session, "other", run=None, state="idle", ttl=30, key="k1",
+    held = await setup.elsewhere.read(setup.session)
+    assert held is not None
+    await setup.elsewhere.finish_turn(finish(
+        setup.session, "other", run=held.run, state="idle", ttl=30, key="k1",
         record=answer, keep=8,
-    )  # fmt: skip
-    replayed = await setup.manager.turn(setup.session, "pay", "k1")
+    ))  # fmt: skip
+    replayed = await setup.manager.turns.turn(setup.session, "pay", "k1")
     assert (replayed.status, replayed.body) == (200, b"{}")
     assert setup.calls == []
 
@@ -117,7 +122,7 @@ async def test_a_cancelled_wait_cancels_only_the_waiting(setup: Setup) -> None:
 @pytest.mark.parametrize("setup", [LONG], indirect=True)
 async def test_a_lease_taken_by_a_poll_whose_request_went_away_goes_back(setup: Setup) -> None:
     await setup.hold("k1")
-    waiting = asyncio.create_task(setup.manager.turn(setup.session, "pay", "k1"))
+    waiting = asyncio.create_task(setup.manager.turns.turn(setup.session, "pay", "k1"))
     await asyncio.sleep(0.05)
     assert not waiting.done()
     setup.store.late = True
@@ -128,7 +133,7 @@ async def test_a_lease_taken_by_a_poll_whose_request_went_away_goes_back(setup: 
         await waiting
     deadline = time.monotonic() + 1  # the poll answers within 0.3 s; the lease is 30 s
     while (
-        await setup.elsewhere.begin_turn(setup.session, "next", lease=5, ttl=30)
+        await setup.elsewhere.begin_turn(BeginTurn(setup.session, "next", lease=5, ttl=30))
     ).lease is not Lease.ACQUIRED:
         assert time.monotonic() < deadline, "the lease the cancelled poll took stayed held"
         await asyncio.sleep(0.05)
@@ -138,7 +143,7 @@ async def test_a_lease_taken_by_a_poll_whose_request_went_away_goes_back(setup: 
 @pytest.mark.parametrize("setup", [LONG], indirect=True)
 async def test_a_draining_replica_stops_waiting_with_503(setup: Setup) -> None:
     await setup.hold("k1")
-    waiting = asyncio.create_task(setup.manager.turn(setup.session, "pay", "k1"))
+    waiting = asyncio.create_task(setup.manager.turns.turn(setup.session, "pay", "k1"))
     await asyncio.sleep(0.1)
     assert not waiting.done()
     began = time.monotonic()
@@ -148,6 +153,6 @@ async def test_a_draining_replica_stops_waiting_with_503(setup: Setup) -> None:
     assert time.monotonic() - began < 0.3  # the next poll at the latest
     assert draining.value.problem_type == ProblemType.DRAINING
     assert draining.value.retry_after is not None
-    busy = await setup.elsewhere.begin_turn(setup.session, "third", lease=5, ttl=30)
+    busy = await setup.elsewhere.begin_turn(BeginTurn(setup.session, "third", lease=5, ttl=30))
     assert busy.lease is Lease.BUSY  # the holder is untouched
     assert setup.calls == []

@@ -20,7 +20,8 @@ from evalport.server import Limits
 from evalport.server._problems import HTTPProblem
 from evalport.server._records import Outcome, fingerprint, replayed
 from evalport.server._sessions import SessionManager
-from evalport.server.stores import RedisStore, StoreUnavailable, TurnStart
+from evalport.server.stores import BeginTurn, RedisStore, StoreUnavailable, TurnStart
+from storekit import finish
 from support.redis import RedisServer
 
 LEASE = 0.3
@@ -111,27 +112,27 @@ async def test_a_holder_displaced_from_its_lease_stores_nothing_and_agrees_with_
     cluster: Cluster,
 ) -> None:
     session, _ = await cluster.a.create(CreateSessionRequest())
-    first = asyncio.create_task(cluster.a.turn(session, "slow:0.4", "K"))
+    first = asyncio.create_task(cluster.a.turns.turn(session, "slow:0.4", "K"))
     while "slow:0.4" not in WORLD.ran:
         await asyncio.sleep(0.01)
     # A stalls past its lease (as if its loop blocked): the lease lapses
     await cluster.redis.delete(f"{cluster.prefix}l:{{{session}}}")
-    retry = await cluster.b.turn(session, "slow:0.4", "K")  # finds the holder gone
+    retry = await cluster.b.turns.turn(session, "slow:0.4", "K")  # finds the holder gone
     assert (retry.status, problem_type(retry)) == (409, LOST)
-    other = await cluster.b.turn(session, "other", "K2")  # B moves the session on
+    other = await cluster.b.turns.turn(session, "other", "K2")  # B moves the session on
     assert other.status == 200
     answer = await first  # A's turn ends: its lease was taken, it stores nothing...
     assert (answer.status, problem_type(answer)) == (409, LOST)  # ...and agrees with K's record
-    again = await cluster.c.turn(session, "slow:0.4", "K")
+    again = await cluster.c.turns.turn(session, "slow:0.4", "K")
     assert (again.status, problem_type(again)) == (409, LOST)
     assert await cluster.stored_messages(session) == ["other"]  # B's turn is not overwritten
     assert WORLD.ran == ["slow:0.4", "other"]
     # an unkeyed displaced holder cannot replay anything: 409 turn-lost, nothing stored
-    unkeyed = asyncio.create_task(cluster.a.turn(session, "slow:0.4", None))
+    unkeyed = asyncio.create_task(cluster.a.turns.turn(session, "slow:0.4", None))
     while WORLD.ran.count("slow:0.4") < 2:
         await asyncio.sleep(0.01)
     await cluster.redis.delete(f"{cluster.prefix}l:{{{session}}}")
-    assert (await cluster.b.turn(session, "third", None)).status == 200
+    assert (await cluster.b.turns.turn(session, "third", None)).status == 200
     with pytest.raises(HTTPProblem) as lost:
         await unkeyed
     assert lost.value.status == 409 and lost.value.problem_type == LOST
@@ -143,15 +144,15 @@ async def test_a_retry_racing_a_holder_that_answered_a_problem_runs_the_turn(
 ) -> None:
     session, _ = await cluster.a.create(CreateSessionRequest())
     WORLD.failing_restores = 1  # B cannot rebuild the agent: its turn is a 500, no record
-    holder = asyncio.create_task(cluster.b.turn(session, "pay", "K"))
+    holder = asyncio.create_task(cluster.b.turns.turn(session, "pay", "K"))
     await asyncio.sleep(0.1)  # B holds the lease under K, restoring
-    retry = asyncio.create_task(cluster.c.turn(session, "pay", "K"))  # waits for B
+    retry = asyncio.create_task(cluster.c.turns.turn(session, "pay", "K"))  # waits for B
     with pytest.raises(RuntimeError, match="cannot rebuild"):
         await holder
     outcome = await retry  # B released without a record: not lost, the turn runs once
     assert outcome.status == 200, outcome.body
     assert WORLD.ran == ["pay"]
-    replay = await cluster.a.turn(session, "pay", "K")
+    replay = await cluster.a.turns.turn(session, "pay", "K")
     assert replay == outcome
 
 
@@ -161,10 +162,10 @@ async def test_a_retry_after_a_dead_holders_lease_lapsed_is_turn_lost(cluster: C
     assert isinstance(store, Partitioned)
     store.cut = True  # B loses Redis right after it took the lease under K
     with pytest.raises(StoreUnavailable):
-        await cluster.b.turn(session, "pay", "K")  # the agent ran; nothing could be stored
+        await cluster.b.turns.turn(session, "pay", "K")  # the agent ran; nothing could be stored
     assert WORLD.ran == ["pay"]
     await asyncio.sleep(LEASE + 0.3)  # long after B's lease lapsed, the client retries
-    late = await cluster.c.turn(session, "pay", "K")
+    late = await cluster.c.turns.turn(session, "pay", "K")
     assert (late.status, problem_type(late)) == (409, LOST)
     assert WORLD.ran == ["pay"]  # not run a second time
     assert await cluster.stored_messages(session) == []
@@ -179,18 +180,24 @@ async def test_a_suspended_session_takes_no_turn_and_keeps_its_approvals_open(
     """BEGIN_TURN takes no lease of a suspended session, so the holder's approvals are
     never refused because a refused turn elsewhere held it for a moment."""
     session, _ = await cluster.a.create(CreateSessionRequest())
-    start = await cluster.b.store.begin_turn(  # type: ignore[attr-defined]
-        session, "t", lease=5, ttl=30, key="K"
+    start = await cluster.b.store.begin_turn(
+        BeginTurn(  # type: ignore[attr-defined]
+            session, "t", lease=5, ttl=30, key="K"
+        )
     )
     assert start.session is not None
-    await cluster.b.store.finish_turn(  # type: ignore[attr-defined]
-        session, "t", run=start.session.run, state="suspended", ttl=30
+    await cluster.b.store.finish_turn(
+        finish(  # type: ignore[attr-defined]
+            session, "t", run=start.session.run, state="suspended", ttl=30
+        )
     )
-    refused = await cluster.c.store.begin_turn(  # type: ignore[attr-defined]
-        session, "u", lease=5, ttl=30, key="K2"
+    refused = await cluster.c.store.begin_turn(
+        BeginTurn(  # type: ignore[attr-defined]
+            session, "u", lease=5, ttl=30, key="K2"
+        )
     )
     assert refused.suspended and refused.session is None
     assert await cluster.redis.get(f"{cluster.prefix}l:{{{session}}}") is None  # no lease taken
     with pytest.raises(HTTPProblem) as caught:
-        await cluster.c.turn(session, "hello", "K3")
+        await cluster.c.turns.turn(session, "hello", "K3")
     assert caught.value.problem_type == "urn:evalport:problem:session-suspended"

@@ -1,7 +1,7 @@
-"""A turn's two store steps (``TurnStore``): the same contract from the Redis store's
-scripts, from the memory store's own steps and from ``ComposedTurns`` over the memory
-store's single operations; runs kept as logs with versions (turns appended, the run left
-out for the version the caller holds); and a Redis turn costs two round trips."""
+"""A turn's two store steps (``begin_turn``, ``finish_turn``): the same contract from the
+Redis store's scripts and from the memory store's own steps; runs kept as logs with
+versions (turns appended, the run left out for the version the caller holds); and a
+Redis turn costs two round trips."""
 
 from __future__ import annotations
 
@@ -12,29 +12,28 @@ from collections.abc import AsyncIterator
 import pytest
 import redis.asyncio as aioredis
 from evalport.server.stores import (
-    ComposedTurns,
+    BeginTurn,
+    Finish,
     Lease,
     MemoryStore,
     RedisStore,
     SessionStore,
     StoredSession,
-    TurnStart,
-    TurnStore,
 )
 from serverkit import Build, open_session
+from storekit import finish, new
 from support.redis import RedisServer
 
 
 class Both:
-    """A store and its two-step turn interface (the store itself, or composed over it);
-    ``shared``: whether it records a holder's key (Redis), which a store in one process
-    does not; ``fenced``: whether ``finish_turn`` checks the token (not the composition)."""
+    """A store (``turns`` too, as the tests name its two steps); ``shared``: whether it
+    records a holder's key (Redis), which a store in one process does not."""
 
-    def __init__(self, store: SessionStore, turns: TurnStore, shared: bool, fenced: bool) -> None:
-        self.store, self.turns, self.shared, self.fenced = store, turns, shared, fenced
+    def __init__(self, store: SessionStore, shared: bool) -> None:
+        self.store, self.turns, self.shared = store, store, shared
 
 
-@pytest.fixture(params=["redis", "memory", "composed"])
+@pytest.fixture(params=["redis", "memory"])
 async def both(request: pytest.FixtureRequest) -> AsyncIterator[Both]:
     store: SessionStore
     if request.param == "redis":
@@ -42,20 +41,16 @@ async def both(request: pytest.FixtureRequest) -> AsyncIterator[Both]:
         store = RedisStore(server.url, prefix=f"t{uuid.uuid4().hex[:8]}:")
     else:
         store = MemoryStore()
-    # The composition builds the steps from the memory store's single operations (they
-    # never wait, so it is atomic there); the memory store and Redis have their own.
-    turns: TurnStore = ComposedTurns(store) if request.param == "composed" else store  # type: ignore[assignment]
-    assert isinstance(turns, TurnStore)
-    yield Both(store, turns, shared=request.param == "redis", fenced=request.param != "composed")
+    yield Both(store, shared=request.param == "redis")
     await store.aclose()
 
 
 async def test_begin_takes_the_lease_and_returns_the_stored_session(both: Both) -> None:
     store, turns = both.store, both.turns
-    missing = await turns.begin_turn("a", "one", lease=5, ttl=10)
+    missing = await turns.begin_turn(BeginTurn("a", "one", lease=5, ttl=10))
     assert (missing.lease, missing.session, missing.replay) == (Lease.MISSING, None, None)
-    await store.create("a", b"meta", b"run0", ttl=10, limit=5)
-    start = await turns.begin_turn("a", "one", lease=5, ttl=10, key="k1")
+    await store.create(new("a", b"meta", b"run0", ttl=10, limit=5))
+    start = await turns.begin_turn(BeginTurn("a", "one", lease=5, ttl=10, key="k1"))
     assert start.lease is Lease.ACQUIRED and start.replay is None
     assert start.session is not None
     assert (start.session.meta, start.session.run, start.session.state) == (
@@ -63,34 +58,40 @@ async def test_begin_takes_the_lease_and_returns_the_stored_session(both: Both) 
         b"run0",
         "idle",
     )
-    busy = await turns.begin_turn("a", "two", lease=5, ttl=10)
+    busy = await turns.begin_turn(BeginTurn("a", "two", lease=5, ttl=10))
     assert (busy.lease, busy.session) == (Lease.BUSY, None)
     assert await store.acquire("a", "two", lease=5, ttl=10) is Lease.BUSY
 
 
 async def test_busy_tells_whether_the_holder_runs_the_same_key(both: Both) -> None:
     store, turns = both.store, both.turns
-    await store.create("a", b"m", b"run0", ttl=10, limit=5)
-    assert (await turns.begin_turn("a", "one", lease=5, ttl=10, key="k1")).lease is Lease.ACQUIRED
-    same = await turns.begin_turn("a", "two", lease=5, ttl=10, key="k1")
+    await store.create(new("a", b"m", b"run0", ttl=10, limit=5))
+    assert (
+        await turns.begin_turn(BeginTurn("a", "one", lease=5, ttl=10, key="k1"))
+    ).lease is Lease.ACQUIRED
+    same = await turns.begin_turn(BeginTurn("a", "two", lease=5, ttl=10, key="k1"))
     assert (same.lease, same.session, same.replay) == (Lease.BUSY, None, None)
-    # Redis records the holder's key; the composition of single operations cannot
+    # Redis records the holder's key; the memory store (one process) need not
     assert same.same_key is both.shared
-    other = await turns.begin_turn("a", "two", lease=5, ttl=10, key="k2")
-    unkeyed = await turns.begin_turn("a", "two", lease=5, ttl=10)
+    other = await turns.begin_turn(BeginTurn("a", "two", lease=5, ttl=10, key="k2"))
+    unkeyed = await turns.begin_turn(BeginTurn("a", "two", lease=5, ttl=10))
     assert (other.lease, other.same_key) == (unkeyed.lease, unkeyed.same_key) == (Lease.BUSY, False)
     # the holder ends without a record (a failed turn): the key no longer holds anything
-    await turns.finish_turn("a", "one", run=None, state="idle", ttl=10)
-    assert (await turns.begin_turn("a", "three", lease=5, ttl=10)).lease is Lease.ACQUIRED
-    after = await turns.begin_turn("a", "four", lease=5, ttl=10, key="k1")
+    await store.release("a", "one")
+    assert (
+        await turns.begin_turn(BeginTurn("a", "three", lease=5, ttl=10))
+    ).lease is Lease.ACQUIRED
+    after = await turns.begin_turn(BeginTurn("a", "four", lease=5, ttl=10, key="k1"))
     assert (after.lease, after.same_key) == (Lease.BUSY, False)  # an unkeyed turn holds it
-    await turns.finish_turn("a", "three", run=None, state="idle", ttl=10)
+    await store.release("a", "three")
     # the first key's holder finishes with a record: a retry of the key replays it
-    assert (await turns.begin_turn("a", "five", lease=5, ttl=10, key="k1")).lease is Lease.ACQUIRED
+    assert (
+        await turns.begin_turn(BeginTurn("a", "five", lease=5, ttl=10, key="k1"))
+    ).lease is Lease.ACQUIRED
     await turns.finish_turn(
-        "a", "five", run=b"run1", state="idle", ttl=10, key="k1", record=b"rec", keep=4
+        finish("a", "five", run=b"run1", state="idle", ttl=10, key="k1", record=b"rec", keep=4)
     )
-    replay = await turns.begin_turn("a", "six", lease=5, ttl=10, key="k1")
+    replay = await turns.begin_turn(BeginTurn("a", "six", lease=5, ttl=10, key="k1"))
     assert (replay.lease, replay.replay, replay.same_key) == (None, b"rec", False)
 
 
@@ -98,25 +99,33 @@ async def test_a_holder_that_died_leaves_its_turn_lost_record_to_the_next_call(
     both: Both,
 ) -> None:
     """Redis stores the dead holder's ``lost`` record under its key when the next call
-    finds its lease lapsed; the composition (one process: its turns die with it) does not."""
+    finds its lease lapsed; the memory store (one process: its turns die with it) does not."""
     store, turns = both.store, both.turns
-    await store.create("a", b"m", b"run0", ttl=10, limit=5)
-    dead = await turns.begin_turn("a", "dead", lease=0.1, ttl=10, key="k1", lost=b"L1", keep=4)
+    await store.create(new("a", b"m", b"run0", ttl=10, limit=5))
+    dead = await turns.begin_turn(
+        BeginTurn("a", "dead", lease=0.1, ttl=10, key="k1", lost=b"L1", keep=4)
+    )
     assert dead.lease is Lease.ACQUIRED
-    assert (await turns.begin_turn("a", "retry", lease=5, ttl=10, key="k1")).same_key is both.shared
+    assert (
+        await turns.begin_turn(BeginTurn("a", "retry", lease=5, ttl=10, key="k1"))
+    ).same_key is both.shared
     await asyncio.sleep(0.2)  # the holder died: its lease lapses, no record stored
-    start = await turns.begin_turn("a", "retry", lease=5, ttl=10, key="k1", lost=b"L2", keep=4)
+    start = await turns.begin_turn(
+        BeginTurn("a", "retry", lease=5, ttl=10, key="k1", lost=b"L2", keep=4)
+    )
     if both.shared:  # the retry replays turn-lost, however late, and takes no lease
         assert (start.lease, start.replay) == (None, b"L1")
         assert await store.get_result("a", "k1") == b"L1"
-        assert (await turns.begin_turn("a", "next", lease=5, ttl=10)).lease is Lease.ACQUIRED
+        assert (
+            await turns.begin_turn(BeginTurn("a", "next", lease=5, ttl=10))
+        ).lease is Lease.ACQUIRED
     else:
         assert start.lease is Lease.ACQUIRED and start.session is not None
     # the dead holder's finish, when it comes back, stores nothing (fencing, Redis)
     stored = await turns.finish_turn(
-        "a", "dead", run=b"late", state="idle", ttl=10, key="k1", record=b"R", keep=4
+        finish("a", "dead", run=b"late", state="idle", ttl=10, key="k1", record=b"R", keep=4)
     )
-    assert stored is not both.fenced
+    assert stored is Finish.LOST
 
 
 async def test_another_turn_settles_the_dead_holders_key_first(both: Both) -> None:
@@ -127,16 +136,19 @@ async def test_another_turn_settles_the_dead_holders_key_first(both: Both) -> No
     store, turns = both.store, both.turns
     for n, take in enumerate(("k2", None, "acquire")):
         session = f"s{n}"
-        await store.create(session, b"m", b"run0", ttl=10, limit=5)
-        await turns.begin_turn(session, "dead", lease=0.05, ttl=10, key="k1", lost=b"L", keep=4)
+        await store.create(new(session, b"m", b"run0", ttl=10, limit=5))
+        await turns.begin_turn(
+            BeginTurn(session, "dead", lease=0.05, ttl=10, key="k1", lost=b"L", keep=4)
+        )
         await asyncio.sleep(0.1)
         if take == "acquire":
             assert await store.acquire(session, "t", lease=5, ttl=10) is Lease.ACQUIRED
         else:
-            started = await turns.begin_turn(session, "t", lease=5, ttl=10, key=take)
+            started = await turns.begin_turn(BeginTurn(session, "t", lease=5, ttl=10, key=take))
             assert started.lease is Lease.ACQUIRED
-        assert await turns.finish_turn(session, "t", run=b"r2", state="idle", ttl=10)
-        replay = await turns.begin_turn(session, "retry", lease=5, ttl=10, key="k1")
+        done = await turns.finish_turn(finish(session, "t", run=b"r2", state="idle", ttl=10))
+        assert done is Finish.STORED
+        replay = await turns.begin_turn(BeginTurn(session, "retry", lease=5, ttl=10, key="k1"))
         assert (replay.lease, replay.replay) == (None, b"L"), take
 
 
@@ -144,95 +156,111 @@ async def test_a_holder_that_released_without_a_record_leaves_nothing_lost(both:
     """A holder that answered a problem releases without a record: its key's retry takes
     the lease and runs the turn (it is not turn-lost)."""
     store, turns = both.store, both.turns
-    await store.create("a", b"m", b"run0", ttl=10, limit=5)
-    await turns.begin_turn("a", "one", lease=0.1, ttl=10, key="k1", lost=b"L", keep=4)
+    await store.create(new("a", b"m", b"run0", ttl=10, limit=5))
+    await turns.begin_turn(BeginTurn("a", "one", lease=0.1, ttl=10, key="k1", lost=b"L", keep=4))
     await store.release("a", "one")
     await asyncio.sleep(0.15)
-    start = await turns.begin_turn("a", "retry", lease=5, ttl=10, key="k1", lost=b"L", keep=4)
+    start = await turns.begin_turn(
+        BeginTurn("a", "retry", lease=5, ttl=10, key="k1", lost=b"L", keep=4)
+    )
     assert (start.lease, start.replay) == (Lease.ACQUIRED, None)
     assert await store.get_result("a", "k1") is None
 
 
-async def test_finish_and_write_are_fenced_by_the_token(both: Both) -> None:
-    """A holder whose lease another acquisition took stores nothing (finish, or a write
-    with its token); one whose lease lapsed with nobody taking it still stores."""
+async def test_finish_is_fenced_by_the_token(both: Both) -> None:
+    """A holder whose lease another acquisition took stores nothing; one whose lease
+    lapsed with nobody taking it still stores."""
     store, turns = both.store, both.turns
-    await store.create("a", b"m", b"run0", ttl=10, limit=5)
-    await turns.begin_turn("a", "slow", lease=0.05, ttl=10, key="k1", lost=b"L", keep=4)
+    await store.create(new("a", b"m", b"run0", ttl=10, limit=5))
+    await turns.begin_turn(BeginTurn("a", "slow", lease=0.05, ttl=10, key="k1", lost=b"L", keep=4))
     await asyncio.sleep(0.1)  # lapsed, nobody took it: still the last holder
-    assert await store.write("a", b"run1", state="idle", ttl=10, token="slow")
-    assert await turns.finish_turn(
-        "a", "slow", run=b"run2", state="idle", ttl=10, key="k1", record=b"R1", keep=4
+    assert (
+        await turns.finish_turn(
+            finish("a", "slow", run=b"run2", state="idle", ttl=10, key="k1", record=b"R1", keep=4)
+        )
+        is Finish.STORED
     )
     assert await store.get_result("a", "k1") == b"R1"
-    await turns.begin_turn("a", "stalled", lease=0.05, ttl=10, key="k2", lost=b"L2", keep=4)
-    await asyncio.sleep(0.1)
-    assert (await turns.begin_turn("a", "new", lease=5, ttl=10, key="k3")).lease is Lease.ACQUIRED
-    assert not await store.write("a", b"stale", state="suspended", ttl=10, token="stalled")
-    stored = await turns.finish_turn(
-        "a", "stalled", run=b"stale", state="idle", ttl=10, key="k2", record=b"R2", keep=4
+    await turns.begin_turn(
+        BeginTurn("a", "stalled", lease=0.05, ttl=10, key="k2", lost=b"L2", keep=4)
     )
-    assert stored is not both.fenced  # (the composition is not fenced: one process)
-    assert await turns.finish_turn("a", "new", run=b"run3", state="idle", ttl=10)
+    await asyncio.sleep(0.1)
+    assert (
+        await turns.begin_turn(BeginTurn("a", "new", lease=5, ttl=10, key="k3"))
+    ).lease is Lease.ACQUIRED
+    stored = await turns.finish_turn(
+        finish("a", "stalled", run=b"stale", state="idle", ttl=10, key="k2", record=b"R2", keep=4)
+    )
+    assert stored is Finish.LOST
+    done = await turns.finish_turn(finish("a", "new", run=b"run3", state="idle", ttl=10))
+    assert done is Finish.STORED
     session = await store.read("a")
     assert session is not None and session.run == b"run3"
-    lost_or_stale = b"L2" if both.shared else None if both.fenced else b"R2"
-    assert await store.get_result("a", "k2") == lost_or_stale
+    assert await store.get_result("a", "k2") == (b"L2" if both.shared else None)
 
 
 async def test_the_memory_stores_own_finish_is_fenced() -> None:
     """``MemoryStore.finish_turn`` stores only for the token that took the lease last, as
-    Redis's script does (``ComposedTurns`` over the same store is not fenced)."""
+    Redis's script does."""
     now = [0.0]
     store = MemoryStore(clock=lambda: now[0])
-    await store.create("a", b"m", b"run0", ttl=10, limit=5)
+    await store.create(new("a", b"m", b"run0", ttl=10, limit=5))
     assert await store.acquire("a", "one", lease=1, ttl=10) is Lease.ACQUIRED
     now[0] = 2.0  # lapsed, nobody took it: still the last holder
-    assert await store.finish_turn("a", "one", run=b"run1", state="idle", ttl=10)
+    done = await store.finish_turn(finish("a", "one", run=b"run1", state="idle", ttl=10))
+    assert done is Finish.STORED
     assert await store.acquire("a", "two", lease=1, ttl=10) is Lease.ACQUIRED
     now[0] = 4.0
     assert await store.acquire("a", "three", lease=1, ttl=10) is Lease.ACQUIRED
     stale = await store.finish_turn(
-        "a", "two", run=b"stale", state="idle", ttl=10, key="k", record=b"R", keep=2
+        finish("a", "two", run=b"stale", state="idle", ttl=10, key="k", record=b"R", keep=2)
     )
-    assert not stale and not await store.write("a", b"x", state="idle", ttl=9, token="two")
+    assert stale is Finish.LOST
     assert await store.get_result("a", "k") is None
-    version = await store.finish_turn("a", "three", run=b"run3", state="idle", ttl=10)
-    assert version > 0
-    assert await store.read("a") == StoredSession(b"m", b"run3", "idle", version)
+    third = finish("a", "three", run=b"run3", state="idle", ttl=10)
+    assert await store.finish_turn(third) is Finish.STORED
+    assert await store.read("a") == StoredSession(b"m", b"run3", "idle", third.version)
 
 
 async def test_finish_writes_stores_the_record_and_releases(both: Both) -> None:
     store, turns = both.store, both.turns
-    await store.create("a", b"m", b"run0", ttl=10, limit=5)
-    assert (await turns.begin_turn("a", "one", lease=5, ttl=10, key="k1")).lease is Lease.ACQUIRED
+    await store.create(new("a", b"m", b"run0", ttl=10, limit=5))
+    assert (
+        await turns.begin_turn(BeginTurn("a", "one", lease=5, ttl=10, key="k1"))
+    ).lease is Lease.ACQUIRED
     await turns.finish_turn(
-        "a", "one", run=b"run1", state="suspended", ttl=10, key="k1", record=b"rec1", keep=2
+        finish("a", "one", run=b"run1", state="suspended", ttl=10, key="k1", record=b"rec1", keep=2)
     )
     stored = await store.read("a")
     assert stored is not None and (stored.run, stored.state) == (b"run1", "suspended")
     assert await store.get_result("a", "k1") == b"rec1"
     # the key's record answers: no lease is taken, so another token acquires afterwards
-    replay = await turns.begin_turn("a", "two", lease=5, ttl=10, key="k1")
+    replay = await turns.begin_turn(BeginTurn("a", "two", lease=5, ttl=10, key="k1"))
     assert (replay.lease, replay.session, replay.replay) == (None, None, b"rec1")
     # a suspended session takes no turn (and no lease): it waits for its approvals
-    refused = await turns.begin_turn("a", "two", lease=5, ttl=10, key="k2")
+    refused = await turns.begin_turn(BeginTurn("a", "two", lease=5, ttl=10, key="k2"))
     assert (refused.lease, refused.suspended, refused.session) == (Lease.BUSY, True, None)
     assert await store.acquire("a", "probe", lease=5, ttl=10) is Lease.ACQUIRED
-    await store.release("a", "probe")
-    assert await store.write("a", b"run1", state="idle", ttl=10)  # (decided)
-    start = await turns.begin_turn("a", "two", lease=5, ttl=10, key="k2")
+    decided = finish("a", "probe", run=b"run1", state="idle")  # (the decision's finish)
+    assert await turns.finish_turn(decided) is Finish.STORED
+    start = await turns.begin_turn(BeginTurn("a", "two", lease=5, ttl=10, key="k2"))
     assert start.lease is Lease.ACQUIRED
-    # without a run only the record is stored; the newest ``keep`` records stay
-    assert await turns.finish_turn(
-        "a", "two", run=None, state="idle", ttl=10, key="k2", record=b"r2", keep=2
+    # a turn appended to the run: the newest ``keep`` records stay
+    assert (
+        await turns.finish_turn(
+            finish("a", "two", append=b"t2", base=decided.version, key="k2", record=b"r2", keep=2)
+        )
+        is Finish.STORED
     )
-    assert (await turns.begin_turn("a", "three", lease=5, ttl=10, key="k3")).session
-    assert await turns.finish_turn(
-        "a", "three", run=None, state="idle", ttl=10, key="k3", record=b"r3", keep=2
+    assert (await turns.begin_turn(BeginTurn("a", "three", lease=5, ttl=10, key="k3"))).session
+    assert (
+        await turns.finish_turn(
+            finish("a", "three", run=b"run3", state="idle", ttl=10, key="k3", record=b"r3", keep=2)
+        )
+        is Finish.STORED
     )
     stored = await store.read("a")
-    assert stored is not None and (stored.run, stored.state) == (b"run1", "idle")
+    assert stored is not None and (stored.run, stored.state) == (b"run3", "idle")
     assert await store.get_result("a", "k1") is None
     assert (await store.get_result("a", "k2"), await store.get_result("a", "k3")) == (b"r2", b"r3")
     assert await store.acquire("a", "four", lease=5, ttl=10) is Lease.ACQUIRED
@@ -240,19 +268,20 @@ async def test_finish_writes_stores_the_record_and_releases(both: Both) -> None:
 
 async def test_finish_by_a_token_that_lost_the_lease_releases_nothing(both: Both) -> None:
     store, turns = both.store, both.turns
-    await store.create("a", b"m", b"r", ttl=10, limit=5)
+    await store.create(new("a", b"m", b"r", ttl=10, limit=5))
     assert await store.acquire("a", "holder", lease=5, ttl=10) is Lease.ACQUIRED
-    await turns.finish_turn("a", "stale", run=b"r2", state="idle", ttl=10)
-    assert (await turns.begin_turn("a", "other", lease=5, ttl=10)).lease is Lease.BUSY
+    done = await turns.finish_turn(finish("a", "stale", run=b"r2", state="idle", ttl=10))
+    assert done is Finish.LOST
+    assert (await turns.begin_turn(BeginTurn("a", "other", lease=5, ttl=10))).lease is Lease.BUSY
 
 
 async def test_finish_brings_back_the_idle_ttl(both: Both) -> None:
     store, turns = both.store, both.turns
-    await store.create("a", b"m", b"r", ttl=0.2, limit=5)
-    assert (await turns.begin_turn("a", "t", lease=30, ttl=0.2)).lease is Lease.ACQUIRED
+    await store.create(new("a", b"m", b"r", ttl=0.2, limit=5))
+    assert (await turns.begin_turn(BeginTurn("a", "t", lease=30, ttl=0.2))).lease is Lease.ACQUIRED
     await asyncio.sleep(0.3)
     assert await store.read("a") is not None  # the lease keeps it
-    await turns.finish_turn("a", "t", run=b"r2", state="idle", ttl=0.2)
+    await turns.finish_turn(finish("a", "t", run=b"r2", state="idle", ttl=0.2))
     await asyncio.sleep(0.35)
     assert await store.read("a") is None
 
@@ -305,69 +334,57 @@ async def test_a_turn_appends_to_the_runs_log_and_every_write_is_a_new_version(
     both: Both,
 ) -> None:
     store, turns = both.store, both.turns
-    await store.create("a", b"m", b"run0", ttl=10, limit=5)
-    first = await turns.begin_turn("a", "one", lease=5, ttl=10)
+    created = new("a", b"m", b"run0", ttl=10, limit=5)
+    await store.create(created)
+    first = await turns.begin_turn(BeginTurn("a", "one", lease=5, ttl=10))
     assert first.session is not None
-    if isinstance(turns, ComposedTurns):  # no versions: whole runs, the run always read
-        assert first.session.version == 0
-        assert await turns.finish_turn("a", "one", run=b"run1", state="idle", ttl=10) == 1
-        again = await turns.begin_turn("a", "two", lease=5, ttl=10, seen=1)
-        assert again.session is not None and again.session.run == b"run1"
-        return
     v1 = first.session.version
-    assert v1 > 0 and first.session.appended == ()
-    v2 = await turns.finish_turn("a", "one", run=None, append=b"t1", base=v1, state="idle", ttl=10)
-    assert v2 > 0 and v2 != v1
-    late = await turns.finish_turn(
-        "a", "one", run=None, append=b"t2", base=v2, state="idle", ttl=10
-    )
-    assert late == 0  # released by the first finish: fenced, nothing stored
-    start = await turns.begin_turn("a", "two", lease=5, ttl=10)
+    assert v1 == created.version and first.session.appended == ()
+    one = finish("a", "one", append=b"t1", base=v1, state="idle", ttl=10)
+    assert await turns.finish_turn(one) is Finish.STORED
+    v2 = one.version
+    late = await turns.finish_turn(finish("a", "one", append=b"t2", base=v2))
+    assert late is Finish.LOST  # released by the first finish: fenced, nothing stored
+    start = await turns.begin_turn(BeginTurn("a", "two", lease=5, ttl=10))
     assert start.session == StoredSession(b"m", b"run0", "idle", v2, (b"t1",))
-    v3 = await turns.finish_turn(
-        "a", "two", run=None, append=b"t2", base=v2, state="suspended", ttl=10
-    )
-    assert v3 not in (0, v1, v2)
+    two = finish("a", "two", append=b"t2", base=v2, state="suspended", ttl=10)
+    assert await turns.finish_turn(two) is Finish.STORED
+    v3 = two.version
     assert await store.read("a") == StoredSession(b"m", b"run0", "suspended", v3, (b"t1", b"t2"))
-    assert await store.write("a", b"whole", state="idle", ttl=10)  # the log goes with it
-    v4 = (await store.read("a")).version  # type: ignore[union-attr]
-    assert v4 not in (0, v1, v2, v3)
-    held = await turns.begin_turn("a", "three", lease=5, ttl=10, seen=v4)
+    assert await store.acquire("a", "w", lease=5, ttl=10) is Lease.ACQUIRED
+    whole = finish("a", "w", run=b"whole")  # the log goes with it
+    assert await turns.finish_turn(whole) is Finish.STORED
+    v4 = whole.version
+    assert (await store.read("a")) == StoredSession(b"m", b"whole", "idle", v4)
+    held = await turns.begin_turn(BeginTurn("a", "three", lease=5, ttl=10, seen=v4))
     assert held.session == StoredSession(b"m", b"", "idle", v4)  # the version held: no run
-    v5 = await turns.finish_turn(
-        "a", "three", run=None, append=b"t5", base=v4, state="idle", ttl=10
-    )
-    other = await turns.begin_turn("a", "four", lease=5, ttl=10, seen=v4)  # now stale
-    assert other.session == StoredSession(b"m", b"whole", "idle", v5, (b"t5",))
-    v6 = await turns.finish_turn("a", "four", run=b"again", state="idle", ttl=10)
-    assert await store.read("a") == StoredSession(b"m", b"again", "idle", v6)
-    await store.create("b", b"m", b"new", ttl=10, limit=5)
-    b = await store.read("b")
-    assert b is not None and b.version not in (0, v1, v2, v3, v4, v5, v6)
+    three = finish("a", "three", append=b"t5", base=v4, state="idle", ttl=10)
+    assert await turns.finish_turn(three) is Finish.STORED
+    other = await turns.begin_turn(BeginTurn("a", "four", lease=5, ttl=10, seen=v4))  # now stale
+    assert other.session == StoredSession(b"m", b"whole", "idle", three.version, (b"t5",))
+    four = finish("a", "four", run=b"again", state="idle", ttl=10)
+    assert await turns.finish_turn(four) is Finish.STORED
+    assert await store.read("a") == StoredSession(b"m", b"again", "idle", four.version)
 
 
 async def test_a_turn_appends_only_on_the_version_it_was_cut_against(both: Both) -> None:
     """An append names its base version: on another run (a write lost to a failover or a
-    snapshot restored) the store keeps the lease, stores nothing and says -1."""
+    snapshot restored) the store keeps the lease, stores nothing and says ``STALE``."""
     store, turns = both.store, both.turns
-    if isinstance(turns, ComposedTurns):
-        return  # (no versions, no appends)
-    await store.create("a", b"m", b"run0", ttl=10, limit=5)
-    start = await turns.begin_turn("a", "one", lease=5, ttl=10)
+    await store.create(new("a", b"m", b"run0", ttl=10, limit=5))
+    start = await turns.begin_turn(BeginTurn("a", "one", lease=5, ttl=10))
     assert start.session is not None
     stale = start.session.version + 1
     refused = await turns.finish_turn(
-        "a", "one", run=None, append=b"t1", base=stale, state="idle", ttl=10, key="k", keep=5
+        finish("a", "one", append=b"t1", base=stale, state="idle", ttl=10, key="k", keep=5)
     )
-    assert refused == -1
+    assert refused is Finish.STALE
     assert await store.read("a") == StoredSession(b"m", b"run0", "idle", start.session.version)
     assert await store.get_result("a", "k") is None
     assert await store.acquire("a", "other", lease=5, ttl=10) is Lease.BUSY  # still held
-    version = await turns.finish_turn(
-        "a", "one", run=b"whole", state="idle", ttl=10, key="k", record=b"r", keep=5
-    )
-    assert version not in (0, -1, start.session.version)
-    assert await store.read("a") == StoredSession(b"m", b"whole", "idle", version)
+    written = finish("a", "one", run=b"whole", state="idle", ttl=10, key="k", record=b"r", keep=5)
+    assert await turns.finish_turn(written) is Finish.STORED
+    assert await store.read("a") == StoredSession(b"m", b"whole", "idle", written.version)
 
 
 async def test_two_writers_on_one_restored_version_reach_different_versions(
@@ -379,73 +396,23 @@ async def test_two_writers_on_one_restored_version_reach_different_versions(
     store = RedisStore(redis_server.url, prefix=prefix)
     probe = aioredis.from_url(redis_server.url)
     try:
-        await store.create("a", b"m", b"run0", ttl=10, limit=5)
-        start = await store.begin_turn("a", "one", lease=5, ttl=10)
+        await store.create(new("a", b"m", b"run0", ttl=10, limit=5))
+        start = await store.begin_turn(BeginTurn("a", "one", lease=5, ttl=10))
         assert start.session is not None
         base = start.session.version
         key = f"{prefix}s:{{a}}"  # the session's hash (documented in the store's rules)
         snapshot, ttl = await probe.dump(key), await probe.pttl(key)
-        lost = await store.finish_turn(
-            "a", "one", run=None, append=b"A", base=base, state="idle", ttl=10
-        )
+        lost = finish("a", "one", append=b"A", base=base, state="idle", ttl=10)
+        assert await store.finish_turn(lost) is Finish.STORED
         await probe.restore(key, ttl, snapshot, replace=True)
-        again = await store.begin_turn("a", "two", lease=5, ttl=10)
+        again = await store.begin_turn(BeginTurn("a", "two", lease=5, ttl=10))
         assert again.session is not None and again.session.version == base
-        kept = await store.finish_turn(
-            "a", "two", run=None, append=b"B", base=base, state="idle", ttl=10
-        )
-        assert kept not in (0, -1, lost)
-        held = await store.begin_turn("a", "three", lease=5, ttl=10, seen=lost)
+        kept = finish("a", "two", append=b"B", base=base, state="idle", ttl=10)
+        assert await store.finish_turn(kept) is Finish.STORED
+        assert kept.version not in (lost.version, base)
+        seen = lost.version
+        held = await store.begin_turn(BeginTurn("a", "three", lease=5, ttl=10, seen=seen))
         assert held.session is not None and held.session.appended == (b"B",)  # never left out
     finally:
         await probe.aclose()
         await store.aclose()
-
-
-class EarlierContract(MemoryStore):
-    """A store of one's own written for the contract before runs had versions: its
-    ``begin_turn`` takes no ``seen``, its ``finish_turn`` no ``append`` and returns a bool."""
-
-    async def begin_turn(  # type: ignore[override]
-        self,
-        session_id: str,
-        token: str,
-        *,
-        lease: float,
-        ttl: float,
-        key: str | None = None,
-        lost: bytes = b"",
-        keep: int = 0,
-    ) -> TurnStart:
-        return await ComposedTurns(self).begin_turn(
-            session_id, token, lease=lease, ttl=ttl, key=key, lost=lost, keep=keep
-        )
-
-    async def finish_turn(  # type: ignore[override]
-        self,
-        session_id: str,
-        token: str,
-        *,
-        run: bytes | None,
-        state: str,
-        ttl: float,
-        key: str | None = None,
-        record: bytes = b"",
-        keep: int = 0,
-    ) -> bool:
-        await ComposedTurns(self).finish_turn(
-            session_id, token, run=run, state=state, ttl=ttl, key=key, record=record, keep=keep
-        )
-        return True
-
-
-async def test_a_store_of_the_earlier_turn_contract_still_takes_turns(build: Build) -> None:
-    _, client = build(store=EarlierContract())
-    session = await open_session(client)
-    for _ in range(3):
-        answer = await client.post(
-            f"/evals/sessions/{session}/turns?since=0", json={"message": "m"}
-        )
-        assert answer.status_code == 200, answer.text
-    attached = await client.get(f"/evals/sessions/{session}")
-    assert attached.json()["run"]["turns"] == 3
