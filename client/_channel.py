@@ -180,35 +180,23 @@ class Channel:
                             f"attempt(s): {type(error).__name__}: {error}"
                         )
                     ) from None
-                logger.info(
-                    "retrying %s /%s in %.2fs after %s", method, path, delay, type(error).__name__
-                )
-                await self.retry.sleep(delay)
-                continue
-            if response.status_code in (429, 503) and mode != "once":
-                wait = parse_retry_after(response.headers.get("Retry-After"))
-                delay = self.retry.delay(attempts, wait)
-                if delay is not None:
-                    logger.info(
-                        "retrying %s /%s in %.2fs after %d",
-                        method,
-                        path,
-                        delay,
-                        response.status_code,
-                    )
-                    await self.retry.sleep(delay)
-                    continue
-            if response.is_success:
-                return response
-            raise self.error(method, path, response, session_id, attempts=attempts)
+                why = type(error).__name__
+            else:
+                if response.is_success:
+                    return response
+                if response.status_code in (429, 503) and mode != "once":
+                    wait = parse_retry_after(response.headers.get("Retry-After"))
+                    delay = self.retry.delay(attempts, wait)
+                else:
+                    delay = None
+                if delay is None:
+                    raise self._error(path, response, session_id, attempts)
+                why = str(response.status_code)
+            logger.info("retrying %s /%s in %.2fs after %s", method, path, delay, why)
+            await self.retry.sleep(delay)
 
-    def error(
-        self,
-        method: str,
-        path: str,
-        response: httpx.Response,
-        session_id: str | None,
-        attempts: int,
+    def _error(
+        self, path: str, response: httpx.Response, session_id: str | None, attempts: int
     ) -> TargetError:
         problem: Problem | None = None
         if response.content.lstrip()[:1] == b"{":
@@ -222,7 +210,7 @@ class Channel:
                 response.content, self.secrets, verbatim=self.policy.verbatim_payloads
             )
         return error_for(
-            method=method,
+            method=response.request.method,
             url=f"{self.base_url}{path}",
             status=response.status_code,
             problem=problem,
