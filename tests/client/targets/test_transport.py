@@ -304,3 +304,26 @@ async def test_a_closed_target_sends_nothing_and_says_so() -> None:
         with pytest.raises(RuntimeError, match="was closed"):
             await http.open()
     assert requests == ["/health"]
+
+
+async def test_a_proxy_named_in_the_environment_carries_the_requests(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # httpx's reading of the environment, untouched: the proxy sees the absolute target
+    seen: list[tuple[str, str]] = []
+
+    async def proxy(scope: dict, receive: object, send: object) -> None:  # type: ignore[type-arg]
+        headers = {key.decode(): value.decode() for key, value in scope["headers"]}
+        seen.append((headers["host"], headers.get("authorization", "")))
+        body = b'{"protocol": "1.0"}'
+        await send({"type": "http.response.start", "status": 200, "headers": []})  # type: ignore[operator]
+        await send({"type": "http.response.body", "body": body})  # type: ignore[operator]
+
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    with running_server(proxy) as url:
+        monkeypatch.setenv("HTTP_PROXY", url)
+        async with HttpTarget("http://agent.test/", token=TOKEN, retry=RETRY) as http:
+            assert (await http.check()).protocol == "1.0"
+    assert seen == [("agent.test", f"Bearer {TOKEN}")]
