@@ -2,18 +2,23 @@
 
 Rules:
 
-- Each call goes over one of two wires; which one, and the rules both keep, are in
-  ``_transport.py``. Everything below is written once, above the wire.
+- Every request goes through the channel's one ``httpx.AsyncClient`` (``client``), over
+  httpx's own transport, or the caller's ``transport=`` in its place. What a wire does is
+  httpx's, untouched: the connection pool and its keep-alive, the meaning of each timeout
+  (``connect``, ``read``, ``write``, ``pool``: the wait for one of
+  ``limits.max_connections``), the exception types the retry rules read, proxies from the
+  environment (``NO_PROXY`` included), certificates, response heads of up to 100 KiB,
+  cookies a server sets sent back to it; respx and pytest-httpx see every request.
 - Credentials (the token, and headers whose names look like credentials) can only reach
-  the base URL's origin: the channel sends only there and follows no redirect, and its
-  ``httpx.AsyncClient`` attaches them by an auth flow that checks the request's origin;
-  every text a channel puts in an error passes through :class:`Secrets`.
-- Every request says ``User-Agent: evalport/<version>`` on either wire, so an agent
-  service can tell evals apart. Header names are case-insensitive: a caller's header
-  replaces a default of the same name in any case (``user-agent``, ``accept``), and the
-  token replaces a caller's ``Authorization``.
+  the base URL's origin: the channel follows no redirect, and the client attaches them by
+  an auth flow that checks the request's origin; every text a channel puts in an error
+  passes through :class:`Secrets`.
+- Every request says ``User-Agent: evalport/<version>``, so an agent service can tell
+  evals apart. Header names are case-insensitive: a caller's header replaces a default of
+  the same name in any case (``user-agent``, ``accept``), and the token replaces a
+  caller's ``Authorization``.
 - A closed channel sends nothing: a call after :meth:`Channel.aclose` raises
-  :class:`RuntimeError` on either wire (httpx's client does the same).
+  :class:`RuntimeError`.
 - :meth:`Channel.request` applies the retry rules of :mod:`evalport.client._retry` for
   the call's mode and turns every non-2xx answer into a typed error.
 - :meth:`Channel.run` decodes a run leniently and applies the trace policy in place; a
@@ -44,7 +49,6 @@ from evalport.protocol import (
 from ._errors import Secrets, body_excerpt, error_for
 from ._retry import RetryPolicy, parse_retry_after
 from ._trace_context import trace_headers
-from ._transport import AiohttpWire, HttpxWire, Reply, Wire, mocked, proxied
 
 logger = logging.getLogger("evalport.client")
 
@@ -63,7 +67,7 @@ def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
 class _OriginBoundHeaders(httpx.Auth):
     """Adds the credentials to requests for the base URL's origin, and to no other."""
 
-    def __init__(self, origin: tuple[str, str, int | None], headers: dict[str, str]) -> None:
+    def __init__(self, origin: tuple[str, str, int | None], headers: httpx.Headers) -> None:
         self._origin = origin
         self._headers = headers
 
@@ -71,13 +75,6 @@ class _OriginBoundHeaders(httpx.Auth):
         if _origin(request.url) == self._origin:
             request.headers.update(self._headers)
         yield request
-
-
-def _put(headers: dict[str, str], name: str, value: str) -> None:
-    """Set ``name``, dropping a header of the same name in any case."""
-    for key in [key for key in headers if key.lower() == name.lower()]:
-        del headers[key]
-    headers[name] = value
 
 
 def _timeout_of(timeout: float | httpx.Timeout | None) -> httpx.Timeout:
@@ -110,20 +107,16 @@ class Channel:
                 "base_url must be an absolute http(s) URL such as https://agent.example/, "
                 f"got {clean}"
             )
-        credentials: dict[str, str] = {}
-        plain: dict[str, str] = {
-            "Accept": "application/json",
-            "User-Agent": f"evalport/{__version__}",
-        }
+        credentials = httpx.Headers()  # setting a name replaces it in any case
+        plain = httpx.Headers(
+            {"Accept": "application/json", "User-Agent": f"evalport/{__version__}"}
+        )
         for name, value in (headers or {}).items():
             sensitive = any(part in name.lower() for part in _SENSITIVE_HEADER_PARTS)
-            _put(credentials if sensitive else plain, name, value)
+            (credentials if sensitive else plain)[name] = value
         if token:
-            _put(
-                credentials,
-                "Authorization",
-                token if token.lower().startswith("bearer ") else f"Bearer {token}",
-            )
+            bearer = token if token.lower().startswith("bearer ") else f"Bearer {token}"
+            credentials["Authorization"] = bearer
         self.secrets = Secrets(
             [
                 token,
@@ -136,46 +129,18 @@ class Channel:
         self.base_url = str(clean).rstrip("/") + "/"
         self.policy = policy
         self.retry = retry
-        self._limits = limits or httpx.Limits(max_connections=100, max_keepalive_connections=20)
-        self._timeout = _timeout_of(timeout)
-        self._plain = plain
-        self._auth = _OriginBoundHeaders(_origin(clean), credentials)
-        self._transport = transport
-        self._httpx: HttpxWire | None = None
-        self._aiohttp: AiohttpWire | None = None
-        self._closed = False
-        if transport is None and not proxied(clean):
-            self._aiohttp = AiohttpWire(self._limits, self._timeout, {**plain, **credentials})
-
-    @property
-    def client(self) -> httpx.AsyncClient:
-        """The ``httpx.AsyncClient`` of the httpx wire."""
-        return self._httpx_wire().client
-
-    def _httpx_wire(self) -> HttpxWire:
-        if self._httpx is None:  # made at first use: most channels never need it
-            client = httpx.AsyncClient(
-                base_url=self.base_url,
-                headers=self._plain,
-                auth=self._auth,
-                timeout=self._timeout,
-                transport=self._transport,
-                limits=self._limits,
-                follow_redirects=False,
-            )
-            self._httpx = HttpxWire(client)
-        return self._httpx
-
-    def _wire(self) -> Wire:
-        if self._aiohttp is None or mocked():
-            return self._httpx_wire()
-        return self._aiohttp
+        self.client = httpx.AsyncClient(
+            base_url=self.base_url,
+            headers=plain,
+            auth=_OriginBoundHeaders(_origin(clean), credentials),
+            timeout=_timeout_of(timeout),
+            transport=transport,
+            limits=limits or httpx.Limits(max_connections=100, max_keepalive_connections=20),
+            follow_redirects=False,
+        )
 
     async def aclose(self) -> None:
-        self._closed = True
-        for wire in (self._aiohttp, self._httpx):
-            if wire is not None:
-                await wire.aclose()
+        await self.client.aclose()
 
     def scrub(self, text: str) -> str:
         return self.secrets.scrub(text)
@@ -189,9 +154,9 @@ class Channel:
         mode: Mode,
         headers: Mapping[str, str] | None = None,
         session_id: str | None = None,
-    ) -> Reply:
+    ) -> httpx.Response:
         """Send one call with the retries its ``mode`` allows; raises for non-2xx."""
-        if self._closed:
+        if self.client.is_closed:
             raise RuntimeError(
                 f"cannot send {method} /{path}: this HttpTarget was closed (aclose() or the "
                 "end of its `async with`); make a new one"
@@ -199,12 +164,13 @@ class Channel:
         request_headers = {**trace_headers(), **(headers or {})}  # traceparent: _trace_context.py
         if body is not None:
             request_headers["Content-Type"] = "application/json"
-        url = self.base_url + path
         attempts = 0  # requests actually sent (or tried), the first included
         while True:
             attempts += 1
             try:
-                response = await self._wire().send(method, url, request_headers, body)
+                response = await self.client.request(
+                    method, path, content=body, headers=request_headers
+                )
             except httpx.TransportError as error:
                 delay = self.retry.delay(attempts) if _retriable(error, mode) else None
                 if delay is None:
@@ -214,35 +180,23 @@ class Channel:
                             f"attempt(s): {type(error).__name__}: {error}"
                         )
                     ) from None
-                logger.info(
-                    "retrying %s /%s in %.2fs after %s", method, path, delay, type(error).__name__
-                )
-                await self.retry.sleep(delay)
-                continue
-            if response.status_code in (429, 503) and mode != "once":
-                wait = parse_retry_after(response.headers.get("Retry-After"))
-                delay = self.retry.delay(attempts, wait)
-                if delay is not None:
-                    logger.info(
-                        "retrying %s /%s in %.2fs after %d",
-                        method,
-                        path,
-                        delay,
-                        response.status_code,
-                    )
-                    await self.retry.sleep(delay)
-                    continue
-            if response.is_success:
-                return response
-            raise self.error(method, path, response, session_id, attempts=attempts)
+                why = type(error).__name__
+            else:
+                if response.is_success:
+                    return response
+                if response.status_code in (429, 503) and mode != "once":
+                    wait = parse_retry_after(response.headers.get("Retry-After"))
+                    delay = self.retry.delay(attempts, wait)
+                else:
+                    delay = None
+                if delay is None:
+                    raise self._error(path, response, session_id, attempts)
+                why = str(response.status_code)
+            logger.info("retrying %s /%s in %.2fs after %s", method, path, delay, why)
+            await self.retry.sleep(delay)
 
-    def error(
-        self,
-        method: str,
-        path: str,
-        response: Reply,
-        session_id: str | None,
-        attempts: int,
+    def _error(
+        self, path: str, response: httpx.Response, session_id: str | None, attempts: int
     ) -> TargetError:
         problem: Problem | None = None
         if response.content.lstrip()[:1] == b"{":
@@ -256,7 +210,7 @@ class Channel:
                 response.content, self.secrets, verbatim=self.policy.verbatim_payloads
             )
         return error_for(
-            method=method,
+            method=response.request.method,
             url=f"{self.base_url}{path}",
             status=response.status_code,
             problem=problem,
@@ -269,7 +223,7 @@ class Channel:
             scrub=self.scrub,
         )
 
-    def protocol_error(self, error: ProtocolError, response: Reply) -> ProtocolError:
+    def protocol_error(self, error: ProtocolError, response: httpx.Response) -> ProtocolError:
         text = str(error)
         if error.excerpt:
             text = text.removesuffix(f"; body starts: {error.excerpt}")
@@ -277,19 +231,19 @@ class Channel:
             response.content, self.secrets, verbatim=self.policy.verbatim_payloads
         )
         return ProtocolError(
-            self.scrub(f"{response.method} {httpx.URL(response.url).path}: {text}"),
+            self.scrub(f"{response.request.method} {response.request.url.path}: {text}"),
             path=error.path,
             excerpt=excerpt,
             status=response.status_code,
         )
 
-    def decode(self, response: Reply, kind: type[Any], what: str) -> Any:
+    def decode(self, response: httpx.Response, kind: type[Any], what: str) -> Any:
         try:
             return decode_response(response.content, kind, what=what)
         except ProtocolError as error:
             raise self.protocol_error(error, response) from None
 
-    def health(self, response: Reply) -> Health:
+    def health(self, response: httpx.Response) -> Health:
         data = response.content
         if not data.strip():
             return Health()
@@ -305,7 +259,7 @@ class Channel:
         health: Health = self.decode(response, Health, "health")
         return health
 
-    def run(self, response: Reply) -> AgentRun:
+    def run(self, response: httpx.Response) -> AgentRun:
         try:
             run = decode_run(response.content)
         except ProtocolError as error:

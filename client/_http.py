@@ -23,7 +23,7 @@ Rules:
   (``GET`` without ``since``). ``decide`` reads whole runs.
 - Retries follow :mod:`evalport.client._retry`: a turn carries an ``Idempotency-Key`` and
   is retried only if the server lists the ``idempotency`` capability.
-- One connection pool with keep-alive per target (the wire's: ``_transport.py``); close
+- One ``httpx.AsyncClient`` per target, every request through it (``_channel.py``); close
   it with ``aclose()`` or ``async with``. Timeouts: 5 s to connect, 300 s to read (an
   agent turn may run many steps); pass ``timeout=`` (seconds or an ``httpx.Timeout``) to
   change them.
@@ -69,7 +69,6 @@ from msgspec import UNSET
 from ._channel import Channel
 from ._retry import RetryPolicy
 from ._target import RunAt, TargetIdentity, Turn
-from ._transport import Reply
 from ._turns import DecisionLike, SessionBase, decisions_of
 
 logger = logging.getLogger("evalport.client")
@@ -321,7 +320,7 @@ class HttpSession(SessionBase["HttpTarget"]):
         """The ``since`` to ask with: ``None`` unless the server answers deltas."""
         return settled_turns(self._at.head) if self._target.delta_responses else None
 
-    async def _received(self, response: Reply, since: int | None) -> RunAt:
+    async def _received(self, response: httpx.Response, since: int | None) -> RunAt:
         """The run a turn or refresh answered, decoded and redacted: a whole run, or a
         delta reassembled over this session's run (a delta that does not fit it is
         logged, and the whole run read instead)."""

@@ -1,6 +1,5 @@
-"""HttpTarget's wires (aiohttp by default, httpx when given a transport, a proxy or a
-mock) on real sockets: timeouts, the error classes the retry rules read, the pool bound,
-and mocks that still see every call."""
+"""HttpTarget's one wire, httpx, on real sockets: timeouts, the error classes the retry
+rules read, the pool bound, headers and cookies, and mocks that see every call."""
 
 from __future__ import annotations
 
@@ -14,7 +13,6 @@ import httpx
 import pytest
 import respx
 from evalport.client import HttpTarget, RetryPolicy, TargetUnavailable
-from evalport.client._transport import AiohttpWire, HttpxWire, mocked
 from evalport.protocol import __version__
 from evalport.server import EvalAdapter
 from support.servers import running_server
@@ -96,43 +94,14 @@ def _read_request(connection: socket.socket) -> bool:
     return True
 
 
-@pytest.fixture(params=["aiohttp", "httpx"])
-def wire(request: pytest.FixtureRequest) -> str:
-    """Both wires under the channel must fail alike: the retry rules read the error types."""
-    return str(request.param)
+def target(url: str, **options: object) -> HttpTarget:
+    return HttpTarget(url, health_check=False, retry=RETRY, **options)  # type: ignore[arg-type]
 
 
-def target(url: str, wire: str = "aiohttp", **options: object) -> HttpTarget:
-    if wire == "httpx":  # a transport of the caller's: the httpx wire
-        limits = options.get("limits", httpx.Limits(max_connections=100))
-        options["transport"] = httpx.AsyncHTTPTransport(limits=limits)  # type: ignore[arg-type]
-    http = HttpTarget(url, health_check=False, retry=RETRY, **options)  # type: ignore[arg-type]
-    expected = HttpxWire if wire == "httpx" else AiohttpWire
-    assert isinstance(http._channel._wire(), expected)
-    return http
-
-
-async def test_the_default_wire_is_aiohttp_and_httpx_takes_transports_and_proxies(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    default = HttpTarget("http://agent.test/")
-    assert isinstance(default._channel._wire(), AiohttpWire)
-    assert not mocked()
-    given = HttpTarget("http://agent.test/", transport=httpx.MockTransport(lambda r: None))
-    assert isinstance(given._channel._wire(), HttpxWire)
-    monkeypatch.setenv("HTTP_PROXY", "http://proxy.test:3128")
-    proxied = HttpTarget("http://agent.test/")
-    assert isinstance(proxied._channel._wire(), HttpxWire)
-    monkeypatch.setenv("NO_PROXY", "agent.test")
-    assert isinstance(HttpTarget("http://agent.test/")._channel._wire(), AiohttpWire)
-    for http in (default, given, proxied):
-        await http.aclose()
-
-
-async def test_a_silent_server_is_a_read_timeout_that_a_create_never_repeats(wire: str) -> None:
+async def test_a_silent_server_is_a_read_timeout_that_a_create_never_repeats() -> None:
     server = Loopback("silent")
     with server.running() as url:
-        async with target(url, wire, timeout=httpx.Timeout(5.0, read=0.3)) as http:
+        async with target(url, timeout=httpx.Timeout(5.0, read=0.3)) as http:
             with pytest.raises(TargetUnavailable, match=r"after 1 attempt\(s\): ReadTimeout"):
                 await http.open()
             await asyncio.sleep(0.1)
@@ -142,31 +111,27 @@ async def test_a_silent_server_is_a_read_timeout_that_a_create_never_repeats(wir
     assert server.requests == 4
 
 
-async def test_a_server_that_hangs_up_is_a_protocol_error_and_a_create_is_not_repeated(
-    wire: str,
-) -> None:
+async def test_a_server_that_hangs_up_is_a_protocol_error_and_a_create_is_not_repeated() -> None:
     # Sent, maybe processed: creating again could leave a second session behind.
     server = Loopback("hangup")
     with server.running() as url:
-        async with target(url, wire) as http:
+        async with target(url) as http:
             with pytest.raises(TargetUnavailable, match="RemoteProtocolError"):
                 await http.open()
             await asyncio.sleep(0.1)
     assert server.requests == 1
 
 
-async def test_a_refused_connection_is_a_connect_error_that_every_mode_retries(wire: str) -> None:
+async def test_a_refused_connection_is_a_connect_error_that_every_mode_retries() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{probe.getsockname()[1]}"  # bound, not listening: refused
-        async with target(url, wire) as http:
+        async with target(url) as http:
             with pytest.raises(TargetUnavailable, match=r"after 3 attempt\(s\): ConnectError"):
                 await http.open()
 
 
-async def test_a_connection_never_accepted_is_a_connect_timeout_that_a_create_retries(
-    wire: str,
-) -> None:
+async def test_a_connection_never_accepted_is_a_connect_timeout_that_a_create_retries() -> None:
     # A full accept queue makes the kernel drop the SYN: the connect hangs.
     server = Loopback("silent", backlog=0, accept=False)
     fillers = []
@@ -178,7 +143,7 @@ async def test_a_connection_never_accepted_is_a_connect_timeout_that_a_create_re
                 filler.connect(server.listener.getsockname())
             fillers.append(filler)
         try:
-            async with target(url, wire, timeout=httpx.Timeout(5.0, connect=0.2)) as http:
+            async with target(url, timeout=httpx.Timeout(5.0, connect=0.2)) as http:
                 with pytest.raises(
                     TargetUnavailable, match=r"after 3 attempt\(s\): ConnectTimeout"
                 ):
@@ -188,12 +153,11 @@ async def test_a_connection_never_accepted_is_a_connect_timeout_that_a_create_re
                 filler.close()
 
 
-async def test_the_pool_bound_waits_then_raises_pool_timeout(wire: str) -> None:
+async def test_the_pool_bound_waits_then_raises_pool_timeout() -> None:
     server = Loopback("silent")
     with server.running() as url:
         http = target(
             url,
-            wire,
             timeout=httpx.Timeout(5.0, read=3.0, pool=0.2),
             limits=httpx.Limits(max_connections=1),
         )
@@ -208,7 +172,7 @@ async def test_the_pool_bound_waits_then_raises_pool_timeout(wire: str) -> None:
     assert server.requests == 1
 
 
-async def test_a_real_server_over_the_aiohttp_pool() -> None:
+async def test_a_real_server_over_the_pool() -> None:
     async def agent(message: str, history: object, ctx: object) -> str:
         return f"echo: {message}"
 
@@ -221,7 +185,8 @@ async def test_a_real_server_over_the_aiohttp_pool() -> None:
                 await session.close()
 
 
-async def test_respx_still_sees_every_request_and_nothing_reaches_the_server() -> None:
+@pytest.mark.parametrize("using", ["httpcore", "httpx"])
+async def test_respx_sees_every_request_and_nothing_reaches_the_server(using: str) -> None:
     reached: list[str] = []
 
     async def agent(message: str, history: object, ctx: object) -> str:
@@ -229,17 +194,15 @@ async def test_respx_still_sees_every_request_and_nothing_reaches_the_server() -
         return "from the real server"
 
     with running_server(EvalAdapter(agent, token=TOKEN).app("/agent")) as url:
-        with respx.mock(base_url=f"{url}/agent", assert_all_called=True) as router:
+        with respx.mock(using=using, base_url=f"{url}/agent", assert_all_called=True) as router:
             router.get("/health").respond(json={"protocol": "1.0"})
             router.post("/evals/sessions").respond(201, json={"sessionId": "mocked"})
             router.post("/evals/sessions/mocked/turns").respond(
                 json={"run": {"reply": "from the mock", "status": "completed", "turns": 1}}
             )
-            assert mocked()
             async with HttpTarget(f"{url}/agent", token=TOKEN) as http:
                 session = await http.open()
                 assert (await session.send("hi")).reply == "from the mock"
-        assert not mocked()
         assert reached == []
         async with HttpTarget(
             f"{url}/agent", token=TOKEN
@@ -250,8 +213,8 @@ async def test_respx_still_sees_every_request_and_nothing_reaches_the_server() -
     assert reached == ["hi"]
 
 
-async def test_the_aiohttp_wire_sends_back_cookies_and_the_base_headers_only_home() -> None:
-    # httpx's client kept a server's cookies (a sticky load balancer's, say): so does aiohttp's
+async def test_a_servers_cookies_and_the_base_headers_go_with_every_request() -> None:
+    # a server's cookies (a sticky load balancer's, say) are sent back to it
     seen: list[dict[str, str]] = []
 
     async def app(scope: dict, receive: object, send: object) -> None:  # type: ignore[type-arg]
@@ -270,7 +233,6 @@ async def test_the_aiohttp_wire_sends_back_cookies_and_the_base_headers_only_hom
 
     with running_server(app) as url:
         async with HttpTarget(url, token=TOKEN, headers={"X-Team": "evals"}, retry=RETRY) as http:
-            assert isinstance(http._channel._wire(), AiohttpWire)
             await http.check()
             await http.open()
     assert "cookie" not in seen[0] and seen[1]["cookie"] == "lb=a1"
@@ -280,7 +242,7 @@ async def test_the_aiohttp_wire_sends_back_cookies_and_the_base_headers_only_hom
     assert all(headers["user-agent"] == f"evalport/{__version__}" for headers in seen)
 
 
-async def test_both_wires_say_evalport_as_user_agent_unless_the_caller_names_one(wire: str) -> None:
+async def test_the_user_agent_is_evalport_unless_the_caller_names_one() -> None:
     seen: list[list[tuple[str, str]]] = []
     named = (b"user-agent", b"accept", b"authorization")
 
@@ -298,7 +260,7 @@ async def test_both_wires_say_evalport_as_user_agent_unless_the_caller_names_one
     ]
     with running_server(app) as url:
         for options in calls:
-            async with target(url, wire, **options) as http:
+            async with target(url, **options) as http:
                 await http._channel.request("GET", "health", mode="idempotent")
     assert [sorted(headers) for headers in seen] == [
         [("accept", "application/json"), ("user-agent", f"evalport/{__version__}")],
@@ -312,20 +274,20 @@ async def test_both_wires_say_evalport_as_user_agent_unless_the_caller_names_one
     ]
 
 
-async def test_both_wires_take_a_response_header_of_9000_bytes(wire: str) -> None:
-    # aiohttp's own bound is 8190 bytes a line; httpx took such heads, and so must the default
+async def test_a_response_header_of_9000_bytes_is_read() -> None:
+    # httpx (h11) reads heads of up to 100 KiB; aiohttp's own bound was 8190 bytes a line
     async def app(scope: dict, receive: object, send: object) -> None:  # type: ignore[type-arg]
         head = [(b"x-debug", b"a" * 9000), (b"content-type", b"application/json")]
         await send({"type": "http.response.start", "status": 200, "headers": head})  # type: ignore[operator]
         await send({"type": "http.response.body", "body": b"{}"})  # type: ignore[operator]
 
     with running_server(app) as url:
-        async with target(url, wire) as http:
+        async with target(url) as http:
             reply = await http._channel.request("GET", "health", mode="idempotent")
     assert reply.headers["x-debug"] == "a" * 9000
 
 
-async def test_a_closed_target_sends_nothing_and_says_so_on_both_wires(wire: str) -> None:
+async def test_a_closed_target_sends_nothing_and_says_so() -> None:
     requests: list[str] = []
 
     async def app(scope: dict, receive: object, send: object) -> None:  # type: ignore[type-arg]
@@ -334,7 +296,7 @@ async def test_a_closed_target_sends_nothing_and_says_so_on_both_wires(wire: str
         await send({"type": "http.response.body", "body": b"{}"})  # type: ignore[operator]
 
     with running_server(app) as url:
-        http = target(url, wire)
+        http = target(url)
         async with http:
             await http._channel.request("GET", "health", mode="idempotent")
         with pytest.raises(RuntimeError, match="was closed"):
@@ -342,3 +304,26 @@ async def test_a_closed_target_sends_nothing_and_says_so_on_both_wires(wire: str
         with pytest.raises(RuntimeError, match="was closed"):
             await http.open()
     assert requests == ["/health"]
+
+
+async def test_a_proxy_named_in_the_environment_carries_the_requests(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # httpx's reading of the environment, untouched: the proxy sees the absolute target
+    seen: list[tuple[str, str]] = []
+
+    async def proxy(scope: dict, receive: object, send: object) -> None:  # type: ignore[type-arg]
+        headers = {key.decode(): value.decode() for key, value in scope["headers"]}
+        seen.append((headers["host"], headers.get("authorization", "")))
+        body = b'{"protocol": "1.0"}'
+        await send({"type": "http.response.start", "status": 200, "headers": []})  # type: ignore[operator]
+        await send({"type": "http.response.body", "body": body})  # type: ignore[operator]
+
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    with running_server(proxy) as url:
+        monkeypatch.setenv("HTTP_PROXY", url)
+        async with HttpTarget("http://agent.test/", token=TOKEN, retry=RETRY) as http:
+            assert (await http.check()).protocol == "1.0"
+    assert seen == [("agent.test", f"Bearer {TOKEN}")]
