@@ -55,6 +55,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+import msgspec
 from evalport.client import RunCache, Runner, RunOptions, traced_trials
 from evalport.protocol._extras import MissingExtraError, require
 
@@ -95,36 +96,6 @@ from ._targets import (
 )
 
 HELP = "run eval cases against a target"
-
-# option dest -> Settings field, for the options that [tool.evalport] can also set
-_SETTINGS = (
-    "target",
-    "local",
-    "token_env",
-    "tags",
-    "exclude_tags",
-    "keyword",
-    "repeat",
-    "pass_rate",
-    "min_lower_bound",
-    "concurrency",
-    "rps",
-    "timeout",
-    "connect_timeout",
-    "read_timeout",
-    "trace_policy",
-    "strict",
-    "cache",
-    "fresh",
-    "cache_dir",
-    "cache_store",
-    "out",
-    "json",
-    "junit",
-    "md",
-    "html",
-    "baseline",
-)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -206,12 +177,10 @@ def resolve_settings(args: argparse.Namespace) -> Settings:
     settings = load_settings(start if start.exists() else Path.cwd(), file=file)
     if args.target or args.local:  # the command line names the target: config's is replaced
         settings.target = settings.local = None
-    for name in _SETTINGS:
-        value = getattr(args, name, None)
+    for field in msgspec.structs.fields(Settings):  # each option named like a setting
+        value = getattr(args, field.name, None)
         if value is not None:
-            setattr(settings, name, value)
-    if args.path:
-        settings.path = args.path
+            setattr(settings, field.name, value)
     return settings.validate("command line")
 
 
