@@ -398,23 +398,24 @@ def _analytics(summary: RunSummary) -> str:
     )
 
 
-def html_report(report: RunReport) -> str:
-    """The complete HTML document of a run."""
-    summary = report.summary
-    results = {result.case_id: result for result in report.results}
-    provenance = summary.provenance
-    target = provenance.target
-    counts = "".join(f"<span>{badge(v)} {summary.counts.get(v, 0)}</span>" for v in Verdict.ALL)
-    buttons = "".join(
-        f'<button type="button" data-verdict="{v}">{v}</button>' for v in ("all", *Verdict.ALL)
-    )
-    load_errors = "".join(f'<p class="msg tool">{_text(e)}</p>' for e in summary.load_errors)
-    cases = "".join(case_details(case, results.get(case.case_id)) for case in summary.cases)
+def document(title: str, style: str, body: str) -> str:
+    """A whole page: ``body`` under the head every page of evalport has (its icon an empty
+    ``data:`` URL, so that nothing is fetched)."""
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width,initial-scale=1">'
-        f"<title>evalport report</title><style>{STYLE}</style></head><body><header>"
-        f"<h1>evalport report</h1><p class=counts>{counts}</p><p class=muted>"
+        f'<link rel="icon" href="data:,"><title>{escape(title)}</title><style>{style}</style>'
+        f"</head><body>{body}</body></html>\n"
+    )
+
+
+def header(summary: RunSummary) -> str:
+    """A run's counts and provenance, as every HTML page about one run shows them."""
+    provenance = summary.provenance
+    target = provenance.target
+    counts = "".join(f"<span>{badge(v)} {summary.counts.get(v, 0)}</span>" for v in Verdict.ALL)
+    return (
+        f"<p class=counts>{counts}</p><p class=muted>"
         f"{summary.total} cases · {summary.trials} trials · {summary.cached_trials} cached · "
         f"{summary.duration:.2f}s · target {_text(target.get('location', '?'))} "
         f"({_text(target.get('agent_name', '?'))} {_text(target.get('agent_version', '?'))})"
@@ -423,8 +424,24 @@ def html_report(report: RunReport) -> str:
         f"{_text(provenance.evalport_version)} · git {_text(provenance.git_sha or '-')} · "
         f"judge {_text(provenance.judge_model or '-')} · started {_text(provenance.started_at)}"
         f" · tokens: target {summary.target_tokens}, judge {summary.judge_tokens}</p>"
+    )
+
+
+def html_report(report: RunReport) -> str:
+    """The complete HTML document of a run."""
+    summary = report.summary
+    results = {result.case_id: result for result in report.results}
+    buttons = "".join(
+        f'<button type="button" data-verdict="{v}">{v}</button>' for v in ("all", *Verdict.ALL)
+    )
+    load_errors = "".join(f'<p class="msg tool">{_text(e)}</p>' for e in summary.load_errors)
+    cases = "".join(case_details(case, results.get(case.case_id)) for case in summary.cases)
+    return document(
+        "evalport report",
+        STYLE,
+        f"<header><h1>evalport report</h1>{header(summary)}"
         f'<p class="filters">{buttons}</p></header><main>{load_errors}{_overview(summary)}'
-        f"<h2>Transcripts</h2>{cases}</main><script>{_SCRIPT}</script></body></html>\n"
+        f"<h2>Transcripts</h2>{cases}</main><script>{_SCRIPT}</script>",
     )
 
 

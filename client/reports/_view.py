@@ -37,8 +37,8 @@ from ._analytics import assertion_outcome
 from ._base import RunReport
 from ._compare import compare
 from ._files import case_slug
-from ._html import STYLE, badge, case_details
-from ._summary import CaseSummary, RunSummary, required_rate_note, trace_policy_note
+from ._html import STYLE, badge, case_details, document, header
+from ._summary import CaseSummary, RunSummary
 from ._transcript import transcript_lines
 
 _VIEW_STYLE = """
@@ -73,14 +73,8 @@ class RunEntry:
 
 
 def _page(title: str, body: str) -> str:
-    return (
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width,initial-scale=1">'
-        '<link rel="icon" href="data:,">'
-        f"<title>{escape(title)} · evalport view</title><style>{STYLE}{_VIEW_STYLE}</style>"
-        '</head><body><nav><b>evalport view</b><a href="/">runs</a></nav>'
-        f"{body}</body></html>\n"
-    )
+    nav = '<nav><b>evalport view</b><a href="/">runs</a></nav>'
+    return document(f"{title} · evalport view", STYLE + _VIEW_STYLE, nav + body)
 
 
 def _run_link(name: str, label: str | None = None) -> str:
@@ -149,17 +143,6 @@ def runs_page(root: str, entries: list[RunEntry]) -> str:
         "runs",
         f"<header><h1>Runs</h1><p class=muted>{len(runs)} under <code>{escape(root)}</code></p>"
         f"{chooser}</header><main>{table}{unreadable}</main>",
-    )
-
-
-def _provenance(summary: RunSummary) -> str:
-    provenance = summary.provenance
-    counts = "".join(f"<span>{badge(v)} {summary.counts.get(v, 0)}</span>" for v in Verdict.ALL)
-    return (
-        f"<p class=counts>{counts}</p><p class=muted>started {escape(provenance.started_at)} · "
-        f"target {_target(summary).replace('<br>', ' ')} · {summary.total} cases · "
-        f"{summary.trials} trials · repeat {provenance.repeat} · "
-        f"{escape(required_rate_note(provenance))} · {escape(trace_policy_note(provenance))}</p>"
     )
 
 
@@ -247,7 +230,7 @@ def run_page(
     errors = "".join(f'<p class="problem">load error: {escape(e)}</p>' for e in summary.load_errors)
     return _page(
         name,
-        f"<header><h1>{escape(name)}</h1>{_provenance(summary)}{form}</header><main>{errors}"
+        f"<header><h1>{escape(name)}</h1>{header(summary)}{form}</header><main>{errors}"
         f'<p class="muted shown">{len(shown)} of {summary.total} cases</p>{listed}</main>',
     )
 
