@@ -53,7 +53,7 @@ import argparse
 import asyncio
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
@@ -103,28 +103,19 @@ def bearer(token: str) -> Callable[[httpx.Request], httpx.Request]:
     return sign
 
 
+@dataclass
 class _Checker:
-    def __init__(
-        self,
-        client: httpx.AsyncClient,
-        token: str | None,
-        message: str,
-        *,
-        timeout: float | None = None,
-        token_env: str = DEFAULT_TOKEN_ENV,
-        approve: bool = False,
-    ) -> None:
-        self.client = client
-        self.token = token
-        self.message = message
-        self.timeout = timeout
-        self.token_env = token_env
-        self.approve = approve
-        self.results: list[CheckResult] = []
-        self.session_id: str | None = None
-        self.run: AgentRun | None = None
-        self.first: AgentRun | None = None  # the run of the first turn
-        self.capabilities: set[str] = set()
+    client: httpx.AsyncClient
+    token: str | None
+    message: str
+    timeout: float | None = None
+    token_env: str = DEFAULT_TOKEN_ENV
+    approve: bool = False
+    results: list[CheckResult] = field(default_factory=list)
+    session_id: str | None = None
+    run: AgentRun | None = None
+    first: AgentRun | None = None  # the run of the first turn
+    capabilities: set[str] = field(default_factory=set)
 
     async def check(self, name: str, step: Any) -> bool:
         try:
@@ -176,7 +167,7 @@ class _Checker:
 
     async def auth(self) -> str:
         url = "evals/sessions"
-        missing = await self.client.post(url, json={}, auth=None)
+        missing = await self.client.post(url, json={}, auth=httpx.Auth())  # no token
         if missing.status_code < 400:
             raise CheckFailed(
                 f"HTTP {missing.status_code} without a token, although ${self.token_env} holds "

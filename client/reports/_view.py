@@ -248,11 +248,12 @@ def _hits(case: CaseSummary, hits: list[str], query: str) -> str:
     return f'<div class="hits"><b>{len(hits)} matching lines</b><br>{lines}{more}</div>'
 
 
-def _shown_trial(case: CaseSummary | None, result: CaseResult | None) -> TrialResult | None:
+def _shown_trial(report: RunReport, case_id: str) -> tuple[CaseSummary, TrialResult | None]:
+    """A case of ``report`` and the trial shown of it: the first with the case's verdict."""
+    case, result = report.case(case_id)
     if result is None or not result.trials:
-        return None
-    verdict = case.verdict if case else result.verdict
-    return next((t for t in result.trials if t.verdict == verdict), result.trials[0])
+        return case, None
+    return case, next((t for t in result.trials if t.verdict == case.verdict), result.trials[0])
 
 
 def _trial_lines(trial: TrialResult | None) -> list[str]:
@@ -292,13 +293,9 @@ def compare_page(base_name: str, base: RunReport, new_name: str, new: RunReport)
     """Two runs side by side: what :func:`compare` found, then every case's transcripts
     diffed (see the module rules)."""
     comparison = compare(base.summary, new.summary)
-    base_cases = {case.case_id: case for case in base.summary.cases}
-    new_cases = {case.case_id: case for case in new.summary.cases}
-    base_results = {result.case_id: result for result in base.results}
-    new_results = {result.case_id: result for result in new.results}
     kinds = {change.case_id: change.kind for change in comparison.changes}
-    changed = [change.case_id for change in comparison.changes]
-    alike = [case_id for case_id in new_cases if case_id in base_cases and case_id not in kinds]
+    shared = [case.case_id for case in new.summary.cases if case.case_id not in comparison.added]
+    alike = [case_id for case_id in shared if case_id not in kinds]
     rows = "".join(
         f'<tr><td><span class="kind {change.kind}">{change.kind}</span></td>'
         f'<td><a href="#c{number}"><code>{escape(change.case_id)}</code></a></td>'
@@ -314,11 +311,10 @@ def compare_page(base_name: str, base: RunReport, new_name: str, new: RunReport)
         else '<p class="muted">no case changed its verdict or pass rate</p>'
     )
     sections = []
-    for number, case_id in enumerate([*changed, *alike]):
+    for number, case_id in enumerate([*kinds, *alike]):
         kind = kinds.get(case_id, "alike")
-        base_case, new_case = base_cases[case_id], new_cases[case_id]
-        old = _shown_trial(base_case, base_results.get(case_id))
-        now = _shown_trial(new_case, new_results.get(case_id))
+        base_case, old = _shown_trial(base, case_id)
+        new_case, now = _shown_trial(new, case_id)
         heads = "".join(
             f"<th>{escape(name)}: trial {trial.trial if trial else '-'} {badge(case.verdict)}</th>"
             for name, trial, case in ((base_name, old, base_case), (new_name, now, new_case))
