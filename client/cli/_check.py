@@ -74,7 +74,7 @@ from evalport.protocol import (
 from .._core import EXIT_FAILED, EXIT_OK, EXIT_UNREACHABLE, ConfigError, Settings, fail
 from ._check_answers import CheckFailed, expect, problem, validate_run
 from ._check_capabilities import content_parts, delta, interrupts
-from ._targets import read_token, token_refused, without_credentials
+from ._targets import add_server_options, read_token, token_refused, without_credentials
 
 HELP = "check a server's protocol conformance"
 
@@ -334,24 +334,11 @@ async def check_server(
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("url", metavar="URL", help="base URL where the protocol is mounted")
-    parser.add_argument("--token-env", metavar="VAR", help="environment variable with the token")
     parser.add_argument("--message", default="Hello from evalport check", help="turn message")
     parser.add_argument(
         "--timeout", type=float, default=30.0, help="seconds per check (default 30)"
     )
-    parser.add_argument(
-        "--connect-timeout",
-        type=float,
-        default=5.0,
-        metavar="S",
-        help="seconds to connect, each request (default 5)",
-    )
-    parser.add_argument(
-        "--read-timeout",
-        type=float,
-        metavar="S",
-        help="seconds to wait for each answer (default: --timeout)",
-    )
+    add_server_options(parser.add_argument, connect_default=5.0)
     parser.add_argument(
         "--approve",
         action="store_true",

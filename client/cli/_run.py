@@ -90,6 +90,7 @@ from ._logs import agent_logs
 from ._targets import (
     PreparedTarget,
     TargetUnreachable,
+    add_server_options,
     build_judge,
     build_target,
     without_credentials,
@@ -104,7 +105,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--target", metavar="URL", help="base URL of the agent's eval protocol")
     where.add_argument("--local", metavar="TARGET", help="in-process agent: module:attr")
-    add("--token-env", metavar="VAR", help="environment variable holding the bearer token")
     add("--tag", dest="tags", action="append", metavar="T", help="run cases with tag T")
     add("--exclude-tag", dest="exclude_tags", action="append", metavar="T", help="skip tag T")
     add(
@@ -116,18 +116,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--concurrency", type=int, metavar="N", help="trials in flight at once (default 8)")
     add("--rps", type=float, metavar="R", help="at most R requests per second to the target")
     add("--timeout", type=float, metavar="S", help="seconds per trial (default 120)")
-    add(
-        "--connect-timeout",
-        type=float,
-        metavar="S",
-        help="seconds to connect to the target, each attempt (default 5)",
-    )
-    add(
-        "--read-timeout",
-        type=float,
-        metavar="S",
-        help="seconds to wait for each answer of the target (default: --timeout)",
-    )
+    add_server_options(add, connect_default=None)  # None: as [tool.evalport] says
     add(
         "--trace-policy",
         choices=TRACE_POLICIES,

@@ -26,6 +26,7 @@ Rules:
 from __future__ import annotations
 
 import difflib
+import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -163,14 +164,8 @@ def _around(line: str, query: str, reach: int = 100) -> str:
 
 
 def _marked(line: str, query: str) -> str:
-    lower, wanted = line.lower(), query.lower()
-    parts, start = [], 0
-    while (found := lower.find(wanted, start)) >= 0:
-        parts.append(escape(line[start:found]))
-        parts.append(f"<mark>{escape(line[found : found + len(query)])}</mark>")
-        start = found + len(query)
-    parts.append(escape(line[start:]))
-    return "".join(parts)
+    parts = re.split(f"({re.escape(query)})", line, flags=re.IGNORECASE)  # odd: the matches
+    return "".join(f"<mark>{escape(p)}</mark>" if i % 2 else escape(p) for i, p in enumerate(parts))
 
 
 def _select(name: str, label: str, chosen: str, choices: Iterable[tuple[str, str]]) -> str:
