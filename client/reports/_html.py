@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from html import escape
 from pathlib import Path
@@ -336,7 +336,8 @@ def case_details(summary: CaseSummary, result: CaseResult | None) -> str:
     )
 
 
-def _overview(summary: RunSummary) -> str:
+def cases_table(cases: Iterable[CaseSummary]) -> str:
+    """One row per case: verdict, passes, interval, flaky and cached marks, tags, tokens."""
     rows = "".join(
         f'<tr data-case="1" data-verdict="{escape(case.verdict)}">'
         f'<td><a href="#{case_slug(case.case_id)}"><code>{_text(case.case_id)}</code></a></td>'
@@ -344,8 +345,15 @@ def _overview(summary: RunSummary) -> str:
         f"(need {case.required})</td><td>{case.wilson_low:.2f}..{case.wilson_high:.2f}</td>"
         f"<td>{'flaky' if case.flaky else ''}{' cached' if case.cached_trials else ''}</td>"
         f"<td>{_text(', '.join(case.tags))}</td><td>{case.target_tokens}</td></tr>"
-        for case in summary.cases
+        for case in cases
     )
+    return (
+        "<table><tr><th>case</th><th>verdict</th><th>passes</th><th>95% interval</th>"
+        f"<th>notes</th><th>tags</th><th>tokens</th></tr>{rows}</table>"
+    )
+
+
+def _overview(summary: RunSummary) -> str:
     verdicts: dict[str, set[str]] = {}  # tag -> the verdicts of its cases, for the filter
     for case in summary.cases:
         for tag in case.tags:
@@ -357,9 +365,7 @@ def _overview(summary: RunSummary) -> str:
         for tag, entry in summary.tags.items()
     )
     return (
-        "<h2>Cases</h2><table><tr><th>case</th><th>verdict</th><th>passes</th>"
-        f"<th>95% interval</th><th>notes</th><th>tags</th><th>tokens</th></tr>{rows}</table>"
-        "<h2>Tags</h2><table><tr><th>tag</th><th>passed</th><th>pass rate</th></tr>"
+        f"<h2>Cases</h2>{cases_table(summary.cases)}<h2>Tags</h2><table><tr><th>tag</th><th>passed</th><th>pass rate</th></tr>"
         f"{tags or '<tr><td colspan=3 class=muted>no tags</td></tr>'}</table>"
         f"{_analytics(summary)}"
     )

@@ -4,7 +4,8 @@ Rules:
 
 - Pages are built from what the other reports read: each run's ``summary.json``
   (:class:`RunSummary`) and, for one run, its whole folder (:func:`load_run_folder`). A
-  run's cases are shown as the HTML report shows them (:func:`case_details`).
+  run's header and cases are shown as the HTML report shows them (:func:`header`,
+  :func:`cases_table`, :func:`case_details`).
 - Every value is escaped: case ids, transcripts, folder names and the query are untrusted
   text. Nothing is fetched: the styles are inline, there is no script at all (filters,
   search and the choice of two runs are GET forms the server answers), and the page icon
@@ -37,8 +38,7 @@ from .._core import CaseResult, TrialResult, Verdict
 from ._analytics import assertion_outcome
 from ._base import RunReport
 from ._compare import compare
-from ._files import case_slug
-from ._html import STYLE, badge, case_details, document, header
+from ._html import STYLE, badge, case_details, cases_table, document, header
 from ._summary import CaseSummary, RunSummary
 from ._transcript import transcript_lines
 
@@ -205,20 +205,12 @@ def run_page(
         f'value="{escape(query)}"></label><button type="submit">apply</button>'
         f"{_run_link(name, 'clear')}</form>"
     )
-    rows = "".join(
-        f'<tr><td><a href="#{case_slug(case.case_id)}"><code>{escape(case.case_id)}</code></a>'
-        f"</td><td>{badge(case.verdict)}</td>"
-        f"<td>{case.passes}/{case.samples} (need {case.required})</td>"
-        f"<td>{escape(', '.join(case.tags))}</td><td>{escape(case.description)}</td></tr>"
-        for case, _ in shown
-    )
     bodies = "".join(
         _hits(case, hits, query) + case_details(case, results.get(case.case_id))
         for case, hits in shown
     )
     listed = (
-        "<table><tr><th>case</th><th>verdict</th><th>passes</th><th>tags</th>"
-        f"<th>description</th></tr>{rows}</table><h2>Transcripts</h2>{bodies}"
+        f"{cases_table(case for case, _ in shown)}<h2>Transcripts</h2>{bodies}"
         if shown
         else '<p class="muted">no case matches these filters</p>'
     )
