@@ -51,9 +51,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import math
 import uuid
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
@@ -71,10 +71,10 @@ from evalport.protocol import (
     decode_run,
 )
 
-from .._core import EXIT_FAILED, EXIT_OK, EXIT_UNREACHABLE, ConfigError, fail
-from ._check_answers import CheckFailed, problem, validate_run
+from .._core import EXIT_FAILED, EXIT_OK, EXIT_UNREACHABLE, ConfigError, Settings, fail
+from ._check_answers import CheckFailed, expect, problem, validate_run
 from ._check_capabilities import content_parts, delta, interrupts
-from ._targets import read_token, token_refused, without_credentials
+from ._targets import add_server_options, read_token, token_refused, without_credentials
 
 HELP = "check a server's protocol conformance"
 
@@ -93,32 +93,29 @@ class Unreachable(Exception):
     """The server could not be reached at all."""
 
 
-class _Checker:
-    def __init__(
-        self,
-        client: httpx.AsyncClient,
-        token: str | None,
-        message: str,
-        *,
-        timeout: float | None = None,
-        token_env: str = DEFAULT_TOKEN_ENV,
-        approve: bool = False,
-    ) -> None:
-        self.client = client
-        self.token = token
-        self.message = message
-        self.timeout = timeout
-        self.token_env = token_env
-        self.approve = approve
-        self.results: list[CheckResult] = []
-        self.session_id: str | None = None
-        self.run: AgentRun | None = None
-        self.first: AgentRun | None = None  # the run of the first turn
-        self.capabilities: set[str] = set()
+def bearer(token: str) -> Callable[[httpx.Request], httpx.Request]:
+    """httpx auth that sends ``token`` as the bearer token."""
 
-    def headers(self, token: str | None = None) -> dict[str, str]:
-        token = self.token if token is None else token
-        return {"Authorization": f"Bearer {token}"} if token else {}
+    def sign(request: httpx.Request) -> httpx.Request:
+        request.headers["Authorization"] = f"Bearer {token}"
+        return request
+
+    return sign
+
+
+@dataclass
+class _Checker:
+    client: httpx.AsyncClient
+    token: str | None
+    message: str
+    timeout: float | None = None
+    token_env: str = DEFAULT_TOKEN_ENV
+    approve: bool = False
+    results: list[CheckResult] = field(default_factory=list)
+    session_id: str | None = None
+    run: AgentRun | None = None
+    first: AgentRun | None = None  # the run of the first turn
+    capabilities: set[str] = field(default_factory=set)
 
     async def check(self, name: str, step: Any) -> bool:
         try:
@@ -140,7 +137,7 @@ class _Checker:
 
     async def health(self) -> str:
         try:
-            response = await self.client.get("health", headers=self.headers())
+            response = await self.client.get("health")
         except httpx.TransportError as error:
             raise Unreachable(f"{type(error).__name__}: {error}") from None
         if response.status_code in (401, 403):
@@ -170,22 +167,20 @@ class _Checker:
 
     async def auth(self) -> str:
         url = "evals/sessions"
-        missing = await self.client.post(url, json={})
+        missing = await self.client.post(url, json={}, auth=httpx.Auth())  # no token
         if missing.status_code < 400:
             raise CheckFailed(
                 f"HTTP {missing.status_code} without a token, although ${self.token_env} holds "
                 "one: the server serves without auth (or does not check it)"
             )
         problem(missing, 401, ProblemType.UNAUTHORIZED)
-        wrong = await self.client.post(url, json={}, headers=self.headers("wrong-" + "x" * 16))
+        wrong = await self.client.post(url, json={}, auth=bearer("wrong-" + "x" * 16))
         problem(wrong, 401, ProblemType.UNAUTHORIZED)
         return "no token and a wrong token are refused"
 
     async def create(self) -> str:
         body = {"caseId": "evalport-check", "description": "protocol conformance check"}
-        response = await self.client.post("evals/sessions", json=body, headers=self.headers())
-        if response.status_code != 201:
-            raise CheckFailed(f"HTTP {response.status_code}, expected 201: {response.text[:200]}")
+        response = expect(await self.client.post("evals/sessions", json=body), 201)
         session_id = response.json().get("sessionId")
         if not isinstance(session_id, str) or not session_id:
             raise CheckFailed("sessionId must be a non-empty string")
@@ -196,11 +191,8 @@ class _Checker:
         return "evals/sessions/" + quote(session_id or self.session_id or "", safe="")
 
     async def turn(self, number: int) -> str:
-        response = await self.client.post(
-            self.session_url() + "/turns", json={"message": self.message}, headers=self.headers()
-        )
-        if response.status_code != 200:
-            raise CheckFailed(f"HTTP {response.status_code}, expected 200: {response.text[:200]}")
+        body = {"message": self.message}
+        response = expect(await self.client.post(self.session_url() + "/turns", json=body), 200)
         run = decode_run(response.content)
         validate_run(run, number)
         run, decided = await self.decide(run, number)
@@ -233,15 +225,9 @@ class _Checker:
             )
             decisions = {pending.call_id: answer for pending in run.pending_approvals}
             response = await self.client.post(
-                self.session_url() + "/approvals",
-                json={"decisions": decisions},
-                headers=self.headers(),
+                self.session_url() + "/approvals", json={"decisions": decisions}
             )
-            if response.status_code != 200:
-                raise CheckFailed(
-                    f"deciding {len(decisions)} pending call(s): HTTP {response.status_code}, "
-                    f"expected 200: {response.text[:200]}"
-                )
+            expect(response, 200, f"deciding {len(decisions)} pending call(s): ")
             decided += len(decisions)
             run = decode_run(response.content)
             validate_run(run, number)
@@ -250,9 +236,7 @@ class _Checker:
         return run, decided
 
     async def attach(self) -> str:
-        response = await self.client.get(self.session_url(), headers=self.headers())
-        if response.status_code != 200:
-            raise CheckFailed(f"HTTP {response.status_code}, expected 200: {response.text[:200]}")
+        response = expect(await self.client.get(self.session_url()), 200)
         run = decode_run(response.content)
         validate_run(run, 2)
         if self.run is not None and msgspec.to_builtins(run) != msgspec.to_builtins(self.run):
@@ -263,15 +247,13 @@ class _Checker:
         response = await self.client.post(
             self.session_url() + "/turns",
             content=b'{"message": ',
-            headers={**self.headers(), "Content-Type": "application/json"},
+            headers={"Content-Type": "application/json"},
         )
         problem(response, 400, ProblemType.MALFORMED_JSON)
         return "400 problem"
 
     async def invalid(self) -> str:
-        response = await self.client.post(
-            self.session_url() + "/turns", json={"msg": 1}, headers=self.headers()
-        )
+        response = await self.client.post(self.session_url() + "/turns", json={"msg": 1})
         body = problem(response, 422, ProblemType.INVALID_BODY)
         if not body.get("errors"):
             raise CheckFailed("a 422 problem should list the invalid fields in errors")
@@ -281,24 +263,19 @@ class _Checker:
         response = await self.client.post(
             self.session_url("no-such-session-" + uuid.uuid4().hex) + "/turns",
             json={"message": "hi"},
-            headers=self.headers(),
         )
         problem(response, 404, ProblemType.SESSION_NOT_FOUND)
         return "404 problem"
 
     async def approvals(self) -> str:
         decisions = {"decisions": {"evalport-check": {"decision": "approve"}}}
-        response = await self.client.post(
-            self.session_url() + "/approvals", json=decisions, headers=self.headers()
-        )
+        response = await self.client.post(self.session_url() + "/approvals", json=decisions)
         problem(response, 409, ProblemType.NOT_SUSPENDED)
         return "409 problem: nothing is waiting for approval"
 
     async def delete(self) -> str:
-        response = await self.client.delete(self.session_url(), headers=self.headers())
-        if response.status_code != 204:
-            raise CheckFailed(f"HTTP {response.status_code}, expected 204: {response.text[:200]}")
-        after = await self.client.get(self.session_url(), headers=self.headers())
+        expect(await self.client.delete(self.session_url()), 204)
+        after = await self.client.get(self.session_url())
         problem(after, 404, ProblemType.SESSION_NOT_FOUND)
         return "204, then 404"
 
@@ -345,7 +322,10 @@ async def check_server(
     ``approve``: a turn that suspends has its pending calls approved, not rejected."""
     base = url if url.endswith("/") else url + "/"
     limits = httpx.Timeout(30.0, connect=connect_timeout, read=read_timeout or timeout)
-    async with httpx.AsyncClient(base_url=base, transport=transport, timeout=limits) as client:
+    auth = bearer(token) if token else None
+    async with httpx.AsyncClient(
+        base_url=base, transport=transport, timeout=limits, auth=auth
+    ) as client:
         checker = _Checker(
             client, token, message, timeout=timeout, token_env=token_env, approve=approve
         )
@@ -354,24 +334,11 @@ async def check_server(
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("url", metavar="URL", help="base URL where the protocol is mounted")
-    parser.add_argument("--token-env", metavar="VAR", help="environment variable with the token")
     parser.add_argument("--message", default="Hello from evalport check", help="turn message")
     parser.add_argument(
         "--timeout", type=float, default=30.0, help="seconds per check (default 30)"
     )
-    parser.add_argument(
-        "--connect-timeout",
-        type=float,
-        default=5.0,
-        metavar="S",
-        help="seconds to connect, each request (default 5)",
-    )
-    parser.add_argument(
-        "--read-timeout",
-        type=float,
-        metavar="S",
-        help="seconds to wait for each answer (default: --timeout)",
-    )
+    add_server_options(parser.add_argument, connect_default=5.0)
     parser.add_argument(
         "--approve",
         action="store_true",
@@ -381,12 +348,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     url = without_credentials(args.url)
-    for name in ("timeout", "connect_timeout", "read_timeout"):
-        value = getattr(args, name)
-        if value is not None and not (math.isfinite(value) and value > 0):
-            option = "--" + name.replace("_", "-")
-            return fail("check", f"{option} must be a positive number of seconds, got {value}")
+    waits = {name: getattr(args, name) for name in ("timeout", "connect_timeout", "read_timeout")}
     try:
+        Settings(**waits).validate("command line")  # bounded as evalport run bounds them
         token, token_env = read_token(args.token_env)
     except ConfigError as error:
         return fail("check", str(error))
@@ -396,11 +360,9 @@ def main(args: argparse.Namespace) -> int:
                 args.url,
                 token=token,
                 message=args.message,
-                timeout=args.timeout,
-                connect_timeout=args.connect_timeout,
-                read_timeout=args.read_timeout,
                 token_env=token_env,
                 approve=args.approve,
+                **waits,
             )
         )
     except Unreachable as error:

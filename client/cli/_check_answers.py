@@ -41,9 +41,17 @@ def validate_run(run: AgentRun, turns: int) -> None:
         raise CheckFailed(f"stopSignal.reason {run.stop_signal.reason!r} is not a known reason")
 
 
-def problem(response: httpx.Response, status: int, kind: str | None = None) -> dict[str, Any]:
+def expect(response: httpx.Response, status: int, doing: str = "") -> httpx.Response:
+    """``response`` when its status is ``status``; else its check fails, showing its body."""
     if response.status_code != status:
-        raise CheckFailed(f"HTTP {response.status_code}, expected {status}: {response.text[:200]}")
+        raise CheckFailed(
+            f"{doing}HTTP {response.status_code}, expected {status}: {response.text[:200]}"
+        )
+    return response
+
+
+def problem(response: httpx.Response, status: int, kind: str | None = None) -> dict[str, Any]:
+    expect(response, status)
     content_type = response.headers.get("content-type", "")
     if not content_type.startswith(PROBLEM_CONTENT_TYPE):
         raise CheckFailed(f"content-type {content_type!r}, expected {PROBLEM_CONTENT_TYPE}")

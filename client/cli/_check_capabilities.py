@@ -21,7 +21,7 @@ from evalport.protocol import (
     settled_turns,
 )
 
-from ._check_answers import CheckFailed, problem, validate_run
+from ._check_answers import CheckFailed, expect, problem, validate_run
 
 
 class Checker(Protocol):
@@ -31,8 +31,6 @@ class Checker(Protocol):
     message: str
     run: AgentRun | None
     first: AgentRun | None
-
-    def headers(self, token: str | None = None) -> dict[str, str]: ...
 
     def session_url(self, session_id: str | None = None) -> str: ...
 
@@ -44,9 +42,7 @@ async def delta(checker: Checker) -> str:
     assert first is not None and last is not None  # (the turns passed)
     since = settled_turns(first)
     url = f"{checker.session_url()}?since={since}"
-    response = await checker.client.get(url, headers=checker.headers())
-    if response.status_code != 200:
-        raise CheckFailed(f"HTTP {response.status_code}, expected 200: {response.text[:200]}")
+    response = expect(await checker.client.get(url), 200)
     answer = decode_answer(response.content)
     if not isinstance(answer, RunDelta):
         raise CheckFailed(f"/health lists 'delta' but ?since={since} answered the whole run")
@@ -63,9 +59,7 @@ async def content_parts(checker: Checker) -> str:
     url = checker.session_url() + "/turns"
     image = {"type": "image", "mediaType": "image/png", "data": _b64(CHECK_PNG)}
     body = {"message": checker.message, "parts": [image]}
-    response = await checker.client.post(url, json=body, headers=checker.headers())
-    if response.status_code != 200:
-        raise CheckFailed(f"HTTP {response.status_code}, expected 200: {response.text[:200]}")
+    response = expect(await checker.client.post(url, json=body), 200)
     run = decode_run(response.content)
     validate_run(run, 3)
     recorded = [part for part in run.user_parts or () if part.turn == 3]
@@ -78,7 +72,7 @@ async def content_parts(checker: Checker) -> str:
         raise CheckFailed("the image part's sha256 or bytes differ from those sent")
     checker.run, _ = await checker.decide(run, 3)
     bad = {"parts": [{"type": "image", "data": _b64(CHECK_PNG)}]}
-    refused = await checker.client.post(url, json=bad, headers=checker.headers())
+    refused = await checker.client.post(url, json=bad)
     refusal = problem(refused, 422, ProblemType.INVALID_BODY)
     if "$.parts[0]" not in [error.get("path") for error in refusal.get("errors") or []]:
         raise CheckFailed("a part without its mediaType should be a 422 naming $.parts[0]")
@@ -93,12 +87,10 @@ async def interrupts(checker: Checker) -> str:
     protocol does not say which a server reads first, so either problem passes."""
     url = checker.session_url() + "/approvals"
     answer = {"decision": "answer", "answer": {"from": "evalport check"}}
-    response = await checker.client.post(
-        url, json={"decisions": {CHECK_INTERRUPT: answer}}, headers=checker.headers()
-    )
+    response = await checker.client.post(url, json={"decisions": {CHECK_INTERRUPT: answer}})
     problem(response, 409, ProblemType.NOT_SUSPENDED)
     unanswered = {"decisions": {CHECK_INTERRUPT: {"decision": "answer"}}}
-    refused = await checker.client.post(url, json=unanswered, headers=checker.headers())
+    refused = await checker.client.post(url, json=unanswered)
     if refused.status_code == 409:
         problem(refused, 409, ProblemType.NOT_SUSPENDED)
         return "an answer with nothing pending is a 409 problem, one without its answer too"

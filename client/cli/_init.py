@@ -68,7 +68,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         section = pyproject_plan(root, args.agent)
     except ScaffoldError as error:
-        problems.extend(error.lines)
+        problems.append(str(error))
         section = None
     else:
         if section is None and not args.force:

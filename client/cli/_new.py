@@ -43,9 +43,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         name = check_name(args.name)
         folder = _folder(args)
-    except ScaffoldError as error:
-        return fail("new", str(error))
-    except ConfigError as error:
+    except (ScaffoldError, ConfigError) as error:
         return fail("new", str(error))
     path = eval_path(folder, name)
     root = Path.cwd()

@@ -48,8 +48,6 @@ if TYPE_CHECKING:
 
     from ._targets import PreparedTarget
 
-_DEFAULT_TOKEN_ENV = DEFAULT_TOKEN_ENV
-
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("evalport", "evaluate agents with evalport")
@@ -245,8 +243,8 @@ def evalport_target(request: pytest.FixtureRequest) -> Any:
             "no evalport target: pass --evalport-target URL or --evalport-local module:attr"
         )
     token_env = _setting(config, "token_env")
-    if token_env is None and os.environ.get(_DEFAULT_TOKEN_ENV):
-        token_env = _DEFAULT_TOKEN_ENV  # else: a server without auth (loopback)
+    if token_env is None and os.environ.get(DEFAULT_TOKEN_ENV):
+        token_env = DEFAULT_TOKEN_ENV  # else: a server without auth (loopback)
     try:
         return _PendingTarget(build_target(Settings(target=url, local=local, token_env=token_env)))
     except ConfigError as error:

@@ -55,6 +55,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+import msgspec
 from evalport.client import RunCache, Runner, RunOptions, traced_trials
 from evalport.protocol._extras import MissingExtraError, require
 
@@ -89,42 +90,13 @@ from ._logs import agent_logs
 from ._targets import (
     PreparedTarget,
     TargetUnreachable,
+    add_server_options,
     build_judge,
     build_target,
     without_credentials,
 )
 
 HELP = "run eval cases against a target"
-
-# option dest -> Settings field, for the options that [tool.evalport] can also set
-_SETTINGS = (
-    "target",
-    "local",
-    "token_env",
-    "tags",
-    "exclude_tags",
-    "keyword",
-    "repeat",
-    "pass_rate",
-    "min_lower_bound",
-    "concurrency",
-    "rps",
-    "timeout",
-    "connect_timeout",
-    "read_timeout",
-    "trace_policy",
-    "strict",
-    "cache",
-    "fresh",
-    "cache_dir",
-    "cache_store",
-    "out",
-    "json",
-    "junit",
-    "md",
-    "html",
-    "baseline",
-)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -133,7 +105,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--target", metavar="URL", help="base URL of the agent's eval protocol")
     where.add_argument("--local", metavar="TARGET", help="in-process agent: module:attr")
-    add("--token-env", metavar="VAR", help="environment variable holding the bearer token")
     add("--tag", dest="tags", action="append", metavar="T", help="run cases with tag T")
     add("--exclude-tag", dest="exclude_tags", action="append", metavar="T", help="skip tag T")
     add(
@@ -145,18 +116,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--concurrency", type=int, metavar="N", help="trials in flight at once (default 8)")
     add("--rps", type=float, metavar="R", help="at most R requests per second to the target")
     add("--timeout", type=float, metavar="S", help="seconds per trial (default 120)")
-    add(
-        "--connect-timeout",
-        type=float,
-        metavar="S",
-        help="seconds to connect to the target, each attempt (default 5)",
-    )
-    add(
-        "--read-timeout",
-        type=float,
-        metavar="S",
-        help="seconds to wait for each answer of the target (default: --timeout)",
-    )
+    add_server_options(add, connect_default=None)  # None: as [tool.evalport] says
     add(
         "--trace-policy",
         choices=TRACE_POLICIES,
@@ -206,12 +166,10 @@ def resolve_settings(args: argparse.Namespace) -> Settings:
     settings = load_settings(start if start.exists() else Path.cwd(), file=file)
     if args.target or args.local:  # the command line names the target: config's is replaced
         settings.target = settings.local = None
-    for name in _SETTINGS:
-        value = getattr(args, name, None)
+    for field in msgspec.structs.fields(Settings):  # each option named like a setting
+        value = getattr(args, field.name, None)
         if value is not None:
-            setattr(settings, name, value)
-    if args.path:
-        settings.path = args.path
+            setattr(settings, field.name, value)
     return settings.validate("command line")
 
 

@@ -92,11 +92,7 @@ jobs:
 
 
 class ScaffoldError(ValueError):
-    """Scaffolding cannot go ahead; each line names a file (or the input) and the fix."""
-
-    def __init__(self, lines: list[str]) -> None:
-        super().__init__("\n".join(lines))
-        self.lines = lines
+    """Scaffolding cannot go ahead; the message names a file (or the input) and the fix."""
 
 
 @dataclass(frozen=True)
@@ -124,10 +120,8 @@ def check_name(name: str) -> str:
     """``name`` as the case function's name; raises :class:`ScaffoldError` otherwise."""
     if not name.isidentifier() or keyword.iskeyword(name) or not name.isascii():
         raise ScaffoldError(
-            [
-                f"{name!r} is not a valid case name: use letters, digits and underscores, "
-                "not starting with a digit (e.g. refund_flow)"
-            ]
+            f"{name!r} is not a valid case name: use letters, digits and underscores, "
+            "not starting with a digit (e.g. refund_flow)"
         )
     return name
 
@@ -139,10 +133,8 @@ def check_agent(agent: str) -> str:
     """``agent`` as ``module:attr`` or ``path.py:attr``, safe to write into TOML and YAML."""
     if not AGENT.fullmatch(agent):
         raise ScaffoldError(
-            [
-                f"--agent {agent!r} is not module:attr or path.py:attr "
-                "(no spaces or quotes), e.g. my_agent/app.py:agent"
-            ]
+            f"--agent {agent!r} is not module:attr or path.py:attr "
+            "(no spaces or quotes), e.g. my_agent/app.py:agent"
         )
     return agent
 
@@ -163,7 +155,7 @@ def pyproject_plan(root: Path, agent: str) -> Planned | None:
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
-        raise ScaffoldError([f"{path}: cannot read it as TOML ({error}); fix it first"]) from None
+        raise ScaffoldError(f"{path}: cannot read it as TOML ({error}); fix it first") from None
     if "evalport" in document.get("tool", {}):
         return None
     joined = text + ("" if text.endswith("\n") or not text else "\n") + "\n" + section
@@ -171,7 +163,7 @@ def pyproject_plan(root: Path, agent: str) -> Planned | None:
         tomllib.loads(joined)
     except tomllib.TOMLDecodeError:  # e.g. `tool = {...}` as an inline table
         raise ScaffoldError(
-            [f"{path}: a [tool.evalport] section cannot be appended to it; add it by hand"]
+            f"{path}: a [tool.evalport] section cannot be appended to it; add it by hand"
         ) from None
     return Planned(path, joined, "appended [tool.evalport] to")
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from evalport.protocol import (
@@ -40,6 +40,25 @@ from evalport.protocol import (
 from evalport.protocol.runtime import load_object as _load_object
 
 from .._core import ConfigError, Settings, Target
+
+
+def add_server_options(add: Callable[..., object], connect_default: float | None) -> None:
+    """The options by which ``run`` and ``check`` reach a server: the token's variable and
+    each request's waits (see the rules)."""
+    add("--token-env", metavar="VAR", help="environment variable holding the bearer token")
+    add(
+        "--connect-timeout",
+        type=float,
+        default=connect_default,
+        metavar="S",
+        help="seconds to connect to the server, each attempt (default 5)",
+    )
+    add(
+        "--read-timeout",
+        type=float,
+        metavar="S",
+        help="seconds to wait for each answer of the server (default: --timeout)",
+    )
 
 
 class TargetUnreachable(Exception):

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import msgspec
 
 from .._core import ConfigError, Verdict, fisher_exact, mcnemar_exact
-from ._summary import CaseSummary, RunSummary, summarize
+from ._summary import CaseSummary, RunSummary, summarize, verdict_rate
 
 
 @dataclass(slots=True)
@@ -101,11 +101,6 @@ class Comparison:
         return out
 
 
-def _rate(cases: list[CaseSummary]) -> float:
-    judged = [case for case in cases if case.verdict != Verdict.SKIPPED]
-    return sum(case.verdict == Verdict.PASSED for case in judged) / len(judged) if judged else 0.0
-
-
 def compare(base: RunSummary, new: RunSummary, *, alpha: float = 0.05) -> Comparison:
     """What changed from ``base`` to ``new``."""
     base_cases = {case.case_id: case for case in base.cases}
@@ -115,8 +110,8 @@ def compare(base: RunSummary, new: RunSummary, *, alpha: float = 0.05) -> Compar
         added=[case_id for case_id in new_cases if case_id not in base_cases],
         removed=[case_id for case_id in base_cases if case_id not in new_cases],
         alpha=alpha,
-        base_rate=_rate([base_cases[case_id] for case_id in shared]),
-        new_rate=_rate([new_cases[case_id] for case_id in shared]),
+        base_rate=verdict_rate(base_cases[case_id].verdict for case_id in shared) or 0.0,
+        new_rate=verdict_rate(new_cases[case_id].verdict for case_id in shared) or 0.0,
     )
     for case_id in shared:
         old, now = base_cases[case_id], new_cases[case_id]

@@ -51,9 +51,7 @@ def case_lines(case: CaseSummary) -> list[str]:
 def summary_lines(summary: RunSummary, *, named: frozenset[str] = frozenset()) -> list[str]:
     """The closing summary as lines of text; the cases in ``named`` (already printed with
     their reasons) are not repeated."""
-    lines: list[str] = []
-    for error in summary.load_errors:
-        lines.append(f"LOAD ERROR {error}")
+    lines = [f"LOAD ERROR {error}" for error in summary.load_errors]
     for case in summary.cases:
         if case.verdict != Verdict.PASSED and case.case_id not in named:
             lines += case_lines(case)

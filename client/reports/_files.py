@@ -50,11 +50,15 @@ def case_slug(case_id: str) -> str:
     return f"{readable}-{hashlib.sha256(case_id.encode()).hexdigest()[:8]}"
 
 
+def _indented(value: object) -> bytes:
+    """``value`` (a Struct or plain data) as indented JSON, with a final newline."""
+    return msgspec.json.format(msgspec.json.encode(value, enc_hook=enc_hook), indent=2) + b"\n"
+
+
 def write_json(path: Path, value: object) -> None:
-    """Write ``value`` (a Struct or plain data) as indented JSON, creating folders."""
+    """Write ``value`` as indented JSON, creating folders."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    encoded = msgspec.json.encode(value, enc_hook=enc_hook)
-    path.write_bytes(msgspec.json.format(encoded, indent=2) + b"\n")
+    path.write_bytes(_indented(value))
 
 
 def write_run_folder(report: RunReport, folder: Path) -> Path:
@@ -123,9 +127,15 @@ class JsonReporter(Reporter):
         if self.path is not None:
             write_json(self.path, report.summary)
         elif self.stream is not None:
-            encoded = msgspec.json.encode(report.summary, enc_hook=enc_hook)
-            self.stream.write(msgspec.json.format(encoded, indent=2).decode() + "\n")
+            self.stream.write(_indented(report.summary).decode())
             self.stream.flush()
+
+
+def _read(file: Path) -> bytes:
+    try:
+        return file.read_bytes()
+    except OSError as error:
+        raise ConfigError(f"{file}: cannot read results: {error.strerror or error}") from None
 
 
 def load_summary(path: str | Path) -> RunSummary:
@@ -134,11 +144,7 @@ def load_summary(path: str | Path) -> RunSummary:
     if file.is_dir():
         file = file / "summary.json"
     try:
-        data = file.read_bytes()
-    except OSError as error:
-        raise ConfigError(f"{file}: cannot read results: {error.strerror or error}") from None
-    try:
-        return msgspec.json.decode(data, type=RunSummary)
+        return msgspec.json.decode(_read(file), type=RunSummary)
     except msgspec.DecodeError as error:
         raise ConfigError(
             f"{file}: not an evalport results file ({error}); "
@@ -152,10 +158,7 @@ def load_run_folder(folder: str | Path) -> RunReport:
     folder = Path(folder)
     summary = load_summary(folder)
     lines = folder / "results.jsonl"
-    try:
-        data = lines.read_bytes()
-    except OSError as error:
-        raise ConfigError(f"{lines}: cannot read results: {error.strerror or error}") from None
+    data = _read(lines)
     decoder = msgspec.json.Decoder(CaseResult)
     results: list[CaseResult] = []
     for number, line in enumerate(data.splitlines(), 1):

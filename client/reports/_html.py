@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from html import escape
 from pathlib import Path
@@ -336,7 +336,8 @@ def case_details(summary: CaseSummary, result: CaseResult | None) -> str:
     )
 
 
-def _overview(summary: RunSummary) -> str:
+def cases_table(cases: Iterable[CaseSummary]) -> str:
+    """One row per case: verdict, passes, interval, flaky and cached marks, tags, tokens."""
     rows = "".join(
         f'<tr data-case="1" data-verdict="{escape(case.verdict)}">'
         f'<td><a href="#{case_slug(case.case_id)}"><code>{_text(case.case_id)}</code></a></td>'
@@ -344,8 +345,15 @@ def _overview(summary: RunSummary) -> str:
         f"(need {case.required})</td><td>{case.wilson_low:.2f}..{case.wilson_high:.2f}</td>"
         f"<td>{'flaky' if case.flaky else ''}{' cached' if case.cached_trials else ''}</td>"
         f"<td>{_text(', '.join(case.tags))}</td><td>{case.target_tokens}</td></tr>"
-        for case in summary.cases
+        for case in cases
     )
+    return (
+        "<table><tr><th>case</th><th>verdict</th><th>passes</th><th>95% interval</th>"
+        f"<th>notes</th><th>tags</th><th>tokens</th></tr>{rows}</table>"
+    )
+
+
+def _overview(summary: RunSummary) -> str:
     verdicts: dict[str, set[str]] = {}  # tag -> the verdicts of its cases, for the filter
     for case in summary.cases:
         for tag in case.tags:
@@ -357,9 +365,7 @@ def _overview(summary: RunSummary) -> str:
         for tag, entry in summary.tags.items()
     )
     return (
-        "<h2>Cases</h2><table><tr><th>case</th><th>verdict</th><th>passes</th>"
-        f"<th>95% interval</th><th>notes</th><th>tags</th><th>tokens</th></tr>{rows}</table>"
-        "<h2>Tags</h2><table><tr><th>tag</th><th>passed</th><th>pass rate</th></tr>"
+        f"<h2>Cases</h2>{cases_table(summary.cases)}<h2>Tags</h2><table><tr><th>tag</th><th>passed</th><th>pass rate</th></tr>"
         f"{tags or '<tr><td colspan=3 class=muted>no tags</td></tr>'}</table>"
         f"{_analytics(summary)}"
     )
@@ -398,23 +404,24 @@ def _analytics(summary: RunSummary) -> str:
     )
 
 
-def html_report(report: RunReport) -> str:
-    """The complete HTML document of a run."""
-    summary = report.summary
-    results = {result.case_id: result for result in report.results}
-    provenance = summary.provenance
-    target = provenance.target
-    counts = "".join(f"<span>{badge(v)} {summary.counts.get(v, 0)}</span>" for v in Verdict.ALL)
-    buttons = "".join(
-        f'<button type="button" data-verdict="{v}">{v}</button>' for v in ("all", *Verdict.ALL)
-    )
-    load_errors = "".join(f'<p class="msg tool">{_text(e)}</p>' for e in summary.load_errors)
-    cases = "".join(case_details(case, results.get(case.case_id)) for case in summary.cases)
+def document(title: str, style: str, body: str) -> str:
+    """A whole page: ``body`` under the head every page of evalport has (its icon an empty
+    ``data:`` URL, so that nothing is fetched)."""
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width,initial-scale=1">'
-        f"<title>evalport report</title><style>{STYLE}</style></head><body><header>"
-        f"<h1>evalport report</h1><p class=counts>{counts}</p><p class=muted>"
+        f'<link rel="icon" href="data:,"><title>{escape(title)}</title><style>{style}</style>'
+        f"</head><body>{body}</body></html>\n"
+    )
+
+
+def header(summary: RunSummary) -> str:
+    """A run's counts and provenance, as every HTML page about one run shows them."""
+    provenance = summary.provenance
+    target = provenance.target
+    counts = "".join(f"<span>{badge(v)} {summary.counts.get(v, 0)}</span>" for v in Verdict.ALL)
+    return (
+        f"<p class=counts>{counts}</p><p class=muted>"
         f"{summary.total} cases · {summary.trials} trials · {summary.cached_trials} cached · "
         f"{summary.duration:.2f}s · target {_text(target.get('location', '?'))} "
         f"({_text(target.get('agent_name', '?'))} {_text(target.get('agent_version', '?'))})"
@@ -423,8 +430,24 @@ def html_report(report: RunReport) -> str:
         f"{_text(provenance.evalport_version)} · git {_text(provenance.git_sha or '-')} · "
         f"judge {_text(provenance.judge_model or '-')} · started {_text(provenance.started_at)}"
         f" · tokens: target {summary.target_tokens}, judge {summary.judge_tokens}</p>"
+    )
+
+
+def html_report(report: RunReport) -> str:
+    """The complete HTML document of a run."""
+    summary = report.summary
+    results = {result.case_id: result for result in report.results}
+    buttons = "".join(
+        f'<button type="button" data-verdict="{v}">{v}</button>' for v in ("all", *Verdict.ALL)
+    )
+    load_errors = "".join(f'<p class="msg tool">{_text(e)}</p>' for e in summary.load_errors)
+    cases = "".join(case_details(case, results.get(case.case_id)) for case in summary.cases)
+    return document(
+        "evalport report",
+        STYLE,
+        f"<header><h1>evalport report</h1>{header(summary)}"
         f'<p class="filters">{buttons}</p></header><main>{load_errors}{_overview(summary)}'
-        f"<h2>Transcripts</h2>{cases}</main><script>{_SCRIPT}</script></body></html>\n"
+        f"<h2>Transcripts</h2>{cases}</main><script>{_SCRIPT}</script>",
     )
 
 

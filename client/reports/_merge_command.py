@@ -13,7 +13,6 @@ import msgspec
 
 from .._core import EXIT_FAILED, EXIT_OK, ConfigError, case_verdict, fail, required_passes
 from . import (
-    CaseSummary,
     JsonReporter,
     JUnitReporter,
     MarkdownReporter,
@@ -40,17 +39,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def regate(summary: RunSummary, pass_rate: float) -> RunSummary:
     """The same results judged again at ``pass_rate`` (from the saved trial verdicts)."""
-    cases: list[CaseSummary] = []
-    for case in summary.cases:
-        verdicts = case.trial_verdicts
-        cases.append(
-            msgspec.structs.replace(
-                case,
-                verdict=case_verdict(verdicts, pass_rate),
-                pass_rate=pass_rate,
-                required=required_passes(len(verdicts), pass_rate),
-            )
+    cases = [
+        msgspec.structs.replace(
+            case,
+            verdict=case_verdict(case.trial_verdicts, pass_rate),
+            pass_rate=pass_rate,
+            required=required_passes(len(case.trial_verdicts), pass_rate),
         )
+        for case in summary.cases
+    ]
     provenance = msgspec.structs.replace(summary.provenance, pass_rate=pass_rate)
     return summarize(cases, provenance, duration=summary.duration, load_errors=summary.load_errors)
 

@@ -28,7 +28,8 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import msgspec
@@ -220,17 +221,6 @@ def _reasons(seen: dict[str, list[str]]) -> list[str]:
     return reasons
 
 
-def _rates(
-    n: int, c: int
-) -> tuple[float, float, tuple[tuple[str, float], ...], tuple[tuple[str, float], ...]]:
-    """Wilson bounds, pass@k and pass^k of ``c`` passes in ``n``."""
-    low, high = wilson(c, n)
-    ks = k_values(n)
-    at_k = tuple((str(k), pass_at_k(n, c, k)) for k in ks)
-    hat_k = tuple((str(k), pass_hat_k(n, c, k)) for k in ks)
-    return low, high, at_k, hat_k
-
-
 def summarize_case(result: CaseResult, *, min_lower_bound: float | None = None) -> CaseSummary:
     """Statistics of one case; ``min_lower_bound`` fails a passed case whose interval is low."""
     verdicts: list[str] = []
@@ -259,7 +249,7 @@ def summarize_case(result: CaseResult, *, min_lower_bound: float | None = None) 
         if error is None and trial.error:
             error = trial.error
     failures = _reasons(seen)
-    low, high, at_k, hat_k = _rates(n, c)
+    low, high = wilson(c, n)
     judge_mean, judge_std = mean_std(scores) if scores else (None, None)
     verdict = result.verdict
     if min_lower_bound is not None and verdict == Verdict.PASSED and n and low < min_lower_bound:
@@ -280,8 +270,8 @@ def summarize_case(result: CaseResult, *, min_lower_bound: float | None = None) 
         trial_verdicts=verdicts,
         wilson_low=low,
         wilson_high=high,
-        pass_at_k=dict(at_k),
-        pass_hat_k=dict(hat_k),
+        pass_at_k={str(k): pass_at_k(n, c, k) for k in k_values(n)},
+        pass_hat_k={str(k): pass_hat_k(n, c, k) for k in k_values(n)},
         flaky=0 < c < n,
         judge_mean=judge_mean,
         judge_std=judge_std,
@@ -333,10 +323,7 @@ def judgements(result: CaseResult) -> list[Judgement]:
 
 def count_verdicts(verdicts: list[str]) -> dict[str, int]:
     """How many of each of the five outcomes (every key present)."""
-    counts = dict.fromkeys(Verdict.ALL, 0)
-    for verdict in verdicts:
-        counts[verdict] = counts.get(verdict, 0) + 1
-    return counts
+    return dict.fromkeys(Verdict.ALL, 0) | Counter(verdicts)
 
 
 def _tags(cases: list[CaseSummary]) -> dict[str, TagSummary]:
@@ -380,7 +367,8 @@ def to_builtins(value: Any) -> Any:
     return msgspec.to_builtins(value, enc_hook=enc_hook)
 
 
-def _rate(verdicts: Sequence[str]) -> float | None:
+def verdict_rate(verdicts: Iterable[str]) -> float | None:
+    """Passed over the verdicts that are not ``skipped``; ``None`` when all were skipped."""
     judged = [verdict for verdict in verdicts if verdict != Verdict.SKIPPED]
     if not judged:
         return None
@@ -389,21 +377,17 @@ def _rate(verdicts: Sequence[str]) -> float | None:
 
 def analytics(cases: Sequence[CaseSummary]) -> Analytics:
     """The run's figures over its case summaries."""
-    kinds: dict[str, dict[str, int]] = {}
+    kinds: dict[str, Counter[str]] = {}
+    totals = Counter(dict.fromkeys(OUTCOMES, 0))
     for case in cases:
         for kind, outcomes in case.assertions.items():
-            entry = kinds.setdefault(kind, dict.fromkeys(OUTCOMES, 0))
-            for outcome, count in outcomes.items():
-                entry[outcome] = entry.get(outcome, 0) + count
-    totals = dict.fromkeys(OUTCOMES, 0)
-    for outcomes in kinds.values():
-        for outcome, count in outcomes.items():
-            totals[outcome] = totals.get(outcome, 0) + count
+            kinds.setdefault(kind, Counter(dict.fromkeys(OUTCOMES, 0))).update(outcomes)
+            totals.update(outcomes)
     return Analytics(
-        pass_rate=_rate([case.verdict for case in cases]),
-        trial_pass_rate=_rate([verdict for case in cases for verdict in case.trial_verdicts]),
+        pass_rate=verdict_rate(case.verdict for case in cases),
+        trial_pass_rate=verdict_rate(v for case in cases for v in case.trial_verdicts),
         case_durations=durations(case.duration for case in cases),
         trial_durations=durations(trial.duration for case in cases for trial in case.trial_details),
-        assertions=dict(sorted(kinds.items())),
-        assertion_outcomes=totals,
+        assertions={kind: dict(kinds[kind]) for kind in sorted(kinds)},
+        assertion_outcomes=dict(totals),
     )

@@ -4,7 +4,8 @@ Rules:
 
 - Pages are built from what the other reports read: each run's ``summary.json``
   (:class:`RunSummary`) and, for one run, its whole folder (:func:`load_run_folder`). A
-  run's cases are shown as the HTML report shows them (:func:`case_details`).
+  run's header and cases are shown as the HTML report shows them (:func:`header`,
+  :func:`cases_table`, :func:`case_details`).
 - Every value is escaped: case ids, transcripts, folder names and the query are untrusted
   text. Nothing is fetched: the styles are inline, there is no script at all (filters,
   search and the choice of two runs are GET forms the server answers), and the page icon
@@ -26,6 +27,7 @@ Rules:
 from __future__ import annotations
 
 import difflib
+import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -36,9 +38,8 @@ from .._core import CaseResult, TrialResult, Verdict
 from ._analytics import assertion_outcome
 from ._base import RunReport
 from ._compare import compare
-from ._files import case_slug
-from ._html import STYLE, badge, case_details
-from ._summary import CaseSummary, RunSummary, required_rate_note, trace_policy_note
+from ._html import STYLE, badge, case_details, cases_table, document, header
+from ._summary import CaseSummary, RunSummary
 from ._transcript import transcript_lines
 
 _VIEW_STYLE = """
@@ -73,14 +74,8 @@ class RunEntry:
 
 
 def _page(title: str, body: str) -> str:
-    return (
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width,initial-scale=1">'
-        '<link rel="icon" href="data:,">'
-        f"<title>{escape(title)} · evalport view</title><style>{STYLE}{_VIEW_STYLE}</style>"
-        '</head><body><nav><b>evalport view</b><a href="/">runs</a></nav>'
-        f"{body}</body></html>\n"
-    )
+    nav = '<nav><b>evalport view</b><a href="/">runs</a></nav>'
+    return document(f"{title} · evalport view", STYLE + _VIEW_STYLE, nav + body)
 
 
 def _run_link(name: str, label: str | None = None) -> str:
@@ -152,17 +147,6 @@ def runs_page(root: str, entries: list[RunEntry]) -> str:
     )
 
 
-def _provenance(summary: RunSummary) -> str:
-    provenance = summary.provenance
-    counts = "".join(f"<span>{badge(v)} {summary.counts.get(v, 0)}</span>" for v in Verdict.ALL)
-    return (
-        f"<p class=counts>{counts}</p><p class=muted>started {escape(provenance.started_at)} · "
-        f"target {_target(summary).replace('<br>', ' ')} · {summary.total} cases · "
-        f"{summary.trials} trials · repeat {provenance.repeat} · "
-        f"{escape(required_rate_note(provenance))} · {escape(trace_policy_note(provenance))}</p>"
-    )
-
-
 def _searchable(case: CaseSummary, result: CaseResult | None) -> list[str]:
     lines = [case.case_id, case.description, " ".join(case.tags)]
     for trial in result.trials if result else []:
@@ -180,14 +164,8 @@ def _around(line: str, query: str, reach: int = 100) -> str:
 
 
 def _marked(line: str, query: str) -> str:
-    lower, wanted = line.lower(), query.lower()
-    parts, start = [], 0
-    while (found := lower.find(wanted, start)) >= 0:
-        parts.append(escape(line[start:found]))
-        parts.append(f"<mark>{escape(line[found : found + len(query)])}</mark>")
-        start = found + len(query)
-    parts.append(escape(line[start:]))
-    return "".join(parts)
+    parts = re.split(f"({re.escape(query)})", line, flags=re.IGNORECASE)  # odd: the matches
+    return "".join(f"<mark>{escape(p)}</mark>" if i % 2 else escape(p) for i, p in enumerate(parts))
 
 
 def _select(name: str, label: str, chosen: str, choices: Iterable[tuple[str, str]]) -> str:
@@ -227,27 +205,19 @@ def run_page(
         f'value="{escape(query)}"></label><button type="submit">apply</button>'
         f"{_run_link(name, 'clear')}</form>"
     )
-    rows = "".join(
-        f'<tr><td><a href="#{case_slug(case.case_id)}"><code>{escape(case.case_id)}</code></a>'
-        f"</td><td>{badge(case.verdict)}</td>"
-        f"<td>{case.passes}/{case.samples} (need {case.required})</td>"
-        f"<td>{escape(', '.join(case.tags))}</td><td>{escape(case.description)}</td></tr>"
-        for case, _ in shown
-    )
     bodies = "".join(
         _hits(case, hits, query) + case_details(case, results.get(case.case_id))
         for case, hits in shown
     )
     listed = (
-        "<table><tr><th>case</th><th>verdict</th><th>passes</th><th>tags</th>"
-        f"<th>description</th></tr>{rows}</table><h2>Transcripts</h2>{bodies}"
+        f"{cases_table(case for case, _ in shown)}<h2>Transcripts</h2>{bodies}"
         if shown
         else '<p class="muted">no case matches these filters</p>'
     )
     errors = "".join(f'<p class="problem">load error: {escape(e)}</p>' for e in summary.load_errors)
     return _page(
         name,
-        f"<header><h1>{escape(name)}</h1>{_provenance(summary)}{form}</header><main>{errors}"
+        f"<header><h1>{escape(name)}</h1>{header(summary)}{form}</header><main>{errors}"
         f'<p class="muted shown">{len(shown)} of {summary.total} cases</p>{listed}</main>',
     )
 
@@ -265,11 +235,12 @@ def _hits(case: CaseSummary, hits: list[str], query: str) -> str:
     return f'<div class="hits"><b>{len(hits)} matching lines</b><br>{lines}{more}</div>'
 
 
-def _shown_trial(case: CaseSummary | None, result: CaseResult | None) -> TrialResult | None:
+def _shown_trial(report: RunReport, case_id: str) -> tuple[CaseSummary, TrialResult | None]:
+    """A case of ``report`` and the trial shown of it: the first with the case's verdict."""
+    case, result = report.case(case_id)
     if result is None or not result.trials:
-        return None
-    verdict = case.verdict if case else result.verdict
-    return next((t for t in result.trials if t.verdict == verdict), result.trials[0])
+        return case, None
+    return case, next((t for t in result.trials if t.verdict == case.verdict), result.trials[0])
 
 
 def _trial_lines(trial: TrialResult | None) -> list[str]:
@@ -309,13 +280,9 @@ def compare_page(base_name: str, base: RunReport, new_name: str, new: RunReport)
     """Two runs side by side: what :func:`compare` found, then every case's transcripts
     diffed (see the module rules)."""
     comparison = compare(base.summary, new.summary)
-    base_cases = {case.case_id: case for case in base.summary.cases}
-    new_cases = {case.case_id: case for case in new.summary.cases}
-    base_results = {result.case_id: result for result in base.results}
-    new_results = {result.case_id: result for result in new.results}
     kinds = {change.case_id: change.kind for change in comparison.changes}
-    changed = [change.case_id for change in comparison.changes]
-    alike = [case_id for case_id in new_cases if case_id in base_cases and case_id not in kinds]
+    shared = [case.case_id for case in new.summary.cases if case.case_id not in comparison.added]
+    alike = [case_id for case_id in shared if case_id not in kinds]
     rows = "".join(
         f'<tr><td><span class="kind {change.kind}">{change.kind}</span></td>'
         f'<td><a href="#c{number}"><code>{escape(change.case_id)}</code></a></td>'
@@ -331,11 +298,10 @@ def compare_page(base_name: str, base: RunReport, new_name: str, new: RunReport)
         else '<p class="muted">no case changed its verdict or pass rate</p>'
     )
     sections = []
-    for number, case_id in enumerate([*changed, *alike]):
+    for number, case_id in enumerate([*kinds, *alike]):
         kind = kinds.get(case_id, "alike")
-        base_case, new_case = base_cases[case_id], new_cases[case_id]
-        old = _shown_trial(base_case, base_results.get(case_id))
-        now = _shown_trial(new_case, new_results.get(case_id))
+        base_case, old = _shown_trial(base, case_id)
+        new_case, now = _shown_trial(new, case_id)
         heads = "".join(
             f"<th>{escape(name)}: trial {trial.trial if trial else '-'} {badge(case.verdict)}</th>"
             for name, trial, case in ((base_name, old, base_case), (new_name, now, new_case))

@@ -130,39 +130,41 @@ class LoopbackHostOnly:
         await self.app(scope, receive, send)
 
 
+class _Refused(Exception):
+    """What was asked cannot be shown: answered with the problem page saying why."""
+
+    def __init__(self, title: str, message: str, status: int = 200) -> None:
+        super().__init__(message)
+        self.title, self.message, self.status = title, message, status
+
+
 def build_app(root: Path, host: str = "127.0.0.1") -> Starlette:
     """The app over ``root``; ``host`` is the address it is served on."""
 
-    def load(name: str) -> RunReport | HTMLResponse:
+    def load(name: str) -> RunReport:
         try:
             folder = folders(root).get(name)
-        except ConfigError as error:
-            return _html(problem_page(name, str(error)))
-        if folder is None:
-            return _html(problem_page("not found", f"no run named {name!r} under {root}"), 404)
-        listed = entry(root, name, folder)
-        if listed.problem is not None:
-            return _html(problem_page(name, listed.problem))
-        try:
+            if folder is None:
+                raise _Refused("not found", f"no run named {name!r} under {root}", 404)
+            listed = entry(root, name, folder)
+            if listed.problem is not None:
+                raise _Refused(name, listed.problem)
             return load_run_folder(folder)
         except ConfigError as error:
-            return _html(problem_page(name, str(error)))
+            raise _Refused(name, str(error)) from None
 
     def index(request: Request) -> HTMLResponse:
         try:
             return _html(runs_page(str(root), entries(root)))
         except ConfigError as error:
-            return _html(problem_page("runs", str(error)))
+            raise _Refused("runs", str(error)) from None
 
     def run(request: Request) -> HTMLResponse:
         name = request.path_params["name"]
-        report = load(name)
-        if isinstance(report, HTMLResponse):
-            return report
         params = request.query_params
         page = run_page(
             name,
-            report,
+            load(name),
             verdict=params.get("verdict", ""),
             tag=params.get("tag", ""),
             query=params.get("q", "").strip(),
@@ -173,13 +175,12 @@ def build_app(root: Path, host: str = "127.0.0.1") -> Starlette:
         base_name = request.query_params.get("base", "")
         new_name = request.query_params.get("new", "")
         if not base_name or not new_name:
-            return _html(problem_page("compare", "choose two runs: ?base=NAME&new=NAME"), 400)
-        base, new = load(base_name), load(new_name)
-        if isinstance(base, HTMLResponse):
-            return base
-        if isinstance(new, HTMLResponse):
-            return new
-        return _html(compare_page(base_name, base, new_name, new))
+            raise _Refused("compare", "choose two runs: ?base=NAME&new=NAME", 400)
+        return _html(compare_page(base_name, load(base_name), new_name, load(new_name)))
+
+    async def refused(request: Request, error: Exception) -> HTMLResponse:
+        assert isinstance(error, _Refused)
+        return _html(problem_page(error.title, error.message), error.status)
 
     async def problem(request: Request, error: Exception) -> HTMLResponse:
         status = error.status_code if isinstance(error, HTTPException) else 500
@@ -200,5 +201,5 @@ def build_app(root: Path, host: str = "127.0.0.1") -> Starlette:
             Route("/compare", compared, methods=["GET"]),
         ],
         middleware=middleware,
-        exception_handlers={HTTPException: problem, Exception: failure},
+        exception_handlers={_Refused: refused, HTTPException: problem, Exception: failure},
     )
