@@ -29,7 +29,7 @@ Rules:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -146,6 +146,7 @@ class Regex(Matcher):
 
 
 def _as_map(value: Any) -> Any:
+    """A JSON object text decoded to its mapping; anything else as it is."""
     if isinstance(value, str):
         try:
             decoded = msgspec.json.decode(value)
@@ -155,63 +156,57 @@ def _as_map(value: Any) -> Any:
     return value
 
 
+def all_of(answers: Iterable[bool | None]) -> bool | None:
+    """Three-valued *and*: ``False`` if any answer is, else ``None`` if any is, else ``True``."""
+    seen = set(answers)
+    return False if False in seen else None if None in seen else True
+
+
 class Subset(Matcher):
     """Every given key is present and matches; other keys are ignored."""
 
-    __slots__ = ("_matchers", "_plain", "expected")
+    __slots__ = ("_matchers", "expected")
 
     def __init__(self, expected: Mapping[str, Any]) -> None:
         self.expected = expected
         self._matchers = tuple((key, value_matcher(spec)) for key, spec in expected.items())
-        self._plain = all(isinstance(m, EqualTo) for _, m in self._matchers)
 
     def match(self, value: Any) -> bool | None:
+        value = _as_map(value)
         if not isinstance(value, dict):
-            value = _as_map(value)
-            if not isinstance(value, dict):
-                return False
+            return False
         if is_digest(value):
             # the whole map was digested: its keys are unknown, unless it is exactly ours
-            if self._plain and matches_digest(dict(self.expected), value):
-                return True
-            return None
+            plain = all(isinstance(matcher, EqualTo) for _, matcher in self._matchers)
+            return True if plain and matches_digest(dict(self.expected), value) else None
         undecided = False
         for key, matcher in self._matchers:
-            if key not in value:
-                return False
-            answer = matcher.match(value[key])
+            answer = matcher.match(value[key]) if key in value else False
             if answer is False:
                 return False
-            if answer is None:
-                undecided = True
+            undecided = undecided or answer is None
         return None if undecided else True
 
     def describe(self) -> str:
         return _describe_map(self.expected, "⊆")
 
 
-class Exact(Matcher):
+class Exact(Subset):
     """The same keys, each matching; a map digested whole matches by its own digest."""
 
-    __slots__ = ("_keys", "_subset", "expected")
-
-    def __init__(self, expected: Mapping[str, Any]) -> None:
-        self.expected = expected
-        self._keys = frozenset(expected)
-        self._subset = Subset(expected)
+    __slots__ = ()
 
     def match(self, value: Any) -> bool | None:
+        value = _as_map(value)
         if not isinstance(value, dict):
-            value = _as_map(value)
-            if not isinstance(value, dict):
-                return False
+            return False
         if is_digest(value):
             if any(callable(spec) or isinstance(spec, Matcher) for spec in self.expected.values()):
                 return None
             return matches_digest(dict(self.expected), value)
-        if len(value) != len(self._keys) or not self._keys.issuperset(value):
+        if set(value) != set(self.expected):
             return False
-        return self._subset.match(value)
+        return super().match(value)
 
     def describe(self) -> str:
         return _describe_map(self.expected, "==")
@@ -299,15 +294,8 @@ def short(value: Any, limit: int = 60) -> str:
 
 
 def _describe_map(expected: Mapping[str, Any], relation: str) -> str:
-    parts = []
-    for key, spec in expected.items():
-        shown = (
-            spec.describe()
-            if isinstance(spec, Matcher)
-            else (getattr(spec, "__name__", "predicate") if callable(spec) else short(spec))
-        )
-        parts.append(f"{key}={shown}")
-    return f"args {relation} {{{', '.join(parts)}}}"
+    shown = ", ".join(f"{key}={value_matcher(spec).describe()}" for key, spec in expected.items())
+    return f"args {relation} {{{shown}}}"
 
 
 # -- counts -------------------------------------------------------------------------------
@@ -322,6 +310,12 @@ class Count:
 
     def check(self, count: int) -> bool:
         return count >= self.low and (self.high is None or count <= self.high)
+
+    def settle(self, matched: int, undecided: int) -> bool | None:
+        """The verdict over every reading of ``undecided`` items that could not be read
+        (each may or may not match); ``None`` when the readings disagree."""
+        verdicts = {self.check(n) for n in range(matched, matched + undecided + 1)}
+        return verdicts.pop() if len(verdicts) == 1 else None
 
     def describe(self) -> str:
         if self.high is None:
