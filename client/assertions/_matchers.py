@@ -308,6 +308,12 @@ class Count:
     low: int = 1
     high: int | None = None
 
+    def __post_init__(self) -> None:
+        if min(self.low, self.low if self.high is None else self.high) < 0:
+            raise ValueError(f"a count cannot be negative: {self.describe()}")
+        if self.high is not None and self.low > self.high:
+            raise ValueError(f"between({self.low}, {self.high}): low must not exceed high")
+
     def check(self, count: int) -> bool:
         return count >= self.low and (self.high is None or count <= self.high)
 
@@ -329,23 +335,21 @@ class Count:
 
 def exactly(count: int) -> Count:
     """Exactly ``count`` times."""
-    return Count(_non_negative(count), count)
+    return Count(count, count)
 
 
 def at_least(count: int) -> Count:
     """``count`` times or more."""
-    return Count(_non_negative(count), None)
+    return Count(count, None)
 
 
 def at_most(count: int) -> Count:
     """``count`` times or fewer (zero included)."""
-    return Count(0, _non_negative(count))
+    return Count(0, count)
 
 
 def between(low: int, high: int) -> Count:
     """``low`` to ``high`` calls, both included."""
-    if _non_negative(low) > _non_negative(high):
-        raise ValueError(f"between({low}, {high}): low must not exceed high")
     return Count(low, high)
 
 
@@ -358,9 +362,3 @@ def as_count(spec: int | Count | None, default: Count | None = None) -> Count:
     if isinstance(spec, bool) or not isinstance(spec, int):
         raise TypeError(f"count must be an int or a Count (at_least(...)), got {spec!r}")
     return exactly(spec)
-
-
-def _non_negative(count: int) -> int:
-    if count < 0:
-        raise ValueError(f"a count cannot be negative, got {count}")
-    return count
