@@ -66,26 +66,18 @@ class Matcher:
         return type(self).__name__
 
 
+@dataclass(frozen=True, slots=True)
 class EqualTo(Matcher):
     """The same JSON value as ``expected`` (:func:`evalport.protocol.json_equal`: ``10``
     equals ``10.0``, maps in any key order), or a digest of it."""
 
-    __slots__ = ("expected",)
-
-    def __init__(self, expected: Any) -> None:
-        self.expected = expected
+    expected: Any
 
     def match(self, value: Any) -> bool | None:
         return matches_digest(self.expected, value)
 
     def describe(self) -> str:
         return short(self.expected)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, EqualTo) and other.expected == self.expected
-
-    def __hash__(self) -> int:
-        return hash(repr(self.expected))
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,13 +207,9 @@ class Exact(Subset):
 def as_matcher(spec: Any) -> Matcher:
     """A matcher for ``spec``: matchers as they are, callables as predicates, mappings
     as subset matches, anything else by equality."""
-    if isinstance(spec, Matcher):
-        return spec
-    if callable(spec):
-        return Predicate(spec)
-    if isinstance(spec, Mapping):
+    if isinstance(spec, Mapping) and not isinstance(spec, Matcher) and not callable(spec):
         return Subset(spec)
-    return EqualTo(spec)
+    return value_matcher(spec)
 
 
 def value_matcher(spec: Any) -> Matcher:
@@ -229,9 +217,9 @@ def value_matcher(spec: Any) -> Matcher:
     are, anything else, mappings included, by equality. A digested value is one hash of
     the whole value, so only equality can be decided on it; ``Subset({...})`` matches
     part of a verbatim value."""
-    if isinstance(spec, Matcher) or callable(spec):
-        return as_matcher(spec)
-    return EqualTo(spec)
+    if isinstance(spec, Matcher):
+        return spec
+    return Predicate(spec) if callable(spec) else EqualTo(spec)
 
 
 def any_value() -> AnyValue:
