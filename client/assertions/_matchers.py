@@ -249,21 +249,9 @@ def _compact(value: Any) -> str:
 def error_lines(errors: str, limit: int = 200) -> str:
     """A run's ``errors`` text for a message: digested lines shown compactly, and how to
     see them."""
-    lines = []
-    digested = False
-    for line in errors.split("\n"):
-        value: Any = None
-        if line.startswith('{"hash":"sha256:'):
-            try:
-                value = msgspec.json.decode(line)
-            except msgspec.DecodeError:
-                value = None
-        if is_digest(value):
-            digested = True
-            lines.append(_compact(value))
-        else:
-            lines.append(line)
-    text = "; ".join(lines)
+    lines = [_as_map(line) if line.startswith('{"hash":"') else line for line in errors.split("\n")]
+    digested = any(is_digest(line) for line in lines)
+    text = "; ".join(_compact(line) if is_digest(line) else line for line in lines)
     text = text if len(text) <= limit else text[: limit - 3] + "..."
     return f"{text}; {DIGESTED_HINT}" if digested else text
 
