@@ -37,6 +37,13 @@ class Checks(Protocol):
     def check(self, assertion: Assertion, subject: Any = None) -> object: ...
 
 
+def _shown(value: Any) -> str:
+    if has_digest(value):
+        return short(value, 120)
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
 class ValueIncludes(Assertion):
     kind = "includes"
 
@@ -44,7 +51,7 @@ class ValueIncludes(Assertion):
         self.expected = expected
 
     def describe(self) -> str:
-        return short(self.expected, 120)
+        return _shown(self.expected)
 
     def evaluate(self, subject: Any) -> AssertionResult:
         if is_digest(subject):  # a redacted value: its keys are the digest's own
@@ -59,7 +66,7 @@ class ValueIncludes(Assertion):
         else:
             return self.result(False, f"cannot look inside a {type(subject).__name__}")
         return self.result(
-            ok, "" if ok else f"{short(subject, 120)} does not include {self.describe()}"
+            ok, "" if ok else f"{_shown(subject)} does not include {self.describe()}"
         )
 
 
@@ -92,7 +99,7 @@ class Equals(_Text):
         answer = value_matcher(self.expected).match(subject)
         if answer is None:
             return self.not_evaluable(f"the value {VERBATIM_HINT}")
-        message = "" if answer else f"{short(subject, 120)} does not match"
+        message = "" if answer else f"{_shown(subject)} does not match"
         if message and has_digest(subject):
             message += f"; {DIGESTED_HINT}"
         return self.result(answer, message)
@@ -111,7 +118,7 @@ class ValueSatisfies(Assertion):
         if has_digest(subject):  # a predicate would judge the digest, not the value
             return self.not_evaluable(f"the value {VERBATIM_HINT}")
         ok = bool(self.predicate(subject))
-        return self.result(ok, "" if ok else f"the predicate rejected {short(subject, 120)}")
+        return self.result(ok, "" if ok else f"the predicate rejected {_shown(subject)}")
 
 
 class ValueExpectation:
