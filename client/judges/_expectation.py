@@ -244,41 +244,33 @@ class JudgeExpectation:
 
     async def _ask(self, judge: Judge, request: JudgeRequest) -> JudgeVerdict | str:
         name = self._criterion.name
+        spent: JudgeVerdict | JudgeError
         try:
             with judge_span(name, judge) as traced:
                 verdict = await judge.judge(request)
                 traced(verdict)
         except Exception as error:  # any failure of the judge is reported, never a pass
-            message = f"{type(error).__name__}: {error}"
             spent = error if isinstance(error, JudgeError) else JudgeError()
-            self._host.record_judge(
-                JudgeRecord(
-                    criterion=name,
-                    score=None,
-                    model=_model(judge),
-                    error=message,
-                    input_tokens=spent.usage.input_tokens,
-                    output_tokens=spent.usage.output_tokens,
-                    tool_calls=spent.tool_calls,
-                    steps=spent.steps,
-                )
-            )
-            return message
-        self._host.record_judge(
-            JudgeRecord(
+            message = f"{type(error).__name__}: {error}"
+            answer: JudgeVerdict | str = message
+            record = JudgeRecord(criterion=name, score=None, error=message)
+        else:
+            spent = answer = verdict
+            record = JudgeRecord(
                 criterion=name,
                 score=verdict.score,
                 reason=verdict.reason,
                 evidence=list(verdict.evidence),
-                model=verdict.model or _model(judge),
-                input_tokens=verdict.usage.input_tokens,
-                output_tokens=verdict.usage.output_tokens,
+                model=verdict.model,
                 cached=verdict.cached,
-                tool_calls=list(verdict.tool_calls),
-                steps=verdict.steps,
             )
-        )
-        return verdict
+        record.model = record.model or _model(judge)
+        # what the call spent and read, a failed one included (its JudgeError says)
+        record.input_tokens = spent.usage.input_tokens
+        record.output_tokens = spent.usage.output_tokens
+        record.tool_calls, record.steps = list(spent.tool_calls), spent.steps
+        self._host.record_judge(record)
+        return answer
 
     def _could_not_run(self, cause: str) -> AssertionResult:
         context = {"criterion": self._criterion.name, "judge_error": cause}
