@@ -176,15 +176,18 @@ class IsValidJson(Assertion):
     kind = "is_valid_json"
 
     def evaluate(self, subject: Any) -> AssertionResult:
-        text = text_of(subject, self.kind)
         try:
-            json.loads(text)
+            document = json.loads(text_of(subject, self.kind))
         except ValueError as error:
             return self.result(False, f"not valid JSON: {error}")
+        return self.graded(document)
+
+    def graded(self, document: Any) -> AssertionResult:
+        """The result for text that is valid JSON."""
         return self.result(True)
 
 
-class MatchesJsonSchema(Assertion):
+class MatchesJsonSchema(IsValidJson):
     """The text is JSON valid against ``schema``; every violation is listed."""
 
     kind = "matches_json_schema"
@@ -195,12 +198,7 @@ class MatchesJsonSchema(Assertion):
         validator_class.check_schema(schema)
         self.validator = validator_class(schema)
 
-    def evaluate(self, subject: Any) -> AssertionResult:
-        text = text_of(subject, self.kind)
-        try:
-            document = json.loads(text)
-        except ValueError as error:
-            return self.result(False, f"not valid JSON: {error}")
+    def graded(self, document: Any) -> AssertionResult:
         errors = sorted(self.validator.iter_errors(document), key=lambda e: list(e.path))
         if not errors:
             return self.result(True)

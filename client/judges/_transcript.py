@@ -114,11 +114,11 @@ def run_lines(run: AgentRun, *, details: bool = True) -> list[str]:
     for position, number in enumerate(numbers):
         if 0 < number <= len(run.user_messages):
             lines.append(f"USER: {run.user_messages[number - 1]}")
-        lines += _attached(run, number) if details else []
-        said: list[str] = []
-        for step in run.steps_of_turn(number):
-            lines += step_lines(step) if details else []
-            said += assistant_text(step)
+        steps = run.steps_of_turn(number)
+        if details:
+            lines += _attached(run, number)
+            lines += [line for step in steps for line in step_lines(step)]
+        said = [text for step in steps for text in assistant_text(step)]
         if position == len(numbers) - 1 and run.reply and run.reply not in said:
             said.append(run.reply)
         lines += [f"ASSISTANT: {text}" for text in said]
