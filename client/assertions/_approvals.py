@@ -22,33 +22,22 @@ from evalport.protocol import ApprovalState
 
 from .._core import AssertionResult
 from ._base import Assertion, ToolCallsAssertion, run_of
-from ._matchers import VERBATIM_HINT, Count, as_count, as_matcher
+from ._matchers import VERBATIM_HINT, Count, all_of, as_count, as_matcher
 
 
 class _Decided(ToolCallsAssertion):
     state: str = ApprovalState.APPROVED
 
     def evaluate(self, subject: Any) -> AssertionResult:
-        calls = self.calls(subject)
-        undecided = 0
-        states: list[str | None] = []
-        for call in calls:
-            answer = True if self.args is None else self.args.match(call.arguments)
-            if answer is False:
-                continue
-            if answer is None:
-                undecided += 1
-                continue
-            states.append(call.approval)
+        calls, matching, undecided = self.matching(subject)
+        for call in matching:
             if call.approval == self.state:
                 return self.result(True, reason=call.approval_reason)
-        if undecided:
-            return self.not_evaluable(f"calls of {self.tool!r}: the matcher {VERBATIM_HINT}")
-        if not calls:
-            return self.result(False, f"{self.tool!r} was never called")
-        if not states:
-            return self.result(False, f"no call of {self.tool!r} matched the arguments")
-        shown = ", ".join("not gated" if s is None else s for s in states)
+        if failed := self.unmatched(calls, matching, undecided):
+            return failed
+        shown = ", ".join(
+            "not gated" if call.approval is None else call.approval for call in matching
+        )
         return self.result(False, f"no call of {self.tool!r} was {self.state}; states: {shown}")
 
 
@@ -93,21 +82,20 @@ class Interrupted(Assertion):
             for item in run.pending_interrupts
             if item.kind == self.interrupt
         ]
-        matched = undecided = 0
-        for payload, answer, answered in asked:
-            checks = [True if self.payload is None else self.payload.match(payload)]
-            if self.answer is not None:
-                checks.append(self.answer.match(answer) if answered else False)
-            if False in checks:
-                continue
-            if None in checks:
-                undecided += 1
-            else:
-                matched += 1
-        verdicts = {self.count.check(n) for n in range(matched, matched + undecided + 1)}
-        if len(verdicts) > 1:
+        answers = [
+            all_of(
+                [
+                    self.payload is None or self.payload.match(payload),
+                    self.answer is None or (answered and self.answer.match(answer)),
+                ]
+            )
+            for payload, answer, answered in asked
+        ]
+        matched = answers.count(True)
+        verdict = self.count.settle(matched, answers.count(None))
+        if verdict is None:
             return self.not_evaluable(f"interrupts of kind {self.interrupt!r}: {VERBATIM_HINT}")
-        if verdicts.pop():
+        if verdict:
             return self.result(True)
         kinds = sorted(
             {item.kind for item in run.interrupts} | {i.kind for i in run.pending_interrupts}

@@ -54,10 +54,9 @@ class EventSeen(Assertion):
         else:
             answers = [self.data.match(e.data) for e in events]
             matched, undecided = answers.count(True), answers.count(None)
-        verdicts = {self.count.check(n) for n in range(matched, matched + undecided + 1)}
-        if len(verdicts) > 1:
+        ok = self.count.settle(matched, undecided)
+        if ok is None:
             return self.not_evaluable(f"event data of {self.event!r} {VERBATIM_HINT}")
-        ok = verdicts.pop()
         message = (
             ""
             if ok

@@ -16,32 +16,20 @@ from typing import Any
 
 from .._core import AssertionResult
 from ._base import ToolCallsAssertion
-from ._matchers import VERBATIM_HINT
 
 
 class ToolWasInjected(ToolCallsAssertion):
     kind = "tool_was_injected"
 
     def evaluate(self, subject: Any) -> AssertionResult:
-        calls = self.calls(subject)
-        undecided = matched = 0
-        for call in calls:
-            answer = True if self.args is None else self.args.match(call.arguments)
-            if answer is None:
-                undecided += 1
-            elif answer:
-                if call.injected:
-                    return self.result(True)
-                matched += 1
-        if undecided:
-            return self.not_evaluable(f"calls of {self.tool!r}: the matcher {VERBATIM_HINT}")
-        if not calls:
-            return self.result(False, f"{self.tool!r} was never called")
-        if not matched:
-            return self.result(False, f"no call of {self.tool!r} matched the arguments")
+        calls, matching, undecided = self.matching(subject)
+        if any(call.injected for call in matching):
+            return self.result(True)
+        if failed := self.unmatched(calls, matching, undecided):
+            return failed
         return self.result(
             False,
-            f"{matched} call(s) of {self.tool!r}, none injected: was the session opened "
+            f"{len(matching)} call(s) of {self.tool!r}, none injected: was the session opened "
             f"with faults for {self.tool!r}, and does the tool run through @tool or "
             "ctx.tool_execution()?",
         )

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from evalport.protocol import AgentRun, Step
+from evalport.protocol import Step
 
 from .._core import AssertionResult, Turn
 from ._base import Assertion, run_of
@@ -63,21 +63,13 @@ def _turn_steps(subject: Any, turn: int | None, kind: str) -> dict[int, list[Ste
     return {number: run.steps_of_turn(number) for number in numbers}
 
 
-def _check_budget(seconds: float) -> float:
-    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds <= 0:
-        raise ValueError(f"a latency budget is a positive number of seconds, got {seconds!r}")
-    return float(seconds)
-
-
-def _score(actual: float, budget: float) -> float:
-    return 1.0 if actual <= budget else budget / actual
-
-
 class LatencyAssertion(Assertion):
     """Shared by the latency budgets: a budget in seconds and an optional turn number."""
 
     def __init__(self, seconds: float, *, turn: int | None = None) -> None:
-        self.seconds = _check_budget(seconds)
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds <= 0:
+            raise ValueError(f"a latency budget is a positive number of seconds, got {seconds!r}")
+        self.seconds = float(seconds)
         self.turn = turn
 
     def describe(self) -> str:
@@ -85,9 +77,10 @@ class LatencyAssertion(Assertion):
         return f"{self.seconds:g}s{where}"
 
     def graded(self, actual: float, what: str, **context: Any) -> AssertionResult:
-        over = actual > self.seconds
-        message = f"{what} took {actual:.3f}s, over the budget of {self.seconds:g}s" if over else ""
-        return self.result(_score(actual, self.seconds), message, seconds=actual, **context)
+        if actual <= self.seconds:
+            return self.result(1.0, "", seconds=actual, **context)
+        message = f"{what} took {actual:.3f}s, over the budget of {self.seconds:g}s"
+        return self.result(self.seconds / actual, message, seconds=actual, **context)
 
 
 class TurnWithin(LatencyAssertion):
@@ -108,25 +101,19 @@ class TurnWithin(LatencyAssertion):
         return self.graded(timed[slowest], f"turn {slowest}", turn=slowest)
 
 
-class TrialWithin(Assertion):
+class TrialWithin(LatencyAssertion):
     """The run, first step's start to last step's end, took at most ``seconds``."""
 
     kind = "trial_within"
 
     def __init__(self, seconds: float) -> None:
-        self.seconds = _check_budget(seconds)
-
-    def describe(self) -> str:
-        return f"{self.seconds:g}s"
+        super().__init__(seconds)
 
     def evaluate(self, subject: Any) -> AssertionResult:
-        run: AgentRun = run_of(subject, self.kind)
-        span = _span(run.steps)
+        span = _span(run_of(subject, self.kind).steps)
         if span is None:
             return self.not_evaluable("the run has no step timestamps")
-        over = span > self.seconds
-        message = f"the run took {span:.3f}s, over the budget of {self.seconds:g}s" if over else ""
-        return self.result(_score(span, self.seconds), message, seconds=span)
+        return self.graded(span, "the run")
 
 
 class FirstToolCallWithin(LatencyAssertion):

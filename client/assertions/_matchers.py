@@ -29,7 +29,7 @@ Rules:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -66,26 +66,18 @@ class Matcher:
         return type(self).__name__
 
 
+@dataclass(frozen=True, slots=True)
 class EqualTo(Matcher):
     """The same JSON value as ``expected`` (:func:`evalport.protocol.json_equal`: ``10``
     equals ``10.0``, maps in any key order), or a digest of it."""
 
-    __slots__ = ("expected",)
-
-    def __init__(self, expected: Any) -> None:
-        self.expected = expected
+    expected: Any
 
     def match(self, value: Any) -> bool | None:
         return matches_digest(self.expected, value)
 
     def describe(self) -> str:
         return short(self.expected)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, EqualTo) and other.expected == self.expected
-
-    def __hash__(self) -> int:
-        return hash(repr(self.expected))
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +138,7 @@ class Regex(Matcher):
 
 
 def _as_map(value: Any) -> Any:
+    """A JSON object text decoded to its mapping; anything else as it is."""
     if isinstance(value, str):
         try:
             decoded = msgspec.json.decode(value)
@@ -155,63 +148,57 @@ def _as_map(value: Any) -> Any:
     return value
 
 
+def all_of(answers: Iterable[bool | None]) -> bool | None:
+    """Three-valued *and*: ``False`` if any answer is, else ``None`` if any is, else ``True``."""
+    seen = set(answers)
+    return False if False in seen else None if None in seen else True
+
+
 class Subset(Matcher):
     """Every given key is present and matches; other keys are ignored."""
 
-    __slots__ = ("_matchers", "_plain", "expected")
+    __slots__ = ("_matchers", "expected")
 
     def __init__(self, expected: Mapping[str, Any]) -> None:
         self.expected = expected
         self._matchers = tuple((key, value_matcher(spec)) for key, spec in expected.items())
-        self._plain = all(isinstance(m, EqualTo) for _, m in self._matchers)
 
     def match(self, value: Any) -> bool | None:
+        value = _as_map(value)
         if not isinstance(value, dict):
-            value = _as_map(value)
-            if not isinstance(value, dict):
-                return False
+            return False
         if is_digest(value):
             # the whole map was digested: its keys are unknown, unless it is exactly ours
-            if self._plain and matches_digest(dict(self.expected), value):
-                return True
-            return None
+            plain = all(isinstance(matcher, EqualTo) for _, matcher in self._matchers)
+            return True if plain and matches_digest(dict(self.expected), value) else None
         undecided = False
         for key, matcher in self._matchers:
-            if key not in value:
-                return False
-            answer = matcher.match(value[key])
+            answer = matcher.match(value[key]) if key in value else False
             if answer is False:
                 return False
-            if answer is None:
-                undecided = True
+            undecided = undecided or answer is None
         return None if undecided else True
 
     def describe(self) -> str:
         return _describe_map(self.expected, "⊆")
 
 
-class Exact(Matcher):
+class Exact(Subset):
     """The same keys, each matching; a map digested whole matches by its own digest."""
 
-    __slots__ = ("_keys", "_subset", "expected")
-
-    def __init__(self, expected: Mapping[str, Any]) -> None:
-        self.expected = expected
-        self._keys = frozenset(expected)
-        self._subset = Subset(expected)
+    __slots__ = ()
 
     def match(self, value: Any) -> bool | None:
+        value = _as_map(value)
         if not isinstance(value, dict):
-            value = _as_map(value)
-            if not isinstance(value, dict):
-                return False
+            return False
         if is_digest(value):
             if any(callable(spec) or isinstance(spec, Matcher) for spec in self.expected.values()):
                 return None
             return matches_digest(dict(self.expected), value)
-        if len(value) != len(self._keys) or not self._keys.issuperset(value):
+        if set(value) != set(self.expected):
             return False
-        return self._subset.match(value)
+        return super().match(value)
 
     def describe(self) -> str:
         return _describe_map(self.expected, "==")
@@ -220,13 +207,9 @@ class Exact(Matcher):
 def as_matcher(spec: Any) -> Matcher:
     """A matcher for ``spec``: matchers as they are, callables as predicates, mappings
     as subset matches, anything else by equality."""
-    if isinstance(spec, Matcher):
-        return spec
-    if callable(spec):
-        return Predicate(spec)
-    if isinstance(spec, Mapping):
+    if isinstance(spec, Mapping) and not isinstance(spec, Matcher) and not callable(spec):
         return Subset(spec)
-    return EqualTo(spec)
+    return value_matcher(spec)
 
 
 def value_matcher(spec: Any) -> Matcher:
@@ -234,9 +217,9 @@ def value_matcher(spec: Any) -> Matcher:
     are, anything else, mappings included, by equality. A digested value is one hash of
     the whole value, so only equality can be decided on it; ``Subset({...})`` matches
     part of a verbatim value."""
-    if isinstance(spec, Matcher) or callable(spec):
-        return as_matcher(spec)
-    return EqualTo(spec)
+    if isinstance(spec, Matcher):
+        return spec
+    return Predicate(spec) if callable(spec) else EqualTo(spec)
 
 
 def any_value() -> AnyValue:
@@ -266,21 +249,9 @@ def _compact(value: Any) -> str:
 def error_lines(errors: str, limit: int = 200) -> str:
     """A run's ``errors`` text for a message: digested lines shown compactly, and how to
     see them."""
-    lines = []
-    digested = False
-    for line in errors.split("\n"):
-        value: Any = None
-        if line.startswith('{"hash":"sha256:'):
-            try:
-                value = msgspec.json.decode(line)
-            except msgspec.DecodeError:
-                value = None
-        if is_digest(value):
-            digested = True
-            lines.append(_compact(value))
-        else:
-            lines.append(line)
-    text = "; ".join(lines)
+    lines = [_as_map(line) if line.startswith('{"hash":"') else line for line in errors.split("\n")]
+    digested = any(is_digest(line) for line in lines)
+    text = "; ".join(_compact(line) if is_digest(line) else line for line in lines)
     text = text if len(text) <= limit else text[: limit - 3] + "..."
     return f"{text}; {DIGESTED_HINT}" if digested else text
 
@@ -299,15 +270,8 @@ def short(value: Any, limit: int = 60) -> str:
 
 
 def _describe_map(expected: Mapping[str, Any], relation: str) -> str:
-    parts = []
-    for key, spec in expected.items():
-        shown = (
-            spec.describe()
-            if isinstance(spec, Matcher)
-            else (getattr(spec, "__name__", "predicate") if callable(spec) else short(spec))
-        )
-        parts.append(f"{key}={shown}")
-    return f"args {relation} {{{', '.join(parts)}}}"
+    shown = ", ".join(f"{key}={value_matcher(spec).describe()}" for key, spec in expected.items())
+    return f"args {relation} {{{shown}}}"
 
 
 # -- counts -------------------------------------------------------------------------------
@@ -320,8 +284,20 @@ class Count:
     low: int = 1
     high: int | None = None
 
+    def __post_init__(self) -> None:
+        if min(self.low, self.low if self.high is None else self.high) < 0:
+            raise ValueError(f"a count cannot be negative: {self.describe()}")
+        if self.high is not None and self.low > self.high:
+            raise ValueError(f"between({self.low}, {self.high}): low must not exceed high")
+
     def check(self, count: int) -> bool:
         return count >= self.low and (self.high is None or count <= self.high)
+
+    def settle(self, matched: int, undecided: int) -> bool | None:
+        """The verdict over every reading of ``undecided`` items that could not be read
+        (each may or may not match); ``None`` when the readings disagree."""
+        verdicts = {self.check(n) for n in range(matched, matched + undecided + 1)}
+        return verdicts.pop() if len(verdicts) == 1 else None
 
     def describe(self) -> str:
         if self.high is None:
@@ -335,23 +311,21 @@ class Count:
 
 def exactly(count: int) -> Count:
     """Exactly ``count`` times."""
-    return Count(_non_negative(count), count)
+    return Count(count, count)
 
 
 def at_least(count: int) -> Count:
     """``count`` times or more."""
-    return Count(_non_negative(count), None)
+    return Count(count, None)
 
 
 def at_most(count: int) -> Count:
     """``count`` times or fewer (zero included)."""
-    return Count(0, _non_negative(count))
+    return Count(0, count)
 
 
 def between(low: int, high: int) -> Count:
     """``low`` to ``high`` calls, both included."""
-    if _non_negative(low) > _non_negative(high):
-        raise ValueError(f"between({low}, {high}): low must not exceed high")
     return Count(low, high)
 
 
@@ -364,9 +338,3 @@ def as_count(spec: int | Count | None, default: Count | None = None) -> Count:
     if isinstance(spec, bool) or not isinstance(spec, int):
         raise TypeError(f"count must be an int or a Count (at_least(...)), got {spec!r}")
     return exactly(spec)
-
-
-def _non_negative(count: int) -> int:
-    if count < 0:
-        raise ValueError(f"a count cannot be negative, got {count}")
-    return count

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from evalport.protocol import require
@@ -42,8 +42,11 @@ class _Text(Assertion):
         return text if self.case_sensitive else text.casefold()
 
 
-class Contains(_Text):
-    kind = "contains"
+class _Affix(_Text):
+    """The text holds ``needle`` where :meth:`holds` looks for it."""
+
+    fails = "lacks"
+    holds: Callable[[str, str], bool] = staticmethod(str.__contains__)
 
     def __init__(self, needle: str, *, case_sensitive: bool = True) -> None:
         self.needle = needle
@@ -54,8 +57,36 @@ class Contains(_Text):
 
     def evaluate(self, subject: Any) -> AssertionResult:
         text = text_of(subject, self.kind)
-        found = self._fold(self.needle) in self._fold(text)
-        return self.result(found, "" if found else f"{_quote(text)} lacks {self.needle!r}")
+        ok = self.holds(self._fold(text), self._fold(self.needle))
+        return self.result(ok, "" if ok else f"{_quote(text)} {self.fails} {self.needle!r}")
+
+
+class Contains(_Affix):
+    """The text contains ``needle``."""
+
+    kind = "contains"
+
+
+class StartsWith(_Affix):
+    """The text starts with ``prefix``."""
+
+    kind = "starts_with"
+    fails = "does not start with"
+    holds = staticmethod(str.startswith)
+
+    def __init__(self, prefix: str, *, case_sensitive: bool = True) -> None:
+        super().__init__(prefix, case_sensitive=case_sensitive)
+
+
+class EndsWith(_Affix):
+    """The text ends with ``suffix``."""
+
+    kind = "ends_with"
+    fails = "does not end with"
+    holds = staticmethod(str.endswith)
+
+    def __init__(self, suffix: str, *, case_sensitive: bool = True) -> None:
+        super().__init__(suffix, case_sensitive=case_sensitive)
 
 
 class _Needles(_Text):
@@ -91,38 +122,6 @@ class ContainsAny(_Needles):
         found = [needle for needle in self.needles if self._fold(needle) in folded]
         message = "" if found else f"{_quote(text)} contains none of {self.needles!r}"
         return self.result(bool(found), message, found=found)
-
-
-class StartsWith(_Text):
-    kind = "starts_with"
-
-    def __init__(self, prefix: str, *, case_sensitive: bool = True) -> None:
-        self.prefix = prefix
-        self.case_sensitive = case_sensitive
-
-    def describe(self) -> str:
-        return repr(self.prefix)
-
-    def evaluate(self, subject: Any) -> AssertionResult:
-        text = text_of(subject, self.kind)
-        ok = self._fold(text).startswith(self._fold(self.prefix))
-        return self.result(ok, "" if ok else f"{_quote(text)} does not start with {self.prefix!r}")
-
-
-class EndsWith(_Text):
-    kind = "ends_with"
-
-    def __init__(self, suffix: str, *, case_sensitive: bool = True) -> None:
-        self.suffix = suffix
-        self.case_sensitive = case_sensitive
-
-    def describe(self) -> str:
-        return repr(self.suffix)
-
-    def evaluate(self, subject: Any) -> AssertionResult:
-        text = text_of(subject, self.kind)
-        ok = self._fold(text).endswith(self._fold(self.suffix))
-        return self.result(ok, "" if ok else f"{_quote(text)} does not end with {self.suffix!r}")
 
 
 class LengthBetween(Assertion):
@@ -177,15 +176,18 @@ class IsValidJson(Assertion):
     kind = "is_valid_json"
 
     def evaluate(self, subject: Any) -> AssertionResult:
-        text = text_of(subject, self.kind)
         try:
-            json.loads(text)
+            document = json.loads(text_of(subject, self.kind))
         except ValueError as error:
             return self.result(False, f"not valid JSON: {error}")
+        return self.graded(document)
+
+    def graded(self, document: Any) -> AssertionResult:
+        """The result for text that is valid JSON."""
         return self.result(True)
 
 
-class MatchesJsonSchema(Assertion):
+class MatchesJsonSchema(IsValidJson):
     """The text is JSON valid against ``schema``; every violation is listed."""
 
     kind = "matches_json_schema"
@@ -196,12 +198,7 @@ class MatchesJsonSchema(Assertion):
         validator_class.check_schema(schema)
         self.validator = validator_class(schema)
 
-    def evaluate(self, subject: Any) -> AssertionResult:
-        text = text_of(subject, self.kind)
-        try:
-            document = json.loads(text)
-        except ValueError as error:
-            return self.result(False, f"not valid JSON: {error}")
+    def graded(self, document: Any) -> AssertionResult:
         errors = sorted(self.validator.iter_errors(document), key=lambda e: list(e.path))
         if not errors:
             return self.result(True)

@@ -43,6 +43,7 @@ from ._matchers import (
     VERBATIM_HINT,
     Count,
     Matcher,
+    all_of,
     as_count,
     at_most,
     error_lines,
@@ -91,24 +92,12 @@ def match_calls(
             break
         if is_error is not None and call.is_error != is_error:
             continue
-        answers = []
-        if args is not None:
-            answers.append(args.match(call.arguments))
-        if result is not None:
-            answers.append(result.match(call.result) if call.executed else False)
-        if False in answers:
-            continue
-        if None in answers:
-            undecided += 1
-        else:
-            matched += 1
+        answer = True if args is None else args.match(call.arguments)
+        if answer is not False and result is not None:
+            answer = call.executed and all_of([answer, result.match(call.result)])
+        matched += answer is True
+        undecided += answer is None
     return matched, undecided
-
-
-def _settle(count: Count, matched: int, undecided: int) -> bool | None:
-    """The count's verdict over every possible reading of the undecided calls."""
-    verdicts = {count.check(n) for n in range(matched, matched + undecided + 1)}
-    return verdicts.pop() if len(verdicts) == 1 else None
 
 
 def _seen(calls: Sequence[TrajectoryToolCall], limit: int = 5) -> str:
@@ -151,7 +140,7 @@ class CalledTool(ToolCallsAssertion):
         matched, undecided = match_calls(
             calls, self.args, self.expected_result, self.is_error, enough
         )
-        verdict = _settle(self.count, matched, undecided)
+        verdict = self.count.settle(matched, undecided)
         context = {"calls": len(calls), "matched": matched, "undecided": undecided}
         if verdict is None:
             return self.not_evaluable(
@@ -180,7 +169,7 @@ class NotCalledTool(ToolCallsAssertion):
     def evaluate(self, subject: Any) -> AssertionResult:
         calls = self.calls(subject)
         matched, undecided = match_calls(calls, self.args, enough=1)
-        verdict = _settle(at_most(0), matched, undecided)
+        verdict = at_most(0).settle(matched, undecided)
         if verdict is None:
             return self.not_evaluable(f"calls of {self.tool!r}: the matcher {VERBATIM_HINT}")
         message = "" if verdict else f"{self.tool!r} was called {matched} time(s)"

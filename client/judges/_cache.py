@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,19 @@ class JudgeCache:
         self.directory = Path(directory)
         self.hits = 0
         self.misses = 0
+
+    @classmethod
+    def of(cls, cache: JudgeCache | str | os.PathLike[str] | None) -> JudgeCache | None:
+        """``cache`` as a cache: a folder opens one, ``None`` is none."""
+        return cache if isinstance(cache, JudgeCache) or cache is None else cls(cache)
+
+    async def verdict(self, key: str, ask: Callable[[], Awaitable[JudgeVerdict]]) -> JudgeVerdict:
+        """The verdict kept under ``key``, else ``ask()``'s, kept (an error is not)."""
+        verdict = self.get(key)
+        if verdict is None:
+            verdict = await ask()
+            self.put(key, verdict)
+        return verdict
 
     def _path(self, key: str) -> Path:
         return self.directory / key[:2] / f"{key}.json"

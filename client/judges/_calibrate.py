@@ -24,7 +24,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import itertools
-import math
+import statistics
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -51,13 +52,13 @@ class CalibrationReport(msgspec.Struct, kw_only=True):
     examples: int
     judged: int
     threshold: float
-    accuracy: float | None
-    kappa: float | None
-    spearman: float | None
-    best_threshold: float | None
-    best_accuracy: float | None
-    best_kappa: float | None
     graded: bool
+    accuracy: float | None = None
+    kappa: float | None = None
+    spearman: float | None = None
+    best_threshold: float | None = None
+    best_accuracy: float | None = None
+    best_kappa: float | None = None
     input_tokens: int = 0
     output_tokens: int = 0
     errors: list[str] = msgspec.field(default_factory=list)
@@ -136,31 +137,19 @@ def cohen_kappa(first: Sequence[bool], second: Sequence[bool]) -> float:
 
 
 def _ranks(values: Sequence[float]) -> list[float]:
-    order = sorted(range(len(values)), key=lambda index: values[index])
-    ranks = [0.0] * len(values)
-    start = 0
-    while start < len(order):
-        end = start
-        while end + 1 < len(order) and values[order[end + 1]] == values[order[start]]:
-            end += 1
-        for position in range(start, end + 1):
-            ranks[order[position]] = (start + end) / 2 + 1
-        start = end + 1
-    return ranks
+    """Each value's rank from 1; tied values share the mean of their ranks."""
+    ordered = sorted(values)
+    return [(bisect_left(ordered, v) + bisect_right(ordered, v) + 1) / 2 for v in values]
 
 
 def spearman(first: Sequence[float], second: Sequence[float]) -> float | None:
     """Spearman's rank correlation (average ranks for ties); ``None`` when undefined."""
     if len(first) != len(second) or len(first) < 2:
         return None
-    a, b = _ranks(first), _ranks(second)
-    mean_a, mean_b = sum(a) / len(a), sum(b) / len(b)
-    cov = sum((x - mean_a) * (y - mean_b) for x, y in zip(a, b, strict=True))
-    var_a = sum((x - mean_a) ** 2 for x in a)
-    var_b = sum((y - mean_b) ** 2 for y in b)
-    if var_a == 0 or var_b == 0:
+    try:  # Pearson's correlation of the ranks
+        return statistics.correlation(_ranks(first), _ranks(second))
+    except statistics.StatisticsError:  # a constant sequence
         return None
-    return cov / math.sqrt(var_a * var_b)
 
 
 def _agreement(
@@ -218,12 +207,6 @@ async def calibrate(
         examples=len(examples),
         judged=len(pairs),
         threshold=threshold,
-        accuracy=None,
-        kappa=None,
-        spearman=None,
-        best_threshold=None,
-        best_accuracy=None,
-        best_kappa=None,
         graded=graded,
         input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens,

@@ -173,35 +173,33 @@ class ChatClient:
                 )
             except httpx.TransportError as error:
                 self._failures_in_a_row += 1
-                if attempt >= self.max_retries:
-                    raise JudgeError(
-                        f"chat server {self.base_url} unreachable after {attempt + 1} "
-                        f"attempts: {type(error).__name__}: {error}"
-                    ) from error
-                self._check_breaker()
-                await asyncio.sleep(self._delay(attempt, None))
-                attempt += 1
-                continue
-            self._failures_in_a_row = 0
-            status = response.status_code
-            if status in _RETRY_STATUS:
-                if attempt >= self.max_retries:
-                    raise JudgeError(
-                        f"chat server {self.base_url} answered {status} after "
-                        f"{attempt + 1} attempts: {response.text[:300]}"
-                    )
-                await asyncio.sleep(self._delay(attempt, response.headers.get("retry-after")))
-                attempt += 1
-                continue
-            if status in (400, 422) and ("response_format" in body or "logprobs" in body):
-                self.structured_output = self.structured_output and "response_format" not in body
-                self.logprobs = self.logprobs and "logprobs" not in body
-                continue
-            if status != 200:
-                raise JudgeError(
-                    f"chat server {self.base_url} answered {status}: {response.text[:300]}"
+                retry_after: str | None = None
+                failure = (
+                    f"unreachable after {attempt + 1} attempts: {type(error).__name__}: {error}"
                 )
-            return _completion(response.content)
+            else:
+                self._failures_in_a_row = 0
+                status = response.status_code
+                if status in (400, 422) and ("response_format" in body or "logprobs" in body):
+                    self.structured_output = (
+                        self.structured_output and "response_format" not in body
+                    )
+                    self.logprobs = self.logprobs and "logprobs" not in body
+                    continue
+                if status not in _RETRY_STATUS:
+                    break
+                failure = f"answered {status} after {attempt + 1} attempts: {response.text[:300]}"
+                retry_after = response.headers.get("retry-after")
+            if attempt >= self.max_retries:
+                raise JudgeError(f"chat server {self.base_url} {failure}")
+            self._check_breaker()
+            await asyncio.sleep(self._delay(attempt, retry_after))
+            attempt += 1
+        if status != 200:
+            raise JudgeError(
+                f"chat server {self.base_url} answered {status}: {response.text[:300]}"
+            )
+        return _completion(response.content)
 
     def _check_breaker(self) -> None:
         if self._failures_in_a_row >= BREAKER_FAILURES:

@@ -3,8 +3,8 @@
 Rules:
 
 - What is judged is captured when the expectation is **made**: the latest reply and the
-  user's message of that turn, and a copy of the run and turns (for criteria that read
-  the whole trajectory). Later turns do not change it. ``.on(text)`` (or ``.on(turn)``)
+  user's message of that turn, a copy of the run, and the conversation rendered as a
+  transcript (for criteria that read the whole trajectory). Later turns do not change it. ``.on(text)`` (or ``.on(turn)``)
   judges that text instead, as a single output; ``.on(run)`` judges that run's whole
   conversation.
 - The judge runs **lazily**, at most once, the first time :meth:`JudgeExpectation.resolve`
@@ -32,11 +32,10 @@ from __future__ import annotations
 import asyncio
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol
 
 import msgspec
-from evalport.protocol import AgentRun, Step
+from evalport.protocol import AgentRun
 
 from .._core import AssertionResult, Expectation, JudgeRecord, Severity, Turn, judge_span
 from . import _criteria as criteria
@@ -72,21 +71,18 @@ class JudgeHost(Protocol):
     def record_judge(self, record: JudgeRecord) -> None: ...
 
 
-@dataclass(frozen=True, slots=True)
-class _TurnView:
-    index: int
-    message: str
-    reply: str
-    steps: list[Step]
-
-
 def _model(judge: Any) -> str | None:
     model = getattr(judge, "model", None)
     return model if isinstance(model, str) else None
 
 
-def _copy(value: Any, kind: Any) -> Any:
-    return msgspec.json.decode(msgspec.json.encode(value), type=kind)
+def _copy(run: AgentRun) -> AgentRun:
+    return msgspec.json.decode(msgspec.json.encode(run), type=AgentRun)
+
+
+def _last_exchange(run: AgentRun) -> tuple[str, str | None]:
+    """The run's reply and the user's message it answers."""
+    return run.reply, run.user_messages[-1] if run.user_messages else None
 
 
 class JudgeExpectation:
@@ -96,24 +92,15 @@ class JudgeExpectation:
         self._host = host
         self._judge = judge
         self._criterion = criterion
-        run = host.run
-        turns = list(host.turns)
-        self._run: AgentRun = _copy(run, AgentRun)
-        trajectory = criterion.scope == "trajectory"  # only then are the steps rendered
-        self._turns = [
-            _TurnView(
-                turn.index,
-                turn.message,
-                turn.reply,
-                _copy(turn.steps, list[Step]) if trajectory else [],
-            )
-            for turn in turns
-        ]
+        self._run = _copy(host.run)
+        turns = host.turns
+        self._transcript: str | None = None  # rendered now: later turns do not change it
+        if criterion.scope == "trajectory":
+            self._transcript = render_transcript(self._run, turns)
         if turns:
             self._output, self._input = turns[-1].reply, turns[-1].message or None
         else:
-            self._output = run.reply
-            self._input = run.user_messages[-1] if run.user_messages else None
+            self._output, self._input = _last_exchange(self._run)
         self._threshold = DEFAULT_THRESHOLD
         self._severity: Severity = "soft"
         self._label: str | None = None
@@ -132,10 +119,9 @@ class JudgeExpectation:
         output), or a run (its whole conversation, as with ``trajectory=True``)."""
         self._unresolved("on")
         if isinstance(subject, AgentRun):
-            self._run = _copy(subject, AgentRun)
-            self._turns = []
-            self._output = subject.reply
-            self._input = subject.user_messages[-1] if subject.user_messages else None
+            self._run = _copy(subject)
+            self._transcript = render_transcript(self._run)
+            self._output, self._input = _last_exchange(self._run)
             self._criterion = msgspec.structs.replace(self._criterion, scope="trajectory")
             return self
         if isinstance(subject, Turn):
@@ -207,14 +193,12 @@ class JudgeExpectation:
 
     def request(self, sample: int = 0) -> JudgeRequest:
         """The request the judge gets (the captured output, input, run and transcript)."""
-        transcript = None
-        if self._criterion.scope == "trajectory":
-            transcript = render_transcript(self._run, self._turns)
+        trajectory = self._criterion.scope == "trajectory"
         return JudgeRequest(
             criterion=self._criterion,
             output=self._output,
             input=self._input,
-            transcript=transcript,
+            transcript=self._transcript if trajectory else None,
             run=self._run,
             sample=sample,
         )
@@ -260,41 +244,33 @@ class JudgeExpectation:
 
     async def _ask(self, judge: Judge, request: JudgeRequest) -> JudgeVerdict | str:
         name = self._criterion.name
+        spent: JudgeVerdict | JudgeError
         try:
             with judge_span(name, judge) as traced:
                 verdict = await judge.judge(request)
                 traced(verdict)
         except Exception as error:  # any failure of the judge is reported, never a pass
-            message = f"{type(error).__name__}: {error}"
             spent = error if isinstance(error, JudgeError) else JudgeError()
-            self._host.record_judge(
-                JudgeRecord(
-                    criterion=name,
-                    score=None,
-                    model=_model(judge),
-                    error=message,
-                    input_tokens=spent.usage.input_tokens,
-                    output_tokens=spent.usage.output_tokens,
-                    tool_calls=spent.tool_calls,
-                    steps=spent.steps,
-                )
-            )
-            return message
-        self._host.record_judge(
-            JudgeRecord(
+            message = f"{type(error).__name__}: {error}"
+            answer: JudgeVerdict | str = message
+            record = JudgeRecord(criterion=name, score=None, error=message)
+        else:
+            spent = answer = verdict
+            record = JudgeRecord(
                 criterion=name,
                 score=verdict.score,
                 reason=verdict.reason,
                 evidence=list(verdict.evidence),
-                model=verdict.model or _model(judge),
-                input_tokens=verdict.usage.input_tokens,
-                output_tokens=verdict.usage.output_tokens,
+                model=verdict.model,
                 cached=verdict.cached,
-                tool_calls=list(verdict.tool_calls),
-                steps=verdict.steps,
             )
-        )
-        return verdict
+        record.model = record.model or _model(judge)
+        # what the call spent and read, a failed one included (its JudgeError says)
+        record.input_tokens = spent.usage.input_tokens
+        record.output_tokens = spent.usage.output_tokens
+        record.tool_calls, record.steps = list(spent.tool_calls), spent.steps
+        self._host.record_judge(record)
+        return answer
 
     def _could_not_run(self, cause: str) -> AssertionResult:
         context = {"criterion": self._criterion.name, "judge_error": cause}

@@ -20,15 +20,15 @@ Rules:
 - Which judge: the object's ``judge=``, else the case's, else the suite's, else the
   configured one (as for ``ctx.judge()``).
 - One definition: each object is a dataclass over :class:`JudgeCheck` (``threshold=`` and
-  ``judge=``, checked once) whose fields are its criterion's arguments and whose
-  :meth:`~JudgeCheck.made` builds the criterion from them.
+  ``judge=``, checked once) whose fields are its criterion's arguments, by name, and whose
+  ``build`` is that criterion's function in :mod:`.criteria`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar
 
 from evalport.protocol import AgentRun
 
@@ -76,6 +76,7 @@ class JudgeCheck:
 class _Made(JudgeCheck):
     """A judge object whose criterion :meth:`made` builds from its fields."""
 
+    build: ClassVar[Callable[..., Criterion]]
     criterion: Criterion = field(init=False)
     trajectory: bool = field(default=False, kw_only=True)
 
@@ -84,67 +85,64 @@ class _Made(JudgeCheck):
         super().__post_init__()
 
     def made(self) -> Criterion:
-        raise NotImplementedError
+        """``build`` called with the fields given to the constructor, by name."""
+        given = {f.name: getattr(self, f.name) for f in fields(self) if f.init}
+        del given["threshold"], given["judge"]
+        return type(self).build(**given)
 
 
 @dataclass(eq=False, repr=False)
 class ClosedQA(_Made):
     """Does the output satisfy a yes/no requirement (``criteria.closed_qa``)?"""
 
-    question: str
+    build = staticmethod(criteria.closed_qa)
 
-    def made(self) -> Criterion:
-        return criteria.closed_qa(self.question, trajectory=self.trajectory)
+    question: str
 
 
 @dataclass(eq=False, repr=False)
 class Factuality(_Made):
     """Is the output consistent with an expert answer (``criteria.factuality``)?"""
 
-    reference: str
+    build = staticmethod(criteria.factuality)
 
-    def made(self) -> Criterion:
-        return criteria.factuality(self.reference, trajectory=self.trajectory)
+    reference: str
 
 
 @dataclass(eq=False, repr=False)
 class Summarizes(_Made):
     """Is the output a faithful summary of the source (``criteria.summarizes``)?"""
 
-    source: str
+    build = staticmethod(criteria.summarizes)
 
-    def made(self) -> Criterion:
-        return criteria.summarizes(self.source, trajectory=self.trajectory)
+    source: str
 
 
 @dataclass(eq=False, repr=False)
 class SqlEquivalent(_Made):
     """Is the output SQL equivalent to the reference query (``criteria.sql``)?"""
 
-    reference: str
+    build = staticmethod(criteria.sql)
 
-    def made(self) -> Criterion:
-        return criteria.sql(self.reference, trajectory=self.trajectory)
+    reference: str
 
 
 @dataclass(eq=False, repr=False)
 class Faithfulness(_Made):
     """Neuron's ``FaithfulnessJudge``: is every claim supported by ``context``?"""
 
-    context: str
+    build = staticmethod(criteria.faithfulness)
 
-    def made(self) -> Criterion:
-        return criteria.faithfulness(self.context, trajectory=self.trajectory)
+    context: str
 
 
 @dataclass(eq=False, repr=False)
 class Correctness(_Made):
     """Neuron's ``CorrectnessJudge``: does the output give the ``expected`` answer?"""
 
-    expected: str
+    build = staticmethod(criteria.correctness)
 
-    def made(self) -> Criterion:
-        return criteria.correctness(self.expected, trajectory=self.trajectory)
+    expected: str
 
 
 @dataclass(eq=False, repr=False)
@@ -152,18 +150,16 @@ class Relevance(_Made):
     """Neuron's ``RelevanceJudge``: does the output address ``question`` (default: the
     user's message)?"""
 
-    question: str | None = None
+    build = staticmethod(criteria.relevance)
 
-    def made(self) -> Criterion:
-        return criteria.relevance(self.question, trajectory=self.trajectory)
+    question: str | None = None
 
 
 @dataclass(eq=False, repr=False)
 class Helpfulness(_Made):
     """Neuron's ``HelpfulnessJudge``: is the output useful and actionable?"""
 
-    def made(self) -> Criterion:
-        return criteria.helpfulness(trajectory=self.trajectory)
+    build = staticmethod(criteria.helpfulness)
 
 
 @dataclass(eq=False, repr=False)
@@ -171,11 +167,10 @@ class TaskCompletion(_Made):
     """Neuron's ``TaskCompletionJudge``: was the user's ``goal`` achieved over the whole
     conversation (always reads the trajectory)?"""
 
+    build = staticmethod(criteria.task_completion)
+
     goal: str
     trajectory: bool = field(default=True, init=False)
-
-    def made(self) -> Criterion:
-        return criteria.task_completion(self.goal)
 
 
 @dataclass(eq=False, repr=False)
@@ -183,19 +178,12 @@ class Custom(_Made):
     """``criteria`` in your words, an optional ``reference`` and few-shot ``examples``
     (``criteria.custom``; Neuron's ``AgentJudge``)."""
 
+    build = staticmethod(criteria.custom)
+
     criteria: str
     reference: str | None = field(default=None, kw_only=True)
     examples: Iterable[Example | Mapping[str, Any]] = field(default=(), kw_only=True)
     name: str = field(default="custom", kw_only=True)
-
-    def made(self) -> Criterion:
-        return criteria.custom(
-            self.criteria,
-            examples=self.examples,
-            reference=self.reference,
-            trajectory=self.trajectory,
-            name=self.name,
-        )
 
 
 @dataclass(eq=False, repr=False)
@@ -204,16 +192,9 @@ class ClassifierJudge(_Made):
     first), scored from the answer distribution where the judge gives one
     (``criteria.classify``)."""
 
+    build = staticmethod(criteria.classify)
+
     question: str
     levels: Sequence[str] | None = None
     reference: str | None = field(default=None, kw_only=True)
     name: str = field(default="classify", kw_only=True)
-
-    def made(self) -> Criterion:
-        return criteria.classify(
-            self.question,
-            self.levels,
-            reference=self.reference,
-            trajectory=self.trajectory,
-            name=self.name,
-        )

@@ -22,7 +22,6 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
-from types import TracebackType
 from typing import Any
 
 import httpx
@@ -75,7 +74,7 @@ class OpenAIJudge:
             transport=transport,
         )
         self.malformed_retries = malformed_retries
-        self.cache = cache if isinstance(cache, JudgeCache) or cache is None else JudgeCache(cache)
+        self.cache = JudgeCache.of(cache)
 
     @property
     def model(self) -> str:
@@ -91,12 +90,7 @@ class OpenAIJudge:
     async def __aenter__(self) -> OpenAIJudge:
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
     def _key(self, request: JudgeRequest) -> str:
@@ -110,15 +104,9 @@ class OpenAIJudge:
         return cache_key(self.model, render(request, CACHE_NONCE), params)
 
     async def judge(self, request: JudgeRequest) -> JudgeVerdict:
-        key = self._key(request) if self.cache is not None else ""
-        if self.cache is not None:
-            hit = self.cache.get(key)
-            if hit is not None:
-                return hit
-        verdict = await self._ask(request)
-        if self.cache is not None:
-            self.cache.put(key, verdict)
-        return verdict
+        if self.cache is None:
+            return await self._ask(request)
+        return await self.cache.verdict(self._key(request), lambda: self._ask(request))
 
     async def _ask(self, request: JudgeRequest) -> JudgeVerdict:
         spent = JudgeUsage()

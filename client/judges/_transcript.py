@@ -105,6 +105,26 @@ def _bare_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
+def run_lines(run: AgentRun, *, details: bool = True) -> list[str]:
+    """The run turn by turn from its own record: the user messages, the steps by turn
+    number, the run's reply closing the last turn; ``details=False`` keeps only what the
+    user and the assistant said (no attachments, tool calls or step errors)."""
+    lines: list[str] = []
+    numbers = sorted({step.turn for step in run.steps} | set(range(1, run.turns + 1))) or [1]
+    for position, number in enumerate(numbers):
+        if 0 < number <= len(run.user_messages):
+            lines.append(f"USER: {run.user_messages[number - 1]}")
+        steps = run.steps_of_turn(number)
+        if details:
+            lines += _attached(run, number)
+            lines += [line for step in steps for line in step_lines(step)]
+        said = [text for step in steps for text in assistant_text(step)]
+        if position == len(numbers) - 1 and run.reply and run.reply not in said:
+            said.append(run.reply)
+        lines += [f"ASSISTANT: {text}" for text in said]
+    return lines
+
+
 def render_transcript(
     run: AgentRun, turns: Sequence[Any] = (), *, max_chars: int = MAX_TRANSCRIPT_CHARS
 ) -> str:
@@ -130,19 +150,7 @@ def render_transcript(
             if turn.reply:
                 lines.append(f"ASSISTANT: {turn.reply}")
     else:
-        numbers = sorted({step.turn for step in run.steps} | set(range(1, run.turns + 1)))
-        numbers = numbers or [1]
-        for position, number in enumerate(numbers):
-            if 0 < number <= len(run.user_messages):
-                lines.append(f"USER: {run.user_messages[number - 1]}")
-            lines += _attached(run, number)
-            said: list[str] = []
-            for step in run.steps_of_turn(number):
-                lines += step_lines(step)
-                said += assistant_text(step)
-            if position == len(numbers) - 1 and run.reply and run.reply not in said:
-                said.append(run.reply)
-            lines += [f"ASSISTANT: {text}" for text in said]
+        lines = run_lines(run)
     for pending in run.pending_approvals:
         lines.append(
             f"PENDING APPROVAL {pending.tool}({render_value(pending.arguments)}) "
