@@ -279,20 +279,15 @@ class _Redactor:
 
     def binary_block(self, part: dict[str, Any]) -> dict[str, Any]:
         """A content block with bytes in it (an image, a file) keeps only their digest."""
-        changed = None
+        changed: dict[str, Any] = {}
         for key, item in part.items():
-            if (key in _BINARY_KEYS and type(item) is str and item) or (
-                type(item) is str and item.startswith("data:")
-            ):
-                changed = changed if changed is not None else dict(part)
+            if type(item) is str and ((key in _BINARY_KEYS and item) or item.startswith("data:")):
                 changed[key] = self.value(item)
-            elif key in _URL_KEYS and type(item) is str and (safe := safe_url(item)) != item:
-                changed = changed if changed is not None else dict(part)
-                changed[key] = safe
-            elif type(item) is dict and (found := self.binary_block(item)) is not item:
-                changed = changed if changed is not None else dict(part)
-                changed[key] = found
-        return part if changed is None else changed
+            elif type(item) is str and key in _URL_KEYS:
+                changed[key] = safe_url(item)
+            elif type(item) is dict:
+                changed[key] = self.binary_block(item)
+        return {**part, **changed} if changed else part
 
     def messages(self, step: Step) -> None:
         names: dict[str, str] | None = None
