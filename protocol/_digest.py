@@ -66,35 +66,16 @@ def compact_json(value: Any) -> bytes:
     return _dumps(value)
 
 
-def _json_key(key: Any) -> str:
-    """An object key as JSON writes it (``json.dumps`` rules)."""
-    if isinstance(key, str):
-        return key
-    if key is True:
-        return "true"
-    if key is False:
-        return "false"
-    if key is None:
-        return "null"
-    if isinstance(key, int):
-        return str(int(key))
-    if isinstance(key, float):
-        return json.dumps(key)
-    raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
-
-
-def _canonical_tree(value: Any) -> Any:
+def _integral(value: Any) -> Any:
+    """Parsed JSON with every float of integral value as an integer."""
     kind = type(value)
     if kind is float:
         return int(value) if value.is_integer() else value
-    if kind is str or kind is int or kind is bool or value is None:
-        return value
+    if kind is list:
+        return [_integral(item) for item in value]
     if kind is dict:
-        return {_json_key(key): _canonical_tree(item) for key, item in value.items()}
-    if kind is list or kind is tuple:
-        return [_canonical_tree(item) for item in value]
-    plain = msgspec.to_builtins(value)  # Structs, datetimes, enums, subclasses
-    return plain if type(plain) is kind else _canonical_tree(plain)
+        return {key: _integral(item) for key, item in value.items()}
+    return value
 
 
 def canonical_json(value: Any) -> bytes:
@@ -104,7 +85,7 @@ def canonical_json(value: Any) -> bytes:
     integral value written as an integer (``10.0`` and ``1e1`` as ``10``, ``-0.0`` as
     ``0``); other floats as Python writes them, integers exactly.
     """
-    return _dumps(_canonical_tree(value), sort_keys=True)
+    return _dumps(_integral(json.loads(compact_json(value))), sort_keys=True)
 
 
 def _hash(data: bytes) -> str:
