@@ -94,9 +94,6 @@ class JudgeRecord(msgspec.Struct, kw_only=True, gc=False):
     steps: int = 0
 
 
-_ENCODER = msgspec.json.Encoder()
-
-
 class _UsageOnly(msgspec.Struct):
     usage: Any = None
 
@@ -128,7 +125,7 @@ class RunData(Mapping[str, Any]):
     @classmethod
     def of(cls, run: Any) -> RunData:
         """The JSON data of ``run`` (an AgentRun, or anything msgspec encodes)."""
-        return cls(_ENCODER.encode(run))
+        return cls(msgspec.json.encode(run))
 
     @property
     def raw(self) -> msgspec.Raw:

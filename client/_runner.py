@@ -310,8 +310,7 @@ class Runner:
         return result
 
     def _finish_case(self, case: Any, trials: list[TrialResult]) -> tuple[CaseResult, CaseSummary]:
-        if len(trials) > 1:
-            trials.sort(key=lambda trial: trial.trial)
+        trials.sort(key=lambda trial: trial.trial)
         verdicts = [trial.verdict for trial in trials]
         result = CaseResult(
             case_id=case.id,

@@ -37,8 +37,7 @@ DecisionLike: TypeAlias = ApprovalDecision | str | bool | tuple[str, str | None]
 def _steps_since(previous: RunAt, now: RunAt) -> list[Step]:
     old, new = previous.head.steps, now.head.steps
     before = len(old) if previous.counts is None else previous.counts.get("steps", len(old))
-    if new is old:  # grown in place: its first items are the previous run's
-        return new[before:]
+    # (a run grown in place passes this check too: its first items are the previous run's)
     if len(new) >= before and all(old[i].id == new[i].id for i in range(before)):
         return new[before:]
     return now.head.steps_of_turn(now.head.turns)

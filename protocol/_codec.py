@@ -88,18 +88,27 @@ class _RunOrEnvelope(AgentRun, kw_only=True, rename="camel", gc=False):
     run: AgentRun | msgspec.UnsetType = msgspec.UNSET
 
 
-def decode_run(data: bytes) -> AgentRun:
-    """Decode a turn, attach or approvals response into its accumulated run."""
-    decoded = decode_response(data, _RunOrEnvelope, what="run")
-    run = decoded.run
-    at = "$.run"
-    if isinstance(run, msgspec.UnsetType):
-        run = AgentRun(**{field: getattr(decoded, field) for field in AgentRun.__struct_fields__})
-        at = "$"
+def whole_run(decoded: _RunOrEnvelope) -> tuple[AgentRun, str]:
+    """The run a decoded body holds, bare or wrapped, and its JSON path."""
+    if isinstance(decoded.run, msgspec.UnsetType):
+        return AgentRun(
+            **{name: getattr(decoded, name) for name in AgentRun.__struct_fields__}
+        ), "$"
+    return decoded.run, "$.run"
+
+
+def normalized(run: AgentRun, at: str, data: bytes) -> AgentRun:
+    """:func:`normalize_run`, its error quoting the start of ``data``, the body."""
     try:
         return normalize_run(run, at)
     except ProtocolError as error:
         raise ProtocolError(str(error), path=error.path, excerpt=excerpt(data)) from None
+
+
+def decode_run(data: bytes) -> AgentRun:
+    """Decode a turn, attach or approvals response into its accumulated run."""
+    run, at = whole_run(decode_response(data, _RunOrEnvelope, what="run"))
+    return normalized(run, at, data)
 
 
 def arguments_map(value: dict[str, Any] | str, path: str) -> dict[str, Any]:
@@ -118,27 +127,6 @@ def arguments_map(value: dict[str, Any] | str, path: str) -> dict[str, Any]:
     if not isinstance(parsed, dict):
         raise ProtocolError(f"tool arguments at {path} are not a JSON object", path=path)
     return parsed
-
-
-# Normalisation runs over every step of every decoded run. The common case (maps already,
-# flags consistent) is one check per item in ``_uniform``; paths are only formatted for a
-# step that needs fixing.
-
-
-def _uniform(step: Step) -> bool:
-    for call in step.requested_tool_calls:
-        if not isinstance(call.arguments, dict):
-            return False
-    for execution in step.tool_executions:
-        if not isinstance(execution.arguments, dict):
-            return False
-        if not execution.has_error and execution.error is not None and execution.error != "":
-            return False
-    for message in step.output_messages:
-        for call in message.tool_calls or ():
-            if not isinstance(call.arguments, dict):
-                return False
-    return not step.errors or step.has_errors
 
 
 def _normalize_step(step: Step, base: str) -> None:
@@ -164,8 +152,7 @@ def normalize_run(run: AgentRun, at: str = "$") -> AgentRun:
     ``at`` is the JSON path of the run in its body, for error messages.
     """
     for position, step in enumerate(run.steps):
-        if not _uniform(step):
-            _normalize_step(step, f"{at}.steps[{position}]")
+        _normalize_step(step, f"{at}.steps[{position}]")
     if not run.tools and any(step.tool_executions for step in run.steps):
         run.sync_tools()
     for index, record in enumerate(run.tools):

@@ -44,7 +44,7 @@ from typing import Any, Final
 
 import msgspec
 
-from ._codec import _RunOrEnvelope, decode_response, excerpt, normalize_run
+from ._codec import _RunOrEnvelope, decode_response, normalized, whole_run
 from ._messages import RunDelta
 from ._models import AgentRun, RunStatus
 from ._problems import ProtocolError
@@ -166,18 +166,7 @@ def decode_answer(data: bytes) -> AgentRun | RunDelta:
     """Decode a turn or attach response leniently: the whole run, or a delta (whose
     ``run`` is made uniform as :func:`~evalport.protocol.decode_run` makes a run)."""
     decoded = decode_response(data, _Answer, what="run")
-    found: AgentRun | RunDelta
-    if not isinstance(decoded.delta, msgspec.UnsetType):
-        found, run, at = decoded.delta, decoded.delta.run, "$.delta.run"
-    elif not isinstance(decoded.run, msgspec.UnsetType):
-        found = run = decoded.run
-        at = "$.run"
-    else:
-        fields = AgentRun.__struct_fields__
-        found = run = AgentRun(**{field: getattr(decoded, field) for field in fields})
-        at = "$"
-    try:
-        normalize_run(run, at)
-    except ProtocolError as error:
-        raise ProtocolError(str(error), path=error.path, excerpt=excerpt(data)) from None
-    return found
+    if isinstance(decoded.delta, msgspec.UnsetType):
+        return normalized(*whole_run(decoded), data)
+    normalized(decoded.delta.run, "$.delta.run", data)
+    return decoded.delta

@@ -34,8 +34,7 @@ Rules (they hold wherever a policy is applied, on the client or on the server):
   that tool) and by argument key (that key's value in any tool's arguments).
 - :meth:`TracePolicy.verbatim` is an explicit opt-in: it returns runs untouched.
 - :meth:`TracePolicy.apply` never modifies the run it is given; it returns a redacted
-  copy that shares the parts it did not need to change. Equal payloads get the same digest
-  object (and equal argument maps the same redacted map): treat redacted runs as read-only.
+  copy that shares the parts it did not need to change: treat redacted runs as read-only.
 """
 
 from __future__ import annotations
@@ -48,19 +47,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
-from ._digest import (
-    DEFAULT_PREVIEW_BYTES,
-    _has_non_finite,
-    compact_json,
-    digest,
-    digest_msgspec,
-    digest_string,
-    is_digest,
-    matches_digest,
-)
+from ._digest import DEFAULT_PREVIEW_BYTES, compact_json, digest, is_digest, matches_digest
 from ._models import AgentRun, Message, Step, StopReason, StopSignal, UserPart
-
-_encode = msgspec.json.encode
 
 _DIGEST_TEXT_PREFIX: Final = '{"hash":"sha256:'
 _TOOL_CALL_PARTS: Final = frozenset(("tool_use", "tool_call", "function_call"))
@@ -223,94 +211,44 @@ def _copy_run(run: AgentRun) -> AgentRun:
 
 
 class _Redactor:
-    """One application of a safe policy to a run it may change in place.
-
-    Its memos and local copies keep HttpTarget's decode and redaction at 0.6x the time of
-    a plain walk (``benchmarks/redaction.py``: plain/tuned 1.6-1.7x).
-
-    It remembers the digest of every value and argument map it saw, keyed by the value's
-    compact JSON: a payload recurs in a run (a call's arguments sit in the requested call,
-    the execution, the output message and ``tools``), and its digest is computed once.
-    """
-
-    __slots__ = ("encoded", "keys", "maps", "nulls", "preview", "strings", "tools")
+    """One application of a safe policy to a run it may change in place."""
 
     def __init__(self, policy: TracePolicy) -> None:
         self.tools = policy.allowed_tools
         self.keys = policy.allowed_argument_keys
         self.preview = policy.preview_bytes
-        self.strings: dict[str, Any] = {}
-        # Memos keyed by msgspec's encoding. msgspec writes a non-finite float as ``null``
-        # like ``None``, so a key holding ``null`` is checked, then kept apart in ``nulls``:
-        # a hit in ``encoded`` or ``maps`` needs no check at all.
-        self.encoded: dict[bytes, Any] = {}
-        self.maps: dict[bytes, Any] = {}
-        self.nulls: dict[tuple[bool, bytes], Any] = {}
+        # A payload recurs in a run (call, execution, message, ``tools``): this memo makes
+        # decode + redact 1.6x faster (benchmarks/redaction.py's turn, 2026-12-03).
+        self.digests: dict[bytes, Any] = {}
 
     def value(self, value: Any) -> Any:
-        kind = type(value)
-        if kind is str:
-            found = self.strings.get(value)
-            if found is None:
-                found = self.strings[value] = digest_string(value, self.preview)
-            return found
         if value is None:
             return None
-        if kind is dict and len(value) == 3 and is_digest(value):
-            return value
         try:
-            key = _encode(value)
-        except (TypeError, msgspec.EncodeError):
-            return digest(value, self.preview)  # no memo for what msgspec cannot write
-        found = self.encoded.get(key)
+            key = compact_json(value)
+        except (TypeError, ValueError):
+            return digest(value, self.preview)
+        found = self.digests.get(key)
         if found is None:
-            if key.find(b"null") < 0:
-                found = self.encoded[key] = digest_msgspec(value, key, self.preview)
-            else:
-                found = self.remember(False, value, key)
+            found = self.digests[key] = digest(value, self.preview)
         return found
 
     def error(self, value: Any) -> Any:
         return value if value is None or value == "" else self.value(value)
 
     def arguments(self, arguments: Any, tool: str | None) -> Any:
+        """An argument map with each value digested (but allow-listed keys')."""
         if tool in self.tools:
             return arguments
         if type(arguments) is not dict:
             # A JSON string nobody parsed: its keys are unknown, so digest it whole.
             return self.value(arguments) if arguments else arguments
-        try:
-            key = _encode(arguments)
-        except (TypeError, msgspec.EncodeError):
-            return self.map(arguments)  # no memo for what msgspec cannot write
-        found = self.maps.get(key)
-        if found is None:
-            if key.find(b"null") < 0:
-                found = self.maps[key] = self.map(arguments)
-            else:
-                found = self.remember(True, arguments, key)
-        return found
-
-    def remember(self, is_map: bool, value: Any, key: bytes) -> Any:
-        """Redact a value (``is_map``: an argument map) whose ``key`` holds ``null``."""
-        if _has_non_finite(value):  # not memoized: see __init__
-            return self.map(value) if is_map else digest(value, self.preview)
-        found = self.nulls.get((is_map, key))
-        if found is None:
-            found = self.map(value) if is_map else digest_msgspec(value, key, self.preview)
-            self.nulls[is_map, key] = found
-        return found
-
-    def map(self, arguments: dict[str, Any]) -> Any:
-        """An argument map with each value digested (but allow-listed keys')."""
-        if len(arguments) == 3 and is_digest(arguments):
+        if is_digest(arguments):
             return arguments
-        keys = self.keys
-        value = self.value
-        redacted = {}
-        for name, item in arguments.items():
-            redacted[name] = item if keys and name in keys else value(item)
-        return redacted
+        return {
+            name: item if name in self.keys else self.value(item)
+            for name, item in arguments.items()
+        }
 
     def stop_signal(self, signal: StopSignal) -> StopSignal:
         """An ``error`` stop signal's message is the error's text: it is digested too."""
@@ -341,29 +279,21 @@ class _Redactor:
 
     def binary_block(self, part: dict[str, Any]) -> dict[str, Any]:
         """A content block with bytes in it (an image, a file) keeps only their digest."""
-        changed = None
+        changed: dict[str, Any] = {}
         for key, item in part.items():
-            if (key in _BINARY_KEYS and type(item) is str and item) or (
-                type(item) is str and item.startswith("data:")
-            ):
-                changed = changed if changed is not None else dict(part)
+            if type(item) is str and ((key in _BINARY_KEYS and item) or item.startswith("data:")):
                 changed[key] = self.value(item)
-            elif key in _URL_KEYS and type(item) is str and (safe := safe_url(item)) != item:
-                changed = changed if changed is not None else dict(part)
-                changed[key] = safe
-            elif type(item) is dict and (found := self.binary_block(item)) is not item:
-                changed = changed if changed is not None else dict(part)
-                changed[key] = found
-        return part if changed is None else changed
+            elif type(item) is str and key in _URL_KEYS:
+                changed[key] = safe_url(item)
+            elif type(item) is dict:
+                changed[key] = self.binary_block(item)
+        return {**part, **changed} if changed else part
 
     def messages(self, step: Step) -> None:
         names: dict[str, str] | None = None
-        tools = self.tools
         for message in step.output_messages:
-            if message.tool_calls:
-                arguments = self.arguments
-                for call in message.tool_calls:
-                    call.arguments = arguments(call.arguments, call.name)
+            for call in message.tool_calls or ():
+                call.arguments = self.arguments(call.arguments, call.name)
             content = message.content
             if content is None or content == "":
                 continue
@@ -372,67 +302,50 @@ class _Redactor:
                 if name is None:
                     names = names if names is not None else _tool_names(step)
                     name = names.get(message.tool_call_id or "")
-                if name is None or name not in tools:
+                if name is None or name not in self.tools:
                     message.content = self.value(content)
             elif type(content) is list:
                 names = names if names is not None else _tool_names(step)
                 message.content = [self.content_part(part, names) for part in content]
 
+    def tool_run(self, name: str, record: Any, call: Any) -> None:
+        """A tool execution (``call`` is itself) or a run's tool record (``call`` its
+        ``tool_call``): arguments, result and error."""
+        if name in self.tools:
+            return
+        call.arguments = self.arguments(call.arguments, None)
+        record.result = self.value(record.result)
+        record.error = self.error(record.error)
+
     def run(self, run: AgentRun) -> None:
-        tools = self.tools
-        arguments = self.arguments
-        value = self.value
-        error = self.error
-        messages = self.messages
         for step in run.steps:
             for call in step.requested_tool_calls:
-                call.arguments = arguments(call.arguments, call.name)
+                call.arguments = self.arguments(call.arguments, call.name)
             for execution in step.tool_executions:
-                if execution.name not in tools:
-                    execution.arguments = arguments(execution.arguments, None)
-                    if (result := execution.result) is not None:
-                        execution.result = value(result)
-                    if execution.error is not None:
-                        execution.error = error(execution.error)
-            for message in step.output_messages:
-                if (
-                    message.tool_calls
-                    or message.tool_call_id is not None
-                    or message.role == "tool"
-                    or type(message.content) is list
-                ):
-                    messages(step)
-                    break
+                self.tool_run(execution.name, execution, execution)
+            self.messages(step)
             for info in step.errors:
-                info.message = error(info.message)
+                info.message = self.error(info.message)
             if step.stop_signal is not None:
                 step.stop_signal = self.stop_signal(step.stop_signal)
         for record in run.tools:
-            call = record.tool_call
-            if call.name not in tools:
-                call.arguments = arguments(call.arguments, None)
-                if (result := record.result) is not None:
-                    record.result = value(result)
-                if record.error is not None:
-                    record.error = error(record.error)
+            self.tool_run(record.tool_call.name, record, record.tool_call)
         for pending in run.pending_approvals:
-            pending.arguments = arguments(pending.arguments, pending.tool)
+            pending.arguments = self.arguments(pending.arguments, pending.tool)
         for asked in run.pending_interrupts:
-            asked.payload = arguments(asked.payload, None)
+            asked.payload = self.arguments(asked.payload, None)
         for interrupt in run.interrupts:
-            interrupt.payload = arguments(interrupt.payload, None)
-            interrupt.answer = arguments(interrupt.answer, None)
+            interrupt.payload = self.arguments(interrupt.payload, None)
+            interrupt.answer = self.arguments(interrupt.answer, None)
         for info in run.error_details:
-            info.message = error(info.message)
+            info.message = self.error(info.message)
         if run.stop_signal is not None:
             run.stop_signal = self.stop_signal(run.stop_signal)
-        if run.user_parts:
-            for part in run.user_parts:
-                _drop_bytes(part)
+        for part in run.user_parts or ():
+            _drop_bytes(part)
         if run.errors:
-            preview = self.preview
             run.errors = "\n".join(
-                digest_text(line, preview) if line else line for line in run.errors.split("\n")
+                digest_text(line, self.preview) if line else line for line in run.errors.split("\n")
             )
 
 
