@@ -48,7 +48,7 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final, NamedTuple, TypeVar
 
 import msgspec
@@ -60,6 +60,7 @@ from evalport.protocol import (
     PROTOCOL_VERSION,
     AgentInfo,
     ApprovalsRequest,
+    ContentPart,
     CreateSessionRequest,
     CreateSessionResponse,
     FieldError,
@@ -337,6 +338,19 @@ class EvalAdapter:
         session_id = scope["path_params"]["session_id"]
         if self._tracing is None:
             return await self.sessions.turns.turn(session_id, message, key, parts, since)
+        return await self._traced_turn(headers, session_id, message, key, parts, since)
+
+    async def _traced_turn(
+        self,
+        headers: _Headers,
+        session_id: str,
+        message: str,
+        key: str | None,
+        parts: Sequence[ContentPart],
+        since: int | None,
+    ) -> Answer:
+        # (apart from _turn: the closure's variables would be cells made on every turn)
+        assert self._tracing is not None
         outcome = await self._tracing.turn(  # spans are drawn from the whole run, then cut
             headers.get(b"traceparent"),
             session_id,

@@ -44,7 +44,6 @@ Rules (the session rules are those of :mod:`evalport.server._sessions`):
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from functools import partial
@@ -70,7 +69,7 @@ from evalport.protocol.runtime import (
     without_framework_state,
 )
 
-from ._jobs import Jobs
+from ._jobs import Jobs, watched
 from ._keywaits import SameKeyWaiter, lost_record
 from ._leases import LeaseKeeper, Leases
 from ._limits import Limits
@@ -302,7 +301,7 @@ class TurnRunner:
         """The rest of the turn as a job that the request only watches (a disconnect
         cancels nothing). The turn's task started before the job, so the loop runs the
         turn first and a turn that never waits is over when the job takes its first step."""
-        return await asyncio.shield(self._jobs.start(self._complete(turn, step)))
+        return await watched(self._jobs.start(self._complete(turn, step)))
 
     async def _complete(self, turn: _Turn, step: Awaitable[AgentRun]) -> Outcome:
         """Drive the step, then store its run and idempotency record and release the lease.

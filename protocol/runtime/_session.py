@@ -114,6 +114,7 @@ class AgentSession:
         "_usage_before",
         "_waiting",
         "_worker",
+        "_workers",
         "info",
         "state",
     )
@@ -130,7 +131,8 @@ class AgentSession:
         hot: bool = False,
     ) -> None:
         self._handler = handler
-        self._worker = Worker(workers)
+        self._workers = workers
+        self._worker: Worker | None = None  # made when the agent first runs sync code
         self._clock = clock
         self._log_details = log_details
         self._deadline: float | None = None
@@ -221,7 +223,19 @@ class AgentSession:
     @property
     def busy(self) -> bool:
         """A turn is running (not suspended), or a timed-out turn's thread still runs."""
-        return (self._task is not None and not self._waiting) or self._worker.running
+        return (self._task is not None and not self._waiting) or self._thread_running()
+
+    def _thread_running(self) -> bool:
+        worker = self._worker
+        return worker is not None and worker.running
+
+    def _in_thread(self, function: Callable[..., Any], *args: Any) -> Awaitable[Any]:
+        # The session's worker (see :class:`Worker`), made on first use: a session of an
+        # async agent holds none (one object fewer per idle session for the collector).
+        worker = self._worker
+        if worker is None:
+            worker = self._worker = Worker(self._workers)
+        return worker(function, *args)
 
     @property
     def suspended(self) -> bool:
@@ -258,7 +272,7 @@ class AgentSession:
             return raising(SessionSuspended("the session waits for approvals or answers"))
         if self._task is not None:
             return raising(SessionBusy("a turn is already running on this session"))
-        if self._worker.running:
+        if self._thread_running():
             return raising(
                 SessionBusy(
                     "the previous turn timed out but its sync code still runs in its "
@@ -472,7 +486,7 @@ class AgentSession:
             ctx = self._begin(message, parts)
             TurnControl(ctx).activate()
             try:
-                turn = self._handler.turn(ctx.message, ctx, self._worker)
+                turn = self._handler.turn(ctx.message, ctx, self._in_thread)
                 replying: Awaitable[str] = turn
                 if self._clock is not None:
                     replying = Timed(turn, self._clock, self.info.session_id, ctx.turn)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from .._messages import ApprovalDecision
 from .._models import AgentRun, Interrupt, PendingApproval, PendingInterrupt
@@ -54,6 +54,12 @@ def _result_of(decision: Decision) -> ApprovalResult:
     return ApprovalResult(approved=verdict == "approve", reason=reason)
 
 
+_NO_IDS: Final[frozenset[str]] = frozenset()
+"""The interrupt ids of a suspension waiting on none: one object for every idle session
+(a set per session would be one more object for every full collection to walk; an empty
+dict, as ``_futures`` starts, is not tracked by the collector)."""
+
+
 class Suspension:
     """The requests one turn waits on, by id, and the futures that resume it."""
 
@@ -61,7 +67,7 @@ class Suspension:
 
     def __init__(self) -> None:
         self._futures: dict[str, asyncio.Future[Any]] = {}
-        self._interrupts: set[str] = set()
+        self._interrupts: frozenset[str] = _NO_IDS  # (shared while empty: see :data:`_NO_IDS`)
 
     def __bool__(self) -> bool:
         return bool(self._futures)
@@ -75,7 +81,7 @@ class Suspension:
             if not pending.id or pending.id in self._futures:
                 pending.id = str(uuid.uuid4())
             self._futures[pending.id] = future
-            self._interrupts.add(pending.id)
+            self._interrupts |= {pending.id}
             run.pending_interrupts.append(pending)
         else:
             if pending.call_id in self._futures:
@@ -123,7 +129,7 @@ class Suspension:
         run.pending_approvals = []
         run.pending_interrupts = []
         futures, self._futures = self._futures, {}
-        self._interrupts = set()
+        self._interrupts = _NO_IDS
         for key, future in futures.items():
             if not future.done():
                 future.set_result(results[key])
@@ -133,7 +139,7 @@ class Suspension:
         wakes with ``CancelledError`` instead of holding its thread) and, given the run,
         clear its pending lists."""
         futures, self._futures = self._futures, {}
-        self._interrupts = set()
+        self._interrupts = _NO_IDS
         for future in futures.values():
             future.cancel()
         if run is not None:
