@@ -248,6 +248,8 @@ def main(args: argparse.Namespace) -> int:
         closing = provider.shutdown if provider is not None else None
         app = ServedApp(target, build, prefix=args.prefix, say=stderr_line, closing=closing)
     except (ValueError, TypeError, ImportError) as error:
+        if provider is not None:
+            provider.shutdown()
         return _fail(str(error))
 
     grace = (limits.turn_timeout or 60.0) + 5.0

@@ -14,14 +14,19 @@ Rules:
   flight at once (they advance together, a loop pass at a time) a few dozen each are
   enough for the collector to run over and over, promoting what is in flight towards
   the full collections that walk every live session (``docs/performance.md``). The
-  jobs' own callbacks need no context variables: they run in one empty context rather
-  than a copy of the request's.
+  jobs' own callbacks need no context variables: they run in an empty context of their
+  thread's rather than a copy of the request's (one per thread, since a context can be
+  entered by one thread at a time and each loop runs its callbacks in its own thread).
+- A request that went away leaves its job's outcome to nobody: a job that failed is
+  logged as a warning then, never dropped in silence.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import logging
+import threading
 from collections.abc import Coroutine
 from functools import partial
 from typing import Any, Final, TypeVar
@@ -30,8 +35,18 @@ from evalport.protocol.runtime import start_task
 
 T = TypeVar("T")
 
-_CALLBACKS: Final = contextvars.Context()
-"""The context the jobs' done callbacks run in (they read no context variable)."""
+_logger = logging.getLogger("evalport.server")
+
+
+class _Callbacks(threading.local):
+    """The context the jobs' done callbacks run in, one per thread (they read no
+    context variable)."""
+
+    def __init__(self) -> None:
+        self.context = contextvars.Context()
+
+
+_CALLBACKS: Final = _Callbacks()
 
 
 class Jobs:
@@ -45,7 +60,7 @@ class Jobs:
         job = start_task(work)
         if not job.done():
             self._running.add(job)
-            job.add_done_callback(self._running.discard, context=_CALLBACKS)
+            job.add_done_callback(self._running.discard, context=_CALLBACKS.context)
         return job
 
     def __len__(self) -> int:
@@ -63,14 +78,14 @@ def watched(job: asyncio.Task[T]) -> asyncio.Future[T]:
     if job.done():
         return job  # (awaiting it returns or raises at once: nothing left to cancel)
     outer: asyncio.Future[T] = job.get_loop().create_future()
-    job.add_done_callback(partial(_relay, outer), context=_CALLBACKS)
+    job.add_done_callback(partial(_relay, outer), context=_CALLBACKS.context)
     return outer
 
 
 def _relay(outer: asyncio.Future[T], job: asyncio.Task[T]) -> None:
     if outer.cancelled():  # the request went away: the outcome is nobody's
-        if not job.cancelled():
-            job.exception()  # (retrieved, as shield does: the job logs its own errors)
+        if not job.cancelled() and (error := job.exception()) is not None:
+            _logger.warning("a job whose request went away failed", exc_info=error)
     elif job.cancelled():
         outer.cancel()
     elif (error := job.exception()) is not None:

@@ -17,7 +17,7 @@ Rules:
 - ``closing`` (``evalport serve --otlp``: the trace provider's shutdown) runs in a
   worker thread at the lifespan's shutdown, after the agent's own clean-up.
 - A start-up that fails (the factory raised, or returned no agent) is one line on stderr
-  and exit 2; the server never answers a request without an agent.
+  and exit 2, after ``closing`` ran; the server never answers a request without an agent.
 """
 
 from __future__ import annotations
@@ -147,6 +147,7 @@ class ServedApp:
                         f"{_name(self._target)} failed at start-up: {type(error).__name__}: {error}"
                     )
                     self._say(text)  # uvicorn adds that start-up failed
+                    await self._stack.aclose()  # (the trace provider's shutdown included)
                     await send({"type": "lifespan.startup.failed", "message": ""})
                     return
                 await send({"type": "lifespan.startup.complete"})

@@ -308,10 +308,19 @@ _ENDPOINTS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT
 
 def _tracing(url: str | None) -> Any:
     """The SDK ``TracerProvider`` that ``--otlp URL`` or a standard endpoint variable asks
-    for, or ``None``."""
-    if not url and not any(os.environ.get(name) for name in _ENDPOINTS):
+    for, or ``None``. Without the ``otel`` extra, ``--otlp`` is a usage error; a variable
+    alone is one line on stderr, and the run goes on untraced."""
+    variable = next((name for name in _ENDPOINTS if os.environ.get(name)), None)
+    if not url and variable is None:
         return None
-    tracing = require("evalport.protocol.tracing", "otel", "--otlp")
+    try:
+        tracing = require("evalport.protocol.tracing", "otel", "--otlp" if url else f"${variable}")
+    except MissingExtraError as error:
+        if url:
+            raise
+        # A variable set for other programs of the environment does not stop the run.
+        print(f"evalport run: not tracing: {error}", file=sys.stderr)
+        return None
     return tracing.otlp_provider(url or None, "evalport")
 
 

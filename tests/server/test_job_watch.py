@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import sys
+import threading
 
 import pytest
 from evalport.server._jobs import Jobs, watched
@@ -73,7 +75,9 @@ async def test_a_cancelled_job_cancels_its_watcher() -> None:
         await outer
 
 
-async def test_an_abandoned_failing_job_leaves_no_unretrieved_error() -> None:
+async def test_an_abandoned_failing_job_is_logged_once_not_left_unretrieved(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     release = asyncio.Event()
     reported: list[object] = []
 
@@ -96,6 +100,44 @@ async def test_an_abandoned_failing_job_leaves_no_unretrieved_error() -> None:
     finally:
         loop.set_exception_handler(None)
     assert reported == []
+    warnings = [r for r in caplog.records if r.name == "evalport.server"]
+    assert [r.getMessage() for r in warnings] == ["a job whose request went away failed"]
+    assert warnings[0].exc_info is not None and warnings[0].exc_info[1] is not None
+    assert str(warnings[0].exc_info[1]) == "boom"
+
+
+def test_watchers_on_loops_in_two_threads_at_once_each_get_their_outcome() -> None:
+    """Each loop runs the jobs' callbacks in its own thread, in a context of that thread's
+    (one context shared by all would refuse a second thread's entry while one ran)."""
+    rounds = 3000
+    both = threading.Barrier(2)
+
+    async def many(tag: str) -> list[str]:
+        jobs = Jobs()
+
+        async def work(i: int) -> str:
+            await asyncio.sleep(0)
+            return f"{tag}{i}"
+
+        return list(await asyncio.gather(*(watched(jobs.start(work(i))) for i in range(rounds))))
+
+    results: dict[str, list[str]] = {}
+
+    def run(tag: str) -> None:
+        both.wait()
+        results[tag] = asyncio.run(asyncio.wait_for(many(tag), timeout=10))
+
+    threads = [threading.Thread(target=run, args=(tag,)) for tag in "ab"]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # the threads take turns inside callbacks, not only between
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert results == {tag: [f"{tag}{i}" for i in range(rounds)] for tag in "ab"}
 
 
 async def _await(future: asyncio.Future[str]) -> str:

@@ -5,6 +5,7 @@ status without the ``otel`` extra."""
 from __future__ import annotations
 
 import base64
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -135,6 +136,31 @@ def test_otlp_without_the_extra_is_exit_2_naming_it(tmp_path: Path, command: lis
     assert done.returncode == 2, done.stderr
     assert "--otlp needs 'opentelemetry', which is not installed" in done.stderr
     assert "pip install 'evalport[otel]'" in done.stderr
+
+
+def test_an_endpoint_variable_without_the_extra_runs_untraced_with_one_line(
+    tmp_path: Path,
+) -> None:
+    """A variable set for the environment's other programs is no usage error of the run."""
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "evals" / "where_eval.py").write_text(EVALS)
+    (tmp_path / "agent.py").write_text(
+        "async def agent(message, history, ctx):\n    return 'A7 shipped'\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", BLOCKED, "run", "evals", "--local", "agent.py:agent"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    notes = [line for line in done.stderr.splitlines() if "not tracing" in line]
+    assert notes == [
+        "evalport run: not tracing: $OTEL_EXPORTER_OTLP_ENDPOINT needs 'opentelemetry', "
+        "which is not installed. Run: pip install 'evalport[otel]'"
+    ]
 
 
 async def answer(message: str, history: list[Any], ctx: Any) -> str:
