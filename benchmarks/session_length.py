@@ -24,7 +24,8 @@ that the delta session's reassembled run equals its whole run, and that turn 10'
 read at the end, is the run as of turn 10. Then it plays a delta session alone (no
 whole-run session beside it, whose garbage and megabyte bodies land in the delta
 session's turns too) and prints its server CPU per turn, as the median of 50 turns at
-each point. It never gates a build.
+each point, and the same traced (each turn drawn as spans through the SDK, then
+dropped: what drawing costs as the session grows). It never gates a build.
 
 Run: ``.venv/bin/python benchmarks/session_length.py [--turns 1000]``.
 """
@@ -52,6 +53,8 @@ from evalport.protocol import (
 )
 from evalport.protocol.runtime import TurnContext, tool
 from evalport.server import EvalAdapter, Limits
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 
 TOKEN = "bench-token-0123456789"
 POINTS = (10, 100, 1000)
@@ -116,9 +119,22 @@ class Reader:
         self.bodies.append(body)
 
 
-async def play(turns: int, modes: tuple[bool, ...] = (False, True)) -> tuple[list[Reader], bool]:
+class _Dropped(SpanExporter):
+    """Ends every span's way in the server: drawing and the SDK's work, no sending."""
+
+    def export(self, spans: Any) -> SpanExportResult:
+        return SpanExportResult.SUCCESS
+
+
+async def play(
+    turns: int, modes: tuple[bool, ...] = (False, True), *, traced: bool = False
+) -> tuple[list[Reader], bool]:
     limits = Limits(max_run_bytes=1 << 30, idempotency_keys=16)
-    adapter = EvalAdapter(agent, token=TOKEN, limits=limits)
+    provider: Any = False
+    if traced:
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(_Dropped()))
+    adapter = EvalAdapter(agent, token=TOKEN, limits=limits, tracing=provider)
     app = Timed(adapter.app())
     headers = {"Authorization": f"Bearer {TOKEN}"}
     transport = httpx.ASGITransport(app=app)
@@ -206,15 +222,17 @@ def main() -> None:
             f"{spent_whole / spent_delta:.1f}x"
         )
 
-    ([alone], _) = asyncio.run(play(turns, modes=(True,)))
     spans = [(max(point - 50, 0), point) for point in points]
-    medians = [statistics.median(alone.server[lo:hi]) for lo, hi in spans]
-    cells = "  ".join(
-        f"turns {lo + 1}-{hi}: {median * 1e3:.3f} ms"
-        for (lo, hi), median in zip(spans, medians, strict=True)
-    )
-    print(f"\nserver CPU, a delta session alone (median of 50 turns): {cells}")
-    print(f"  last / first: {medians[-1] / medians[0]:.2f}x")
+    for traced in (False, True):
+        ([alone], _) = asyncio.run(play(turns, modes=(True,), traced=traced))
+        medians = [statistics.median(alone.server[lo:hi]) for lo, hi in spans]
+        cells = "  ".join(
+            f"turns {lo + 1}-{hi}: {median * 1e3:.3f} ms"
+            for (lo, hi), median in zip(spans, medians, strict=True)
+        )
+        what = "traced (spans drawn, then dropped)" if traced else "alone"
+        print(f"\nserver CPU, a delta session {what} (median of 50 turns): {cells}")
+        print(f"  last / first: {medians[-1] / medians[0]:.2f}x")
 
 
 if __name__ == "__main__":

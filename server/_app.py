@@ -82,7 +82,7 @@ from ._auth import BearerAuth
 from ._limits import Limits
 from ._oversize import part_at_cut
 from ._problems import HTTPProblem
-from ._records import Outcome, RunPolicy, answered, log_details, query_of, since_of
+from ._records import Outcome, RunPolicy, log_details, query_of, since_of
 from ._sessions import SessionManager
 from ._standalone import ProtocolApp, internal_problem, request_path, safe_instance
 from ._tracing import APPROVALS_ROUTE, TurnTracing
@@ -351,12 +351,11 @@ class EvalAdapter:
     ) -> Answer:
         # (apart from _turn: the closure's variables would be cells made on every turn)
         assert self._tracing is not None
-        outcome = await self._tracing.turn(  # spans are drawn from the whole run, then cut
+        return await self._tracing.turn(  # spans are drawn from the answer, a delta too
             headers.get(b"traceparent"),
             session_id,
-            lambda: self.sessions.turns.turn(session_id, message, key, parts),
+            lambda: self.sessions.turns.turn(session_id, message, key, parts, since),
         )
-        return answered(outcome, None, since)
 
     async def _decide(self, scope: Scope, receive: Receive, headers: _Headers) -> Answer:
         query_of(scope.get("query_string", b""))

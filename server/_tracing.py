@@ -18,9 +18,12 @@ Rules:
 - Each step is drawn once: a request that answers a turn already drawn (a repeated
   idempotency key) is a span with ``evalport.replayed = true`` and no step or tool span.
   The service remembers what it drew for its last :data:`REMEMBERED` sessions.
-- Spans are drawn from the run as it leaves the service: after the adapter's trace
+- Spans are drawn from the answer as it leaves the service: after the adapter's trace
   policy, or :meth:`TracePolicy.safe` when the adapter has none (the rules of drawing:
-  :mod:`evalport.protocol.tracing`).
+  :mod:`evalport.protocol.tracing`). A turn asked with ``?since=N`` is drawn from its
+  delta, which holds the turn's steps, so a traced turn costs what an untraced one does
+  however long its session (a request whose ``since`` already counts the turn, a
+  replay, draws no step).
 """
 
 from __future__ import annotations

@@ -68,9 +68,10 @@ def _turn_attributes(run: RunView, turn: int, agent: str | None) -> dict[str, An
         attributes["gen_ai.agent.name"] = agent
     if run.session_id:
         attributes["evalport.session.id"] = run.session_id
-    if 0 < turn <= len(run.user_messages):
+    index = turn - 1 - run.earlier_user_messages
+    if 0 <= index < len(run.user_messages):
         attributes["gen_ai.input.messages"] = text(
-            [{"role": "user", "parts": [{"type": "text", "content": run.user_messages[turn - 1]}]}]
+            [{"role": "user", "parts": [{"type": "text", "content": run.user_messages[index]}]}]
         )
     if turn == run.turns:
         attributes["evalport.run.status"] = run.status

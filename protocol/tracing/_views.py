@@ -80,19 +80,33 @@ class RunView(_View):
     llm_profile: ProfileView | None = None
     session_id: str | None = None
     user_messages: list[str] = msgspec.field(default_factory=list)
+    earlier_user_messages: int = 0
+    """How many user messages came before the first of ``user_messages`` (a delta's)."""
+
+
+class _DeltaView(msgspec.Struct, gc=False):
+    kept: dict[str, int]
+    run: RunView
 
 
 class _RunViewOrEnvelope(RunView):
-    """A bare run, or a turn response's ``{"run": run}``: one decode serves both."""
+    """A bare run, a turn response's ``{"run": run}`` or ``{"delta": ...}``: one decode
+    serves the three."""
 
     run: RunView | None = None
+    delta: _DeltaView | None = None
 
 
 _decode_view: Final = msgspec.json.Decoder(_RunViewOrEnvelope).decode
 
 
 def decode_view(data: bytes | msgspec.Raw) -> RunView:
-    """The :class:`RunView` of a run's JSON, bare or as a turn response's ``{"run": ...}``
-    (``msgspec.DecodeError`` for what is no run)."""
+    """The :class:`RunView` of a run's JSON, bare or as a turn response's ``{"run": ...}``;
+    of a delta response (``?since=N``), the run's tail that it carries, with every field
+    but the lists whole (``msgspec.DecodeError`` for what is no run)."""
     found = _decode_view(data)
+    if found.delta is not None:
+        view = found.delta.run
+        view.earlier_user_messages = found.delta.kept.get("userMessages", 0)
+        return view
     return found.run if found.run is not None else found

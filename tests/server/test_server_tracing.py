@@ -79,21 +79,26 @@ async def test_a_turn_continues_the_callers_trace_with_its_steps_inside() -> Non
     assert SECRET not in dump and "sha256:" in dump
 
 
-async def test_a_turn_answered_as_a_delta_is_drawn_from_the_whole_run() -> None:
+@pytest.mark.parametrize("since", [0, 1, 3])
+async def test_a_turn_answered_as_a_delta_draws_that_turn_from_it(since: int) -> None:
+    """The delta holds the turn's steps and message, with the client's copy behind (0),
+    up to date (1), or ahead of the run (3: the whole run is the answer)."""
     client, exporter, _ = _traced()
     async with client:
         session = (await client.post("/evals/sessions", json={})).json()["sessionId"]
         path = f"/evals/sessions/{session}/turns"
         assert (await client.post(path, json={"message": "open up"})).status_code == 200
-        second = await client.post(f"{path}?since=1", json={"message": "again"})
-    assert second.status_code == 200 and "delta" in second.json()
+        second = await client.post(f"{path}?since={since}", json={"message": "again"})
+    assert second.status_code == 200 and ("delta" in second.json()) == (since < 3)
     turns = [span for span in exporter.get_finished_spans() if span.name.startswith("invoke")]
     assert [(span.attributes or {})["evalport.turn"] for span in turns] == [1, 2]
+    asked = [json.loads(str((span.attributes or {})["gen_ai.input.messages"])) for span in turns]
+    assert [item[0]["parts"][0]["content"] for item in asked] == ["open up", "again"]
     steps = [span for span in exporter.get_finished_spans() if span.name == "chat"]
     assert len(steps) == 4  # two steps a turn: the tool call and the reply
-    assert {span.parent.span_id for span in steps if span.parent} == {
-        span.context.span_id for span in turns
-    }
+    assert sorted(span.parent.span_id for span in steps if span.parent) == sorted(
+        2 * [span.context.span_id for span in turns]
+    )
 
 
 @tool(approval=True)
