@@ -18,7 +18,8 @@ Rules:
   thread's rather than a copy of the request's (one per thread, since a context can be
   entered by one thread at a time and each loop runs its callbacks in its own thread).
 - A request that went away leaves its job's outcome to nobody: a job that failed is
-  logged as a warning then, never dropped in silence.
+  logged then, never dropped in silence (its type as a warning; its message and
+  traceback, which may carry a payload, at DEBUG on ``evalport.agent.details``).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from evalport.protocol.runtime import start_task
 T = TypeVar("T")
 
 _logger = logging.getLogger("evalport.server")
+_details = logging.getLogger("evalport.agent.details")
 
 
 class _Callbacks(threading.local):
@@ -85,7 +87,13 @@ def watched(job: asyncio.Task[T]) -> asyncio.Future[T]:
 def _relay(outer: asyncio.Future[T], job: asyncio.Task[T]) -> None:
     if outer.cancelled():  # the request went away: the outcome is nobody's
         if not job.cancelled() and (error := job.exception()) is not None:
-            _logger.warning("a job whose request went away failed", exc_info=error)
+            kind = type(error).__name__  # its text may carry a payload: at DEBUG only
+            _logger.warning(
+                "a job whose request went away failed: %s (DEBUG on logger "
+                "evalport.agent.details shows its message and traceback)",
+                kind,
+            )
+            _details.debug("a job whose request went away failed", exc_info=error)
     elif job.cancelled():
         outer.cancel()
     elif (error := job.exception()) is not None:
