@@ -206,18 +206,20 @@ class RedisStore:
     async def _call(self, operation: Callable[[], Awaitable[T]]) -> T:
         try:
             return await operation()
-        except (*_REFUSED, redis_errors.ResponseError) as error:
-            refused = isinstance(error, _REFUSED) or "can't run this command" in str(error)
-            if not refused:
-                raise
-            raise StoreUnavailable(
-                f"The session store (Redis) refused the store's user ({type(error).__name__}):"
-                " check the user and password in the store URL and that user's ACL."
-            ) from error
-        except _UNAVAILABLE as error:
-            raise StoreUnavailable(
-                f"The session store (Redis) is unavailable ({type(error).__name__}); retry shortly."
-            ) from error
+        except (*_REFUSED, *_UNAVAILABLE, redis_errors.ResponseError) as error:
+            # (refusals first: an AuthenticationError is a ConnectionError; a ReadOnlyError
+            # from a replica, a ResponseError, is unavailable)
+            if isinstance(error, _REFUSED) or "can't run this command" in str(error):
+                raise StoreUnavailable(
+                    f"The session store (Redis) refused the store's user ({type(error).__name__}):"
+                    " check the user and password in the store URL and that user's ACL."
+                ) from error
+            if isinstance(error, _UNAVAILABLE):
+                raise StoreUnavailable(
+                    f"The session store (Redis) is unavailable ({type(error).__name__}); retry"
+                    " shortly."
+                ) from error
+            raise
 
     async def _run(self, script: Any, keys: list[str], *args: Any) -> Any:
         return await self._call(lambda: script(keys=keys, args=args))

@@ -15,16 +15,29 @@ the scripts run on a Redis Cluster as on a single server:
   from the store, between ``DUE`` and ``SWEPT``) before calling it gone.
 
 Times come from Redis's ``TIME``. See :mod:`evalport.server.stores._redis` for the rules.
+
+Every script opens with the shebang :data:`_FLAGS` (Redis 7): a flagged script that does
+not say ``no-writes`` is refused by a replica before it runs (``READONLY``, which the
+store answers as unavailable). Without it, a connection that reached a replica (an old
+master restarted empty in a failover, before the client learned of the new one) ran the
+script there and read a live session as missing. ``allow-oom`` keeps what an unflagged
+script did when Redis is out of memory: each command that would use memory fails, the
+rest run.
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-_CLOCK: Final = """
+_FLAGS: Final = "#!lua flags=allow-oom\n"
+
+_CLOCK: Final = (
+    _FLAGS
+    + """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 """
+)
 
 # Shared by the session scripts: KEYS = {s, l, r, o} of one session.
 _SESSION: Final = (
@@ -269,10 +282,13 @@ return release(ARGV[1])
 )
 
 # KEYS = {s, r}; ARGV: key.
-GET_RESULT: Final = """
+GET_RESULT: Final = (
+    _FLAGS
+    + """
 if redis.call('EXISTS', KEYS[1]) == 0 then return false end
 return redis.call('HGET', KEYS[2], ARGV[1])
 """
+)
 
 # -- the index: KEYS = {index, gone} ------------------------------------------------------
 

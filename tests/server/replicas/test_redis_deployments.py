@@ -238,6 +238,32 @@ async def test_wait_replicas_acknowledges_no_save_that_no_replica_has(
         await store.aclose()
 
 
+async def test_a_replica_refuses_every_script_so_no_session_reads_as_missing_there() -> None:
+    """A store that reached a replica (an old master restarted empty, in a failover) must
+    answer unavailable, not run its scripts there: a session would read as missing (404)."""
+    with running_sentinel() as setup:
+        master, replica = setup.nodes
+        on_master = RedisStore(f"redis://127.0.0.1:{master.port}?wait_replicas=1")
+        on_replica = RedisStore(f"redis://127.0.0.1:{replica.port}", prefix=on_master.prefix)
+        try:
+            assert await on_master.create(new("s1", b"meta", b"run-0", ttl=30, limit=10))
+            for operation in (
+                lambda: on_replica.read("s1"),
+                lambda: on_replica.get_result("s1", "k1"),
+                lambda: on_replica.begin_turn(
+                    BeginTurn("s1", "t1", lease=5, ttl=30, key="k1", lost=b"x", keep=4)
+                ),
+                lambda: on_replica.create(new("s2", b"meta", b"run-0", ttl=30, limit=10)),
+            ):
+                with pytest.raises(StoreUnavailable, match=r"unavailable \(ReadOnlyError\)"):
+                    await operation()
+            stored = await on_master.read("s1")
+            assert stored is not None and stored.run == b"run-0"
+        finally:
+            await on_master.aclose()
+            await on_replica.aclose()
+
+
 def test_a_sentinel_failover_mid_run_loses_no_acknowledged_turn_and_runs_none_twice(
     tmp_path: Path,
 ) -> None:
