@@ -80,8 +80,8 @@ from ._recording import (
     arguments_of,
     ask_all,
     finish_turn,
-    mark_decision,
     record_execution,
+    record_rejections,
     recorded_call_ids,
     reply_text,
     save_state,
@@ -235,15 +235,9 @@ async def _decide(
         for ask, decision in plan.reviewed(answered[plan.interrupt_id]):
             _record_review(ctx, ask, decision)
     recorder.decisions.update(decisions)
-    for plan in plans:
-        if not plan.skips_rejected:
-            continue
-        for ask in plan.asks:
-            decision = decisions[ask.call_id]
-            if not decision.approved:
-                record_execution(
-                    ctx, ask.tool, ask.arguments, call_id=ask.call_id, decision=decision
-                )
+    record_rejections(
+        ctx, [ask for plan in plans if plan.skips_rejected for ask in plan.asks], decisions
+    )
     return {
         plan.interrupt_id: plan.resume(decisions, answered.get(plan.interrupt_id)) for plan in plans
     }
@@ -489,7 +483,7 @@ class _Recorder(AsyncCallbackHandler):
             and call_id in recorded_call_ids(self.ctx)
         ):
             return  # the rejection is recorded already (the middleware did not run it)
-        execution = record_execution(
+        record_execution(
             self.ctx,
             name,
             arguments,
@@ -500,4 +494,3 @@ class _Recorder(AsyncCallbackHandler):
             started_at=started_at,
             replace=True,
         )
-        mark_decision(execution, decision)

@@ -59,6 +59,7 @@ from ._recording import (
     finish_turn,
     mark_decision,
     record_execution,
+    record_rejections,
     reply_text,
     save_state,
     saved_states,
@@ -245,13 +246,13 @@ async def _decide(
     ]
     decisions = await ask_all(ctx, asks)
     hooks.decisions.update(decisions)
+    record_rejections(ctx, asks, decisions)
     for ask, item in zip(asks, items, strict=True):
         decision = decisions[ask.call_id]
         if decision.approved:
             state.approve(item)
-            continue
-        state.reject(item, rejection_message=decision.reason)
-        record_execution(ctx, ask.tool, ask.arguments, call_id=ask.call_id, decision=decision)
+        else:
+            state.reject(item, rejection_message=decision.reason)
 
 
 def _formatter(hooks: _Hooks, inner: Any) -> Callable[[ToolErrorFormatterArgs[Any]], Any]:

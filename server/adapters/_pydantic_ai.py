@@ -46,7 +46,7 @@ from ._recording import (
     ask_all,
     finish_turn,
     mark_decision,
-    record_execution,
+    record_rejections,
     reply_text,
     save_state,
     saved_states,
@@ -209,20 +209,11 @@ async def _decide(
     ]
     decisions = await ask_all(ctx, asks)
     recorder.decisions.update(decisions)
-    approvals: dict[str, bool | ToolApproved | ToolDenied] = {}
-    for call in requests.approvals:
-        decision = decisions[call.tool_call_id]
-        if decision.approved:
-            approvals[call.tool_call_id] = True
-            continue
-        approvals[call.tool_call_id] = ToolDenied(decision.reason or _DENIED)
-        record_execution(
-            ctx,
-            call.tool_name,
-            call.args_as_dict(),
-            call_id=call.tool_call_id,
-            decision=decision,
-        )
+    record_rejections(ctx, asks, decisions)
+    approvals: dict[str, bool | ToolApproved | ToolDenied] = {
+        call_id: True if decision.approved else ToolDenied(decision.reason or _DENIED)
+        for call_id, decision in decisions.items()
+    }
     return DeferredToolResults(approvals=approvals)
 
 

@@ -109,6 +109,16 @@ async def ask_all(ctx: TurnContext, asks: Sequence[ApprovalAsk]) -> dict[str, Ap
     return {ask.call_id: decision for ask, decision in zip(asks, decisions, strict=True)}
 
 
+def record_rejections(
+    ctx: TurnContext, asks: Sequence[ApprovalAsk], decisions: Mapping[str, ApprovalResult]
+) -> None:
+    """Record each asked call its decision rejected, which the framework will not run."""
+    for ask in asks:
+        decision = decisions[ask.call_id]
+        if not decision.approved:
+            record_execution(ctx, ask.tool, ask.arguments, call_id=ask.call_id, decision=decision)
+
+
 def mark_decision(execution: ToolExecution, decision: ApprovalResult | None) -> None:
     """Put an approver's decision on the execution of the call it gated."""
     if decision is None:
