@@ -252,9 +252,9 @@ async def test_a_server_policy_digests_payloads_before_they_leave(build: Build) 
     (pending,) = run.pending_approvals
     assert set(pending.arguments) == {"order_id", "amount"}  # keys stay in clear
     assert matches_digest("A7", pending.arguments["order_id"])
-    assert "A7" not in (await client.get(f"/evals/sessions/{session_id}")).text.replace(
-        "refund A7 900", ""
-    )
+    attached = (await client.get(f"/evals/sessions/{session_id}")).text
+    # (the random session id may hold "A7" by chance: about 1 run in 130)
+    assert "A7" not in attached.replace("refund A7 900", "").replace(session_id, "")
     decided = await client.post(
         f"/evals/sessions/{session_id}/approvals",
         json={"decisions": {pending.call_id: {"decision": "approve"}}},
