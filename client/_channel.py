@@ -6,9 +6,9 @@ Rules:
   httpx's own transport, or the caller's ``transport=`` in its place. What a wire does is
   httpx's, untouched: the connection pool and its keep-alive, the meaning of each timeout
   (``connect``, ``read``, ``write``, ``pool``: the wait for one of
-  ``limits.max_connections``), the exception types the retry rules read, proxies from the
-  environment (``NO_PROXY`` included), certificates, response heads of up to 100 KiB,
-  cookies a server sets sent back to it; respx and pytest-httpx see every request.
+  ``limits.max_connections``), the exception types the retry rules read, proxies and
+  certificates as httpx reads them from the environment, response heads of up to 100
+  KiB, cookies; a test that mocks httpx's transport sees every request.
 - Credentials (the token, and headers whose names look like credentials) can only reach
   the base URL's origin: the channel follows no redirect, and the client attaches them by
   an auth flow that checks the request's origin; every text a channel puts in an error
