@@ -164,13 +164,8 @@ def best_threshold(scores: Sequence[float], human: Sequence[bool]) -> tuple[floa
     """``(threshold, accuracy, kappa)`` of the threshold that best separates the labels."""
     distinct = sorted(set(scores))
     candidates = [distinct[0]] + [(a + b) / 2 for a, b in itertools.pairwise(distinct)]
-    best: tuple[float, float, float] | None = None
-    for candidate in candidates:
-        accuracy, kappa = _agreement(scores, human, candidate)
-        if best is None or (kappa, accuracy) > (best[2], best[1]):
-            best = (candidate, accuracy, kappa)
-    assert best is not None
-    return best
+    rows = [(candidate, *_agreement(scores, human, candidate)) for candidate in candidates]
+    return max(rows, key=lambda row: (row[2], row[1]))  # the first, so the lowest, of ties
 
 
 async def calibrate(

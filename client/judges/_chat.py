@@ -167,13 +167,13 @@ class ChatClient:
         while True:
             self._check_breaker()
             body = self._body(messages, schema, max_tokens, top_logprobs)
+            retry_after: str | None = None
             try:
                 response = await self._client.post(
                     f"{self.base_url}/chat/completions", json=body, headers=headers
                 )
             except httpx.TransportError as error:
                 self._failures_in_a_row += 1
-                retry_after: str | None = None
                 failure = (
                     f"unreachable after {attempt + 1} attempts: {type(error).__name__}: {error}"
                 )
@@ -181,13 +181,15 @@ class ChatClient:
                 self._failures_in_a_row = 0
                 status = response.status_code
                 if status in (400, 422) and ("response_format" in body or "logprobs" in body):
-                    self.structured_output = (
-                        self.structured_output and "response_format" not in body
-                    )
-                    self.logprobs = self.logprobs and "logprobs" not in body
+                    self.structured_output &= "response_format" not in body
+                    self.logprobs &= "logprobs" not in body
                     continue
+                if status == 200:
+                    return _completion(response.content)
                 if status not in _RETRY_STATUS:
-                    break
+                    raise JudgeError(
+                        f"chat server {self.base_url} answered {status}: {response.text[:300]}"
+                    )
                 failure = f"answered {status} after {attempt + 1} attempts: {response.text[:300]}"
                 retry_after = response.headers.get("retry-after")
             if attempt >= self.max_retries:
@@ -195,11 +197,6 @@ class ChatClient:
             self._check_breaker()
             await asyncio.sleep(self._delay(attempt, retry_after))
             attempt += 1
-        if status != 200:
-            raise JudgeError(
-                f"chat server {self.base_url} answered {status}: {response.text[:300]}"
-            )
-        return _completion(response.content)
 
     def _check_breaker(self) -> None:
         if self._failures_in_a_row >= BREAKER_FAILURES:

@@ -130,8 +130,7 @@ class JudgeExpectation:
             self._output = subject
         else:
             raise TypeError(f"on() takes a str or a Turn, not {type(subject).__name__}")
-        if self._criterion.scope != "output":
-            self._criterion = msgspec.structs.replace(self._criterion, scope="output")
+        self._criterion = msgspec.structs.replace(self._criterion, scope="output")
         return self
 
     def at_least(self, threshold: float) -> JudgeExpectation:

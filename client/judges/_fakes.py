@@ -29,20 +29,35 @@ Scripted = float | JudgeVerdict | Callable[[JudgeRequest], "float | JudgeVerdict
 Answer = Scripted | BaseException
 
 
-def _next(script: list[Any], default: Any, name: str, call: int) -> Any:
-    """The next scripted answer (else the default); a scripted exception is raised."""
-    if script:
-        answer = script.pop(0)
-    elif default is not None:
-        answer = default
-    else:
-        raise JudgeError(f"{name} has no scripted answer left for call {call}")
-    if isinstance(answer, BaseException):
-        raise answer
-    return answer
+class _Script:
+    """What both fakes keep: the script, the default, the model name and its tokens."""
+
+    def __init__(
+        self, script: Iterable[Any], default: Any, model: str, tokens: tuple[int, int]
+    ) -> None:
+        self._script = list(script)
+        self._default = default
+        self._model = model
+        self._usage = JudgeUsage(input_tokens=tokens[0], output_tokens=tokens[1])
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    def _next(self, call: int) -> Any:
+        """The next scripted answer (else the default); a scripted exception is raised."""
+        if self._script:
+            answer = self._script.pop(0)
+        elif self._default is not None:
+            answer = self._default
+        else:
+            raise JudgeError(f"{type(self).__name__} has no scripted answer left for call {call}")
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
 
 
-class FakeJudge:
+class FakeJudge(_Script):
     """A judge that answers from a script."""
 
     def __init__(
@@ -53,15 +68,8 @@ class FakeJudge:
         model: str = "fake-judge",
         tokens: tuple[int, int] = (0, 0),
     ) -> None:
-        self._script = list(script)
-        self._default = default
-        self._model = model
-        self._tokens = tokens
+        super().__init__(script, default, model, tokens)
         self.requests: list[JudgeRequest] = []
-
-    @property
-    def model(self) -> str:
-        return self._model
 
     @property
     def calls(self) -> int:
@@ -69,7 +77,7 @@ class FakeJudge:
 
     async def judge(self, request: JudgeRequest) -> JudgeVerdict:
         self.requests.append(request)
-        answer: Scripted = _next(self._script, self._default, "FakeJudge", self.calls)
+        answer: Scripted = self._next(self.calls)
         if callable(answer) and not isinstance(answer, JudgeVerdict):
             answer = answer(request)
         if isinstance(answer, JudgeVerdict):
@@ -78,7 +86,7 @@ class FakeJudge:
             score=float(answer),
             reason=f"scripted score {answer:g}",
             model=self._model,
-            usage=JudgeUsage(input_tokens=self._tokens[0], output_tokens=self._tokens[1]),
+            usage=self._usage,
         )
 
 
@@ -87,7 +95,7 @@ Spoken = Said | Callable[[list[dict[str, str]]], Said]
 Reply = Spoken | BaseException
 
 
-class FakeChat:
+class FakeChat(_Script):
     """A chat model that answers from a script (for :class:`AgentLoopJudge` tests)."""
 
     def __init__(
@@ -99,16 +107,9 @@ class FakeChat:
         tokens: tuple[int, int] = (0, 0),
         temperature: float = 0.0,
     ) -> None:
+        super().__init__(script, default, model, tokens)
         self.temperature = temperature  # read by the loop's cache key, as a real model's
-        self._script = list(script)
-        self._default = default
-        self._model = model
-        self._tokens = tokens
         self.conversations: list[list[dict[str, str]]] = []
-
-    @property
-    def model(self) -> str:
-        return self._model
 
     @property
     def calls(self) -> int:
@@ -119,9 +120,8 @@ class FakeChat:
     ) -> ChatCompletion:
         seen = [dict(message) for message in messages]
         self.conversations.append(seen)
-        answer: Spoken = _next(self._script, self._default, "FakeChat", self.calls)
+        answer: Spoken = self._next(self.calls)
         if callable(answer):
             answer = answer(seen)
         content = answer if isinstance(answer, str) else msgspec.json.encode(answer).decode()
-        usage = JudgeUsage(input_tokens=self._tokens[0], output_tokens=self._tokens[1])
-        return ChatCompletion(content=content, usage=usage, model=self._model)
+        return ChatCompletion(content=content, usage=self._usage, model=self._model)

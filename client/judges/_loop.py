@@ -74,10 +74,6 @@ from ._prompts import (
 )
 from ._transcript import assistant_text, run_lines, step_lines
 
-DEFAULT_MAX_STEPS: Final = 8
-DEFAULT_MAX_TOKENS: Final = 40_000
-DEFAULT_MAX_READ_CHARS: Final = 12_000
-
 
 class ChatModel(Protocol):
     """What the loop needs of a model: chat completions (an OpenAI-compatible client,
@@ -173,9 +169,9 @@ class AgentLoopJudge:
         self,
         chat: ChatModel,
         *,
-        max_steps: int = DEFAULT_MAX_STEPS,
-        max_tokens: int = DEFAULT_MAX_TOKENS,
-        max_read_chars: int = DEFAULT_MAX_READ_CHARS,
+        max_steps: int = 8,
+        max_tokens: int = 40_000,
+        max_read_chars: int = 12_000,
         answer_tokens: int = 1_000,
         files: Files = (),
         urls: Sequence[str] = (),

@@ -21,7 +21,7 @@ Rules:
   configured one (as for ``ctx.judge()``).
 - One definition: each object is a dataclass over :class:`JudgeCheck` (``threshold=`` and
   ``judge=``, checked once) whose fields are its criterion's arguments, by name, and whose
-  ``build`` is that criterion's function in :mod:`.criteria`.
+  class argument ``build=`` is that criterion's function in :mod:`.criteria`.
 """
 
 from __future__ import annotations
@@ -74,111 +74,92 @@ class JudgeCheck:
 
 @dataclass(eq=False, repr=False)
 class _Made(JudgeCheck):
-    """A judge object whose criterion :meth:`made` builds from its fields."""
+    """A judge object whose criterion ``build`` (the class argument) makes from the fields
+    given to the constructor, by name."""
 
     build: ClassVar[Callable[..., Criterion]]
     criterion: Criterion = field(init=False)
     trajectory: bool = field(default=False, kw_only=True)
 
-    def __post_init__(self) -> None:
-        self.criterion = self.made()
-        super().__post_init__()
+    def __init_subclass__(cls, *, build: Callable[..., Criterion], **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.build = staticmethod(build)
 
-    def made(self) -> Criterion:
-        """``build`` called with the fields given to the constructor, by name."""
+    def __post_init__(self) -> None:
         given = {f.name: getattr(self, f.name) for f in fields(self) if f.init}
         del given["threshold"], given["judge"]
-        return type(self).build(**given)
+        self.criterion = self.build(**given)
+        super().__post_init__()
 
 
 @dataclass(eq=False, repr=False)
-class ClosedQA(_Made):
+class ClosedQA(_Made, build=criteria.closed_qa):
     """Does the output satisfy a yes/no requirement (``criteria.closed_qa``)?"""
-
-    build = staticmethod(criteria.closed_qa)
 
     question: str
 
 
 @dataclass(eq=False, repr=False)
-class Factuality(_Made):
+class Factuality(_Made, build=criteria.factuality):
     """Is the output consistent with an expert answer (``criteria.factuality``)?"""
-
-    build = staticmethod(criteria.factuality)
 
     reference: str
 
 
 @dataclass(eq=False, repr=False)
-class Summarizes(_Made):
+class Summarizes(_Made, build=criteria.summarizes):
     """Is the output a faithful summary of the source (``criteria.summarizes``)?"""
-
-    build = staticmethod(criteria.summarizes)
 
     source: str
 
 
 @dataclass(eq=False, repr=False)
-class SqlEquivalent(_Made):
+class SqlEquivalent(_Made, build=criteria.sql):
     """Is the output SQL equivalent to the reference query (``criteria.sql``)?"""
-
-    build = staticmethod(criteria.sql)
 
     reference: str
 
 
 @dataclass(eq=False, repr=False)
-class Faithfulness(_Made):
+class Faithfulness(_Made, build=criteria.faithfulness):
     """Neuron's ``FaithfulnessJudge``: is every claim supported by ``context``?"""
-
-    build = staticmethod(criteria.faithfulness)
 
     context: str
 
 
 @dataclass(eq=False, repr=False)
-class Correctness(_Made):
+class Correctness(_Made, build=criteria.correctness):
     """Neuron's ``CorrectnessJudge``: does the output give the ``expected`` answer?"""
-
-    build = staticmethod(criteria.correctness)
 
     expected: str
 
 
 @dataclass(eq=False, repr=False)
-class Relevance(_Made):
+class Relevance(_Made, build=criteria.relevance):
     """Neuron's ``RelevanceJudge``: does the output address ``question`` (default: the
     user's message)?"""
-
-    build = staticmethod(criteria.relevance)
 
     question: str | None = None
 
 
 @dataclass(eq=False, repr=False)
-class Helpfulness(_Made):
+class Helpfulness(_Made, build=criteria.helpfulness):
     """Neuron's ``HelpfulnessJudge``: is the output useful and actionable?"""
-
-    build = staticmethod(criteria.helpfulness)
 
 
 @dataclass(eq=False, repr=False)
-class TaskCompletion(_Made):
+class TaskCompletion(_Made, build=criteria.task_completion):
     """Neuron's ``TaskCompletionJudge``: was the user's ``goal`` achieved over the whole
     conversation (always reads the trajectory)?"""
-
-    build = staticmethod(criteria.task_completion)
 
     goal: str
     trajectory: bool = field(default=True, init=False)
 
 
 @dataclass(eq=False, repr=False)
-class Custom(_Made):
+class Custom(_Made, build=criteria.custom):
     """``criteria`` in your words, an optional ``reference`` and few-shot ``examples``
     (``criteria.custom``; Neuron's ``AgentJudge``)."""
-
-    build = staticmethod(criteria.custom)
 
     criteria: str
     reference: str | None = field(default=None, kw_only=True)
@@ -187,12 +168,10 @@ class Custom(_Made):
 
 
 @dataclass(eq=False, repr=False)
-class ClassifierJudge(_Made):
+class ClassifierJudge(_Made, build=criteria.classify):
     """Neuron's ``ClassifierJudge``: a yes/no ``question``, or ordered ``levels`` (worst
     first), scored from the answer distribution where the judge gives one
     (``criteria.classify``)."""
-
-    build = staticmethod(criteria.classify)
 
     question: str
     levels: Sequence[str] | None = None

@@ -151,16 +151,12 @@ def _classified(request: JudgeRequest, completion: ChatCompletion) -> JudgeVerdi
         text = token.strip()
         if len(text) == 1 and text.isdigit() and int(text) <= top and math.isfinite(logprob):
             mass[int(text)] += math.exp(logprob)
+    details: dict[str, Any] = {"level": levels[chosen], "levels": list(levels)}
+    score = chosen / top
     total = sum(mass)
     if total > 0:
-        probabilities = [value / total for value in mass]
+        probabilities = details["probabilities"] = [value / total for value in mass]
         score = sum(index * p for index, p in enumerate(probabilities)) / top
-    else:
-        probabilities = []
-        score = chosen / top
-    details: dict[str, Any] = {"level": levels[chosen], "levels": list(levels)}
-    if probabilities:
-        details["probabilities"] = probabilities
     return JudgeVerdict(
         score=min(max(score, 0.0), 1.0),
         reason=f"level {chosen}: {levels[chosen]}",

@@ -181,21 +181,17 @@ class SimulatedUser:
             return None
         problem = ""
         for _ in range(self.malformed_retries + 1):
+            messages = self.messages(transcript, new_nonce())
+            if problem:
+                messages.append({"role": "user", "content": _REFUSED.format(problem=problem)})
             try:
-                messages = self.messages(transcript, new_nonce())
-                if problem:
-                    messages.append({"role": "user", "content": _REFUSED.format(problem=problem)})
                 completion = await self._chat.complete(messages, schema=_ANSWER_SCHEMA)
-            except JudgeError as error:
-                if not isinstance(error, MalformedAnswer):
-                    raise SimulatedUserError(f"simulated user model failed: {error}") from error
-                problem = str(error)
-                continue
-            self.usage = self.usage + completion.usage
-            try:
+                self.usage = self.usage + completion.usage
                 return self._accept(completion.content, earlier)
             except MalformedAnswer as error:
                 problem = str(error)
+            except JudgeError as error:
+                raise SimulatedUserError(f"simulated user model failed: {error}") from error
         raise SimulatedUserError(
             f"simulated user gave no usable message in {self.malformed_retries + 1} attempts; "
             f"last problem: {problem}"

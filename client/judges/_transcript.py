@@ -62,11 +62,11 @@ def step_lines(step: Step) -> list[str]:
 
 
 def assistant_text(step: Step) -> list[str]:
-    texts = []
-    for message in step.output_messages:
-        if message.role == "assistant" and isinstance(message.content, str) and message.content:
-            texts.append(message.content)
-    return texts
+    return [
+        message.content
+        for message in step.output_messages
+        if message.role == "assistant" and isinstance(message.content, str) and message.content
+    ]
 
 
 def _attached(run: AgentRun, turn: int) -> list[str]:
