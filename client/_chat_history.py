@@ -267,16 +267,13 @@ class _Builder:
                 raise self.fail(index, f"tool call id {call.id!r} is used twice")
             self.calls[call.id] = (step, call)
         step.requested_tool_calls.extend(calls)
-        if step.output_messages:
-            message = step.output_messages[-1]
-            if text:
-                message.content = f"{message.content}\n{text}" if message.content else text
-            if calls:
-                message.tool_calls = (message.tool_calls or []) + calls
-        else:
-            step.output_messages.append(
-                Message(role="assistant", content=text or None, tool_calls=calls or None)
-            )
+        if not step.output_messages:
+            step.output_messages.append(Message(role="assistant"))
+        message = step.output_messages[-1]
+        if text:
+            message.content = f"{message.content}\n{text}" if message.content else text
+        if calls:
+            message.tool_calls = (message.tool_calls or []) + calls
         if step.requested_tool_calls:
             step.type = StepType.TOOL_EXECUTION
             step.finish_reason = "tool_calls"

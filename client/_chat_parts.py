@@ -125,19 +125,15 @@ def _build(
     media_type: str | None = None,
     name: str | None = None,
 ) -> ContentPart:
-    fields: dict[str, Any] = {}
-    if data is not None:
-        fields["data"] = data
-    if url is not None:
-        fields["url"] = url
-    if media_type:
-        fields["media_type"] = media_type
-    if name and kind is FilePart:
-        fields["name"] = name
-    return kind(**fields)
+    """The part with the fields given; an empty media type or name is no field."""
+    fields: dict[str, Any] = {"data": data, "url": url, "media_type": media_type or None}
+    if kind is FilePart:
+        fields["name"] = name or None
+    return kind(**{key: value for key, value in fields.items() if value is not None})
 
 
-def _audio(audio: Any) -> ContentPart:
+def _input_audio(part: Mapping[str, Any]) -> ContentPart:
+    audio = part.get("input_audio")
     fmt = _string(audio, "format")
     media_type = _AUDIO_TYPES.get(fmt, f"audio/{fmt}")
     return _build(FilePart, data=_decoded(_string(audio, "data")), media_type=media_type)
@@ -245,7 +241,7 @@ _READERS: Final[dict[str, dict[str | None, _Reader]]] = {
         None: _text,
         "text": _text,
         "image_url": _chat_image,
-        "input_audio": lambda part: _audio(part.get("input_audio")),
+        "input_audio": _input_audio,
         "file": _chat_file,
     },
     "openai-responses": {
@@ -253,7 +249,7 @@ _READERS: Final[dict[str, dict[str | None, _Reader]]] = {
         "input_text": _text,
         "text": _text,
         "input_image": _responses_image,
-        "input_audio": lambda part: _audio(part.get("input_audio")),
+        "input_audio": _input_audio,
         "input_file": _responses_file,
     },
     "anthropic": {
