@@ -160,10 +160,9 @@ def _count(data: Mapping[str, Any], key: str) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def _inclusive(raw: Mapping[str, Any], prefix: tuple[str, str]) -> Usage:
+def _inclusive(raw: Mapping[str, Any], into: str, out: str) -> Usage:
     """OpenAI usage, whose input and output totals include cached and reasoning tokens:
-    ``prefix`` names the two totals (``prompt``/``completion`` or ``input``/``output``)."""
-    into, out = prefix
+    ``into`` and ``out`` name the two totals (``prompt``/``completion`` or ``input``/``output``)."""
     return step_usage(
         _count(raw, f"{into}_tokens"),
         _count(raw, f"{out}_tokens"),
@@ -177,9 +176,9 @@ def _usage(raw: Any) -> Usage:
     if not isinstance(raw, Mapping):
         return Usage()
     if "prompt_tokens" in raw or "completion_tokens" in raw:
-        return _inclusive(raw, ("prompt", "completion"))
+        return _inclusive(raw, "prompt", "completion")
     if "input_tokens_details" in raw or "output_tokens_details" in raw:
-        return _inclusive(raw, ("input", "output"))
+        return _inclusive(raw, "input", "output")
     return Usage(
         input=_count(raw, "input_tokens"),
         output=_count(raw, "output_tokens"),
