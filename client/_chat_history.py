@@ -123,11 +123,7 @@ def _detect(messages: Sequence[Mapping[str, Any]]) -> str:
         if isinstance(content, list):
             for part in content:
                 kind = part.get("type") if isinstance(part, Mapping) else None
-                if kind in ("tool_use", "tool_result"):
-                    found.add("anthropic")
-                elif kind in ("input_text", "output_text"):
-                    found.add("openai-responses")
-                elif kind in FORMAT_OF_PART:
+                if kind in FORMAT_OF_PART:
                     found.add(FORMAT_OF_PART[kind])
     if len(found) > 1:
         raise ChatHistoryError(
@@ -159,23 +155,14 @@ def _text(content: Any, index: int, fmt: str) -> str:
     return "\n".join(texts)
 
 
-def _arguments(raw: Any, index: int, fmt: str) -> dict[str, Any] | str:
-    if raw is None or isinstance(raw, str | Mapping):
-        return arguments_of(raw, keep_text=True)
-    raise ChatHistoryError(
-        index, f"tool call arguments must be a JSON string or object, got {type(raw).__name__}", fmt
-    )
-
-
 def _count(data: Mapping[str, Any], key: str) -> int:
     value = data.get(key)
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def _inclusive(raw: Mapping[str, Any], prefix: tuple[str, str]) -> Usage:
+def _inclusive(raw: Mapping[str, Any], into: str, out: str) -> Usage:
     """OpenAI usage, whose input and output totals include cached and reasoning tokens:
-    ``prefix`` names the two totals (``prompt``/``completion`` or ``input``/``output``)."""
-    into, out = prefix
+    ``into`` and ``out`` name the two totals (``prompt``/``completion`` or ``input``/``output``)."""
     return step_usage(
         _count(raw, f"{into}_tokens"),
         _count(raw, f"{out}_tokens"),
@@ -189,9 +176,9 @@ def _usage(raw: Any) -> Usage:
     if not isinstance(raw, Mapping):
         return Usage()
     if "prompt_tokens" in raw or "completion_tokens" in raw:
-        return _inclusive(raw, ("prompt", "completion"))
+        return _inclusive(raw, "prompt", "completion")
     if "input_tokens_details" in raw or "output_tokens_details" in raw:
-        return _inclusive(raw, ("input", "output"))
+        return _inclusive(raw, "input", "output")
     return Usage(
         input=_count(raw, "input_tokens"),
         output=_count(raw, "output_tokens"),
@@ -246,15 +233,28 @@ class _Builder:
             run.user_parts = [*(run.user_parts or ()), *user_parts(run.turns, parts)]
         self.ended_with_answer = False
 
-    def new_step(self, index: int) -> Step:
+    def new_step(self, index: int, usage: Any = None) -> Step:
         run = self.run
         step = Step(
             id=self._id("step", len(run.steps), index),
             turn=max(run.turns, 1),
             index=len(run.steps),
+            usage=_usage(usage),
         )
         run.steps.append(step)
         return step
+
+    def call(self, index: int, call_id: Any, name: Any, arguments: Any) -> ToolCall:
+        """A requested tool call, its arguments as the module rules read them."""
+        if arguments is not None and not isinstance(arguments, str | Mapping):
+            raise self.fail(
+                index,
+                "tool call arguments must be a JSON string or object, "
+                f"got {type(arguments).__name__}",
+            )
+        return ToolCall(
+            id=call_id, name=name or "", arguments=arguments_of(arguments, keep_text=True)
+        )
 
     def assistant(self, step: Step, index: int, text: str, calls: list[ToolCall]) -> None:
         for call in calls:
@@ -266,16 +266,13 @@ class _Builder:
                 raise self.fail(index, f"tool call id {call.id!r} is used twice")
             self.calls[call.id] = (step, call)
         step.requested_tool_calls.extend(calls)
-        if step.output_messages:
-            message = step.output_messages[-1]
-            if text:
-                message.content = f"{message.content}\n{text}" if message.content else text
-            if calls:
-                message.tool_calls = (message.tool_calls or []) + calls
-        else:
-            step.output_messages.append(
-                Message(role="assistant", content=text or None, tool_calls=calls or None)
-            )
+        if not step.output_messages:
+            step.output_messages.append(Message(role="assistant"))
+        message = step.output_messages[-1]
+        if text:
+            message.content = f"{message.content}\n{text}" if message.content else text
+        if calls:
+            message.tool_calls = (message.tool_calls or []) + calls
         if step.requested_tool_calls:
             step.type = StepType.TOOL_EXECUTION
             step.finish_reason = "tool_calls"
@@ -296,7 +293,7 @@ class _Builder:
             raise self.fail(index, f"call id {call_id!r} is answered twice")
         self.answered.add(call_id)
         step, call = found
-        output = content if isinstance(content, str) else _text(content, index, self.fmt)
+        output = _text(content, index, self.fmt)
         execution = ToolExecution(
             id=self._id("execution", call_id),
             name=call.name,
@@ -340,15 +337,9 @@ class _Builder:
                     function = raw.get("function") if isinstance(raw, Mapping) else None
                     if not isinstance(function, Mapping):
                         raise self.fail(index, "a tool call has no 'function' object")
-                    calls.append(
-                        ToolCall(
-                            id=raw.get("id"),
-                            name=function.get("name") or "",
-                            arguments=_arguments(function.get("arguments"), index, self.fmt),
-                        )
-                    )
-                step = self.new_step(index)
-                step.usage = _usage(message.get("usage"))
+                    name, arguments = function.get("name"), function.get("arguments")
+                    calls.append(self.call(index, raw.get("id"), name, arguments))
+                step = self.new_step(index, message.get("usage"))
                 self.assistant(step, index, _text(message.get("content"), index, self.fmt), calls)
             elif role == "tool":
                 self.tool_result(
@@ -369,11 +360,13 @@ class _Builder:
                 raise self.fail(index, "content must be a string or a list of blocks")
             if role == "system":
                 continue
+            if role not in ("user", "assistant"):
+                raise self.fail(index, f"unknown role {role!r}")
+            if not all(isinstance(block, Mapping) for block in blocks):
+                raise self.fail(index, "a content block is not an object")
             if role == "user":
                 said = []
                 for block in blocks:
-                    if not isinstance(block, Mapping):
-                        raise self.fail(index, "a content block is not an object")
                     if block.get("type") == "tool_result":
                         self.tool_result(
                             index,
@@ -385,28 +378,17 @@ class _Builder:
                         said.append(block)
                 if said:
                     self.user(index, said)
-            elif role == "assistant":
-                calls, texts = [], []
-                for block in blocks:
-                    if not isinstance(block, Mapping):
-                        raise self.fail(index, "a content block is not an object")
-                    if block.get("type") == "tool_use":
-                        calls.append(
-                            ToolCall(
-                                id=block.get("id"),
-                                name=block.get("name") or "",
-                                arguments=_arguments(block.get("input"), index, self.fmt),
-                            )
-                        )
-                    elif block.get("type") == "text":
-                        texts.append(block.get("text") or "")
-                step = self.new_step(index)
-                step.usage = _usage(message.get("usage"))
+            else:
+                calls = [
+                    self.call(index, block.get("id"), block.get("name"), block.get("input"))
+                    for block in blocks
+                    if block.get("type") == "tool_use"
+                ]
+                texts = [block.get("text") or "" for block in blocks if block.get("type") == "text"]
+                step = self.new_step(index, message.get("usage"))
                 self.assistant(step, index, "\n".join(texts), calls)
                 if message.get("stop_reason") == "max_tokens":
                     step.finish_reason = "length"
-            else:
-                raise self.fail(index, f"unknown role {role!r}")
 
     def read_responses(self, items: Sequence[Mapping[str, Any]]) -> None:
         for index, item in enumerate(items):
@@ -414,8 +396,7 @@ class _Builder:
             role = item.get("role")
             if kind == "message" and role in ("system", "developer"):
                 self.step = None
-                continue
-            if kind == "message" and role == "user":
+            elif kind == "message" and role == "user":
                 self.user(index, item.get("content"))
             elif kind == "function_call_output":
                 self.step = None
@@ -428,11 +409,8 @@ class _Builder:
                 step = self.step
                 step.usage = step.usage + _usage(item.get("usage"))
                 if kind == "function_call":
-                    call = ToolCall(
-                        id=item.get("call_id"),
-                        name=item.get("name") or "",
-                        arguments=_arguments(item.get("arguments"), index, self.fmt),
-                    )
+                    name, arguments = item.get("name"), item.get("arguments")
+                    call = self.call(index, item.get("call_id"), name, arguments)
                     self.assistant(step, index, "", [call])
                 elif kind == "message":
                     self.assistant(step, index, _text(item.get("content"), index, self.fmt), [])
@@ -440,6 +418,4 @@ class _Builder:
                 raise self.fail(
                     index, f"item of type {kind!r} with role {role!r} is not understood"
                 )
-            else:
-                # Built-in tool items (web_search_call, file_search_call, ...) are skipped.
-                continue
+            # Built-in tool items (web_search_call, file_search_call, ...) are skipped.

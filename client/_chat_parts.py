@@ -77,6 +77,10 @@ def _string(data: Any, key: str) -> str:
     return value
 
 
+def _optional(data: Mapping[str, Any], key: str) -> str | None:
+    return None if data.get(key) is None else _string(data, key)
+
+
 def _decoded(payload: str) -> bytes:
     try:
         return base64.b64decode(payload, validate=True)
@@ -121,34 +125,36 @@ def _build(
     media_type: str | None = None,
     name: str | None = None,
 ) -> ContentPart:
-    fields: dict[str, Any] = {}
-    if data is not None:
-        fields["data"] = data
-    if url is not None:
-        fields["url"] = url
-    if media_type:
-        fields["media_type"] = media_type
-    if name and kind is FilePart:
-        fields["name"] = name
-    return kind(**fields)
+    """The part with the fields given; an empty media type or name is no field."""
+    fields: dict[str, Any] = {"data": data, "url": url, "media_type": media_type or None}
+    if kind is FilePart:
+        fields["name"] = name or None
+    return kind(**{key: value for key, value in fields.items() if value is not None})
 
 
-def _optional(data: Mapping[str, Any], key: str) -> str | None:
-    value = data.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value:
-        raise ValueError(f"{key} must be a non-empty string")
-    return value
-
-
-def _audio(audio: Any) -> ContentPart:
+def _input_audio(part: Mapping[str, Any]) -> ContentPart:
+    audio = part.get("input_audio")
     fmt = _string(audio, "format")
     media_type = _AUDIO_TYPES.get(fmt, f"audio/{fmt}")
     return _build(FilePart, data=_decoded(_string(audio, "data")), media_type=media_type)
 
 
-def _by_id(kind: type[ImagePart] | type[FilePart], file_id: str, name: str | None) -> ContentPart:
+def _inline_or_id(
+    kind: type[ImagePart] | type[FilePart],
+    data: Mapping[str, Any],
+    keys: tuple[str, ...],
+    name: str | None = None,
+    holder: str = "it",
+) -> ContentPart:
+    """A part from the first of ``keys`` in ``data`` (a URL or a payload, :func:`_inline`),
+    else from its ``file_id``, kept as the part's URL."""
+    for key in keys:
+        value = _optional(data, key)
+        if value is not None:
+            return _inline(kind, value, name=name)
+    file_id = _optional(data, "file_id")
+    if file_id is None:
+        raise ValueError(f"{holder} needs {', '.join(keys)} or file_id")
     return _build(kind, url=file_id, name=name)
 
 
@@ -165,39 +171,19 @@ def _chat_file(part: Mapping[str, Any]) -> ContentPart:
     file = part.get("file")
     if not isinstance(file, Mapping):
         raise ValueError("file must be an object")
-    name = _optional(file, "filename")
-    data = _optional(file, "file_data")
-    if data is not None:
-        return _inline(FilePart, data, name=name)
-    file_id = _optional(file, "file_id")
-    if file_id is None:
-        raise ValueError("file needs file_data or file_id")
-    return _by_id(FilePart, file_id, name)
+    return _inline_or_id(FilePart, file, ("file_data",), _optional(file, "filename"), "file")
 
 
 # -- OpenAI Responses -------------------------------------------------------------------
 
 
 def _responses_image(part: Mapping[str, Any]) -> ContentPart:
-    url = _optional(part, "image_url")
-    if url is not None:
-        return _inline(ImagePart, url)
-    file_id = _optional(part, "file_id")
-    if file_id is None:
-        raise ValueError("it needs image_url or file_id")
-    return _by_id(ImagePart, file_id, None)
+    return _inline_or_id(ImagePart, part, ("image_url",))
 
 
 def _responses_file(part: Mapping[str, Any]) -> ContentPart:
     name = _optional(part, "filename")
-    for key in ("file_data", "file_url"):
-        value = _optional(part, key)
-        if value is not None:
-            return _inline(FilePart, value, name=name)
-    file_id = _optional(part, "file_id")
-    if file_id is None:
-        raise ValueError("it needs file_data, file_url or file_id")
-    return _by_id(FilePart, file_id, name)
+    return _inline_or_id(FilePart, part, ("file_data", "file_url"), name)
 
 
 # -- Anthropic Messages -----------------------------------------------------------------
@@ -217,7 +203,7 @@ def _anthropic_source(
     if origin == "url":
         return _build(kind, url=_string(source, "url"), name=name)
     if origin == "file":
-        return _by_id(kind, _string(source, "file_id"), name)
+        return _build(kind, url=_string(source, "file_id"), name=name)
     if kind is FilePart and origin == "text":
         text = source.get("data")
         if not isinstance(text, str):
@@ -255,7 +241,7 @@ _READERS: Final[dict[str, dict[str | None, _Reader]]] = {
         None: _text,
         "text": _text,
         "image_url": _chat_image,
-        "input_audio": lambda part: _audio(part.get("input_audio")),
+        "input_audio": _input_audio,
         "file": _chat_file,
     },
     "openai-responses": {
@@ -263,7 +249,7 @@ _READERS: Final[dict[str, dict[str | None, _Reader]]] = {
         "input_text": _text,
         "text": _text,
         "input_image": _responses_image,
-        "input_audio": lambda part: _audio(part.get("input_audio")),
+        "input_audio": _input_audio,
         "input_file": _responses_file,
     },
     "anthropic": {
@@ -278,8 +264,12 @@ _READERS: Final[dict[str, dict[str | None, _Reader]]] = {
 FORMAT_OF_PART: Final = {
     "image_url": "openai-chat",
     "file": "openai-chat",
+    "input_text": "openai-responses",
+    "output_text": "openai-responses",
     "input_image": "openai-responses",
     "input_file": "openai-responses",
+    "tool_use": "anthropic",
+    "tool_result": "anthropic",
     "image": "anthropic",
     "document": "anthropic",
     "search_result": "anthropic",

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evalport.protocol import ApprovalState
+from evalport.protocol import ApprovalState, Interrupt, PendingInterrupt
 
 from .._core import AssertionResult
 from ._base import Assertion, ToolCallsAssertion, run_of
@@ -72,24 +72,17 @@ class Interrupted(Assertion):
 
     def evaluate(self, subject: Any) -> AssertionResult:
         run = run_of(subject, self.kind)
-        asked: list[tuple[Any, Any, bool]] = [
-            (item.payload, item.answer, True)
-            for item in run.interrupts
-            if item.kind == self.interrupt
-        ]
-        asked += [
-            (item.payload, None, False)
-            for item in run.pending_interrupts
-            if item.kind == self.interrupt
-        ]
+        raised: list[Interrupt | PendingInterrupt] = [*run.interrupts, *run.pending_interrupts]
+        asked = [item for item in raised if item.kind == self.interrupt]
         answers = [
             all_of(
                 [
-                    self.payload is None or self.payload.match(payload),
-                    self.answer is None or (answered and self.answer.match(answer)),
+                    self.payload is None or self.payload.match(item.payload),
+                    self.answer is None
+                    or (isinstance(item, Interrupt) and self.answer.match(item.answer)),
                 ]
             )
-            for payload, answer, answered in asked
+            for item in asked
         ]
         matched = answers.count(True)
         verdict = self.count.settle(matched, answers.count(None))
@@ -97,10 +90,8 @@ class Interrupted(Assertion):
             return self.not_evaluable(f"interrupts of kind {self.interrupt!r}: {VERBATIM_HINT}")
         if verdict:
             return self.result(True)
-        kinds = sorted(
-            {item.kind for item in run.interrupts} | {i.kind for i in run.pending_interrupts}
-        )
         if not asked:
+            kinds = sorted({item.kind for item in raised})
             return self.result(
                 False,
                 f"no {self.interrupt!r} interrupt was raised; kinds raised: {kinds or 'none'}",

@@ -60,9 +60,7 @@ class EventSeen(Assertion):
         message = (
             ""
             if ok
-            else (
-                f"{self.event!r} seen {matched} time(s) matching, expected {self.count.describe()}"
-            )
+            else f"{self.event!r} seen {matched} time(s) matching, expected {self.count.describe()}"
         )
         return self.result(ok, message, seen=len(events), matched=matched)
 
@@ -96,11 +94,9 @@ class EventsInOrder(Assertion):
         actual = [e.name for e in run_of(subject, self.kind).events]
         found = lcs_length(self.names, actual)
         score = found / len(self.names) if self.names else 1.0
-        message = (
-            ""
-            if found == len(self.names)
-            else (f"only {found} of {len(self.names)} events in order; seen {actual!r}")
-        )
+        message = ""
+        if found < len(self.names):
+            message = f"only {found} of {len(self.names)} events in order; seen {actual!r}"
         return self.result(score, message, seen=actual)
 
 

@@ -329,10 +329,10 @@ def between(low: int, high: int) -> Count:
     return Count(low, high)
 
 
-def as_count(spec: int | Count | None, default: Count | None = None) -> Count:
-    """An ``int`` means exactly; ``None`` means ``default`` (at least one)."""
+def as_count(spec: int | Count | None) -> Count:
+    """An ``int`` means exactly; ``None`` means at least one."""
     if spec is None:
-        return default or Count(1, None)
+        return Count(1, None)
     if isinstance(spec, Count):
         return spec
     if isinstance(spec, bool) or not isinstance(spec, int):

@@ -21,11 +21,21 @@ from ._matchers import Count, as_count
 TOKEN_KINDS: Final = ("input", "output", "cache_write", "cache_read", "reasoning")
 
 
-def budget_score(actual: int, limit: int) -> float:
-    """1 within budget, else ``limit / actual``."""
-    if actual <= limit:
-        return 1.0
-    return limit / actual if actual else 0.0
+class BudgetAssertion(Assertion):
+    """An upper ``limit`` with partial credit above it: ``limit / actual``."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+
+    def describe(self) -> str:
+        return str(self.limit)
+
+    def graded(self, used: int, what: str, cap: str = "budget", **context: Any) -> AssertionResult:
+        """``used`` against the limit; over it, "<used> <what> exceed the <cap> of <limit>"."""
+        if used <= self.limit:
+            return self.result(1.0, "", **context)
+        message = f"{used} {what} exceed the {cap} of {self.limit}"
+        return self.result(self.limit / used if used else 0.0, message, **context)
 
 
 class StepCount(Assertion):
@@ -44,37 +54,23 @@ class StepCount(Assertion):
         return self.result(ok, message, steps=steps)
 
 
-class MaxSteps(Assertion):
+class MaxSteps(BudgetAssertion):
     kind = "max_steps"
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-
-    def describe(self) -> str:
-        return str(self.limit)
 
     def evaluate(self, subject: Any) -> AssertionResult:
         steps = len(run_of(subject, self.kind).steps)
-        message = "" if steps <= self.limit else f"{steps} steps exceed the limit of {self.limit}"
-        return self.result(budget_score(steps, self.limit), message, steps=steps)
+        return self.graded(steps, "steps", "limit", steps=steps)
 
 
-class TotalTokensAtMost(Assertion):
+class TotalTokensAtMost(BudgetAssertion):
     kind = "total_tokens_at_most"
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-
-    def describe(self) -> str:
-        return str(self.limit)
 
     def evaluate(self, subject: Any) -> AssertionResult:
         total = Trajectory.of(run_of(subject, self.kind)).usage.total
-        message = "" if total <= self.limit else f"{total} tokens exceed the budget of {self.limit}"
-        return self.result(budget_score(total, self.limit), message, tokens=total)
+        return self.graded(total, "tokens", tokens=total)
 
 
-class TokensAtMost(Assertion):
+class TokensAtMost(BudgetAssertion):
     """A budget for one kind of token: input, output, cache_write, cache_read, reasoning."""
 
     kind = "tokens_at_most"
@@ -82,8 +78,8 @@ class TokensAtMost(Assertion):
     def __init__(self, kind: str, limit: int) -> None:
         if kind not in TOKEN_KINDS:
             raise ValueError(f"unknown token kind {kind!r}; use one of {', '.join(TOKEN_KINDS)}")
+        super().__init__(limit)
         self.token_kind = kind
-        self.limit = limit
 
     def describe(self) -> str:
         return f"{self.token_kind}, {self.limit}"
@@ -91,9 +87,4 @@ class TokensAtMost(Assertion):
     def evaluate(self, subject: Any) -> AssertionResult:
         usage = Trajectory.of(run_of(subject, self.kind)).usage
         used = int(getattr(usage, self.token_kind))
-        message = (
-            ""
-            if used <= self.limit
-            else f"{used} {self.token_kind} tokens exceed the budget of {self.limit}"
-        )
-        return self.result(budget_score(used, self.limit), message, tokens=used)
+        return self.graded(used, f"{self.token_kind} tokens", tokens=used)

@@ -52,7 +52,7 @@ from ._matchers import (
     value_matcher,
 )
 from ._sequence import lcs_length, multiset_overlap
-from ._steps import budget_score
+from ._steps import BudgetAssertion
 
 UNSET: Final[Any] = object()
 
@@ -186,13 +186,13 @@ class UsedNoTools(Assertion):
         return self.result(False, f"tools were called: {[call.name for call in calls][:20]!r}")
 
 
-class MaxToolCalls(Assertion):
+class MaxToolCalls(BudgetAssertion):
     """At most ``limit`` tool calls in all (or of tool ``name``); partial credit above."""
 
     kind = "max_tool_calls"
 
     def __init__(self, limit: int, name: str | None = None) -> None:
-        self.limit = limit
+        super().__init__(limit)
         self.tool = name
 
     def describe(self) -> str:
@@ -201,10 +201,7 @@ class MaxToolCalls(Assertion):
     def evaluate(self, subject: Any) -> AssertionResult:
         view = Trajectory.of(run_of(subject, self.kind))
         used = len(view.all_calls if self.tool is None else view.calls_of(self.tool))
-        message = (
-            "" if used <= self.limit else f"{used} tool calls exceed the limit of {self.limit}"
-        )
-        return self.result(budget_score(used, self.limit), message, calls=used)
+        return self.graded(used, "tool calls", "limit", calls=used)
 
 
 class NoFailedActions(Assertion):
@@ -258,12 +255,8 @@ class ToolOrder(Assertion):
             allowed = set(expected)
             inside = sum(1 for name in actual if name in allowed)
             score = inside / len(actual) if actual else 1.0
-        message = (
-            ""
-            if score >= 1.0
-            else (
-                f"mode {mode!r} ({ToolOrderMode.MEANING[mode]}): expected {expected!r}, "
-                f"actual {actual!r}"
-            )
-        )
+        message = ""
+        if score < 1.0:
+            meaning = ToolOrderMode.MEANING[mode]
+            message = f"mode {mode!r} ({meaning}): expected {expected!r}, actual {actual!r}"
         return self.result(score, message, mode=mode, expected=expected, actual=actual)
