@@ -206,12 +206,13 @@ class AgentInfo(_Response):
 
 class LoopHold(_Response):
     """The longest time a turn held the server's event loop (evalport addition): while it
-    did, the server answered nothing else. ``seconds`` is how long, ``at`` when it ended."""
+    did, the server answered nothing else. ``seconds`` is how long, ``at`` when it ended;
+    ``session_id`` is absent where ``/health`` answers without a token."""
 
-    session_id: str
     turn: int
     seconds: float
     at: str
+    session_id: str | msgspec.UnsetType = msgspec.UNSET
 
 
 class Health(_Response):

@@ -44,6 +44,7 @@ class ProblemType:
 
     MALFORMED_JSON = _BASE + "malformed-json"  # 400
     UNAUTHORIZED = _BASE + "unauthorized"  # 401
+    FORBIDDEN = _BASE + "forbidden"  # 403: a server without a token refused a non-local caller
     NOT_FOUND = _BASE + "not-found"  # 404: unknown route
     SESSION_NOT_FOUND = _BASE + "session-not-found"  # 404: unknown or expired session
     METHOD_NOT_ALLOWED = _BASE + "method-not-allowed"  # 405
@@ -68,6 +69,7 @@ class ProblemType:
     STATUS: Final[dict[str, int]] = {
         MALFORMED_JSON: 400,
         UNAUTHORIZED: 401,
+        FORBIDDEN: 403,
         NOT_FOUND: 404,
         SESSION_NOT_FOUND: 404,
         METHOD_NOT_ALLOWED: 405,

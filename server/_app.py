@@ -295,6 +295,8 @@ class EvalAdapter:
         held = self.sessions.watchdog.longest
         if held is None:
             return Response(self._health, media_type=_JSON)
+        if self._public_health:  # a caller without the token sees no live session id
+            held = msgspec.structs.replace(held, session_id=msgspec.UNSET)
         health = msgspec.structs.replace(self._health_of, loop_held=held)
         return Response(encode(health), media_type=_JSON)
 

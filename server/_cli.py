@@ -10,7 +10,8 @@ Rules:
 - The bearer token is read from the environment variable named by ``--token-env``
   (``EVALPORT_TOKEN`` by default), never from the command line, where ``ps`` would show it.
   Without a token the server refuses to start, unless ``--insecure-no-auth`` is given
-  **and** the host is a loopback address.
+  **and** the host is a loopback address; it then answers requests from this machine only
+  (:class:`~._served.LocalCallersOnly`).
 - ``--store`` picks the session store: ``memory`` (default) or a Redis URL, which
   replicas behind a load balancer share (the ``redis`` extra): ``redis://HOST:PORT/DB``,
   ``rediss://`` (TLS), ``redis+sentinel://HOST:PORT/SERVICE``, ``redis+cluster://HOST:PORT``
@@ -36,7 +37,6 @@ Rules:
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import os
 import sys
 from types import FrameType
@@ -45,11 +45,12 @@ from typing import Final
 import uvicorn
 from evalport.protocol import DEFAULT_TOKEN_ENV
 from evalport.protocol._extras import MissingExtraError, require
+from evalport.protocol._loopback import is_loopback
 from evalport.protocol.runtime import load_object
 
 from ._app import EvalAdapter
 from ._limits import Limits
-from ._served import ServedApp, stderr_line
+from ._served import LocalCallersOnly, ServedApp, stderr_line
 
 HELP = "serve an agent over the eval protocol"
 
@@ -146,16 +147,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def load_target(target: str) -> object:
     """Import ``module:attr`` or ``path/to/file.py:attr``; raises ``ValueError`` if unusable."""
     return load_object(target)
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` is a loopback address (or ``localhost``)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class DrainingServer(uvicorn.Server):
@@ -259,7 +250,7 @@ def main(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     config = uvicorn.Config(
-        app,
+        app if token else LocalCallersOnly(app),
         host=args.host,
         port=args.port,
         lifespan="on",

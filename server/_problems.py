@@ -22,6 +22,7 @@ from starlette.responses import Response
 TITLES: Final[dict[str, str]] = {
     ProblemType.MALFORMED_JSON: "Malformed JSON",
     ProblemType.UNAUTHORIZED: "Unauthorized",
+    ProblemType.FORBIDDEN: "Forbidden",
     ProblemType.NOT_FOUND: "Not found",
     ProblemType.SESSION_NOT_FOUND: "Session not found",
     ProblemType.METHOD_NOT_ALLOWED: "Method not allowed",

@@ -121,7 +121,8 @@ def since_of(query: bytes) -> int | None:
     if values is None:
         return None
     text = values[0]
-    if len(values) > 1 or not (text.isascii() and text.isdigit()) or int(text) > _MAX_SINCE:
+    well_formed = text.isascii() and text.isdigit() and len(text) <= len(str(_MAX_SINCE))
+    if len(values) > 1 or not well_formed or int(text) > _MAX_SINCE:
         raise HTTPProblem(
             ProblemType.INVALID_BODY,
             "The query parameter since must be given once, as the number of settled turns "

@@ -18,6 +18,10 @@ Rules:
   worker thread at the lifespan's shutdown, after the agent's own clean-up.
 - A start-up that fails (the factory raised, or returned no agent) is one line on stderr
   and exit 2, after ``closing`` ran; the server never answers a request without an agent.
+- Served without a token (``--insecure-no-auth``), every request that does not come from
+  this machine (:mod:`evalport.protocol._loopback`: another ``Host``, another site's page)
+  is answered ``403`` ``forbidden`` before the adapter sees it: no DNS rebinding, no blind
+  cross-site turn.
 """
 
 from __future__ import annotations
@@ -29,9 +33,12 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from evalport.protocol import ProblemType
+from evalport.protocol._loopback import local_request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ._app import EvalAdapter
+from ._problems import problem_response
 from .adapters._detect import framework_adapter
 
 Build = Callable[[object], EvalAdapter]
@@ -163,3 +170,22 @@ def _name(target: object) -> str:
 
 def stderr_line(text: str) -> None:
     print(f"evalport serve: {text}", file=sys.stderr)
+
+
+class LocalCallersOnly:
+    """``403`` to a request that does not come from this machine (see the module's rules)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not local_request(dict(scope["headers"])):
+            refused = problem_response(
+                ProblemType.FORBIDDEN,
+                "This server has no token and answers only requests from this machine: "
+                "call it as http://127.0.0.1:PORT (or localhost), not through another host "
+                "name or from a web page of another site.",
+            )
+            await refused(scope, receive, send)
+            return
+        await self.app(scope, receive, send)

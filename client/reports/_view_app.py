@@ -13,8 +13,9 @@ Rules:
   listed as not shown.
 - A folder that is not a readable run is listed with the reason (the file that is missing
   or malformed); opening it shows that reason. No folder's content makes a page fail.
-- ``GET`` (and ``HEAD``) only. Served on a loopback address, a request naming another host
-  (``Host``) is refused, so a web page elsewhere cannot read runs through DNS rebinding.
+- ``GET`` (and ``HEAD``) only. Served on a loopback address (``127.0.0.2`` and ``127.1``
+  too), a request naming another host (``Host``) or sent by another site's page is
+  refused (:mod:`evalport.protocol._loopback`), so no web page can read runs.
   Every answer is HTML with a Content-Security-Policy that lets the page load nothing and
   run nothing; a failure of the app itself is logged and answered with the problem page
   (``500``), with the same headers.
@@ -24,8 +25,8 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from urllib.parse import urlsplit
 
+from evalport.protocol._loopback import is_loopback, local_request
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -47,7 +48,6 @@ from ._view import (
 )
 
 _log = logging.getLogger(__name__)
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
 _HEADERS = {
     "Content-Security-Policy": CONTENT_SECURITY_POLICY,
     "X-Content-Type-Options": "nosniff",
@@ -109,24 +109,18 @@ def _html(body: str, status: int = 200) -> HTMLResponse:
     return HTMLResponse(body, status_code=status, headers=_HEADERS)
 
 
-class LoopbackHostOnly:
-    """Answers ``400`` to a request whose Host header names another host than a loopback
-    name (the address with or without its port; ``[::1]`` too)."""
+class LocalRequestsOnly:
+    """Answers ``400`` to a request that does not come from this machine (the rules of
+    :mod:`evalport.protocol._loopback`: a loopback ``Host``, no other site's page)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            host = dict(scope["headers"]).get(b"host", b"").decode("latin-1")
-            try:
-                name = urlsplit(f"//{host}").hostname
-            except ValueError:
-                name = None
-            if name not in LOOPBACK:
-                page = problem_page("400", f"this page answers only to {', '.join(LOOPBACK)}")
-                await _html(page, 400)(scope, receive, send)
-                return
+        if scope["type"] == "http" and not local_request(dict(scope["headers"])):
+            page = problem_page("400", "this page answers only to requests from this machine")
+            await _html(page, 400)(scope, receive, send)
+            return
         await self.app(scope, receive, send)
 
 
@@ -192,8 +186,8 @@ def build_app(root: Path, host: str = "127.0.0.1") -> Starlette:
         return await problem(request, error)
 
     middleware = []
-    if host in LOOPBACK:
-        middleware.append(Middleware(LoopbackHostOnly))
+    if is_loopback(host):
+        middleware.append(Middleware(LocalRequestsOnly))
     return Starlette(
         routes=[
             Route("/", index, methods=["GET"]),

@@ -294,8 +294,10 @@ def test_problem_types_statuses_and_headers() -> None:
     routed = {status for *_, errors in ROUTES.values() for status in errors}
     assert documented == routed
     # Every problem a route can return is documented, except those that belong to no route:
-    # 404 not-found (unknown path), 405 (wrong method) and 500 (a server bug).
+    # 404 not-found (unknown path), 405 (wrong method), 500 (a server bug) and 403 (what
+    # `serve --insecure-no-auth` answers a caller not on this machine, in front of every route).
     unrouted = {
+        ProblemType.FORBIDDEN,
         ProblemType.NOT_FOUND,
         ProblemType.METHOD_NOT_ALLOWED,
         ProblemType.INTERNAL,

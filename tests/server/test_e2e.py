@@ -240,6 +240,19 @@ def test_evalport_serve_without_auth_on_loopback_when_told_so() -> None:
         assert http.post("/evals/sessions").status_code == 201
         assert process.stderr is not None
         assert "NO AUTH (loopback only)" in process.stderr.readline()
+        # a rebound host name, and a page of another site that reached this address, are
+        # refused before any session is made (DNS rebinding, a blind cross-site POST)
+        for headers in (
+            {"host": "evil.example"},
+            {"origin": "https://evil.example"},
+            {"sec-fetch-site": "cross-site"},
+        ):
+            refused = http.post("/evals/sessions", headers=headers)
+            assert refused.status_code == 403, refused.text
+            assert refused.headers["content-type"] == "application/problem+json"
+            assert refused.json()["type"] == "urn:evalport:problem:forbidden"
+            assert "this machine" in refused.json()["detail"]
+        assert http.get("/health", headers={"host": "localhost"}).status_code == 200
 
 
 def test_the_serve_command_drains_the_adapter_on_a_signal() -> None:

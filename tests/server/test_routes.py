@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
+import time
 import uuid
 from typing import Any
 
@@ -54,6 +55,22 @@ async def test_health_is_protected_unless_made_public(build: Build) -> None:
     _, open_ = build(headers={}, public_health=True)
     assert (await open_.get("/health")).status_code == 200
     assert_problem(await open_.post("/evals/sessions", json={}), 401, "unauthorized")
+
+
+async def test_public_health_shows_a_loop_hold_without_its_session_id(build: Build) -> None:
+    async def holding_agent(message: Message, history: list[Message], ctx: TurnContext) -> str:
+        time.sleep(1.1)  # holds the event loop past the watchdog's threshold (1 s)
+        return "done"
+
+    _, anyone = build(holding_agent, headers={}, public_health=True)  # sends no token
+    created = await anyone.post("/evals/sessions", json={}, headers=AUTH)
+    session = created.json()["sessionId"]
+    turn = f"/evals/sessions/{session}/turns"
+    assert (await anyone.post(turn, json={"message": "hi"}, headers=AUTH)).status_code == 200
+    health = await anyone.get("/health")
+    held = health.json()["loopHeld"]
+    assert "sessionId" not in held and held["turn"] == 1 and held["seconds"] >= 1.0
+    assert session not in health.text
 
 
 # -- sessions --------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
+from evalport.client.reports._view_app import build_app
 from evalport.protocol._cli import main
 from view_support import AGENTS, EVALPORT, files_and_times, make_runs, viewing
 
@@ -201,6 +202,19 @@ def test_another_host_and_other_methods_are_refused(url: str) -> None:
     for name in ("localhost", "127.0.0.1", "[::1]"):
         assert get(url, "/", host=f"{name}:{urlsplit(url).port}").status_code == 200
     assert httpx.post(url + "/", timeout=10).status_code == 405
+    # a page of another site that reached the right address (a rebound name) is refused too
+    assert get(url, "/", origin="https://attacker.example").status_code == 400
+    assert get(url, "/", origin="null").status_code == 400
+    assert get(url, "/", **{"sec-fetch-site": "cross-site"}).status_code == 400
+    assert get(url, "/", origin=f"http://localhost:{urlsplit(url).port}").status_code == 200
+
+
+@pytest.mark.parametrize("address", ["127.0.0.2", "127.1"])
+async def test_any_loopback_address_keeps_other_hosts_out(runs: Path, address: str) -> None:
+    app = build_app(runs, address)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app)) as client:
+        assert (await client.get("http://127.0.0.2:8000/")).status_code == 200
+        assert (await client.get("http://attacker.example/")).status_code == 400
 
 
 def test_pages_allow_no_script_and_no_network(url: str) -> None:
