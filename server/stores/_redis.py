@@ -61,8 +61,10 @@ Rules:
 - A Redis that cannot be reached (refused, reset, timed out, loading, read-only) raises
   :class:`~evalport.server.stores._base.StoreUnavailable`, which the adapter answers with
   503 ``store-unavailable`` and ``Retry-After``; so does one that refuses the store's
-  user (wrong password, an ACL without a command the store needs), saying so. Nothing
-  is half written: a script runs whole or not at all.
+  user (wrong password, an ACL without a command the store needs), saying so, and one out
+  of memory (``maxmemory`` under ``noeviction``: what adds data is refused, attach and
+  delete still work; :mod:`._redis_lua`). Nothing is half written: a script runs whole
+  or not at all.
 """
 
 from __future__ import annotations
@@ -218,6 +220,11 @@ class RedisStore:
                 raise StoreUnavailable(
                     f"The session store (Redis) is unavailable ({type(error).__name__}); retry"
                     " shortly."
+                ) from error
+            if isinstance(error, redis_errors.OutOfMemoryError):
+                raise StoreUnavailable(
+                    "The session store (Redis) is out of memory (maxmemory) and takes no new"
+                    " data; retry shortly. Delete sessions or raise maxmemory."
                 ) from error
             raise
 

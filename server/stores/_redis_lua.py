@@ -16,28 +16,29 @@ the scripts run on a Redis Cluster as on a single server:
 
 Times come from Redis's ``TIME``. See :mod:`evalport.server.stores._redis` for the rules.
 
-Every script opens with the shebang :data:`_FLAGS` (Redis 7): a flagged script that does
-not say ``no-writes`` is refused by a replica before it runs (``READONLY``, which the
-store answers as unavailable). Without it, a connection that reached a replica (an old
-master restarted empty in a failover, before the client learned of the new one) ran the
-script there and read a live session as missing. ``allow-oom`` keeps what an unflagged
-script did when Redis is out of memory: each command that would use memory fails, the
-rest run.
+Every script opens with a shebang (Redis 7). A flagged script that does not say
+``no-writes`` is refused by a replica before it runs (``READONLY``, which the store
+answers as unavailable). Without it, a connection that reached a replica (an old master
+restarted empty in a failover, before the client learned of the new one) ran the script
+there and read a live session as missing. Out of memory (``maxmemory`` under
+``noeviction``), a script that adds data (:data:`_ADDS`: create, begin or finish a
+turn, reserve a place) is refused whole before it runs (``OOM``, answered as
+unavailable), so none is left half done; one that reads, leases, renews or frees
+(:data:`_FREES`: attach, delete, release, the sweep) still runs, so a full Redis can be
+drained.
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-_FLAGS: Final = "#!lua flags=allow-oom\n"
+_ADDS: Final = "#!lua\n"
+_FREES: Final = "#!lua flags=allow-oom\n"
 
-_CLOCK: Final = (
-    _FLAGS
-    + """
+_CLOCK: Final = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 """
-)
 
 # Shared by the session scripts: KEYS = {s, l, r, o} of one session.
 _SESSION: Final = (
@@ -152,7 +153,8 @@ end
 # ARGV: meta, run, ttl, version. Returns 1 for a new session, 2 for one that existed (its meta and
 # run replaced); the store then reserves a new one's place in the index (the cap).
 CREATE: Final = (
-    _SESSION
+    _ADDS
+    + _SESSION
     + """
 local existed = redis.call('EXISTS', s)
 clear_log()
@@ -164,7 +166,8 @@ return existed + 1
 
 # ARGV: ttl (0: no renewal). Returns {meta, run, state, version, appended turns...}.
 READ: Final = (
-    _SESSION
+    _FREES
+    + _SESSION
     + """
 local ttl = tonumber(ARGV[1])
 local found = redis.call('HMGET', s, 'meta', 'run', 'state')
@@ -176,7 +179,8 @@ return stored_run(found, '0')
 
 # Returns 1 if the session existed; the store then records it as ended in the index.
 DELETE: Final = (
-    _SESSION
+    _FREES
+    + _SESSION
     + """
 local existed = redis.call('EXISTS', s)
 redis.call('DEL', s, l, r, o)
@@ -186,7 +190,8 @@ return existed
 
 # ARGV: token, lease, ttl.
 ACQUIRE: Final = (
-    _SESSION
+    _FREES
+    + _SESSION
     + """
 if redis.call('EXISTS', s) == 0 then return 'missing' end
 return take_lease(ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]))
@@ -204,7 +209,8 @@ return take_lease(ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]))
 # free and a holder still recorded stores that record first (``settle``), so a retry of
 # the dead holder's key replays 409 turn-lost.
 BEGIN_TURN: Final = (
-    _SESSION
+    _ADDS
+    + _SESSION
     + """
 local token, lease, ttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local keyed, key = ARGV[4] == '1', ARGV[5]
@@ -240,7 +246,8 @@ return stored
 # turn took the session over: fencing). A turn to append on a run whose version is not
 # ``base`` changes nothing, keeps the lease and returns 'stale'.
 FINISH_TURN: Final = (
-    _SESSION
+    _ADDS
+    + _SESSION
     + """
 local token = ARGV[1]
 if not holds(token) then return 'lost' end
@@ -260,7 +267,8 @@ return 'stored'
 # from now (the session's keys then expire at the later of that and the idle deadline);
 # 0, changing nothing, when the lease expired or another token holds it.
 RENEW: Final = (
-    _SESSION
+    _FREES
+    + _SESSION
     + """
 local token, lease = ARGV[1], tonumber(ARGV[2])
 if redis.call('GET', l) ~= token or redis.call('EXISTS', s) == 0 then return 0 end
@@ -275,7 +283,8 @@ return 1
 
 # ARGV: token.
 RELEASE: Final = (
-    _SESSION
+    _FREES
+    + _SESSION
     + """
 return release(ARGV[1])
 """
@@ -283,7 +292,7 @@ return release(ARGV[1])
 
 # KEYS = {s, r}; ARGV: key.
 GET_RESULT: Final = (
-    _FLAGS
+    _FREES
     + """
 if redis.call('EXISTS', KEYS[1]) == 0 then return false end
 return redis.call('HGET', KEYS[2], ARGV[1])
@@ -294,7 +303,8 @@ return redis.call('HGET', KEYS[2], ARGV[1])
 
 # ARGV: id, ttl, limit. Returns 1 if the id has (or now takes) a place under the cap.
 RESERVE: Final = (
-    _CLOCK
+    _ADDS
+    + _CLOCK
     + """
 local index, id = KEYS[1], ARGV[1]
 if redis.call('ZSCORE', index, id) then return 1 end
@@ -306,7 +316,8 @@ return 1
 
 # The ids whose index score is due (at most 1000): the store asks their keys' PTTL.
 DUE: Final = (
-    _CLOCK
+    _FREES
+    + _CLOCK
     + """
 return redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, 1000)
 """
@@ -316,7 +327,8 @@ return redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, 1000)
 # keys would expire; an expired one (or one whose keys are gone) leaves the index for
 # ``gone``. Ids that left the index meanwhile (deleted) are left alone.
 SWEPT: Final = (
-    _CLOCK
+    _FREES
+    + _CLOCK
     + """
 local index, gone = KEYS[1], KEYS[2]
 for i = 1, #ARGV, 2 do
@@ -333,7 +345,8 @@ return 1
 
 # ARGV: id, existed ('1' or '0'): a deleted session leaves the index (for ``gone``).
 ENDED: Final = (
-    _CLOCK
+    _FREES
+    + _CLOCK
     + """
 local removed = redis.call('ZREM', KEYS[1], ARGV[1])
 if removed == 1 or ARGV[2] == '1' then redis.call('ZADD', KEYS[2], now, ARGV[1]) end
@@ -344,7 +357,8 @@ return removed
 # ARGV: since (-1: none yet), keep (ms). Trims ``gone`` (by age, and to the newest
 # 100,000) and returns {now, ids that ended at or after ``since``}.
 GONE: Final = (
-    _CLOCK
+    _FREES
+    + _CLOCK
     + """
 local gone, since, keep = KEYS[2], tonumber(ARGV[1]), tonumber(ARGV[2])
 redis.call('ZREMRANGEBYSCORE', gone, '-inf', now - keep)
