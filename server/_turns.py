@@ -312,7 +312,8 @@ class TurnRunner:
         try:
             problem, run = await self._drive(turn, step)
             before = self._live.seen(session_id)
-            bodies = written(run, before, self._policy, since=None if problem else turn.since)
+            since = None if problem else turn.since
+            bodies = written(run, before, self._policy, since=since, keyed=flight is not None)
             outcome = problem or Outcome(status=200, body=bodies.sent)
             recorded = problem or Outcome(status=200, body=bodies.recorded)
             record = b"" if flight is None else idempotency_record(flight.fingerprint, recorded)
