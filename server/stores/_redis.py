@@ -39,7 +39,8 @@ Rules:
   across replicas; only at the cap does it sweep and try again), then writes the
   session; a session write that fails gives the place back (or the sweep does, once its
   TTL passed). The sweep reads the due ids, asks
-  their ``s:{id}`` keys' ``PTTL`` and then rescores them or moves them to ``gone``.
+  their ``s:{id}`` keys' ``PTTL`` (one that reads as gone is asked again through a
+  script, which a replica refuses) and then rescores them or moves them to ``gone``.
 - Leases: ``acquire`` sets ``l:{id}`` with the token only if it is absent (taking it again
   with the same token succeeds, so a retried call is safe); ``release`` deletes it only if
   it still holds the caller's token; ``renew`` moves the expiry of ``l:{id}`` (and of the
@@ -194,6 +195,7 @@ class RedisStore:
         self._finish_turn = register(lua.FINISH_TURN)
         self._reserve = register(lua.RESERVE)
         self._due = register(lua.DUE)
+        self._left = register(lua.LEFT)
         self._swept = register(lua.SWEPT)
         self._ended = register(lua.ENDED)
         self._gone = register(lua.GONE)
@@ -356,6 +358,8 @@ class RedisStore:
 
         verdicts: list[Any] = []
         for session_id, left in zip(due, await self._call(lefts), strict=True):
+            if left <= 0:  # gone, unless a replica answered: asked again where it must be
+                left = await self._run(self._left, self._keys(session_id.decode())[:1])
             verdicts += [session_id, left]
         await self._run(self._swept, self._index, *verdicts)
 

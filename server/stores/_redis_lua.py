@@ -314,6 +314,11 @@ return 1
 """
 )
 
+# KEYS = {s}: how long a session the sweep found gone has left (``PTTL``), asked again
+# through a script, which a replica refuses: a plain PTTL on a connection that reached an
+# empty replica read a live session as gone, and the sweep closed its agent mid-turn.
+LEFT: Final = _FREES + "return redis.call('PTTL', KEYS[1])\n"
+
 # The ids whose index score is due (at most 1000): the store asks their keys' PTTL.
 DUE: Final = (
     _FREES
