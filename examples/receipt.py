@@ -6,7 +6,8 @@ decoding the PNG and matching each glyph against the font's templates (:func:`re
 Nothing is hidden in the file: the agent sees only pixels.
 
 Reading, step by step: decode the PNG (8-bit grayscale, RGB or RGBA, all five row
-filters), call a pixel ink when it is darker than mid-grey, split the image into text
+filters; at most :data:`MAX_PIXELS`, so a small file that claims a huge image is refused
+before it is inflated), call a pixel ink when it is darker than mid-grey, split the image into text
 lines where no row holds ink, split each line into glyphs where no column does (a gap
 wider than two font pixels is a space), and name each glyph by the template of its width
 with the fewest differing cells after scaling it down to the font's grid.
@@ -54,6 +55,8 @@ FONT: dict[str, tuple[str, ...]] = {
     ".": (".", ".", ".", ".", ".", ".", "#"),
 }
 ROWS = 7
+MAX_PIXELS = 250_000
+"""The largest image read (a receipt is about 200 x 100): decoding is pure Python."""
 INK, PAPER = 40, 236  # grey levels: dark ink on off-white paper
 
 
@@ -122,8 +125,10 @@ def _decode(data: bytes) -> list[list[int]]:
     channels = {0: 1, 2: 3, 6: 4}.get(color)
     if depth != 8 or channels is None or interlace:
         raise ValueError("only 8-bit grayscale, RGB and RGBA PNGs without interlace are read")
-    raw = zlib.decompress(b"".join(idat))
+    if width * height > MAX_PIXELS:
+        raise ValueError(f"a {width} x {height} image is larger than a receipt")
     stride = width * channels
+    raw = zlib.decompressobj().decompress(b"".join(idat), height * (stride + 1))
     rows: list[list[int]] = []
     previous = bytearray(stride)
     for y in range(height):

@@ -39,6 +39,7 @@ the prompt and writes the reply.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 import re
@@ -211,8 +212,8 @@ class SupportAgent:
             p.data for p in ctx.parts if isinstance(p, ImagePart) and isinstance(p.data, bytes)
         ]
         for image in images:
-            try:
-                lines = read_lines(image)
+            try:  # pure Python: in a thread, so the server answers others meanwhile
+                lines = await asyncio.to_thread(read_lines, image)
             except ValueError:
                 return "I could not read that image; please type the order number."
             message += "\n" + "\n".join(lines)  # what the receipt says, read off its pixels

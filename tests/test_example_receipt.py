@@ -81,6 +81,28 @@ def test_damaged_images_are_a_value_error() -> None:
         decode_png(draw_receipt(["A1"])[:60])
 
 
+def _png(width: int, height: int, idat: bytes) -> bytes:
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + b"\0\0\0\0"
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", idat)
+
+
+def test_an_image_larger_than_a_receipt_is_refused_before_it_is_inflated() -> None:
+    # 48 KB that inflate to 100 MB of a 10,000 x 10,000 image: this held a server's loop
+    bomb = _png(10_000, 10_000, zlib.compress(bytes(10_001 * 10_000), 9))
+    assert len(bomb) < 200_000
+    with pytest.raises(ValueError, match="larger than a receipt"):
+        read_lines(bomb)
+
+
+def test_a_stream_that_inflates_past_its_image_is_read_no_further() -> None:
+    # a 100 x 100 image whose data goes on for 50 MB: only the image's rows are inflated
+    bomb = _png(100, 100, zlib.compress(bytes(101 * 100) + bytes(50_000_000), 9))
+    assert decode_png(bomb) == [[0] * 100] * 100
+
+
 async def test_the_support_agent_reads_the_order_off_the_receipt() -> None:
     image = ImagePart(
         data=(EXAMPLES / "evals" / "receipt.png").read_bytes(), media_type="image/png"
