@@ -42,6 +42,7 @@ from ._errors import Secrets as Secrets
 from ._handles import AssertionHandle as AssertionHandle
 from ._handles import Expectation as Expectation
 from ._logged import LoggedConversations as LoggedConversations
+from ._printable import printable as printable
 from ._results import AssertionResult as AssertionResult
 from ._results import CaseResult as CaseResult
 from ._results import JudgeRecord as JudgeRecord

@@ -6,6 +6,9 @@ those records go to stderr, which is the CI log, and follow the run's trace poli
 error id and the type always; the message and the traceback only under a verbatim policy
 (``--trace-policy verbatim``). Records that carry no exception are printed as they are,
 from WARNING up.
+
+Whatever the policy, a line is printed :func:`~evalport.client._core.printable`: an
+exception's message cannot move the cursor or clear the screen.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from collections.abc import Iterator
 from typing import TextIO
 
 from evalport.protocol import TracePolicy
+
+from .._core import printable
 
 AGENT_LOGGER = "evalport.agent"
 
@@ -28,14 +33,14 @@ class _PolicyFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         if self.verbatim or record.exc_info is None:
-            return super().format(record)
+            return printable(super().format(record))
         kind = record.exc_info[0]
         error_type = getattr(record, "error_type", None) or (
             kind.__name__ if kind is not None else "an exception"
         )
         error_id = getattr(record, "error_id", None)
         named = f"agent error {error_id}" if error_id else "agent error"
-        return (
+        return printable(
             f"evalport {self.command}: {named}: {error_type} (its message and traceback are "
             "withheld by the safe trace policy; --trace-policy verbatim prints them)"
         )

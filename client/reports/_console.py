@@ -14,7 +14,8 @@ every case, each trial's assertions (outcome, severity, score against threshold,
 message), the transcript of each trial that did not pass (:mod:`._transcript`), and the
 judges' reasons and evidence, each distinct judgement once with the number of trials
 that got it. With ``quiet`` nothing is printed but the closing summary: no header, no
-progress, no per-case lines. Nothing here decides an exit code.
+progress, no per-case lines. Nothing here decides an exit code. Every line holding text
+of the run is printed :func:`~evalport.client._printable.printable`.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import sys
 import time
 from typing import TextIO
 
-from .._core import CaseResult, TrialResult, Verdict
+from .._core import CaseResult, TrialResult, Verdict, printable
 from ._analytics import analytics_lines, assertion_outcome
 from ._base import Reporter, RunPlan, RunReport
 from ._summary import CaseSummary, RunSummary, judgements, trace_policy_note
@@ -133,9 +134,12 @@ class ConsoleReporter(Reporter):
             return
         target = plan.provenance.target
         self.stream.write(
-            f"evalport: {plan.cases} cases, {plan.trials} trials against "
-            f"{target.get('location', '?')} ({target.get('agent_name', '?')} "
-            f"{target.get('agent_version', '?')}), {trace_policy_note(plan.provenance)}\n"
+            printable(
+                f"evalport: {plan.cases} cases, {plan.trials} trials against "
+                f"{target.get('location', '?')} ({target.get('agent_name', '?')} "
+                f"{target.get('agent_version', '?')}), {trace_policy_note(plan.provenance)}"
+            )
+            + "\n"
         )
         self.stream.flush()
 
@@ -160,6 +164,7 @@ class ConsoleReporter(Reporter):
         else:  # named here with its reasons, so the closing summary does not repeat it
             line = "".join(f"{text}\n" for text in case_lines(summary))
             self._named.add(summary.case_id)
+        line = printable(line)
         if summary.case_id not in self._order:  # not in the plan: print it as it comes
             self.stream.write(line)
             return
@@ -179,5 +184,5 @@ class ConsoleReporter(Reporter):
                 for line in (*detail_lines(result), *judge_lines(result))
             ]
             lines = details + lines
-        self.stream.write("\n".join(lines) + "\n")
+        self.stream.write(printable("\n".join(lines)) + "\n")
         self.stream.flush()

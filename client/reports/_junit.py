@@ -4,7 +4,9 @@ Rules: ``failed`` -> ``<failure>``, ``error`` -> ``<error>``, ``skipped`` -> ``<
 ``scored`` is a pass with a ``verdict=scored`` property, or a ``<failure>`` under
 ``strict``. Every testcase carries its statistics (passes, trials, required, pass rate,
 Wilson bounds, flaky, cached trials) as ``<properties>``; the suite carries provenance
-(the trace policy as ``trace_policy``).
+(the trace policy as ``trace_policy``). Every text is written
+:func:`~evalport.client._printable.printable`, so no character of agent text (the ESC
+of a terminal colour) makes the document one XML cannot parse.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from .._core import Verdict
+from .._core import Verdict, printable
 from ._base import Reporter, RunReport
 from ._summary import CaseSummary, RunSummary
 
@@ -103,6 +105,11 @@ def junit_xml(summary: RunSummary) -> bytes:
     for error in summary.load_errors:
         element = ET.SubElement(suite, "testcase", classname="evalport", name="load error")
         ET.SubElement(element, "error", message=error.splitlines()[0], type="load").text = error
+    for element in suites.iter():
+        if element.text:
+            element.text = printable(element.text)
+        for name, value in element.attrib.items():
+            element.set(name, printable(value))
     ET.indent(suites)
     document: bytes = ET.tostring(suites, encoding="utf-8", xml_declaration=True)
     return document + b"\n"

@@ -9,15 +9,22 @@ evidence, each distinct judgement once with its trial count) when the case resul
 given; the comparison with a baseline when one is given. When the path is the file named
 by ``$GITHUB_STEP_SUMMARY`` the summary
 is appended, as GitHub expects.
+
+Agent text (failure reasons, errors, what the judges said, case ids) is shown, never
+rendered: its control characters escaped (:func:`~evalport.client._printable.printable`), HTML is written as entities and Markdown's punctuation escaped (:func:`_cell`),
+a case id goes in a code span its backticks cannot close (:func:`_code`), and the
+comparison's fence is longer than any run of backticks inside it, so no reply can draw
+a heading, a link, an image or a fake verdict into the summary.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from .._core import CaseResult, Verdict
+from .._core import CaseResult, Verdict, printable
 from ._analytics import analytics_lines
 from ._base import Reporter, RunReport
 from ._compare import Comparison, compare
@@ -32,8 +39,27 @@ ICONS = {
 }
 
 
+_MARKDOWN = re.compile(r"([\\`*\[\]|~])")  # what starts a link, an image, code, a table cell
+_HTML = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
+
+
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Text shown as it is, on one line of a list or in a table cell."""
+    return _MARKDOWN.sub(r"\\\1", " ".join(printable(text).translate(_HTML).splitlines()))
+
+
+def _fence(text: str) -> str:
+    """Backticks that no run of backticks in ``text`` closes."""
+    longest = max((len(run) for run in re.findall("`+", text)), default=0)
+    return "`" * (longest + 1)
+
+
+def _code(text: str) -> str:
+    """A code span of ``text`` on one line (a table cell's ``|`` still escaped)."""
+    text = " ".join(printable(text).splitlines()).replace("|", "\\|")
+    fence = _fence(text)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _judged(results: Sequence[CaseResult]) -> list[str]:
@@ -44,7 +70,7 @@ def _judged(results: Sequence[CaseResult]) -> list[str]:
             times = f" (×{said.trials})" if said.trials > 1 else ""
             evidence = " Evidence: " + ", ".join(f"“{_cell(q)}”" for q in said.evidence)
             lines.append(
-                f"- `{_cell(result.case_id)}` {_cell(said.criterion)} {score}{times}: "
+                f"- {_code(result.case_id)} {_cell(said.criterion)} {score}{times}: "
                 f"{_cell(said.reason)}{evidence if said.evidence else ''}"
             )
     return ["", "### What the judges said", "", *lines] if lines else []
@@ -87,7 +113,7 @@ def markdown_summary(
         if case.judge_mean is not None:
             notes.append(f"judge {case.judge_mean:.2f}±{case.judge_std or 0:.2f}")
         lines.append(
-            f"| `{_cell(case.case_id)}` | {ICONS.get(case.verdict, '')} {case.verdict} "
+            f"| {_code(case.case_id)} | {ICONS.get(case.verdict, '')} {case.verdict} "
             f"| {case.passes}/{case.samples} (need {case.required}) "
             f"| {case.wilson_low:.2f}..{case.wilson_high:.2f} "
             f"| {f'{case.pass_at_k[largest]:.2f} (k={largest})' if largest else '-'} "
@@ -102,13 +128,15 @@ def markdown_summary(
             lines.append(f"- load error: {_cell(error)}")
         for case in troubled:
             reasons = case.failures or [case.error or ""]
-            lines.append(f"- `{_cell(case.case_id)}`: " + "; ".join(_cell(r) for r in reasons[:3]))
+            lines.append(f"- {_code(case.case_id)}: " + "; ".join(_cell(r) for r in reasons[:3]))
     tags = {tag: (entry.passed, entry.cases) for tag, entry in summary.tags.items()}
     lines += ["", "### Analytics", ""]
     lines += [f"- {_cell(line)}" for line in analytics_lines(summary.analytics, tags)]
     lines += _judged(results)
     if comparison is not None:
-        lines += ["", "### Compared with the baseline", "", "```", *comparison.lines(), "```"]
+        compared = comparison.lines()
+        fence = max(_fence("\n".join(compared)), "```", key=len)
+        lines += ["", "### Compared with the baseline", "", fence, *compared, fence]
     return "\n".join(lines) + "\n"
 
 

@@ -54,3 +54,27 @@ def test_a_case_that_did_not_pass_is_named_once_in_logs():
     assert text.count("evals/test_support.py::refund_denied") == 1
     after = text[text.index(line) + len(line) + 1 :].splitlines()
     assert after[0].startswith("         ")  # its first reason, right under it
+
+
+def test_agent_text_cannot_drive_the_terminal():
+    """A reply, an assertion message, a tool or case name holding escape sequences is
+    printed escaped, -v included: no clear screen, no clipboard write, no fake PASS line."""
+    escape = "\x1b[2J\x1b]52;c;aGk=\x07\r\x1b[32mPASS\x1b[0m fake"
+    report = sample_report()
+    for result in report.results:
+        for trial in result.trials:
+            for check in trial.assertions:
+                check.message = escape
+            trial.error = trial.error and escape
+    report.summary.cases[1].failures = [escape]
+    report.summary.cases[1].case_id += escape
+    report.summary.provenance.target["agent_name"] = escape
+    stream = io.StringIO()
+    console = ConsoleReporter(stream, live=False, verbose=True)
+    console.start(RunPlan(cases=5, trials=13, provenance=report.summary.provenance))
+    for result, summary in zip(report.results, report.summary.cases, strict=True):
+        console.case_done(result, summary)
+    console.finish(report)
+    text = stream.getvalue()
+    assert "\x1b" not in text and "\x07" not in text and "\r" not in text
+    assert "\\x1b[2J\\x1b]52;c;aGk=\\x07\\r\\x1b[32mPASS" in text

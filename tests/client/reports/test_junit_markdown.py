@@ -71,3 +71,40 @@ def test_markdown_includes_the_baseline_and_appends_to_the_step_summary(tmp_path
     MarkdownReporter(other).finish(new)
     assert other.read_text().startswith("## evalport results")
     assert compare(base, new.summary).regressions[0].case_id.endswith("refund_ok")
+
+
+HOSTILE = "\x1b[2J\x1b[32mPASS\x1b[0m \x00\x07 <img src=x onerror=alert(1)> [click](https://evil.example) ``` | ~~gone~~"
+
+
+def _hostile_summary():
+    summary = sample_report().summary
+    failing = next(case for case in summary.cases if case.verdict == "failed")
+    failing.failures = [HOSTILE]
+    failing.case_id = "evals/test_x.py::`odd`|\x1bcase"
+    erring = next(case for case in summary.cases if case.verdict == "error")
+    erring.error = "Boom\x1b: " + HOSTILE
+    erring.failures = []
+    summary.load_errors = ["evals/broken.py: \x1b[31mSyntaxError\x1b[0m"]
+    return summary
+
+
+def test_junit_stays_well_formed_xml_whatever_the_agent_wrote():
+    summary = _hostile_summary()
+    root = ET.fromstring(junit_xml(summary))  # raised "not well-formed" before
+    case = next(c for c in root.iter("testcase") if c.get("name").startswith("`odd`"))
+    assert case.get("name") == "`odd`|\\x1bcase"
+    assert "\\x1b[32mPASS\\x1b[0m \\x00\\x07 <img" in case.find("failure").text
+    errors = [element.get("message") for element in root.iter("error")]
+    assert "Boom\\x1b: \\x1b[2J" in " ".join(errors)
+
+
+def test_markdown_shows_agent_text_and_renders_none_of_it():
+    summary = _hostile_summary()
+    text = markdown_summary(summary)
+    assert "<img" not in text and "&lt;img src=x onerror=alert(1)&gt;" in text
+    assert "[click](" not in text and "\\[click\\](https://evil.example)" in text
+    assert "```" not in text.replace("\\`\\`\\`", "")  # no fence the agent opened
+    assert "\\~\\~gone\\~\\~" in text
+    # the case id stays one code span: its own backticks and bar cannot close it
+    assert "``evals/test_x.py::`odd`\\|\\x1bcase``" in text
+    assert "\x1b" not in text and "\x00" not in text and "\\x1b\\[2J" in text
