@@ -13,13 +13,14 @@ Rules (they hold wherever a policy is applied, on the client or on the server):
 - Names, ids, order, error flags, timings, usage, finish reasons, other stop signals, events,
   the user's messages, the reply and the status stay in clear.
 - Images and files in a turn (``userParts``) keep their media type, name, URL, ``sha256``
-  and byte count; their bytes (``data``, and a ``data:`` URL) are dropped, so a report, a
-  cache file or a judge prompt never sees them. Binary blocks inside ``outputMessages``
+  and byte count; their bytes (``data``, and a ``data:`` URL, its scheme in any case) are
+  dropped, so a report, a cache file or a judge prompt never sees them. Binary blocks inside ``outputMessages``
   (a ``data`` or ``base64`` string, an image URL that is a ``data:`` URL) become digests.
-- An ``http(s)`` URL of a part (``userParts[].url``, a ``url`` inside a content block of
-  ``outputMessages``) keeps ``scheme://host/path``; its query, fragment and user info (where
-  a presigned URL carries its signature or token) become one digest of the whole URL,
-  ``?sha256=<hex>``. A URL with none of them stays as it is.
+- A URL of a part (``userParts[].url``, a ``url`` inside a content block of
+  ``outputMessages``) of any scheme with a host (``https://``, ``ftp://``, ``s3://``;
+  white space around it ignored) keeps ``scheme://host/path``; its query, fragment and
+  user info (where a presigned URL carries its signature or token) become one digest of
+  the whole URL, ``?sha256=<hex>``. A URL with none of them stays as it is.
 - An argument map keeps its **keys** in clear and digests each value, so an argument
   check still works on a redacted run (:func:`~evalport.protocol.matches_digest`), with
   the verdict it has on the verbatim run: a digest hashes canonical JSON, in which equal
@@ -55,7 +56,6 @@ _TOOL_CALL_PARTS: Final = frozenset(("tool_use", "tool_call", "function_call"))
 _TOOL_RESULT_PARTS: Final = frozenset(("tool_result", "function_call_output"))
 _BINARY_KEYS: Final = frozenset(("data", "base64", "file_data", "image_data"))
 _URL_KEYS: Final = frozenset(("url", "image_url", "file_url"))
-_WEB_SCHEMES: Final = ("http://", "https://")
 
 
 def _digest_of_text(text: str) -> dict[str, Any] | None:
@@ -281,7 +281,7 @@ class _Redactor:
         """A content block with bytes in it (an image, a file) keeps only their digest."""
         changed: dict[str, Any] = {}
         for key, item in part.items():
-            if type(item) is str and ((key in _BINARY_KEYS and item) or item.startswith("data:")):
+            if type(item) is str and ((key in _BINARY_KEYS and item) or _is_data_url(item)):
                 changed[key] = self.value(item)
             elif type(item) is str and key in _URL_KEYS:
                 changed[key] = safe_url(item)
@@ -352,7 +352,7 @@ class _Redactor:
 def _drop_bytes(part: UserPart) -> None:
     """A recorded part without its bytes, keeping their sha256 and count."""
     data = part.data
-    if data is None and part.url is not None and part.url.startswith("data:"):
+    if data is None and part.url is not None and _is_data_url(part.url):
         data = part.url.encode()  # not base64: the URL's text is its content
         part.url = None
     if part.url is not None:
@@ -364,15 +364,22 @@ def _drop_bytes(part: UserPart) -> None:
         part.data = None
 
 
+def _is_data_url(text: str) -> bool:
+    """Whether ``text`` is a ``data:`` URL (the scheme in any case, spaces before it)."""
+    return text.lstrip()[:5].lower() == "data:"
+
+
 def safe_url(url: str) -> str:
-    """An ``http(s)`` URL with its query, fragment and user info replaced by a digest of
-    the whole URL (see the module rules); any other text is returned as it is."""
-    if not url.lower().startswith(_WEB_SCHEMES):
+    """A URL with a host (``scheme://``) with its query, fragment and user info replaced by
+    a digest of the whole URL (see the module rules); any other text is returned as it is."""
+    if "://" not in url:
         return url
     try:
-        parts = urlsplit(url)
+        parts = urlsplit(url.strip())
         host = parts.hostname or ""
         port = parts.port
+        if not parts.scheme or not host:
+            raise ValueError("no scheme or no host")
     except ValueError:  # a malformed URL keeps nothing but its digest
         return "sha256:" + hashlib.sha256(url.encode()).hexdigest()
     if "@" not in parts.netloc and not parts.fragment:
