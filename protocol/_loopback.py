@@ -9,10 +9,12 @@ blind cross-site request. The rules both servers follow:
   or any address of 127.0.0.0/8 and ``::1``, in any numeric form the OS takes
   (``127.1``, ``127.0.0.2``).
 - :func:`local_request` says whether a request may be answered: its ``Host`` names a
-  loopback address or ``localhost`` (with or without a port), and, if a browser sent an
-  ``Origin``, that origin is local too, and ``Sec-Fetch-Site`` does not say
-  ``cross-site``. A request from a page served by another site is refused even when it
-  reached the right address.
+  loopback address, ``localhost`` or the address the server bound (with or without a
+  port; any address literal when it bound them all, ``0.0.0.0`` or ``::``), never
+  another name, which is what DNS rebinding needs; if a browser sent an ``Origin``, that
+  origin names one of them too, and ``Sec-Fetch-Site`` does not say ``cross-site``. A
+  request from a page served by another site is refused even when it reached the right
+  address.
 """
 
 from __future__ import annotations
@@ -34,26 +36,28 @@ def is_loopback(host: str) -> bool:
     return all(ipaddress.ip_address(str(address[4][0])).is_loopback for address in found)
 
 
-def _names_loopback(authority: str) -> bool:
-    """Whether a ``Host`` value or an origin's host part names this machine."""
+def _names_this_server(authority: str, bound: str) -> bool:
+    """Whether a ``Host`` value or an origin's host part names the server bound on ``bound``."""
     try:
         name = urlsplit(f"//{authority}").hostname
     except ValueError:
         return False
     if name is None:
         return False
-    if name == "localhost":
+    if name in ("localhost", bound.strip("[]").lower()):
         return True
     try:
-        return ipaddress.ip_address(name).is_loopback
+        address = ipaddress.ip_address(name)
     except ValueError:
         return False
+    return address.is_loopback or bound in ("0.0.0.0", "::", "[::]")
 
 
-def local_request(headers: Mapping[bytes, bytes]) -> bool:
-    """Whether a request with these (lower-case) headers comes from this machine."""
+def local_request(headers: Mapping[bytes, bytes], bound: str = "127.0.0.1") -> bool:
+    """Whether a request with these (lower-case) headers may be answered by a server
+    bound on ``bound`` (see the module's rules)."""
     host = headers.get(b"host", b"").decode("latin-1")
-    if not _names_loopback(host):
+    if not _names_this_server(host, bound):
         return False
     if headers.get(b"sec-fetch-site", b"") == b"cross-site":
         return False
@@ -61,4 +65,4 @@ def local_request(headers: Mapping[bytes, bytes]) -> bool:
     if origin is None:
         return True
     parts = urlsplit(origin.decode("latin-1"))
-    return parts.scheme in ("http", "https") and _names_loopback(parts.netloc)
+    return parts.scheme in ("http", "https") and _names_this_server(parts.netloc, bound)

@@ -250,7 +250,7 @@ def main(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     config = uvicorn.Config(
-        app if token else LocalCallersOnly(app),
+        app if token else LocalCallersOnly(app, args.host),
         host=args.host,
         port=args.port,
         lifespan="on",

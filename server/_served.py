@@ -20,8 +20,9 @@ Rules:
   and exit 2, after ``closing`` ran; the server never answers a request without an agent.
 - Served without a token (``--insecure-no-auth``), every request that does not come from
   this machine (:mod:`evalport.protocol._loopback`: another ``Host``, another site's page)
-  is answered ``403`` ``forbidden`` before the adapter sees it: no DNS rebinding, no blind
-  cross-site turn.
+  is answered ``403`` ``forbidden`` before the adapter sees it, and a body must say it is
+  JSON (a body without ``Content-Type`` is a ``415``, as one of another type always is):
+  no DNS rebinding, no blind cross-site turn.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from typing import Any
 
 from evalport.protocol import ProblemType
 from evalport.protocol._loopback import local_request
+from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ._app import EvalAdapter
@@ -175,17 +177,30 @@ def stderr_line(text: str) -> None:
 class LocalCallersOnly:
     """``403`` to a request that does not come from this machine (see the module's rules)."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, bound: str) -> None:
         self.app = app
+        self.bound = bound
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and not local_request(dict(scope["headers"])):
-            refused = problem_response(
-                ProblemType.FORBIDDEN,
-                "This server has no token and answers only requests from this machine: "
-                "call it as http://127.0.0.1:PORT (or localhost), not through another host "
-                "name or from a web page of another site.",
-            )
-            await refused(scope, receive, send)
-            return
+        if scope["type"] == "http":
+            refused = _refused(dict(scope["headers"]), self.bound)
+            if refused is not None:
+                await refused(scope, receive, send)
+                return
         await self.app(scope, receive, send)
+
+
+def _refused(headers: dict[bytes, bytes], bound: str) -> Response | None:
+    if not local_request(headers, bound):
+        return problem_response(
+            ProblemType.FORBIDDEN,
+            "This server has no token and answers only requests from this machine: call it "
+            "as http://127.0.0.1:PORT (or localhost), not through another host name or from "
+            "a web page of another site.",
+        )
+    has_body = headers.get(b"content-length", b"0") != b"0" or b"transfer-encoding" in headers
+    if has_body and b"content-type" not in headers:
+        return problem_response(
+            ProblemType.UNSUPPORTED_MEDIA_TYPE, "Send the body as application/json."
+        )
+    return None

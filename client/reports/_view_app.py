@@ -13,9 +13,10 @@ Rules:
   listed as not shown.
 - A folder that is not a readable run is listed with the reason (the file that is missing
   or malformed); opening it shows that reason. No folder's content makes a page fail.
-- ``GET`` (and ``HEAD``) only. Served on a loopback address (``127.0.0.2`` and ``127.1``
-  too), a request naming another host (``Host``) or sent by another site's page is
-  refused (:mod:`evalport.protocol._loopback`), so no web page can read runs.
+- ``GET`` (and ``HEAD``) only. A request naming another host (``Host``) than the address
+  it is served on (or loopback), or sent by another site's page, is refused
+  (:mod:`evalport.protocol._loopback`), so no web page can read runs through DNS
+  rebinding.
   Every answer is HTML with a Content-Security-Policy that lets the page load nothing and
   run nothing; a failure of the app itself is logged and answered with the problem page
   (``500``), with the same headers.
@@ -26,7 +27,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from evalport.protocol._loopback import is_loopback, local_request
+from evalport.protocol._loopback import local_request
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -110,15 +111,16 @@ def _html(body: str, status: int = 200) -> HTMLResponse:
 
 
 class LocalRequestsOnly:
-    """Answers ``400`` to a request that does not come from this machine (the rules of
-    :mod:`evalport.protocol._loopback`: a loopback ``Host``, no other site's page)."""
+    """Answers ``400`` to a request that names another host or comes from another site's
+    page (the rules of :mod:`evalport.protocol._loopback`)."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, bound: str) -> None:
         self.app = app
+        self.bound = bound
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and not local_request(dict(scope["headers"])):
-            page = problem_page("400", "this page answers only to requests from this machine")
+        if scope["type"] == "http" and not local_request(dict(scope["headers"]), self.bound):
+            page = problem_page("400", "this page answers only to the address it is served on")
             await _html(page, 400)(scope, receive, send)
             return
         await self.app(scope, receive, send)
@@ -186,8 +188,7 @@ def build_app(root: Path, host: str = "127.0.0.1") -> Starlette:
         return await problem(request, error)
 
     middleware = []
-    if is_loopback(host):
-        middleware.append(Middleware(LocalRequestsOnly))
+    middleware.append(Middleware(LocalRequestsOnly, bound=host))
     return Starlette(
         routes=[
             Route("/", index, methods=["GET"]),

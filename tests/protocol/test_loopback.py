@@ -46,3 +46,13 @@ def test_local_requests(headers: dict[bytes, bytes]) -> None:
 )
 def test_requests_from_elsewhere(headers: dict[bytes, bytes]) -> None:
     assert not local_request(headers)
+
+
+def test_the_bound_address_is_a_name_of_this_server() -> None:
+    assert local_request({b"host": b"192.168.1.5:8000"}, "192.168.1.5")
+    assert not local_request({b"host": b"192.168.1.6:8000"}, "192.168.1.5")
+    assert local_request({b"host": b"view.internal"}, "view.internal")
+    # bound to every address: any address literal, never a name (DNS rebinding needs one)
+    assert local_request({b"host": b"10.1.2.3:8000"}, "0.0.0.0")
+    assert local_request({b"host": b"[fe80::1]:8000"}, "::")
+    assert not local_request({b"host": b"evil.example:8000"}, "0.0.0.0")

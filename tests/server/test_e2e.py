@@ -253,6 +253,11 @@ def test_evalport_serve_without_auth_on_loopback_when_told_so() -> None:
             assert refused.json()["type"] == "urn:evalport:problem:forbidden"
             assert "this machine" in refused.json()["detail"]
         assert http.get("/health", headers={"host": "localhost"}).status_code == 200
+        # a body must say it is JSON: a form or a Blob without a type cannot make a session
+        untyped = http.post("/evals/sessions", content=b"{}")
+        assert untyped.status_code == 415, untyped.text
+        assert untyped.json()["type"] == "urn:evalport:problem:unsupported-media-type"
+        assert http.post("/evals/sessions", json={}).status_code == 201
 
 
 def test_the_serve_command_drains_the_adapter_on_a_signal() -> None:

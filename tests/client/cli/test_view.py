@@ -209,12 +209,14 @@ def test_another_host_and_other_methods_are_refused(url: str) -> None:
     assert get(url, "/", origin=f"http://localhost:{urlsplit(url).port}").status_code == 200
 
 
-@pytest.mark.parametrize("address", ["127.0.0.2", "127.1"])
-async def test_any_loopback_address_keeps_other_hosts_out(runs: Path, address: str) -> None:
+@pytest.mark.parametrize("address", ["127.0.0.2", "127.1", "192.168.1.5", "0.0.0.0"])
+async def test_any_address_it_binds_keeps_other_host_names_out(runs: Path, address: str) -> None:
     app = build_app(runs, address)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app)) as client:
         assert (await client.get("http://127.0.0.2:8000/")).status_code == 200
         assert (await client.get("http://attacker.example/")).status_code == 400
+        if address == "192.168.1.5":
+            assert (await client.get("http://192.168.1.5:8000/")).status_code == 200
 
 
 def test_pages_allow_no_script_and_no_network(url: str) -> None:
