@@ -13,14 +13,19 @@ names are the case id made filesystem-safe plus a short hash, so two ids never c
 :func:`load_run_folder` reads a whole folder back (a trial whose trace file is missing
 keeps no run) and names the file that is missing or malformed; a trial's saved run is
 decoded leniently, as the client decodes an agent's answer, so a run of the wrong shape is
-an error naming its file, never a run handed on to the reports.
+an error naming its file, never a run handed on to the reports. Only a regular file of at
+most :data:`MAX_FILE_BYTES` is read (a FIFO, a device or a larger file is an error naming
+it, so no file hangs a reader or fills its memory), and, given ``within`` (``evalport
+view``'s PATH), only one that is there once its links are followed.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import shutil
+import stat
 from pathlib import Path
 from typing import TextIO
 
@@ -32,6 +37,9 @@ from ._base import Reporter, RunReport
 from ._summary import RunSummary
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+MAX_FILE_BYTES = 1 << 30
+"""The largest results file read back (1 GiB)."""
 
 
 class _Trace(msgspec.Struct):
@@ -131,20 +139,30 @@ class JsonReporter(Reporter):
             self.stream.flush()
 
 
-def _read(file: Path) -> bytes:
+def _read(file: Path, within: Path | None) -> bytes:
+    """The bytes of a results file (see the module's rules)."""
+    if within is not None and not file.resolve().is_relative_to(within.resolve()):
+        raise ConfigError(f"{file} leads outside {within}: not read")
     try:
-        return file.read_bytes()
+        with open(os.open(file, os.O_RDONLY | os.O_NONBLOCK), "rb") as stream:
+            if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
+                raise ConfigError(f"{file}: not a regular file: not read")
+            data = stream.read(MAX_FILE_BYTES + 1)
     except OSError as error:
         raise ConfigError(f"{file}: cannot read results: {error.strerror or error}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise ConfigError(f"{file}: larger than {MAX_FILE_BYTES:,} bytes: not read")
+    return data
 
 
-def load_summary(path: str | Path) -> RunSummary:
-    """Read a summary written by ``--json`` or a run folder (its ``summary.json``)."""
+def load_summary(path: str | Path, *, within: Path | None = None) -> RunSummary:
+    """Read a summary written by ``--json`` or a run folder (its ``summary.json``); with
+    ``within``, only from there."""
     file = Path(path)
     if file.is_dir():
         file = file / "summary.json"
     try:
-        return msgspec.json.decode(_read(file), type=RunSummary)
+        return msgspec.json.decode(_read(file, within), type=RunSummary)
     except msgspec.DecodeError as error:
         raise ConfigError(
             f"{file}: not an evalport results file ({error}); "
@@ -152,13 +170,14 @@ def load_summary(path: str | Path) -> RunSummary:
         ) from None
 
 
-def load_run_folder(folder: str | Path) -> RunReport:
+def load_run_folder(folder: str | Path, *, within: Path | None = None) -> RunReport:
     """A run folder read back: its summary, and each case's result from ``results.jsonl``
-    with each trial's run from its trace file. Reads only; names the file in errors."""
+    with each trial's run from its trace file. Reads only; names the file in errors; with
+    ``within``, reads nothing from elsewhere."""
     folder = Path(folder)
-    summary = load_summary(folder)
+    summary = load_summary(folder, within=within)
     lines = folder / "results.jsonl"
-    data = _read(lines)
+    data = _read(lines, within)
     decoder = msgspec.json.Decoder(CaseResult)
     results: list[CaseResult] = []
     for number, line in enumerate(data.splitlines(), 1):
@@ -171,11 +190,11 @@ def load_run_folder(folder: str | Path) -> RunReport:
     for result in results:
         for trial in result.trials:
             trace = folder / "cases" / case_slug(result.case_id) / f"trial-{trial.trial}.json"
-            try:
-                saved = _TRACE.decode(trace.read_bytes())
-            except FileNotFoundError:
+            if not trace.exists():
                 continue
-            except (OSError, msgspec.DecodeError) as error:
+            try:
+                saved = _TRACE.decode(_read(trace, within))
+            except msgspec.DecodeError as error:
                 raise ConfigError(f"{trace}: not a trial trace ({error})") from None
             if bytes(saved.run) == b"null":
                 continue

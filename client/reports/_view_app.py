@@ -83,7 +83,7 @@ def entry(root: Path, name: str, folder: Path) -> RunEntry:
             "stopped before writing it",
         )
     try:
-        summary = load_summary(folder)
+        summary = load_summary(folder, within=root)
     except ConfigError as error:
         return RunEntry(name, problem=str(error))
     if not (folder / "results.jsonl").is_file():
@@ -145,7 +145,7 @@ def build_app(root: Path, host: str = "127.0.0.1") -> Starlette:
             listed = entry(root, name, folder)
             if listed.problem is not None:
                 raise _Refused(name, listed.problem)
-            return load_run_folder(folder)
+            return load_run_folder(folder, within=root)
         except ConfigError as error:
             raise _Refused(name, str(error)) from None
 

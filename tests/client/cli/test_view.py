@@ -4,6 +4,7 @@ other hosts refused, nothing written; and the command's usage errors."""
 
 from __future__ import annotations
 
+import asyncio
 import http.client
 import json
 import os
@@ -291,3 +292,35 @@ def test_runs_started_in_the_same_second_are_listed_by_when_they_were_written(
     assert [item.name for item in entries(tmp_path)] == ["a", "b"]
     os.utime(older / "summary.json", ns=(written + 2 * 10**9, written + 2 * 10**9))
     assert [item.name for item in entries(tmp_path)] == ["b", "a"]
+
+
+async def test_files_inside_a_run_that_lead_elsewhere_are_reasons_not_reads(
+    runs: Path, tmp_path: Path
+) -> None:
+    """A run's own files linked outside PATH, to a device, or made a FIFO are not read:
+    each page answers at once with the file and why (one showed a file outside PATH,
+    /dev/zero was read without end, a FIFO hung its request)."""
+    root = tmp_path / "runs"
+    outside = tmp_path / "outside"
+    shutil.copytree(runs / "passing", outside)
+    trial = sorted((runs / "passing").glob("cases/*/trial-1.json"))[0].relative_to(runs / "passing")
+    spoils = {
+        "linked-results": ("results.jsonl", lambda file: file.symlink_to(outside / file.name)),
+        "zero-trial": (trial, lambda file: file.symlink_to("/dev/zero")),
+        "fifo-trial": (trial, lambda file: os.mkfifo(file)),
+    }
+    for name, (spoilt, spoil) in spoils.items():
+        shutil.copytree(runs / "passing", root / name)
+        (root / name / spoilt).unlink()
+        spoil(root / name / spoilt)
+    app = build_app(root)
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1"
+    ) as client:
+        for name, says in (
+            ("linked-results", "leads outside"),
+            ("zero-trial", "leads outside"),
+            ("fifo-trial", "not a regular file"),
+        ):
+            page = await asyncio.wait_for(client.get(f"/run/{name}"), 10)
+            assert page.status_code == 200 and says in page.text, (name, page.text[-500:])
