@@ -110,7 +110,9 @@ def run_lines(run: AgentRun, *, details: bool = True) -> list[str]:
     number, the run's reply closing the last turn; ``details=False`` keeps only what the
     user and the assistant said (no attachments, tool calls or step errors)."""
     lines: list[str] = []
-    numbers = sorted({step.turn for step in run.steps} | set(range(1, run.turns + 1))) or [1]
+    # the turns that hold something, never the count the run claims (a server may say 1e12)
+    numbers = sorted({step.turn for step in run.steps} | {*range(1, len(run.user_messages) + 1)})
+    numbers = numbers or [1]
     for position, number in enumerate(numbers):
         if 0 < number <= len(run.user_messages):
             lines.append(f"USER: {run.user_messages[number - 1]}")

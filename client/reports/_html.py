@@ -121,12 +121,14 @@ def _time(value: Any) -> float | None:
 def _transcript(run: Mapping[str, Any]) -> str:
     users = run.get("userMessages") or []
     steps = run.get("steps") or []
-    turns = max([int(run.get("turns") or 0), len(users)] + [int(s.get("turn") or 0) for s in steps])
+    by_turn: dict[int, list[Mapping[str, Any]]] = {}
+    for step in steps:  # the turns that hold something, never the count the run claims
+        by_turn.setdefault(int(step.get("turn") or 0), []).append(step)
     parts: list[str] = []
-    for turn in range(1, turns + 1):
+    for turn in sorted({*range(1, len(users) + 1), *(t for t in by_turn if t > 0)}):
         if turn <= len(users):
             parts.append(f'<div class="msg user"><b>user</b> {_text(users[turn - 1])}</div>')
-        for step in (s for s in steps if s.get("turn") == turn):
+        for step in by_turn.get(turn, []):
             for execution in step.get("toolExecutions") or []:
                 approval = (execution.get("approval") or {}).get("state")
                 state = f" ({approval})" if approval else ""

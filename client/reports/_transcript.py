@@ -70,24 +70,29 @@ def transcript_lines(trial: TrialResult, *, width: int | None = WIDTH) -> list[s
         return ["(no run: the trial ended before the agent answered)"]
     steps = [step for step in data.get("steps") or [] if isinstance(step, dict)]
     users = [text for text in data.get("userMessages") or [] if isinstance(text, str)]
-    turns = max([len(users), *(int(step.get("turn") or 0) for step in steps)], default=0)
+    by_turn: dict[int, list[dict[str, Any]]] = {}
+    for step in steps:  # the turns that hold something, never a count the run claims
+        by_turn.setdefault(int(step.get("turn") or 0), []).append(step)
+    parts_by_turn: dict[object, list[dict[str, Any]]] = {}
+    for part in data.get("userParts") or []:
+        if isinstance(part, dict):
+            parts_by_turn.setdefault(part.get("turn"), []).append(part)
     lines: list[str] = []
     said = False
-    for turn in range(1, turns + 1):
+    for turn in sorted({*range(1, len(users) + 1), *(t for t in by_turn if t > 0)}):
         if turn <= len(users):
             lines.append(_cut(f"user:  {users[turn - 1]}", width))
-        for part in data.get("userParts") or []:  # images and files: never their bytes
-            if isinstance(part, dict) and part.get("turn") == turn and part.get("type") != "text":
+        for part in parts_by_turn.get(turn, []):  # images and files: never their bytes
+            if part.get("type") != "text":
                 size = f", {part['bytes']} bytes" if isinstance(part.get("bytes"), int) else ""
                 where = f" {part['url']}" if str(part.get("url") or "").startswith("http") else ""
                 lines.append(
                     _cut(f"user:  [{part.get('type')} {part.get('mediaType')}{where}{size}]", width)
                 )
-        for step in steps:
-            if step.get("turn") == turn:
-                step_lines = _step_lines(step, width)
-                said = said or any(line.startswith("agent:") for line in step_lines)
-                lines += step_lines
+        for step in by_turn.get(turn, []):
+            step_lines = _step_lines(step, width)
+            said = said or any(line.startswith("agent:") for line in step_lines)
+            lines += step_lines
     if not said and data.get("reply"):
         lines.append(_cut(f"agent: {data['reply']}", width))
     stop = data.get("stopSignal") or {}
