@@ -15,7 +15,8 @@ Rules:
 - ``--store`` picks the session store: ``memory`` (default) or a Redis URL, which
   replicas behind a load balancer share (the ``redis`` extra): ``redis://HOST:PORT/DB``,
   ``rediss://`` (TLS), ``redis+sentinel://HOST:PORT/SERVICE``, ``redis+cluster://HOST:PORT``
-  (the forms: :mod:`evalport.protocol._redis_url`). A bad URL is exit 2.
+  (the forms: :mod:`evalport.protocol._redis_url`). A bad URL is exit 2, and so is a
+  Redis whose ``maxmemory-policy`` evicts keys, unless ``--allow-eviction``.
 - ``--allow-faults`` lets new sessions carry tool faults (``faults`` capability); off by
   default, so a deployed service injects nothing unless told to.
 - ``--otlp URL`` exports each turn as OpenTelemetry spans to that collector
@@ -131,6 +132,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "redis+cluster://HOST:PORT[,HOST:PORT] (see docs/expose.md, Redis in production)",
     )
     parser.add_argument(
+        "--allow-eviction",
+        action="store_true",
+        help="start even when the Redis store's maxmemory-policy evicts keys (it loses "
+        "live sessions once full; by default serve refuses to start)",
+    )
+    parser.add_argument(
         "--allow-faults",
         action="store_true",
         help="accept tool faults in new sessions (for eval deployments; off by default)",
@@ -237,7 +244,14 @@ def main(args: argparse.Namespace) -> int:
             )
 
         closing = provider.shutdown if provider is not None else None
-        app = ServedApp(target, build, prefix=args.prefix, say=stderr_line, closing=closing)
+        app = ServedApp(
+            target,
+            build,
+            prefix=args.prefix,
+            say=stderr_line,
+            closing=closing,
+            allow_eviction=args.allow_eviction,
+        )
     except (ValueError, TypeError, ImportError) as error:
         if provider is not None:
             provider.shutdown()

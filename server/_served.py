@@ -18,6 +18,10 @@ Rules:
   worker thread at the lifespan's shutdown, after the agent's own clean-up.
 - A start-up that fails (the factory raised, or returned no agent) is one line on stderr
   and exit 2, after ``closing`` ran; the server never answers a request without an agent.
+- A Redis session store whose ``maxmemory-policy`` evicts keys (anything but
+  ``noeviction``) fails the start-up, one line and exit 2, unless ``allow_eviction``
+  (``--allow-eviction``); one whose policy cannot be read (``CONFIG`` refused, Redis
+  unreachable) is one warning line, and the server starts.
 - Served without a token (``--insecure-no-auth``), every request that does not come from
   this machine (:mod:`evalport.protocol._loopback`: another ``Host``, another site's page)
   is answered ``403`` ``forbidden`` before the adapter sees it, and a body must say it is
@@ -94,6 +98,10 @@ def as_agent(value: object, *, say: Callable[[str], None]) -> object:
     return recognised.agent
 
 
+class _UnfitStore(Exception):
+    """The session store would lose sessions: the start-up fails, saying why."""
+
+
 class ServedApp:
     """The ASGI app ``evalport serve`` runs: the adapter's app, built at once or at start-up."""
 
@@ -105,7 +113,9 @@ class ServedApp:
         prefix: str = "",
         say: Callable[[str], None],
         closing: Callable[[], object] | None = None,
+        allow_eviction: bool = False,
     ) -> None:
+        self._allow_eviction = allow_eviction
         self._target = target
         self._build = build
         self._prefix = prefix
@@ -141,6 +151,26 @@ class ServedApp:
             raise TypeError(f"{_name(target)} returned no agent")
         self._serve(as_agent(made, say=self._say))
 
+    async def _check_store(self) -> None:
+        """The session store's eviction policy (see the module's rules)."""
+        assert self.adapter is not None
+        store = self.adapter.sessions.store
+        read = getattr(store, "eviction_policy", None)  # a Redis store
+        if read is None or self._allow_eviction:
+            return
+        policy = await read()
+        if policy is None:
+            self._say(
+                "cannot read the store's maxmemory-policy (CONFIG refused, or Redis unreachable):"
+                " it must be noeviction, or Redis may evict live sessions"
+            )
+        elif policy != "noeviction":
+            raise _UnfitStore(
+                f"the session store's maxmemory-policy is {policy}: Redis would evict live "
+                "sessions once full; set maxmemory-policy noeviction (or pass "
+                "--allow-eviction)"
+            )
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "lifespan":
             assert self._app is not None, "no agent before start-up"
@@ -151,6 +181,12 @@ class ServedApp:
             if message["type"] == "lifespan.startup":
                 try:
                     await self._start()
+                    await self._check_store()
+                except _UnfitStore as error:
+                    self._say(str(error))
+                    await self._stack.aclose()
+                    await send({"type": "lifespan.startup.failed", "message": ""})
+                    return
                 except Exception as error:
                     text = (
                         f"{_name(self._target)} failed at start-up: {type(error).__name__}: {error}"

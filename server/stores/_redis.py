@@ -59,6 +59,10 @@ Rules:
   live agents of sessions that ended elsewhere.
 - Approvals relay (:class:`~evalport.server.stores._base.ApprovalRelay`): Redis pub/sub,
   :mod:`._redis_relay`.
+- The session store needs ``maxmemory-policy noeviction``: Redis evicts keys under any
+  other policy once full, and sessions would vanish. :meth:`RedisStore.eviction_policy`
+  reads it (``evalport serve`` refuses to start on another); a session missing while
+  the index still gives it time is logged as evicted.
 - A Redis that cannot be reached (refused, reset, timed out, loading, read-only) raises
   :class:`~evalport.server.stores._base.StoreUnavailable`, which the adapter answers with
   503 ``store-unavailable`` and ``Retry-After``; so does one that refuses the store's
@@ -72,6 +76,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Final, TypeVar
 
@@ -278,8 +283,32 @@ class RedisStore:
         keys = self._keys(session_id)
         found = await self._run(self._read, keys, 0 if ttl is None else _ms(ttl))
         if not found:
+            await self._vanished(session_id)
             return None
         return _stored(found)
+
+    async def eviction_policy(self) -> str | None:
+        """Redis's ``maxmemory-policy`` (the first node's in a cluster); ``None`` where it
+        cannot be read (``CONFIG`` refused by a managed Redis or the user's ACL, or Redis
+        unreachable now)."""
+        try:
+            found = await self._redis.config_get("maxmemory-policy")
+        except redis_errors.RedisError:
+            return None
+        while isinstance(found, dict) and "maxmemory-policy" not in found and found:
+            found = next(iter(found.values()))  # a cluster answers per node
+        policy = found.get("maxmemory-policy") if isinstance(found, dict) else None
+        return policy.decode() if isinstance(policy, bytes) else policy
+
+    async def _vanished(self, session_id: str) -> None:
+        """Log a session that is missing while the index still gives it time: evicted."""
+        due = await self._call(lambda: self._redis.zscore(self._index[0], session_id))
+        if due is not None and due > time.time() * 1000 + 1000:
+            logger.warning(
+                "session %s vanished from Redis before its TTL: Redis evicted it; set "
+                "maxmemory-policy noeviction for the session store",
+                session_id,
+            )
 
     async def delete(self, session_id: str) -> bool:
         existed = bool(await self._run(self._delete, self._keys(session_id)))
@@ -289,6 +318,8 @@ class RedisStore:
     async def acquire(self, session_id: str, token: str, *, lease: float, ttl: float) -> Lease:
         keys = self._keys(session_id)
         outcome = await self._run(self._acquire, keys, token, _ms(lease), _ms(ttl))
+        if outcome == b"missing":
+            await self._vanished(session_id)
         return Lease(outcome.decode())
 
     async def release(self, session_id: str, token: str) -> None:
@@ -321,6 +352,8 @@ class RedisStore:
             return TurnStart(lease=None, replay=bytes(found[1]))
         if outcome == "suspended":
             return TurnStart(lease=Lease.BUSY, suspended=True)
+        if outcome == "missing":
+            await self._vanished(begin.session_id)
         if outcome != "acquired":
             return TurnStart(lease=Lease(outcome), same_key=len(found) > 1 and found[1] == 1)
         return TurnStart(lease=Lease.ACQUIRED, session=_stored(found[1:]))
