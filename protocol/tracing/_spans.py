@@ -1,12 +1,23 @@
-"""Root spans, their context on the wire, and the provider ``--otlp`` builds."""
+"""Root spans, their context on the wire, and the provider ``--otlp`` builds.
+
+The provider's exporter is the SDK's OTLP/HTTP one, over a ``requests`` session whose
+adapter (:class:`_BoundedReplies`) reads a collector's reply whole only when it is at most
+:data:`MAX_REPLY_BYTES`, and within the export timeout in all (a collector that drips its
+reply one byte at a time is cut at the deadline), and never follows a redirect, which
+would take the ``OTEL_EXPORTER_OTLP_HEADERS`` (an API key) elsewhere. Each of these is an
+export that failed: the SDK logs it and drops the batch.
+"""
 
 from __future__ import annotations
 
+import io
 import logging
+import time
 from contextlib import AbstractContextManager
 from typing import Any, Final
 from urllib.parse import urlsplit
 
+import requests
 from opentelemetry import context, trace
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
@@ -20,6 +31,47 @@ from ._draw import ERROR
 logger = logging.getLogger("evalport.tracing")
 
 _W3C: Final = TraceContextTextMapPropagator()
+
+MAX_REPLY_BYTES: Final = 64 << 10
+"""The largest collector reply read (an OTLP reply is a few bytes)."""
+
+
+class _BoundedReplies(requests.adapters.HTTPAdapter):
+    """The exporter's requests adapter (see the module's rules)."""
+
+    def send(
+        self,
+        request: requests.PreparedRequest,
+        stream: bool = False,
+        timeout: float | tuple[float | None, float | None] | None = None,
+        verify: bool | str = True,
+        cert: str | tuple[str, str] | None = None,
+        proxies: dict[str, str] | None = None,
+    ) -> requests.Response:
+        response = super().send(request, True, timeout, verify, cert, proxies)
+        wait = timeout if isinstance(timeout, int | float) else 10.0
+        deadline = time.monotonic() + wait
+        body = bytearray()
+        try:
+            if response.is_redirect:
+                raise requests.exceptions.InvalidURL(
+                    f"the collector redirects ({response.status_code})"
+                )
+            while chunk := response.raw.read1(4096):
+                body += chunk
+                if len(body) > MAX_REPLY_BYTES:
+                    raise requests.exceptions.ContentDecodingError(
+                        f"the collector's reply is larger than {MAX_REPLY_BYTES} bytes"
+                    )
+                if time.monotonic() > deadline:
+                    raise requests.exceptions.ReadTimeout(
+                        f"the collector's reply took longer than {wait} s"
+                    )
+        except BaseException:
+            response.close()
+            raise
+        response.raw = io.BytesIO(bytes(body))
+        return response
 
 
 def failed(what: str, error: BaseException) -> None:
@@ -99,7 +151,11 @@ def otlp_provider(url: str | None, service: str) -> TracerProvider:
     if str(resource.attributes.get(SERVICE_NAME, "")).startswith("unknown_service"):
         resource = resource.merge(Resource({SERVICE_NAME: service}))
     provider = TracerProvider(resource=resource)
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
+    session = requests.Session()
+    session.mount("http://", _BoundedReplies())
+    session.mount("https://", _BoundedReplies())
+    exporter = OTLPSpanExporter(endpoint=endpoint, session=session)
+    provider.add_span_processor(BatchSpanProcessor(exporter))
     return provider
 
 

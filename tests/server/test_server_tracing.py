@@ -230,7 +230,8 @@ def test_a_collector_that_is_down_costs_a_turn_nothing(tmp_path: Path) -> None:
 
 
 @pytest.mark.e2e
-def test_sigterm_sends_the_spans_still_queued(tmp_path: Path) -> None:
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_sends_the_spans_still_queued(tmp_path: Path, stop: signal.Signals) -> None:
     """The provider shuts down at the lifespan's shutdown, before uvicorn re-raises the
     signal: the spans of a schedule delay never reached are sent all the same."""
     (tmp_path / "pin_agent.py").write_text(PIN_AGENT)
@@ -250,7 +251,7 @@ def test_sigterm_sends_the_spans_still_queued(tmp_path: Path) -> None:
             for _ in range(3):
                 assert http.post(f"/evals/sessions/{session}/turns", json={"message": "go"})
             assert bodies == []
-            served.send_signal(signal.SIGTERM)
+            served.send_signal(stop)
             served.communicate(timeout=20)
         names = [span["name"] for span in received_spans(bodies)]
     assert sorted(names) == sorted(["invoke_agent agent", "chat", "chat", "execute_tool ping"] * 3)
