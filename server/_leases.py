@@ -14,6 +14,12 @@ Rules:
   store that is down is logged and tried again a third of the lease later.
 - With any other store a lease lasts ``Limits.lease_seconds`` (the turn timeout + 5 s)
   and nobody renews it.
+- A call for the lease that the store failed to answer (503) may still run once a stalled
+  Redis resumes, for a request that is gone: its token is fenced (:meth:`Leases.fence`)
+  by a job that tries every quarter second, up to :data:`FENCE_FOR` seconds, until the
+  store answers. A lease it took is given back as never taken, and a call that lands
+  later takes none, so the session is not busy and the key not lost for a turn that
+  never ran.
 """
 
 from __future__ import annotations
@@ -28,6 +34,9 @@ from ._limits import Limits
 from .stores import LeaseRenewal, SessionStore, StoreUnavailable
 
 logger = logging.getLogger("evalport.server")
+
+FENCE_FOR = 60.0
+"""Seconds a fence is tried for before the lease is left to lapse (and logged)."""
 
 
 class Leases:
@@ -56,6 +65,11 @@ class Leases:
         if self._renewal is not None:
             return self._limits.lease_ttl
         return self._limits.lease_seconds
+
+    def fence(self, session_id: str, token: str) -> None:
+        """Fence ``token``, whose call for the lease failed (see the module's rules)."""
+        if self._renewal is not None:
+            self._jobs.start(_fence(self._renewal, session_id, token))
 
     def keep(self, session_id: str, token: str) -> LeaseKeeper | None:
         """Keep the lease that ``token`` just took, if the store renews leases."""
@@ -150,3 +164,21 @@ async def quietly(work: Awaitable[None]) -> None:
         await work
     except StoreUnavailable as error:
         logger.warning("could not release a lease: %s", error.detail)
+
+
+async def _fence(store: LeaseRenewal, session_id: str, token: str) -> None:
+    loop = asyncio.get_running_loop()
+    until = loop.time() + FENCE_FOR
+    while True:
+        try:
+            await store.fence(session_id, token)
+            return
+        except StoreUnavailable:
+            if loop.time() > until:
+                logger.warning(
+                    "session %s: the store stayed unavailable, so a lease its failed call "
+                    "may have taken lapses on its own",
+                    session_id,
+                )
+                return
+            await asyncio.sleep(0.25)

@@ -108,6 +108,7 @@ from .stores import (
     Lease,
     SessionStore,
     StoredSession,
+    StoreUnavailable,
     new_version,
 )
 
@@ -252,7 +253,11 @@ class TurnRunner:
             keep=self._limits.idempotency_keys,
             seen=self._live.seen(session_id).version,
         )
-        start = await self._store.begin_turn(begin)
+        try:
+            start = await self._store.begin_turn(begin)
+        except StoreUnavailable:
+            self._leases.fence(session_id, begin.token)  # the call may still run later
+            raise
         if start.same_key:  # the first attempt of this key runs on another replica
             start = await self.waiter.wait(begin, start)
         if start.replay is not None:

@@ -266,3 +266,9 @@ class LeaseRenewal(Protocol):
         """Make the lease end ``lease`` seconds from now if ``token`` still holds it
         (atomically); ``False``, changing nothing, if it expired or another holds it."""
         ...
+
+    async def fence(self, session_id: str, token: str) -> None:
+        """``token`` asked for the lease and the store failed to answer (a stalled Redis
+        may still run the call later): give the lease back if ``token`` took it, as if
+        never taken, and refuse it to ``token`` from now on (atomically)."""
+        ...

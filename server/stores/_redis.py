@@ -194,6 +194,7 @@ class RedisStore:
         self._delete = register(lua.DELETE)
         self._acquire = register(lua.ACQUIRE)
         self._release = register(lua.RELEASE)
+        self._fence = register(lua.FENCE)
         self._renew = register(lua.RENEW)
         self._get_result = register(lua.GET_RESULT)
         self._begin_turn = register(lua.BEGIN_TURN)
@@ -327,6 +328,9 @@ class RedisStore:
 
     async def renew(self, session_id: str, token: str, *, lease: float) -> bool:
         return bool(await self._run(self._renew, self._keys(session_id), token, _ms(lease)))
+
+    async def fence(self, session_id: str, token: str) -> None:
+        await self._run(self._fence, self._keys(session_id), token)
 
     async def get_result(self, session_id: str, key: str) -> bytes | None:
         s, _, r, _ = self._keys(session_id)

@@ -120,7 +120,13 @@ local function settle(token)
   end
   redis.call('HDEL', s, 'holder', 'holder_key', 'holder_lost', 'holder_keep')
 end
+local function fenced(token)
+  -- a token whose call was given up for lost (FENCE): it takes no lease, however late
+  local list = redis.call('HGET', s, 'fenced')
+  return list and string.find(' ' .. list .. ' ', ' ' .. token .. ' ', 1, true) ~= nil
+end
 local function take_lease(token, lease, ttl)
+  if fenced(token) then return 'busy' end
   local holder = redis.call('GET', l)
   if holder and holder ~= token then return 'busy' end
   if not holder then settle(token) end
@@ -278,6 +284,25 @@ local idle = tonumber(redis.call('HGET', s, 'idle'))
 if idle and idle - now > ms then ms = idle - now end
 expire_in(ms)
 return 1
+"""
+)
+
+# ARGV: token, whose begin (or acquire) failed on the store's side: the call may have
+# run, or may still run once a stalled Redis resumes, for a request that is gone. Gives
+# its lease back if it took one (recording no turn-lost: the turn never ran) and fences
+# it, so that a call that lands later takes nothing (the session's last 8 such tokens).
+FENCE: Final = (
+    _FREES
+    + _SESSION
+    + """
+if redis.call('EXISTS', s) == 0 then return 0 end
+local released = release(ARGV[1])
+local kept = {}
+for t in string.gmatch(redis.call('HGET', s, 'fenced') or '', '%S+') do kept[#kept + 1] = t end
+kept[#kept + 1] = ARGV[1]
+while #kept > 8 do table.remove(kept, 1) end
+redis.call('HSET', s, 'fenced', table.concat(kept, ' '))
+return released
 """
 )
 
