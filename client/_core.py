@@ -38,6 +38,7 @@ from ._config import TRACE_POLICIES as TRACE_POLICIES
 from ._config import ConfigError as ConfigError
 from ._config import Settings as Settings
 from ._config import load_settings as load_settings
+from ._errors import NOT_HERE as NOT_HERE
 from ._errors import Secrets as Secrets
 from ._handles import AssertionHandle as AssertionHandle
 from ._handles import Expectation as Expectation

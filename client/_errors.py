@@ -126,6 +126,13 @@ def _said(problem: Problem | None, excerpt: str) -> str:
     return "; ".join(parts) or "no detail"
 
 
+NOT_HERE: Final = (
+    "the server answered, but the evalport protocol is not at this path: a mounted "
+    "adapter's address includes its prefix (for example http://HOST:PORT/agent)"
+)
+"""Why a 404 from a route of the protocol (``/health``) names the mount prefix."""
+
+
 def _where(location: str | None) -> str:
     if not location:
         return "an address it did not give"
@@ -184,7 +191,7 @@ def error_for(
                 **fields,
             )
         return RequestRejected(
-            scrub(f"{head}: no such route ({said}); is base_url the adapter's address?"),
+            scrub(f"{head} ({said}): {NOT_HERE}"),
             **fields,
         )
     if status == 409:

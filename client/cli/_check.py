@@ -71,7 +71,15 @@ from evalport.protocol import (
     decode_run,
 )
 
-from .._core import EXIT_FAILED, EXIT_OK, EXIT_UNREACHABLE, ConfigError, Settings, fail
+from .._core import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_UNREACHABLE,
+    NOT_HERE,
+    ConfigError,
+    Settings,
+    fail,
+)
 from ._check_answers import CheckFailed, expect, problem, validate_run
 from ._check_capabilities import content_parts, delta, interrupts
 from ._targets import add_server_options, read_token, token_refused, without_credentials
@@ -149,6 +157,8 @@ class _Checker:
                     bool(self.token),
                 )
             )
+        if response.status_code == 404:
+            raise CheckFailed(f"HTTP 404: {NOT_HERE}")
         if response.status_code != 200:
             raise CheckFailed(f"HTTP {response.status_code}: {response.text[:200]}")
         body = response.json()

@@ -34,6 +34,7 @@ from evalport.protocol import (
     DEFAULT_TOKEN_ENV,
     AuthFailed,
     ProtocolError,
+    RequestRejected,
     TargetError,
     TargetUnavailable,
 )
@@ -154,8 +155,10 @@ class PreparedTarget:
             raise ConfigError(f"{refused} ({error})") from None
         except ProtocolError as error:
             raise ConfigError(f"{self.url} does not speak the evalport protocol: {error}") from None
+        except RequestRejected as error:  # the server answered: not a network fault
+            raise ConfigError(f"{self.url} is not the adapter's address: {error}") from None
         except TargetError as error:
-            raise TargetUnreachable(f"{self.url}/health failed: {error}") from None
+            raise TargetUnreachable(f"{self.url.rstrip('/')}/health failed: {error}") from None
 
     async def aclose(self) -> None:
         await self.target.aclose()

@@ -259,3 +259,28 @@ def test_attach_evaluates_an_existing_session_over_http(project, monkeypatch, ca
                 return (await target.attach(session_id)).run.turns
 
         assert asyncio.run(still_there()) == 1  # attached, inspected, never deleted
+
+
+def test_a_target_without_the_mount_prefix_says_so_and_exits_2(project, capsys):
+    """The server answered 404 on /health: not unreachable (exit 3) but the wrong path,
+    and the message names the prefix a mounted adapter's address includes."""
+    import sys
+
+    from support.servers import running_process
+
+    port = free_port()
+    root = Path(__file__).resolve().parents[3]
+    serve = [sys.executable, "-m", "evalport.protocol._cli", "serve"]
+    serve += [str(root / "examples" / "support_agent.py") + ":agent", "--port", str(port)]
+    serve += ["--prefix", "/agent", "--insecure-no-auth"]
+    health = f"http://127.0.0.1:{port}/agent/health"
+    with running_process(serve, health_url=health, env={"EVALPORT_TOKEN": ""}):
+        url = f"http://127.0.0.1:{port}"
+        assert main(["run", "--target", url, "--exclude-tag", "broken"]) == 2
+        err = capsys.readouterr().err
+        assert f"{url}/ is not the adapter's address" in err and "//health" not in err
+        assert "includes its prefix (for example http://HOST:PORT/agent)" in err
+        assert main(["check", url]) != 0
+        out = capsys.readouterr().out
+        assert "HTTP 404: the server answered, but the evalport protocol is not at this path" in out
+        assert main(["run", "--target", url + "/agent", "--exclude-tag", "broken"]) == 0

@@ -235,8 +235,10 @@ async def test_unknown_route_is_not_a_missing_session(
     target: HttpTarget, mock: respx.MockRouter
 ) -> None:
     mock.get("health").respond(404, text="no such page")
-    with pytest.raises(RequestRejected, match="is base_url the adapter's address"):
+    with pytest.raises(RequestRejected, match="answered 404") as raised:
         await target.open()
+    assert "the evalport protocol is not at this path" in str(raised.value)
+    assert "includes its prefix (for example http://HOST:PORT/agent)" in str(raised.value)
 
 
 async def test_protocol_error_names_the_field_and_redacts_the_excerpt(
