@@ -17,6 +17,8 @@ Rules:
   ``rediss://`` (TLS), ``redis+sentinel://HOST:PORT/SERVICE``, ``redis+cluster://HOST:PORT``
   (the forms: :mod:`evalport.protocol._redis_url`). A bad URL is exit 2, and so is a
   Redis whose ``maxmemory-policy`` evicts keys, unless ``--allow-eviction``.
+- ``--trace-policy safe|verbatim`` redacts every run before it leaves the service
+  (``EvalAdapter(policy=...)``); without it runs leave as the agent recorded them.
 - ``--allow-faults`` lets new sessions carry tool faults (``faults`` capability); off by
   default, so a deployed service injects nothing unless told to.
 - ``--otlp URL`` exports each turn as OpenTelemetry spans to that collector
@@ -44,7 +46,7 @@ from types import FrameType
 from typing import Final
 
 import uvicorn
-from evalport.protocol import DEFAULT_TOKEN_ENV
+from evalport.protocol import DEFAULT_TOKEN_ENV, TracePolicy
 from evalport.protocol._extras import MissingExtraError, require
 from evalport.protocol._loopback import is_loopback
 from evalport.protocol.runtime import load_object
@@ -138,6 +140,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "live sessions once full; by default serve refuses to start)",
     )
     parser.add_argument(
+        "--trace-policy",
+        choices=("safe", "verbatim"),
+        default=None,
+        help="redact every run before it leaves the service: safe digests tool payloads, "
+        "verbatim keeps them (default: none, runs leave as the agent recorded them)",
+    )
+    parser.add_argument(
         "--allow-faults",
         action="store_true",
         help="accept tool faults in new sessions (for eval deployments; off by default)",
@@ -197,6 +206,9 @@ def limits_from(args: argparse.Namespace) -> Limits:
         raise ValueError(text.replace(field, option, 1) if option else text) from None
 
 
+_POLICIES: Final = {"safe": TracePolicy.safe, "verbatim": TracePolicy.verbatim}
+
+
 def _fail(message: str) -> int:
     print(f"evalport serve: {message}", file=sys.stderr)
     return 2
@@ -241,6 +253,7 @@ def main(args: argparse.Namespace) -> int:
                 store=args.store,
                 faults=args.allow_faults,
                 tracing=provider or False,
+                policy=_POLICIES[args.trace_policy]() if args.trace_policy else None,
             )
 
         closing = provider.shutdown if provider is not None else None
