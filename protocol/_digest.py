@@ -13,9 +13,12 @@ Format (shared with Instructor's ``EvalTracePolicy::safe()``, byte for byte)::
   in key order. For strings, integers, booleans, null and maps with sorted keys and no
   integral float (Instructor's test vectors among them) this is Instructor's compact JSON
   byte for byte.
-- Matching (:func:`matches_digest`) compares hashes; a plain value also matches the hash of
-  its compact JSON as written, so digests made before the canonical form (or by
-  Instructor) still match the values they were made from. Two plain values match when
+- Matching (:func:`matches_digest`) compares hashes; a plain value also matches the
+  hashes of the other ways an implementation writes the same value, in nested values
+  too: keys as written or sorted, and numbers of integral value as integers (PHP's
+  ``json_encode`` writes ``0.0`` as ``0``) or with ``.0`` (``42`` as ``42.0``). So a
+  digest made before the canonical form, by Instructor, or by a server written elsewhere
+  still matches the value it was made from. Two plain values match when
   they are the same JSON value (:func:`json_equal`): the rule a digest's hash follows, so
   a verdict is the same on a run seen verbatim and on a digested one.
 - The preview is the value's *shape* encoded the same way: a string becomes
@@ -148,17 +151,26 @@ def digest(value: Any, preview_bytes: int = DEFAULT_PREVIEW_BYTES) -> Any:
     }
 
 
-def _hashes(value: Any) -> tuple[str, ...]:
-    """The hashes a digest of ``value`` may carry: of its canonical JSON, and of its
-    compact JSON as written (a digest made before the canonical form, or by Instructor)."""
-    canonical = canonical_json(value)
+def _with_fractions(value: Any) -> Any:
+    """Parsed JSON with every number of integral value as a float (written ``42.0``)."""
+    kind = type(value)
+    if kind is int and abs(value) < 2**53:
+        return float(value)
+    if kind is list:
+        return [_with_fractions(item) for item in value]
+    if kind is dict:
+        return {key: _with_fractions(item) for key, item in value.items()}
+    return value
+
+
+def _hashes(value: Any) -> set[str]:
+    """The hashes a digest of ``value`` may carry (see the module's rules on matching)."""
     try:
-        written = compact_json(value)
+        parsed = json.loads(compact_json(value))
     except (TypeError, ValueError):
-        written = canonical
-    if written == canonical:
-        return (_hash(canonical),)
-    return (_hash(canonical), _hash(written))
+        return {_hash(canonical_json(value))}
+    numbers = (parsed, _integral(parsed), _with_fractions(parsed))
+    return {_hash(_dumps(form, sort_keys=order)) for form in numbers for order in (False, True)}
 
 
 def matches_digest(value: Any, recorded: Any) -> bool:

@@ -265,3 +265,48 @@ def test_a_digest_made_over_the_written_json_still_matches() -> None:
 def test_canonical_json_of_instructor_vectors_is_their_compact_json() -> None:
     for value in ({"id": "A1049"}, "found A1049", {"card": "SECRET-4111111111111111"}):
         assert canonical_json(value) == compact_json(value)
+
+
+def _digest_of(text: str) -> dict[str, object]:
+    """A digest as another implementation makes it: sha256 of the JSON text it wrote."""
+    data = text.encode()
+    return {
+        "hash": "sha256:" + hashlib.sha256(data).hexdigest(),
+        "bytes": len(data),
+        "preview": "?",
+    }
+
+
+@pytest.mark.parametrize(
+    ("value", "written"),
+    [
+        # PHP's json_encode: keys in the order given, an integral float as an integer
+        ({"refunded": 24.5, "refundable_left": 0.0}, '{"refunded":24.5,"refundable_left":0}'),
+        ({"total": 349.0}, '{"total":349}'),
+        ({"b": 1, "a": [2.0, {"d": 3.0, "c": "x"}]}, '{"b":1,"a":[2,{"d":3,"c":"x"}]}'),
+        # keys sorted (a canonical writer), integral numbers kept as written
+        ({"b": 1, "a": 2}, '{"a":2,"b":1}'),
+        # a server that writes every number as a float: 42 in the eval, 42.0 on the wire
+        (42, "42.0"),
+        ({"qty": 2, "items": [1, 2]}, '{"qty":2.0,"items":[1.0,2.0]}'),
+        ({"qty": 2, "items": [1, 2]}, '{"items":[1.0,2.0],"qty":2.0}'),
+    ],
+)
+def test_digests_other_implementations_make_of_the_same_value_match(
+    value: object, written: str
+) -> None:
+    assert matches_digest(value, _digest_of(written))
+    assert matches_digest(_digest_of(written), value)
+
+
+@pytest.mark.parametrize(
+    ("value", "written"),
+    [
+        ({"refunded": 24.5, "refundable_left": 0.5}, '{"refunded":24.5,"refundable_left":0}'),
+        (43, "42.0"),
+        ({"a": "1"}, '{"a":1}'),
+        ([1, 2], "[2,1]"),
+    ],
+)
+def test_another_value_never_matches(value: object, written: str) -> None:
+    assert not matches_digest(value, _digest_of(written))
