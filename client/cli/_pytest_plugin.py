@@ -2,10 +2,15 @@
 
 Rules:
 
-- Options (or ini keys of the same name without dashes): ``--evalport-target URL`` or
-  ``--evalport-local module:attr`` names the agent; ``--evalport-token-env VAR`` (default
-  ``EVALPORT_TOKEN``) names the variable holding the bearer token. A test that asks for a
-  fixture while no target is configured is **skipped** with a message saying what to pass.
+- The target is what ``evalport run`` reads: ``target``, ``local`` and ``token-env`` (and
+  the timeouts) under ``[tool.evalport]`` of the project's ``pyproject.toml`` (found from
+  pytest's root folder, ``local`` resolved beside it), overridden by the options
+  ``--evalport-target URL``, ``--evalport-local module:attr`` and ``--evalport-token-env
+  VAR``, or by the ini keys of the same names without dashes (``evalport_target``,
+  ``evalport_local``, ``evalport_token_env``). Without a token variable named,
+  ``EVALPORT_TOKEN`` is used when set. A test that asks for a fixture while no target is
+  configured **fails** with one line naming the settings: never a skip, so a CI run with
+  nothing configured is never green.
 - ``evalport_target`` is the target; ``evalport`` is an :class:`~evalport.client.EvalContext`
   on a fresh session of that target, the context eval cases receive: ``await
   evalport.send(...)``, then the same assertion methods. Both are for ``async def`` tests.
@@ -232,21 +237,30 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
 
 @pytest.fixture
 def evalport_target(request: pytest.FixtureRequest) -> Any:
-    """The configured target; the test is skipped when none is configured."""
-    from .._core import ConfigError, Settings
+    """The configured target; the test fails, naming the settings, when none is."""
+    from .._core import ConfigError, load_settings
     from ._targets import build_target
 
     config = request.config
-    url, local = _setting(config, "target"), _setting(config, "local")
-    if not url and not local:
-        pytest.skip(
-            "no evalport target: pass --evalport-target URL or --evalport-local module:attr"
-        )
-    token_env = _setting(config, "token_env")
-    if token_env is None and os.environ.get(DEFAULT_TOKEN_ENV):
-        token_env = DEFAULT_TOKEN_ENV  # else: a server without auth (loopback)
     try:
-        return _PendingTarget(build_target(Settings(target=url, local=local, token_env=token_env)))
+        settings = load_settings(config.rootpath)
+    except ConfigError as error:
+        pytest.fail(f"evalport: {error}", pytrace=False)
+    url, local = _setting(config, "target"), _setting(config, "local")
+    if url or local:  # an option or an ini key overrides the project's target
+        settings.target, settings.local = url, local
+    settings.token_env = _setting(config, "token_env") or settings.token_env
+    if not settings.target and not settings.local:
+        pytest.fail(
+            "evalport: no target: set target (a URL) or local (module:attr) under "
+            "[tool.evalport] in pyproject.toml, or pass --evalport-target URL or "
+            "--evalport-local module:attr",
+            pytrace=False,
+        )
+    if settings.token_env is None and os.environ.get(DEFAULT_TOKEN_ENV):
+        settings.token_env = DEFAULT_TOKEN_ENV  # else: a server without auth (loopback)
+    try:
+        return _PendingTarget(build_target(settings))
     except ConfigError as error:
         pytest.fail(f"evalport: {error}", pytrace=False)
 

@@ -80,10 +80,27 @@ def test_plugin_runs_evals_against_a_live_server(tmp_path):
     assert "not reached" not in output
 
 
-def test_without_a_target_the_eval_tests_are_skipped(tmp_path):
-    done = run_pytest(tmp_path, "-rs")
-    assert "4 skipped" in done.stdout, done.stdout + done.stderr
-    assert "pass --evalport-target URL or --evalport-local module:attr" in done.stdout
+def test_without_a_target_the_eval_tests_fail_naming_the_settings(tmp_path):
+    done = run_pytest(tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "4 errors" in done.stdout, done.stdout + done.stderr  # at setup: not one skip
+    assert (
+        "evalport: no target: set target (a URL) or local (module:attr) under "
+        "[tool.evalport] in pyproject.toml, or pass --evalport-target URL or "
+        "--evalport-local module:attr"
+    ) in done.stdout
+
+
+def test_the_target_comes_from_tool_evalport_as_evalport_init_writes_it(tmp_path):
+    (tmp_path / "pyproject.toml").write_text(
+        f'[tool.evalport]\nlocal = "{(ROOT / "examples" / "support_agent.py").as_posix()}:agent"\n'
+    )
+    done = run_pytest(tmp_path)
+    output = done.stdout + done.stderr
+    assert "2 failed, 2 passed in" in output, output  # as against the served agent
+    assert "FAILED test_agent_evals.py::test_wrong_expectation_fails" in output
+    ini = run_pytest(tmp_path, "-o", "evalport_target=http://127.0.0.1:1")  # the ini key wins
+    assert "127.0.0.1:1" in ini.stdout + ini.stderr and "2 passed" not in ini.stdout
 
 
 JUDGED = """
