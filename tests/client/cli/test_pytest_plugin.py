@@ -147,3 +147,24 @@ def test_the_judge_comes_from_pyproject(tmp_path):
     assert len(chat.requests) == 1, output
     assert "1 failed in" in output and "1 error" not in output, output  # the test fails
     assert "helpfulness" in output and "(score 0.50)" in output
+
+
+def test_every_option_and_ini_key_of_the_plugin_is_in_the_docs():
+    from evalport.client.cli import _pytest_plugin
+
+    names: list[str] = []
+
+    class Collect:
+        def getgroup(self, *args, **kwargs):
+            return self
+
+        def addoption(self, name, **kwargs):
+            names.append(name)
+
+        def addini(self, name, *args, **kwargs):
+            names.append(name)
+
+    _pytest_plugin.pytest_addoption(Collect())
+    page = (ROOT / "docs" / "ci.md").read_text()
+    assert len(names) == 6
+    assert [name for name in names if f"`{name}" not in page] == []
