@@ -9,16 +9,19 @@ Rules:
 - Reporters see redacted runs only: the targets redact every run before the runner does.
 - A reporter that raises never stops the run or the other reporters; its error is kept in
   :attr:`Reporters.errors` and shown at the end.
-- A custom reporter is named ``"package.module:Name"``; ``Name`` is a class or a factory,
-  called with the keyword arguments given next to it in configuration.
+- A custom reporter is named ``"package.module:Name"`` (or ``path/to/file.py:Name``),
+  resolved as ``--local`` is: a module from the folder the run starts in, no
+  ``PYTHONPATH`` needed; ``Name`` is a class or a factory, called with the keyword
+  arguments given next to it in configuration.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from evalport.protocol.runtime import load_object
 
 from .._core import CaseResult, ConfigError, TrialResult
 from ._summary import CaseSummary, Provenance, RunSummary
@@ -109,14 +112,12 @@ def load_reporter(spec: str | Mapping[str, Any]) -> object:
             f"reporter {spec!r}: name it as 'package.module:Name' "
             "(a string, or a table with use = 'package.module:Name')"
         )
-    module_name, _, attribute = target.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as error:
-        raise ConfigError(f"reporter {target!r}: cannot import {module_name!r}: {error}") from None
-    factory = getattr(module, attribute, None)
-    if factory is None or not callable(factory):
-        raise ConfigError(f"reporter {target!r}: {module_name} has no callable {attribute!r}")
+    try:  # resolved as --local is: a module from the folder run in, or a file's path
+        factory = load_object(target)
+    except (ValueError, ImportError) as error:
+        raise ConfigError(f"reporter {target!r}: {error}") from None
+    if not callable(factory):
+        raise ConfigError(f"reporter {target!r}: {target.partition(':')[2]!r} is not callable")
     try:
         reporter = factory(**options)
     except TypeError as error:

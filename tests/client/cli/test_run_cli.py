@@ -284,3 +284,25 @@ def test_a_target_without_the_mount_prefix_says_so_and_exits_2(project, capsys):
         out = capsys.readouterr().out
         assert "HTTP 404: the server answered, but the evalport protocol is not at this path" in out
         assert main(["run", "--target", url + "/agent", "--exclude-tag", "broken"]) == 0
+
+
+def test_a_reporter_of_the_project_folder_needs_no_pythonpath(project):
+    """`evalport` (the console script, whose sys.path does not hold the folder it runs in)
+    finds the reporter module beside pyproject.toml, as it finds --local's module."""
+    import os
+    import subprocess
+    import sys
+
+    evalport = Path(sys.executable).with_name("evalport")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run(
+        [str(evalport), "run", "--exclude-tag", "broken"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads((project / "counted.json").read_text())
