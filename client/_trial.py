@@ -185,6 +185,8 @@ async def run_trial(
             except Exception as exc:
                 kind, text, trace = _describe(exc)
                 error = error or (kind, f"resolving an expectation failed: {text}", trace)
+        if error is None and skip_reason is None:
+            error = _left_pending(ctx)
         run = _plain(ctx)
     finally:
         await _close(ctx)
@@ -215,6 +217,26 @@ async def _open(case: Case, target: Target) -> Session:
         inner = getattr(inner, "inner", None)
     policy = inner.policy if inner is not None else None
     return LoggedSession(case.conversation, read_conversation(case.conversation, policy))
+
+
+def _left_pending(ctx: EvalContext) -> tuple[str, str, None] | None:
+    """An error when the case ended with approvals or interrupts nothing answered: silence
+    is never consent."""
+    try:
+        run = ctx.run
+    except Exception:  # no session, or one that cannot report its run
+        return None
+    waiting = [f"approval of {pending.tool}" for pending in run.pending_approvals]
+    waiting += [f"interrupt {pending.kind or pending.id}" for pending in run.pending_interrupts]
+    if not waiting:
+        return None
+    return (
+        "LeftPending",
+        f"the case ended with {', '.join(waiting)} still pending and nothing decided: "
+        "silence is never consent; give the case an approval_policy (or interrupt_policy), "
+        "or answer them in the case",
+        None,
+    )
 
 
 def _plain(ctx: EvalContext) -> RunData | None:

@@ -179,3 +179,22 @@ async def test_a_case_declares_its_interrupt_policy(target: Target) -> None:
 
     policy = answer_by_kind({"choice": "S"})
     passed(await trial(target, case, interrupt_policy=policy, messages=["shirt", "plain"]))
+
+
+@pytest.mark.parametrize(
+    ("message", "pending"), [("shirt", "interrupt choice"), ("both", "approval of refund")]
+)
+async def test_a_case_that_leaves_a_question_unanswered_is_an_error(
+    target: Target, message: str, pending: str
+) -> None:
+    """Silence is never consent: an interrupt or an approval nothing answered is an error
+    naming it, even when every assertion passed (it passed with the run suspended)."""
+
+    async def case(ctx: EvalContext) -> None:
+        await ctx.send(message)
+        ctx.contains("")  # an assertion that holds
+
+    result = await trial(target, case)
+    assert result.verdict == Verdict.ERROR, result.verdict
+    assert result.error_type == "LeftPending"
+    assert pending in (result.error or "") and "silence is never consent" in (result.error or "")
