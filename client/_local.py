@@ -7,6 +7,9 @@ Rules:
   adapter. Each ``open`` starts a fresh session through the turn runtime
   (:class:`evalport.protocol.runtime.AgentSession`), so sessions never share state
   unless the agent shares it.
+- A turn's content parts take the path an HTTP turn's take (encoded and decoded as its
+  request is), so an ``ImagePart`` whose ``data`` is base64 text reaches the agent as
+  bytes, and a malformed part is :class:`RequestRejected` as the server's 422 is.
 - Every run takes the path an HTTP run takes: without its framework state (as the
   server sends it: :func:`~evalport.protocol.runtime.without_framework_state`), encoded
   as the server encodes it, decoded leniently as :class:`~evalport.client.HttpTarget`
@@ -42,6 +45,7 @@ from evalport.protocol import (
     AgentRun,
     ContentPart,
     ProblemType,
+    RequestError,
     RequestRejected,
     RunEnvelope,
     SessionNotFound,
@@ -50,6 +54,7 @@ from evalport.protocol import (
     TracePolicy,
     TurnRequest,
     TurnTimedOut,
+    decode_request,
     decode_run,
     encode,
 )
@@ -269,6 +274,17 @@ class LocalSession(SessionBase["LocalTarget"]):
         the turn or suspended it."""
         target = self._target
         live = _live(self._sessions, self._id)
+        if parts:  # the wire's path: base64 text becomes bytes, a bad part is a 422
+            try:
+                sent = encode(TurnRequest(message=message, parts=list(parts)))
+                request = decode_request(sent, TurnRequest)
+            except RequestError as error:
+                raise RequestRejected(
+                    f"session {self._id!r}: {error}",
+                    problem_type=error.problem_type,
+                    detail=str(error),
+                ) from None
+            parts = request.parts or ()
         try:
             run = await live.send(message, parts=parts, timeout=target.turn_timeout)
         except _RUNTIME_ERRORS as error:

@@ -101,6 +101,7 @@ class AgentSession:
         "_ctx",
         "_deadline",
         "_ended",
+        "_failure",
         "_handler",
         "_held",
         "_history",
@@ -146,6 +147,7 @@ class AgentSession:
         self._timer: asyncio.TimerHandle | None = None
         self._ctx: TurnContext | None = None
         self._checkpoint: asyncio.Future[str] | None = None
+        self._failure: BaseException | None = None
         self._suspending: asyncio.Task[None] | None = None  # see :meth:`register`
         self._ended = False  # whether the latest turn's task has settled the session
         self._timing_out: asyncio.Task[TurnTimedOut] | None = None
@@ -286,8 +288,11 @@ class AgentSession:
         self._timeout = timeout
         loop = asyncio.get_running_loop()
         self._deadline = None if timeout is None else loop.time() + timeout
+        self._failure = None
         task = start_task(self._turn(message, parts))
         if self._ended:  # (started eagerly, 3.12+: a turn that never waits is over)
+            if self._failure is not None:
+                return raising(self._failure)
             if self._overran:
                 return raising(turn_timed_out(timeout or 0.0, self._park()))
             return ready(self._park())
@@ -389,6 +394,8 @@ class AgentSession:
                     timer.cancel()
         if outcome == _TIMED_OUT and self._task is not None:
             return await self._timed_out(self._task, timeout or 0.0)
+        if outcome == _DONE and self._failure is not None:
+            raise self._failure  # the runtime failed, not the agent: the caller sees it
         if outcome == _DONE and self._overran:
             raise turn_timed_out(self._timeout or 0.0, self._park())
         if outcome == _SUSPENDED:
@@ -508,6 +515,9 @@ class AgentSession:
                     complete(ctx, self._history, reply, self._usage_before)
             TurnControl(ctx).close()
             completed = True
+        except Exception as error:  # the runtime's own (a bad part): handed to the caller
+            self.run.sync_turn(self._usage_before)
+            self._failure = error
         except BaseException:
             self.run.sync_turn(self._usage_before)
             raise

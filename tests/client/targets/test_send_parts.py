@@ -276,3 +276,39 @@ def test_the_bytes_reach_no_report_or_cache_file(tmp_path: Path, monkeypatch: An
     leaked = [p for p in written if MARKER in p.read_bytes() or b64[:40] in p.read_bytes()]
     assert leaked == []
     assert any(hashlib.sha256(PNG).hexdigest().encode() in p.read_bytes() for p in written)
+
+
+async def seen_data(message: str, history: list[Any], ctx: TurnContext) -> str:
+    images = [part for part in ctx.parts if isinstance(part, ImagePart)]
+    return " ".join(f"{type(part.data).__name__}:{part.data!r}" for part in images)
+
+
+async def test_base64_text_data_reaches_a_local_agent_as_bytes_as_over_http() -> None:
+    """An ImagePart built with base64 text: over HTTP the wire made it bytes, in-process it
+    failed inside the runtime, was swallowed, and the turn came back pending and empty."""
+    part = ImagePart(data=base64.b64encode(b"\x89PNG-bytes").decode(), media_type="image/png")
+    adapter = EvalAdapter(seen_data, token="parts-token-0123456789")
+    replies = []
+    for target in (
+        LocalTarget(seen_data),
+        HttpTarget(
+            "http://agent.test",
+            token="parts-token-0123456789",
+            transport=httpx.ASGITransport(app=adapter.app()),
+        ),
+    ):
+        async with target:
+            session = await target.open()
+            replies.append((await session.send("look", parts=[part])).reply)
+    await adapter.aclose()
+    assert replies == ["bytes:b'\\x89PNG-bytes'"] * 2
+
+
+async def test_a_failure_of_the_runtime_itself_reaches_the_caller() -> None:
+    """Not the agent's failure (a failed run) but the runtime's: the send raises it."""
+    from evalport.protocol.runtime import AgentSession, SessionInfo, session_factory
+
+    info = SessionInfo(session_id="s1")
+    session = AgentSession(await session_factory(seen_data)(info), info)
+    with pytest.raises(TypeError):
+        await session.send("look", parts=[ImagePart(data="not bytes", media_type="image/png")])
