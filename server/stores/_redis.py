@@ -302,8 +302,12 @@ class RedisStore:
         return policy.decode() if isinstance(policy, bytes) else policy
 
     async def _vanished(self, session_id: str) -> None:
-        """Log a session that is missing while the index still gives it time: evicted."""
-        due = await self._call(lambda: self._redis.zscore(self._index[0], session_id))
+        """Log a session that is missing while the index still gives it time: evicted. (Only
+        a log: a store that fails this check leaves the answer as it was.)"""
+        try:
+            due = await self._call(lambda: self._redis.zscore(self._index[0], session_id))
+        except StoreUnavailable:
+            return
         if due is not None and due > time.time() * 1000 + 1000:
             logger.warning(
                 "session %s vanished from Redis before its TTL: Redis evicted it; set "
