@@ -50,7 +50,7 @@ from ._conversation import (  # noqa: E402
     reject_all,
 )
 from ._datasets import Dataset, DatasetError, DatasetRow  # noqa: E402
-from ._discovery import DuplicateCaseError, LoadError, discover  # noqa: E402
+from ._discovery import DuplicateCaseError, LoadError, discover, eval_files  # noqa: E402
 from ._evaluator import Evaluator, evaluator_cases  # noqa: E402
 from ._handles import AssertionHandle, DeferredHandle, Expectation  # noqa: E402
 from ._http import HttpSession, HttpTarget  # noqa: E402
@@ -155,6 +155,7 @@ __all__ = [
     "decide_by_tool",
     "discover",
     "eval_case",
+    "eval_files",
     "evaluator_cases",
     "reject_all",
     "run_cases",

@@ -24,7 +24,7 @@ from evalport.protocol import is_digest
 
 HIDDEN = (
     "message hidden by the safe trace policy (run with --trace-policy verbatim to see it, "
-    "or find the error id in the agent's server log)"
+    "or find the error id in the agent's log: the server's, or stderr under --local)"
 )
 
 

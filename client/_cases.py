@@ -182,10 +182,28 @@ def eval_case(
                 f"case {name!r} evaluates logged conversations=, which already hold the "
                 "conversation: drop messages=, user= and dataset="
             )
+        _check_parameters(func, 1 if spec.dataset is None else 2)
         setattr(func, MARK, spec)
         return func
 
     return mark
+
+
+def _check_parameters(func: Callable[..., Any], count: int) -> None:
+    """A case takes ``(ctx)``, or ``(ctx, row)`` with a dataset: say so at once, at its
+    ``def``, rather than as a call error in every trial."""
+    try:
+        inspect.signature(func).bind(*range(count))
+    except ValueError:  # a signature Python cannot read: the call will tell
+        return
+    except TypeError:
+        wanted = "(ctx)" if count == 1 else "(ctx, row)"
+        name = getattr(func, "__qualname__", repr(func))
+        row = ", row being a row of its dataset" if count == 2 else ""
+        raise TypeError(
+            f"case {name} at {source_of(func)} must take {wanted}{row}: write "
+            f"'async def {getattr(func, '__name__', 'case')}{wanted}:'"
+        ) from None
 
 
 def _scripted(messages: Sequence[str] | None) -> tuple[str, ...]:

@@ -16,6 +16,7 @@ Rules:
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from typing import Any, Protocol, runtime_checkable
 
 from ._results import AssertionResult, Severity
@@ -76,6 +77,12 @@ class AssertionHandle:
 
     async def resolve(self) -> AssertionResult:
         return self._result
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        raise TypeError(
+            f"{self._result.name} is checked when it is made and returns no awaitable: "
+            "drop the 'await'"
+        )
 
 
 class DeferredHandle:

@@ -30,10 +30,14 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+import dis
+import functools
+import inspect
 import os
 import sysconfig
 import time
 import traceback
+import types
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -187,6 +191,8 @@ async def run_trial(
                 error = error or (kind, f"resolving an expectation failed: {text}", trace)
         if error is None and skip_reason is None:
             error = _left_pending(ctx)
+        if error is None and skip_reason is None and not results and not ctx.judge_records:
+            error = _asserted_nothing(case)
         run = _plain(ctx)
     finally:
         await _close(ctx)
@@ -237,6 +243,38 @@ def _left_pending(ctx: EvalContext) -> tuple[str, str, None] | None:
         "or answer them in the case",
         None,
     )
+
+
+def _asserted_nothing(case: Case) -> tuple[str, str, None] | None:
+    """An error when the case checked nothing: no assertion, expectation or judge, and no
+    ``assert`` statement in the case function (a green run means something was checked)."""
+    if _holds_assert(case.func):
+        return None
+    return (
+        "AssertedNothing",
+        f"{case.id} asserted nothing: it made no assertion and called no judge; check the "
+        "run (ctx.contains(...), ctx.called_tool(...), ctx.expect(...), a judge) or write "
+        "a plain assert in the case",
+        None,
+    )
+
+
+def _holds_assert(func: Any) -> bool:
+    """Whether the code of ``func`` (or of a function defined inside it) holds an
+    ``assert`` statement."""
+    while isinstance(func, functools.partial):
+        func = func.func
+    call = getattr(func, "__call__", None)  # noqa: B004 - a callable instance's method
+    code = getattr(inspect.unwrap(func), "__code__", None) or getattr(call, "__code__", None)
+    pending = [code] if isinstance(code, types.CodeType) else []
+    while pending:
+        code = pending.pop()
+        if "AssertionError" in code.co_names or any(  # pytest rewrites asserts to raise it
+            op.opname == "LOAD_ASSERTION_ERROR" for op in dis.get_instructions(code)
+        ):
+            return True
+        pending += [const for const in code.co_consts if isinstance(const, types.CodeType)]
+    return False
 
 
 def _plain(ctx: EvalContext) -> RunData | None:

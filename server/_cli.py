@@ -268,7 +268,8 @@ def main(args: argparse.Namespace) -> int:
     except (ValueError, TypeError, ImportError) as error:
         if provider is not None:
             provider.shutdown()
-        return _fail(str(error))
+        shape = isinstance(error, TypeError)  # not an agent: name it as the user wrote it
+        return _fail(f"{args.target}: {error}" if shape else str(error))
 
     grace = (limits.turn_timeout or 60.0) + 5.0
     auth = f"bearer token from ${args.token_env}" if token else "NO AUTH (loopback only)"

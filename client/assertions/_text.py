@@ -49,6 +49,11 @@ class _Affix(_Text):
     holds: Callable[[str, str], bool] = staticmethod(str.__contains__)
 
     def __init__(self, needle: str, *, case_sensitive: bool = True) -> None:
+        if not isinstance(needle, str):
+            raise TypeError(
+                f"{self.kind} looks for text, not {type(needle).__name__}: "
+                f"write {self.kind}({str(needle)!r})"
+            )
         self.needle = needle
         self.case_sensitive = case_sensitive
 
@@ -96,6 +101,8 @@ class _Needles(_Text):
         if isinstance(needles, str):
             raise TypeError(f"{self.kind} takes a list of strings, not one string")
         self.needles = list(needles)
+        if not all(isinstance(needle, str) for needle in self.needles):
+            raise TypeError(f"{self.kind} takes a list of strings: write each one in quotes")
         self.case_sensitive = case_sensitive
 
     def describe(self) -> str:

@@ -33,6 +33,7 @@ Rules:
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -104,6 +105,18 @@ def _seen(calls: Sequence[TrajectoryToolCall], limit: int = 5) -> str:
     return "[" + "; ".join(short(call.arguments) for call in calls[:limit]) + "]"
 
 
+def _called_instead(subject: Any, tool: str) -> str:
+    """What was called instead of ``tool``, a close name first ("did you mean")."""
+    names = list(dict.fromkeys(Trajectory.of(run_of(subject, "called_tool")).tool_names()))
+    if not names:
+        return "no tool was called"
+    close = difflib.get_close_matches(tool, names, n=1, cutoff=0.6)
+    if not close:
+        close = [name for name in names if tool in name or name in tool][:1]
+    said = f"did you mean {close[0]!r}? " if close else ""
+    return f"{said}tools called: {', '.join(names)}"
+
+
 class CalledTool(ToolCallsAssertion):
     kind = "called_tool"
 
@@ -149,7 +162,7 @@ class CalledTool(ToolCallsAssertion):
         if verdict:
             return self.result(True, "", **context)
         if not calls:
-            message = f"{self.tool!r} was never called"
+            message = f"{self.tool!r} was never called; {_called_instead(subject, self.tool)}"
         else:
             found = f"more than {count.high}" if matched == enough else str(matched)
             message = (

@@ -43,7 +43,7 @@ import inspect
 import os
 from collections.abc import Awaitable, Callable, Generator
 from contextlib import AsyncExitStack
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 from evalport.protocol import DEFAULT_TOKEN_ENV
@@ -52,6 +52,8 @@ if TYPE_CHECKING:
     from evalport.client import AssertionResult, EvalContext
 
     from ._targets import PreparedTarget
+
+T = TypeVar("T")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -76,6 +78,28 @@ def pytest_configure(config: pytest.Config) -> None:
 def _setting(config: pytest.Config, name: str) -> str | None:
     value = config.getoption(f"evalport_{name}") or config.getini(f"evalport_{name}")
     return str(value) if value else None
+
+
+def _configured(make: Callable[[], T]) -> T:
+    """``make()``, or the test fails with the configuration error's one line (raised
+    outside the ``except``, so pytest prints no chained copy of it)."""
+    from .._core import ConfigError
+
+    try:
+        return make()
+    except ConfigError as error:
+        problem = str(error)
+    pytest.fail(f"evalport: {problem}", pytrace=False)
+
+
+def _named(config: pytest.Config, key: str) -> str:
+    """Where the setting ``key`` was written: the option, the ini key or the config key."""
+    name = key.replace("-", "_")
+    if config.getoption(f"evalport_{name}"):
+        return f"--evalport-{key}"
+    if config.getini(f"evalport_{name}"):
+        return f"ini evalport_{name}"
+    return f"[tool.evalport] {key}"
 
 
 class _Verification:
@@ -134,8 +158,10 @@ class _PendingTarget(_Pending):
         try:
             await self.prepared.prepare()
         except (TargetUnreachable, ConfigError) as error:
-            pytest.fail(f"evalport: {error}", pytrace=False)
-        return self.prepared.target
+            problem = str(error)
+        else:
+            return self.prepared.target
+        pytest.fail(f"evalport: {problem}", pytrace=False)  # outside: no chained copy
 
 
 class _PendingContext(_Pending):
@@ -238,14 +264,11 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
 @pytest.fixture
 def evalport_target(request: pytest.FixtureRequest) -> Any:
     """The configured target; the test fails, naming the settings, when none is."""
-    from .._core import ConfigError, load_settings
+    from .._core import load_settings
     from ._targets import build_target
 
     config = request.config
-    try:
-        settings = load_settings(config.rootpath)
-    except ConfigError as error:
-        pytest.fail(f"evalport: {error}", pytrace=False)
+    settings = _configured(lambda: load_settings(config.rootpath))
     url, local = _setting(config, "target"), _setting(config, "local")
     if url or local:  # an option or an ini key overrides the project's target
         settings.target, settings.local = url, local
@@ -259,10 +282,8 @@ def evalport_target(request: pytest.FixtureRequest) -> Any:
         )
     if settings.token_env is None and os.environ.get(DEFAULT_TOKEN_ENV):
         settings.token_env = DEFAULT_TOKEN_ENV  # else: a server without auth (loopback)
-    try:
-        return _PendingTarget(build_target(settings))
-    except ConfigError as error:
-        pytest.fail(f"evalport: {error}", pytrace=False)
+    named = {key: _named(config, key) for key in ("local", "token-env")}
+    return _PendingTarget(_configured(lambda: build_target(settings, named=named)))
 
 
 @pytest.fixture
@@ -279,10 +300,7 @@ def evalport(request: pytest.FixtureRequest, evalport_target: Any) -> Any:
 
 def _configured_judge(config: pytest.Config) -> Any:
     """The judge of the project's ``[tool.evalport.judge]``, else of ``EVALPORT_JUDGE_*``."""
-    from .._core import ConfigError, load_settings
+    from .._core import load_settings
     from ._targets import build_judge
 
-    try:
-        return build_judge(load_settings(config.rootpath))
-    except ConfigError as error:
-        pytest.fail(f"evalport: {error}", pytrace=False)
+    return _configured(lambda: build_judge(load_settings(config.rootpath)))

@@ -88,6 +88,8 @@ from ..reports import (
 )
 from ._logs import agent_logs
 from ._targets import (
+    CONFIG_LOCAL,
+    CONFIG_TOKEN_ENV,
     PreparedTarget,
     TargetUnreachable,
     add_server_options,
@@ -173,6 +175,14 @@ def resolve_settings(args: argparse.Namespace) -> Settings:
     return settings.validate("command line")
 
 
+def _named(args: argparse.Namespace) -> dict[str, str]:
+    """Where the user wrote the target's settings: the option, else the config key."""
+    return {
+        "local": "--local" if args.local else CONFIG_LOCAL,
+        "token-env": "--token-env" if args.token_env else CONFIG_TOKEN_ENV,
+    }
+
+
 def _discover(path: str) -> tuple[list[Any], list[str]]:
     from evalport.client import DuplicateCaseError, discover
 
@@ -245,7 +255,7 @@ async def _run(
     try:  # whatever was opened is closed on every way out, a configuration error too
         cache = _cache(settings)
         target = (
-            build_target(settings)
+            build_target(settings, named=_named(args))
             if settings.target or settings.local
             else PreparedTarget(LoggedConversations(policy=settings.policy()))
         )
@@ -336,6 +346,26 @@ def _cache_lines(cache: RunCache, replayed: int, trials: int, read: int, verbose
             print(f"  not replayed: {line}")
 
 
+def _no_case(path: str, found: int) -> str:
+    """Why nothing runs: the selection left nothing, the files declare no case, or there
+    are no eval files."""
+    from evalport.client import eval_files
+
+    if found:
+        return (
+            f"no case to run: --tag, --exclude-tag or -k left out all {found} case(s) under {path}"
+        )
+    files = eval_files(Path(path))
+    if files:
+        named = ", ".join(str(file) for file in files[:3]) + (" ..." if len(files) > 3 else "")
+        verb = "declares" if len(files) == 1 else "declare"
+        return (
+            f"no case to run: {named} {verb} no case; decorate each case function with "
+            "@eval_case (from evalport.client import eval_case), or subclass Evaluator"
+        )
+    return f"no case to run under {path}: eval files are named *_eval.py or eval_*.py"
+
+
 def main(args: argparse.Namespace) -> int:
     try:
         settings = resolve_settings(args)
@@ -343,6 +373,7 @@ def main(args: argparse.Namespace) -> int:
             return fail("run", "give a PATH to the eval files (or path = ... in [tool.evalport])")
         shard = parse_shard(args.shard) if args.shard else None
         cases, errors = _discover(settings.path)
+        found = len(cases)
         cases = select(
             cases,
             tags=settings.tags,
@@ -357,11 +388,7 @@ def main(args: argparse.Namespace) -> int:
                 print(f"load error: {error}", file=sys.stderr)
             return EXIT_FAILED if errors else EXIT_OK
         if not cases and not errors and shard is None:
-            return fail(
-                "run",
-                f"no case to run under {settings.path} (eval files are named *_eval.py or "
-                "eval_*.py; check --tag, --exclude-tag and -k)",
-            )
+            return fail("run", _no_case(settings.path, found))
         logged = bool(cases) and all(case.conversation is not None for case in cases)
         if not settings.target and not settings.local and not logged:
             return fail("run", "give --target URL or --local module:attr (or set one in config)")

@@ -28,7 +28,7 @@ import asyncio
 import os
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Final
 
 from evalport.protocol import (
     DEFAULT_TOKEN_ENV,
@@ -90,31 +90,31 @@ def without_credentials(text: str) -> str:
 
 
 def read_token(
-    token_env: str | None, environ: Mapping[str, str] | None = None
+    token_env: str | None, environ: Mapping[str, str] | None = None, named: str = "--token-env"
 ) -> tuple[str | None, str]:
     """The bearer token and the variable it was read from (see the rules).
 
-    A variable named explicitly must be set (:class:`ConfigError` otherwise); the default
-    one may be unset, and then no token is sent."""
+    A variable named explicitly must be set (:class:`ConfigError`, naming it as ``named``,
+    otherwise); the default one may be unset, and then no token is sent."""
     environ = os.environ if environ is None else environ
     if token_env:
         token = environ.get(token_env)
         if not token:
-            raise ConfigError(f"--token-env {token_env}: the variable is not set")
+            raise ConfigError(f"{named} {token_env}: the variable is not set")
         return token, token_env
     return environ.get(DEFAULT_TOKEN_ENV) or None, DEFAULT_TOKEN_ENV
 
 
-def token_refused(url: str, token_env: str, sent: bool) -> str:
-    """What to say when ``url`` answers 401 or 403."""
+def token_refused(url: str, token_env: str, sent: bool, option: str = "--token-env") -> str:
+    """What to say when ``url`` answers 401 or 403 (``option`` names the token variable)."""
     if sent:
         return (
             f"{url} refused the token read from ${token_env}: check that variable "
-            "(or name another with --token-env)"
+            f"(or name another with {option})"
         )
     return (
         f"{url} asks for a token and none was sent (${token_env} is not set): set it, "
-        "or name the variable holding the token with --token-env"
+        f"or name the variable holding the token with {option}"
     )
 
 
@@ -129,7 +129,9 @@ class PreparedTarget:
         timeout: float | None = None,
         token_env: str = DEFAULT_TOKEN_ENV,
         token_sent: bool = False,
+        token_option: str = "--token-env",
     ) -> None:
+        self.token_option = token_option
         self.target = target
         self.url = without_credentials(url) if url is not None else None
         self.timeout = timeout
@@ -151,7 +153,7 @@ class PreparedTarget:
         except TargetUnavailable as error:
             raise TargetUnreachable(f"{self.url} is unreachable: {error}") from None
         except AuthFailed as error:
-            refused = token_refused(self.url, self.token_env, self.token_sent)
+            refused = token_refused(self.url, self.token_env, self.token_sent, self.token_option)
             raise ConfigError(f"{refused} ({error})") from None
         except ProtocolError as error:
             raise ConfigError(f"{self.url} does not speak the evalport protocol: {error}") from None
@@ -164,22 +166,30 @@ class PreparedTarget:
         await self.target.aclose()
 
 
-def load_object(spec: str) -> Any:
-    """Import ``module:attr`` or ``path/to/file.py:attr`` (``--local``)."""
+def load_object(spec: str, named: str = "--local") -> Any:
+    """Import ``module:attr`` or ``path/to/file.py:attr``; ``named`` is where the user wrote
+    ``spec`` (an option, or the config key it came from)."""
     try:
         return _load_object(spec)
     except ValueError as error:
-        raise ConfigError(f"--local {spec!r}: {error}") from None
+        raise ConfigError(f"{named} {spec!r}: {error}") from None
 
 
-def build_target(settings: Settings) -> PreparedTarget:
-    """The target named by ``--target`` or ``--local``."""
+OPTIONS: Final = {"local": "--local", "token-env": "--token-env"}
+"""How ``evalport run`` names the settings :func:`build_target` reads, in its errors."""
+CONFIG_LOCAL: Final = "[tool.evalport] local"
+CONFIG_TOKEN_ENV: Final = "[tool.evalport] token-env"
+
+
+def build_target(settings: Settings, *, named: Mapping[str, str] = OPTIONS) -> PreparedTarget:
+    """The target named by ``--target`` or ``--local``; errors name each setting as the
+    user wrote it (``named``: an option, or the config key the value came from)."""
     policy = settings.policy()
     if settings.target:
         import httpx
         from evalport.client import HttpTarget
 
-        token, token_env = read_token(settings.token_env)
+        token, token_env = read_token(settings.token_env, named=named["token-env"])
         read = settings.read_timeout or settings.timeout or DEFAULT_READ_TIMEOUT
         timeout = httpx.Timeout(30.0, connect=settings.connect_timeout, read=read)
         try:
@@ -192,12 +202,17 @@ def build_target(settings: Settings) -> PreparedTarget:
             timeout=settings.timeout,
             token_env=token_env,
             token_sent=token is not None,
+            token_option=named["token-env"],
         )
     if settings.local:
         from evalport.client import LocalTarget
 
-        agent = load_object(settings.local)
-        return PreparedTarget(LocalTarget(agent, policy=policy, location=settings.local))
+        agent = load_object(settings.local, named["local"])
+        try:
+            local = LocalTarget(agent, policy=policy, location=settings.local)
+        except TypeError as error:  # not an agent shape: one line, exit 2
+            raise ConfigError(f"{named['local']} {settings.local!r}: {error}") from None
+        return PreparedTarget(local)
     raise ConfigError("give --target URL or --local module:attr")
 
 

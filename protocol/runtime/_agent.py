@@ -3,18 +3,22 @@
 Three shapes are accepted, and :func:`session_factory` turns each into one async
 session factory:
 
-1. **A session factory**: a callable (a class works) taking one :class:`SessionInfo` and
-   returning a *turn handler*, an object whose ``turn(message, ctx)`` method (sync or
-   async) returns the reply. It is called once per session, so the handler may keep the
-   conversation's state in its attributes.
-2. **A turn function**: ``async def agent(message, history, ctx) -> str`` (or sync);
-   ``history`` lists the session's earlier user and assistant messages. Per-session state
-   goes in ``ctx.state``.
+1. **A turn function**: ``async def agent(message)``, ``(message, history)`` or
+   ``(message, history, ctx)`` (or sync) returning the reply; ``history`` lists the
+   session's earlier user and assistant messages. Per-session state goes in ``ctx.state``.
+2. **A session factory**: a callable taking one :class:`SessionInfo` (its parameter
+   annotated so, or a class built with it) and returning a *turn handler*, an object whose
+   ``turn(message, ctx)`` method (sync or async) returns the reply. It is called once per
+   session, so the handler may keep the conversation's state in its attributes. The
+   framework adapters are factories.
 3. **A turn handler** instance: its ``turn`` method serves every session (shared state).
 
-Which one a callable is follows from its required positional parameters: one means a
-factory, three a turn function. :func:`as_factory` and :func:`as_turn_function` mark a
-callable explicitly when its signature says neither.
+The shape is decided here and only here (:data:`SHAPES` words what is accepted), from
+the required positional parameters: one unannotated parameter is the message, one
+annotated ``SessionInfo`` (or a class) a factory; two and three a turn function. A
+``@tool`` function and anything else are a :class:`TypeError` naming what was found and
+the shapes accepted. :func:`as_factory` and :func:`as_turn_function` mark a callable
+explicitly when its signature says neither.
 
 Sync code runs in a worker thread, so it never blocks the event loop; the turn context
 is current there too. An async agent runs on the event loop itself: it must never block
@@ -43,6 +47,7 @@ from .._messages import ToolFault
 from .._models import AgentRun, Message, StepType
 from ._context import TurnContext
 from ._control import TurnControl
+from ._tools import TOOL_ATTR
 
 _SHAPE_ATTR = "__evalport_shape__"
 
@@ -116,7 +121,13 @@ class AsyncTurnHandler:
         if reply is None:
             return ""
         if not isinstance(reply, str):
-            raise TypeError(f"the agent's turn returned {type(reply).__name__}, expected str")
+            hint = (
+                ": a session factory? annotate its parameter 'info: SessionInfo' or mark it "
+                "with as_factory"
+                if callable(getattr(reply, "turn", None))
+                else ""
+            )
+            raise TypeError(f"the agent's turn returned {type(reply).__name__}, expected str{hint}")
         return reply
 
 
@@ -146,12 +157,13 @@ def as_turn_function(function: TurnFunction) -> TurnFunction:
     return function
 
 
-def _required_positionals(function: Callable[..., Any]) -> int | None:
+def _positionals(function: Callable[..., Any]) -> list[inspect.Parameter] | None:
+    """The required positional parameters, or ``None`` when the signature cannot say."""
     try:
         signature = inspect.signature(function)
     except (TypeError, ValueError):
         return None
-    count = 0
+    required: list[inspect.Parameter] = []
     for parameter in signature.parameters.values():
         if parameter.kind is inspect.Parameter.VAR_POSITIONAL:
             return None
@@ -160,30 +172,56 @@ def _required_positionals(function: Callable[..., Any]) -> int | None:
             in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
             and parameter.default is inspect.Parameter.empty
         ):
-            count += 1
-    return count
+            required.append(parameter)
+    return required
+
+
+SHAPES = (
+    "async def agent(message), (message, history) or (message, history, ctx); a factory "
+    "taking 'info: SessionInfo'; an object with a turn method; a framework agent"
+)
+"""The agent shapes accepted, as every entry point's error lists them."""
+
+
+_TURN_ARGUMENTS = {"message": 1, "history": 2, "function": 3}
+"""How many of ``(message, history, ctx)`` each turn-function shape takes."""
+
+
+def _takes_info(parameter: inspect.Parameter) -> bool:
+    annotation = parameter.annotation
+    return annotation is SessionInfo or (
+        isinstance(annotation, str) and annotation.rpartition(".")[2] == "SessionInfo"
+    )
 
 
 def _shape(agent: object) -> str:
+    """Which shape ``agent`` is, from its marks and signature (the module rules)."""
     marked = getattr(agent, _SHAPE_ATTR, None)
     if isinstance(marked, str):
         return marked
+    tool = getattr(agent, TOOL_ATTR, None)
+    if tool is not None:
+        raise TypeError(
+            f"{_described(agent)} is the @tool {tool!r}, not an agent: pass the agent that "
+            f"calls it; accepted: {SHAPES}"
+        )
     if not inspect.isclass(agent) and callable(getattr(agent, "turn", None)):
         return "handler"
     if not callable(agent):
-        raise TypeError(
-            f"{_described(agent)} is not an agent: pass a session factory, a turn function "
-            "'async def agent(message, history, ctx) -> str', or an object with a turn method"
-        )
-    count = _required_positionals(agent)
-    if count == 1:
-        return "factory"
-    if count == 3:
+        raise TypeError(f"{_described(agent)} is not an agent; accepted: {SHAPES}")
+    required = _positionals(agent)
+    if required is not None and len(required) == 1:
+        if inspect.isclass(agent) or _takes_info(required[0]):
+            return "factory"
+        return "message"
+    if required is not None and len(required) == 2 and not inspect.isclass(agent):
+        return "history"
+    if required is not None and len(required) == 3 and not inspect.isclass(agent):
         return "function"
+    found = "a signature it cannot read" if required is None else f"{len(required)} arguments"
     raise TypeError(
-        f"cannot tell what {_described(agent)} is from its signature: a session factory takes one "
-        "argument (SessionInfo), a turn function three (message, history, ctx); mark it "
-        "with evalport.protocol.runtime.as_factory or as_turn_function"
+        f"cannot tell what {_described(agent)} is from its signature ({found}); accepted: "
+        f"{SHAPES}; or mark it with evalport.protocol.runtime.as_factory or as_turn_function"
     )
 
 
@@ -247,10 +285,11 @@ def session_factory(agent: object) -> Callable[[SessionInfo], Awaitable[AsyncTur
     function = agent
     assert callable(function)
 
-    if shape == "function":
+    if shape in _TURN_ARGUMENTS:
+        wanted = _TURN_ARGUMENTS[shape]
 
         def turn(message: str, ctx: TurnContext) -> Any:
-            return function(message, list(ctx.history), ctx)
+            return function(*(message, list(ctx.history), ctx)[:wanted])
 
         # An async function's call returns its coroutine, which the handler awaits directly.
         handler = AsyncTurnHandler(turn, is_async=_is_async(function))

@@ -361,6 +361,21 @@ class TurnContext:
             step.tool_executions.append(execution)
         return ToolRun(execution)
 
+    def _withhold(self, execution: ToolExecution) -> Step | None:
+        """Take a gated execution off its step while it waits for a decision (a call
+        waiting for approval is requested, never executed, on the wire: a client that
+        knows nothing of approvals must not read it as run); returns that step."""
+        for step in (self._step, *reversed(self.run.steps)):
+            if step is not None and any(item is execution for item in step.tool_executions):
+                step.tool_executions = [i for i in step.tool_executions if i is not execution]
+                return step
+        return None
+
+    def _decided(self, step: Step | None, execution: ToolExecution) -> None:
+        """Put a decided execution back on its step (see :meth:`_withhold`)."""
+        if step is not None and not self._closed:
+            step.tool_executions.append(execution)
+
     def _inject(self, run: ToolRun, results: bool) -> None:
         # The session's fault plan decides the call (rules: evalport.protocol.runtime._faults).
         assert self._faults is not None

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from .._models import Approval, ApprovalState, ErrorInfo, Step
+from .._models import Approval, ApprovalState, ErrorInfo, Step, ToolExecution
 from ._approvals import ApprovalRejected, ApprovalResult
 from ._faults import FaultPlan
 from ._stamps import utc_now
@@ -33,6 +33,8 @@ class Recorder(Protocol):
     ) -> ToolExecutionBlock: ...
     def _inject(self, run: ToolRun, results: bool) -> None: ...
     def _finish_execution(self, run: ToolRun, error: BaseException | None) -> None: ...
+    def _withhold(self, execution: ToolExecution) -> Step | None: ...
+    def _decided(self, step: Step | None, execution: ToolExecution) -> None: ...
     async def request_approval(
         self, tool: str, arguments: Mapping[str, Any] | None = None, *, call_id: str | None = None
     ) -> ApprovalResult: ...
@@ -85,22 +87,30 @@ class TurnControl:
         """Ask for approval of a tool execution and wait for the decision."""
         execution = run.execution
         execution.approval = Approval(state=ApprovalState.PENDING)
-        decision = await self.ctx.request_approval(
-            execution.name,
-            execution.arguments if isinstance(execution.arguments, dict) else None,
-            call_id=execution.tool_call_id,
-        )
+        step = self.ctx._withhold(execution)
+        try:
+            decision = await self.ctx.request_approval(
+                execution.name,
+                execution.arguments if isinstance(execution.arguments, dict) else None,
+                call_id=execution.tool_call_id,
+            )
+        finally:
+            self.ctx._decided(step, execution)
         _decided(run, decision)
 
     def gate_sync(self, run: ToolRun) -> None:
         """:meth:`gate` from a worker thread."""
         execution = run.execution
         execution.approval = Approval(state=ApprovalState.PENDING)
-        decision = self.ctx.request_approval_sync(
-            execution.name,
-            execution.arguments if isinstance(execution.arguments, dict) else None,
-            call_id=execution.tool_call_id,
-        )
+        step = self.ctx._withhold(execution)
+        try:
+            decision = self.ctx.request_approval_sync(
+                execution.name,
+                execution.arguments if isinstance(execution.arguments, dict) else None,
+                call_id=execution.tool_call_id,
+            )
+        finally:
+            self.ctx._decided(step, execution)
         _decided(run, decision)
 
     def inject(self, run: ToolRun, results: bool) -> None:

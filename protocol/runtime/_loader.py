@@ -8,6 +8,7 @@ the environment. Every failure is a ``ValueError`` whose message says what to fi
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import importlib.util
 import os
@@ -42,4 +43,7 @@ def load_object(spec: str) -> object:
     try:
         return getattr(module, attribute)
     except AttributeError:
-        raise ValueError(f"{location} has no attribute {attribute!r}") from None
+        names = [name for name in vars(module) if not name.startswith("_")]
+        close = difflib.get_close_matches(attribute, names, n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]!r}?" if close else f"; it has {', '.join(names)}"
+        raise ValueError(f"{location} has no attribute {attribute!r}{hint}") from None

@@ -26,6 +26,8 @@ from typing import Any, ParamSpec, TypeVar, cast, overload
 from ._context import current_context
 from ._control import TurnControl
 
+TOOL_ATTR = "__evalport_tool__"
+"""Set on every ``@tool`` function (its tool name), so it is never taken for an agent."""
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -92,6 +94,7 @@ def tool(
                         run.result = await async_function(*args, **kwargs)
                 return run.result
 
+            setattr(run_async, TOOL_ATTR, tool_name)
             return cast(Callable[P, R], run_async)
 
         @functools.wraps(function)
@@ -108,6 +111,7 @@ def tool(
                     run.result = function(*args, **kwargs)
             return cast(R, run.result)
 
+        setattr(run_sync, TOOL_ATTR, tool_name)
         return run_sync
 
     if fn is not None:

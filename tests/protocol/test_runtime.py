@@ -117,7 +117,7 @@ def test_unrecognisable_agents_are_refused_at_adaptation() -> None:
     with pytest.raises(TypeError, match="not an agent"):
         session_factory(42)
     with pytest.raises(TypeError, match="as_factory or as_turn_function"):
-        session_factory(lambda a, b: "x")
+        session_factory(lambda a, b, c, d: "x")
 
 
 def test_agent_identity_prefers_arguments_then_attributes() -> None:

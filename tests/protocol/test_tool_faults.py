@@ -351,7 +351,13 @@ def test_the_spec_and_the_decoder_agree_on_error_and_result() -> None:
 async def test_times_holds_when_a_gated_call_reaches_the_plan_after_a_later_one() -> None:
     import asyncio
 
-    from evalport.protocol.runtime import AgentSession, SessionInfo, session_factory, tool
+    from evalport.protocol.runtime import (
+        AgentSession,
+        SessionInfo,
+        as_factory,
+        session_factory,
+        tool,
+    )
 
     @tool(approval=lambda amount: amount > 100)
     async def pay(amount: int) -> str:
@@ -369,7 +375,8 @@ async def test_times_holds_when_a_gated_call_reaches_the_plan_after_a_later_one(
 
     faults = (ToolFault(tool="pay", error="bank down", times=1),)
     session = await AgentSession.from_factory(
-        session_factory(lambda info: Agent()), SessionInfo(session_id="s1", faults=faults)
+        session_factory(as_factory(lambda info: Agent())),
+        SessionInfo(session_id="s1", faults=faults),
     )
     run = await session.send("go")  # pay(500) waits for approval; pay(5) reaches the plan
     run = await session.decide({p.call_id: "approve" for p in run.pending_approvals})
@@ -380,7 +387,13 @@ async def test_times_holds_when_a_gated_call_reaches_the_plan_after_a_later_one(
 
 
 async def test_each_injection_returns_a_fresh_copy_of_the_result() -> None:
-    from evalport.protocol.runtime import AgentSession, SessionInfo, session_factory, tool
+    from evalport.protocol.runtime import (
+        AgentSession,
+        SessionInfo,
+        as_factory,
+        session_factory,
+        tool,
+    )
 
     @tool
     def lookup() -> list[str]:
@@ -394,7 +407,8 @@ async def test_each_injection_returns_a_fresh_copy_of_the_result() -> None:
 
     faults = as_faults([ToolFault(tool="lookup", result=["canned"])])
     session = await AgentSession.from_factory(
-        session_factory(lambda info: Agent()), SessionInfo(session_id="s", faults=faults)
+        session_factory(as_factory(lambda info: Agent())),
+        SessionInfo(session_id="s", faults=faults),
     )
     replies = [(await session.send(text)).reply for text in ("a", "b")]
     assert replies == ["canned,a", "canned,b"]
@@ -439,7 +453,13 @@ def test_fault_lists_are_bounded(faults: list[dict[str, Any]], path: str) -> Non
 
 async def test_the_flat_tools_list_says_which_calls_were_injected() -> None:
     from evalport.protocol import encode
-    from evalport.protocol.runtime import AgentSession, SessionInfo, session_factory, tool
+    from evalport.protocol.runtime import (
+        AgentSession,
+        SessionInfo,
+        as_factory,
+        session_factory,
+        tool,
+    )
 
     @tool
     def lookup(order_id: str) -> str:

@@ -171,6 +171,7 @@ async def answer(message: str, history: list[Any], ctx: Any) -> str:
 @eval_case()
 async def hello(ctx: Any) -> None:
     await ctx.send("hi")
+    ctx.succeeded()
 
 
 class Recording(httpx.AsyncBaseTransport):

@@ -109,7 +109,7 @@ def test_usage_and_configuration_errors_exit_2(project, capsys):
     assert main(["run", "--local", "no_such_module:agent"]) == 2
     assert "cannot import module 'no_such_module'" in capsys.readouterr().err
     assert main(["run", "-k", "nothing_matches_this"]) == 2
-    assert "no case to run under" in capsys.readouterr().err
+    assert "-k left out all" in capsys.readouterr().err
     (project / "pyproject.toml").write_text("[tool.evalport]\nrepeats = 2\n")
     assert main(["run", "evals"]) == 2
     assert "unknown field `repeats`" in capsys.readouterr().err

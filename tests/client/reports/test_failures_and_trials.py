@@ -64,7 +64,7 @@ async def test_an_agent_failure_shows_type_and_id_but_not_a_digest_under_safe(tm
     assert crash.failures == [
         "succeeded: status is 'failed', expected 'completed'; agent error ConnectionError: "
         "message hidden by the safe trace policy (run with --trace-policy verbatim to see it, "
-        f"or find the error id in the agent's server log) (×3; error id {ids[0]} and 2 more)"
+        f"or find the error id in the agent's log: the server's, or stderr under --local) (×3; error id {ids[0]} and 2 more)"
     ]
     junit = ET.fromstring(texts["junit"].encode())
     case = next(c for c in junit.iter("testcase") if c.get("name") == "crash")

@@ -82,7 +82,7 @@ def test_run_local_names_the_users_path_and_attr_not_an_adapter_class(tmp_path, 
     (tmp_path / "evals").mkdir()
     (tmp_path / "evals" / "echo_eval.py").write_text(
         "from evalport.client._cases import eval_case\n\n\n"
-        "@eval_case('greets')\nasync def greets(ctx):\n    await ctx.send('hello')\n"
+        "@eval_case('greets')\nasync def greets(ctx):\n    await ctx.send('hello')\n    ctx.succeeded()\n"
     )
     agent = f"{ROOT / 'examples' / 'support_agent.py'}:agent"
     code = main(

@@ -30,6 +30,7 @@ MESSAGE = "show my orders for ana@example.com"
 
 async def send_once(ctx: EvalContext) -> None:
     await ctx.send(MESSAGE)
+    ctx.called_tool("search_orders")
 
 
 def search_arguments(run: Any) -> Any:
