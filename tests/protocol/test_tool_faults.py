@@ -456,7 +456,6 @@ async def test_the_flat_tools_list_says_which_calls_were_injected() -> None:
     from evalport.protocol.runtime import (
         AgentSession,
         SessionInfo,
-        as_factory,
         session_factory,
         tool,
     )
