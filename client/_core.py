@@ -37,6 +37,7 @@ from ._commands import fail as fail
 from ._config import TRACE_POLICIES as TRACE_POLICIES
 from ._config import ConfigError as ConfigError
 from ._config import Settings as Settings
+from ._config import find_pyproject as find_pyproject
 from ._config import load_settings as load_settings
 from ._errors import NOT_HERE as NOT_HERE
 from ._errors import Secrets as Secrets

@@ -22,6 +22,7 @@ from ._scaffold import (
     ScaffoldError,
     case_file,
     check_agent,
+    gitignore_plan,
     pyproject_plan,
     shown,
     write,
@@ -83,6 +84,9 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if section is not None:
         planned.insert(1, section)
+    ignore = gitignore_plan(root)
+    if ignore is not None:
+        planned.append(ignore)
     for line in write(planned, root):
         print(line)
     if section is None:

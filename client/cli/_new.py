@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .._core import EXIT_OK, ConfigError, fail, load_settings
+from .._core import EXIT_OK, ConfigError, fail, find_pyproject, load_settings
 from ._scaffold import EVALS, ScaffoldError, case_file, check_name, eval_path, shown
 
 HELP = "add an eval file from a template (evalport new case NAME)"
@@ -54,6 +54,9 @@ def main(args: argparse.Namespace) -> int:
             "or pass --force to overwrite it",
         )
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(case_file(name, str(folder), args.description), encoding="utf-8")
+    project = find_pyproject(root)  # the file names its folder from the project's root
+    base = project.parent if project is not None else root
+    written = shown(folder.resolve(), base.resolve())  # never this machine's absolute path
+    path.write_text(case_file(name, written, args.description), encoding="utf-8")
     print(f"wrote {shown(path.resolve(), root)}")
     return EXIT_OK

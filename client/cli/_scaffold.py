@@ -168,6 +168,22 @@ def pyproject_plan(root: Path, agent: str) -> Planned | None:
     return Planned(path, joined, "appended [tool.evalport] to")
 
 
+IGNORED = ".evalport/"
+"""What a run writes into the project (runs, the cache), which git should not track."""
+
+
+def gitignore_plan(root: Path) -> Planned | None:
+    """``.gitignore`` with :data:`IGNORED` added, or ``None`` when it is there already."""
+    path = root / ".gitignore"
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    if any(
+        line.strip() in (IGNORED, IGNORED.rstrip("/"), "/" + IGNORED) for line in text.splitlines()
+    ):
+        return None
+    prefix = "" if not text or text.endswith("\n") else "\n"
+    return Planned(path, f"{text}{prefix}{IGNORED}\n", f"added {IGNORED} to")
+
+
 def write(planned: list[Planned], root: Path) -> list[str]:
     """Write every file (folders created); returns the console's lines."""
     lines = []

@@ -127,3 +127,11 @@ def load_reporter(spec: str | Mapping[str, Any]) -> object:
             f"reporter {target!r}: has none of the hooks start, trial_done, case_done, finish"
         )
     return reporter
+
+
+def agent_label(target: Mapping[str, Any]) -> str:
+    """The agent as every report names it: its name and version, or ``name, unversioned``
+    when it declares none (``/health`` then says ``0``)."""
+    name = str(target.get("agent_name") or "?")
+    version = str(target.get("agent_version") or "0")
+    return f"{name}, unversioned" if version == "0" else f"{name} {version}"

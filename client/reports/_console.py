@@ -26,7 +26,7 @@ from typing import TextIO
 
 from .._core import CaseResult, TrialResult, Verdict, printable
 from ._analytics import analytics_lines, assertion_outcome
-from ._base import Reporter, RunPlan, RunReport
+from ._base import Reporter, RunPlan, RunReport, agent_label
 from ._summary import CaseSummary, RunSummary, judgements, trace_policy_note
 from ._transcript import transcript_lines
 
@@ -60,9 +60,12 @@ def summary_lines(summary: RunSummary, *, named: frozenset[str] = frozenset()) -
     lines += analytics_lines(summary.analytics, tags)
     counts = summary.counts
     cached = f", {summary.cached_trials} cached" if summary.cached_trials else ""
+    failed_files = len(summary.load_errors)
+    unloaded = f", {failed_files} eval file(s) failed to load" if failed_files else ""
     lines.append(
         ", ".join(f"{counts.get(verdict, 0)} {verdict}" for verdict in Verdict.ALL)
         + f" — {summary.total} cases, {summary.trials} trials{cached} in {summary.duration:.2f}s"
+        + unloaded
     )
     return lines
 
@@ -136,8 +139,8 @@ class ConsoleReporter(Reporter):
         self.stream.write(
             printable(
                 f"evalport: {plan.cases} cases, {plan.trials} trials against "
-                f"{target.get('location', '?')} ({target.get('agent_name', '?')} "
-                f"{target.get('agent_version', '?')}), {trace_policy_note(plan.provenance)}"
+                f"{target.get('location', '?')} ({agent_label(target)}), "
+                f"{trace_policy_note(plan.provenance)}"
             )
             + "\n"
         )

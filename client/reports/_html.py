@@ -35,7 +35,7 @@ from .._core import (
     run_errors,
 )
 from ._analytics import OUTCOMES, Durations
-from ._base import Reporter, RunReport
+from ._base import Reporter, RunReport, agent_label
 from ._files import case_slug
 from ._summary import CaseSummary, RunSummary, judge_read, required_rate_note, trace_policy_note
 
@@ -426,7 +426,7 @@ def header(summary: RunSummary) -> str:
         f"<p class=counts>{counts}</p><p class=muted>"
         f"{summary.total} cases · {summary.trials} trials · {summary.cached_trials} cached · "
         f"{summary.duration:.2f}s · target {_text(target.get('location', '?'))} "
-        f"({_text(target.get('agent_name', '?'))} {_text(target.get('agent_version', '?'))})"
+        f"({_text(agent_label(target))})"
         f" · {_text(trace_policy_note(provenance))}"
         f" · repeat {provenance.repeat} · {required_rate_note(provenance)} · evalport "
         f"{_text(provenance.evalport_version)} · git {_text(provenance.git_sha or '-')} · "

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from .._core import CaseResult, Verdict, printable
 from ._analytics import analytics_lines
-from ._base import Reporter, RunReport
+from ._base import Reporter, RunReport, agent_label
 from ._compare import Comparison, compare
 from ._summary import RunSummary, judgements, required_rate_note, trace_policy_note
 
@@ -95,7 +95,7 @@ def markdown_summary(
         + (f", {summary.cached_trials} from the run cache" if summary.cached_trials else ""),
         "",
         f"Target `{target.get('location', '?')}` "
-        f"({target.get('agent_name', '?')} {target.get('agent_version', '?')}), "
+        f"({agent_label(target)}), "
         f"repeat {provenance.repeat}, {required_rate_note(provenance)}, "
         f"evalport {provenance.evalport_version}"
         + (f", git `{provenance.git_sha[:12]}`" if provenance.git_sha else "")

@@ -36,7 +36,7 @@ from urllib.parse import quote, urlencode
 
 from .._core import CaseResult, TrialResult, Verdict
 from ._analytics import assertion_outcome
-from ._base import RunReport
+from ._base import RunReport, agent_label
 from ._compare import compare
 from ._html import STYLE, badge, case_details, cases_table, document, header
 from ._summary import CaseSummary, RunSummary
@@ -91,7 +91,7 @@ def _rate(summary: RunSummary) -> str:
 
 def _target(summary: RunSummary) -> str:
     target = summary.provenance.target
-    agent = " ".join(target.get(key, "") for key in ("agent_name", "agent_version")).strip()
+    agent = agent_label(target) if target.get("agent_name") else ""
     location = escape(target.get("location", "?"))
     return f"{location}<br><span class=muted>{escape(agent)}</span>" if agent else location
 

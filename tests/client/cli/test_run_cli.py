@@ -203,6 +203,7 @@ def test_a_file_that_fails_to_load_is_reported_and_fails_the_run(project, capsys
     assert code == 1
     output = capsys.readouterr().out
     assert "LOAD ERROR" in output and "no_such_dependency" in output
+    assert any(line.endswith(", 1 eval file(s) failed to load") for line in output.splitlines())
     assert "broken_eval.py: ModuleNotFoundError" in results(project / "r.json")["load_errors"][0]
     assert 'name="load error"' in (project / "junit.xml").read_text()
 

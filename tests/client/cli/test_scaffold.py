@@ -28,6 +28,7 @@ def agent(message, history, ctx):
 """
 
 WRITTEN = ("evals/example_eval.py", "pyproject.toml", ".github/workflows/evals.yml")
+IGNORED = "added .evalport/ to .gitignore"
 
 
 @pytest.fixture
@@ -214,6 +215,9 @@ def test_new_case_goes_into_the_configured_folder_or_dir(project, capsys):
     os.chdir(project / "src")  # the section's path is relative to pyproject.toml
     assert main(["new", "case", "search"]) == 0
     assert (project / "suite" / "search_eval.py").is_file()
+    written = (project / "suite" / "search_eval.py").read_text()
+    assert str(project) not in written  # no path of this machine in a file one commits
+    assert "evalport run suite " in written
     os.chdir(project)
     assert main(["new", "case", "checkout_eval", "--dir", "more"]) == 0
     assert (project / "more" / "checkout_eval.py").is_file()  # _eval is not doubled
@@ -275,3 +279,13 @@ def test_init_refuses_an_agent_it_cannot_write(project, capsys, agent):
     assert main(["init", "--agent", agent]) == 2
     assert "is not module:attr or path.py:attr" in capsys.readouterr().err
     assert list(project.iterdir()) == []
+
+
+def test_init_keeps_the_run_folder_out_of_git_once(project, capsys):
+    (project / ".gitignore").write_text("__pycache__/")
+    assert main(["init", "--agent", AGENT]) == 0
+    assert IGNORED in capsys.readouterr().out
+    assert (project / ".gitignore").read_text() == "__pycache__/\n.evalport/\n"
+    assert main(["init", "--agent", AGENT, "--force"]) == 0
+    assert IGNORED not in capsys.readouterr().out  # there already
+    assert (project / ".gitignore").read_text().count(".evalport") == 1
