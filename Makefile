@@ -9,7 +9,7 @@ DEMO_VENV := .venv-demo
 DEMO_BIN := $(DEMO_VENV)/bin
 DEMO_STAMP := $(DEMO_VENV)/.installed
 
-.PHONY: test demo docs lint typecheck pytest bench clean
+.PHONY: test demo docs docs-serve lint typecheck pytest bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -43,6 +43,10 @@ test: lint typecheck docs pytest
 # The documentation site: sources in docs/, built strictly into site/ (git-ignored).
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
+# Serve the built site on this machine, as search needs (links work opened from disk too).
+docs-serve: docs
+	$(BIN)/python -m http.server 8000 --bind 127.0.0.1 --directory site
 
 demo: $(DEMO_STAMP)
 	$(DEMO_BIN)/python examples/demo.py

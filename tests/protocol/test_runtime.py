@@ -391,7 +391,10 @@ async def test_gated_tool_suspends_and_a_rejection_reaches_the_agent() -> None:
         {"order_id": "A1", "amount": 500},
         1,
     )
-    assert run.tools[0].approval is not None and run.tools[0].approval.state == "pending"
+    assert run.tools == []  # requested, not executed, until decided
+    assert [call.id for step in run.steps for call in step.requested_tool_calls] == [
+        pending.call_id
+    ]
     with pytest.raises(SessionSuspended):
         await session.send("again")
     run = await session.decide(
