@@ -67,7 +67,8 @@ details.case>summary{cursor:pointer;font-weight:600}
 .axis span:first-child{transform:none}.axis span:last-child{transform:translateX(-100%)}
 .failure{background:#fdecea;border-left:3px solid #c62828}
 .count{display:inline-block;padding:0 6px;border-radius:9px;background:#dfe3ea;font-size:12px}
-.variants{display:grid;grid-template-columns:repeat(auto-fit,minmax(320px,1fr));gap:12px}
+.variants{display:grid;grid-template-columns:repeat(auto-fit,minmax(480px,1fr));gap:12px}
+.variants .assertions .name{width:24%}.variants .assertions .score,.variants .assertions .severity{width:120px}
 .variants>.trial{min-width:0}.evidence{margin:2px 0 0 14px;padding:0}
 code{font-size:12px}.filters button{margin-right:6px}
 """

@@ -130,7 +130,7 @@ def test_the_site_loads_nothing_from_the_network(site: Path) -> None:
 
 
 def test_every_public_name_has_an_entry_in_the_api_reference(site: Path) -> None:
-    ids = parse(site / "api" / "index.html").ids
+    ids = parse(site / "api.html").ids
     missing = [
         f"{face}.{name}"
         for face, names in faces().items()
@@ -141,7 +141,7 @@ def test_every_public_name_has_an_entry_in_the_api_reference(site: Path) -> None
 
 
 def test_the_protocol_reference_shows_every_operation_and_schema(site: Path) -> None:
-    page = (site / "protocol" / "index.html").read_text(encoding="utf-8")
+    page = (site / "protocol.html").read_text(encoding="utf-8")
     text = html.unescape(re.sub(r"<[^>]+>", "", page))
     for path, item in SPEC["paths"].items():
         for method in ("get", "post", "delete"):
