@@ -51,7 +51,11 @@ class _Script:
         elif self._default is not None:
             answer = self._default
         else:
-            raise JudgeError(f"{type(self).__name__} has no scripted answer left for call {call}")
+            raise JudgeError(
+                f"{type(self).__name__} has no scripted answer left for call {call}: every "
+                "call takes the next one, each trial's (--repeat) included; script one answer "
+                "per call, or pass default= to answer the rest"
+            )
         if isinstance(answer, BaseException):
             raise answer
         return answer
