@@ -52,7 +52,8 @@ form.filters input[type=search]{width:260px}
 mark{background:#ffe082}
 table.diff{table-layout:fixed;margin:6px 0}
 .diff td{font-family:monospace;font-size:12px;white-space:pre-wrap;overflow-wrap:anywhere}
-.diff td.gone{background:#fdecea}.diff td.came{background:#e6f4ea}.diff td.none{background:#f6f7f9}
+.diff td.gone{background:#eceff1;color:#55606e}.diff td.came{background:#fff4d6}
+.diff td.none{background:#f6f7f9}
 .kind{display:inline-block;padding:1px 7px;border-radius:9px;font-size:12px;background:#dfe3ea}
 .kind.regression{background:#c62828;color:#fff}.kind.fix{background:#2e8540;color:#fff}
 """

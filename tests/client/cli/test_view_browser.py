@@ -196,4 +196,8 @@ def test_compare_two_runs_puts_the_changed_cases_first_with_diffed_transcripts(
     came = [text for text in first.locator("td.came").all_inner_texts()]
     assert any("order_status" in line for line in gone)  # the tool call the regression dropped
     assert any(line.startswith("FAILED called_tool(order_status") for line in came)
+    # a changed line is marked changed, never green: a regression's failure is no good news
+    shades = first.locator("td.came").first.evaluate("c => getComputedStyle(c).backgroundColor")
+    red, green, blue = (int(part) for part in shades[4:-1].split(","))
+    assert not (green > red and green > blue), shades
     watched.check("compare")
