@@ -222,7 +222,8 @@ def _judges(trial: TrialResult) -> str:
     if not trial.judges:
         return ""
     rows = "".join(
-        f"<tr><td>{_text(judge.criterion)}</td><td>{_text(judge.score)}</td>"
+        f"<tr><td>{_text(judge.criterion)}</td>"
+        f"<td>{'not judged' if judge.score is None else _text(judge.score)}</td>"
         f"<td>{_text(judge.reason or judge.error or '')}{_evidence(judge.evidence)}"
         f"{_reads(judge)}</td>"
         f"<td>{judge.input_tokens + judge.output_tokens}</td></tr>"
