@@ -267,7 +267,7 @@ def connect(url: RedisURL, *, timeout: float, max_connections: int) -> tuple[Any
         }
         if url.tls:
             sentinel_kwargs.update(ssl=True, **url.tls_options)
-        sentinel = Sentinel(  # type: ignore[no-untyped-call]
+        sentinel = Sentinel(  # type: ignore[no-untyped-call, unused-ignore]
             list(url.hosts), sentinel_kwargs=sentinel_kwargs, **common
         )
         client = sentinel.master_for(url.service, db=url.db, max_connections=max_connections)
