@@ -273,6 +273,7 @@ class _Builder:
             message.content = f"{message.content}\n{text}" if message.content else text
         if calls:
             message.tool_calls = (message.tool_calls or []) + calls
+            message.sync_instructor()
         if step.requested_tool_calls:
             step.type = StepType.TOOL_EXECUTION
             step.finish_reason = "tool_calls"

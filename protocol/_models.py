@@ -173,14 +173,67 @@ class ToolRecord(_Wire, omit_defaults=True):
     injected: bool = False
 
 
+class ToolResult(msgspec.Struct, kw_only=True, gc=False):
+    """A tool message's result in the form Instructor's ``Message`` reads (snake_case keys,
+    ``content`` always text)."""
+
+    content: str = ""
+    call_id: str | None = None
+    tool_name: str | None = None
+    is_error: bool = False
+
+
 class Message(_Wire):
-    """A message a step produced (assistant text, assistant tool calls, tool results)."""
+    """A message a step produced (assistant text, assistant tool calls, tool results).
+
+    ``toolCalls`` and ``toolCallId`` are evalport's form. Instructor's ``Message`` reads
+    the same data as ``tool_calls`` (the same list) and ``tool_result``; both are derived
+    here, on every construction and decode, and sent only when there is something to
+    carry. A message that arrives with Instructor's form alone is read into evalport's.
+    After changing ``content`` in place, call :meth:`sync_instructor`.
+    """
 
     role: str = "assistant"
     content: Any = None
     name: str | None = None
     tool_calls: list[ToolCall] | None = None
     tool_call_id: str | None = None
+    instructor_tool_calls: list[ToolCall] | msgspec.UnsetType = msgspec.field(
+        default=msgspec.UNSET, name="tool_calls"
+    )
+    instructor_tool_result: ToolResult | msgspec.UnsetType = msgspec.field(
+        default=msgspec.UNSET, name="tool_result"
+    )
+
+    def __post_init__(self) -> None:
+        if self.tool_calls is None and self.instructor_tool_calls:
+            self.tool_calls = self.instructor_tool_calls
+        result = self.instructor_tool_result
+        if self.tool_call_id is None and result and result.call_id is not None:
+            self.tool_call_id = result.call_id
+            self.content = result.content if self.content is None else self.content
+            self.name = result.tool_name if self.name is None else self.name
+        self.sync_instructor()
+
+    def sync_instructor(self) -> None:
+        """Re-derive Instructor's ``tool_calls`` and ``tool_result`` from this message."""
+        self.instructor_tool_calls = self.tool_calls or msgspec.UNSET
+        if self.tool_call_id is None:
+            self.instructor_tool_result = msgspec.UNSET
+            return
+        content = self.content
+        text = content if type(content) is str else _json_text(content)
+        previous = self.instructor_tool_result
+        self.instructor_tool_result = ToolResult(
+            content=text,
+            call_id=self.tool_call_id,
+            tool_name=self.name,
+            is_error=bool(previous and previous.is_error),
+        )
+
+
+def _json_text(value: Any) -> str:
+    return "" if value is None else msgspec.json.encode(value).decode()
 
 
 class ErrorInfo(_Wire):

@@ -304,6 +304,7 @@ class _Redactor:
                     name = names.get(message.tool_call_id or "")
                 if name is None or name not in self.tools:
                     message.content = self.value(content)
+                    message.sync_instructor()
             elif type(content) is list:
                 names = names if names is not None else _tool_names(step)
                 message.content = [self.content_part(part, names) for part in content]
