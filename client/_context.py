@@ -41,13 +41,16 @@ Rules:
 from __future__ import annotations
 
 import difflib
+import functools
 import inspect
 import json
 import os
+import sysconfig
 from collections.abc import Coroutine, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
+import evalport.protocol
 from evalport.protocol import AgentRun, ContentPart, ToolFault
 
 from ._conversation import (
@@ -107,6 +110,31 @@ def shown_path(filename: str) -> str:
     return filename if shown.startswith("..") else shown
 
 
+_NOT_EVAL_CODE: Final = tuple(
+    os.path.join(os.path.abspath(folder), "")
+    for folder in (
+        os.path.dirname(__file__),  # evalport's client package
+        os.path.dirname(evalport.protocol.__file__),
+        *{sysconfig.get_paths()[name] for name in ("stdlib", "purelib", "platlib")},
+    )
+)
+
+
+@functools.lru_cache(maxsize=256)
+def is_eval_code(filename: str) -> bool:
+    """Whether ``filename`` is the user's code (not evalport's, Python's or a library's)."""
+    path = os.path.abspath(filename)
+    return not filename.startswith("<") and not path.startswith(_NOT_EVAL_CODE)
+
+
+def eval_caller() -> str | None:
+    """``file:line`` of the innermost frame of eval code on the stack, or ``None``."""
+    frame = inspect.currentframe()
+    while frame is not None and not is_eval_code(frame.f_code.co_filename):
+        frame = frame.f_back
+    return None if frame is None else f"{shown_path(frame.f_code.co_filename)}:{frame.f_lineno}"
+
+
 def _caller() -> tuple[str, int]:
     """File and line of the code that called the caller of this function; shown only for
     a send never awaited, so no source line is read (``traceback`` reads them)."""
@@ -155,6 +183,7 @@ class EvalContext(AssertionMethods):
         self.turns: list[Turn] = []
         self.logs: list[str] = []
         self.expectations: list[Expectation] = []
+        self.locations: list[str | None] = []  # where each expectation was made
         self.judge_records: list[JudgeRecord] = []
         self.opened: list[Session] = [session]
         self._session = session
@@ -391,6 +420,7 @@ class EvalContext(AssertionMethods):
 
     def register(self, expectation: Expectation) -> None:
         self.expectations.append(expectation)
+        self.locations.append(eval_caller())
 
     def record_judge(self, record: JudgeRecord) -> None:
         self.judge_records.append(record)

@@ -54,6 +54,7 @@ class AssertionResult(msgspec.Struct, kw_only=True, gc=False):
     label: str | None = None
     evaluated: bool = True
     context: dict[str, Any] = msgspec.field(default_factory=dict)
+    location: str | None = None  # file:line of the eval code that made it
 
     @property
     def failed_gate(self) -> bool:

@@ -33,18 +33,15 @@ import asyncio
 import dis
 import functools
 import inspect
-import os
-import sysconfig
 import time
 import traceback
 import types
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
-import evalport.protocol
 from evalport.protocol import TracePolicy
 
-from ._context import EvalContext, RequirementFailed, SkipCase, shown_path
+from ._context import EvalContext, RequirementFailed, SkipCase, is_eval_code, shown_path
 from ._conversation import ApprovalPolicy
 from ._handles import AssertionHandle
 from ._logged import LoggedSession, read_conversation
@@ -56,26 +53,10 @@ if TYPE_CHECKING:
     from ._cases import Case
 
 
-def _eval_code(filename: str) -> bool:
-    """Whether ``filename`` is the user's code (not evalport's, Python's or a library's)."""
-    path = os.path.abspath(filename)
-    return not filename.startswith("<") and not path.startswith(_NOT_EVAL_CODE)
-
-
-_NOT_EVAL_CODE: Final = tuple(
-    os.path.join(os.path.abspath(folder), "")
-    for folder in (
-        os.path.dirname(__file__),  # evalport's client package
-        os.path.dirname(evalport.protocol.__file__),
-        *{sysconfig.get_paths()[name] for name in ("stdlib", "purelib", "platlib")},
-    )
-)
-
-
 def where(error: BaseException) -> str | None:
     """``file:line in function: source line`` of the statement of eval code that raised
     ``error`` (the innermost frame outside evalport, Python and libraries), or ``None``."""
-    frames = [f for f in traceback.extract_tb(error.__traceback__) if _eval_code(f.filename)]
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if is_eval_code(f.filename)]
     if not frames:
         return None
     frame = frames[-1]
@@ -178,17 +159,20 @@ async def run_trial(
         if unawaited is not None and error is None and skip_reason is None:
             error = _describe(unawaited)
         results: list[AssertionResult] = []
-        for expectation in ctx.expectations:
+        for expectation, location in zip(ctx.expectations, ctx.locations, strict=True):
             if isinstance(expectation, AssertionHandle):  # evaluated already: no await needed
-                results.append(expectation.result)
+                result = expectation.result
+            elif error or skip_reason:
                 continue
-            if error or skip_reason:
-                continue
-            try:
-                results.append(await expectation.resolve())
-            except Exception as exc:
-                kind, text, trace = _describe(exc)
-                error = error or (kind, f"resolving an expectation failed: {text}", trace)
+            else:
+                try:
+                    result = await expectation.resolve()
+                except Exception as exc:
+                    kind, text, trace = _describe(exc)
+                    error = error or (kind, f"resolving an expectation failed: {text}", trace)
+                    continue
+            result.location = result.location or location
+            results.append(result)
         if error is None and skip_reason is None:
             error = _left_pending(ctx)
         if error is None and skip_reason is None and not results and not ctx.judge_records:

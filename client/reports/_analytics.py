@@ -87,6 +87,11 @@ def assertion_outcome(result: AssertionResult) -> str:
     return "soft_failed" if result.severity == "soft" else "failed"
 
 
+def failed_at(result: AssertionResult) -> str:
+    """`` (at file:line)`` of the eval code that made a failed assertion, else empty."""
+    return f" (at {result.location})" if result.location and not result.passed else ""
+
+
 def count_assertions(trials: Iterable[TrialResult]) -> dict[str, dict[str, int]]:
     """Assertion counts by kind, then by outcome (every outcome key present)."""
     kinds: dict[str, dict[str, int]] = {}

@@ -25,7 +25,7 @@ import time
 from typing import TextIO
 
 from .._core import CaseResult, TrialResult, Verdict, printable
-from ._analytics import analytics_lines, assertion_outcome
+from ._analytics import analytics_lines, assertion_outcome, failed_at
 from ._base import Reporter, RunPlan, RunReport, agent_label
 from ._summary import CaseSummary, RunSummary, judgements, trace_policy_note
 from ._transcript import transcript_lines
@@ -84,7 +84,7 @@ def detail_lines(result: CaseResult) -> list[str]:
             message = f": {check.message}" if check.message else ""
             lines.append(
                 f"    {outcome:<13} {check.severity:<4} {check.score:.2f}/{check.threshold:.2f} "
-                f"{check.label or check.name}{message}"
+                f"{check.label or check.name}{message}{failed_at(check)}"
             )
         if trial.verdict != Verdict.PASSED:
             lines += ["    transcript:", *(f"      {line}" for line in transcript_lines(trial))]

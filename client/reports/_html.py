@@ -34,7 +34,7 @@ from .._core import (
     error_title,
     run_errors,
 )
-from ._analytics import OUTCOMES, Durations
+from ._analytics import OUTCOMES, Durations, failed_at
 from ._base import Reporter, RunReport, agent_label
 from ._files import case_slug
 from ._summary import CaseSummary, RunSummary, judge_read, required_rate_note, trace_policy_note
@@ -208,7 +208,7 @@ def _assertions(trial: TrialResult) -> str:
         f"<tr><td>{'✔' if result.passed else '✘'}</td>"
         f"<td>{_text(result.label or result.name)}</td><td>{result.score:.2f}"
         f" / {result.threshold:.2f}</td><td>{escape(result.severity)}</td>"
-        f"<td>{_text(result.message)}</td></tr>"
+        f"<td>{_text(result.message)}{_text(failed_at(result))}</td></tr>"
         for result in trial.assertions
     )
     return (

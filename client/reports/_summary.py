@@ -56,6 +56,7 @@ from ._analytics import (
     TrialSummary,
     count_assertions,
     durations,
+    failed_at,
     trial_summary,
 )
 
@@ -188,7 +189,7 @@ def _failures(trial: TrialResult, seen: dict[str, list[str]]) -> None:
     ids are collected beside it."""
     texts = [f"{trial.error_type or 'Error'}: {trial.error}"] if trial.error else []
     failed = [
-        f"{result.label or result.name}: {result.message}".rstrip(": ")
+        f"{result.label or result.name}: {result.message}".rstrip(": ") + failed_at(result)
         for result in trial.assertions
         if not result.passed
     ]

@@ -33,6 +33,14 @@ def workdir(tmp_path, monkeypatch):
     return tmp_path
 
 
+def line_of(path: Path, text: str) -> str:
+    """``path:line`` of the first line holding ``text`` (as a report names a failed
+    assertion: here an absolute path, the run's folder being elsewhere)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    number = next(index for index, line in enumerate(lines, 1) if text in line)
+    return f"{path.resolve()}:{number}"
+
+
 def test_json_dash_writes_the_summary_and_nothing_else_to_stdout(workdir, capsys):
     code = main(["run", EVALS, "--local", REGRESSED, "--out", "run", "--json", "-"])
     captured = capsys.readouterr()
@@ -114,6 +122,7 @@ def test_a_failing_case_is_named_once_with_its_reasons(workdir, capsys):
     assert lines[first + 1] == (
         '         called_tool(order_status, args ⊆ {order_id="A1049"}): '
         "'order_status' was never called; no tool was called"
+        f" (at {line_of(Path(EVALS) / 'support_eval.py', 'ctx.called_tool(')})"
     )
     assert sum("support_eval::order_status[shipped]" in line for line in lines) == 1
     assert "4 failed" in lines[-2]

@@ -3,6 +3,7 @@ criterion (item 3), in real trials on a local agent under the trace policy."""
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Callable
 from typing import Any
@@ -92,7 +93,9 @@ async def test_an_object_and_the_chain_give_the_same_result() -> None:
 
     result = await trial(case, FakeJudge(default=0.75))
     by_object, by_chain = result.assertions
-    assert msgspec_dict(by_object) == msgspec_dict(by_chain)
+    line = inspect.getsourcelines(case)[1] + 2  # the ctx.check line
+    where = {"location": f"tests/client/judges/test_judge_objects.py:{line}"}
+    assert msgspec_dict(by_object) == {**msgspec_dict(by_chain), **where}
     assert not by_object.passed and by_object.severity == "soft" and by_object.threshold == 0.8
     assert result.verdict == Verdict.SCORED  # soft by default, as the chain
 

@@ -3,11 +3,13 @@ side, the judges' evidence, the tool timeline's time axis, and the console's cas
 All on real runs of the example support agent in-process (``review_run``)."""
 
 import asyncio
+import inspect
 import io
 import re
 import xml.etree.ElementTree as ET
 
 import pytest
+import review_run as review
 from evalport.client import TrialResult, Verdict
 from evalport.client._cases import Case
 from evalport.client._runner import Runner, RunOptions
@@ -21,6 +23,10 @@ from evalport.protocol import TracePolicy
 from review_run import EVIDENCE, SECRET, review_run
 
 DIGEST_JSON = re.compile(r'\{"hash":\s*"sha256:')
+# where the crash case asserts, as every report names a failed assertion
+CRASH_ASSERTION = (
+    f"tests/client/reports/review_run.py:{inspect.getsourcelines(review.crash)[1] + 2}"
+)
 
 
 async def every_report(tmp_path, **options):
@@ -64,7 +70,8 @@ async def test_an_agent_failure_shows_type_and_id_but_not_a_digest_under_safe(tm
     assert crash.failures == [
         "succeeded: status is 'failed', expected 'completed'; agent error ConnectionError: "
         "message hidden by the safe trace policy (run with --trace-policy verbatim to see it, "
-        f"or find the error id in the agent's log: the server's, or stderr under --local) (×3; error id {ids[0]} and 2 more)"
+        f"or find the error id in the agent's log: the server's, or stderr under --local) (at {CRASH_ASSERTION})"
+        f" (×3; error id {ids[0]} and 2 more)"
     ]
     junit = ET.fromstring(texts["junit"].encode())
     case = next(c for c in junit.iter("testcase") if c.get("name") == "crash")
