@@ -2,9 +2,11 @@
 
 Rules (they hold for every Struct in this module):
 
-- Field names are snake_case in Python and camelCase on the wire, except inside a flat
-  ``tools`` entry, whose ``tool_call`` key is snake_case because Instructor's decoder reads
-  it that way. ``ErrorInfo.error_class`` is ``class`` on the wire.
+- Field names are snake_case in Python and camelCase on the wire, except where
+  Instructor's decoder reads snake_case: a flat ``tools`` entry's ``tool_call``, and a
+  message's ``tool_calls`` and ``tool_result`` (:class:`ToolResult`), which repeat its
+  ``toolCalls`` and ``toolCallId`` in Instructor's form. ``ErrorInfo.error_class`` is
+  ``class`` on the wire.
 - Enumerated values (run status, step type, finish reason, stop reason, approval state)
   are plain ``str`` so that a client keeps a value a newer server invents; the known
   values are the constants of the classes :class:`RunStatus`, :class:`StepType`,
@@ -186,11 +188,10 @@ class ToolResult(msgspec.Struct, kw_only=True, gc=False):
 class Message(_Wire):
     """A message a step produced (assistant text, assistant tool calls, tool results).
 
-    ``toolCalls`` and ``toolCallId`` are evalport's form. Instructor's ``Message`` reads
-    the same data as ``tool_calls`` (the same list) and ``tool_result``; both are derived
-    here, on every construction and decode, and sent only when there is something to
-    carry. A message that arrives with Instructor's form alone is read into evalport's.
-    After changing ``content`` in place, call :meth:`sync_instructor`.
+    Instructor's form (``tool_calls``: the same list; ``tool_result``) is derived on every
+    construction and decode and sent only when it carries something; a message that
+    arrives in that form alone is read into evalport's. After changing ``content`` or
+    ``tool_calls`` in place, call :meth:`sync_instructor`.
     """
 
     role: str = "assistant"
