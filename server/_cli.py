@@ -58,6 +58,17 @@ from ._served import LocalCallersOnly, ServedApp, stderr_line
 HELP = "serve an agent over the eval protocol"
 
 _DEFAULTS: Final = Limits()
+_LIMITS_HELP: Final = {  # the Limits a serve option sets, in --help's order
+    "turn_timeout": "seconds a turn may run",
+    "session_ttl": "idle seconds before a session expires",
+    "max_sessions": "live sessions at most",
+    "max_body_bytes": "largest request body",
+    "lease_ttl": "seconds a turn's lease lasts between renewals, with a store that renews them"
+    " (Redis): how soon a dead replica frees its sessions",
+    "turn_threads": "worker threads for sync turns, one per session at most",
+    "max_run_bytes": "largest accumulated run of a session; further turns get 413 run-too-large",
+}
+_OPTIONS: Final = {field: "--" + field.replace("_", "-") for field in _LIMITS_HELP}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -80,51 +91,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--public-health", action="store_true", help="serve /health without auth")
     parser.add_argument("--name", help="agent name shown by /health")
     parser.add_argument("--agent-version", help="agent version shown by /health")
-    parser.add_argument(
-        "--turn-timeout",
-        type=float,
-        default=_DEFAULTS.turn_timeout,
-        help=f"seconds a turn may run (default {_DEFAULTS.turn_timeout:g})",
-    )
-    parser.add_argument(
-        "--session-ttl",
-        type=float,
-        default=_DEFAULTS.session_ttl,
-        help=f"idle seconds before a session expires (default {_DEFAULTS.session_ttl:g})",
-    )
-    parser.add_argument(
-        "--max-sessions",
-        type=int,
-        default=_DEFAULTS.max_sessions,
-        help=f"live sessions at most (default {_DEFAULTS.max_sessions})",
-    )
-    parser.add_argument(
-        "--max-body-bytes",
-        type=int,
-        default=_DEFAULTS.max_body_bytes,
-        help=f"largest request body (default {_DEFAULTS.max_body_bytes})",
-    )
-    parser.add_argument(
-        "--lease-ttl",
-        type=float,
-        default=_DEFAULTS.lease_ttl,
-        help="seconds a turn's lease lasts between renewals, with a store that renews them"
-        f" (Redis): how soon a dead replica frees its sessions (default {_DEFAULTS.lease_ttl:g})",
-    )
-    parser.add_argument(
-        "--turn-threads",
-        type=int,
-        default=_DEFAULTS.turn_threads,
-        help="worker threads for sync turns, one per session at most"
-        f" (default {_DEFAULTS.turn_threads})",
-    )
-    parser.add_argument(
-        "--max-run-bytes",
-        type=int,
-        default=_DEFAULTS.max_run_bytes,
-        help="largest accumulated run of a session; further turns get 413 run-too-large"
-        f" (default {_DEFAULTS.max_run_bytes})",
-    )
+    for field, text in _LIMITS_HELP.items():
+        default = getattr(_DEFAULTS, field)
+        shown = f"{default:g}" if isinstance(default, float) else default
+        parser.add_argument(
+            _OPTIONS[field], type=type(default), default=default, help=f"{text} (default {shown})"
+        )
     parser.add_argument(
         "--store",
         default="memory",
@@ -160,11 +132,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log-level", default="info", help="uvicorn log level (default info)")
 
 
-def load_target(target: str) -> object:
-    """Import ``module:attr`` or ``path/to/file.py:attr``; raises ``ValueError`` if unusable."""
-    return load_object(target)
-
-
 class DrainingServer(uvicorn.Server):
     """uvicorn that drains the adapter (503 ``draining``) as soon as a signal arrives."""
 
@@ -175,17 +142,6 @@ class DrainingServer(uvicorn.Server):
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         self.adapter.drain()
         super().handle_exit(sig, frame)
-
-
-_OPTIONS: Final = {  # Limits field -> the option that sets it
-    "max_body_bytes": "--max-body-bytes",
-    "turn_timeout": "--turn-timeout",
-    "session_ttl": "--session-ttl",
-    "max_sessions": "--max-sessions",
-    "lease_ttl": "--lease-ttl",
-    "turn_threads": "--turn-threads",
-    "max_run_bytes": "--max-run-bytes",
-}
 
 
 def limits_from(args: argparse.Namespace) -> Limits:
@@ -240,7 +196,7 @@ def main(args: argparse.Namespace) -> int:
         except ValueError as error:
             return _fail(f"--otlp: {error}")
     try:
-        target = load_target(args.target)
+        target = load_object(args.target)
 
         def build(agent: object) -> EvalAdapter:
             return EvalAdapter(

@@ -32,6 +32,16 @@ MAX_SECONDS: Final = 365 * 24 * 3600.0
 """The longest time any limit may name (one year)."""
 
 
+_AT_LEAST: Final = {  # the whole-number limits and their least values
+    "max_body_bytes": 64,
+    "max_sessions": 1,
+    "retry_after": 0,
+    "idempotency_keys": 1,
+    "turn_threads": 1,
+    "max_run_bytes": 1024,
+}
+
+
 @dataclass(frozen=True, slots=True)
 class Limits:
     """Limits of one adapter (all times in seconds)."""
@@ -58,17 +68,12 @@ class Limits:
     """Largest accumulated run of a session (413 ``run-too-large`` for further turns)."""
 
     def __post_init__(self) -> None:
-        for name in (
-            "max_body_bytes",
-            "max_sessions",
-            "retry_after",
-            "idempotency_keys",
-            "turn_threads",
-            "max_run_bytes",
-        ):
+        for name, least in _AT_LEAST.items():
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int):
                 raise ValueError(f"{name} must be a whole number, not {value!r}")
+            if value < least:
+                raise ValueError(f"{name} must be at least {least}, not {value}")
         for name in ("turn_timeout", "session_ttl", "lease_ttl"):
             value = getattr(self, name)
             if value is None and name == "turn_timeout":
@@ -79,18 +84,6 @@ class Limits:
                 raise ValueError(
                     f"{name} must be above 0 and at most {MAX_SECONDS:.0f} seconds (a year), not {value!r}"
                 )
-        if self.max_body_bytes < 64:
-            raise ValueError(f"max_body_bytes must be at least 64, not {self.max_body_bytes}")
-        if self.max_sessions < 1:
-            raise ValueError(f"max_sessions must be at least 1, not {self.max_sessions}")
-        if self.retry_after < 0:
-            raise ValueError(f"retry_after must not be negative, not {self.retry_after}")
-        if self.idempotency_keys < 1:
-            raise ValueError(f"idempotency_keys must be at least 1, not {self.idempotency_keys}")
-        if self.turn_threads < 1:
-            raise ValueError(f"turn_threads must be at least 1, not {self.turn_threads}")
-        if self.max_run_bytes < 1024:
-            raise ValueError(f"max_run_bytes must be at least 1024, not {self.max_run_bytes}")
 
     @property
     def lease_seconds(self) -> float:

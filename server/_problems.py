@@ -103,19 +103,3 @@ def problem_body(
             retry_after=retry_after,
         )
     )
-
-
-def problem_response(
-    problem_type: str,
-    detail: str | None = None,
-    *,
-    instance: str | None = None,
-    errors: list[FieldError] | None = None,
-    retry_after: int | None = None,
-    headers: Mapping[str, str] | None = None,
-) -> Response:
-    """A problem as a Starlette response."""
-    error = HTTPProblem(
-        problem_type, detail, errors=errors, retry_after=retry_after, headers=headers
-    )
-    return error.response(instance)

@@ -23,7 +23,7 @@ Rules:
   another replica; attach re-encodes the stored run without the state
   (:func:`sent_body`) before any cut, so a delta or a whole run is always a sent one.
 - A request with ``?since=N`` (:func:`since_of`) gets a 200's run as a delta
-  (:func:`answered`, rules in :mod:`evalport.protocol._delta`), cut from the run as
+  (rules in :mod:`evalport.protocol._delta`), cut from the run as
   sent. A turn's own response is cut from the run object and its record keeps the
   whole body or the turn's delta (:mod:`._runlog`), so a repeated key answers the same
   turn cut at the repeat's ``since``; a whole body is decoded to be cut.
@@ -43,14 +43,12 @@ import msgspec
 from evalport.protocol import (
     AgentRun,
     CreateSessionRequest,
-    DeltaEnvelope,
     FieldError,
     Problem,
     ProblemType,
     RunEnvelope,
     ToolFault,
     encode,
-    run_delta,
 )
 from evalport.protocol.runtime import (
     FRAMEWORK_STATE,
@@ -132,16 +130,6 @@ def since_of(query: bytes) -> int | None:
     return int(text)
 
 
-def delta_body(run: AgentRun | None, body: bytes, since: int) -> bytes:
-    """A sent run ``body`` (``run`` its object, if at hand) cut at ``since`` as a delta;
-    ``body`` itself when ``since`` is beyond the run's turns."""
-    if run is None:
-        run = without_framework_state(decode_envelope.decode(body).run)
-    if since > run.turns:
-        return body
-    return encode(DeltaEnvelope(delta=run_delta(run, since)))
-
-
 class Outcome(msgspec.Struct, frozen=True, gc=False):
     """A finished request's answer: status and body (JSON or problem JSON)."""
 
@@ -151,14 +139,6 @@ class Outcome(msgspec.Struct, frozen=True, gc=False):
     @property
     def is_problem(self) -> bool:
         return self.status >= 400
-
-
-def answered(outcome: Outcome, run: AgentRun | None, since: int | None) -> Outcome:
-    """``outcome`` as its request asked for it: a 200 cut at ``since`` when it asked
-    (:func:`delta_body`); any other outcome as it is."""
-    if since is None or outcome.status != 200:
-        return outcome
-    return Outcome(status=200, body=delta_body(run, outcome.body, since))
 
 
 class IdempotencyRecord(msgspec.Struct, frozen=True, gc=False):

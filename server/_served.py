@@ -44,7 +44,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ._app import EvalAdapter
-from ._problems import problem_response
+from ._problems import HTTPProblem
 from .adapters._detect import framework_adapter
 
 Build = Callable[[object], EvalAdapter]
@@ -228,15 +228,15 @@ class LocalCallersOnly:
 
 def _refused(headers: dict[bytes, bytes], bound: str) -> Response | None:
     if not local_request(headers, bound):
-        return problem_response(
+        return HTTPProblem(
             ProblemType.FORBIDDEN,
             "This server has no token and answers only requests from this machine: call it "
             "as http://127.0.0.1:PORT (or localhost), not through another host name or from "
             "a web page of another site.",
-        )
+        ).response()
     has_body = headers.get(b"content-length", b"0") != b"0" or b"transfer-encoding" in headers
     if has_body and b"content-type" not in headers:
-        return problem_response(
+        return HTTPProblem(
             ProblemType.UNSUPPORTED_MEDIA_TYPE, "Send the body as application/json."
-        )
+        ).response()
     return None

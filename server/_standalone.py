@@ -41,7 +41,7 @@ from starlette.datastructures import URL
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ._problems import problem_response
+from ._problems import HTTPProblem
 
 logger = logging.getLogger("evalport.server")
 details_logger = logging.getLogger("evalport.agent.details")
@@ -115,7 +115,7 @@ class ProtocolApp:
             detail = (
                 f"No such route; without the trailing slash it is {(instance or path).rstrip('/')}."
             )
-        response = problem_response(ProblemType.NOT_FOUND, detail, instance=instance)
+        response = HTTPProblem(ProblemType.NOT_FOUND, detail).response(instance)
         await response(scope, receive, send)
 
 
@@ -149,11 +149,9 @@ def internal_problem(scope: Scope, *, details: bool = True) -> Response:
             error_id, method, path, kind,
         )  # fmt: skip
         details_logger.debug("internal error %s", error_id, exc_info=True)
-    return problem_response(
-        ProblemType.INTERNAL,
-        f"The server failed unexpectedly (error id {error_id}).",
-        instance=safe_instance(scope),
-    )
+    return HTTPProblem(
+        ProblemType.INTERNAL, f"The server failed unexpectedly (error id {error_id})."
+    ).response(safe_instance(scope))
 
 
 async def _not_http(scope: Scope, receive: Receive, send: Send) -> None:

@@ -81,8 +81,8 @@ from ._records import (
     InFlight,
     Outcome,
     RunPolicy,
-    answered,
     decision_problem,
+    decode_envelope,
     fingerprint,
     idempotency_record,
     key_reused,
@@ -202,8 +202,11 @@ class TurnRunner:
         if outcome.status != 200:
             return outcome
         recorded = recorded_since(outcome.body)
-        if recorded is None:
-            return answered(outcome, None, since)  # a whole run, cut as asked
+        if recorded is None:  # a whole run, cut as asked (as it is when since is past it)
+            if since is None:
+                return outcome
+            run = without_framework_state(decode_envelope.decode(outcome.body).run)
+            return outcome if since > run.turns else Outcome(200, answer_body(run, since, None))
         if recorded == since:
             return outcome
         stored = await self._store.read(session_id)
