@@ -3,7 +3,7 @@
 The body is what evalport's own server sends for one long turn: an agent recorded by the
 real turn runtime takes 800 model steps, every third one calling an order-lookup tool
 (arguments and a JSON result, both digested by the safe policy), the others thinking
-aloud; the accumulated run is encoded as the adapter encodes it (~720 KB).
+aloud; the accumulated run is encoded as the adapter encodes it (~760 KB).
 
 On the same bytes, in one process, it times N interleaved rounds (each round runs every
 path once, so a burst of load on a shared machine hits all of them alike):
