@@ -34,7 +34,7 @@ import dataclasses
 import functools
 import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, TypeVar, overload
 
@@ -80,7 +80,6 @@ class Case:
     row: DatasetRow | None = None
     source: str = ""
     approval_policy: ApprovalPolicy | None = None
-    metadata: Mapping[str, Any] = field(default_factory=dict)
     faults: tuple[ToolFault, ...] = ()
     messages: tuple[str, ...] = ()
     user: UserSimulator | None = None

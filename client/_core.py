@@ -59,6 +59,7 @@ from ._results import required_passes as required_passes
 from ._selection import parse_shard as parse_shard
 from ._selection import select as select
 from ._stats import fisher_exact as fisher_exact
+from ._stats import flaky as flaky
 from ._stats import k_values as k_values
 from ._stats import mcnemar_exact as mcnemar_exact
 from ._stats import mean_std as mean_std

@@ -39,7 +39,7 @@ import sys
 import sysconfig
 from collections.abc import Mapping, Sequence
 from types import TracebackType
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
 from evalport.protocol import (
     AgentRun,
@@ -75,8 +75,6 @@ from evalport.protocol.runtime import (
 from ._cache import files_fingerprint
 from ._target import RunAt, TargetIdentity, Turn
 from ._turns import DecisionLike, SessionBase, decisions_of
-
-T = TypeVar("T")
 
 
 def _sources(agent: object) -> list[tuple[str, str]]:

@@ -38,7 +38,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
 from evalport.protocol import TargetUnavailable, TracePolicy, __version__
 
@@ -59,16 +59,6 @@ from .reports import (
 
 CLOSE_TIMEOUT = 10.0
 """Seconds to close a session the trial left open after a timeout or an error."""
-
-
-class RunnableCase(Protocol):
-    """What the runner reads from a case (see :mod:`evalport.client._cases`)."""
-
-    @property
-    def id(self) -> str: ...
-
-    @property
-    def tags(self) -> Sequence[str]: ...
 
 
 TrialFunction = Callable[..., Awaitable[TrialResult]]
