@@ -167,6 +167,14 @@ async def evaluate_all(agent_factory: Callable[[], Any]) -> None:
         tools = first.run["tools"]
         assert {tool["tool_call"]["name"] for tool in tools} == {"lookup", "track"}
         assert all(tool["tool_call"]["id"] for tool in tools)
+        # the model's calls ride in its message too, in Instructor's form beside evalport's
+        messages = [message for step in first.run["steps"] for message in step["outputMessages"]]
+        calling = [message for message in messages if message["toolCalls"]]
+        assert [call["name"] for message in calling for call in message["tool_calls"]] == [
+            "lookup",
+            "track",
+        ]
+        assert all(message["tool_calls"] == message["toolCalls"] for message in calling)
 
     async for target in http_target(agent_factory(), policy=TracePolicy.verbatim()):
         approved = await trial(target, refund_approved, approval_policy=APPROVE)
