@@ -44,7 +44,9 @@ def test_every_report_names_the_failed_assertion_file_and_line(
     monkeypatch.chdir(tmp_path)
     (tmp_path / "evals").mkdir()
     (tmp_path / "evals" / "status_eval.py").write_text(EVAL)
-    where = "evals/status_eval.py:8"  # the line of ctx.contains("teleported")
+    lines = EVAL.splitlines()
+    failing = lines.index('    ctx.contains("teleported")') + 1
+    where = f"evals/status_eval.py:{failing}"
     agent = f"{ROOT / 'examples' / 'support_agent.py'}:agent"
     reports = ["--junit", "junit.xml", "--html", "report.html", "--md", "summary.md"]
     code = main(["run", "evals", "--local", agent, "--out", "run", *reports])
@@ -59,7 +61,7 @@ def test_every_report_names_the_failed_assertion_file_and_line(
     assert where in (tmp_path / "report.html").read_text()
     assert where in (tmp_path / "summary.md").read_text()
     # The passing assertion keeps its own line in the results, shown nowhere.
-    assert "evals/status_eval.py:7" not in console
+    assert f"evals/status_eval.py:{failing - 1}" not in console
 
 
 async def test_each_kind_of_check_records_the_line_that_made_it(target) -> None:
