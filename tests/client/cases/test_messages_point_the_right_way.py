@@ -34,7 +34,8 @@ def test_the_plugin_names_its_own_token_option_once(tmp_path: Path) -> None:
     )
     options = ["--evalport-target", "http://127.0.0.1:1", "--evalport-token-env", "NO_SUCH_TOKEN"]
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *options],
+        # -rN: no short summary, which repeats the message in full when $CI is set
+        [sys.executable, "-m", "pytest", "-q", "-rN", "-p", "no:cacheprovider", *options],
         cwd=tmp_path,
         capture_output=True,
         text=True,
