@@ -56,7 +56,15 @@ from ._handles import AssertionHandle, DeferredHandle, Expectation  # noqa: E402
 from ._http import HttpSession, HttpTarget  # noqa: E402
 from ._local import LocalSession, LocalTarget  # noqa: E402
 from ._logged import LoggedConversationError  # noqa: E402
-from ._results import AssertionResult, CaseResult, JudgeRecord, RunData, TrialResult, Verdict  # noqa: E402
+from ._results import (  # noqa: E402
+    AssertionResult,
+    CaseResult,
+    JudgeRecord,
+    RunData,
+    TrialResult,
+    TurnTiming,
+    Verdict,
+)
 from ._retry import RetryPolicy  # noqa: E402
 from ._runner import Runner, RunOptions, run_cases  # noqa: E402
 from ._sync import SyncSession, SyncTarget, connect  # noqa: E402
@@ -146,6 +154,7 @@ __all__ = [
     "Turn",
     "TurnLost",
     "TurnTimedOut",
+    "TurnTiming",
     "UserSimulator",
     "Verdict",
     "answer_by_kind",

@@ -64,7 +64,7 @@ from ._conversation import (
 from ._handles import AssertionHandle, Expectation
 from ._methods import AssertionMethods
 from ._parts import turn_parts
-from ._results import AssertionResult, JudgeRecord
+from ._results import AssertionResult, JudgeRecord, TurnTiming
 from ._target import Session, Target, Turn, faults_option, moment_of, turn_at
 from ._trajectory import Trajectory
 from ._turns import moment
@@ -181,6 +181,7 @@ class EvalContext(AssertionMethods):
         self.interrupt_policy: InterruptPolicy | None = None
         self.row = row
         self.turns: list[Turn] = []
+        self.timings: list[TurnTiming] = []  # each turn's, every session's, in order
         self.logs: list[str] = []
         self.expectations: list[Expectation] = []
         self.locations: list[str | None] = []  # where each expectation was made
@@ -271,11 +272,16 @@ class EvalContext(AssertionMethods):
         turn = await (
             self._session.send(message, parts=parts) if parts else self._session.send(message)
         )
+        timing = turn.timing
+        if timing is not None:
+            self.timings.append(timing)
         now = moment_of(turn).head
         if now.pending_approvals or now.pending_interrupts:
             turn = await settle_approvals(
                 self._session, turn, self.approval_policy, previous, self.interrupt_policy
             )
+            if turn.timing is None:  # the resumed turn is still the one sent
+                turn = turn_at(turn.index, turn.message, moment_of(turn), turn.steps, timing)
         self.turns.append(turn)
         return turn
 
@@ -308,7 +314,9 @@ class EvalContext(AssertionMethods):
             self._session, turn, self.approval_policy, None, self.interrupt_policy
         )
         if started is not None:
-            self.turns[-1] = turn_at(turn.index, started.message, moment_of(turn), turn.steps)
+            self.turns[-1] = turn_at(
+                turn.index, started.message, moment_of(turn), turn.steps, started.timing
+            )
             return self.turns[-1]
         self.turns.append(turn)
         return turn

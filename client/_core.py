@@ -52,6 +52,7 @@ from ._results import JudgeToolCall as JudgeToolCall
 from ._results import RunData as RunData
 from ._results import Severity as Severity
 from ._results import TrialResult as TrialResult
+from ._results import TurnTiming as TurnTiming
 from ._results import Verdict as Verdict
 from ._results import case_verdict as case_verdict
 from ._results import enc_hook as enc_hook

@@ -183,6 +183,18 @@ def enc_hook(value: Any) -> Any:
     raise NotImplementedError(f"cannot encode {type(value).__name__}")
 
 
+class TurnTiming(msgspec.Struct, kw_only=True, gc=False):
+    """When one turn's answer came, in seconds after its request left, by the client's
+    clock: ``first_event`` and ``first_token`` (the first text of the reply) only when
+    the turn streamed (:mod:`evalport.protocol._stream`; ``LocalTarget`` always),
+    ``total`` when the whole answer was in."""
+
+    turn: int
+    total: float
+    first_event: float | None = None
+    first_token: float | None = None
+
+
 class TrialResult(msgspec.Struct, kw_only=True, gc=False):
     """One execution of a case."""
 
@@ -200,6 +212,7 @@ class TrialResult(msgspec.Struct, kw_only=True, gc=False):
     judges: list[JudgeRecord] = msgspec.field(default_factory=list)
     logs: list[str] = msgspec.field(default_factory=list)
     run: Any = None  # the redacted AgentRun as RunData (plain JSON data), for reports
+    timings: list[TurnTiming] = msgspec.field(default_factory=list)  # each turn's, in order
 
 
 class CaseResult(msgspec.Struct, kw_only=True, gc=False):

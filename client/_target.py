@@ -8,6 +8,8 @@ Rules:
 - ``Session.run`` is always the **accumulated**, already **redacted** run: a target applies
   its trace policy to every run before handing it out.
 - A :class:`Turn` carries that accumulated run plus the steps of this turn alone, and
+  ``timing`` (:class:`~evalport.client.TurnTiming`), when its answer came by the
+  client's clock (compared runs ignore it); and
   :attr:`Turn.own` is the turn's own slice of the run (Instructor's ``EvalTurn``): an
   :class:`~evalport.protocol.AgentRun` cut from the accumulated one on the client, the
   wire unchanged. It holds this turn's steps, the tool calls, usage and error details
@@ -33,6 +35,8 @@ from typing import Any, Final, Protocol, runtime_checkable
 
 import msgspec
 from evalport.protocol import AgentRun, ApprovalDecision, ContentPart, Step, ToolFault
+
+from ._results import TurnTiming
 
 
 def faults_option(faults: Sequence[ToolFault] | None) -> dict[str, Any]:
@@ -103,19 +107,25 @@ class Turn:
     ``run`` is built on first read: a later turn never changes it, and a turn of a long
     session costs what it gained (:class:`RunAt`)."""
 
-    __slots__ = ("_at", "index", "message", "steps")
+    __slots__ = ("_at", "index", "message", "steps", "timing")
     __match_args__ = ("index", "message", "run", "steps")
     __hash__ = None  # type: ignore[assignment]
 
     index: int
     message: str
     steps: list[Step]
+    timing: TurnTiming | None
     _at: RunAt
 
     def __init__(
-        self, index: int, message: str, run: AgentRun, steps: list[Step] | None = None
+        self,
+        index: int,
+        message: str,
+        run: AgentRun,
+        steps: list[Step] | None = None,
+        timing: TurnTiming | None = None,
     ) -> None:
-        _fill(self, index, message, RunAt(run), [] if steps is None else steps)
+        _fill(self, index, message, RunAt(run), [] if steps is None else steps, timing)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise FrozenInstanceError(f"cannot assign to field {name!r}")
@@ -123,8 +133,10 @@ class Turn:
     def __delattr__(self, name: str) -> None:
         raise FrozenInstanceError(f"cannot delete field {name!r}")
 
-    def __reduce__(self) -> tuple[type[Turn], tuple[int, str, AgentRun, list[Step]]]:
-        return (Turn, (self.index, self.message, self.run, self.steps))  # copy and pickle
+    def __reduce__(
+        self,
+    ) -> tuple[type[Turn], tuple[int, str, AgentRun, list[Step], TurnTiming | None]]:
+        return (Turn, (self.index, self.message, self.run, self.steps, self.timing))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Turn):
@@ -172,10 +184,12 @@ class Turn:
         return own
 
 
-def turn_at(index: int, message: str, at: RunAt, steps: list[Step]) -> Turn:
+def turn_at(
+    index: int, message: str, at: RunAt, steps: list[Step], timing: TurnTiming | None = None
+) -> Turn:
     """The turn whose run is that of moment ``at`` (built when first read)."""
     turn = object.__new__(Turn)
-    _fill(turn, index, message, at, steps)
+    _fill(turn, index, message, at, steps, timing)
     return turn
 
 
@@ -185,9 +199,19 @@ def moment_of(turn: Turn) -> RunAt:
     return turn._at
 
 
-def _fill(turn: Turn, index: int, message: str, at: RunAt, steps: list[Step]) -> None:
-    for name, value in (("index", index), ("message", message), ("_at", at), ("steps", steps)):
-        object.__setattr__(turn, name, value)
+def _fill(
+    turn: Turn,
+    index: int,
+    message: str,
+    at: RunAt,
+    steps: list[Step],
+    timing: TurnTiming | None,
+) -> None:
+    object.__setattr__(turn, "index", index)
+    object.__setattr__(turn, "message", message)
+    object.__setattr__(turn, "_at", at)
+    object.__setattr__(turn, "steps", steps)
+    object.__setattr__(turn, "timing", timing)
 
 
 @runtime_checkable

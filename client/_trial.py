@@ -194,6 +194,7 @@ async def run_trial(
         judges=list(ctx.judge_records),
         logs=list(ctx.logs),
         run=run,
+        timings=ctx.timings,
     )
 
 

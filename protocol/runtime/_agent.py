@@ -20,6 +20,10 @@ annotated ``SessionInfo`` (or a class) a factory; two and three a turn function.
 the shapes accepted. :func:`as_factory` and :func:`as_turn_function` mark a callable
 explicitly when its signature says neither.
 
+A turn function (or a handler's ``turn``) may be an async generator of text chunks
+(``async def agent(message, history, ctx): yield ...``): each chunk streams as it comes
+(:meth:`TurnContext.text_delta`) and the reply is their concatenation.
+
 Sync code runs in a worker thread, so it never blocks the event loop; the turn context
 is current there too. An async agent runs on the event loop itself: it must never block
 it (no ``time.sleep``, no blocking I/O, no long computation between two awaits), or every
@@ -39,7 +43,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
@@ -112,14 +116,15 @@ class AsyncTurnHandler:
         """The reply to ``message``; a sync ``turn`` runs in a worker thread, through
         ``in_thread`` if given (the session's pool), else :func:`asyncio.to_thread`."""
         if self._async:
-            reply = await self._turn(message, ctx)
+            reply = self._turn(message, ctx)
+            reply = await (_streamed(reply, ctx) if inspect.isasyncgen(reply) else reply)
         else:
             run = in_thread or asyncio.to_thread
             reply = await run(_call_in_context, self._turn, message, ctx)
             if inspect.isawaitable(reply):
                 reply = await reply
         if reply is None:
-            return ""
+            return ctx.streamed
         if not isinstance(reply, str):
             hint = (
                 ": a session factory? annotate its parameter 'info: SessionInfo' or mark it "
@@ -131,6 +136,15 @@ class AsyncTurnHandler:
         return reply
 
 
+async def _streamed(chunks: AsyncIterator[Any], ctx: TurnContext) -> str:
+    """Stream an async generator agent's chunks; the reply is their concatenation."""
+    async for chunk in chunks:
+        if not isinstance(chunk, str):
+            raise TypeError(f"the agent yielded {type(chunk).__name__}; yield str chunks")
+        ctx.text_delta(chunk)
+    return ctx.streamed
+
+
 def _call_in_context(
     turn: Callable[[str, TurnContext], Any], message: str, ctx: TurnContext
 ) -> Any:
@@ -140,8 +154,10 @@ def _call_in_context(
 
 def _is_async(function: Callable[..., Any]) -> bool:
     call = getattr(function, "__call__", None)  # noqa: B004 - objects with async __call__
-    return inspect.iscoroutinefunction(function) or (
-        call is not None and inspect.iscoroutinefunction(call)
+    return (
+        inspect.iscoroutinefunction(function)
+        or inspect.isasyncgenfunction(function)
+        or (call is not None and inspect.iscoroutinefunction(call))
     )
 
 

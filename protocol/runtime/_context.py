@@ -25,6 +25,13 @@ Rules:
   the answer. The ``_sync`` twins serve sync agents in their worker thread.
 - Tool faults (``faults=``, the session's): both consult the session's fault plan after
   the approval; see :mod:`evalport.protocol.runtime._faults`.
+- Streaming (``listen=``, the host's): each thing the agent records is told to the
+  listener as a stream event (:mod:`evalport.protocol._stream`) when it is recorded: the
+  turn's start, each step's start and end, tool runs, approval and interrupt requests,
+  the agent's failure, and the reply's chunks (:meth:`TurnContext.text_delta`). The
+  listener runs on the session's event loop (a sync agent's thread hands it over). An
+  agent whose turn returns nothing after streaming chunks replies with their
+  concatenation.
 - :mod:`evalport.protocol.runtime._tools` holds the ``@tool`` decorator, :mod:`evalport.protocol.runtime._stamps`
   the ids, timestamps and error records used here, :mod:`evalport.protocol.runtime._control`
   what the runtime does to a context that the agent's code never calls.
@@ -34,7 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any
 
@@ -54,11 +61,26 @@ from .._models import (
     ToolExecution,
     Usage,
 )
+from .._stream import (
+    ApprovalRequested,
+    InterruptRequested,
+    StepCompleted,
+    StepStarted,
+    StreamEvent,
+    TextDelta,
+    ToolCompleted,
+    ToolStarted,
+    TurnFailed,
+    TurnStarted,
+)
 from ._approvals import ApprovalRejected, ApprovalResult, Approvals
 from ._control import ToolExecutionBlock, TurnControl
 from ._faults import FaultPlan
 from ._stamps import TOOL_ERROR_CLASS, error_info, json_arguments, json_value, new_id, utc_now
 from ._tool_runs import ToolRun
+
+Listener = Callable[[StreamEvent], None]
+"""What a host streaming a turn is told each event with (see the module's rules)."""
 
 _current: ContextVar[TurnContext | None] = ContextVar("evalport_turn_context", default=None)
 
@@ -80,9 +102,11 @@ class TurnContext:
 
     __slots__ = (
         "_approvals",
+        "_chunks",
         "_closed",
         "_faults",
         "_last_end",
+        "_listen",
         "_loop",
         "_step",
         "_step_started",
@@ -110,6 +134,7 @@ class TurnContext:
         approvals: Approvals | None = None,
         loop: asyncio.AbstractEventLoop | None = None,
         faults: Sequence[ToolFault] = (),
+        listen: Listener | None = None,
     ) -> None:
         self.run = run
         self.turn = turn
@@ -127,6 +152,10 @@ class TurnContext:
         self._last_end = self.started_at
         self._closed = False
         self._faults = FaultPlan(faults, session_id) if faults else None
+        self._listen = listen
+        self._chunks: list[str] = []
+        if listen is not None:
+            listen(TurnStarted(turn=turn))
 
     # -- steps --------------------------------------------------------------------------
 
@@ -216,6 +245,21 @@ class TurnContext:
             self.run.events.append(
                 Event(name=name, turn=self.turn, at=utc_now(), data=json_value(data))
             )
+
+    def text_delta(self, text: str) -> None:
+        """Stream the next chunk of the reply as the model produces it; a turn that returns
+        nothing replies with the chunks' concatenation. Without a streaming host this
+        records nothing but that reply."""
+        if not isinstance(text, str):
+            raise TypeError(f"a reply chunk is a str, got {type(text).__name__}")
+        if text and not self._closed:
+            self._chunks.append(text)
+            self._tell(TextDelta(turn=self.turn, text=text, chars=len(text)))
+
+    @property
+    def streamed(self) -> str:
+        """The reply's chunks streamed so far, joined."""
+        return "".join(self._chunks)
 
     def stop(
         self, reason: str, message: str = "", *, context: Mapping[str, Any] | None = None
@@ -327,6 +371,11 @@ class TurnContext:
     async def _wait(self, pending: PendingApproval | PendingInterrupt) -> Any:
         if self._approvals is None:
             raise RuntimeError("this turn cannot suspend: its runtime takes no approvals")
+        self._tell(
+            ApprovalRequested(approval=pending)
+            if isinstance(pending, PendingApproval)
+            else InterruptRequested(interrupt=pending)
+        )
         if self._loop is not None and _running_loop() is not self._loop:
             # A sync agent in a worker thread: wait on the event loop that owns the session.
             future = asyncio.run_coroutine_threadsafe(self._register(pending), self._loop)
@@ -359,6 +408,7 @@ class TurnContext:
         )
         if not self._closed:
             step.tool_executions.append(execution)
+            self._tell(ToolStarted(turn=self.turn, call_id=call_id, name=name, arguments=args))
         return ToolRun(execution)
 
     def _withhold(self, execution: ToolExecution) -> Step | None:
@@ -402,6 +452,7 @@ class TurnContext:
                 self._step.has_errors = True
         else:
             execution.result = json_value(run.result)
+        self._tell(ToolCompleted(turn=self.turn, execution=execution))
 
     # -- internals used by the runtime ---------------------------------------------------
 
@@ -415,6 +466,7 @@ class TurnContext:
         )
         if not self._closed:
             self.run.steps.append(step)
+            self._tell(StepStarted(turn=self.turn, index=step.index, id=step.id))
         self._step = step
         self._step_started = time.perf_counter()
         return step
@@ -431,6 +483,8 @@ class TurnContext:
         step.duration = round(time.perf_counter() - self._step_started, 6)
         self._last_end = now
         self._step = None
+        if not self._closed:
+            self._tell(StepCompleted(step=step))
 
     def _final_step(self, reply: str) -> Step:
         """Close the turn's steps so that its last step is the final response."""
@@ -456,8 +510,20 @@ class TurnContext:
         step.errors.append(info)
         step.has_errors = True
         step.stop_signal = self.stop_signal
+        self._tell(TurnFailed(turn=self.turn, error=info))
         self._close_step()
         return step
+
+    def _tell(self, event: StreamEvent) -> None:
+        """Tell the streaming host ``event``, on the session's loop."""
+        listen = self._listen
+        if listen is None:
+            return
+        loop = self._loop
+        if loop is not None and _running_loop() is not loop:  # a sync agent's thread
+            loop.call_soon_threadsafe(listen, event)
+        else:
+            listen(event)
 
     def _activate(self) -> Any:
         return _current.set(self)

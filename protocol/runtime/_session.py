@@ -69,7 +69,7 @@ from .._models import (
 )
 from ._agent import AsyncTurnHandler, SessionInfo, history_of, session_factory
 from ._content import turn_content, user_parts
-from ._context import TurnContext
+from ._context import Listener, TurnContext
 from ._control import TurnControl
 from ._errors import (
     NotSuspended,
@@ -262,12 +262,18 @@ class AgentSession:
         return await self.start(message, parts=parts, timeout=timeout)
 
     def start(
-        self, message: str, *, parts: Sequence[ContentPart] = (), timeout: float | None = None
+        self,
+        message: str,
+        *,
+        parts: Sequence[ContentPart] = (),
+        timeout: float | None = None,
+        listen: Listener | None = None,
     ) -> Coroutine[Any, Any, AgentRun]:
         """:meth:`send` in two halves: the turn's task is created before this returns, and
         the coroutine returned waits for the turn as ``send`` does (and raises what it
         raises). A caller that starts other work meanwhile lets the loop run the turn's
-        first step before that work's."""
+        first step before that work's. ``listen`` is told the turn's events as they are
+        recorded (:mod:`._context`: a streaming host)."""
         if self._closed:
             return raising(SessionClosed("the session is closed"))
         if self._waiting:
@@ -289,7 +295,7 @@ class AgentSession:
         loop = asyncio.get_running_loop()
         self._deadline = None if timeout is None else loop.time() + timeout
         self._failure = None
-        task = start_task(self._turn(message, parts))
+        task = start_task(self._turn(message, parts, listen))
         if self._ended:  # (started eagerly, 3.12+: a turn that never waits is over)
             if self._failure is not None:
                 return raising(self._failure)
@@ -462,7 +468,9 @@ class AgentSession:
         if checkpoint is not None:
             resolve(checkpoint, _DONE)
 
-    def _begin(self, message: str, parts: Sequence[ContentPart]) -> TurnContext:
+    def _begin(
+        self, message: str, parts: Sequence[ContentPart], listen: Listener | None
+    ) -> TurnContext:
         run = self.run
         run.turns += 1
         message, content = turn_content(message, parts)
@@ -483,14 +491,17 @@ class AgentSession:
             approvals=self,
             loop=asyncio.get_running_loop(),
             faults=self.info.faults,
+            listen=listen,
         )
         return ctx
 
-    async def _turn(self, message: str, parts: Sequence[ContentPart]) -> None:
+    async def _turn(
+        self, message: str, parts: Sequence[ContentPart], listen: Listener | None
+    ) -> None:
         # Runs as the turn's own task; whatever ends it, the session is settled last.
         completed = False
         try:
-            ctx = self._begin(message, parts)
+            ctx = self._begin(message, parts, listen)
             TurnControl(ctx).activate()
             try:
                 turn = self._handler.turn(ctx.message, ctx, self._in_thread)

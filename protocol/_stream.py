@@ -1,0 +1,156 @@
+"""Streamed turns (evalport addition): the events a turn sends as it runs.
+
+Rules:
+
+- A turn asked with ``Accept: text/event-stream`` of a server that lists the
+  ``streaming`` capability answers ``200`` with Server-Sent Events as the turn runs. Each
+  event's ``event:`` field is its name (:data:`STREAM_EVENTS`), its ``data:`` one line of
+  JSON, its ``id:`` the turn's event number (1, 2, ...).
+- The last event is ``result`` or ``problem``: ``result`` carries exactly the body the same
+  request would have answered without streaming (the whole run, or the delta with
+  ``?since=N``), ``problem`` the RFC 9457 problem it would have answered instead. A client
+  may ignore every other event.
+- The events before it are what the agent recorded, as it recorded it: ``turn-started``,
+  ``step-started``, ``step-completed`` (the whole step), ``text-delta`` (a chunk of the
+  reply), ``tool-started``, ``tool-completed``, ``approval-requested``,
+  ``interrupt-requested`` (the turn then suspends: its ``result`` says so) and ``error``
+  (the agent failed). A server with a trace policy streams only what it can redact: its
+  steps pass the policy, its text deltas carry their length and no text, and the tool,
+  approval, interrupt and error events are left out (``result`` holds them redacted).
+- ``overflow`` ends a stream whose reader fell behind the events the server keeps for a
+  turn (or that resumed from an event it no longer keeps): the turn runs on, and the same
+  request without the stream (same ``Idempotency-Key``) answers its outcome.
+- A comment line (``: keep-alive``) goes out at least every 15 s while nothing else does.
+- A client that lost the stream sends the same request again with the same
+  ``Idempotency-Key`` and ``Last-Event-ID``: it receives the events after that one, or
+  only the final event once the turn is over.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import msgspec
+
+from ._models import ErrorInfo, PendingApproval, PendingInterrupt, Step, ToolExecution
+
+STREAMING_CAPABILITY: Final = "streaming"
+EVENT_STREAM: Final = "text/event-stream"
+
+
+class _Event(msgspec.Struct, kw_only=True, rename="camel", gc=False, tag_field="event"):
+    """Base of the streamed events: camelCase on the wire, each tagged with its name (the
+    same as its frame's ``event:`` field)."""
+
+
+class TurnStarted(_Event, tag="turn-started"):
+    """``turn-started``: the turn (its number in the session's run) began."""
+
+    turn: int
+
+
+class StepStarted(_Event, tag="step-started"):
+    """``step-started``: a model step began."""
+
+    turn: int
+    index: int
+    id: str
+
+
+class StepCompleted(_Event, tag="step-completed"):
+    """``step-completed``: a step ended; the whole step, as the run records it."""
+
+    step: Step
+
+
+class TextDelta(_Event, tag="text-delta"):
+    """``text-delta``: the next chunk of the turn's reply (the reply is their
+    concatenation); ``chars`` is its length, the only thing a redacting server sends."""
+
+    turn: int
+    text: str = ""
+    chars: int = 0
+
+
+class ToolStarted(_Event, tag="tool-started"):
+    """``tool-started``: a tool began to run."""
+
+    turn: int
+    call_id: str
+    name: str
+    arguments: Any = None
+
+
+class ToolCompleted(_Event, tag="tool-completed"):
+    """``tool-completed``: a tool ended; its execution as the run records it."""
+
+    turn: int
+    execution: ToolExecution
+
+
+class ApprovalRequested(_Event, tag="approval-requested"):
+    """``approval-requested``: a tool call waits for a decision (the turn suspends)."""
+
+    approval: PendingApproval
+
+
+class InterruptRequested(_Event, tag="interrupt-requested"):
+    """``interrupt-requested``: the agent asks something (the turn suspends)."""
+
+    interrupt: PendingInterrupt
+
+
+class TurnFailed(_Event, tag="error"):
+    """``error``: the agent failed; the error as the run records it."""
+
+    turn: int
+    error: ErrorInfo
+
+
+class StreamOverflow(_Event, tag="overflow"):
+    """``overflow``: this stream ends, the turn does not (see the module rules)."""
+
+    detail: str
+    kept_bytes: int
+
+
+StreamEvent = (
+    TurnStarted
+    | StepStarted
+    | StepCompleted
+    | TextDelta
+    | ToolStarted
+    | ToolCompleted
+    | ApprovalRequested
+    | InterruptRequested
+    | TurnFailed
+    | StreamOverflow
+)
+
+STREAM_EVENTS: Final[dict[str, type[StreamEvent]]] = {
+    str(kind.__struct_config__.tag): kind
+    for kind in (
+        TurnStarted,
+        StepStarted,
+        StepCompleted,
+        TextDelta,
+        ToolStarted,
+        ToolCompleted,
+        ApprovalRequested,
+        InterruptRequested,
+        TurnFailed,
+        StreamOverflow,
+    )
+}
+"""Every event a stream carries before its last, by its ``event:`` name."""
+
+FINAL_EVENTS: Final = ("result", "problem")
+"""The names of a stream's last event: its data is the answer without streaming."""
+
+decode_event = msgspec.json.Decoder(StreamEvent)
+"""Decodes any event's data (each names itself in its ``event`` field)."""
+
+
+def event_name(event: StreamEvent) -> str:
+    """The name ``event`` streams under."""
+    return str(event.__struct_config__.tag)
