@@ -44,20 +44,29 @@ Rules:
   ``content-parts-unsupported`` naming the capability. A turn's body past
   ``max_body_bytes`` is read to the limit, and its 413 names the part it was cut in
   (``_oversize.py``).
+- Streamed turns (``streaming=True``, the default; :mod:`evalport.server._streams`): a
+  turn asked with ``Accept: text/event-stream`` answers its events as it runs, its last
+  the body it answers otherwise; ``/health`` lists ``streaming``. Problems found before
+  the turn starts are answered as they are without the stream. A server that traces
+  turns does not stream yet (its spans are drawn from the answer).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from typing import Any, Final, NamedTuple, TypeVar
 
 import msgspec
 from evalport.protocol import (
     CONTENT_PARTS_CAPABILITY,
     DELTA_CAPABILITY,
+    EVENT_STREAM,
     INTERRUPTS_CAPABILITY,
     PROBLEM_CONTENT_TYPE,
     PROTOCOL_VERSION,
+    STREAMING_CAPABILITY,
     AgentInfo,
     ApprovalsRequest,
     ContentPart,
@@ -74,7 +83,7 @@ from evalport.protocol import (
 )
 from evalport.protocol.runtime import agent_identity
 from msgspec import UNSET
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
@@ -85,6 +94,7 @@ from ._problems import HTTPProblem
 from ._records import Outcome, RunPolicy, log_details, query_of, since_of
 from ._sessions import SessionManager
 from ._standalone import ProtocolApp, internal_problem, request_path, safe_instance
+from ._streams import TurnStream
 from ._tracing import APPROVALS_ROUTE, TurnTracing
 from .stores import SessionStore, open_store
 
@@ -100,7 +110,15 @@ _CONTENT_TYPES: Final = {
     True: (b"content-type", PROBLEM_CONTENT_TYPE.encode()),
 }
 _WANTED: Final = frozenset(
-    (b"authorization", b"content-length", b"content-type", b"idempotency-key", b"traceparent")
+    (
+        b"accept",
+        b"authorization",
+        b"content-length",
+        b"content-type",
+        b"idempotency-key",
+        b"last-event-id",
+        b"traceparent",
+    )
 )
 
 
@@ -145,6 +163,7 @@ class EvalAdapter:
         faults: bool = False,
         tracing: Any = False,
         content_parts: bool = True,
+        streaming: bool = True,
     ) -> None:
         self.limits = limits or Limits()
         if isinstance(store, str):
@@ -172,6 +191,9 @@ class EvalAdapter:
             capabilities.append("tracing")
         if content_parts:
             capabilities.append(CONTENT_PARTS_CAPABILITY)
+        self._streaming = streaming and self._tracing is None
+        if self._streaming:
+            capabilities.append(STREAMING_CAPABILITY)
         self._health_of = Health(
             status="ok",
             protocol=PROTOCOL_VERSION,
@@ -338,6 +360,8 @@ class EvalAdapter:
         message = "" if turn.message is UNSET else turn.message
         parts = () if turn.parts is UNSET else turn.parts
         session_id = scope["path_params"]["session_id"]
+        if self._streaming and EVENT_STREAM in headers.get(b"accept", ""):
+            return await self._streamed_turn(scope, headers, session_id, message, key, parts, since)
         if self._tracing is None:
             return await self.sessions.turns.turn(session_id, message, key, parts, since)
         return await self._traced_turn(headers, session_id, message, key, parts, since)
@@ -357,6 +381,24 @@ class EvalAdapter:
             headers.get(b"traceparent"),
             session_id,
             lambda: self.sessions.turns.turn(session_id, message, key, parts, since),
+        )
+
+    async def _streamed_turn(
+        self,
+        scope: Scope,
+        headers: _Headers,
+        session_id: str,
+        message: str,
+        key: str | None,
+        parts: Sequence[ContentPart],
+        since: int | None,
+    ) -> Answer:
+        after = _last_event_id(headers.get(b"last-event-id"))
+        stream, job = await self.sessions.turns.streamed(session_id, message, key, parts, since)
+        if job is not None:
+            job.add_done_callback(partial(_end_stream, stream, scope, self.log_details))
+        return StreamingResponse(
+            stream.frames(after), media_type=EVENT_STREAM, headers=_STREAM_HEADERS
         )
 
     async def _decide(self, scope: Scope, receive: Receive, headers: _Headers) -> Answer:
@@ -438,6 +480,42 @@ class _Endpoint:
             await send({"type": "http.response.body", "body": body})
         else:
             await answer(scope, receive, send)
+
+
+_STREAM_HEADERS: Final = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+
+
+def _last_event_id(value: str | None) -> int:
+    """``Last-Event-ID`` as the event number a resumed stream starts after (0: all)."""
+    if value is None:
+        return 0
+    if not value.isdigit() or len(value) > 18:
+        raise HTTPProblem(
+            ProblemType.INVALID_BODY,
+            "The Last-Event-ID header must be the id of an event of this turn's stream.",
+            errors=[FieldError(path="header:Last-Event-ID", message="an event id: 1, 2, ...")],
+        )
+    return int(value)
+
+
+def _end_stream(
+    stream: TurnStream, scope: Scope, details: bool, job: asyncio.Task[Outcome]
+) -> None:
+    """End ``stream`` with its turn's outcome, or the problem the turn ended with."""
+    if job.cancelled():
+        stream.fail(ProblemType.DRAINING, "The server stopped the turn; retry on another replica.")
+        return
+    error = job.exception()
+    if error is None:
+        stream.finish(job.result())
+    elif isinstance(error, HTTPProblem):
+        stream.finish(Outcome(error.status, error.body(safe_instance(scope))))
+    else:
+        try:
+            raise error
+        except Exception:  # logged with an error id, as an endpoint's failure is
+            answer = internal_problem(scope, details=details)
+        stream.finish(Outcome(answer.status_code, bytes(answer.body)))
 
 
 def _decode(body: bytes, kind: type[T]) -> T:

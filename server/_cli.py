@@ -67,6 +67,8 @@ _LIMITS_HELP: Final = {  # the Limits a serve option sets, in --help's order
     " (Redis): how soon a dead replica frees its sessions",
     "turn_threads": "worker threads for sync turns, one per session at most",
     "max_run_bytes": "largest accumulated run of a session; further turns get 413 run-too-large",
+    "stream_buffer_bytes": "events a streamed turn keeps for its readers; a reader that falls "
+    "behind them gets an overflow event",
 }
 _OPTIONS: Final = {field: "--" + field.replace("_", "-") for field in _LIMITS_HELP}
 

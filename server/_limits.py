@@ -20,6 +20,8 @@ Rules:
 - ``max_run_bytes`` caps a session's accumulated run as stored: a turn on a session whose
   run, with the new message, would pass it is refused (413 ``run-too-large``) before the
   agent runs; a run may pass it by what its last accepted turn added.
+- ``stream_buffer_bytes`` bounds what a streamed turn holds for its readers, whatever
+  they do (:mod:`evalport.server._streams`).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ _AT_LEAST: Final = {  # the whole-number limits and their least values
     "idempotency_keys": 1,
     "turn_threads": 1,
     "max_run_bytes": 1024,
+    "stream_buffer_bytes": 1024,
 }
 
 
@@ -67,6 +70,12 @@ class Limits:
     max_run_bytes: int = 16 * 1_048_576
     """Largest accumulated run of a session (413 ``run-too-large`` for further turns)."""
 
+    stream_buffer_bytes: int = 1_048_576
+    """Events a streamed turn keeps for its readers, in bytes of frames (the oldest go
+    first; a reader that falls behind them gets ``overflow``, the turn runs on)."""
+    stream_heartbeat: float = 15.0
+    """Seconds of silence after which a streamed turn sends a keep-alive comment."""
+
     def __post_init__(self) -> None:
         for name, least in _AT_LEAST.items():
             value = getattr(self, name)
@@ -74,7 +83,7 @@ class Limits:
                 raise ValueError(f"{name} must be a whole number, not {value!r}")
             if value < least:
                 raise ValueError(f"{name} must be at least {least}, not {value}")
-        for name in ("turn_timeout", "session_ttl", "lease_ttl"):
+        for name in ("turn_timeout", "session_ttl", "lease_ttl", "stream_heartbeat"):
             value = getattr(self, name)
             if value is None and name == "turn_timeout":
                 continue

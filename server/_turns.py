@@ -36,6 +36,10 @@ Rules (the session rules are those of :mod:`evalport.server._sessions`):
 - A turn whose outcome could not be stored (the store failed: 503 ``store-unavailable``)
   was never acknowledged, so it must never be stored later: this replica's agent, which
   ran it, is dropped too, and the next turn rebuilds the agent from the store.
+- A streamed turn (:mod:`._streams`) is the same turn, its context telling its events to
+  a :class:`~._streams.TurnStream` that the request reads instead of awaiting the
+  outcome; the outcome ends the stream. A repeat of its key while it runs here reads
+  the same stream; any other repeat answers as it would without the stream.
 - A suspended turn's relay (:class:`~.stores.ApprovalRelay`, if the store has one)
   listens before its run is stored and the lease goes, so approvals relayed by another
   replica (which it sends only once the store says the session is suspended) find their
@@ -44,6 +48,7 @@ Rules (the session rules are those of :mod:`evalport.server._sessions`):
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from functools import partial
@@ -100,6 +105,7 @@ from ._runlog import (
     stored_run,
     written,
 )
+from ._streams import TurnStream
 from .stores import (
     ApprovalRelay,
     BeginTurn,
@@ -160,6 +166,7 @@ class TurnRunner:
         self._policy = policy
         self._relayed = relayed
         self._inflight: dict[tuple[str, str], InFlight] = {}
+        self._streams: dict[tuple[str, str], TurnStream] = {}  # keyed turns streaming here
         self.waiter = SameKeyWaiter(store, jobs, limits, renewed=leases.renewed)
 
     async def turn(
@@ -172,16 +179,59 @@ class TurnRunner:
     ) -> Outcome:
         """Run one turn (or replay it by idempotency key); ``parts``: its content parts; its
         run cut at ``since`` if given."""
+        started = await self._start(session_id, message, key, parts, since, None)
+        return started if isinstance(started, Outcome) else await watched(started)
+
+    async def streamed(
+        self,
+        session_id: str,
+        message: str,
+        key: str | None,
+        parts: Sequence[ContentPart] = (),
+        since: int | None = None,
+    ) -> tuple[TurnStream, asyncio.Task[Outcome] | None]:
+        """:meth:`turn`, streamed: the stream the request reads, and the job running the
+        turn, whose outcome ends the stream (``None`` when the stream is that of the same
+        key's turn running here, or ended already: the answer of a repeat)."""
+        running = None if key is None else self._streams.get((session_id, key))
+        if running is not None:
+            flight = self._inflight.get((session_id, key or ""))
+            if flight is not None and flight.fingerprint != _digest(message, key, parts)[1]:
+                raise key_reused()
+            return running, None
+        limits = self._limits
+        stream = TurnStream(limits.stream_buffer_bytes, limits.stream_heartbeat, self._policy)
+        started = await self._start(session_id, message, key, parts, since, stream)
+        if isinstance(started, Outcome):
+            stream.finish(started)
+            return stream, None
+        return stream, started
+
+    async def _start(
+        self,
+        session_id: str,
+        message: str,
+        key: str | None,
+        parts: Sequence[ContentPart],
+        since: int | None,
+        stream: TurnStream | None,
+    ) -> Outcome | asyncio.Task[Outcome]:
+        """A repeat's answer, or the job running the turn (its events told to ``stream``)."""
         await self._live.sweep()
-        # a key is bound to the message, or to the whole request when it has parts
-        bound = encode(TurnRequest(message=message, parts=list(parts))) if parts else b""
-        digest = "" if key is None else fingerprint(message, bound if parts else None)
+        bound, digest = _digest(message, key, parts)
         begun = await self._begin(session_id, key, digest, len(bound or message.encode()))
         if isinstance(begun, Outcome):  # a repeat of the key
             return await self.answer(session_id, begun, since)
         begun.since = since
-        step = begun.agent.start(message, parts=parts, timeout=self._limits.turn_timeout)
-        return await self._run(begun, step)
+        listen = None
+        if stream is not None:
+            listen = stream.tell
+            if key is not None:
+                self._streams[(session_id, key)] = stream
+        step = begun.agent.start(
+            message, parts=parts, timeout=self._limits.turn_timeout, listen=listen
+        )
+        return self._jobs.start(self._complete(begun, step))
 
     async def decide(
         self, session_id: str, agent: AgentSession, decisions: Mapping[str, ApprovalDecision]
@@ -338,6 +388,7 @@ class TurnRunner:
         finally:
             if turn.key is not None:
                 self._inflight.pop((session_id, turn.key), None)
+                self._streams.pop((session_id, turn.key), None)
             if not finished:
                 self._live.settled(session_id)
                 await self._store.release(session_id, turn.token)
@@ -426,6 +477,13 @@ class TurnRunner:
             # does not; drop it, and the next turn rebuilds the agent from the store.
             await self._live.forget(session_id)
             raise
+
+
+def _digest(message: str, key: str | None, parts: Sequence[ContentPart]) -> tuple[bytes, str]:
+    """The request's encoding when it has parts, and the fingerprint its key is bound to:
+    the message's, or the whole request's when it has parts."""
+    bound = encode(TurnRequest(message=message, parts=list(parts))) if parts else b""
+    return bound, "" if key is None else fingerprint(message, bound if parts else None)
 
 
 def _unstored(session_id: str, flight: InFlight | None, record: bytes | None) -> Outcome:

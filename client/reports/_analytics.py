@@ -9,6 +9,12 @@ Rules:
   sum of its trials'), ``trial_durations`` over every trial; each gives the count, the
   mean and the p50/p95 of :func:`~evalport.client._stats.percentile`. A case's own
   ``trial_durations`` are over its trials.
+- Time to first token is in seconds too, by the client's clock: a turn's ``first_token``
+  (:class:`~evalport.client.TurnTiming`), which only a turn that streamed has. A case's
+  ``first_token`` is the count, mean and p50/p95 (the same percentile) over every turn of
+  every trial of the case that has one; the run's over every such turn of the run. No
+  such turn (nothing streamed, or every trial was replayed from the cache) gives an
+  empty :class:`Durations`, and the reports show nothing for it.
 - An assertion's kind is its name up to the first ``(``: ``contains('A1050')`` is of kind
   ``contains``. Its outcome is one of :data:`OUTCOMES`: ``passed``; ``failed`` (a gate
   below its threshold); ``soft_failed`` (a soft assertion below its threshold, the trial
@@ -50,6 +56,7 @@ class TrialSummary(msgspec.Struct, kw_only=True, gc=False):
     duration: float = 0.0
     cached: bool = False
     reply: str | None = None  # the agent's final reply (in clear under every trace policy)
+    first_tokens: list[float] = msgspec.field(default_factory=list)  # of its streamed turns
 
 
 class Analytics(msgspec.Struct, kw_only=True, gc=False):
@@ -59,6 +66,7 @@ class Analytics(msgspec.Struct, kw_only=True, gc=False):
     trial_pass_rate: float | None = None
     case_durations: Durations = msgspec.field(default_factory=Durations)
     trial_durations: Durations = msgspec.field(default_factory=Durations)
+    first_token: Durations = msgspec.field(default_factory=Durations)  # over streamed turns
     assertions: dict[str, dict[str, int]] = msgspec.field(default_factory=dict)
     assertion_outcomes: dict[str, int] = msgspec.field(default_factory=dict)
 
@@ -73,6 +81,24 @@ def durations(values: Iterable[float]) -> Durations:
         p50=percentile(data, 50),
         p95=percentile(data, 95),
     )
+
+
+def first_tokens(trial: TrialResult) -> list[float]:
+    """Each turn's time to first token, in order, of the turns of ``trial`` that streamed."""
+    return [timing.first_token for timing in trial.timings if timing.first_token is not None]
+
+
+def first_token_text(times: Durations) -> str:
+    """``p50 0.12s, p95 0.30s`` of a time to first token; empty when nothing streamed."""
+    if not times.count:
+        return ""
+    return f"p50 {_seconds(times.p50)}, p95 {_seconds(times.p95)}"
+
+
+def first_token_cell(times: Durations) -> str:
+    """``0.12s / 0.30s`` (p50 / p95) of a time to first token in a table; ``-`` when
+    nothing streamed."""
+    return f"{_seconds(times.p50)} / {_seconds(times.p95)}" if times.count else "-"
 
 
 def assertion_kind(result: AssertionResult) -> str:
@@ -116,6 +142,7 @@ def trial_summary(trial: TrialResult) -> TrialSummary:
         duration=trial.duration,
         cached=trial.cached,
         reply=reply,
+        first_tokens=first_tokens(trial),
     )
 
 
@@ -131,10 +158,12 @@ def analytics_lines(figures: Analytics, tags: dict[str, tuple[int, int]]) -> lis
     """The compact analytics section of the console and Markdown summaries; ``tags`` maps
     each tag to (passed, cases)."""
     trials = figures.trial_durations
+    first_token = first_token_text(figures.first_token)
     lines = [
         f"pass rate {_percent(figures.pass_rate)} of cases, "
         f"{_percent(figures.trial_pass_rate)} of trials; trial time mean "
         f"{_seconds(trials.mean)}, p50 {_seconds(trials.p50)}, p95 {_seconds(trials.p95)}"
+        + (f"; first token {first_token}" if first_token else "")
     ]
     if tags:
         lines.append(

@@ -7,15 +7,17 @@ concurrently); their lines are printed in discovery order all the same (the plan
 ``case_ids``), each as soon as every case before it has finished, so two runs of one
 suite print the same lines in the same order. A case that did not pass is named once,
 with its first reasons: in its per-case line when one was printed, else in the closing
-summary. The closing summary lists those cases, then the analytics (pass rates overall and per tag,
-trial time mean/p50/p95, assertion totals; :mod:`._analytics`), and last the five case
-counts, the cached trials and the wall time. With ``verbose`` the details come first: for
-every case, each trial's assertions (outcome, severity, score against threshold,
-message), the transcript of each trial that did not pass (:mod:`._transcript`), and the
-judges' reasons and evidence, each distinct judgement once with the number of trials
-that got it. With ``quiet`` nothing is printed but the closing summary: no header, no
-progress, no per-case lines. Nothing here decides an exit code. Every line holding text
-of the run is printed :func:`~evalport.client._printable.printable`.
+summary. The closing summary lists those cases, then the analytics (pass rates overall
+and per tag, trial time mean/p50/p95, time to first token p50/p95 when a turn streamed,
+assertion totals; :mod:`._analytics`), and last the five case counts, the cached trials
+and the wall time. With ``verbose`` the details come first: for every case, its time to
+first token p50/p95 when a turn streamed, each trial's duration and its turns' times to
+first token, its assertions (outcome, severity, score against threshold, message), the
+transcript of each trial that did not pass (:mod:`._transcript`), and the judges'
+reasons and evidence, each distinct judgement once with the number of trials that got
+it. With ``quiet`` nothing is printed but the closing summary: no header, no progress,
+no per-case lines. Nothing here decides an exit code. Every line holding text of the run
+is printed :func:`~evalport.client._printable.printable`.
 """
 
 from __future__ import annotations
@@ -25,7 +27,14 @@ import time
 from typing import TextIO
 
 from .._core import CaseResult, TrialResult, Verdict, printable
-from ._analytics import analytics_lines, assertion_outcome, failed_at
+from ._analytics import (
+    analytics_lines,
+    assertion_outcome,
+    durations,
+    failed_at,
+    first_token_text,
+    first_tokens,
+)
 from ._base import Reporter, RunPlan, RunReport, agent_label
 from ._summary import CaseSummary, RunSummary, judgements, trace_policy_note
 from ._transcript import transcript_lines
@@ -71,12 +80,17 @@ def summary_lines(summary: RunSummary, *, named: frozenset[str] = frozenset()) -
 
 
 def detail_lines(result: CaseResult) -> list[str]:
-    """``-v``: every trial's assertions, and the transcript of every trial that did not
-    pass."""
-    lines = [f"CASE   {result.case_id}"]
+    """``-v``: the case's time to first token, every trial's duration, times to first token
+    and assertions, and the transcript of every trial that did not pass."""
+    times = first_token_text(durations(t for trial in result.trials for t in first_tokens(trial)))
+    lines = [f"CASE   {result.case_id}" + (f" (first token {times})" if times else "")]
     for trial in result.trials:
         cached = ", cached" if trial.cached else ""
-        lines.append(f"  trial {trial.trial}: {trial.verdict} ({trial.duration:.2f}s{cached})")
+        turns = ", ".join(f"{time:.2f}s" for time in first_tokens(trial))
+        first = f"; first token {turns}" if turns else ""
+        lines.append(
+            f"  trial {trial.trial}: {trial.verdict} ({trial.duration:.2f}s{first}{cached})"
+        )
         if trial.error:
             lines.append(f"    {trial.error_type or 'Error'}: {trial.error}")
         for check in trial.assertions:

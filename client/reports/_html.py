@@ -2,10 +2,13 @@
 
 Rules: everything (styles, the small filter script, the data) is inline; nothing is
 fetched. The page shows the counts and provenance, pass rates per tag, one row per case
-with its pass rate and interval, and for each case its trials: the transcript (user
-messages, assistant messages, tool calls), a tool-call timeline, the assertion results,
-the judge records and the token cost. An analytics section gives the pass rates, the case
-and trial durations (mean, p50, p95) and the assertion totals by kind and outcome. The
+with its pass rate and interval (and its time to first token p50 / p95 when some turn of
+the run streamed, a dash for a case without one), and for each case its trials: each
+one's duration and its turns' times to first token, the transcript (user messages,
+assistant messages, tool calls), a tool-call timeline, the assertion results, the judge
+records and the token cost. An analytics section gives the pass rates, the case and
+trial durations (mean, p50, p95), the time to first token over the streamed turns (when
+there are some) and the assertion totals by kind and outcome. The
 verdict filter shows the cases with that verdict (in the Cases table and among the
 transcripts) and the tags that have at least one of them. Every value is escaped:
 transcripts are untrusted text. Only redacted runs reach this module.
@@ -34,7 +37,7 @@ from .._core import (
     error_title,
     run_errors,
 )
-from ._analytics import OUTCOMES, Durations, failed_at
+from ._analytics import OUTCOMES, Durations, failed_at, first_token_cell, first_tokens
 from ._base import Reporter, RunReport, agent_label
 from ._files import case_slug
 from ._summary import CaseSummary, RunSummary, judge_read, required_rate_note, trace_policy_note
@@ -287,6 +290,12 @@ def _sameness(trial: TrialResult) -> bytes:
     )
 
 
+def _first_tokens(trial: TrialResult) -> str:
+    """`` · first token 0.120s, 0.300s``: each streamed turn's, empty when none streamed."""
+    times = ", ".join(f"{time:.3f}s" for time in first_tokens(trial))
+    return f" · first token {times}" if times else ""
+
+
 def _group(trials: list[TrialResult]) -> str:
     """Trials that went alike, shown once: the first one's transcript, timeline, assertions
     and judges, with each trial's own session, duration and error ids listed."""
@@ -298,7 +307,8 @@ def _group(trials: list[TrialResult]) -> str:
         numbers = ", ".join(str(trial.trial) for trial in trials)
         title = f'trials {numbers} <span class="count">×{len(trials)}</span> identical'
     each = "<br>".join(
-        f"trial {trial.trial}: {trial.duration:.3f}s · session {_text(trial.session_id or '-')}"
+        f"trial {trial.trial}: {trial.duration:.3f}s{_first_tokens(trial)}"
+        f" · session {_text(trial.session_id or '-')}"
         + "".join(f" · error id {_text(error_id)}" for error_id in _error_ids(trial))
         + (" · from the run cache" if trial.cached else "")
         for trial in trials
@@ -340,20 +350,27 @@ def case_details(summary: CaseSummary, result: CaseResult | None) -> str:
     )
 
 
-def cases_table(cases: Iterable[CaseSummary]) -> str:
-    """One row per case: verdict, passes, interval, flaky and cached marks, tags, tokens."""
+def cases_table(cases: Iterable[CaseSummary], *, timed: bool | None = None) -> str:
+    """One row per case: verdict, passes, interval, time to first token p50 / p95, flaky
+    and cached marks, tags, tokens. The time to first token is a column when ``timed``
+    (by default: when some of ``cases`` has one)."""
+    cases = list(cases)
+    if timed is None:
+        timed = any(case.first_token.count for case in cases)
     rows = "".join(
         f'<tr data-case="1" data-verdict="{escape(case.verdict)}">'
         f'<td><a href="#{case_slug(case.case_id)}"><code>{_text(case.case_id)}</code></a></td>'
         f"<td>{badge(case.verdict)}</td><td>{case.passes}/{case.samples} "
         f"(need {case.required})</td><td>{case.wilson_low:.2f}..{case.wilson_high:.2f}</td>"
-        f"<td>{'flaky' if case.flaky else ''}{' cached' if case.cached_trials else ''}</td>"
+        + (f'<td class="first-token">{first_token_cell(case.first_token)}</td>' if timed else "")
+        + f"<td>{'flaky' if case.flaky else ''}{' cached' if case.cached_trials else ''}</td>"
         f"<td>{_text(', '.join(case.tags))}</td><td>{case.target_tokens}</td></tr>"
         for case in cases
     )
     return (
         "<table><tr><th>case</th><th>verdict</th><th>passes</th><th>95% interval</th>"
-        f"<th>notes</th><th>tags</th><th>tokens</th></tr>{rows}</table>"
+        + ("<th>first token p50 / p95</th>" if timed else "")
+        + f"<th>notes</th><th>tags</th><th>tokens</th></tr>{rows}</table>"
     )
 
 
@@ -403,7 +420,8 @@ def _analytics(summary: RunSummary) -> str:
         f'<h2>Analytics</h2><p class="analytics">pass rate: {rates}</p>'
         "<table><tr><th>durations</th><th>count</th><th>mean</th><th>p50</th><th>p95</th></tr>"
         f"{row('cases', figures.case_durations)}{row('trials', figures.trial_durations)}"
-        f"</table><table><tr><th>assertion</th>{heads}</tr>"
+        + (row("first token (turns)", figures.first_token) if figures.first_token.count else "")
+        + f"</table><table><tr><th>assertion</th>{heads}</tr>"
         f"{kinds or '<tr><td colspan=5 class=muted>no assertions</td></tr>'}</table>"
     )
 

@@ -2,13 +2,14 @@
 
 Rules: a headline with the five counts and the cached-trial count; a table with one row
 per case (verdict, passes k/n against the required number, the Wilson interval, pass@k
-and pass^k at the largest k, flaky and cached marks); the first failure reasons of every
-case that did not pass; the analytics (pass rates overall and per tag, trial durations,
-assertion totals, as the console prints them); what the judges said (reason and
-evidence, each distinct judgement once with its trial count) when the case results are
-given; the comparison with a baseline when one is given. When the path is the file named
-by ``$GITHUB_STEP_SUMMARY`` the summary
-is appended, as GitHub expects.
+and pass^k at the largest k, the time to first token p50 / p95 when some turn of the run
+streamed (a dash for a case without one), flaky and cached marks); the first failure
+reasons of every case that did not pass; the analytics (pass rates overall and per tag,
+trial durations, time to first token, assertion totals, as the console prints them);
+what the judges said (reason and evidence, each distinct judgement once with its trial
+count) when the case results are given; the comparison with a baseline when one is
+given. When the path is the file named by ``$GITHUB_STEP_SUMMARY`` the summary is
+appended, as GitHub expects.
 
 Agent text (failure reasons, errors, what the judges said, case ids) is shown, never
 rendered: its control characters escaped (:func:`~evalport.client._printable.printable`), HTML is written as entities and Markdown's punctuation escaped (:func:`_cell`),
@@ -25,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .._core import CaseResult, Verdict, printable
-from ._analytics import analytics_lines
+from ._analytics import analytics_lines, first_token_cell
 from ._base import Reporter, RunReport, agent_label
 from ._compare import Comparison, compare
 from ._summary import RunSummary, judgements, required_rate_note, trace_policy_note
@@ -104,8 +105,12 @@ def markdown_summary(
         f"Tokens: target {summary.target_tokens:,}, judge {summary.judge_tokens:,} "
         "(reported apart)",
         "",
-        "| case | verdict | passes | 95% interval | pass@k | pass^k | notes |",
-        "|---|---|---|---|---|---|---|",
+    ]
+    timed = any(case.first_token.count for case in summary.cases)
+    first_token = (" first token p50 / p95 |", "---|") if timed else ("", "")
+    lines += [
+        f"| case | verdict | passes | 95% interval | pass@k | pass^k |{first_token[0]} notes |",
+        f"|---|---|---|---|---|---|{first_token[1]}---|",
     ]
     for case in summary.cases:
         largest = max(case.pass_at_k, key=int) if case.pass_at_k else None
@@ -118,7 +123,8 @@ def markdown_summary(
             f"| {case.wilson_low:.2f}..{case.wilson_high:.2f} "
             f"| {f'{case.pass_at_k[largest]:.2f} (k={largest})' if largest else '-'} "
             f"| {f'{case.pass_hat_k[largest]:.2f}' if largest else '-'} "
-            f"| {', '.join(notes)} |"
+            + (f"| {first_token_cell(case.first_token)} " if timed else "")
+            + f"| {', '.join(notes)} |"
         )
     troubled = [case for case in summary.cases if case.verdict not in (Verdict.PASSED,)]
     troubled = [case for case in troubled if case.failures or case.error]

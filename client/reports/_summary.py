@@ -18,8 +18,8 @@ Rules:
   without running anything again.
 - Provenance records the target's trace policy; every report states it in its header in
   the words of :func:`trace_policy_note` (JUnit as the ``trace_policy`` property).
-- Result analytics (pass rates, durations, assertion totals, each trial's reply and the
-  case's dataset row) follow the rules of :mod:`._analytics`; every field added since
+- Result analytics (pass rates, durations, time to first token, assertion totals, each
+  trial's reply and the case's dataset row) follow the rules of :mod:`._analytics`; every field added since
   ``evalport.run/1`` has a default, so earlier summary files still load.
 - Counts are per case verdict and cover all five outcomes, always all five keys.
 - The Structs hold JSON data only and never form cycles, so they are ``gc=False``: a run
@@ -131,6 +131,7 @@ class CaseSummary(msgspec.Struct, kw_only=True, gc=False):
     failures: list[str] = msgspec.field(default_factory=list)
     row: dict[str, Any] | None = None  # the dataset row of the case (see _analytics)
     trial_durations: Durations = msgspec.field(default_factory=Durations)
+    first_token: Durations = msgspec.field(default_factory=Durations)  # over streamed turns
     trial_details: list[TrialSummary] = msgspec.field(default_factory=list)
     assertions: dict[str, dict[str, int]] = msgspec.field(default_factory=dict)
 
@@ -251,6 +252,7 @@ def summarize_case(result: CaseResult, *, min_lower_bound: float | None = None) 
         if error is None and trial.error:
             error = trial.error
     failures = _reasons(seen)
+    details = [trial_summary(trial) for trial in result.trials]
     low, high = wilson(c, n)
     judge_mean, judge_std = mean_std(scores) if scores else (None, None)
     verdict = result.verdict
@@ -285,7 +287,8 @@ def summarize_case(result: CaseResult, *, min_lower_bound: float | None = None) 
         failures=failures,
         row=result.row,
         trial_durations=durations(trial.duration for trial in result.trials),
-        trial_details=[trial_summary(trial) for trial in result.trials],
+        first_token=durations(time for trial in details for time in trial.first_tokens),
+        trial_details=details,
         assertions=count_assertions(result.trials),
     )
 
@@ -390,6 +393,9 @@ def analytics(cases: Sequence[CaseSummary]) -> Analytics:
         trial_pass_rate=verdict_rate(v for case in cases for v in case.trial_verdicts),
         case_durations=durations(case.duration for case in cases),
         trial_durations=durations(trial.duration for case in cases for trial in case.trial_details),
+        first_token=durations(
+            time for case in cases for trial in case.trial_details for time in trial.first_tokens
+        ),
         assertions={kind: dict(kinds[kind]) for kind in sorted(kinds)},
         assertion_outcomes=dict(totals),
     )

@@ -206,12 +206,13 @@ def run_page(
         f'value="{escape(query)}"></label><button type="submit">apply</button>'
         f"{_run_link(name, 'clear')}</form>"
     )
+    timed = any(case.first_token.count for case in summary.cases)  # one column per run
     bodies = "".join(
         _hits(case, hits, query) + case_details(case, results.get(case.case_id))
         for case, hits in shown
     )
     listed = (
-        f"{cases_table(case for case, _ in shown)}<h2>Transcripts</h2>{bodies}"
+        f"{cases_table((case for case, _ in shown), timed=timed)}<h2>Transcripts</h2>{bodies}"
         if shown
         else '<p class="muted">no case matches these filters</p>'
     )

@@ -408,7 +408,9 @@ class TurnContext:
         )
         if not self._closed:
             step.tool_executions.append(execution)
-            self._tell(ToolStarted(turn=self.turn, call_id=call_id, name=name, arguments=args))
+            self._tell(
+                ToolStarted(turn=self.turn, call_id=call_id or "", name=name, arguments=args)
+            )
         return ToolRun(execution)
 
     def _withhold(self, execution: ToolExecution) -> Step | None:

@@ -1,0 +1,155 @@
+"""Streamed turns on the server: the events of one turn, kept for the readers of its stream.
+
+Rules (the wire's are in :mod:`evalport.protocol._stream`):
+
+- A streaming turn has one :class:`TurnStream`. The turn's context tells it each event
+  as the agent records it (:meth:`TurnStream.tell`, on the event loop); it encodes the
+  event at once as one SSE frame with the next id, so what streams is what was recorded
+  at that moment. The last frame is the turn's outcome (:meth:`TurnStream.finish`).
+- Memory is bounded by ``Limits.stream_buffer_bytes``: the stream keeps the latest frames
+  up to that many bytes (the oldest go first), whatever its readers do. A reader that
+  falls behind the frames kept (a slow reader, or one resuming from an id no longer
+  kept) gets an ``overflow`` frame and its stream ends; the turn runs on and stores its
+  outcome, which a request without the stream (same key) reads.
+- A reader (:meth:`TurnStream.frames`) starts after the id it names (``Last-Event-ID``,
+  0 for all) and ends after the final frame; a comment frame goes out when nothing else
+  has for ``Limits.stream_heartbeat`` seconds. A reader that disconnects leaves the turn
+  alone (the turn is a job the stream only watches).
+- A keyed turn's stream is reachable by repeats of its key while it runs in this process
+  (:class:`~._records.InFlight`); a repeat that reaches another replica, or comes once
+  the turn is over, gets the final frame alone.
+- With a trace policy the stream carries only what the policy can redact (the wire's
+  rules): steps go through the policy, text deltas lose their text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import AsyncIterator
+from typing import Final
+
+from evalport.protocol import (
+    AgentRun,
+    ProblemType,
+    StepCompleted,
+    StreamEvent,
+    StreamOverflow,
+    TextDelta,
+    encode,
+    event_name,
+)
+
+from ._problems import problem_body
+from ._records import Outcome, RunPolicy
+
+HEARTBEAT: Final = b": keep-alive\n\n"
+_SHOWN_UNDER_POLICY: Final = ("turn-started", "step-started", "step-completed", "text-delta")
+
+
+def frame(name: str, data: bytes, event_id: int | None = None) -> bytes:
+    """One Server-Sent Event: its id, name and one line of JSON data."""
+    head = b"" if event_id is None else b"id: %d\n" % event_id
+    return b"%sevent: %s\ndata: %s\n\n" % (head, name.encode(), data)
+
+
+def final_frame(outcome: Outcome) -> bytes:
+    """The last frame: the outcome's body as ``result`` (200) or ``problem`` (no id: there
+    is nothing after it to resume)."""
+    return frame("problem" if outcome.is_problem else "result", outcome.body)
+
+
+class TurnStream:
+    """The frames of one streaming turn (see the module's rules)."""
+
+    __slots__ = (
+        "_bytes",
+        "_final",
+        "_frames",
+        "_heartbeat",
+        "_last",
+        "_limit",
+        "_policy",
+        "_pulse",
+    )
+
+    def __init__(self, limit: int, heartbeat: float, policy: RunPolicy | None = None) -> None:
+        self._limit = limit
+        self._heartbeat = heartbeat
+        self._policy = policy
+        self._frames: deque[tuple[int, bytes]] = deque()
+        self._bytes = 0
+        self._last = 0
+        self._final: bytes | None = None
+        self._pulse = asyncio.Event()
+
+    @property
+    def done(self) -> bool:
+        return self._final is not None
+
+    def tell(self, event: StreamEvent) -> None:
+        """Keep ``event`` as the next frame (a turn's context calls this)."""
+        if self._final is not None:
+            return
+        name = event_name(event)
+        policy = self._policy
+        if policy is not None:
+            if name not in _SHOWN_UNDER_POLICY:
+                return
+            if isinstance(event, TextDelta):
+                event = TextDelta(turn=event.turn, chars=len(event.text))
+            elif isinstance(event, StepCompleted):
+                event = StepCompleted(step=policy.apply(AgentRun(steps=[event.step])).steps[0])
+        self._last += 1
+        data = frame(name, encode(event), self._last)
+        self._frames.append((self._last, data))
+        self._bytes += len(data)
+        while self._bytes > self._limit and len(self._frames) > 1:
+            self._bytes -= len(self._frames.popleft()[1])
+        self._pulse.set()
+        self._pulse.clear()
+
+    def finish(self, outcome: Outcome) -> None:
+        """End the stream with the turn's ``outcome`` (its body as sent without streaming)."""
+        if self._final is None:
+            self._final = final_frame(outcome)
+            self._pulse.set()
+
+    def fail(self, problem_type: str, detail: str) -> None:
+        """End the stream with a problem (the turn failed in the server)."""
+        self.finish(Outcome(ProblemType.STATUS[problem_type], problem_body(problem_type, detail)))
+
+    async def frames(self, after: int = 0) -> AsyncIterator[bytes]:
+        """The frames after id ``after``, then the final one (see the module's rules)."""
+        cursor = after
+        while True:
+            if cursor < self._last:
+                kept = self._frames
+                first = kept[0][0]
+                if cursor + 1 < first:
+                    yield _overflow(self._limit)
+                    return
+                event_id, data = kept[cursor + 1 - first]
+                cursor = event_id
+                yield data
+            elif self._final is not None:
+                yield self._final
+                return
+            else:
+                try:
+                    await asyncio.wait_for(self._pulse.wait(), self._heartbeat)
+                except TimeoutError:
+                    yield HEARTBEAT
+
+
+def _overflow(limit: int) -> bytes:
+    event = StreamOverflow(
+        detail=(
+            "This reader fell behind the events the server keeps for a turn "
+            f"(stream_buffer_bytes, serve --stream-buffer-bytes: {limit}); the turn goes "
+            "on: send the same request without the stream, with the same Idempotency-Key, "
+            "for its outcome."
+        ),
+        kept_bytes=limit,
+    )
+    return frame("overflow", encode(event))
