@@ -2,8 +2,10 @@
 
 - The protocol reference is written from ``openapi.yaml`` at every build: the page's
   ``<!-- openapi -->`` marker becomes one section per operation (parameters, request
-  body, responses, examples) and one per schema (a table of its fields), with links
-  between them. The renderer is plain Markdown, so the page needs no script, no CDN and
+  body, responses, examples) and one per schema (a table of its fields, or of a tagged
+  union's members), with links between them. A response with several media types names
+  each; a stream (``text/event-stream``) shows its item schema (``x-itemSchema``, OpenAPI
+  3.2's ``itemSchema``), its rules (the description of its schema) and its example as text. The renderer is plain Markdown, so the page needs no script, no CDN and
   works offline; search indexes it like any page. :func:`render_openapi` is importable
   on its own (``tests/docs`` checks what it writes).
 - The API reference is read from the sources by mkdocstrings. The packages live in
@@ -145,22 +147,50 @@ def _operation(
     for status, response in operation.get("responses", {}).items():
         response = _resolve(response, components)
         content = response.get("content", {})
-        body_type = ", ".join(_schema_link(c.get("schema")) for c in content.values()) or "-"
+        bodies = [
+            _body(media, item) if len(content) > 1 else _body_type(item)
+            for media, item in content.items()
+        ]
+        body_type = "; ".join(bodies) or "-"
         out.append(f"| {status} | {_cell(response.get('description'))} | {body_type} |")
         if str(status).startswith("2"):
-            for item in content.values():
+            for media, item in content.items():
+                examples += _rules(media, item)
                 examples += _examples(item, components)
     out += ["", *examples]
     return out
+
+
+def _body_type(content: dict[str, Any]) -> str:
+    """What a media type's body is: its schema, or, for a stream, its items' schema."""
+    if "x-itemSchema" in content:
+        return f"a stream of {_schema_link(content['x-itemSchema'])}"
+    return _schema_link(content.get("schema"))
+
+
+def _body(media: str, content: dict[str, Any]) -> str:
+    return f"`{media}`: {_body_type(content)}"
+
+
+def _rules(media: str, content: dict[str, Any]) -> list[str]:
+    """The description of a body's inline schema (a stream's rules), under its media type."""
+    schema = content.get("schema")
+    if not isinstance(schema, dict) or "$ref" in schema or not schema.get("description"):
+        return []
+    return [f"**`{media}`**", "", schema["description"].strip(), ""]
 
 
 def _examples(content: dict[str, Any], components: dict[str, Any]) -> list[str]:
     out: list[str] = []
     for name, example in content.get("examples", {}).items():
         example = _resolve(example, components)
-        text = json.dumps(example.get("value"), indent=2, ensure_ascii=False)
+        value = example.get("value")
+        if isinstance(value, str) and "x-itemSchema" in content:
+            language, text = "text", value.rstrip("\n")  # a stream, as it goes on the wire
+        else:
+            language, text = "json", json.dumps(value, indent=2, ensure_ascii=False)
         summary = example.get("summary") or name
-        out += [f"Example: {_cell(summary)}", "", "```json", text, "```", ""]
+        out += [f"Example: {_cell(summary)}", "", f"```{language}", text, "```", ""]
     return out
 
 
@@ -169,6 +199,14 @@ def _schema(name: str, schema: dict[str, Any]) -> list[str]:
     if schema.get("description"):
         out += [schema["description"].strip(), ""]
     properties = schema.get("properties")
+    mapping = schema.get("discriminator", {}).get("mapping")
+    if not properties and mapping:
+        tag = schema["discriminator"]["propertyName"]
+        out += [f"| `{tag}` | schema |", "|---|---|"]
+        for value, ref in mapping.items():
+            out.append(f"| `{value}` | {_schema_link({'$ref': ref})} |")
+        out.append("")
+        return out
     if not properties:
         out += [f"Type: {_type(schema)}", ""]
         return out

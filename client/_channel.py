@@ -21,6 +21,14 @@ Rules:
   :class:`RuntimeError`.
 - :meth:`Channel.request` applies the retry rules of :mod:`evalport.client._retry` for
   the call's mode and turns every non-2xx answer into a typed error.
+- :meth:`Channel.stream` sends a turn asking for its events (protocol 1.2,
+  :mod:`evalport.protocol._stream`), read with httpx-sse: each event's name goes to the
+  caller as it arrives, and the final event becomes the answer the same request gives
+  without the stream (a ``problem`` raises as its status would). A stream lost on the
+  way (a transport error, or an end before the final event) is resumed with the same
+  ``Idempotency-Key`` and ``Last-Event-ID``, within the retry policy; an ``overflow``
+  (this reader fell behind) reads the answer without the stream, same key. A server that
+  answers JSON instead of a stream is answered as :meth:`Channel.request` does.
 - :meth:`Channel.run` decodes a run leniently and applies the trace policy in place; a
   body it cannot use is a :class:`ProtocolError` whose excerpt is redacted.
 """
@@ -28,12 +36,13 @@ Rules:
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal
 
 import httpx
 import msgspec
 from evalport.protocol import (
+    EVENT_STREAM,
     AgentRun,
     Health,
     Problem,
@@ -45,6 +54,7 @@ from evalport.protocol import (
     decode_response,
     decode_run,
 )
+from httpx_sse import EventSource
 
 from ._errors import Secrets, body_excerpt, error_for
 from ._retry import RetryPolicy, parse_retry_after
@@ -195,6 +205,74 @@ class Channel:
             logger.info("retrying %s /%s in %.2fs after %s", method, path, delay, why)
             await self.retry.sleep(delay)
 
+    async def stream(
+        self,
+        path: str,
+        *,
+        body: bytes,
+        key: str,
+        session_id: str,
+        seen: Callable[[str], None],
+    ) -> httpx.Response:
+        """POST a turn asking for its events (see the module rules): ``seen`` gets each
+        event's name as it arrives; returns the answer as :meth:`request` would."""
+        headers = {**trace_headers(), "Content-Type": "application/json"}
+        headers |= {"Accept": EVENT_STREAM, "Idempotency-Key": key}
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                async with self.client.stream("POST", path, content=body, headers=headers) as got:
+                    streamed = got.headers.get("content-type", "").startswith(EVENT_STREAM)
+                    if not (got.is_success and streamed):
+                        await got.aread()
+                        if got.is_success:  # a server that does not stream this turn
+                            return got
+                        if got.status_code not in (429, 503):
+                            raise self._error(path, got, session_id, attempts)
+                        wait = parse_retry_after(got.headers.get("Retry-After"))
+                        delay, why = self.retry.delay(attempts, wait), str(got.status_code)
+                        if delay is None:
+                            raise self._error(path, got, session_id, attempts)
+                    else:
+                        async for event in EventSource(got).aiter_sse():
+                            if event.id:
+                                headers["Last-Event-ID"] = event.id
+                            if event.event == "result":
+                                return httpx.Response(200, content=event.data, request=got.request)
+                            if event.event == "problem":
+                                raise self._error(
+                                    path, _problem_response(event.data, got), session_id, attempts
+                                )
+                            if event.event == "overflow":
+                                logger.info("session %s: %s", session_id, event.data)
+                                return await self.request(
+                                    "POST",
+                                    path,
+                                    body=body,
+                                    mode="keyed",
+                                    headers={"Idempotency-Key": key},
+                                    session_id=session_id,
+                                )
+                            seen(event.event)
+                        delay, why = self.retry.delay(attempts), "a stream cut short"
+            except httpx.TransportError as error:
+                delay, why = self.retry.delay(attempts), type(error).__name__
+                if delay is None:
+                    raise TargetUnavailable(
+                        self.scrub(
+                            f"POST {self.base_url}{path} (streamed) failed after {attempts} "
+                            f"attempt(s): {type(error).__name__}: {error}"
+                        )
+                    ) from None
+            if delay is None:
+                raise TargetUnavailable(
+                    f"POST {self.base_url}{path}: the turn's stream ended before its final "
+                    f"event {attempts} time(s)"
+                )
+            logger.info("resuming the stream of POST /%s in %.2fs after %s", path, delay, why)
+            await self.retry.sleep(delay)
+
     def _error(
         self, path: str, response: httpx.Response, session_id: str | None, attempts: int
     ) -> TargetError:
@@ -265,6 +343,16 @@ class Channel:
         except ProtocolError as error:
             raise self.protocol_error(error, response) from None
         return self.policy.apply(run, in_place=True)
+
+
+def _problem_response(data: str, streamed: httpx.Response) -> httpx.Response:
+    """A streamed ``problem`` event as the response it stands for (its status inside)."""
+    try:
+        status = int(msgspec.json.decode(data).get("status", 500))
+    except (msgspec.DecodeError, AttributeError, TypeError, ValueError):
+        status = 500
+    headers = {"Content-Type": "application/problem+json"}
+    return httpx.Response(status, content=data, headers=headers, request=streamed.request)
 
 
 def _retriable(error: httpx.TransportError, mode: Mode) -> bool:

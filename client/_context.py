@@ -181,7 +181,7 @@ class EvalContext(AssertionMethods):
         self.interrupt_policy: InterruptPolicy | None = None
         self.row = row
         self.turns: list[Turn] = []
-        self.timings: list[TurnTiming] = []  # each turn's, every session's, in order
+        self._timings: list[TurnTiming] = []
         self.logs: list[str] = []
         self.expectations: list[Expectation] = []
         self.locations: list[str | None] = []  # where each expectation was made
@@ -208,6 +208,12 @@ class EvalContext(AssertionMethods):
     def run(self) -> AgentRun:
         """The run accumulated over every turn of the current session (redacted)."""
         return self._session.run
+
+    @property
+    def timings(self) -> list[TurnTiming]:
+        """When each turn's answer came (:class:`~evalport.client.TurnTiming`), every
+        session's, in order: what ``first_token_within`` reads."""
+        return self._timings
 
     def trajectory(self) -> Trajectory:
         """The trajectory view of the run so far."""
@@ -274,7 +280,7 @@ class EvalContext(AssertionMethods):
         )
         timing = turn.timing
         if timing is not None:
-            self.timings.append(timing)
+            self._timings.append(timing)
         now = moment_of(turn).head
         if now.pending_approvals or now.pending_interrupts:
             turn = await settle_approvals(

@@ -21,6 +21,12 @@ Rules:
   turn keeps its moment of it (``client/_turns.py``), so a turn costs what it gained. An
   answer that does not fit the session's run is logged and the whole run read instead
   (``GET`` without ``since``). ``decide`` reads whole runs.
+- Streamed turns: when the server lists the ``streaming`` capability (and ``idempotency``,
+  which resuming a stream needs), ``send`` asks for the turn's events
+  (:meth:`~._channel.Channel.stream`; ``stream=False`` turns it off) and the turn's
+  :class:`~evalport.client.TurnTiming` records when the first event and the first text
+  of the reply arrived. Every turn records when its whole answer arrived, by the
+  client's clock.
 - Retries follow :mod:`evalport.client._retry`: a turn carries an ``Idempotency-Key`` and
   is retried only if the server lists the ``idempotency`` capability.
 - One ``httpx.AsyncClient`` per target, every request through it (``_channel.py``); close
@@ -44,6 +50,7 @@ from evalport.protocol import (
     CONTENT_PARTS_CAPABILITY,
     DELTA_CAPABILITY,
     PROTOCOL_VERSION,
+    STREAMING_CAPABILITY,
     AgentRun,
     ApprovalsRequest,
     ContentPart,
@@ -69,7 +76,7 @@ from msgspec import UNSET
 from ._channel import Channel
 from ._retry import RetryPolicy
 from ._target import RunAt, TargetIdentity, Turn
-from ._turns import DecisionLike, SessionBase, decisions_of
+from ._turns import DecisionLike, SessionBase, TurnClock, decisions_of
 
 logger = logging.getLogger("evalport.client")
 
@@ -92,6 +99,7 @@ class HttpTarget:
         transport: httpx.AsyncBaseTransport | None = None,
         retry: RetryPolicy | None = None,
         limits: httpx.Limits | None = None,
+        stream: bool = True,
     ) -> None:
         self._channel = Channel(
             base_url,
@@ -105,6 +113,7 @@ class HttpTarget:
         )
         self.health_check = health_check
         self.health: Health | None = None
+        self.stream = stream
 
     @property
     def base_url(self) -> str:
@@ -144,6 +153,16 @@ class HttpTarget:
     def delta_responses(self) -> bool:
         """Whether turns and refreshes ask for deltas: the server's health lists ``delta``."""
         return self.health is not None and DELTA_CAPABILITY in self.health.capabilities
+
+    @property
+    def streamed_turns(self) -> bool:
+        """Whether turns ask for their events: ``stream`` is on and the server's health
+        lists ``streaming`` (and ``idempotency``, to resume a stream)."""
+        return (
+            self.stream
+            and self.idempotent_turns
+            and (self.health is not None and STREAMING_CAPABILITY in self.health.capabilities)
+        )
 
     async def check(self) -> Health:
         """``GET /health``: the protocol version must match; records the agent's identity."""
@@ -273,15 +292,23 @@ class HttpSession(SessionBase["HttpTarget"]):
         if parts:
             await self._target._require_content_parts()
         since = self._since()
-        response = await self._channel.request(
-            "POST",
-            f"{self._path}/turns{_query(since)}",
-            body=encode(request),
-            mode="keyed" if self._target.idempotent_turns else "once",
-            headers={"Idempotency-Key": uuid.uuid4().hex},
-            session_id=self._id,
-        )
-        return self._advance(await self._received(response, since), request.text())
+        path, body, key = f"{self._path}/turns{_query(since)}", encode(request), uuid.uuid4().hex
+        clock = TurnClock()
+        if self._target.streamed_turns:
+            response = await self._channel.stream(
+                path, body=body, key=key, session_id=self._id, seen=clock.seen
+            )
+        else:
+            response = await self._channel.request(
+                "POST",
+                path,
+                body=body,
+                mode="keyed" if self._target.idempotent_turns else "once",
+                headers={"Idempotency-Key": key},
+                session_id=self._id,
+            )
+        at = await self._received(response, since)
+        return self._advance(at, request.text(), clock.timing(at.head.turns, bool(at.head.reply)))
 
     async def decide(self, decisions: Mapping[str, DecisionLike]) -> Turn:
         """Answer the pending approvals (call id -> decision) and resume the turn."""

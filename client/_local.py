@@ -74,7 +74,7 @@ from evalport.protocol.runtime import (
 
 from ._cache import files_fingerprint
 from ._target import RunAt, TargetIdentity, Turn
-from ._turns import DecisionLike, SessionBase, decisions_of
+from ._turns import DecisionLike, SessionBase, TurnClock, decisions_of
 
 
 def _sources(agent: object) -> list[tuple[str, str]]:
@@ -283,12 +283,15 @@ class LocalSession(SessionBase["LocalTarget"]):
                     detail=str(error),
                 ) from None
             parts = request.parts or ()
+        clock = TurnClock()
         try:
-            run = await live.send(message, parts=parts, timeout=target.turn_timeout)
+            run = await live.start(
+                message, parts=parts, timeout=target.turn_timeout, listen=clock.told
+            )
         except _RUNTIME_ERRORS as error:
             raise _turn_error(self._id, error) from None
         text = TurnRequest(message=message, parts=list(parts)).text() if parts else message
-        return self._advance(target.seen(run), text)
+        return self._advance(target.seen(run), text, clock.timing(run.turns, bool(run.reply)))
 
     async def decide(self, decisions: Mapping[str, DecisionLike]) -> Turn:
         """Answer the pending approvals (call id -> decision) and resume the turn."""

@@ -30,7 +30,7 @@ from evalport.protocol import AgentRun, Event
 
 from . import assertions
 from ._handles import AssertionHandle, DeferredHandle, Expectation
-from ._results import AssertionResult
+from ._results import AssertionResult, TurnTiming
 from .assertions import Assertion, Count, Equals, ValueExpectation
 from .judges import JudgeCheck, JudgeExpectation, JudgeHost
 
@@ -54,6 +54,13 @@ def _on_run(ctx: AssertionMethods, assertion: Assertion) -> AssertionHandle:
     return handle
 
 
+def _on_timings(ctx: AssertionMethods, assertion: Assertion) -> AssertionHandle:
+    ctx.sent_run()
+    handle = AssertionHandle(assertion.evaluate(ctx.timings))
+    ctx.register(handle)
+    return handle
+
+
 def _later_on_reply(ctx: AssertionMethods, assertion: Assertion) -> DeferredHandle:
     deferred = DeferredHandle(assertion, ctx.sent_run().reply)
     ctx.register(deferred)
@@ -63,6 +70,7 @@ def _later_on_reply(ctx: AssertionMethods, assertion: Assertion) -> DeferredHand
 _SUBJECTS: dict[Callable[..., Any], str] = {
     _on_reply: "on the latest reply, evaluated now",
     _on_run: "on the run so far, evaluated now",
+    _on_timings: "on the trial's turn timings so far, evaluated now",
     _later_on_reply: "on the latest reply, evaluated when the case ends (it needs I/O)",
 }
 
@@ -130,6 +138,11 @@ class AssertionMethods:
         raise NotImplementedError
 
     def register(self, expectation: Expectation) -> None:
+        raise NotImplementedError
+
+    @property
+    def timings(self) -> list[TurnTiming]:
+        """Each turn's timing so far (:class:`~evalport.client.TurnTiming`), in order."""
         raise NotImplementedError
 
     def sent_run(self) -> AgentRun:
@@ -232,6 +245,8 @@ class AssertionMethods:
     turn_within = Delegate(assertions.TurnWithin, _on_run)
     trial_within = Delegate(assertions.TrialWithin, _on_run)
     first_tool_call_within = Delegate(assertions.FirstToolCallWithin, _on_run)
+    first_token_within = Delegate(assertions.FirstTokenWithin, _on_timings)
+    first_event_within = Delegate(assertions.FirstEventWithin, _on_timings)
 
     # -- events -------------------------------------------------------------------------
 

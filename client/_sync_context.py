@@ -23,7 +23,7 @@ from ._context import EvalContext
 from ._conversation import ApprovalPolicy, InterruptPolicy, UserSimulator
 from ._handles import Expectation
 from ._methods import AssertionMethods
-from ._results import JudgeRecord
+from ._results import JudgeRecord, TurnTiming
 from ._target import Session, Turn
 from ._trajectory import Trajectory
 
@@ -103,6 +103,10 @@ class SyncEvalContext(AssertionMethods):
 
     def sent_run(self) -> AgentRun:
         return self._inner.sent_run()
+
+    @property
+    def timings(self) -> list[TurnTiming]:
+        return self._inner.timings
 
     def judge(self, judge: Any = None) -> JudgeAssertions:
         from .judges import JudgeAssertions

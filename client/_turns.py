@@ -12,6 +12,8 @@ Rules:
 - A turn answered by ``decide`` is the suspended turn resumed: its index and message are
   those of the turn that suspended, and its steps are all of that turn's steps (the step
   that asked for approval included), so a turn reads the same however often it paused.
+- Each turn a target sends records its :class:`~evalport.client.TurnTiming` through a
+  :class:`TurnClock`, made when the turn is sent: both targets time turns the same way.
 - A decision is parsed in one place (:func:`to_decision`), for ``Session.decide`` and
   approval policies alike: an :class:`~evalport.protocol.ApprovalDecision`, ``"approve"``,
   ``"reject"``, ``True``/``False``, ``("reject", reason)`` or ``{"decision": ...,
@@ -20,12 +22,14 @@ Rules:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from types import TracebackType
 from typing import Any, Generic, Self, TypeAlias, TypeVar
 
-from evalport.protocol import AgentRun, ApprovalDecision, Step
+from evalport.protocol import AgentRun, ApprovalDecision, Step, StreamEvent, event_name
 
+from ._results import TurnTiming
 from ._target import RunAt, Turn, turn_at
 
 T = TypeVar("T")
@@ -46,7 +50,10 @@ def _steps_since(previous: RunAt, now: RunAt) -> list[Step]:
 
 
 def next_turn(
-    previous: AgentRun | RunAt, run: AgentRun | RunAt, message: str | None = None
+    previous: AgentRun | RunAt,
+    run: AgentRun | RunAt,
+    message: str | None = None,
+    timing: TurnTiming | None = None,
 ) -> Turn:
     """The turn between ``previous`` and ``run`` (runs or moments of runs);
     ``message=None`` for a resumed turn."""
@@ -60,7 +67,42 @@ def next_turn(
         steps = head.steps_of_turn(index) or _steps_since(before, now)
     else:
         steps = _steps_since(before, now)
-    return turn_at(index, message, now, steps)
+    return turn_at(index, message, now, steps, timing)
+
+
+class TurnClock:
+    """When a turn's answer came, by the client's clock, from when it was made: its first
+    streamed event, the first text of its reply (a ``text-delta``), the whole of it."""
+
+    __slots__ = ("first_event", "first_token", "sent")
+
+    def __init__(self) -> None:
+        self.sent = time.perf_counter()
+        self.first_event: float | None = None
+        self.first_token: float | None = None
+
+    def seen(self, name: str) -> None:
+        now = time.perf_counter() - self.sent
+        if self.first_event is None:
+            self.first_event = now
+        if name == "text-delta" and self.first_token is None:
+            self.first_token = now
+
+    def told(self, event: StreamEvent) -> None:
+        """:meth:`seen` for an event the in-process runtime tells."""
+        self.seen(event_name(event))
+
+    def timing(self, turn: int, replied: bool) -> TurnTiming:
+        """The turn's timing, now that its whole answer is in; a streamed turn whose
+        agent sent its reply whole (``replied``, no ``text-delta``) has its first token
+        with the whole answer."""
+        total = time.perf_counter() - self.sent
+        first_token = self.first_token
+        if first_token is None and replied and self.first_event is not None:
+            first_token = total
+        return TurnTiming(
+            turn=turn, total=total, first_event=self.first_event, first_token=first_token
+        )
 
 
 def to_decision(value: DecisionLike, call_id: str) -> ApprovalDecision:
@@ -133,9 +175,11 @@ class SessionBase(Generic[T]):
     ) -> None:
         await self.close()
 
-    def _advance(self, run: AgentRun | RunAt, message: str | None) -> Turn:
+    def _advance(
+        self, run: AgentRun | RunAt, message: str | None, timing: TurnTiming | None = None
+    ) -> Turn:
         now = run if isinstance(run, RunAt) else RunAt(run)
-        turn = next_turn(self._at, now, message)
+        turn = next_turn(self._at, now, message, timing)
         self._at = now
         return turn
 

@@ -101,7 +101,7 @@ def test_server_extra_venv(wheel: Path, tmp_path: Path) -> None:
 
 
 def test_client_extra_venv(wheel: Path, tmp_path: Path) -> None:
-    python = make_venv(tmp_path, wheel, ["msgspec", "httpx", "pyyaml"])
+    python = make_venv(tmp_path, wheel, ["msgspec", "httpx", "httpx-sse", "pyyaml"])
     done = _run(
         python,
         "import importlib.util as u, evalport.protocol, evalport.client\n"
@@ -146,7 +146,7 @@ def test_pytest_runs_in_a_server_only_install(wheel: Path, tmp_path: Path) -> No
 
 
 def test_pytest_plugin_loads_with_the_client(wheel: Path, tmp_path: Path) -> None:
-    python = make_venv(tmp_path, wheel, ["msgspec", "httpx", "pyyaml", "pytest"])
+    python = make_venv(tmp_path, wheel, ["msgspec", "httpx", "httpx-sse", "pyyaml", "pytest"])
     env = clean_env()
     done = subprocess.run(
         [str(python), "-I", "-m", "pytest", "--help"],

@@ -13,7 +13,13 @@ from ._base import Assertion, AssertionTypeError, run_of, text_of
 from ._events import EventNotSeen, EventSeen, EventsInOrder, EventsSatisfy
 from ._expect import Equals, ValueExpectation, ValueIncludes, ValueSatisfies
 from ._faults import ToolWasInjected
-from ._latency import FirstToolCallWithin, TrialWithin, TurnWithin
+from ._latency import (
+    FirstEventWithin,
+    FirstTokenWithin,
+    FirstToolCallWithin,
+    TrialWithin,
+    TurnWithin,
+)
 from ._matchers import (
     Count,
     Exact,
@@ -78,6 +84,8 @@ __all__ = [
     "EventsSatisfy",
     "Exact",
     "Failed",
+    "FirstEventWithin",
+    "FirstTokenWithin",
     "FirstToolCallWithin",
     "HashingEmbedder",
     "Interrupted",

@@ -1,4 +1,5 @@
-"""Latency budgets: a turn, a trial, and the time until the first tool call.
+"""Latency budgets: a turn, a trial, the time until the first tool call, and the time
+until the first event and the first token of a turn's answer.
 
 Rules:
 
@@ -18,6 +19,15 @@ Rules:
 - The time until the first tool call is from the start of the turn that made it to the
   start of its execution: the run's first tool call, the first of turn ``turn=N``, or the
   first of a :class:`~evalport.client.Turn` subject. No tool call is a failed result.
+- The time to the first event and to the first token (the first text of the reply) are
+  the client's, not the run's: each turn's :class:`~evalport.client.TurnTiming`, from
+  when the turn was sent. A turn that streamed (a server listing ``streaming``, or
+  ``LocalTarget``) has both; a streamed turn whose agent sent its reply whole has its
+  first token with the whole answer. ``FirstTokenWithin`` and ``FirstEventWithin``
+  check every timed turn of the trial (the slowest must be within budget), turn
+  ``turn=N``, or a :class:`~evalport.client.Turn` subject; ``ctx.first_token_within``
+  reads the trial's timings. A turn without them (not streamed, replayed from the
+  cache) is not evaluable, and neither is a trial without any.
 - Budgets give partial credit like the step and token budgets: over budget the score is
   ``budget / actual``, so ``.at_least(0.8)`` tolerates a 25 % overrun and ``.soft()``
   reports without gating. A run without the timestamps needed is not evaluable.
@@ -31,7 +41,7 @@ from typing import Any
 
 from evalport.protocol import Step
 
-from .._core import AssertionResult, Turn
+from .._core import AssertionResult, Turn, TurnTiming
 from ._base import Assertion, run_of
 
 
@@ -142,3 +152,66 @@ class FirstToolCallWithin(LatencyAssertion):
             )
         where = "" if self.turn is None else f" in turn {self.turn}"
         return self.result(False, f"no tool was called{where}")
+
+
+class _FirstArrival(LatencyAssertion):
+    """Shared by the budgets on when a turn's answer began to arrive (the client's clock)."""
+
+    field = ""
+    what = ""
+
+    def evaluate(self, subject: Any) -> AssertionResult:
+        timings = _timings(subject, self.kind)
+        if self.turn is not None:
+            timings = [timing for timing in timings if timing.turn == self.turn]
+        if not timings:
+            where = "" if self.turn is None else f" for turn {self.turn}"
+            return self.not_evaluable(
+                f"no turn was timed{where} (a trial replayed from the cache, or a subject "
+                "that is not a Turn or the trial's timings)"
+            )
+        arrived: dict[int, float] = {}
+        for timing in timings:
+            seconds = getattr(timing, self.field)
+            if seconds is None:
+                return self.not_evaluable(
+                    f"turn {timing.turn} did not stream, so {self.what} is unknown (a server "
+                    "without the 'streaming' capability, or HttpTarget(stream=False))",
+                    turn=timing.turn,
+                )
+            arrived[timing.turn] = max(arrived.get(timing.turn, 0.0), seconds)
+        slowest = max(arrived, key=lambda number: arrived[number])
+        return self.graded(arrived[slowest], f"{self.what} of turn {slowest}", turn=slowest)
+
+
+def _timings(subject: Any, kind: str) -> list[TurnTiming]:
+    if isinstance(subject, Turn):
+        return [] if subject.timing is None else [subject.timing]
+    if isinstance(subject, TurnTiming):
+        return [subject]
+    if isinstance(subject, list | tuple) and all(
+        isinstance(item, TurnTiming | Turn) for item in subject
+    ):
+        return [timing for item in subject for timing in _timings(item, kind)]
+    raise TypeError(
+        f"{kind} reads when a turn's answer arrived: check a Turn, a list of them or the "
+        f"trial's ctx.timings, not a {type(subject).__name__}"
+    )
+
+
+class FirstTokenWithin(_FirstArrival):
+    """The first text of the reply arrived at most ``seconds`` after the turn was sent,
+    by the client's clock: every timed turn's (the slowest), or turn ``turn``'s."""
+
+    kind = "first_token_within"
+    field = "first_token"
+    what = "the first token"
+
+
+class FirstEventWithin(_FirstArrival):
+    """The turn's first streamed event arrived at most ``seconds`` after it was sent, by
+    the client's clock: every timed turn's (the slowest), or turn ``turn``'s."""
+
+    kind = "first_event_within"
+    field = "first_event"
+    what = "the first event"

@@ -1,9 +1,12 @@
-"""``evalport compare BASE NEW``: flipped cases and pass-rate changes between two runs.
+"""``evalport compare BASE NEW``: flipped cases, pass-rate changes and cases slower to
+first token between two runs.
 
 Both arguments are files written by ``--json`` or run folders. The output lists
-regressions, fixes, other verdict changes and pass-rate changes with Fisher p-values, and
-the McNemar p-value over the flips. Exit ``0``; with ``--fail-on-regression``, ``1`` when a
-case that passed in BASE does not pass in NEW.
+regressions, fixes, other verdict changes and pass-rate changes with Fisher p-values, the
+McNemar p-value over the flips, and the cases whose time to first token (p95) grew by more
+than ``--ttft-tolerance`` (the rule: :mod:`evalport.client.reports._compare`). Exit ``0``;
+with ``--fail-on-regression``, ``1`` when a case that passed in BASE does not pass in NEW
+(a slower case alone does not fail it).
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 import argparse
 
 from .._core import EXIT_FAILED, EXIT_OK, ConfigError, fail
-from ..reports import compare, load_summary
+from ..reports import TTFT_FLOOR, TTFT_TOLERANCE, compare, load_summary
 
 HELP = "compare two runs' results"
 
@@ -21,6 +24,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("new", metavar="NEW.json", help="results of the new run")
     parser.add_argument(
         "--alpha", type=float, default=0.05, help="significance level (default 0.05)"
+    )
+    parser.add_argument(
+        "--ttft-tolerance",
+        type=float,
+        default=TTFT_TOLERANCE,
+        metavar="F",
+        help="list a case as slower when its time to first token (p95) grew by more than "
+        f"this share of BASE's (default {TTFT_TOLERANCE:g}) and by more than "
+        f"{TTFT_FLOOR * 1000:g} ms",
     )
     parser.add_argument(
         "--fail-on-regression",
@@ -34,7 +46,7 @@ def main(args: argparse.Namespace) -> int:
         base, new = load_summary(args.base), load_summary(args.new)
     except ConfigError as error:
         return fail("compare", str(error))
-    comparison = compare(base, new, alpha=args.alpha)
+    comparison = compare(base, new, alpha=args.alpha, ttft_tolerance=args.ttft_tolerance)
     print("\n".join(comparison.lines()))
     if args.fail_on_regression and comparison.regressions:
         return EXIT_FAILED

@@ -10,7 +10,7 @@ across reports. The commands that only read run folders live here too: ``evalpor
 
 from ._analytics import Analytics, Durations, TrialSummary
 from ._base import Reporter, Reporters, RunPlan, RunReport, load_reporter
-from ._compare import Change, Comparison, compare, merge
+from ._compare import TTFT_FLOOR, TTFT_TOLERANCE, Change, Comparison, Slower, compare, merge
 from ._console import ConsoleReporter
 from ._files import JsonReporter, RunFolderReporter, load_summary, write_run_folder
 from ._html import HtmlReporter, html_report
@@ -19,6 +19,8 @@ from ._markdown import MarkdownReporter, markdown_summary
 from ._summary import CaseSummary, Provenance, RunSummary, TagSummary, summarize, summarize_case
 
 __all__ = [
+    "TTFT_FLOOR",
+    "TTFT_TOLERANCE",
     "Analytics",
     "CaseSummary",
     "Change",
@@ -36,6 +38,7 @@ __all__ = [
     "RunPlan",
     "RunReport",
     "RunSummary",
+    "Slower",
     "TagSummary",
     "TrialSummary",
     "compare",

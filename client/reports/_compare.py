@@ -1,4 +1,4 @@
-"""Comparing two runs, and merging shard results.
+"""Comparing two runs (verdicts, pass rates, time to first token), and merging shard results.
 
 Rules:
 
@@ -9,6 +9,12 @@ Rules:
   read as a regression. ``significant`` means ``p < alpha`` (0.05 by default).
 - The whole comparison carries the exact McNemar p-value over the regressions and fixes of
   the cases both runs share (paired by case).
+- A case is **slower** to first token when both runs measured its time to first token
+  (some turn streamed: :mod:`._analytics`) and the new p95 is above the base p95 by more
+  than ``ttft_tolerance`` of it (:data:`TTFT_TOLERANCE`, 20%, by default) and by more than
+  :data:`TTFT_FLOOR` (50 ms), so that the jitter of an in-process agent's few milliseconds
+  is not read as a regression. Slower cases are listed apart from the verdict changes,
+  the most slowed first; they take no part in the McNemar test.
 - :func:`merge` joins shard summaries: cases are concatenated (a case id seen twice is an
   error: the shards overlapped), counts are recomputed, provenance comes from the first
   shard with the earliest start and latest finish.
@@ -16,12 +22,19 @@ Rules:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import msgspec
 
 from .._core import ConfigError, Verdict, fisher_exact, mcnemar_exact
 from ._summary import CaseSummary, RunSummary, summarize, verdict_rate
+
+TTFT_TOLERANCE = 0.2
+"""By default a time to first token (p95) more than 20% above the base's is slower."""
+
+TTFT_FLOOR = 0.05
+"""A time to first token (p95) that grew by 50 ms or less is never slower."""
 
 
 @dataclass(slots=True)
@@ -58,6 +71,20 @@ class Change:
 
 
 @dataclass(slots=True)
+class Slower:
+    """One case whose time to first token (p95, in seconds) grew past the tolerance."""
+
+    case_id: str
+    base_p95: float
+    new_p95: float
+
+    @property
+    def growth(self) -> float:
+        """How much the p95 grew, as a share of the base's (``1.0`` is twice as slow)."""
+        return self.new_p95 / self.base_p95 - 1 if self.base_p95 else math.inf
+
+
+@dataclass(slots=True)
 class Comparison:
     """The differences between two runs."""
 
@@ -68,6 +95,8 @@ class Comparison:
     alpha: float = 0.05
     base_rate: float = 0.0
     new_rate: float = 0.0
+    slower: list[Slower] = field(default_factory=list)
+    ttft_tolerance: float = TTFT_TOLERANCE
 
     @property
     def regressions(self) -> list[Change]:
@@ -86,6 +115,12 @@ class Comparison:
             f"cases passed: {self.base_rate:.1%} -> {self.new_rate:.1%}; "
             f"{len(self.regressions)} regressed, {len(self.fixes)} fixed "
             f"(McNemar p={self.p_value:.3g})"
+            + (
+                f"; {len(self.slower)} slower to first token "
+                f"(p95 up more than {self.ttft_tolerance:.0%})"
+                if self.slower
+                else ""
+            )
         ]
         for change in self.changes:
             mark = " *" if self.significant(change) else ""
@@ -94,6 +129,11 @@ class Comparison:
                 f"{change.new_verdict}, {change.base_passes}/{change.base_samples} -> "
                 f"{change.new_passes}/{change.new_samples} (p={change.p_value:.3g}){mark}"
             )
+        out += [
+            f"  {'slower':<10} {slow.case_id}: first token p95 {slow.base_p95:.2f}s -> "
+            f"{slow.new_p95:.2f}s (+{slow.growth:.0%})"
+            for slow in self.slower
+        ]
         out += [f"  added      {case_id}" for case_id in self.added]
         out += [f"  removed    {case_id}" for case_id in self.removed]
         if any(self.significant(change) for change in self.changes):
@@ -101,7 +141,24 @@ class Comparison:
         return out
 
 
-def compare(base: RunSummary, new: RunSummary, *, alpha: float = 0.05) -> Comparison:
+def ttft_regression(base: CaseSummary, new: CaseSummary, tolerance: float) -> Slower | None:
+    """The case as :class:`Slower` when its time to first token regressed (see the
+    rules), else ``None``."""
+    before, after = base.first_token.p95, new.first_token.p95
+    if before is None or after is None:
+        return None
+    if after > before * (1 + tolerance) and after - before > TTFT_FLOOR:
+        return Slower(case_id=new.case_id, base_p95=before, new_p95=after)
+    return None
+
+
+def compare(
+    base: RunSummary,
+    new: RunSummary,
+    *,
+    alpha: float = 0.05,
+    ttft_tolerance: float = TTFT_TOLERANCE,
+) -> Comparison:
     """What changed from ``base`` to ``new``."""
     base_cases = {case.case_id: case for case in base.cases}
     new_cases = {case.case_id: case for case in new.cases}
@@ -110,11 +167,15 @@ def compare(base: RunSummary, new: RunSummary, *, alpha: float = 0.05) -> Compar
         added=[case_id for case_id in new_cases if case_id not in base_cases],
         removed=[case_id for case_id in base_cases if case_id not in new_cases],
         alpha=alpha,
+        ttft_tolerance=ttft_tolerance,
         base_rate=verdict_rate(base_cases[case_id].verdict for case_id in shared) or 0.0,
         new_rate=verdict_rate(new_cases[case_id].verdict for case_id in shared) or 0.0,
     )
     for case_id in shared:
         old, now = base_cases[case_id], new_cases[case_id]
+        slowed = ttft_regression(old, now, ttft_tolerance)
+        if slowed is not None:
+            comparison.slower.append(slowed)
         same_rate = old.passes * now.samples == now.passes * old.samples
         if old.verdict == now.verdict and same_rate:
             continue
@@ -132,6 +193,7 @@ def compare(base: RunSummary, new: RunSummary, *, alpha: float = 0.05) -> Compar
         )
     order = {"regression": 0, "changed": 1, "fix": 2, "rate": 3}
     comparison.changes.sort(key=lambda change: (order[change.kind], change.p_value))
+    comparison.slower.sort(key=lambda slow: -slow.growth)
     comparison.p_value = mcnemar_exact(len(comparison.regressions), len(comparison.fixes))
     return comparison
 

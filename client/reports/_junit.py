@@ -3,7 +3,8 @@
 Rules: ``failed`` -> ``<failure>``, ``error`` -> ``<error>``, ``skipped`` -> ``<skipped>``;
 ``scored`` is a pass with a ``verdict=scored`` property, or a ``<failure>`` under
 ``strict``. Every testcase carries its statistics (passes, trials, required, pass rate,
-Wilson bounds, flaky, cached trials) as ``<properties>``; the suite carries provenance
+Wilson bounds, flaky, cached trials, and the time to first token p50 and p95 in seconds
+when a turn streamed) as ``<properties>``; the suite carries provenance
 (the trace policy as ``trace_policy``). Every text is written
 :func:`~evalport.client._printable.printable`, so no character of agent text (the ESC
 of a terminal colour) makes the document one XML cannot parse.
@@ -33,6 +34,10 @@ def _properties(parent: ET.Element, values: dict[str, object]) -> None:
             ET.SubElement(properties, "property", name=name, value=str(value))
 
 
+def _seconds(value: float | None) -> str | None:
+    return None if value is None else f"{value:.4f}"
+
+
 def _testcase(suite: ET.Element, case: CaseSummary, strict: bool) -> None:
     classname, name = _split(case.case_id)
     element = ET.SubElement(
@@ -52,6 +57,8 @@ def _testcase(suite: ET.Element, case: CaseSummary, strict: bool) -> None:
             "flaky": str(case.flaky).lower(),
             "cached_trials": case.cached_trials,
             "judge_mean": None if case.judge_mean is None else f"{case.judge_mean:.4f}",
+            "first_token_p50": _seconds(case.first_token.p50),
+            "first_token_p95": _seconds(case.first_token.p95),
             "tags": ",".join(case.tags) or None,
         },
     )

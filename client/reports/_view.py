@@ -5,7 +5,8 @@ Rules:
 - Pages are built from what the other reports read: each run's ``summary.json``
   (:class:`RunSummary`) and, for one run, its whole folder (:func:`load_run_folder`). A
   run's header and cases are shown as the HTML report shows them (:func:`header`,
-  :func:`cases_table`, :func:`case_details`).
+  :func:`cases_table`, :func:`case_details`); the time to first token is a column of a
+  run's cases table when some case of the run has one, whatever the filters leave shown.
 - Every value is escaped: case ids, transcripts, folder names and the query are untrusted
   text. Nothing is fetched: the styles are inline, there is no script at all (filters,
   search and the choice of two runs are GET forms the server answers), and the page icon
@@ -19,7 +20,8 @@ Rules:
   the match), the match marked.
 - Two runs: :func:`compare` decides what changed. The cases whose verdict changed come
   first (regressions, other changes, fixes), then pass-rate changes, then the cases that
-  went alike, then those only one run has. Each case shared by both runs shows one trial
+  went alike, then those only one run has; the cases slower to first token are a table
+  of their own (base and new p95, growth). Each case shared by both runs shows one trial
   of each (the first whose verdict is the case's), transcript and assertions, diffed line
   by line side by side; changed cases are open, the others folded.
 """
@@ -37,7 +39,7 @@ from urllib.parse import quote, urlencode
 from .._core import CaseResult, TrialResult, Verdict
 from ._analytics import assertion_outcome
 from ._base import RunReport, agent_label
-from ._compare import compare
+from ._compare import TTFT_FLOOR, compare
 from ._html import STYLE, badge, case_details, cases_table, document, header
 from ._summary import CaseSummary, RunSummary
 from ._transcript import transcript_lines
@@ -56,6 +58,7 @@ table.diff{table-layout:fixed;margin:6px 0}
 .diff td.none{background:#f6f7f9}
 .kind{display:inline-block;padding:1px 7px;border-radius:9px;font-size:12px;background:#dfe3ea}
 .kind.regression{background:#c62828;color:#fff}.kind.fix{background:#2e8540;color:#fff}
+.kind.slower{background:#e0a100;color:#fff}
 """
 
 # The page may load nothing and run nothing: inline styles, data: images, its own forms.
@@ -315,6 +318,20 @@ def compare_page(base_name: str, base: RunReport, new_name: str, new: RunReport)
             f'<table class="diff"><tr>{heads}</tr>{_diff(_trial_lines(old), _trial_lines(now))}'
             "</table></details>"
         )
+    slow = "".join(
+        f'<tr><td><span class="kind slower">slower</span></td><td><code>{escape(s.case_id)}'
+        f"</code></td><td>{s.base_p95:.2f}s</td><td>{s.new_p95:.2f}s</td>"
+        f"<td>+{s.growth:.0%}</td></tr>"
+        for s in comparison.slower
+    )
+    slower = (
+        f"<h2>Slower to first token</h2><p class=muted>time to first token p95 up more than "
+        f"{comparison.ttft_tolerance:.0%} and {TTFT_FLOOR * 1000:g} ms</p><table "
+        'class="slower"><tr><th>change</th><th>case</th><th>base p95</th><th>new p95</th>'
+        f"<th>growth</th></tr>{slow}</table>"
+        if slow
+        else ""
+    )
     only = "".join(
         f'<p class="muted">only in {escape(name)}: '
         + ", ".join(f"<code>{escape(case_id)}</code>" for case_id in ids)
@@ -330,6 +347,7 @@ def compare_page(base_name: str, base: RunReport, new_name: str, new: RunReport)
         f"pass rate {comparison.base_rate:.0%} → {comparison.new_rate:.0%} over the cases both "
         f"ran · {len(comparison.regressions)} regressions · {len(comparison.fixes)} fixes · "
         f'McNemar p {comparison.p_value:.3f} · <a href="/compare?{escape(query)}">swap</a>'
-        f"</p></header><main><h2>Changed</h2>{table}{only}<h2>Transcripts, base | new</h2>"
+        f"</p></header><main><h2>Changed</h2>{table}{only}{slower}"
+        "<h2>Transcripts, base | new</h2>"
         f"{''.join(sections)}</main>",
     )

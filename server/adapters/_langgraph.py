@@ -94,7 +94,13 @@ from ._recording import (
 require("langgraph", "langgraph", "evalport.server.adapters._langgraph")
 
 from langchain_core.callbacks import AsyncCallbackHandler  # noqa: E402
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage  # noqa: E402
+from langchain_core.messages import (  # noqa: E402
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    HumanMessage,
+    ToolMessage,
+)
 from langchain_core.messages import content as blocks  # noqa: E402
 from langchain_core.outputs import ChatGeneration, LLMResult  # noqa: E402
 from langchain_core.runnables import RunnableConfig  # noqa: E402
@@ -210,7 +216,10 @@ class _Session:
             attempt = cast(
                 RunnableConfig, {**config, "callbacks": [*callbacks, recorder.attempt()]}
             )
-            await adapter.graph.ainvoke(payload, attempt)
+            stream = adapter.graph.astream(payload, attempt, stream_mode="messages", subgraphs=True)
+            async for _, (message, _) in stream:
+                if isinstance(message, AIMessageChunk):
+                    ctx.text_delta(message.text)
             snapshot = await adapter.graph.aget_state(config)
             if not snapshot.interrupts:
                 break

@@ -9,6 +9,9 @@ Rules:
   and sends it, with the new message, as the next run's input; ``context`` (a callable
   taking the :class:`~evalport.protocol.runtime.SessionInfo`) gives each session its own run
   context object.
+- The run streams (``Runner.run_streamed``): each text delta of a model response
+  (``ResponseTextDeltaEvent``) goes to ``ctx.text_delta`` as it arrives. Every response's
+  text streams, also text beside tool calls, which the reply (the final output) leaves out.
 - Recording is live, through the SDK's run hooks: each model response (``on_llm_end``)
   is a step with its text, function calls (call ids, arguments), token usage and the
   response id; each local tool invocation (``on_tool_start`` / ``on_tool_end``) is an
@@ -71,14 +74,26 @@ from ._recording import (
 require("agents", "openai-agents", "evalport.server.adapters._openai_agents")
 
 import pydantic_core  # noqa: E402
-from agents import Agent, RunConfig, RunContextWrapper, RunHooks, Runner  # noqa: E402
+from agents import (  # noqa: E402
+    Agent,
+    RawResponsesStreamEvent,
+    RunConfig,
+    RunContextWrapper,
+    RunHooks,
+    Runner,
+    RunResultStreaming,
+)
 from agents.exceptions import AgentsException, MaxTurnsExceeded  # noqa: E402
 from agents.handoffs import Handoff  # noqa: E402
 from agents.items import ModelResponse, ToolApprovalItem, TResponseInputItem  # noqa: E402
 from agents.run_config import ToolErrorFormatterArgs  # noqa: E402
 from agents.tool import Tool  # noqa: E402
 from agents.tool_context import ToolContext  # noqa: E402
-from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage  # noqa: E402
+from openai.types.responses import (  # noqa: E402
+    ResponseFunctionToolCall,
+    ResponseOutputMessage,
+    ResponseTextDeltaEvent,
+)
 
 FRAMEWORK = "openai-agents"
 
@@ -179,11 +194,13 @@ class _Session:
             options["max_turns"] = adapter.max_turns
         first: list[TResponseInputItem] = [{"role": "user", "content": _content(message, ctx)}]
         try:
-            result = await Runner.run(self.agent, [*self.history, *first], **options)
+            result = await _streamed(
+                ctx, Runner.run_streamed(self.agent, [*self.history, *first], **options)
+            )
             while result.interruptions:
                 state = result.to_state()
                 await _decide(ctx, state, result.interruptions, hooks)
-                result = await Runner.run(self.agent, state, **options)
+                result = await _streamed(ctx, Runner.run_streamed(self.agent, state, **options))
         except MaxTurnsExceeded as error:
             hooks.abandon(error)
             return steps_limit(ctx, error)
@@ -201,6 +218,16 @@ class _Session:
         self.agent = result.last_agent
         save_state(ctx, FRAMEWORK, {"items": added, "agent": self.agent.name})
         return reply_text(pydantic_core.to_jsonable_python(result.final_output))
+
+
+async def _streamed(ctx: TurnContext, result: RunResultStreaming) -> RunResultStreaming:
+    """Run ``result``'s streamed run to its end, streaming its text; returns it."""
+    async for event in result.stream_events():
+        if isinstance(event, RawResponsesStreamEvent) and isinstance(
+            event.data, ResponseTextDeltaEvent
+        ):
+            ctx.text_delta(event.data.delta)
+    return result
 
 
 def tool_error(error: BaseException) -> BaseException:

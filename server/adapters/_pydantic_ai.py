@@ -8,6 +8,11 @@ Rules:
 - Each session keeps its own message history (``result.all_messages()`` of its last
   turn) and passes it to the next run; ``deps`` (a callable taking the
   :class:`~evalport.protocol.runtime.SessionInfo`) gives each session its own dependencies.
+- The run streams: the recording capability listens to pydantic-ai's event stream
+  (``on_event``), which makes ``agent.run`` stream every model request, and each text
+  chunk of a response goes to ``ctx.text_delta`` as it arrives. So the model must stream
+  (``FunctionModel`` needs a ``stream_function``). Every response's text streams, also
+  text beside tool calls, which the reply (the last response's text) leaves out.
 - Recording is live, through a pydantic-ai capability added to every run: each model
   response is a step (its text, its function tool calls with their ids and arguments,
   its finish reason and token usage, the model and provider names as the run's LLM
@@ -59,7 +64,7 @@ require("pydantic_ai", "pydantic-ai", "evalport.server.adapters._pydantic_ai")
 
 import pydantic_core  # noqa: E402
 from pydantic_ai import Agent, RunContext, UsageLimitExceeded  # noqa: E402
-from pydantic_ai.capabilities import AbstractCapability  # noqa: E402
+from pydantic_ai.capabilities import AbstractCapability, on_event  # noqa: E402
 from pydantic_ai.messages import (  # noqa: E402
     BinaryContent,
     DocumentUrl,
@@ -67,9 +72,13 @@ from pydantic_ai.messages import (  # noqa: E402
     ModelMessage,
     ModelMessagesTypeAdapter,
     ModelResponse,
+    PartDeltaEvent,
+    PartStartEvent,
+    TextPartDelta,
     ToolCallPart,
     UserContent,
 )
+from pydantic_ai.messages import TextPart as ResponseText  # noqa: E402
 from pydantic_ai.tools import (  # noqa: E402
     DeferredToolRequests,
     DeferredToolResults,
@@ -231,7 +240,8 @@ def _with_deferred(output_type: Any) -> Any:
 
 
 class _Recorder(AbstractCapability[Any]):
-    """Records model responses and tool executions into the turn context as they happen."""
+    """Records model responses and tool executions into the turn context as they happen, and
+    streams the responses' text (its event listener makes pydantic-ai stream the run)."""
 
     def __init__(self, ctx: TurnContext) -> None:
         self.ctx = ctx
@@ -269,6 +279,15 @@ class _Recorder(AbstractCapability[Any]):
         if response.model_name:
             self.ctx.llm_profile(driver=response.provider_name, model=response.model_name)
         return response
+
+    @on_event(PartStartEvent, PartDeltaEvent)
+    async def _stream_text(
+        self, ctx: RunContext[Any], event: PartStartEvent | PartDeltaEvent
+    ) -> None:
+        if isinstance(event, PartStartEvent) and isinstance(event.part, ResponseText):
+            self.ctx.text_delta(event.part.content)
+        elif isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
+            self.ctx.text_delta(event.delta.content_delta)
 
     async def wrap_tool_execute(
         self,

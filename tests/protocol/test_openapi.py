@@ -2,7 +2,8 @@
 
 The schema comparison (``test_schemas_match_the_structs``) derives JSON Schema components
 from every wire Struct that :mod:`evalport.protocol` exports (those of ``models`` and
-``messages``) (``msgspec.json.schema_components``)
+``messages``, and every event of ``STREAM_EVENTS`` with their union, ``StreamEvent``)
+(``msgspec.json.schema_components``)
 and compares them with ``components/schemas`` of the spec, recursively:
 
 - both sides have the same set of schemas (the spec may add only ``SPEC_ONLY`` ones), and
@@ -19,6 +20,10 @@ and compares them with ``components/schemas`` of the spec, recursively:
   ``str`` in the code (the run model keeps enumerated values as text so that clients keep
   values a newer server invents). Where the code has an ``enum`` (a ``Literal``), the
   spec's must be identical.
+- the stream events' union is msgspec's ``anyOf`` with its ``discriminator`` on ``event``,
+  written ``oneOf`` in the spec (the tags make the branches exclusive), same branches in the
+  same order. ``StreamFrame`` (one Server-Sent Event) has no Struct: its test is
+  ``test_openapi_stream.py``, which also checks the streamed example.
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ import msgspec
 import pytest
 import yaml
 from evalport.protocol import (
+    EVENT_STREAM,
+    STREAM_EVENTS,
     ApprovalsRequest,
     ApprovalState,
     CreateSessionRequest,
@@ -45,6 +52,7 @@ from evalport.protocol import (
     RunStatus,
     StepType,
     StopReason,
+    StreamEvent,
     TurnRequest,
     decode_request,
     decode_response,
@@ -57,7 +65,7 @@ from referencing.jsonschema import DRAFT202012
 SPEC_PATH = Path(__file__).resolve().parents[2] / "openapi.yaml"
 SPEC: dict[str, Any] = yaml.safe_load(SPEC_PATH.read_text())
 SCHEMAS: dict[str, Any] = SPEC["components"]["schemas"]
-SPEC_ONLY = {"Digest"}
+SPEC_ONLY = {"Digest", "StreamFrame"}
 ANNOTATIONS = {"description", "title", "examples", "format", "pattern"}
 REF = "#/components/schemas/"
 # The modules whose Structs travel on the wire (others, such as the recorder's, do not).
@@ -123,7 +131,10 @@ def _code_components() -> dict[str, Any]:
         and issubclass(value, msgspec.Struct)
         and value.__module__ in WIRE_MODULES
     ]
-    _, components = msgspec.json.schema_components(structs, ref_template=REF + "{name}")
+    (union, *_), components = msgspec.json.schema_components(
+        [StreamEvent, *structs, *STREAM_EVENTS.values()], ref_template=REF + "{name}"
+    )
+    components["StreamEvent"] = {"oneOf": union["anyOf"], "discriminator": union["discriminator"]}
     return components
 
 
@@ -248,6 +259,14 @@ def test_comparison_catches_drift() -> None:
     assert _compare(approvals, optional, "ApprovalsRequest")
     either = {**SCHEMAS["TurnRequest"], "anyOf": [{"required": ["message"]}, {"required": ["x"]}]}
     assert _compare(code, either, "TurnRequest")
+    delta = _code_components()["TextDelta"]
+    grown = dict(SCHEMAS["TextDelta"])
+    grown["properties"] = {**grown["properties"], "html": {"type": "string"}}
+    assert _compare(delta, grown, "TextDelta")
+    union = _code_components()["StreamEvent"]
+    fewer = {**SCHEMAS["StreamEvent"], "oneOf": SCHEMAS["StreamEvent"]["oneOf"][:-1]}
+    assert _compare(union, fewer, "StreamEvent")
+    assert _compare(code, either, "TurnRequest")
     run = _code_components()["AgentRun"]
     not_nullable = dict(SCHEMAS["AgentRun"])
     not_nullable["properties"] = {**not_nullable["properties"], "stopSignal": {"$ref": REF + "X"}}
@@ -323,9 +342,11 @@ def test_security_and_idempotency_key() -> None:
     assert SPEC["security"] == [{"bearerAuth": []}]
     turn = SPEC["paths"]["/evals/sessions/{sessionId}/turns"]["post"]
     attach = SPEC["paths"]["/evals/sessions/{sessionId}"]["get"]
-    key, since = [_resolve(p) for p in turn["parameters"]]
+    key, since, accept, last = [_resolve(p) for p in turn["parameters"]]
     assert (key["name"], key["in"]) == ("Idempotency-Key", "header")
     assert (since["name"], since["in"]) == ("since", "query")
+    assert (accept["name"], accept["in"], accept["example"]) == ("Accept", "header", EVENT_STREAM)
+    assert (last["name"], last["in"]) == ("Last-Event-ID", "header")
     assert [_resolve(p) for p in attach["parameters"]] == [since]
 
 
@@ -346,6 +367,8 @@ def _examples() -> list[tuple[str, str, int | None, Any, Any]]:
             for media_type, media in body.get("content", {}).items():
                 examples = media.get("examples", {})
                 assert examples, (operation["operationId"], status, media_type)
+                if media_type == EVENT_STREAM:
+                    continue  # a stream of events, not one JSON body: test_openapi_stream.py
                 for example in examples.values():
                     value = _resolve(example)["value"]
                     found.append(

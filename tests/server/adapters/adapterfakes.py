@@ -9,10 +9,14 @@ its framework sent it, so a planner sees the real history and tool results.
 - pydantic-ai: ``FunctionModel`` (with ``ALLOW_MODEL_REQUESTS`` off in the tests);
 - OpenAI Agents SDK: ``agents.testing.ScriptedModel`` with a responder step per call;
 - LangGraph: a LangChain ``BaseChatModel`` subclass with ``bind_tools``.
+
+The adapters always stream, so each double streams its answer's text in chunks (see
+:func:`chunks`) while reporting exactly the usage it would without streaming.
 """
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -28,8 +32,56 @@ def _call_id() -> str:
 Planner = Callable[[Sequence[str], Sequence[tuple[str, str]]], "list[Call] | str"]
 
 
+def chunks(text: str) -> list[str]:
+    """How the doubles stream ``text``: word by word, each word with its trailing spaces."""
+    return re.findall(r"\s*\S+\s*", text) or [text]
+
+
+def streaming_function_model(function: Any, **options: Any) -> Any:
+    """A pydantic-ai ``FunctionModel`` on ``function`` whose streamed requests replay the
+    response it returns, its text in :func:`chunks` (``FunctionModel``'s own
+    ``stream_function`` would estimate the usage, these doubles report theirs)."""
+    from contextlib import asynccontextmanager
+
+    from pydantic_ai.messages import (
+        ModelResponse,
+        ModelResponseStreamEvent,
+        PartDeltaEvent,
+        PartEndEvent,
+        PartStartEvent,
+        TextPart,
+        TextPartDelta,
+    )
+    from pydantic_ai.models import CompletedStreamedResponse
+    from pydantic_ai.models.function import FunctionModel
+
+    def replayed(response: ModelResponse) -> list[ModelResponseStreamEvent]:
+        events: list[ModelResponseStreamEvent] = []
+        for index, part in enumerate(response.parts):
+            if isinstance(part, TextPart):
+                first, *rest = chunks(part.content)
+                events.append(PartStartEvent(index=index, part=TextPart(first)))
+                events += [PartDeltaEvent(index=index, delta=TextPartDelta(c)) for c in rest]
+            else:
+                events.append(PartStartEvent(index=index, part=part))
+            events.append(PartEndEvent(index=index, part=part))
+        return events
+
+    class StreamingFunctionModel(FunctionModel):
+        @asynccontextmanager
+        async def request_stream(
+            self, messages: Any, model_settings: Any, parameters: Any, run_context: Any = None
+        ) -> Any:
+            response = await self.request(messages, model_settings, parameters)
+            yield CompletedStreamedResponse(
+                response, model_request_parameters=parameters, replay_events=replayed(response)
+            )
+
+    return StreamingFunctionModel(function, **options)
+
+
 def function_model(plan: Planner) -> Any:
-    """A pydantic-ai ``FunctionModel`` answering with ``plan``."""
+    """A pydantic-ai ``FunctionModel`` answering with ``plan`` (streamed in chunks)."""
     from pydantic_ai.messages import (
         ModelMessage,
         ModelRequest,
@@ -39,7 +91,7 @@ def function_model(plan: Planner) -> Any:
         ToolReturnPart,
         UserPromptPart,
     )
-    from pydantic_ai.models.function import AgentInfo, FunctionModel
+    from pydantic_ai.models.function import AgentInfo
     from pydantic_ai.usage import RequestUsage
 
     def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -67,12 +119,31 @@ def function_model(plan: Planner) -> Any:
         parts = [ToolCallPart(call.name, call.arguments) for call in action]
         return ModelResponse(parts=parts, usage=request_usage)
 
-    return FunctionModel(respond, model_name="planned")
+    return streaming_function_model(respond, model_name="planned")
+
+
+def streaming_scripted_model(steps: Sequence[Any]) -> Any:
+    """An Agents SDK ``ScriptedModel`` on ``steps`` whose streamed text deltas come in
+    :func:`chunks` (the SDK's own streams each text as one delta)."""
+    from agents.testing import ScriptedModel
+    from openai.types.responses import ResponseTextDeltaEvent
+
+    class ChunkingScriptedModel(ScriptedModel):
+        async def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+            async for event in super().stream_response(*args, **kwargs):
+                if not isinstance(event, ResponseTextDeltaEvent):
+                    yield event
+                    continue
+                for chunk in chunks(event.delta):
+                    yield event.model_copy(update={"delta": chunk})
+
+    return ChunkingScriptedModel(steps)
 
 
 def scripted_model(plan: Planner, calls: int = 12) -> Any:
-    """An Agents SDK ``ScriptedModel`` whose next ``calls`` steps answer with ``plan``."""
-    from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
+    """An Agents SDK ``ScriptedModel`` whose next ``calls`` steps answer with ``plan``
+    (streamed in chunks)."""
+    from agents.testing import ModelCall, ModelStep, assistant_message, function_call
     from agents.usage import Usage
     from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
 
@@ -110,7 +181,7 @@ def scripted_model(plan: Planner, calls: int = 12) -> Any:
         output = [function_call(c.name, c.arguments, call_id=_call_id()) for c in action]
         return ModelStep(output=output, usage=step_usage)
 
-    return ScriptedModel([ModelStep.respond(respond)] * calls)
+    return streaming_scripted_model([ModelStep.respond(respond)] * calls)
 
 
 def chat_model(plan: Planner) -> Any:

@@ -60,6 +60,7 @@ def no_model_requests() -> Iterator[None]:
 
 async def test_pydantic_ai_gets_binary_content_and_urls(no_model_requests: None) -> None:
     pytest.importorskip("pydantic_ai")
+    from adapterfakes import streaming_function_model
     from evalport.server.adapters import PydanticAIAgent
     from pydantic_ai import Agent
     from pydantic_ai.messages import (
@@ -71,7 +72,7 @@ async def test_pydantic_ai_gets_binary_content_and_urls(no_model_requests: None)
         TextPart,
         UserPromptPart,
     )
-    from pydantic_ai.models.function import AgentInfo, FunctionModel
+    from pydantic_ai.models.function import AgentInfo
 
     def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         said = []
@@ -88,7 +89,7 @@ async def test_pydantic_ai_gets_binary_content_and_urls(no_model_requests: None)
                         said.append(f"url:{item.url}")
         return ModelResponse(parts=[TextPart(" | ".join(said))])
 
-    agent = Agent(FunctionModel(respond), name="reader")
+    agent = Agent(streaming_function_model(respond), name="reader")
     assert await _reply(PydanticAIAgent(agent)) == EXPECTED
 
 

@@ -1,4 +1,5 @@
-"""The pydantic-ai adapter against pydantic-ai's own FunctionModel (no model requests)."""
+"""The pydantic-ai adapter against pydantic-ai's own FunctionModel, streaming (no model
+requests)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 pytest.importorskip("pydantic_ai")
 
-from adapterfakes import function_model
+from adapterfakes import function_model, streaming_function_model
 from adapterkit import TRACK_ERROR, Call, evaluate_all, lookup_result, plan, refund_result
 from evalport.protocol.runtime import AgentSession, SessionInfo, TurnTimedOut, session_factory
 from evalport.server.adapters import PydanticAIAgent
@@ -25,7 +26,7 @@ from pydantic_ai.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import AgentInfo
 from pydantic_ai.usage import UsageLimits
 
 
@@ -88,7 +89,7 @@ async def test_structured_output_is_the_reply_as_json_and_output_tools_are_no_to
         args = {"order_id": "D4", "status": "shipped"}
         return ModelResponse(parts=[ToolCallPart(output_tool.name, args)])
 
-    agent = Agent(FunctionModel(answer), output_type=Answer)
+    agent = Agent(streaming_function_model(answer), output_type=Answer)
     session = await AgentSession.open(PydanticAIAgent(agent), SessionInfo("s"))
     run = await session.send("status of D4?")
     assert json.loads(run.reply) == {"order_id": "D4", "status": "shipped"}
@@ -100,7 +101,7 @@ async def test_a_tool_that_raises_fails_the_turn_and_is_recorded_failed() -> Non
     def call_broken(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         return ModelResponse(parts=[ToolCallPart("broken", {"n": 1})])
 
-    agent = Agent(FunctionModel(call_broken))
+    agent = Agent(streaming_function_model(call_broken))
 
     @agent.tool_plain
     def broken(n: int) -> int:
@@ -123,7 +124,7 @@ async def test_external_deferred_calls_fail_the_turn_with_a_clear_error() -> Non
     def call_remote(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         return ModelResponse(parts=[ToolCallPart("remote", {})])
 
-    agent = Agent(FunctionModel(call_remote))
+    agent = Agent(streaming_function_model(call_remote))
 
     @agent.tool_plain
     def remote() -> str:
@@ -146,7 +147,7 @@ async def test_deps_are_made_once_per_session() -> None:
             return ModelResponse(parts=[TextPart(str(messages[-1].parts[-1].content))])
         return ModelResponse(parts=[ToolCallPart("whoami_tool", {})])
 
-    agent = Agent(FunctionModel(whoami), deps_type=dict)
+    agent = Agent(streaming_function_model(whoami), deps_type=dict)
 
     @agent.tool
     def whoami_tool(ctx: RunContext[dict[str, str]]) -> str:
@@ -173,7 +174,7 @@ async def test_a_turn_timeout_cancels_the_run_and_the_session_goes_on() -> None:
         return ModelResponse(parts=[TextPart(f"seen {len(messages)} message(s)")])
 
     session = await AgentSession.open(
-        PydanticAIAgent(Agent(FunctionModel(slow_once))), SessionInfo("s")
+        PydanticAIAgent(Agent(streaming_function_model(slow_once))), SessionInfo("s")
     )
     with pytest.raises(TurnTimedOut) as timed_out:
         await session.send("take your time", timeout=0.2)
@@ -198,7 +199,7 @@ def _remembers(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
 
 async def test_a_session_continues_in_another_process_from_its_saved_history() -> None:
     def make() -> Any:
-        return session_factory(PydanticAIAgent(Agent(FunctionModel(_remembers))))
+        return session_factory(PydanticAIAgent(Agent(streaming_function_model(_remembers))))
 
     first = await AgentSession.from_factory(make(), SessionInfo("s"))
     assert (await first.send("my name is Ada")).reply == "you are Ada (1 messages)"
@@ -213,7 +214,7 @@ async def test_the_request_limit_stops_the_turn_with_the_steps_limit_reason() ->
     def forever(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         return ModelResponse(parts=[ToolCallPart("lookup", {"order_id": "A1"})])
 
-    agent = Agent(FunctionModel(forever))
+    agent = Agent(streaming_function_model(forever))
 
     @agent.tool_plain
     def lookup(order_id: str) -> dict[str, str]:
@@ -230,7 +231,7 @@ async def test_the_request_limit_stops_the_turn_with_the_steps_limit_reason() ->
 
 async def test_a_saved_state_that_cannot_be_read_back_fails_the_next_turn_saying_so() -> None:
     def make() -> Any:
-        return session_factory(PydanticAIAgent(Agent(FunctionModel(_remembers))))
+        return session_factory(PydanticAIAgent(Agent(streaming_function_model(_remembers))))
 
     first = await AgentSession.from_factory(make(), SessionInfo("s"))
     await first.send("my name is Ada")

@@ -17,6 +17,7 @@ import pytest
 
 pytest.importorskip("pydantic_ai")
 
+from adapterfakes import streaming_function_model
 from evalport.protocol import Message, TracePolicy
 from evalport.protocol.runtime import FRAMEWORK_STATE, TurnContext
 from evalport.server import EvalAdapter
@@ -32,7 +33,7 @@ from pydantic_ai.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import AgentInfo
 from support.redis import RedisServer, redis_fixture
 
 pytestmark = pytest.mark.e2e
@@ -75,7 +76,7 @@ def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
 
 
 def vault_agent() -> PydanticAIAgent:
-    agent = Agent(FunctionModel(respond), name="vault")
+    agent = Agent(streaming_function_model(respond), name="vault")
 
     @agent.tool_plain
     def vault() -> str:
