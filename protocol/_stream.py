@@ -14,9 +14,8 @@ Rules:
   ``step-started``, ``step-completed`` (the whole step), ``text-delta`` (a chunk of the
   reply), ``tool-started``, ``tool-completed``, ``approval-requested``,
   ``interrupt-requested`` (the turn then suspends: its ``result`` says so) and ``error``
-  (the agent failed). A server with a trace policy streams only what it can redact: its
-  steps pass the policy, its text deltas carry their length and no text, and the tool,
-  approval, interrupt and error events are left out (``result`` holds them redacted).
+  (the agent failed). A server with a trace policy applies it to each event as it
+  applies it to the run: what a stream shows, the run shows.
 - ``overflow`` ends a stream whose reader fell behind the events the server keeps for a
   turn (or that resumed from an event it no longer keeps): the turn runs on, and the same
   request without the stream (same ``Idempotency-Key``) answers its outcome.
@@ -65,7 +64,7 @@ class StepCompleted(_Event, tag="step-completed"):
 
 class TextDelta(_Event, tag="text-delta"):
     """``text-delta``: the next chunk of the turn's reply (the reply is their
-    concatenation); ``chars`` is its length, the only thing a redacting server sends."""
+    concatenation); ``chars`` is its length."""
 
     turn: int
     text: str = ""

@@ -18,8 +18,8 @@ Rules (the wire's are in :mod:`evalport.protocol._stream`):
 - A keyed turn's stream is reachable by repeats of its key while it runs in this process
   (:class:`~._records.InFlight`); a repeat that reaches another replica, or comes once
   the turn is over, gets the final frame alone.
-- With a trace policy the stream carries only what the policy can redact (the wire's
-  rules): steps go through the policy, text deltas lose their text.
+- With a trace policy every event's payload goes through it, inside a run of its own,
+  so a stream shows what the run shows (:func:`_redacted`).
 """
 
 from __future__ import annotations
@@ -29,13 +29,20 @@ from collections import deque
 from collections.abc import AsyncIterator
 from typing import Final
 
+import msgspec
 from evalport.protocol import (
     AgentRun,
+    ApprovalRequested,
+    InterruptRequested,
     ProblemType,
+    Step,
     StepCompleted,
     StreamEvent,
     StreamOverflow,
-    TextDelta,
+    ToolCompleted,
+    ToolExecution,
+    ToolStarted,
+    TurnFailed,
     encode,
     event_name,
 )
@@ -44,7 +51,6 @@ from ._problems import problem_body
 from ._records import Outcome, RunPolicy
 
 HEARTBEAT: Final = b": keep-alive\n\n"
-_SHOWN_UNDER_POLICY: Final = ("turn-started", "step-started", "step-completed", "text-delta")
 
 
 def frame(name: str, data: bytes, event_id: int | None = None) -> bytes:
@@ -92,14 +98,8 @@ class TurnStream:
         if self._final is not None:
             return
         name = event_name(event)
-        policy = self._policy
-        if policy is not None:
-            if name not in _SHOWN_UNDER_POLICY:
-                return
-            if isinstance(event, TextDelta):
-                event = TextDelta(turn=event.turn, chars=len(event.text))
-            elif isinstance(event, StepCompleted):
-                event = StepCompleted(step=policy.apply(AgentRun(steps=[event.step])).steps[0])
+        if self._policy is not None:
+            event = _redacted(event, self._policy)
         self._last += 1
         data = frame(name, encode(event), self._last)
         self._frames.append((self._last, data))
@@ -140,6 +140,32 @@ class TurnStream:
                     await asyncio.wait_for(self._pulse.wait(), self._heartbeat)
                 except TimeoutError:
                     yield HEARTBEAT
+
+
+def _redacted(event: StreamEvent, policy: RunPolicy) -> StreamEvent:
+    """``event`` as ``policy`` leaves the run it belongs to: its payload goes through the
+    policy inside a run of its own (text deltas are the reply's text, kept as the run's
+    reply is)."""
+    if isinstance(event, StepCompleted):
+        return StepCompleted(step=policy.apply(AgentRun(steps=[event.step])).steps[0])
+    if isinstance(event, ToolStarted):
+        call = ToolExecution(name=event.name, arguments=event.arguments)
+        redacted = policy.apply(AgentRun(steps=[Step(tool_executions=[call])]))
+        arguments = redacted.steps[0].tool_executions[0].arguments
+        return msgspec.structs.replace(event, arguments=arguments)
+    if isinstance(event, ToolCompleted):
+        run = policy.apply(AgentRun(steps=[Step(tool_executions=[event.execution])]))
+        return ToolCompleted(turn=event.turn, execution=run.steps[0].tool_executions[0])
+    if isinstance(event, ApprovalRequested):
+        run = policy.apply(AgentRun(pending_approvals=[event.approval]))
+        return ApprovalRequested(approval=run.pending_approvals[0])
+    if isinstance(event, InterruptRequested):
+        run = policy.apply(AgentRun(pending_interrupts=[event.interrupt]))
+        return InterruptRequested(interrupt=run.pending_interrupts[0])
+    if isinstance(event, TurnFailed):
+        run = policy.apply(AgentRun(steps=[Step(errors=[event.error])]))
+        return TurnFailed(turn=event.turn, error=run.steps[0].errors[0])
+    return event
 
 
 def _overflow(limit: int) -> bytes:
