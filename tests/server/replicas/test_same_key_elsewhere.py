@@ -166,3 +166,29 @@ async def test_a_retry_whose_holder_died_is_turn_lost_and_not_run_again(
             fresh = await turn(on_b, session, SLOW, str(uuid.uuid4()))  # a new key runs it
             assert fresh.status_code == 200, fresh.text
             assert replicas.ran(session) == [SLOW, SLOW]
+
+
+async def test_a_stream_dropped_on_a_is_resumed_on_b_from_the_store(replicas: Cluster) -> None:
+    async with clients(replicas) as (on_a, on_b):
+        session = await open_session(on_a)
+        key = str(uuid.uuid4())
+        path = f"/evals/sessions/{session}/turns"
+        headers = {"Accept": "text/event-stream", "Idempotency-Key": key}
+        last = ""
+        async with on_a.stream("POST", path, json={"message": SLOW}, headers=headers) as cut:
+            async for line in cut.aiter_lines():
+                if line.startswith("id: "):
+                    last = line[4:]
+                    break  # A's connection drops mid-turn
+        assert last == "1"
+        resumed = await on_b.post(
+            path, json={"message": SLOW}, headers={**headers, "Last-Event-ID": last}
+        )
+        assert resumed.status_code == 200
+        assert resumed.headers["content-type"].startswith("text/event-stream")
+        blocks = [block for block in resumed.text.split("\n\n") if block and block[0] != ":"]
+        assert len(blocks) == 1 and blocks[0].startswith("event: result\ndata: ")
+        plain = await turn(on_a, session, SLOW, key)  # the record, as A stored it
+        assert blocks[0].removeprefix("event: result\ndata: ").encode() == plain.content
+        assert plain.json()["run"]["reply"] == f"{SLOW} #1 on A history=0"
+        assert replicas.ran(session) == [SLOW]  # the agent ran once
