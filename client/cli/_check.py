@@ -22,6 +22,12 @@ What is checked, in order (later checks use the session the earlier ones opened)
   the image with its media type, byte count and sha256 (and, if the server kept them,
   its bytes); an image part without its ``mediaType`` is a 422 problem naming
   ``$.parts[0]``;
+- ``streaming`` (when ``/health`` lists the capability): a keyed turn asked with
+  ``Accept: text/event-stream`` streams events that each decode as their name says, with
+  ids 1, 2, ..., from ``turn-started`` to a final ``result`` whose data is byte for byte
+  the answer the same key gives without the stream; then a turn whose stream drops after
+  its first event, resumed with its key and ``Last-Event-ID``, continues at the next id
+  and ends with the same answer (protocol 1.2, :mod:`evalport.protocol._stream`);
 - ``malformed JSON`` (400), ``invalid body`` (422 with field errors), ``unknown session``
   (404): each an RFC 9457 problem (``application/problem+json``, ``type``, ``title``,
   ``status`` equal to the HTTP status, no stack trace);
@@ -35,7 +41,8 @@ What is checked, in order (later checks use the session the earlier ones opened)
   (the check cannot know what to answer);
 - ``delete``: 204, after which the session is a 404 problem.
 
-The checks that need a capability (``delta``, ``content parts``, ``interrupts``) are in
+The checks that need a capability (``delta``, ``content parts``, ``streaming``,
+``interrupts``) are in
 :mod:`._check_capabilities`; what a conforming run or problem is, in :mod:`._check_answers`.
 
 Exit ``0`` when everything passed, ``1`` when a check failed, ``3`` when the server cannot
@@ -64,6 +71,7 @@ from evalport.protocol import (
     DEFAULT_TOKEN_ENV,
     DELTA_CAPABILITY,
     INTERRUPTS_CAPABILITY,
+    STREAMING_CAPABILITY,
     AgentRun,
     ProblemType,
     ProtocolError,
@@ -81,7 +89,7 @@ from .._core import (
     fail,
 )
 from ._check_answers import CheckFailed, expect, problem, validate_run
-from ._check_capabilities import content_parts, delta, interrupts
+from ._check_capabilities import content_parts, delta, interrupts, streaming
 from ._targets import add_server_options, read_token, token_refused, without_credentials
 
 HELP = "check a server's protocol conformance"
@@ -302,6 +310,8 @@ class _Checker:
                     await self.check("delta", lambda: delta(self))
                 if CONTENT_PARTS_CAPABILITY in self.capabilities:
                     await self.check("content parts", lambda: content_parts(self))
+                if STREAMING_CAPABILITY in self.capabilities:
+                    await self.check("streaming", lambda: streaming(self))
             await self.check("malformed JSON", self.malformed)
             await self.check("invalid body", self.invalid)
             await self.check("unknown session", self.unknown)

@@ -1,25 +1,31 @@
 """The checks of ``evalport check`` that run only when ``/health`` lists their capability
-(``delta``, ``content-parts``, ``interrupts``); :mod:`._check` lists what each one checks,
-in order."""
+(``delta``, ``content-parts``, ``streaming``, ``interrupts``); :mod:`._check` lists what
+each one checks, in order."""
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import uuid
 from typing import Protocol
 
 import httpx
 import msgspec
 from evalport.protocol import (
+    EVENT_STREAM,
+    FINAL_EVENTS,
+    STREAM_EVENTS,
     AgentRun,
     ProblemType,
     ProtocolError,
     RunDelta,
     apply_delta,
     decode_answer,
+    decode_event,
     decode_run,
     settled_turns,
 )
+from httpx_sse import EventSource, ServerSentEvent
 
 from ._check_answers import CheckFailed, expect, problem, validate_run
 
@@ -108,6 +114,93 @@ CHECK_INTERRUPT = "evalport-check-interrupt"
 CHECK_PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAAAAAA6fptVAAAACklEQVR4nGNgAAAAAgABSK+kcQAAAABJRU5ErkJggg=="
 )
+
+
+async def streaming(checker: Checker) -> str:
+    assert checker.run is not None  # (the turns passed)
+    url = checker.session_url() + "/turns"
+    body = {"message": checker.message}
+    number = checker.run.turns + 1
+    key = {"Idempotency-Key": f"evalport-check-{uuid.uuid4()}"}
+    events = await _stream(checker, url, body, key)
+    final = _in_order(events, number, 1)
+    plain = expect(await checker.client.post(url, json=body, headers=key), 200)
+    if final.data.encode() != plain.content:
+        raise CheckFailed("the final event's data differs from the answer without the stream")
+    checker.run, _ = await checker.decide(decode_run(plain.content), number)
+    # a stream dropped after its first event, resumed by its key and Last-Event-ID
+    number, key = checker.run.turns + 1, {"Idempotency-Key": f"evalport-check-{uuid.uuid4()}"}
+    first = (await _stream(checker, url, body, key, stop_after=1))[0]
+    if not first.id:
+        raise CheckFailed(f"the {first.event!r} event carries no id to resume from")
+    rest = await _stream(checker, url, body, {**key, "Last-Event-ID": first.id})
+    resumed = _in_order(rest, number, int(first.id) + 1, resumed=True)
+    plain = expect(await checker.client.post(url, json=body, headers=key), 200)
+    if resumed.data.encode() != plain.content:
+        raise CheckFailed("the resumed stream's final event differs from the answer")
+    run = decode_run(plain.content)
+    validate_run(run, number)
+    checker.run, _ = await checker.decide(run, number)
+    return (
+        f"{len(events) - 1} events then the answer; a stream dropped after event {first.id} "
+        f"resumed with {len(rest) - 1} more and the same answer"
+    )
+
+
+async def _stream(
+    checker: Checker,
+    url: str,
+    body: dict[str, str],
+    headers: dict[str, str],
+    *,
+    stop_after: int | None = None,
+) -> list[ServerSentEvent]:
+    """A streamed turn's events (the first ``stop_after`` only: then the stream drops)."""
+    sent = {**headers, "Accept": EVENT_STREAM}
+    events: list[ServerSentEvent] = []
+    async with checker.client.stream("POST", url, json=body, headers=sent) as response:
+        if response.status_code != 200:
+            await response.aread()
+            expect(response, 200)
+        media = response.headers.get("content-type", "").split(";")[0].strip()
+        if media != EVENT_STREAM:
+            raise CheckFailed(f"/health lists 'streaming' but the turn answered {media!r}")
+        async for event in EventSource(response).aiter_sse():
+            events.append(event)
+            if len(events) == stop_after or event.event in FINAL_EVENTS:
+                break
+    if not events:
+        raise CheckFailed("the stream ended without an event")
+    return events
+
+
+def _in_order(
+    events: list[ServerSentEvent], turn: int, first_id: int, *, resumed: bool = False
+) -> ServerSentEvent:
+    """The final event of ``events``, once each before it is known, decodes as its name
+    says and has the next id (a fresh stream starts with ``turn-started``)."""
+    final = events[-1]
+    if final.event != "result":
+        raise CheckFailed(
+            f"the stream ended with {final.event!r}, not 'result': {final.data}"[:300]
+        )
+    if not resumed and (not events[:-1] or events[0].event != "turn-started"):
+        raise CheckFailed(f"the stream starts with {events[0].event!r}, not 'turn-started'")
+    for index, event in enumerate(events[:-1]):
+        if event.event not in STREAM_EVENTS:
+            raise CheckFailed(f"event {event.event!r} is not a protocol event")
+        try:
+            decoded = decode_event.decode(event.data)
+        except msgspec.DecodeError as error:
+            raise CheckFailed(f"the data of a {event.event!r} event: {error}") from None
+        if not isinstance(decoded, STREAM_EVENTS[event.event]):
+            raise CheckFailed(f"a {event.event!r} event's data names another event")
+        if event.id != str(first_id + index):
+            raise CheckFailed(f"event {index + 1} has id {event.id!r}, expected {first_id + index}")
+        named = getattr(decoded, "turn", turn)
+        if named != turn:
+            raise CheckFailed(f"a {event.event!r} event names turn {named}, not {turn}")
+    return final
 
 
 def _b64(data: bytes) -> str:
