@@ -35,6 +35,7 @@ async def test_the_real_adapter_passes_every_check():
         "attach",
         "delta",
         "content parts",
+        "streaming",
         "malformed JSON",
         "invalid body",
         "unknown session",
@@ -151,7 +152,7 @@ async def test_a_turn_that_suspends_is_decided_and_the_sequence_goes_on(approve)
     )
     failed = [f"{r.name}: {r.detail}" for r in results if not r.ok]
     assert failed == []
-    assert len(results) == 14  # content parts included: the third turn is decided too
+    assert len(results) == 15  # content parts and streaming: their turns are decided too
     turn = {r.name: r.detail for r in results}["turn"]
     if approve:
         assert turn.endswith("; 2 pending call(s) approved")
@@ -287,3 +288,41 @@ async def test_a_turn_that_interrupts_fails_with_what_to_do():
     assert not turn.ok
     assert "waits for an answer to 1 interrupt(s) (choice)" in turn.detail
     assert "--message" in turn.detail
+
+
+async def test_a_server_that_lists_streaming_but_answers_json_fails_the_streaming_check():
+    inner = EvalAdapter(agent, token=TOKEN).app()
+
+    async def ignores_accept(scope, receive, send):
+        if scope["type"] == "http":
+            headers = [(k, v) for k, v in scope["headers"] if k.lower() != b"accept"]
+            scope = {**scope, "headers": headers}
+        await inner(scope, receive, send)
+
+    results = await check_server(
+        "http://adapter/", token=TOKEN, transport=httpx.ASGITransport(app=ignores_accept)
+    )
+    by_name = {r.name: r for r in results}
+    assert not by_name["streaming"].ok
+    assert "answered 'application/json'" in by_name["streaming"].detail
+    assert by_name["turn"].ok and by_name["delete"].ok
+
+
+async def test_a_stream_with_events_out_of_the_protocol_fails_the_streaming_check():
+    inner = EvalAdapter(agent, token=TOKEN).app()
+
+    async def renames_an_event(scope, receive, send):
+        async def sending(message):
+            if message["type"] == "http.response.body":
+                body = message.get("body", b"").replace(b"event: step-started", b"event: step")
+                message = {**message, "body": body}
+            await send(message)
+
+        await inner(scope, receive, sending)
+
+    results = await check_server(
+        "http://adapter/", token=TOKEN, transport=httpx.ASGITransport(app=renames_an_event)
+    )
+    by_name = {r.name: r for r in results}
+    assert not by_name["streaming"].ok
+    assert by_name["streaming"].detail == "event 'step' is not a protocol event"
