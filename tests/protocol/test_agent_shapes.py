@@ -156,7 +156,7 @@ async def echoes(ctx):
 
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    (tmp_path / "agents.py").write_text(AGENTS)
+    (tmp_path / "shaped_agents.py").write_text(AGENTS)
     (tmp_path / "evals").mkdir()
     (tmp_path / "evals" / "echo_eval.py").write_text(CASE)
     monkeypatch.chdir(tmp_path)
@@ -165,7 +165,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_a_one_argument_agent_runs_under_local(project: Path) -> None:
     out = project / "run"
-    assert cli_main(["run", "evals", "--local", "agents.py:agent", "--json", str(out)]) == 0
+    assert cli_main(["run", "evals", "--local", "shaped_agents.py:agent", "--json", str(out)]) == 0
     assert json.loads(out.read_text())["cases"][0]["verdict"] == "passed"
 
 
@@ -180,12 +180,12 @@ def test_an_unfit_agent_is_one_line_and_exit_2_in_every_command(
 ) -> None:
     monkeypatch.setenv("EVALPORT_TOKEN", "t" * 24)
     argv = (
-        ["run", "evals", "--local", f"agents.py:{name}"]
+        ["run", "evals", "--local", f"shaped_agents.py:{name}"]
         if command == "run"
-        else ["serve", f"agents.py:{name}", "--port", "1"]
+        else ["serve", f"shaped_agents.py:{name}", "--port", "1"]
     )
     assert cli_main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1, err
-    assert f"agents.py:{name}" in err[0] and "accepted: " in err[0]
+    assert f"shaped_agents.py:{name}" in err[0] and "accepted: " in err[0]
     assert "Traceback" not in err[0]
