@@ -47,7 +47,7 @@ PORT = "8765"  # the port the pages use; each test serves on a free one instead
 SECTIONS: dict[str, tuple[str, dict[str, int]]] = {
     "protocol": ("tests/protocol/test_readme_protocol.py", {"python": 1}),
     # the server section's async-factory block runs in tests/server/adapters/test_serve_targets.py
-    "server": ("tests/server/test_readme_server.py", {"python": 4, "bash": 1}),
+    "server": ("tests/server/test_readme_server.py", {"python": 5, "bash": 1}),
     "approvals": ("tests/server/test_readme_server.py", {"python": 2}),
     "replicas": (
         "tests/server/replicas/test_readme_replicas.py",

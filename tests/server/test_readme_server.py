@@ -1,4 +1,5 @@
-"""The documentation's `server` section runs here: the agent example and both mount examples."""
+"""The documentation's `server` section runs here: the agent example, the streaming
+example and both mount examples."""
 
 from __future__ import annotations
 
@@ -54,6 +55,14 @@ async def test_the_agent_interface_example_records_what_it_says() -> None:
     assert run.events[0].data == {"order_id": "A1049"}
 
 
+def test_the_streaming_example_streams_its_chunks(capsys: pytest.CaptureFixture[str]) -> None:
+    block = section_blocks("server", "python")[1]
+    assert "yield" in block and "LocalTarget" in block
+    run_block(block)
+    printed = capsys.readouterr().out.splitlines()
+    assert printed == ["Looking up A1049: it has shipped.", "True"]
+
+
 async def drive_mounted(app: Any, *, health_needs_token: bool) -> None:
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://shop.test") as client:
@@ -83,7 +92,7 @@ async def drive_mounted(app: Any, *, health_needs_token: bool) -> None:
 
 
 async def test_mounting_in_starlette(readme_env: None) -> None:
-    starlette_block = section_blocks("server", "python")[1]
+    starlette_block = section_blocks("server", "python")[2]
     assert "from starlette" in starlette_block
     namespace = run_block(starlette_block)
     await drive_mounted(namespace["app"], health_needs_token=True)
@@ -91,7 +100,7 @@ async def test_mounting_in_starlette(readme_env: None) -> None:
 
 
 async def test_mounting_in_fastapi(readme_env: None) -> None:
-    fastapi_block = section_blocks("server", "python")[2]
+    fastapi_block = section_blocks("server", "python")[3]
     assert "from fastapi" in fastapi_block
     namespace = run_block(fastapi_block)
     await drive_mounted(namespace["app"], health_needs_token=False)
