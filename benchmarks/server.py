@@ -9,6 +9,9 @@ library's loop):
   serving a no-op agent. Before it serves, it opens ``--sessions`` sessions in-process
   and writes their ids to a file;
 - **mounted**: the same adapter's ``routes()`` in a Starlette app, as a host mounts them;
+- **streamed**: ``app()`` again, its turns asked with ``Accept: text/event-stream`` (protocol
+  1.2): the no-op agent's events, then the same body as the last event. Printed: its
+  server CPU per request over the adapter's (target <= 1.5, issue 31);
 - **traced**: ``app()`` with tracing on, as ``evalport serve --otlp`` runs it (the SDK
   provider of :func:`evalport.protocol.tracing.otlp_provider`: a ``BatchSpanProcessor``
   over the OTLP/HTTP exporter), exporting every turn to ``_otlp_sink.py`` in another
@@ -80,16 +83,17 @@ TOKEN = "benchmark-token"
 TARGET_RATIO = 0.5
 TARGET_P99_MS = 1.0
 TARGET_MB = 50.0
+TARGET_STREAMED = 1.5
 FREEZE_GC = "--freeze-gc" in sys.argv
 LOOP = sys.argv[sys.argv.index("--loop") + 1] if "--loop" in sys.argv else "auto"
-RENEWED = ("adapter", "mounted", "traced", "traced-sdk")
+RENEWED = ("adapter", "mounted", "streamed", "traced", "traced-sdk")
 """The roles serving ``--sessions`` sessions, replaced by fresh ones before each round."""
 
 LUA = """
 local ids = {}
 for line in io.lines("%(ids)s") do ids[#ids + 1] = line end
 local n = 0
-local headers = {["Content-Type"] = "application/json", ["Authorization"] = "Bearer %(token)s"}
+local headers = {["Content-Type"] = "application/json", ["Authorization"] = "Bearer %(token)s"%(accept)s}
 local body = '{"message":"ping"}'
 request = function()
   n = n + 1
@@ -461,8 +465,10 @@ def main() -> int:
             for role in roles:
                 ids = workdir / f"ids-{role if role in sessions else 'adapter'}.txt"
                 scripts[role] = workdir / f"turns-{role}.lua"
+                accept = ', ["Accept"] = "text/event-stream"' if role == "streamed" else ""
                 scripts[role].write_text(
-                    LUA % {"ids": ids, "token": TOKEN, "prefix": "/evals/sessions/"}
+                    LUA
+                    % {"ids": ids, "token": TOKEN, "prefix": "/evals/sessions/", "accept": accept}
                 )
             size = len((workdir / "body.json").read_bytes())
             print(
@@ -508,6 +514,12 @@ def main() -> int:
             f" {cpu[role]:.1f} vs {cpu['bare']:.1f} us: ratio at equal CPU"
             f" {cpu['bare'] / cpu[role]:.2f}; p99 {p99:+.2f} ms (target <= +{TARGET_P99_MS} ms)"
         )
+    print(
+        f"streamed turns: server CPU per request {cpu['streamed']:.1f} vs {cpu['adapter']:.1f} us"
+        f" unstreamed: ratio {cpu['streamed'] / cpu['adapter']:.2f} (target <="
+        f" {TARGET_STREAMED}); turns/s (best round) {best['streamed'].rps:.0f} vs"
+        f" {best['adapter'].rps:.0f}"
+    )
     _print_tracing(best, cpu)
     if args.layers:
         http, floor = cpu["http"], cpu["floor"]

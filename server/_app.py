@@ -83,7 +83,7 @@ from evalport.protocol import (
 )
 from evalport.protocol.runtime import agent_identity
 from msgspec import UNSET
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
@@ -103,7 +103,16 @@ _JSON: Final = "application/json"
 _METHODS: Final = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 _MAX_KEY: Final = 255
 _Headers = dict[bytes, str]
-Answer = Response | Outcome
+
+
+class _Streamed(NamedTuple):
+    """A streamed turn's answer: its stream, read after event ``after``."""
+
+    stream: TurnStream
+    after: int
+
+
+Answer = Response | Outcome | _Streamed
 Handler = Callable[[Scope, Receive, _Headers], Awaitable[Answer]]
 _CONTENT_TYPES: Final = {
     False: (b"content-type", _JSON.encode()),
@@ -397,9 +406,7 @@ class EvalAdapter:
         stream, job = await self.sessions.turns.streamed(session_id, message, key, parts, since)
         if job is not None:
             job.add_done_callback(partial(_end_stream, stream, scope, self.log_details))
-        return StreamingResponse(
-            stream.frames(after), media_type=EVENT_STREAM, headers=_STREAM_HEADERS
-        )
+        return _Streamed(stream, after)
 
     async def _decide(self, scope: Scope, receive: Receive, headers: _Headers) -> Answer:
         query_of(scope.get("query_string", b""))
@@ -478,11 +485,22 @@ class _Endpoint:
                 }
             )
             await send({"type": "http.response.body", "body": body})
+        elif isinstance(answer, _Streamed):
+            # Sent as it comes; a reader that went away is not watched for: the server
+            # drops what is sent to it, and the reading ends with the turn (_streams.py).
+            await send({"type": "http.response.start", "status": 200, "headers": _STREAM_HEAD})
+            async for chunk in answer.stream.frames(answer.after):
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b""})
         else:
             await answer(scope, receive, send)
 
 
-_STREAM_HEADERS: Final = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+_STREAM_HEAD: Final = [
+    (b"content-type", b"text/event-stream; charset=utf-8"),
+    (b"cache-control", b"no-store"),
+    (b"x-accel-buffering", b"no"),
+]
 
 
 def _last_event_id(value: str | None) -> int:

@@ -120,7 +120,8 @@ class TurnStream:
         self.finish(Outcome(ProblemType.STATUS[problem_type], problem_body(problem_type, detail)))
 
     async def frames(self, after: int = 0) -> AsyncIterator[bytes]:
-        """The frames after id ``after``, then the final one (see the module's rules)."""
+        """The frames after id ``after``, then the final one (see the module's rules):
+        every frame ready when the reader asks goes in one chunk."""
         cursor = after
         while True:
             if cursor < self._last:
@@ -129,15 +130,20 @@ class TurnStream:
                 if cursor + 1 < first:
                     yield _overflow(self._limit)
                     return
-                event_id, data = kept[cursor + 1 - first]
-                cursor = event_id
-                yield data
+                ready = [kept[index][1] for index in range(cursor + 1 - first, len(kept))]
+                cursor = self._last
+                if self._final is not None:
+                    ready.append(self._final)
+                    yield b"".join(ready)
+                    return
+                yield b"".join(ready)
             elif self._final is not None:
                 yield self._final
                 return
             else:
                 try:
-                    await asyncio.wait_for(self._pulse.wait(), self._heartbeat)
+                    async with asyncio.timeout(self._heartbeat):
+                        await self._pulse.wait()
                 except TimeoutError:
                     yield HEARTBEAT
 

@@ -252,6 +252,7 @@ class TurnContext:
         records nothing but that reply."""
         if not isinstance(text, str):
             raise TypeError(f"a reply chunk is a str, got {type(text).__name__}")
+        text = str(text)  # a str subclass (a framework's) as plain text, for the wire
         if text and not self._closed:
             self._chunks.append(text)
             self._tell(TextDelta(turn=self.turn, text=text, chars=len(text)))

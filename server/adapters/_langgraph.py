@@ -29,6 +29,11 @@ Rules:
   ``interrupt()`` answered it.
 - ``GraphRecursionError`` (the ``recursion_limit``) stops the turn with the
   ``steps_limit`` stop reason.
+- The graph runs through ``astream`` in LangGraph's ``messages`` stream mode (subgraphs
+  too): each text chunk a chat model streams (``AIMessageChunk``) goes to
+  ``ctx.text_delta`` as it arrives. A model that does not stream and a message a node
+  writes itself send no chunks (the reply arrives whole). Every model's text streams,
+  also text beside tool calls, which the reply leaves out.
 - Recording is live, through a LangChain callback handler added to the run's config:
   each chat model response is a step (text, tool calls with ids and arguments, token
   usage from ``usage_metadata``, finish reason, model name); each tool run is an
@@ -39,16 +44,18 @@ Rules:
   content is sent as compact JSON.
 - Approvals and interrupts: an ``interrupt(value)`` pauses the graph; every pending
   interrupt becomes pending approvals or a pending evalport interrupt of the turn at once
-  (one suspension), and the graph resumes in the same turn with ``Command(resume=...)``. LangChain's ``HumanInTheLoopMiddleware`` (batched or per call)
-  is understood: each gated tool call is asked under its name, arguments and call id,
-  and answered with the middleware's ``approve`` / ``reject`` decisions (the reason is
-  the rejection message). An interrupt raised in a tool, or naming a tool, is one
-  approval, answered with ``{"approved": bool, "reason": str | None}``; any other is an
-  evalport interrupt (``ctx.interrupt``) whose answer is the resume value (see
-  :mod:`._interrupts` for how each is named). ``reviews="interrupts"`` asks the
-  middleware's requests as ``tool_review`` interrupts instead, answered with the
-  middleware's own decisions (``edit`` and ``respond`` included). Decisions are recorded on the tool's execution when it runs; a rejection the
-  middleware answers without running the tool is recorded as a rejected execution.
+  (one suspension), and the graph resumes in the same turn with ``Command(resume=...)``.
+  LangChain's ``HumanInTheLoopMiddleware`` (batched or per call) is understood: each
+  gated tool call is asked under its name, arguments and call id, and answered with the
+  middleware's ``approve`` / ``reject`` decisions (the reason is the rejection message).
+  An interrupt raised in a tool, or naming a tool, is one approval, answered with
+  ``{"approved": bool, "reason": str | None}``; any other is an evalport interrupt
+  (``ctx.interrupt``) whose answer is the resume value (see :mod:`._interrupts` for how
+  each is named). ``reviews="interrupts"`` asks the middleware's requests as
+  ``tool_review`` interrupts instead, answered with the middleware's own decisions
+  (``edit`` and ``respond`` included). Decisions are recorded on the tool's execution
+  when it runs; a rejection the middleware answers without running the tool is recorded
+  as a rejected execution.
 - A turn's images and files (``ctx.parts``) make the ``HumanMessage``'s standard content
   blocks, in order: ``text``, ``image`` and ``file`` (``base64`` with ``mime_type``, or
   ``url``; a file keeps its name as ``filename``). A text-only turn's message stays text.
@@ -59,19 +66,11 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, cast
 from uuid import UUID
 
-from evalport.protocol import (
-    AgentRun,
-    FilePart,
-    ImagePart,
-    Message,
-    TextPart,
-    ToolCall,
-    require,
-)
+from evalport.protocol import AgentRun, FilePart, ImagePart, Message, TextPart, ToolCall, require
 from evalport.protocol.runtime import ApprovalResult, SessionInfo, TurnContext, utc_now
 
 from ._interrupts import InterruptPlan, ToolCallInfo, plan_interrupt
@@ -94,14 +93,9 @@ from ._recording import (
 require("langgraph", "langgraph", "evalport.server.adapters._langgraph")
 
 from langchain_core.callbacks import AsyncCallbackHandler  # noqa: E402
-from langchain_core.messages import (  # noqa: E402
-    AIMessage,
-    AIMessageChunk,
-    BaseMessage,
-    HumanMessage,
-    ToolMessage,
-)
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage  # noqa: E402
 from langchain_core.messages import content as blocks  # noqa: E402
+from langchain_core.messages.ai import AIMessageChunk  # noqa: E402
 from langchain_core.outputs import ChatGeneration, LLMResult  # noqa: E402
 from langchain_core.runnables import RunnableConfig  # noqa: E402
 from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
@@ -217,9 +211,9 @@ class _Session:
                 RunnableConfig, {**config, "callbacks": [*callbacks, recorder.attempt()]}
             )
             stream = adapter.graph.astream(payload, attempt, stream_mode="messages", subgraphs=True)
-            async for _, (message, _) in stream:
-                if isinstance(message, AIMessageChunk):
-                    ctx.text_delta(message.text)
+            async for _, (chunk, _) in cast(AsyncIterator[Any], stream):  # ns, (message, meta)
+                if isinstance(chunk, AIMessageChunk):
+                    ctx.text_delta(str(chunk.text))  # plain str: ``text`` is a str subclass
             snapshot = await adapter.graph.aget_state(config)
             if not snapshot.interrupts:
                 break

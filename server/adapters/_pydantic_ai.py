@@ -8,11 +8,13 @@ Rules:
 - Each session keeps its own message history (``result.all_messages()`` of its last
   turn) and passes it to the next run; ``deps`` (a callable taking the
   :class:`~evalport.protocol.runtime.SessionInfo`) gives each session its own dependencies.
-- The run streams: the recording capability listens to pydantic-ai's event stream
-  (``on_event``), which makes ``agent.run`` stream every model request, and each text
-  chunk of a response goes to ``ctx.text_delta`` as it arrives. So the model must stream
-  (``FunctionModel`` needs a ``stream_function``). Every response's text streams, also
-  text beside tool calls, which the reply (the last response's text) leaves out.
+- The run streams when its model can: the recording capability then listens to
+  pydantic-ai's event stream (``on_event``), which makes ``agent.run`` stream every model
+  request, and each text chunk of a response goes to ``ctx.text_delta`` as it arrives.
+  A model that cannot stream (one without ``request_stream``, a ``FunctionModel``
+  without a ``stream_function``) runs as before, its reply arriving whole. Every
+  response's text streams, also text beside tool calls, which the reply (the last
+  response's text) leaves out.
 - Recording is live, through a pydantic-ai capability added to every run: each model
   response is a step (its text, its function tool calls with their ids and arguments,
   its finish reason and token usage, the model and provider names as the run's LLM
@@ -79,6 +81,8 @@ from pydantic_ai.messages import (  # noqa: E402
     UserContent,
 )
 from pydantic_ai.messages import TextPart as ResponseText  # noqa: E402
+from pydantic_ai.models import Model  # noqa: E402
+from pydantic_ai.models.function import FunctionModel  # noqa: E402
 from pydantic_ai.tools import (  # noqa: E402
     DeferredToolRequests,
     DeferredToolResults,
@@ -148,7 +152,7 @@ class _Session:
         if self._unreadable is not None:
             raise self._unreadable
         agent = self._adapter.agent
-        recorder = _Recorder(ctx)
+        recorder = (_StreamingRecorder if _streams(agent.model) else _Recorder)(ctx)
         prompt: str | list[UserContent] | None = _prompt(message, ctx)
         history = self.history
         results: DeferredToolResults | None = None
@@ -239,9 +243,18 @@ def _with_deferred(output_type: Any) -> Any:
     return [*types, DeferredToolRequests]
 
 
+def _streams(model: object) -> bool:
+    """Whether the agent's model streams (a model named by a string always does)."""
+    if not isinstance(model, Model):
+        return True
+    method = type(model).request_stream
+    if isinstance(model, FunctionModel) and method is FunctionModel.request_stream:
+        return model.stream_function is not None
+    return method is not Model.request_stream
+
+
 class _Recorder(AbstractCapability[Any]):
-    """Records model responses and tool executions into the turn context as they happen, and
-    streams the responses' text (its event listener makes pydantic-ai stream the run)."""
+    """Records model responses and tool executions into the turn context as they happen."""
 
     def __init__(self, ctx: TurnContext) -> None:
         self.ctx = ctx
@@ -280,15 +293,6 @@ class _Recorder(AbstractCapability[Any]):
             self.ctx.llm_profile(driver=response.provider_name, model=response.model_name)
         return response
 
-    @on_event(PartStartEvent, PartDeltaEvent)
-    async def _stream_text(
-        self, ctx: RunContext[Any], event: PartStartEvent | PartDeltaEvent
-    ) -> None:
-        if isinstance(event, PartStartEvent) and isinstance(event.part, ResponseText):
-            self.ctx.text_delta(event.part.content)
-        elif isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
-            self.ctx.text_delta(event.delta.content_delta)
-
     async def wrap_tool_execute(
         self,
         ctx: RunContext[Any],
@@ -305,3 +309,18 @@ class _Recorder(AbstractCapability[Any]):
             mark_decision(run.execution, self.decisions.get(call.tool_call_id))
             run.result = await handler(args)
         return run.result
+
+
+class _StreamingRecorder(_Recorder):
+    """:class:`_Recorder`, and each text chunk of a response streams as it arrives (the
+    event listeners make pydantic-ai stream the run)."""
+
+    @on_event(PartStartEvent)
+    async def _text_started(self, ctx: RunContext[Any], event: PartStartEvent) -> None:
+        if isinstance(event.part, ResponseText):
+            self.ctx.text_delta(event.part.content)
+
+    @on_event(PartDeltaEvent)
+    async def _text_went_on(self, ctx: RunContext[Any], event: PartDeltaEvent) -> None:
+        if isinstance(event.delta, TextPartDelta):
+            self.ctx.text_delta(event.delta.content_delta)

@@ -16,9 +16,10 @@ The adapters always stream, so each double streams its answer's text in chunks (
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 from adapterkit import Call, usage_of
@@ -70,11 +71,17 @@ def streaming_function_model(function: Any, **options: Any) -> Any:
     class StreamingFunctionModel(FunctionModel):
         @asynccontextmanager
         async def request_stream(
-            self, messages: Any, model_settings: Any, parameters: Any, run_context: Any = None
+            self,
+            messages: Any,
+            model_settings: Any,
+            model_request_parameters: Any,
+            run_context: Any = None,
         ) -> Any:
-            response = await self.request(messages, model_settings, parameters)
+            response = await self.request(messages, model_settings, model_request_parameters)
             yield CompletedStreamedResponse(
-                response, model_request_parameters=parameters, replay_events=replayed(response)
+                response,
+                model_request_parameters=model_request_parameters,
+                replay_events=replayed(response),
             )
 
     return StreamingFunctionModel(function, **options)
@@ -122,9 +129,13 @@ def function_model(plan: Planner) -> Any:
     return streaming_function_model(respond, model_name="planned")
 
 
-def streaming_scripted_model(steps: Sequence[Any]) -> Any:
+Pause = Callable[[], Awaitable[None]]
+
+
+def streaming_scripted_model(steps: Sequence[Any], pause: Pause | None = None) -> Any:
     """An Agents SDK ``ScriptedModel`` on ``steps`` whose streamed text deltas come in
-    :func:`chunks` (the SDK's own streams each text as one delta)."""
+    :func:`chunks` (the SDK's own streams each text as one delta), awaiting ``pause``
+    between two chunks."""
     from agents.testing import ScriptedModel
     from openai.types.responses import ResponseTextDeltaEvent
 
@@ -134,7 +145,11 @@ def streaming_scripted_model(steps: Sequence[Any]) -> Any:
                 if not isinstance(event, ResponseTextDeltaEvent):
                     yield event
                     continue
-                for chunk in chunks(event.delta):
+                first, *rest = chunks(event.delta)
+                yield event.model_copy(update={"delta": first})
+                for chunk in rest:
+                    if pause is not None:
+                        await pause()
                     yield event.model_copy(update={"delta": chunk})
 
     return ChunkingScriptedModel(steps)
@@ -184,11 +199,20 @@ def scripted_model(plan: Planner, calls: int = 12) -> Any:
     return streaming_scripted_model([ModelStep.respond(respond)] * calls)
 
 
-def chat_model(plan: Planner) -> Any:
-    """A LangChain chat model (tool calling included) answering with ``plan``."""
+def chat_model(plan: Planner, pause: Pause | None = None) -> Any:
+    """A LangChain chat model (tool calling included) answering with ``plan``; it streams
+    (in chunks, awaiting ``pause`` between two) when LangChain asks it to, as LangGraph's
+    ``messages`` stream mode does."""
     from langchain_core.language_models import BaseChatModel
-    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-    from langchain_core.outputs import ChatGeneration, ChatResult
+    from langchain_core.messages import (
+        AIMessage,
+        AIMessageChunk,
+        BaseMessage,
+        HumanMessage,
+        ToolMessage,
+    )
+    from langchain_core.messages.tool import tool_call_chunk
+    from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 
     class PlannedChatModel(BaseChatModel):
         calls: int = 0
@@ -235,5 +259,32 @@ def chat_model(plan: Planner) -> Any:
                     "", tool_calls=calls, usage_metadata=metadata, response_metadata=info
                 )
             return ChatResult(generations=[ChatGeneration(message=reply)])
+
+        async def _astream(
+            self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+        ) -> AsyncIterator[ChatGenerationChunk]:
+            """The same reply, its text in chunks; the last one carries the rest."""
+            reply = self._generate(messages).generations[0].message
+            assert isinstance(reply, AIMessage)
+            *pieces, last = chunks(reply.text)
+            for piece in pieces:
+                yield ChatGenerationChunk(message=AIMessageChunk(piece))
+                if pause is not None:
+                    await pause()
+            calls = [
+                tool_call_chunk(
+                    name=call["name"], args=json.dumps(call["args"]), id=call["id"], index=index
+                )
+                for index, call in enumerate(reply.tool_calls)
+            ]
+            yield ChatGenerationChunk(
+                message=AIMessageChunk(
+                    last,
+                    tool_call_chunks=calls,
+                    usage_metadata=reply.usage_metadata,
+                    response_metadata=reply.response_metadata,
+                    chunk_position="last",
+                )
+            )
 
     return PlannedChatModel()

@@ -11,6 +11,7 @@ reports :func:`usage_of` tokens, so the expected usage of a run is known exactly
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, NamedTuple
@@ -27,7 +28,7 @@ from evalport.client import (
     eval_case,
     run_trial,
 )
-from evalport.protocol import TracePolicy
+from evalport.protocol import AgentRun, StepCompleted, StreamEvent, TextDelta, TracePolicy
 from evalport.server import EvalAdapter
 
 TOKEN = "h7-adapters-token-0123456789"
@@ -117,6 +118,38 @@ async def trial(target: Target, case: Callable[..., Any], **options: Any) -> Tri
 def passed(result: TrialResult) -> None:
     failing = [(a.label or a.name, a.message) for a in result.assertions if not a.passed]
     assert result.verdict == Verdict.PASSED, (result.error, failing)
+
+
+class Listener:
+    """A streaming host's listener (``AgentSession.start(..., listen=...)``): keeps the events
+    it is told. A scripted model that awaits :meth:`first_delta_told` between two chunks
+    proves the reply streams: the first chunk reached the host while the model still wrote
+    (an adapter that sent the text once the model was done would never let it go on)."""
+
+    def __init__(self) -> None:
+        self.events: list[StreamEvent] = []
+        self._first_delta = asyncio.Event()
+
+    def __call__(self, event: StreamEvent) -> None:
+        self.events.append(event)
+        if isinstance(event, TextDelta):
+            self._first_delta.set()
+
+    async def first_delta_told(self) -> None:
+        await asyncio.wait_for(self._first_delta.wait(), 5)
+
+    def deltas(self) -> list[str]:
+        return [event.text for event in self.events if isinstance(event, TextDelta)]
+
+    def assert_streamed(self, run: AgentRun, chunks: list[str]) -> None:
+        """The reply streamed as ``chunks``, in order, before the turn's last step ended."""
+        assert self.deltas() == chunks and "".join(chunks) == run.reply
+        assert {event.turn for event in self.events if isinstance(event, TextDelta)} == {run.turns}
+        told = [index for index, event in enumerate(self.events) if isinstance(event, TextDelta)]
+        ends = [
+            index for index, event in enumerate(self.events) if isinstance(event, StepCompleted)
+        ]
+        assert told[0] < ends[-1] and ends[-1] == len(self.events) - 1
 
 
 # -- the evaluations ------------------------------------------------------------------------

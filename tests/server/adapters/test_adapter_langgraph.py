@@ -9,11 +9,14 @@ import pytest
 
 pytest.importorskip("langgraph")
 
-from adapterfakes import chat_model
+from adapterfakes import chat_model, chunks
 from adapterkit import (
+    ANSWER_STEP,
     APPROVE,
+    CALL_STEP,
     REJECT,
     TRACK_ERROR,
+    Listener,
     evaluate_all,
     http_target,
     lookup_result,
@@ -212,3 +215,44 @@ async def test_langchain_human_in_the_loop_middleware_over_http(mode: str) -> No
         (refund_call,) = rejected.run["tools"]
         assert refund_call["tool_call"]["id"].startswith("call-")  # the model's own call id
         assert refund_call["approval"]["state"] == "rejected"
+
+
+async def test_the_reply_streams_through_the_messages_stream_mode_as_it_is_written() -> None:
+    listener = Listener()
+    # the model goes on after its first chunk once the host has it
+    model = chat_model(
+        lambda users, results: "Your parcel left the depot.", listener.first_delta_told
+    )
+
+    async def call_model(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [await model.ainvoke(state["messages"])]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("model", call_model)
+    graph.add_edge(START, "model")
+    session = await AgentSession.open(LangGraphAgent(graph.compile()), SessionInfo("s"))
+    run = await session.start("where is it?", listen=listener)
+    assert run.status == "completed", run.errors
+    listener.assert_streamed(run, ["Your ", "parcel ", "left ", "the ", "depot."])
+    assert [step.type for step in run.steps] == ["final_response"]
+
+
+async def test_a_streamed_tool_turn_records_its_tool_calls_as_before() -> None:
+    session = await AgentSession.open(LangGraphAgent(support_graph()), SessionInfo("s"))
+    listener = Listener()
+    run = await session.start("Where is order A1?", listen=listener)
+    assert run.status == "completed", run.errors
+    listener.assert_streamed(run, chunks(run.reply))
+    assert run.reply.startswith("Order A1: lookup -> ")
+    assert [(tool.tool_call.name, tool.result) for tool in run.tools] == [
+        ("lookup", lookup_result("A1")),
+        ("track", None),
+    ]
+    assert TRACK_ERROR in (run.tools[1].error or "")
+    assert all(tool.tool_call.id.startswith("call-") for tool in run.tools)  # the model's ids
+    assert [step.type for step in run.steps] == ["tool_execution", "final_response"]
+    usages = [step.usage for step in run.steps]
+    assert [(u.input, u.output, u.cache_read, u.reasoning) for u in usages] == [
+        tuple(CALL_STEP.values()),
+        tuple(ANSWER_STEP.values()),
+    ]

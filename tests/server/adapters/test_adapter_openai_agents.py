@@ -8,9 +8,12 @@ import pytest
 
 pytest.importorskip("agents")
 
-from adapterfakes import scripted_model
+from adapterfakes import chunks, scripted_model, streaming_scripted_model
 from adapterkit import (
+    ANSWER_STEP,
+    CALL_STEP,
     TRACK_ERROR,
+    Listener,
     evaluate_all,
     lookup_result,
     plan,
@@ -237,3 +240,39 @@ async def test_an_agent_behind_a_handoff_object_is_found_among_the_agents_given(
     factory = session_factory(OpenAIAgentsAgent(front, agents=[billing], run_config=NO_TRACING))
     moved = await AgentSession.restore(factory, SessionInfo("s"), first.snapshot())
     assert (await moved.send("and another one")).reply == "billing again"
+
+
+async def test_the_reply_streams_through_run_streamed_as_it_is_written() -> None:
+    listener = Listener()
+    reply = [{"output": [assistant_message("Your parcel left the depot.")]}]
+    # the model goes on after its first chunk once the host has it
+    model = streaming_scripted_model(reply, pause=listener.first_delta_told)
+    agent = Agent(name="support", model=model)
+    session = await AgentSession.open(
+        OpenAIAgentsAgent(agent, run_config=NO_TRACING), SessionInfo("s")
+    )
+    run = await session.start("where is it?", listen=listener)
+    assert run.status == "completed", run.errors
+    listener.assert_streamed(run, ["Your ", "parcel ", "left ", "the ", "depot."])
+    assert [step.type for step in run.steps] == ["final_response"]
+
+
+async def test_a_streamed_tool_turn_records_its_tool_calls_as_before() -> None:
+    adapter = OpenAIAgentsAgent(support_agent(), run_config=NO_TRACING)
+    session = await AgentSession.open(adapter, SessionInfo("s"))
+    listener = Listener()
+    run = await session.start("Where is order A1?", listen=listener)
+    assert run.status == "completed", run.errors
+    listener.assert_streamed(run, chunks(run.reply))
+    assert run.reply.startswith("Order A1: lookup -> ")
+    assert [(tool.tool_call.name, tool.result) for tool in run.tools] == [
+        ("lookup", lookup_result("A1")),
+        ("track", None),
+    ]
+    assert run.tools[1].error == TRACK_ERROR
+    assert [step.type for step in run.steps] == ["tool_execution", "final_response"]
+    usages = [step.usage for step in run.steps]
+    assert [(u.input, u.output, u.cache_read, u.reasoning) for u in usages] == [
+        tuple(CALL_STEP.values()),
+        tuple(ANSWER_STEP.values()),
+    ]

@@ -5,15 +5,25 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
 
 pytest.importorskip("pydantic_ai")
 
-from adapterfakes import function_model, streaming_function_model
-from adapterkit import TRACK_ERROR, Call, evaluate_all, lookup_result, plan, refund_result
+from adapterfakes import chunks, function_model, streaming_function_model
+from adapterkit import (
+    ANSWER_STEP,
+    CALL_STEP,
+    TRACK_ERROR,
+    Call,
+    Listener,
+    evaluate_all,
+    lookup_result,
+    plan,
+    refund_result,
+)
 from evalport.protocol.runtime import AgentSession, SessionInfo, TurnTimedOut, session_factory
 from evalport.server.adapters import PydanticAIAgent
 from pydantic import BaseModel
@@ -26,7 +36,7 @@ from pydantic_ai.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from pydantic_ai.models.function import AgentInfo
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import UsageLimits
 
 
@@ -242,3 +252,57 @@ async def test_a_saved_state_that_cannot_be_read_back_fails_the_next_turn_saying
     run = await moved.send("who am I?")
     assert run.status == "failed"
     assert "saved pydantic-ai state could not be read back" in run.errors
+
+
+async def test_the_reply_streams_through_function_models_stream_function_as_it_is_written() -> None:
+    listener = Listener()
+
+    async def write(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str]:
+        yield "Your parcel "
+        await listener.first_delta_told()  # the host has the first chunk: the model goes on
+        yield "left the "
+        yield "depot."
+
+    session = await AgentSession.open(
+        PydanticAIAgent(Agent(FunctionModel(stream_function=write))), SessionInfo("s")
+    )
+    run = await session.start("where is it?", listen=listener)
+    assert run.status == "completed", run.errors
+    listener.assert_streamed(run, ["Your parcel ", "left the ", "depot."])
+    assert [step.type for step in run.steps] == ["final_response"]
+
+
+async def test_a_streamed_tool_turn_records_its_tool_calls_as_before() -> None:
+    session = await AgentSession.open(PydanticAIAgent(support_agent()), SessionInfo("s"))
+    listener = Listener()
+    run = await session.start("Where is order A1?", listen=listener)
+    assert run.status == "completed", run.errors
+    listener.assert_streamed(run, chunks(run.reply))
+    assert run.reply.startswith("Order A1: lookup -> ")
+    assert [(tool.tool_call.name, tool.result) for tool in run.tools] == [
+        ("lookup", lookup_result("A1")),
+        ("track", None),
+    ]
+    assert TRACK_ERROR in (run.tools[1].error or "")
+    assert [step.type for step in run.steps] == ["tool_execution", "final_response"]
+    usages = [step.usage for step in run.steps]
+    assert [(u.input, u.output, u.cache_read, u.reasoning) for u in usages] == [
+        tuple(CALL_STEP.values()),
+        tuple(ANSWER_STEP.values()),
+    ]
+
+
+async def test_a_model_that_cannot_stream_still_answers_whole() -> None:
+    from pydantic_ai.messages import ModelResponse
+    from pydantic_ai.messages import TextPart as ResponseText
+    from pydantic_ai.models.function import FunctionModel
+
+    def answer(messages: Any, info: Any) -> ModelResponse:
+        return ModelResponse(parts=[ResponseText("Order A1 has shipped.")])
+
+    agent = Agent(FunctionModel(answer))  # no stream_function: pydantic-ai cannot stream it
+    session = await AgentSession.open(PydanticAIAgent(agent), SessionInfo("s"))
+    listener = Listener()
+    run = await session.start("Where is order A1?", listen=listener)
+    assert run.status == "completed" and run.reply == "Order A1 has shipped."
+    assert listener.deltas() == []
