@@ -47,8 +47,8 @@ Rules:
 - Streamed turns (``streaming=True``, the default; :mod:`evalport.server._streams`): a
   turn asked with ``Accept: text/event-stream`` answers its events as it runs, its last
   the body it answers otherwise; ``/health`` lists ``streaming``. Problems found before
-  the turn starts are answered as they are without the stream. A server that traces
-  turns does not stream yet (its spans are drawn from the answer).
+  the turn starts are answered as they are without the stream. A traced streamed turn's
+  span covers the turn and is drawn from the outcome the stream ends with.
 """
 
 from __future__ import annotations
@@ -200,7 +200,7 @@ class EvalAdapter:
             capabilities.append("tracing")
         if content_parts:
             capabilities.append(CONTENT_PARTS_CAPABILITY)
-        self._streaming = streaming and self._tracing is None
+        self._streaming = streaming
         if self._streaming:
             capabilities.append(STREAMING_CAPABILITY)
         self._health_of = Health(
@@ -403,10 +403,42 @@ class EvalAdapter:
         since: int | None,
     ) -> Answer:
         after = _last_event_id(headers.get(b"last-event-id"))
+        tracing = self._tracing
+        if tracing is None:
+            stream = await self._stream(scope, session_id, message, key, parts, since)
+            return _Streamed(stream, after)
+        # traced: the span is current while the turn starts (so the agent's spans nest in
+        # it) and ends with the stream's outcome, in a job the request only watches
+        begun: asyncio.Future[TurnStream] = asyncio.get_running_loop().create_future()
+
+        async def run() -> Outcome:
+            try:
+                stream = await self._stream(scope, session_id, message, key, parts, since)
+            except BaseException as error:
+                begun.set_exception(error)
+                raise
+            begun.set_result(stream)
+            return await stream.outcome()
+
+        traced = self.sessions.jobs.start(
+            tracing.turn(headers.get(b"traceparent"), session_id, run)
+        )
+        traced.add_done_callback(_retrieved)
+        return _Streamed(await begun, after)
+
+    async def _stream(
+        self,
+        scope: Scope,
+        session_id: str,
+        message: str,
+        key: str | None,
+        parts: Sequence[ContentPart],
+        since: int | None,
+    ) -> TurnStream:
         stream, job = await self.sessions.turns.streamed(session_id, message, key, parts, since)
         if job is not None:
             job.add_done_callback(partial(_end_stream, stream, scope, self.log_details))
-        return _Streamed(stream, after)
+        return stream
 
     async def _decide(self, scope: Scope, receive: Receive, headers: _Headers) -> Answer:
         query_of(scope.get("query_string", b""))
@@ -514,6 +546,12 @@ def _last_event_id(value: str | None) -> int:
             errors=[FieldError(path="header:Last-Event-ID", message="an event id: 1, 2, ...")],
         )
     return int(value)
+
+
+def _retrieved(job: asyncio.Task[Any]) -> None:
+    """A traced stream's job failed as its request did (which answered the problem)."""
+    if not job.cancelled():
+        job.exception()
 
 
 def _end_stream(

@@ -70,6 +70,7 @@ class TurnStream:
 
     __slots__ = (
         "_bytes",
+        "_ended",
         "_final",
         "_frames",
         "_heartbeat",
@@ -87,6 +88,7 @@ class TurnStream:
         self._bytes = 0
         self._last = 0
         self._final: bytes | None = None
+        self._ended: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
         self._pulse = asyncio.Event()
 
     @property
@@ -113,7 +115,12 @@ class TurnStream:
         """End the stream with the turn's ``outcome`` (its body as sent without streaming)."""
         if self._final is None:
             self._final = final_frame(outcome)
+            self._ended.set_result(outcome)
             self._pulse.set()
+
+    async def outcome(self) -> Outcome:
+        """The turn's outcome, once the stream ends (what a traced turn draws)."""
+        return await asyncio.shield(self._ended)
 
     def fail(self, problem_type: str, detail: str) -> None:
         """End the stream with a problem (the turn failed in the server)."""

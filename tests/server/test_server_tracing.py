@@ -79,6 +79,29 @@ async def test_a_turn_continues_the_callers_trace_with_its_steps_inside() -> Non
     assert SECRET not in dump and "sha256:" in dump
 
 
+async def test_a_streamed_turn_is_traced_as_the_same_turn_unstreamed() -> None:
+    client, exporter, _ = _traced()
+    async with client:
+        assert "streaming" in (await client.get("/health")).json()["capabilities"]
+        streamed = await _turn(client, {"traceparent": PARENT, "Accept": "text/event-stream"})
+        assert streamed.headers["content-type"].startswith("text/event-stream")
+        assert "event: result" in streamed.text
+        assert (await _turn(client, {"traceparent": PARENT})).status_code == 200
+    spans = exporter.get_finished_spans()
+    turns = [span for span in spans if span.name.startswith("invoke_agent")]
+    assert len(turns) == 2  # the streamed turn, then the same turn unstreamed
+
+    def drawn(turn: Any) -> list[tuple[str, Any]]:
+        children = [s for s in spans if s.parent and s.parent.span_id == turn.context.span_id]
+        return sorted(
+            (s.name, (s.attributes or {}).get("gen_ai.usage.input_tokens")) for s in children
+        )
+
+    assert drawn(turns[0]) == drawn(turns[1]) != []
+    assert turns[0].parent is not None and turns[0].parent.span_id == 0xB7AD6B7169203331
+    assert (turns[0].attributes or {})["evalport.turn"] == 1
+
+
 @pytest.mark.parametrize("since", [0, 1, 3])
 async def test_a_turn_answered_as_a_delta_draws_that_turn_from_it(since: int) -> None:
     """The delta holds the turn's steps and message, with the client's copy behind (0),
