@@ -63,8 +63,10 @@ class StepCompleted(_Event, tag="step-completed"):
 
 
 class TextDelta(_Event, tag="text-delta"):
-    """``text-delta``: the next chunk of the turn's reply (the reply is their
-    concatenation); ``chars`` is its length."""
+    """``text-delta``: the next chunk of text the agent's model wrote, as it wrote it;
+    ``chars`` is its length. The chunks of a turn whose model answered at once join into
+    its reply; text a model wrote before calling tools streams too, so the reply itself
+    is the final event's."""
 
     turn: int
     text: str = ""
