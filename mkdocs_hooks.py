@@ -4,8 +4,9 @@
   ``<!-- openapi -->`` marker becomes one section per operation (parameters, request
   body, responses, examples) and one per schema (a table of its fields, or of a tagged
   union's members), with links between them. A response with several media types names
-  each; a stream (``text/event-stream``) shows its item schema (``x-itemSchema``, OpenAPI
-  3.2's ``itemSchema``), its rules (the description of its schema) and its example as text. The renderer is plain Markdown, so the page needs no script, no CDN and
+  each; a stream (``text/event-stream``, whose schema describes each of its events, as
+  OpenAPI 3.1 has it) shows that schema, its rules (the schema's description) and its
+  example as text. The renderer is plain Markdown, so the page needs no script, no CDN and
   works offline; search indexes it like any page. :func:`render_openapi` is importable
   on its own (``tests/docs`` checks what it writes).
 - The API reference is read from the sources by mkdocstrings. The packages live in
@@ -141,14 +142,14 @@ def _operation(
     if body:
         for media, content in _resolve(body, components).get("content", {}).items():
             out += [f"Request body (`{media}`): {_schema_link(content.get('schema'))}", ""]
-            out += _examples(content, components)
+            out += _examples(media, content, components)
     out += ["| status | meaning | body |", "|---|---|---|"]
     examples: list[str] = []
     for status, response in operation.get("responses", {}).items():
         response = _resolve(response, components)
         content = response.get("content", {})
         bodies = [
-            _body(media, item) if len(content) > 1 else _body_type(item)
+            _body(media, item) if len(content) > 1 else _body_type(media, item)
             for media, item in content.items()
         ]
         body_type = "; ".join(bodies) or "-"
@@ -156,20 +157,24 @@ def _operation(
         if str(status).startswith("2"):
             for media, item in content.items():
                 examples += _rules(media, item)
-                examples += _examples(item, components)
+                examples += _examples(media, item, components)
     out += ["", *examples]
     return out
 
 
-def _body_type(content: dict[str, Any]) -> str:
-    """What a media type's body is: its schema, or, for a stream, its items' schema."""
-    if "x-itemSchema" in content:
-        return f"a stream of {_schema_link(content['x-itemSchema'])}"
-    return _schema_link(content.get("schema"))
+_STREAM = "text/event-stream"
+
+
+def _body_type(media: str, content: dict[str, Any]) -> str:
+    """What a media type's body is: its schema, or, for a stream, its events' schema."""
+    schema = content.get("schema")
+    if media == _STREAM and isinstance(schema, dict):
+        return f"a stream of {_schema_link(schema.get('allOf', [schema])[0])}"
+    return _schema_link(schema)
 
 
 def _body(media: str, content: dict[str, Any]) -> str:
-    return f"`{media}`: {_body_type(content)}"
+    return f"`{media}`: {_body_type(media, content)}"
 
 
 def _rules(media: str, content: dict[str, Any]) -> list[str]:
@@ -180,12 +185,12 @@ def _rules(media: str, content: dict[str, Any]) -> list[str]:
     return [f"**`{media}`**", "", schema["description"].strip(), ""]
 
 
-def _examples(content: dict[str, Any], components: dict[str, Any]) -> list[str]:
+def _examples(media: str, content: dict[str, Any], components: dict[str, Any]) -> list[str]:
     out: list[str] = []
     for name, example in content.get("examples", {}).items():
         example = _resolve(example, components)
         value = example.get("value")
-        if isinstance(value, str) and "x-itemSchema" in content:
+        if isinstance(value, str) and media == _STREAM:
             language, text = "text", value.rstrip("\n")  # a stream, as it goes on the wire
         else:
             language, text = "json", json.dumps(value, indent=2, ensure_ascii=False)

@@ -363,6 +363,7 @@ class EvalAdapter:
                 errors=[FieldError(path="header:Idempotency-Key", message="1 to 255 characters")],
             )
         since = since_of(scope.get("query_string", b""))
+        after = _last_event_id(headers.get(b"last-event-id"))  # checked, streamed or not
         turn = _decode(await self._body(receive, headers, parts=True), TurnRequest)
         if turn.parts and not self._content_parts:
             raise _content_parts_unsupported()
@@ -370,7 +371,9 @@ class EvalAdapter:
         parts = () if turn.parts is UNSET else turn.parts
         session_id = scope["path_params"]["session_id"]
         if self._streaming and EVENT_STREAM in headers.get(b"accept", ""):
-            return await self._streamed_turn(scope, headers, session_id, message, key, parts, since)
+            return await self._streamed_turn(
+                scope, headers, session_id, message, key, parts, since, after
+            )
         if self._tracing is None:
             return await self.sessions.turns.turn(session_id, message, key, parts, since)
         return await self._traced_turn(headers, session_id, message, key, parts, since)
@@ -401,8 +404,8 @@ class EvalAdapter:
         key: str | None,
         parts: Sequence[ContentPart],
         since: int | None,
+        after: int,
     ) -> Answer:
-        after = _last_event_id(headers.get(b"last-event-id"))
         tracing = self._tracing
         if tracing is None:
             stream = await self._stream(scope, session_id, message, key, parts, since)

@@ -253,6 +253,12 @@ async def test_problems_before_the_turn_starts_keep_their_status(served, http) -
     session = await session_of(http, url)
     bad = await streamed(http, url, session, "hi", **{"Last-Event-ID": "x1"})
     assert bad.status_code == 422 and "Last-Event-ID" in bad.text
+    unstreamed = await http.post(  # the header is checked on every turn, as the spec says
+        f"{url}/evals/sessions/{session}/turns",
+        json={"message": "hi"},
+        headers={"Last-Event-ID": ""},
+    )
+    assert unstreamed.status_code == 422 and "header:Last-Event-ID" in unstreamed.text
 
 
 async def test_a_slow_reader_gets_overflow_and_the_turn_completes(served, http) -> None:
