@@ -44,7 +44,9 @@ neither side pays for collecting the other's garbage. Run:
 ``python benchmarks/runner.py`` (``--cases``, ``--concurrency``, ``--latency``,
 ``--rounds``, ``--http-cases``, ``--http-only``, ``--tracing-only``; ``--overhead``
 prints only the runner's own CPU per case, ``HttpTarget`` over an in-memory
-``httpx.MockTransport``). Machines here are noisy and shared; compare ratios, and it never
+``httpx.MockTransport``). Workload 3's ``HttpTarget`` sends its turns unstreamed, as the
+raw client does; ``--stream`` streams them (protocol 1.2, what ``HttpTarget`` does by
+default against an evalport server), for the cost of reading the events. Machines here are noisy and shared; compare ratios, and it never
 gates CI.
 """
 
@@ -214,7 +216,8 @@ async def _bounded(case: Any, count: int, concurrency: int) -> None:
 
 
 async def runner_cases(wire: str, base: str, token: str, count: int, concurrency: int) -> None:
-    async with HttpTarget(base, token=token, transport=transport_of(wire)) as target:
+    stream = "--stream" in sys.argv
+    async with HttpTarget(base, token=token, transport=transport_of(wire), stream=stream) as target:
         await target.check()
         await evalport_wall(target, make_cases(count), concurrency)
 
@@ -447,6 +450,9 @@ def main() -> None:
     parser.add_argument("--tracing-only", action="store_true", help="workload 4 only")
     parser.add_argument(
         "--overhead", action="store_true", help="only the runner's CPU per case, no server"
+    )
+    parser.add_argument(
+        "--stream", action="store_true", help="workload 3: the runner's turns streamed"
     )
     args = parser.parse_args()
     if args.overhead:
