@@ -24,9 +24,11 @@ Rules:
 - :meth:`Channel.stream` sends a turn asking for its events (protocol 1.2,
   :mod:`evalport.protocol._stream`), read with httpx-sse: each event's name goes to the
   caller as it arrives, and the final event becomes the answer the same request gives
-  without the stream (a ``problem`` raises as its status would). A stream lost on the
-  way (a transport error, or an end before the final event) is resumed with the same
-  ``Idempotency-Key`` and ``Last-Event-ID``, within the retry policy; an ``overflow``
+  without the stream (a ``problem`` raises as its status would, a 429 or 503 one is
+  retried as that answer is). A stream lost on the way (a transport error, or an end
+  before the final event) is resumed with the same ``Idempotency-Key`` and
+  ``Last-Event-ID``, within the retry policy, whose attempts count the cuts in a row
+  without a new event (a long turn may be cut any number of times); an ``overflow``
   (this reader fell behind) reads the answer without the stream, same key. A server that
   answers JSON instead of a stream is answered as :meth:`Channel.request` does.
 - :meth:`Channel.run` decodes a run leniently and applies the trace policy in place; a
@@ -221,6 +223,7 @@ class Channel:
         attempts = 0
         while True:
             attempts += 1
+            resumed_from = headers.get("Last-Event-ID")
             try:
                 async with self.client.stream("POST", path, content=body, headers=headers) as got:
                     streamed = got.headers.get("content-type", "").startswith(EVENT_STREAM)
@@ -228,22 +231,17 @@ class Channel:
                         await got.aread()
                         if got.is_success:  # a server that does not stream this turn
                             return got
-                        if got.status_code not in (429, 503):
-                            raise self._error(path, got, session_id, attempts)
-                        wait = parse_retry_after(got.headers.get("Retry-After"))
-                        delay, why = self.retry.delay(attempts, wait), str(got.status_code)
-                        if delay is None:
-                            raise self._error(path, got, session_id, attempts)
+                        answered = got
                     else:
+                        answered = None
                         async for event in EventSource(got).aiter_sse():
                             if event.id:
                                 headers["Last-Event-ID"] = event.id
                             if event.event == "result":
                                 return httpx.Response(200, content=event.data, request=got.request)
                             if event.event == "problem":
-                                raise self._error(
-                                    path, _problem_response(event.data, got), session_id, attempts
-                                )
+                                answered = _problem_response(event.data, got)
+                                break
                             if event.event == "overflow":
                                 logger.info("session %s: %s", session_id, event.data)
                                 return await self.request(
@@ -255,9 +253,22 @@ class Channel:
                                     session_id=session_id,
                                 )
                             seen(event.event)
-                        delay, why = self.retry.delay(attempts), "a stream cut short"
+                if answered is not None:  # a problem, before the stream or as its end
+                    if answered.status_code not in (429, 503):
+                        raise self._error(path, answered, session_id, attempts)
+                    wait = parse_retry_after(answered.headers.get("Retry-After"))
+                    delay, why = self.retry.delay(attempts, wait), str(answered.status_code)
+                    if delay is None:
+                        raise self._error(path, answered, session_id, attempts)
+                    headers.pop("Last-Event-ID", None)  # the retry may start the turn anew
+                else:
+                    if headers.get("Last-Event-ID") != resumed_from:
+                        attempts = 0  # this connection made progress: the budget is per cut
+                    delay, why = self.retry.delay(max(attempts, 1)), "a stream cut short"
             except httpx.TransportError as error:
-                delay, why = self.retry.delay(attempts), type(error).__name__
+                if headers.get("Last-Event-ID") != resumed_from:
+                    attempts = 0
+                delay, why = self.retry.delay(max(attempts, 1)), type(error).__name__
                 if delay is None:
                     raise TargetUnavailable(
                         self.scrub(
@@ -268,7 +279,7 @@ class Channel:
             if delay is None:
                 raise TargetUnavailable(
                     f"POST {self.base_url}{path}: the turn's stream ended before its final "
-                    f"event {attempts} time(s)"
+                    f"event {attempts} time(s) in a row"
                 )
             logger.info("resuming the stream of POST /%s in %.2fs after %s", path, delay, why)
             await self.retry.sleep(delay)
@@ -346,12 +357,17 @@ class Channel:
 
 
 def _problem_response(data: str, streamed: httpx.Response) -> httpx.Response:
-    """A streamed ``problem`` event as the response it stands for (its status inside)."""
+    """A streamed ``problem`` event as the response it stands for (its status and its
+    ``retryAfter`` inside)."""
     try:
-        status = int(msgspec.json.decode(data).get("status", 500))
+        problem = msgspec.json.decode(data)
+        status = int(problem.get("status", 500))
+        retry_after = problem.get("retryAfter")
     except (msgspec.DecodeError, AttributeError, TypeError, ValueError):
-        status = 500
+        status, retry_after = 500, None
     headers = {"Content-Type": "application/problem+json"}
+    if isinstance(retry_after, int) and not isinstance(retry_after, bool):
+        headers["Retry-After"] = str(retry_after)
     return httpx.Response(status, content=data, headers=headers, request=streamed.request)
 
 

@@ -63,7 +63,8 @@ class StepCompleted(_Event, tag="step-completed"):
 
 
 class TextDelta(_Event, tag="text-delta"):
-    """``text-delta``: the next chunk of text the agent's model wrote, as it wrote it;
+    """``text-delta``: the next chunk of text the agent's model wrote, as it wrote it (it
+    belongs to the turn: a step recorded once its response is complete comes after it);
     ``chars`` is its length. The chunks of a turn whose model answered at once join into
     its reply; text a model wrote before calling tools streams too, so the reply itself
     is the final event's."""

@@ -408,26 +408,26 @@ class EvalAdapter:
     ) -> Answer:
         tracing = self._tracing
         if tracing is None:
-            stream = await self._stream(scope, session_id, message, key, parts, since)
+            stream, after = await self._stream(scope, session_id, message, key, parts, since, after)
             return _Streamed(stream, after)
         # traced: the span is current while the turn starts (so the agent's spans nest in
         # it) and ends with the stream's outcome, in a job the request only watches
-        begun: asyncio.Future[TurnStream] = asyncio.get_running_loop().create_future()
+        begun: asyncio.Future[tuple[TurnStream, int]] = asyncio.get_running_loop().create_future()
 
         async def run() -> Outcome:
             try:
-                stream = await self._stream(scope, session_id, message, key, parts, since)
+                started = await self._stream(scope, session_id, message, key, parts, since, after)
             except BaseException as error:
                 begun.set_exception(error)
                 raise
-            begun.set_result(stream)
-            return await stream.outcome()
+            begun.set_result(started)
+            return await started[0].outcome()
 
         traced = self.sessions.jobs.start(
             tracing.turn(headers.get(b"traceparent"), session_id, run)
         )
-        traced.add_done_callback(_retrieved)
-        return _Streamed(await begun, after)
+        traced.add_done_callback(partial(_retrieved, begun))
+        return _Streamed(*await begun)
 
     async def _stream(
         self,
@@ -437,11 +437,16 @@ class EvalAdapter:
         key: str | None,
         parts: Sequence[ContentPart],
         since: int | None,
-    ) -> TurnStream:
+        after: int,
+    ) -> tuple[TurnStream, int]:
+        """The stream a request reads, and the event it reads after: ``after`` when it
+        joins a stream under way, none when it started the turn (a retried request may
+        carry the ``Last-Event-ID`` of an attempt that never started one)."""
         stream, job = await self.sessions.turns.streamed(session_id, message, key, parts, since)
-        if job is not None:
-            job.add_done_callback(partial(_end_stream, stream, scope, self.log_details))
-        return stream
+        if job is None:
+            return stream, after
+        job.add_done_callback(partial(_end_stream, stream, scope, self.log_details))
+        return stream, 0
 
     async def _decide(self, scope: Scope, receive: Receive, headers: _Headers) -> Answer:
         query_of(scope.get("query_string", b""))
@@ -551,10 +556,12 @@ def _last_event_id(value: str | None) -> int:
     return int(value)
 
 
-def _retrieved(job: asyncio.Task[Any]) -> None:
-    """A traced stream's job failed as its request did (which answered the problem)."""
-    if not job.cancelled():
-        job.exception()
+def _retrieved(begun: asyncio.Future[Any], job: asyncio.Task[Any]) -> None:
+    """A traced stream's job ended: its failure is its request's (which answered it), and
+    a request still waiting for the stream (tracing failed before it began) gets it."""
+    error = None if job.cancelled() else job.exception()
+    if not begun.done():
+        begun.set_exception(error or RuntimeError("the traced turn never started its stream"))
 
 
 def _end_stream(

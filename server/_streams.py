@@ -66,7 +66,8 @@ def final_frame(outcome: Outcome) -> bytes:
 
 
 class TurnStream:
-    """The frames of one streaming turn (see the module's rules)."""
+    """The frames of one streaming turn (see the module's rules); ``since``: what its
+    request asked the outcome cut at."""
 
     __slots__ = (
         "_bytes",
@@ -78,9 +79,17 @@ class TurnStream:
         "_limit",
         "_policy",
         "_pulse",
+        "since",
     )
 
-    def __init__(self, limit: int, heartbeat: float, policy: RunPolicy | None = None) -> None:
+    def __init__(
+        self,
+        limit: int,
+        heartbeat: float,
+        policy: RunPolicy | None = None,
+        since: int | None = None,
+    ) -> None:
+        self.since = since
         self._limit = limit
         self._heartbeat = heartbeat
         self._policy = policy
@@ -153,6 +162,24 @@ class TurnStream:
                         await self._pulse.wait()
                 except TimeoutError:
                     yield HEARTBEAT
+
+
+class Relay:
+    """What a streamed turn's context tells its events to: its stream, until the turn's
+    request is over (a context that suspends outlives the request, and must not keep the
+    stream's frames alive while it waits)."""
+
+    __slots__ = ("stream",)
+
+    def __init__(self, stream: TurnStream) -> None:
+        self.stream: TurnStream | None = stream
+
+    def __call__(self, event: StreamEvent) -> None:
+        if self.stream is not None:
+            self.stream.tell(event)
+
+    def cut(self) -> None:
+        self.stream = None
 
 
 def _redacted(event: StreamEvent, policy: RunPolicy) -> StreamEvent:

@@ -105,7 +105,7 @@ from ._runlog import (
     stored_run,
     written,
 )
-from ._streams import TurnStream
+from ._streams import Relay, TurnStream
 from .stores import (
     ApprovalRelay,
     BeginTurn,
@@ -135,6 +135,7 @@ class _Turn(msgspec.Struct):
     key: str | None = None
     flight: InFlight | None = None
     since: int | None = None
+    relay: Relay | None = None  # a streamed turn's, cut once the turn's request is over
 
 
 class TurnRunner:
@@ -198,9 +199,15 @@ class TurnRunner:
             flight = self._inflight.get((session_id, key or ""))
             if flight is not None and flight.fingerprint != _digest(message, key, parts)[1]:
                 raise key_reused()
-            return running, None
+            if running.since == since:
+                return running, None
         limits = self._limits
-        stream = TurnStream(limits.stream_buffer_bytes, limits.stream_heartbeat, self._policy)
+        stream = TurnStream(
+            limits.stream_buffer_bytes, limits.stream_heartbeat, self._policy, since
+        )
+        if running is not None:  # the same turn, its outcome cut otherwise: as without it
+            stream.finish(await self.turn(session_id, message, key, parts, since))
+            return stream, None
         started = await self._start(session_id, message, key, parts, since, stream)
         if isinstance(started, Outcome):
             stream.finish(started)
@@ -223,13 +230,12 @@ class TurnRunner:
         if isinstance(begun, Outcome):  # a repeat of the key
             return await self.answer(session_id, begun, since)
         begun.since = since
-        listen = None
         if stream is not None:
-            listen = stream.tell
+            begun.relay = Relay(stream)
             if key is not None:
                 self._streams[(session_id, key)] = stream
         step = begun.agent.start(
-            message, parts=parts, timeout=self._limits.turn_timeout, listen=listen
+            message, parts=parts, timeout=self._limits.turn_timeout, listen=begun.relay
         )
         return self._jobs.start(self._complete(begun, step))
 
@@ -386,6 +392,8 @@ class TurnRunner:
                 flight.settle(None, error)
             raise
         finally:
+            if turn.relay is not None:
+                turn.relay.cut()
             if turn.key is not None:
                 self._inflight.pop((session_id, turn.key), None)
                 self._streams.pop((session_id, turn.key), None)

@@ -174,10 +174,14 @@ class _FirstArrival(LatencyAssertion):
         for timing in timings:
             seconds = getattr(timing, self.field)
             if seconds is None:
+                why = (
+                    "it suspended (approvals or an interrupt) before any text came"
+                    if timing.first_event is not None
+                    else "it did not stream (a server without the 'streaming' capability, "
+                    "or HttpTarget(stream=False))"
+                )
                 return self.not_evaluable(
-                    f"turn {timing.turn} did not stream, so {self.what} is unknown (a server "
-                    "without the 'streaming' capability, or HttpTarget(stream=False))",
-                    turn=timing.turn,
+                    f"turn {timing.turn} has no time for {self.what}: {why}", turn=timing.turn
                 )
             arrived[timing.turn] = max(arrived.get(timing.turn, 0.0), seconds)
         slowest = max(arrived, key=lambda number: arrived[number])

@@ -157,7 +157,10 @@ def _is_async(function: Callable[..., Any]) -> bool:
     return (
         inspect.iscoroutinefunction(function)
         or inspect.isasyncgenfunction(function)
-        or (call is not None and inspect.iscoroutinefunction(call))
+        or (
+            call is not None
+            and (inspect.iscoroutinefunction(call) or inspect.isasyncgenfunction(call))
+        )
     )
 
 

@@ -316,3 +316,48 @@ async def test_a_server_that_does_not_stream_answers_json(served, http) -> None:
     response = await streamed(http, url, session, "hi")
     assert response.headers["content-type"] == "application/json"
     assert decode_run(response.content).reply == "Your order is hi"
+
+
+async def test_a_request_that_starts_the_turn_streams_it_whole_whatever_its_last_event_id(
+    served, http
+) -> None:
+    url = served()
+    session = await session_of(http, url)
+    # a retry whose first attempt never started the turn still carries that attempt's id
+    response = await streamed(http, url, session, "x", **{"Last-Event-ID": "9"})
+    frames = frames_of(response.text)
+    assert frames[0].name == "turn-started" and frames[0].id == 1
+    assert frames[-1].name == "result"
+
+
+async def test_a_reader_joining_with_another_since_gets_the_outcome_cut_for_it(
+    served, http
+) -> None:
+    url = served(slow_agent)
+    session = await session_of(http, url)
+    await http.post(f"{url}/evals/sessions/{session}/turns", json={"message": "one"})
+    path = f"{url}/evals/sessions/{session}/turns"
+    headers = {**STREAM, "Idempotency-Key": "since-key"}
+    first = asyncio.create_task(
+        http.post(f"{path}?since=1", json={"message": "go"}, headers=headers)
+    )
+    await asyncio.sleep(0.2)  # the turn runs, its stream with since=1
+    joined = await http.post(path, json={"message": "go"}, headers=headers)  # no since
+    whole = frames_of(joined.text)[-1]
+    delta = frames_of((await first).text)[-1]
+    assert whole.name == delta.name == "result"
+    assert whole.data.startswith('{"run":') and delta.data.startswith('{"delta":')
+    assert decode_run(whole.data.encode()).turns == 2
+
+
+async def test_an_object_whose_async_call_yields_streams(served, http) -> None:
+    class Agent:
+        async def __call__(self, message: str, history: list[Any], ctx: TurnContext) -> Any:
+            yield "streamed "
+            yield "by __call__"
+
+    url = served(Agent())
+    session = await session_of(http, url)
+    frames = frames_of((await streamed(http, url, session, "hi")).text)
+    assert [f.name for f in frames].count("text-delta") == 2
+    assert decode_run(frames[-1].data.encode()).reply == "streamed by __call__"

@@ -213,8 +213,45 @@ async def test_a_stream_that_keeps_ending_early_gives_up_within_the_retry_policy
         session = await target.open()
         with pytest.raises(TargetUnavailable, match="ended before its final event"):
             await session.send("hello")
-    assert 1 < len(sent) <= RetryPolicy().attempts
+    # the first connection brought event 1; then the whole budget for cuts in a row
+    assert len(sent) == 1 + RetryPolicy().attempts
     assert {request.headers["last-event-id"] for request in sent[1:]} == {"1"}
+
+
+async def test_a_long_turn_cut_after_each_new_event_is_followed_to_its_end() -> None:
+    cuts = 2 * RetryPolicy().attempts  # more cuts than the budget, each after progress
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        last = int(request.headers.get("last-event-id", "0"))
+        if last < cuts:
+            return event_stream(frame("text-delta", DELTA, last + 1), cut=True)
+        return event_stream(frame("result", {"run": wire_run(1)}))
+
+    target, sent = mocked(answer)
+    async with target:
+        turn = await (await target.open()).send("hello")
+    assert turn.index == 1 and len(sent) == cuts + 1
+
+
+async def test_a_503_problem_at_the_end_of_a_stream_is_retried_as_a_new_attempt() -> None:
+    unavailable = {
+        "type": "urn:evalport:problem:store-unavailable",
+        "title": "Store unavailable",
+        "status": 503,
+        "retryAfter": 1,
+    }
+    answers = iter(
+        [
+            event_stream(frame("turn-started", STARTED, 1), frame("problem", unavailable)),
+            event_stream(frame("result", {"run": wire_run(1)})),
+        ]
+    )
+    target, sent = mocked(lambda request: next(answers))
+    async with target:
+        turn = await (await target.open()).send("hello")
+    assert turn.index == 1
+    assert "last-event-id" not in sent[1].headers  # the retry may start the turn anew
+    assert target.retry.sleep.waits == [1.0]  # as the problem's retryAfter says
 
 
 async def test_a_server_that_answers_json_to_a_stream_request_is_read_as_json() -> None:
