@@ -180,7 +180,7 @@ class TurnRunner:
     ) -> Outcome:
         """Run one turn (or replay it by idempotency key); ``parts``: its content parts; its
         run cut at ``since`` if given."""
-        started = await self._start(session_id, message, key, parts, since, None)
+        started = await self._start(session_id, message, key, parts, since)
         return started if isinstance(started, Outcome) else await watched(started)
 
     async def streamed(
@@ -208,11 +208,34 @@ class TurnRunner:
         if running is not None:  # the same turn, its outcome cut otherwise: as without it
             stream.finish(await self.turn(session_id, message, key, parts, since))
             return stream, None
-        started = await self._start(session_id, message, key, parts, since, stream)
-        if isinstance(started, Outcome):
-            stream.finish(started)
+        # The stream starts once the turn has (a problem before that is answered as it is
+        # without the stream), or once the request waits for the same key's turn, which
+        # may take as long as that turn: keep-alives go out meanwhile.
+        ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        job = self._jobs.start(
+            self._streamed(session_id, message, key, parts, since, stream, ready)
+        )
+        await asyncio.wait((job, ready), return_when=asyncio.FIRST_COMPLETED)
+        if job.done():
+            stream.finish(job.result())
             return stream, None
-        return stream, started
+        return stream, job
+
+    async def _streamed(
+        self,
+        session_id: str,
+        message: str,
+        key: str | None,
+        parts: Sequence[ContentPart],
+        since: int | None,
+        stream: TurnStream,
+        ready: asyncio.Future[None],
+    ) -> Outcome:
+        """A streamed turn's outcome, ``ready`` once it started (see :meth:`streamed`)."""
+        started = await self._start(session_id, message, key, parts, since, stream, ready)
+        if not ready.done():
+            ready.set_result(None)
+        return started if isinstance(started, Outcome) else await watched(started)
 
     async def _start(
         self,
@@ -221,12 +244,15 @@ class TurnRunner:
         key: str | None,
         parts: Sequence[ContentPart],
         since: int | None,
-        stream: TurnStream | None,
+        stream: TurnStream | None = None,
+        waits: asyncio.Future[None] | None = None,
     ) -> Outcome | asyncio.Task[Outcome]:
-        """A repeat's answer, or the job running the turn (its events told to ``stream``)."""
+        """A repeat's answer, or the job running the turn (its events told to ``stream``);
+        ``waits`` is resolved if it waits for the same key's turn."""
         await self._live.sweep()
         bound, digest = _digest(message, key, parts)
-        begun = await self._begin(session_id, key, digest, len(bound or message.encode()))
+        size = len(bound or message.encode())
+        begun = await self._begin(session_id, key, digest, size, waits)
         if isinstance(begun, Outcome):  # a repeat of the key
             return await self.answer(session_id, begun, since)
         begun.since = since
@@ -284,13 +310,20 @@ class TurnRunner:
     # -- begin -----------------------------------------------------------------------------
 
     async def _begin(
-        self, session_id: str, key: str | None, digest: str, size: int
+        self,
+        session_id: str,
+        key: str | None,
+        digest: str,
+        size: int,
+        waits: asyncio.Future[None] | None = None,
     ) -> Outcome | _Turn:
         """The recorded outcome of a repeated key, or the turn with the session's lease,
-        its current agent and room for ``size`` more bytes of run."""
+        its current agent and room for ``size`` more bytes of run; ``waits`` is resolved
+        before it waits for the same key's turn (here or on another replica)."""
         if key is not None and (waiting := self._inflight.get((session_id, key))) is not None:
             if waiting.fingerprint != digest:
                 raise key_reused()
+            _resolve(waits)
             return await waiting.wait()
         agent = self._live.get(session_id)
         if agent is not None and agent.suspended:
@@ -318,6 +351,7 @@ class TurnRunner:
             self._leases.fence(session_id, begin.token)  # the call may still run later
             raise
         if start.same_key:  # the first attempt of this key runs on another replica
+            _resolve(waits)
             start = await self.waiter.wait(begin, start)
         if start.replay is not None:
             return replayed(start.replay, digest)
@@ -485,6 +519,11 @@ class TurnRunner:
             # does not; drop it, and the next turn rebuilds the agent from the store.
             await self._live.forget(session_id)
             raise
+
+
+def _resolve(waits: asyncio.Future[None] | None) -> None:
+    if waits is not None and not waits.done():
+        waits.set_result(None)
 
 
 def _digest(message: str, key: str | None, parts: Sequence[ContentPart]) -> tuple[bytes, str]:

@@ -272,17 +272,17 @@ async def test_a_slow_reader_gets_overflow_and_the_turn_completes(served, http) 
     session = await session_of(http, url)
     path = f"{url}/evals/sessions/{session}/turns"
     headers = {**STREAM, "Idempotency-Key": "slow-reader"}
-    names: list[str] = []
     async with http.stream("POST", path, json={"message": "go"}, headers=headers) as response:
         lines = response.aiter_lines()
-        names.append(await anext(lines))  # the first line, then the reader stalls
+        first = await anext(lines)  # one line, then the reader stalls
         deadline = time.monotonic() + 10
         while decode_run((await http.get(f"{url}/evals/sessions/{session}")).content).status != (
             "completed"
         ):
             assert time.monotonic() < deadline
             await asyncio.sleep(0.05)
-        names += [line[7:] async for line in lines if line.startswith("event: ")]
+        rest = [line async for line in lines]
+    names = [line[7:] for line in (first, *rest) if line.startswith("event: ")]
     assert names[-1] == "overflow", names[-3:]
     assert "result" not in names
     # the turn completed: the same key without the stream answers it
@@ -361,3 +361,27 @@ async def test_an_object_whose_async_call_yields_streams(served, http) -> None:
     frames = frames_of((await streamed(http, url, session, "hi")).text)
     assert [f.name for f in frames].count("text-delta") == 2
     assert decode_run(frames[-1].data.encode()).reply == "streamed by __call__"
+
+
+async def test_a_stream_waiting_for_its_keys_turn_starts_at_once_and_keeps_alive(
+    served, http
+) -> None:
+    async def slow(message: str) -> str:
+        await asyncio.sleep(1.0)
+        return f"slow {message}"
+
+    url = served(slow, limits=Limits(stream_heartbeat=0.2))
+    session = await session_of(http, url)
+    path = f"{url}/evals/sessions/{session}/turns"
+    key = {"Idempotency-Key": "waited"}
+    first = asyncio.create_task(http.post(path, json={"message": "a"}, headers=key))
+    await asyncio.sleep(0.1)  # the first attempt runs, unstreamed
+    began = time.monotonic()
+    headers = {**STREAM, **key}
+    async with http.stream("POST", path, json={"message": "a"}, headers=headers) as waiting:
+        assert time.monotonic() - began < 0.5  # headers at once, not after the turn
+        text = (await waiting.aread()).decode()
+    frames = frames_of(text)
+    assert [f.data for f in frames if f.name == ":"].count(": keep-alive") >= 2
+    assert frames[-1].name == "result"
+    assert frames[-1].data.encode() == (await first).content
