@@ -3,6 +3,7 @@ and a collector that is down (a real closed port, a real `evalport serve`)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
 import socket
@@ -79,6 +80,10 @@ async def test_a_turn_continues_the_callers_trace_with_its_steps_inside() -> Non
     assert SECRET not in dump and "sha256:" in dump
 
 
+def invoked(exporter: InMemorySpanExporter) -> list[Any]:
+    return [span for span in exporter.get_finished_spans() if span.name.startswith("invoke")]
+
+
 async def test_a_streamed_turn_is_traced_as_the_same_turn_unstreamed() -> None:
     client, exporter, _ = _traced()
     async with client:
@@ -87,9 +92,12 @@ async def test_a_streamed_turn_is_traced_as_the_same_turn_unstreamed() -> None:
         assert streamed.headers["content-type"].startswith("text/event-stream")
         assert "event: result" in streamed.text
         assert (await _turn(client, {"traceparent": PARENT})).status_code == 200
-    spans = exporter.get_finished_spans()
-    turns = [span for span in spans if span.name.startswith("invoke_agent")]
+    deadline = time.monotonic() + 5  # a streamed turn's span ends once its stream did
+    while len(turns := invoked(exporter)) < 2 and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    turns.sort(key=lambda span: span.start_time or 0)
     assert len(turns) == 2  # the streamed turn, then the same turn unstreamed
+    spans = exporter.get_finished_spans()
 
     def drawn(turn: Any) -> list[tuple[str, Any]]:
         children = [s for s in spans if s.parent and s.parent.span_id == turn.context.span_id]
