@@ -418,9 +418,11 @@ class EvalAdapter:
             try:
                 started = await self._stream(scope, session_id, message, key, parts, since, after)
             except BaseException as error:
-                begun.set_exception(error)
+                if not begun.done():  # (done: the request went away meanwhile)
+                    begun.set_exception(error)
                 raise
-            begun.set_result(started)
+            if not begun.done():
+                begun.set_result(started)
             return await started[0].outcome()
 
         traced = self.sessions.jobs.start(
