@@ -94,7 +94,7 @@ from ._problems import HTTPProblem
 from ._records import Outcome, RunPolicy, log_details, query_of, since_of
 from ._sessions import SessionManager
 from ._standalone import ProtocolApp, internal_problem, request_path, safe_instance
-from ._streams import TurnStream
+from ._streams import Streamed, TurnStream, end_stream, last_event_id
 from ._tracing import APPROVALS_ROUTE, TurnTracing
 from .stores import SessionStore, open_store
 
@@ -105,14 +105,7 @@ _MAX_KEY: Final = 255
 _Headers = dict[bytes, str]
 
 
-class _Streamed(NamedTuple):
-    """A streamed turn's answer: its stream, read after event ``after``."""
-
-    stream: TurnStream
-    after: int
-
-
-Answer = Response | Outcome | _Streamed
+Answer = Response | Outcome | Streamed
 Handler = Callable[[Scope, Receive, _Headers], Awaitable[Answer]]
 _CONTENT_TYPES: Final = {
     False: (b"content-type", _JSON.encode()),
@@ -363,7 +356,7 @@ class EvalAdapter:
                 errors=[FieldError(path="header:Idempotency-Key", message="1 to 255 characters")],
             )
         since = since_of(scope.get("query_string", b""))
-        after = _last_event_id(headers.get(b"last-event-id"))  # checked, streamed or not
+        after = last_event_id(headers.get(b"last-event-id"))  # checked, streamed or not
         turn = _decode(await self._body(receive, headers, parts=True), TurnRequest)
         if turn.parts and not self._content_parts:
             raise _content_parts_unsupported()
@@ -409,7 +402,7 @@ class EvalAdapter:
         tracing = self._tracing
         if tracing is None:
             stream, after = await self._stream(scope, session_id, message, key, parts, since, after)
-            return _Streamed(stream, after)
+            return Streamed(stream, after)
         # traced: the span is current while the turn starts (so the agent's spans nest in
         # it) and ends with the stream's outcome, in a job the request only watches
         begun: asyncio.Future[tuple[TurnStream, int]] = asyncio.get_running_loop().create_future()
@@ -429,7 +422,7 @@ class EvalAdapter:
             tracing.turn(headers.get(b"traceparent"), session_id, run)
         )
         traced.add_done_callback(partial(_retrieved, begun))
-        return _Streamed(*await begun)
+        return Streamed(*await begun)
 
     async def _stream(
         self,
@@ -447,7 +440,7 @@ class EvalAdapter:
         stream, job = await self.sessions.turns.streamed(session_id, message, key, parts, since)
         if job is None:
             return stream, after
-        job.add_done_callback(partial(_end_stream, stream, scope, self.log_details))
+        job.add_done_callback(partial(end_stream, stream, scope, self.log_details))
         return stream, 0
 
     async def _decide(self, scope: Scope, receive: Receive, headers: _Headers) -> Answer:
@@ -527,35 +520,10 @@ class _Endpoint:
                 }
             )
             await send({"type": "http.response.body", "body": body})
-        elif isinstance(answer, _Streamed):
-            # Sent as it comes; a reader that went away is not watched for: the server
-            # drops what is sent to it, and the reading ends with the turn (_streams.py).
-            await send({"type": "http.response.start", "status": 200, "headers": _STREAM_HEAD})
-            async for chunk in answer.stream.frames(answer.after):
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            await send({"type": "http.response.body", "body": b""})
+        elif isinstance(answer, Streamed):
+            await answer.send(send)
         else:
             await answer(scope, receive, send)
-
-
-_STREAM_HEAD: Final = [
-    (b"content-type", b"text/event-stream; charset=utf-8"),
-    (b"cache-control", b"no-store"),
-    (b"x-accel-buffering", b"no"),
-]
-
-
-def _last_event_id(value: str | None) -> int:
-    """``Last-Event-ID`` as the event number a resumed stream starts after (0: all)."""
-    if value is None:
-        return 0
-    if not value.isdigit() or len(value) > 18:
-        raise HTTPProblem(
-            ProblemType.INVALID_BODY,
-            "The Last-Event-ID header must be the id of an event of this turn's stream.",
-            errors=[FieldError(path="header:Last-Event-ID", message="an event id: 1, 2, ...")],
-        )
-    return int(value)
 
 
 def _retrieved(begun: asyncio.Future[Any], job: asyncio.Task[Any]) -> None:
@@ -564,26 +532,6 @@ def _retrieved(begun: asyncio.Future[Any], job: asyncio.Task[Any]) -> None:
     error = None if job.cancelled() else job.exception()
     if not begun.done():
         begun.set_exception(error or RuntimeError("the traced turn never started its stream"))
-
-
-def _end_stream(
-    stream: TurnStream, scope: Scope, details: bool, job: asyncio.Task[Outcome]
-) -> None:
-    """End ``stream`` with its turn's outcome, or the problem the turn ended with."""
-    if job.cancelled():
-        stream.fail(ProblemType.DRAINING, "The server stopped the turn; retry on another replica.")
-        return
-    error = job.exception()
-    if error is None:
-        stream.finish(job.result())
-    elif isinstance(error, HTTPProblem):
-        stream.finish(Outcome(error.status, error.body(safe_instance(scope))))
-    else:
-        try:
-            raise error
-        except Exception:  # logged with an error id, as an endpoint's failure is
-            answer = internal_problem(scope, details=details)
-        stream.finish(Outcome(answer.status_code, bytes(answer.body)))
 
 
 def _decode(body: bytes, kind: type[T]) -> T:

@@ -18,6 +18,10 @@ Rules (the wire's are in :mod:`evalport.protocol._stream`):
 - A keyed turn's stream is reachable by repeats of its key while it runs in this process
   (:class:`~._records.InFlight`); a repeat that reaches another replica, or comes once
   the turn is over, gets the final frame alone.
+- The endpoint's half: :func:`last_event_id` reads the ``Last-Event-ID`` header,
+  :class:`Streamed` sends a stream as the request's answer, and :func:`end_stream` ends
+  it with its turn's outcome, or the problem the turn ended with (an unexpected failure
+  logged with an error id, as an endpoint's is).
 - With a trace policy every event's payload goes through it, inside a run of its own,
   so a stream shows what the run shows (:func:`_redacted`).
 """
@@ -27,12 +31,13 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import AsyncIterator
-from typing import Final
+from typing import Final, NamedTuple
 
 import msgspec
 from evalport.protocol import (
     AgentRun,
     ApprovalRequested,
+    FieldError,
     InterruptRequested,
     ProblemType,
     Step,
@@ -46,9 +51,11 @@ from evalport.protocol import (
     encode,
     event_name,
 )
+from starlette.types import Scope, Send
 
-from ._problems import problem_body
+from ._problems import HTTPProblem, problem_body
 from ._records import Outcome, RunPolicy
+from ._standalone import internal_problem, safe_instance
 
 HEARTBEAT: Final = b": keep-alive\n\n"
 
@@ -180,6 +187,59 @@ class Relay:
 
     def cut(self) -> None:
         self.stream = None
+
+
+class Streamed(NamedTuple):
+    """A streamed turn's answer: its stream, read after event ``after``."""
+
+    stream: TurnStream
+    after: int
+
+    async def send(self, send: Send) -> None:
+        """Send the stream as it comes. A reader that went away is not watched for: the
+        ASGI server drops what is sent to it, and the reading ends with the turn."""
+        await send({"type": "http.response.start", "status": 200, "headers": _STREAM_HEAD})
+        async for chunk in self.stream.frames(self.after):
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
+
+
+_STREAM_HEAD: Final = [
+    (b"content-type", b"text/event-stream; charset=utf-8"),
+    (b"cache-control", b"no-store"),
+    (b"x-accel-buffering", b"no"),
+]
+
+
+def last_event_id(value: str | None) -> int:
+    """``Last-Event-ID`` as the event number a resumed stream starts after (0: all)."""
+    if value is None:
+        return 0
+    if not value.isdigit() or len(value) > 18:
+        raise HTTPProblem(
+            ProblemType.INVALID_BODY,
+            "The Last-Event-ID header must be the id of an event of this turn's stream.",
+            errors=[FieldError(path="header:Last-Event-ID", message="an event id: 1, 2, ...")],
+        )
+    return int(value)
+
+
+def end_stream(stream: TurnStream, scope: Scope, details: bool, job: asyncio.Task[Outcome]) -> None:
+    """End ``stream`` with its turn's outcome, or the problem the turn ended with."""
+    if job.cancelled():
+        stream.fail(ProblemType.DRAINING, "The server stopped the turn; retry on another replica.")
+        return
+    error = job.exception()
+    if error is None:
+        stream.finish(job.result())
+    elif isinstance(error, HTTPProblem):
+        stream.finish(Outcome(error.status, error.body(safe_instance(scope))))
+    else:
+        try:
+            raise error
+        except Exception:  # logged with an error id, as an endpoint's failure is
+            answer = internal_problem(scope, details=details)
+        stream.finish(Outcome(answer.status_code, bytes(answer.body)))
 
 
 def _redacted(event: StreamEvent, policy: RunPolicy) -> StreamEvent:
