@@ -53,8 +53,6 @@ from ._datasets import Dataset, DatasetError, DatasetRow  # noqa: E402
 from ._discovery import DuplicateCaseError, LoadError, discover, eval_files  # noqa: E402
 from ._evaluator import Evaluator, evaluator_cases  # noqa: E402
 from ._handles import AssertionHandle, DeferredHandle, Expectation  # noqa: E402
-from ._http import HttpSession, HttpTarget  # noqa: E402
-from ._local import LocalSession, LocalTarget  # noqa: E402
 from ._logged import LoggedConversationError  # noqa: E402
 from ._results import (  # noqa: E402
     AssertionResult,
@@ -83,8 +81,19 @@ from .judges import (  # noqa: E402
     SimulatedUser,
     SimulatedUserError,
 )
+from .targets import (  # noqa: E402
+    A2ATarget,
+    AgUiTarget,
+    HttpSession,
+    HttpTarget,
+    LocalSession,
+    LocalTarget,
+    target_for,
+)
 
 __all__ = [
+    "A2ATarget",
+    "AgUiTarget",
     "ApprovalError",
     "ApprovalPolicy",
     "ApprovalRequest",
@@ -170,5 +179,6 @@ __all__ = [
     "run_cases",
     "run_from_chat",
     "run_trial",
+    "target_for",
     "traced_trials",
 ]

@@ -1,13 +1,13 @@
 """The core's face for the client's parts.
 
-The client is a core and parts over it. The core is the modules of ``client/`` itself,
-in reading order: targets (``_target``: ``Target``, ``Session``, ``Turn``; over HTTP
-``_http``, in-process ``_local``), cases (``_cases``, found by ``_discovery``), the context
-(``_context``, its assertion methods ``_methods``), the runner (``_trial``, ``_runner``;
-the cache ``_cache``, logged conversations ``_logged``) and results (``_results``,
-``_stats``). The parts are its subpackages: assertions, judges (with the simulated users),
-reports (with ``merge`` and the run browser) and cli (with the conformance check and the
-pytest plugin).
+The client is a core and parts over it. The core is the modules of ``client/`` itself
+and its room ``targets/``, in reading order: targets (``_target``: ``Target``,
+``Session``, ``Turn``; the kinds in ``targets/``: HTTP, in-process, AG-UI, A2A), cases
+(``_cases``, found by ``_discovery``), the context (``_context``, its assertion methods
+``_methods``), the runner (``_trial``, ``_runner``; the cache ``_cache``, logged
+conversations ``_logged``) and results (``_results``, ``_stats``). The parts are its
+other subpackages: assertions, judges (with the simulated users), reports (with
+``merge`` and the run browser) and cli (with the conformance check and the pytest plugin).
 
 Rules:
 

@@ -18,9 +18,9 @@ from typing import Any, Protocol, TypeVar
 
 from evalport.protocol import AgentRun, ContentPart, ToolFault
 
-from ._http import HttpTarget
 from ._target import Session, Target, TargetIdentity, Turn, faults_option
 from ._turns import DecisionLike, decisions_of
+from .targets import HttpTarget
 
 T = TypeVar("T")
 

@@ -73,10 +73,10 @@ from evalport.protocol import (
 from evalport.protocol.runtime import as_faults
 from msgspec import UNSET
 
+from .._retry import RetryPolicy
+from .._target import RunAt, TargetIdentity, Turn
+from .._turns import DecisionLike, SessionBase, TurnClock, decisions_of
 from ._channel import Channel
-from ._retry import RetryPolicy
-from ._target import RunAt, TargetIdentity, Turn
-from ._turns import DecisionLike, SessionBase, TurnClock, decisions_of
 
 logger = logging.getLogger("evalport.client")
 

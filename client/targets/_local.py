@@ -72,9 +72,9 @@ from evalport.protocol.runtime import (
     without_framework_state,
 )
 
-from ._cache import files_fingerprint
-from ._target import RunAt, TargetIdentity, Turn
-from ._turns import DecisionLike, SessionBase, TurnClock, decisions_of
+from .._cache import files_fingerprint
+from .._target import RunAt, TargetIdentity, Turn
+from .._turns import DecisionLike, SessionBase, TurnClock, decisions_of
 
 
 def _sources(agent: object) -> list[tuple[str, str]]:

@@ -58,9 +58,9 @@ from evalport.protocol import (
 )
 from httpx_sse import EventSource
 
-from ._errors import Secrets, body_excerpt, error_for
-from ._retry import RetryPolicy, parse_retry_after
-from ._trace_context import trace_headers
+from .._errors import Secrets, body_excerpt, error_for
+from .._retry import RetryPolicy, parse_retry_after
+from .._trace_context import trace_headers
 
 logger = logging.getLogger("evalport.client")
 

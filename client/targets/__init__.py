@@ -1,0 +1,27 @@
+"""evalport.client.targets: every kind of agent a run can evaluate, behind one contract.
+
+Each target here implements :class:`~evalport.client.Target` (``client/_target.py``, the
+contract the runner uses): :class:`HttpTarget` (the evalport protocol),
+:class:`LocalTarget` (an agent in this process), :class:`AgUiTarget` (an AG-UI agent) and
+:class:`A2ATarget` (an A2A agent). :func:`target_for` names one by a URL whose scheme says
+the protocol, as database URLs do (``agui+https://...``, ``a2a+https://...``). Everything
+above the contract runs unchanged on each; what a protocol does not carry is *not
+evaluable* on its runs (see :attr:`~evalport.protocol.AgentRun.unreported`).
+"""
+
+from ._a2a import A2ATarget
+from ._agui import AgUiTarget
+from ._http import HttpSession, HttpTarget
+from ._local import LocalSession, LocalTarget
+from ._urls import SCHEMES, target_for
+
+__all__ = [
+    "SCHEMES",
+    "A2ATarget",
+    "AgUiTarget",
+    "HttpSession",
+    "HttpTarget",
+    "LocalSession",
+    "LocalTarget",
+    "target_for",
+]
