@@ -9,7 +9,14 @@ Each module's docstring states its rules.
 import warnings as _warnings
 
 from ._approvals import Interrupted, ToolWasApproved, ToolWasRejected
-from ._base import Assertion, AssertionTypeError, run_of, text_of
+from ._base import (
+    Assertion,
+    AssertionTypeError,
+    StringAssertion,
+    TrajectoryAssertion,
+    run_of,
+    text_of,
+)
 from ._events import EventNotSeen, EventSeen, EventsInOrder, EventsSatisfy
 from ._expect import Equals, ValueExpectation, ValueIncludes, ValueSatisfies
 from ._faults import ToolWasInjected
@@ -106,6 +113,7 @@ __all__ = [
     "StepCount",
     "StopReasonIs",
     "Stopped",
+    "StringAssertion",
     "Subset",
     "Succeeded",
     "TokensAtMost",
@@ -115,6 +123,7 @@ __all__ = [
     "ToolWasInjected",
     "ToolWasRejected",
     "TotalTokensAtMost",
+    "TrajectoryAssertion",
     "TrialWithin",
     "TurnWithin",
     "UsedNoTools",

@@ -17,6 +17,11 @@ Rules (they hold for every assertion in this package):
   passes, whatever its threshold.
 - Assertions whose evaluation needs I/O (embedding similarity) implement
   ``aevaluate``; every assertion has it, the default calls ``evaluate``.
+- A custom assertion on text subclasses :class:`StringAssertion` and implements
+  ``evaluate_string(text)``; one on what the agent did subclasses
+  :class:`TrajectoryAssertion` and implements ``evaluate_trajectory(trajectory)``. The
+  base class reads the subject (a reply, a final answer, a run's trajectory) and raises
+  :class:`AssertionTypeError` for anything else, as Neuron's base classes do.
 """
 
 from __future__ import annotations
@@ -118,6 +123,46 @@ class Assertion:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
+
+
+class StringAssertion(Assertion):
+    """Base class of a custom text assertion: implement :meth:`evaluate_string`.
+
+    The subject is read as text assertions read it (a ``str``, or the reply of a run,
+    turn or trajectory); anything else raises :class:`AssertionTypeError`.
+    """
+
+    kind: ClassVar[str] = "string_assertion"
+
+    def evaluate(self, subject: Any) -> AssertionResult:
+        return self.evaluate_string(text_of(subject, self.kind))
+
+    def evaluate_string(self, text: str) -> AssertionResult:
+        """The result for ``text``; build it with :meth:`result`."""
+        raise NotImplementedError(f"{type(self).__name__} must implement evaluate_string(text)")
+
+
+class TrajectoryAssertion(Assertion):
+    """Base class of a custom assertion on what the agent did: implement
+    :meth:`evaluate_trajectory`.
+
+    The subject is an :class:`~evalport.protocol.AgentRun`, a
+    :class:`~evalport.client.Turn` or a :class:`~evalport.client.Trajectory`, read as
+    the trajectory of its run; anything else raises :class:`AssertionTypeError`.
+    """
+
+    kind: ClassVar[str] = "trajectory_assertion"
+
+    def evaluate(self, subject: Any) -> AssertionResult:
+        if isinstance(subject, Trajectory):
+            return self.evaluate_trajectory(subject)
+        return self.evaluate_trajectory(Trajectory.of(run_of(subject, self.kind)))
+
+    def evaluate_trajectory(self, trajectory: Trajectory) -> AssertionResult:
+        """The result for ``trajectory``; build it with :meth:`result`."""
+        raise NotImplementedError(
+            f"{type(self).__name__} must implement evaluate_trajectory(trajectory)"
+        )
 
 
 class ToolCallsAssertion(Assertion):

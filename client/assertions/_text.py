@@ -9,7 +9,9 @@ Rules:
   (``/^\\d+$/i``, as in Neuron suites) is accepted and its ``i``, ``m``, ``s``, ``x``
   flags are honoured.
 - ``LevenshteinDistance`` scores ``1 - distance / max(len)`` and passes when the score
-  reaches ``threshold``; a distance above ``max_distance`` (if given) scores 0.
+  reaches ``threshold``; a distance above ``max_distance`` (if given) scores 0 and fails.
+  Neuron's ``StringDistance`` (:mod:`evalport.client.assertions.neuron`) keeps the cap
+  and scales by it instead: ``1 - distance / max_distance``, ``max_distance`` 50.
 - ``MatchesJsonSchema`` needs the ``jsonschema`` package.
 """
 
@@ -245,10 +247,16 @@ class LevenshteinDistance(Assertion):
     def evaluate(self, subject: Any) -> AssertionResult:
         text = text_of(subject, self.kind)
         distance = levenshtein(text, self.reference)
-        longest = max(len(text), len(self.reference))
-        score = 1.0 - distance / longest if longest else 1.0
         if self.max_distance is not None and distance > self.max_distance:
-            # a hard cap: the score drops to 0 so that no threshold can pass it
+            # a hard cap: it fails, whatever the threshold (even 0)
             message = f"distance {distance} exceeds max_distance {self.max_distance}"
-            return self.result(0.0, message, distance=distance)
+            capped = self.result(0.0, message, distance=distance)
+            capped.passed = False
+            return capped
+        score = self.similarity(distance, text)
         return self.result(score, f"distance {distance}", distance=distance)
+
+    def similarity(self, distance: int, text: str) -> float:
+        """The score of ``distance``: its share of the longer string's length, from 1."""
+        longest = max(len(text), len(self.reference))
+        return 1.0 - distance / longest if longest else 1.0

@@ -1,19 +1,35 @@
-"""Neuron AI's assertion names, for suites ported from it (aliases, no new logic).
+"""Neuron AI's assertion names, for suites ported from it: same names, same verdicts.
 
 ``from evalport.client.assertions.neuron import *`` and keep writing
 ``self.check(StringContains("x"), output)`` and
 ``self.check(TrajectoryMatches(["a", "b"], Mode.Subset), trajectory)`` in an
-:class:`~evalport.client.Evaluator`. Constructor arguments follow evalport's
-classes (Python keywords: ``reference=``, ``threshold=``, ``max_distance=``).
-The judges (``AgentJudge``, ``FaithfulnessJudge``, ...) are evalport's judge objects
-(:mod:`evalport.client.judges`); their ``judge=`` is a judge, passed by keyword, and
-may be left out to use the case's or the configured one.
+:class:`~evalport.client.Evaluator`.
+
+Rules:
+
+- Most names are evalport's classes under Neuron's name, with evalport's arguments
+  (Python keywords: ``reference=``, ``threshold=``).
+- Where Neuron's class decides differently, the name here is a small subclass that
+  decides as Neuron's does, with Neuron's arguments in Neuron's order:
+  ``StringContains``, ``StringContainsAll`` and ``StringContainsAny`` ignore case
+  (``StringStartsWith``/``StringEndsWith`` compare as written, as Neuron's do);
+  ``StringDistance(reference, threshold=0.5, max_distance=50)`` scores
+  ``1 - distance / max_distance`` (0 beyond ``max_distance``) where evalport's
+  ``LevenshteinDistance`` divides by the longer string;
+  ``StringSimilarity(reference, embedder, threshold=0.6)``.
+- ``StringAssertion`` and ``TrajectoryAssertion`` are the base classes of custom
+  assertions, as in Neuron (one method: ``evaluate_string`` / ``evaluate_trajectory``).
+- The judges (``AgentJudge``, ``FaithfulnessJudge``, ...) are evalport's judge objects
+  (:mod:`evalport.client.judges`); their ``judge=`` is a judge, passed by keyword, and
+  may be left out to use the case's or the configured one.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence as _Sequence
+
 from .. import judges as _judges
-from . import _approvals, _similarity, _text, _tools
+from . import _approvals, _base, _similarity, _text, _tools
 
 __all__ = [
     "AgentJudge",
@@ -25,6 +41,7 @@ __all__ = [
     "MatchesRegex",
     "Mode",
     "RelevanceJudge",
+    "StringAssertion",
     "StringContains",
     "StringContainsAll",
     "StringContainsAny",
@@ -38,17 +55,15 @@ __all__ = [
     "ToolWasCalled",
     "ToolWasNotCalled",
     "ToolWasRejected",
+    "TrajectoryAssertion",
     "TrajectoryMatches",
 ]
 
-StringContains = _text.Contains
-StringContainsAll = _text.ContainsAll
-StringContainsAny = _text.ContainsAny
 StringStartsWith = _text.StartsWith
 StringEndsWith = _text.EndsWith
 StringLengthBetween = _text.LengthBetween
-StringDistance = _text.LevenshteinDistance
-StringSimilarity = _similarity.EmbeddingSimilarity
+StringAssertion = _base.StringAssertion
+TrajectoryAssertion = _base.TrajectoryAssertion
 ToolWasCalled = _tools.CalledTool
 ToolWasNotCalled = _tools.NotCalledTool
 TrajectoryMatches = _tools.ToolOrder
@@ -72,3 +87,49 @@ class Mode:
     Unordered = _tools.ToolOrderMode.UNORDERED
     Subset = _tools.ToolOrderMode.SUBSET
     Superset = _tools.ToolOrderMode.SUPERSET
+
+
+class StringContains(_text.Contains):
+    """Neuron's ``StringContains``: the text contains ``keyword``, ignoring case."""
+
+    def __init__(self, keyword: str) -> None:
+        super().__init__(keyword, case_sensitive=False)
+
+
+class StringContainsAll(_text.ContainsAll):
+    """Neuron's ``StringContainsAll``: the text contains every keyword, ignoring case."""
+
+    def __init__(self, keywords: _Sequence[str]) -> None:
+        super().__init__(keywords, case_sensitive=False)
+
+
+class StringContainsAny(_text.ContainsAny):
+    """Neuron's ``StringContainsAny``: the text contains a keyword, ignoring case."""
+
+    def __init__(self, keywords: _Sequence[str]) -> None:
+        super().__init__(keywords, case_sensitive=False)
+
+
+class StringDistance(_text.LevenshteinDistance):
+    """Neuron's ``StringDistance``: scores ``1 - distance / max_distance``, 0 beyond
+    ``max_distance`` (a ``max_distance`` of 0 admits only the reference itself)."""
+
+    def __init__(self, reference: str, threshold: float = 0.5, max_distance: int = 50) -> None:
+        if max_distance < 0:
+            raise ValueError(
+                f"StringDistance: max_distance must not be negative, got {max_distance}"
+            )
+        super().__init__(reference, threshold=threshold, max_distance=max_distance)
+
+    def similarity(self, distance: int, text: str) -> float:
+        scale = self.max_distance or 0
+        return 1.0 - distance / scale if scale else 1.0
+
+
+class StringSimilarity(_similarity.EmbeddingSimilarity):
+    """Neuron's ``StringSimilarity``: ``(reference, embedder, threshold=0.6)``."""
+
+    def __init__(
+        self, reference: str, embedder: _similarity.Embedder, threshold: float = 0.6
+    ) -> None:
+        super().__init__(reference, embedder, threshold=threshold)
