@@ -17,6 +17,8 @@ Rules:
   session, raises (:class:`SendNotAwaited`, :class:`NothingSent`): the trial is an error
   that names the line, never a silent ``'' lacks '18°C'``. A send still unawaited when
   the case ends is an error too.
+- A turn whose run ended ``failed`` (the agent raised) is kept in ``failed_turns``; it
+  fails the trial unless the case asserted ``ctx.failed()`` (:mod:`._trial`).
 - A misspelt method (``ctx.contain``) raises an ``AttributeError`` that suggests the
   closest name (``did you mean 'contains'?``).
 - ``ctx.turns`` lists the turns sent on the current session. ``await ctx.new_session()``
@@ -51,7 +53,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import evalport.protocol
-from evalport.protocol import AgentRun, ContentPart, ToolFault
+from evalport.protocol import AgentRun, ContentPart, RunStatus, ToolFault
 
 from ._conversation import (
     ApprovalError,
@@ -189,6 +191,9 @@ class EvalContext(AssertionMethods):
         self.opened: list[Session] = [session]
         self._session = session
         self._sends: list[tuple[Coroutine[Any, Any, Turn], tuple[str, int]]] = []
+        self.failed_turns: list[Turn] = []
+        """The turns whose run ended ``failed``, every session's, in order: each fails the
+        trial unless the case asserted ``ctx.failed()`` (:mod:`evalport.client._trial`)."""
 
     def __getattr__(self, name: str) -> Any:
         # only reached for a name the context lacks: say which method was meant
@@ -288,8 +293,13 @@ class EvalContext(AssertionMethods):
             )
             if turn.timing is None:  # the resumed turn is still the one sent
                 turn = turn_at(turn.index, turn.message, moment_of(turn), turn.steps, timing)
+        self._note(turn)
         self.turns.append(turn)
         return turn
+
+    def _note(self, turn: Turn) -> None:
+        if moment_of(turn).head.status == RunStatus.FAILED:
+            self.failed_turns.append(turn)
 
     async def resume(self, answer: Any = None, *, answers: Mapping[str, Any] | None = None) -> Turn:
         """Answer the pending interrupt (with several pending, ``answers`` answers each by
@@ -323,7 +333,9 @@ class EvalContext(AssertionMethods):
             self.turns[-1] = turn_at(
                 turn.index, started.message, moment_of(turn), turn.steps, started.timing
             )
+            self._note(self.turns[-1])
             return self.turns[-1]
+        self._note(turn)
         self.turns.append(turn)
         return turn
 

@@ -22,6 +22,9 @@ Rules:
 - Expectations are resolved after the case function returns, in the order they were
   made. Deferred and judged ones run only when the case ended normally or by a failed
   requirement: an errored or skipped case spends no judge tokens.
+- A turn the agent failed (its run ended ``failed``) adds a failed gate ``turn_failed``
+  naming the turn and the error's type, unless the case expected a failure: it asserted
+  ``ctx.failed()``. A case asserting nothing stays ``AssertedNothing``.
 - The verdict is :func:`evalport.client._results.trial_verdict`. The result keeps the
   logs, the judge records, the current session's id, and its (already redacted) run as
   :class:`~evalport.client.RunData` (plain JSON data, kept encoded).
@@ -39,15 +42,18 @@ import types
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 from evalport.protocol import TracePolicy
 
+from ._agent_errors import describe_error, run_errors
 from ._context import EvalContext, RequirementFailed, SkipCase, is_eval_code, shown_path
 from ._conversation import ApprovalPolicy
 from ._handles import AssertionHandle
 from ._logged import LoggedSession, read_conversation
 from ._results import AssertionResult, RunData, TrialResult, trial_verdict
 from ._sync_context import SyncEvalContext
-from ._target import Session, Target, faults_option
+from ._target import Session, Target, Turn, faults_option
+from .assertions import Failed
 
 if TYPE_CHECKING:
     from ._cases import Case
@@ -177,6 +183,8 @@ async def run_trial(
             error = _left_pending(ctx)
         if error is None and skip_reason is None and not results and not ctx.judge_records:
             error = _asserted_nothing(case)
+        if skip_reason is None:
+            results += _unexpected_failures(ctx, results)
         run = _plain(ctx)
     finally:
         await _close(ctx)
@@ -242,6 +250,33 @@ def _asserted_nothing(case: Case) -> tuple[str, str, None] | None:
         "a plain assert in the case",
         None,
     )
+
+
+def _unexpected_failures(ctx: EvalContext, results: list[AssertionResult]) -> list[AssertionResult]:
+    """A failed gate ``turn_failed`` per turn the agent failed, unless the case expected a
+    failure (it asserted ``ctx.failed()``): a green run means the agent worked."""
+    if any(result.name == Failed.kind for result in results):
+        return []
+    return [
+        AssertionResult(
+            name="turn_failed",
+            score=0.0,
+            passed=False,
+            message=f"turn {turn.index} failed: {_turn_error(turn)} (assert ctx.failed() "
+            "if the case expects the agent to fail)",
+        )
+        for turn in ctx.failed_turns
+    ]
+
+
+def _turn_error(turn: Turn) -> str:
+    """The first error the turn recorded, in a line (type, error id, message)."""
+    errors = [msgspec.to_builtins(info) for step in turn.steps for info in step.errors]
+    if not errors:
+        run = turn.run
+        data = {"errorDetails": msgspec.to_builtins(run.error_details), "errors": run.errors}
+        errors = run_errors(data)[-1:]
+    return describe_error(errors[0]) if errors else "the agent recorded no error"
 
 
 def _holds_assert(func: Any) -> bool:

@@ -12,7 +12,9 @@ What is checked, in order (later checks use the session the earlier ones opened)
   through ``/approvals``: every pending call rejected (``--approve``: approved), again
   while it suspends, up to :data:`MAX_DECISIONS` rounds; the run it ends with is the
   turn's run, which the later checks use. The line counts the pending calls decided;
-  the tool calls it counts are those of the turn's run once decided;
+  the tool calls it counts are those of the turn's run once decided. A turn the agent
+  failed (status ``failed``) fails its check, naming the error's type, and the checks
+  after it still run;
 - ``attach``: ``GET`` returns the same accumulated run;
 - ``delta`` (when ``/health`` lists the capability): ``GET ?since=`` the first turn's
   settled turns answers a delta that, applied to the first turn's run, gives the run of
@@ -86,7 +88,9 @@ from .._core import (
     NOT_HERE,
     ConfigError,
     Settings,
+    describe_error,
     fail,
+    run_errors,
 )
 from ._check_answers import CheckFailed, expect, problem, validate_run
 from ._check_capabilities import content_parts, delta, interrupts, streaming
@@ -107,6 +111,11 @@ class CheckResult:
 
 class Unreachable(Exception):
     """The server could not be reached at all."""
+
+
+class AgentFailedTurn(Exception):
+    """The agent failed the turn (status ``failed``): its check fails, naming the error's
+    type, and the protocol checks after it go on (the wire answered as it should)."""
 
 
 def bearer(token: str) -> Callable[[httpx.Request], httpx.Request]:
@@ -145,6 +154,9 @@ class _Checker:
         except CheckFailed as failure:
             self.results.append(CheckResult(name, False, str(failure)))
             return False
+        except AgentFailedTurn as failure:
+            self.results.append(CheckResult(name, False, str(failure)))
+            return True
         except (httpx.HTTPError, ProtocolError) as error:
             self.results.append(CheckResult(name, False, f"{type(error).__name__}: {error}"))
             return False
@@ -221,6 +233,10 @@ class _Checker:
         if decided:
             verdict = "approved" if self.approve else "rejected"
             summary += f"; {decided} pending call(s) {verdict}"
+        if run.status == RunStatus.FAILED:
+            errors = run_errors(msgspec.to_builtins(run))
+            cause = describe_error(errors[-1]) if errors else "no error recorded"
+            raise AgentFailedTurn(f"{summary}; the agent failed the turn: {cause}")
         return summary
 
     async def decide(self, run: AgentRun, number: int) -> tuple[AgentRun, int]:
