@@ -11,7 +11,11 @@ Rules:
   far, and returns a decision per pending call id, so decisions can depend on arguments.
   The arguments are as redacted as the run: with ``TracePolicy.safe()`` they are digests,
   which ``request.matches(call_id, key=value)`` compares; a policy that must read them
-  needs a verbatim or allow-listing trace policy.
+  needs a verbatim or allow-listing trace policy. A policy that raises while the
+  arguments it saw hold digests (``amount > 100`` on a digest) is an
+  :class:`ApprovalError` that says so and names both ways out. The policy sees what the
+  target's trace policy left, in-process (``--local``) as over HTTP, so a case decides
+  the same on either.
   The context posts them (``Session.decide``) and repeats until nothing is pending.
 - Fail loud: a suspension with no policy set, a policy that leaves a pending id
   undecided, or one that decides an id that is not pending raises
@@ -50,6 +54,7 @@ from evalport.protocol import (
     ApprovalDecision,
     PendingApproval,
     PendingInterrupt,
+    is_digest,
     matches_digest,
 )
 
@@ -118,6 +123,19 @@ class UserSimulator(Protocol):
     max_turns: int
 
     async def next_message(self, transcript: Sequence[tuple[str, str]]) -> str | None: ...
+
+
+def _digested(pending: tuple[PendingApproval, ...]) -> list[str]:
+    """The pending calls' arguments that are digests, as ``tool.key`` (``tool`` when the
+    arguments are one digest)."""
+    names: list[str] = []
+    for item in pending:
+        arguments = item.arguments
+        if is_digest(arguments):
+            names.append(item.tool)
+        elif isinstance(arguments, Mapping):
+            names += [f"{item.tool}.{key}" for key, value in arguments.items() if is_digest(value)]
+    return names
 
 
 def _describe(pending: tuple[PendingApproval, ...], ids: list[str]) -> str:
@@ -195,9 +213,21 @@ async def _decide_approvals(
             "approval policy is set; pass approval_policy=... (silence is never consent)"
         )
     request = ApprovalRequest(pending=pending, run=turn.run, turn=turn.index)
-    answer = policy(request, Trajectory(turn.run))
-    if inspect.isawaitable(answer):
-        answer = await answer
+    try:
+        answer = policy(request, Trajectory(turn.run))
+        if inspect.isawaitable(answer):
+            answer = await answer
+    except Exception as error:
+        digested = _digested(pending)
+        if not digested:
+            raise
+        raise ApprovalError(
+            f"the approval policy raised {type(error).__name__}: {error}. The arguments it "
+            f"saw are digests, not values ({', '.join(digested)}), because the trace "
+            "policy digests tool payloads: compare them with request.matches(call_id, "
+            "key=value), or run with --trace-policy verbatim (TracePolicy.verbatim()) "
+            "for the policy to read them"
+        ) from error
     if not isinstance(answer, Mapping):
         raise ApprovalError(
             f"the approval policy must return a mapping of call id -> decision, "
