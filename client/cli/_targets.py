@@ -1,7 +1,8 @@
 """Building the target and the judge that ``evalport run`` was told to use.
 
-Rules: ``--target URL`` is an :class:`~evalport.client.HttpTarget` whose ``/health``
-is read first (:meth:`PreparedTarget.prepare`), within the run's ``--timeout``: a server
+Rules: ``--target URL`` is the target :func:`~evalport.client.target_for` names (an
+:class:`~evalport.client.HttpTarget` for ``http(s)://``, an AG-UI or A2A agent for
+``agui+``/``a2a+`` URLs), whose ``check()`` (``/health``, an agent card) is read first (:meth:`PreparedTarget.prepare`), within the run's ``--timeout``: a server
 that cannot be reached, or does not answer in that time, raises
 :class:`TargetUnreachable` (exit 3); a refused token or another protocol version is a
 :class:`~evalport.client._config.ConfigError` (exit 2). ``--local module:attr`` (or
@@ -187,18 +188,19 @@ def build_target(settings: Settings, *, named: Mapping[str, str] = OPTIONS) -> P
     policy = settings.policy()
     if settings.target:
         import httpx
-        from evalport.client import HttpTarget
+        from evalport.client import target_for
+        from evalport.protocol import MissingExtraError
 
         token, token_env = read_token(settings.token_env, named=named["token-env"])
         read = settings.read_timeout or settings.timeout or DEFAULT_READ_TIMEOUT
         timeout = httpx.Timeout(30.0, connect=settings.connect_timeout, read=read)
         try:
-            target = HttpTarget(settings.target, token=token, timeout=timeout, policy=policy)
-        except ValueError as error:
+            target = target_for(settings.target, token=token, timeout=timeout, policy=policy)
+        except (ValueError, MissingExtraError) as error:
             raise ConfigError(f"--target: {error}") from None
         return PreparedTarget(
             target,
-            url=target.base_url,
+            url=getattr(target, "base_url", settings.target),
             timeout=settings.timeout,
             token_env=token_env,
             token_sent=token is not None,
