@@ -30,9 +30,11 @@ Rules:
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import functools
 import inspect
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,6 +69,27 @@ class CaseSpec:
     conversations: str | None = None
 
 
+class ConcurrencyLimit:
+    """At most ``size`` trials at once of the cases that share it (an evaluator's
+    ``concurrency``). The runner waits for a slot before a trial's timeout starts."""
+
+    def __init__(self, size: int) -> None:
+        if not isinstance(size, int) or size < 1:
+            raise ValueError(f"concurrency must be a whole number of at least 1, got {size!r}")
+        self.size = size
+        self._semaphores: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, asyncio.Semaphore
+        ] = weakref.WeakKeyDictionary()
+
+    def slot(self) -> asyncio.Semaphore:
+        """The semaphore of the running event loop (``async with limit.slot(): ...``)."""
+        loop = asyncio.get_running_loop()
+        semaphore = self._semaphores.get(loop)
+        if semaphore is None:
+            semaphore = self._semaphores[loop] = asyncio.Semaphore(self.size)
+        return semaphore
+
+
 @dataclass(frozen=True, slots=True)
 class Case:
     """One runnable case (a dataset row of a function is a case of its own)."""
@@ -86,6 +109,9 @@ class Case:
     interrupt_policy: InterruptPolicy | None = None
     conversation: Path | None = None
     """The logged conversation file this case evaluates (``conversations=``)."""
+    concurrency: ConcurrencyLimit | None = None
+    """Shared by the cases of an evaluator with ``concurrency`` set: at most that many of
+    their trials run at once."""
 
     @property
     def is_async(self) -> bool:

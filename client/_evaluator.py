@@ -16,6 +16,11 @@ Rules:
   :class:`~evalport.client.SyncEvalContext`.
 - ``self.ctx`` is the context of the item being evaluated (a context variable), so one
   evaluator instance serves concurrent items safely.
+- Items run concurrently, like every case (``--concurrency``, 8 by default), all on the
+  one evaluator ``set_up()`` prepared: attributes set while an item runs are seen by the
+  others, and a sync evaluator's items share them across worker threads. Neuron runs
+  items one at a time: ``concurrency = 1`` on the class keeps that (any ``n`` caps the
+  items in flight at ``n``).
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ._cases import Case, CaseSpec, dataset_of, describe_row, source_of
+from ._cases import Case, CaseSpec, ConcurrencyLimit, dataset_of, describe_row, source_of
 from ._conversation import ApprovalPolicy
 from ._datasets import Dataset, DatasetRow
 from .assertions import Assertion
@@ -38,13 +43,21 @@ _current: contextvars.ContextVar[Any] = contextvars.ContextVar("evalport_evaluat
 
 
 class Evaluator:
-    """Base class of Neuron-style evaluators (see the module rules)."""
+    """Base class of Neuron-style evaluators (see the module rules).
+
+    Items run concurrently on the one evaluator ``set_up()`` prepared (a sync
+    evaluator's in worker threads). Set ``concurrency = 1`` on the class to run its items
+    one at a time, as Neuron does.
+    """
 
     description: ClassVar[str | None] = None
     tags: ClassVar[Sequence[str]] = ()
     judge: ClassVar[Any] = None
     timeout: ClassVar[float | None] = None
     approval_policy: ClassVar[ApprovalPolicy | None] = None
+    concurrency: ClassVar[int | None] = None
+    """At most this many items at once (``1``: one at a time, as Neuron); ``None``: the
+    run's concurrency."""
 
     # -- to implement ---------------------------------------------------------------------
 
@@ -152,6 +165,7 @@ def evaluator_cases(cls: type[Evaluator], *, prefix: str = "") -> list[Case]:
     doc = inspect.getdoc(cls)
     template = cls.description or (doc.splitlines()[0] if doc and cls.__doc__ else cls.__name__)
     source = source_of(cls.run)
+    limit = None if cls.concurrency is None else ConcurrencyLimit(cls.concurrency)
     return [
         Case(
             id=f"{prefix}{cls.__name__}[{row.id}]",
@@ -163,6 +177,7 @@ def evaluator_cases(cls: type[Evaluator], *, prefix: str = "") -> list[Case]:
             row=row,
             source=source,
             approval_policy=cls.approval_policy,
+            concurrency=limit,
         )
         for row in dataset
     ]

@@ -19,7 +19,9 @@ Rules:
   concurrency (two turns at once in one session would meet a busy session), and refuses
   ``repeat`` above 1 (each trial would see what the earlier ones sent); ``cache`` replays
   recorded turns
-  (:mod:`evalport.client._cache`) and marks the trials it fully answered as cached. A
+  (:mod:`evalport.client._cache`) and marks the trials it fully answered as cached.
+  Cases that share a concurrency limit (an evaluator's ``concurrency``) run at most that
+  many trials at once; a trial waits for its slot before its timeout starts. A
   case that reads logged conversations (``conversations=``) never goes through the
   cache: its trials read files already.
 - A case's verdict follows :func:`~evalport.client._results.case_verdict` with the run's
@@ -249,7 +251,15 @@ class Runner:
                 ) from None
 
     async def run_trial(self, case: Any, trial: int) -> TrialResult:
-        """One trial of one case; never raises (except when the run is cancelled)."""
+        """One trial of one case; never raises (except when the run is cancelled). A case
+        with a concurrency limit waits for a slot first, outside its timeout."""
+        limit = getattr(case, "concurrency", None)
+        if limit is None:
+            return await self._trial(case, trial)
+        async with limit.slot():
+            return await self._trial(case, trial)
+
+    async def _trial(self, case: Any, trial: int) -> TrialResult:
         case_id = case.id
         tracking = TrackingTarget(self._base)
         target: Any = tracking
