@@ -46,6 +46,7 @@ from ._messages import (
     TurnRequest,
 )
 from ._models import (
+    UNREPORTABLE,
     AgentRun,
     Approval,
     ApprovalState,
@@ -123,6 +124,7 @@ __all__ = [
     "PROTOCOL_VERSION",
     "STREAMING_CAPABILITY",
     "STREAM_EVENTS",
+    "UNREPORTABLE",
     "AgentInfo",
     "AgentRun",
     "Approval",

@@ -23,7 +23,7 @@ Rules (they hold for every Struct in this module):
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 
@@ -354,6 +354,11 @@ class UserPart(_Wire, omit_defaults=True):
     size: int | None = msgspec.field(default=None, name="bytes")
 
 
+UNREPORTABLE: Final = ("tools", "steps", "usage", "events")
+"""What a run may not carry (:attr:`AgentRun.unreported`): its tool calls, its steps, its
+token usage, the agent's own events."""
+
+
 class AgentRun(_Wire):
     """The accumulated run of a session.
 
@@ -379,6 +384,14 @@ class AgentRun(_Wire):
     interrupts: list[Interrupt] = msgspec.field(default_factory=list)
     # Absent unless a turn was sent with parts: runs without them keep 1.0's bytes.
     user_parts: list[UserPart] | msgspec.UnsetType = msgspec.UNSET
+    # Absent unless the run comes from a protocol that does not carry all of it (A2A has
+    # no tool calls): what it lacks (one of UNREPORTABLE) -> why, naming the protocol.
+    unreported: dict[str, str] | msgspec.UnsetType = msgspec.UNSET
+
+    def not_reported(self, what: str) -> str:
+        """Why this run does not carry ``what`` (one of :data:`UNREPORTABLE`), or ``""``
+        when it does: an assertion that reads it is then not evaluable, with this reason."""
+        return "" if self.unreported is msgspec.UNSET else self.unreported.get(what, "")
 
     def sync_tools(self) -> None:
         """Rebuild ``tools`` from the steps' executions (the steps are the source)."""

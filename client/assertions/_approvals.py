@@ -29,6 +29,8 @@ class _Decided(ToolCallsAssertion):
     state: str = ApprovalState.APPROVED
 
     def evaluate(self, subject: Any) -> AssertionResult:
+        if (missing := self.unreported(subject)) is not None:
+            return missing
         calls, matching, undecided = self.matching(subject)
         for call in matching:
             if call.approval == self.state:

@@ -73,6 +73,9 @@ class Assertion:
     """Base class: subclasses set ``kind`` and implement :meth:`evaluate`."""
 
     kind: ClassVar[str] = "assertion"
+    needs: ClassVar[str] = ""
+    """What of a run it reads that a protocol may not carry (one of
+    :data:`~evalport.protocol.UNREPORTABLE`): on a run without it, not evaluable."""
     threshold: float = 1.0
 
     def evaluate(self, subject: Any) -> AssertionResult:
@@ -121,6 +124,12 @@ class Assertion:
             context=context,
         )
 
+    def unreported(self, subject: Any) -> AssertionResult | None:
+        """The not-evaluable result when the run behind ``subject`` does not carry what
+        this assertion :attr:`needs` (an A2A run has no tool calls), else ``None``."""
+        why = run_of(subject, self.kind).not_reported(self.needs) if self.needs else ""
+        return self.not_evaluable(f"{self.kind}: {why}") if why else None
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
 
@@ -168,6 +177,8 @@ class TrajectoryAssertion(Assertion):
 class ToolCallsAssertion(Assertion):
     """Base class of assertions about the calls of one tool, optionally only those whose
     arguments match ``args`` (a matcher, or a plain mapping compared as a subset)."""
+
+    needs = "tools"
 
     def __init__(self, name: str, args: Any = None) -> None:
         self.tool = name

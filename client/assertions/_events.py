@@ -28,6 +28,7 @@ from ._sequence import lcs_length
 
 class EventSeen(Assertion):
     kind = "event_seen"
+    needs = "events"
 
     def __init__(
         self,
@@ -46,6 +47,8 @@ class EventSeen(Assertion):
         return self.event
 
     def evaluate(self, subject: Any) -> AssertionResult:
+        if (missing := self.unreported(subject)) is not None:
+            return missing
         events = [e for e in run_of(subject, self.kind).events if e.name == self.event]
         if self.where is not None:
             events = [e for e in events if self.where(e)]
@@ -67,6 +70,7 @@ class EventSeen(Assertion):
 
 class EventNotSeen(Assertion):
     kind = "event_not_seen"
+    needs = "events"
 
     def __init__(self, name: str) -> None:
         self.event = name
@@ -75,12 +79,15 @@ class EventNotSeen(Assertion):
         return self.event
 
     def evaluate(self, subject: Any) -> AssertionResult:
+        if (missing := self.unreported(subject)) is not None:
+            return missing
         seen = sum(1 for e in run_of(subject, self.kind).events if e.name == self.event)
         return self.result(not seen, f"{self.event!r} seen {seen} time(s)" if seen else "")
 
 
 class EventsInOrder(Assertion):
     kind = "events_in_order"
+    needs = "events"
 
     def __init__(self, names: Sequence[str]) -> None:
         if isinstance(names, str):
@@ -91,6 +98,8 @@ class EventsInOrder(Assertion):
         return " > ".join(self.names)
 
     def evaluate(self, subject: Any) -> AssertionResult:
+        if (missing := self.unreported(subject)) is not None:
+            return missing
         actual = [e.name for e in run_of(subject, self.kind).events]
         found = lcs_length(self.names, actual)
         score = found / len(self.names) if self.names else 1.0
@@ -102,6 +111,7 @@ class EventsInOrder(Assertion):
 
 class EventsSatisfy(Assertion):
     kind = "events_satisfy"
+    needs = "events"
 
     def __init__(self, predicate: Callable[[list[Event]], Any]) -> None:
         self.predicate = predicate
@@ -110,6 +120,8 @@ class EventsSatisfy(Assertion):
         return getattr(self.predicate, "__name__", "predicate")
 
     def evaluate(self, subject: Any) -> AssertionResult:
+        if (missing := self.unreported(subject)) is not None:
+            return missing
         events = run_of(subject, self.kind).events
         ok = bool(self.predicate(list(events)))
         return self.result(ok, "" if ok else f"the predicate rejected {len(events)} event(s)")

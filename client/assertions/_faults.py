@@ -22,6 +22,8 @@ class ToolWasInjected(ToolCallsAssertion):
     kind = "tool_was_injected"
 
     def evaluate(self, subject: Any) -> AssertionResult:
+        if (missing := self.unreported(subject)) is not None:
+            return missing
         calls, matching, undecided = self.matching(subject)
         if any(call.injected for call in matching):
             return self.result(True)

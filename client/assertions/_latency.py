@@ -130,8 +130,11 @@ class FirstToolCallWithin(LatencyAssertion):
     """The first tool call started at most ``seconds`` after its turn started."""
 
     kind = "first_tool_call_within"
+    needs = "tools"
 
     def evaluate(self, subject: Any) -> AssertionResult:
+        if (missing := self.unreported(subject)) is not None:
+            return missing
         for number, steps in _turn_steps(subject, self.turn, self.kind).items():
             executions = [run for step in steps for run in step.tool_executions]
             if not executions:

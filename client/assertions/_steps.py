@@ -40,6 +40,7 @@ class BudgetAssertion(Assertion):
 
 class StepCount(Assertion):
     kind = "step_count"
+    needs = "steps"
 
     def __init__(self, count: int | Count) -> None:
         self.count = as_count(count)
@@ -48,6 +49,8 @@ class StepCount(Assertion):
         return self.count.describe()
 
     def evaluate(self, subject: Any) -> AssertionResult:
+        if (missing := self.unreported(subject)) is not None:
+            return missing
         steps = len(run_of(subject, self.kind).steps)
         ok = self.count.check(steps)
         message = "" if ok else f"{steps} steps, expected {self.count.describe()}"
@@ -56,16 +59,22 @@ class StepCount(Assertion):
 
 class MaxSteps(BudgetAssertion):
     kind = "max_steps"
+    needs = "steps"
 
     def evaluate(self, subject: Any) -> AssertionResult:
+        if (missing := self.unreported(subject)) is not None:
+            return missing
         steps = len(run_of(subject, self.kind).steps)
         return self.graded(steps, "steps", "limit", steps=steps)
 
 
 class TotalTokensAtMost(BudgetAssertion):
     kind = "total_tokens_at_most"
+    needs = "usage"
 
     def evaluate(self, subject: Any) -> AssertionResult:
+        if (missing := self.unreported(subject)) is not None:
+            return missing
         total = Trajectory.of(run_of(subject, self.kind)).usage.total
         return self.graded(total, "tokens", tokens=total)
 
@@ -74,6 +83,7 @@ class TokensAtMost(BudgetAssertion):
     """A budget for one kind of token: input, output, cache_write, cache_read, reasoning."""
 
     kind = "tokens_at_most"
+    needs = "usage"
 
     def __init__(self, kind: str, limit: int) -> None:
         if kind not in TOKEN_KINDS:
@@ -85,6 +95,8 @@ class TokensAtMost(BudgetAssertion):
         return f"{self.token_kind}, {self.limit}"
 
     def evaluate(self, subject: Any) -> AssertionResult:
+        if (missing := self.unreported(subject)) is not None:
+            return missing
         usage = Trajectory.of(run_of(subject, self.kind)).usage
         used = int(getattr(usage, self.token_kind))
         return self.graded(used, f"{self.token_kind} tokens", tokens=used)

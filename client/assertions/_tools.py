@@ -147,6 +147,8 @@ class CalledTool(ToolCallsAssertion):
         return ", ".join(parts)
 
     def evaluate(self, subject: Any) -> AssertionResult:
+        if (missing := self.unreported(subject)) is not None:
+            return missing
         calls = self.calls(subject)
         count = self.count
         enough = count.low if count.high is None else count.high + 1
@@ -180,6 +182,8 @@ class NotCalledTool(ToolCallsAssertion):
     kind = "not_called_tool"
 
     def evaluate(self, subject: Any) -> AssertionResult:
+        if (missing := self.unreported(subject)) is not None:
+            return missing
         calls = self.calls(subject)
         matched, undecided = match_calls(calls, self.args, enough=1)
         verdict = at_most(0).settle(matched, undecided)
@@ -191,8 +195,11 @@ class NotCalledTool(ToolCallsAssertion):
 
 class UsedNoTools(Assertion):
     kind = "used_no_tools"
+    needs = "tools"
 
     def evaluate(self, subject: Any) -> AssertionResult:
+        if (missing := self.unreported(subject)) is not None:
+            return missing
         calls = Trajectory.of(run_of(subject, self.kind)).all_calls
         if not calls:
             return self.result(True)
@@ -203,6 +210,7 @@ class MaxToolCalls(BudgetAssertion):
     """At most ``limit`` tool calls in all (or of tool ``name``); partial credit above."""
 
     kind = "max_tool_calls"
+    needs = "tools"
 
     def __init__(self, limit: int, name: str | None = None) -> None:
         super().__init__(limit)
@@ -212,6 +220,8 @@ class MaxToolCalls(BudgetAssertion):
         return str(self.limit) if self.tool is None else f"{self.limit}, {self.tool}"
 
     def evaluate(self, subject: Any) -> AssertionResult:
+        if (missing := self.unreported(subject)) is not None:
+            return missing
         view = Trajectory.of(run_of(subject, self.kind))
         used = len(view.all_calls if self.tool is None else view.calls_of(self.tool))
         return self.graded(used, "tool calls", "limit", calls=used)
@@ -222,8 +232,11 @@ class NoFailedActions(Assertion):
     credit is the share of calls that succeeded (0 when the run itself has errors)."""
 
     kind = "no_failed_actions"
+    needs = "tools"
 
     def evaluate(self, subject: Any) -> AssertionResult:
+        if (missing := self.unreported(subject)) is not None:
+            return missing
         run = run_of(subject, self.kind)
         calls = Trajectory.of(run).all_calls
         failed = [call.name for call in calls if call.is_error]
@@ -238,6 +251,7 @@ class NoFailedActions(Assertion):
 
 class ToolOrder(Assertion):
     kind = "tool_order"
+    needs = "tools"
 
     def __init__(self, names: Sequence[str], mode: str = ToolOrderMode.SUBSET) -> None:
         if isinstance(names, str):
@@ -252,6 +266,8 @@ class ToolOrder(Assertion):
         return f"{self.mode}: {' > '.join(self.names)}"
 
     def evaluate(self, subject: Any) -> AssertionResult:
+        if (missing := self.unreported(subject)) is not None:
+            return missing
         actual = Trajectory.of(run_of(subject, self.kind)).call_names
         expected = self.names
         mode = self.mode
