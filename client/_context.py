@@ -25,6 +25,10 @@ Rules:
   opens a fresh session (the case starts with one) and ``await ctx.attach(session_id)``
   continues one opened elsewhere; both reset ``turns``. Sessions the context opened are
   closed when the trial ends; attached ones are left alone.
+- ``ctx.record_output(value)`` keeps what the case produced as the trial's ``output`` (an
+  :class:`~evalport.client.Evaluator`'s ``run()`` return value is recorded this way),
+  shown in ``results.jsonl``, the reports and ``view``: text as is, a trajectory, turn
+  or run as its reply, mappings and lists item by item, anything else as its ``repr``.
 - ``ctx.log(text, context)`` keeps a line for the report; ``ctx.skip(reason)`` ends the
   case as skipped; ``ctx.require(handle_or_bool, message)`` (or Instructor's
   ``require(name, passed, message)``) ends the case when the condition failed, recorded
@@ -185,6 +189,8 @@ class EvalContext(AssertionMethods):
         self.turns: list[Turn] = []
         self._timings: list[TurnTiming] = []
         self.logs: list[str] = []
+        self.output: Any = None
+        """What the case recorded with :meth:`record_output`, as JSON data."""
         self.expectations: list[Expectation] = []
         self.locations: list[str | None] = []  # where each expectation was made
         self.judge_records: list[JudgeRecord] = []
@@ -397,6 +403,10 @@ class EvalContext(AssertionMethods):
 
     # -- case control -----------------------------------------------------------------
 
+    def record_output(self, value: Any) -> None:
+        """Keep ``value`` as the trial's output, for the reports (see the module rules)."""
+        self.output = _output_data(value)
+
     def log(self, text: str, context: Mapping[str, Any] | None = None) -> None:
         """Keep a line for the report (``context`` is appended as JSON); no effect on
         the verdict."""
@@ -455,3 +465,22 @@ class EvalContext(AssertionMethods):
         from .judges import JudgeAssertions
 
         return JudgeAssertions(self, judge)
+
+
+_OUTPUT_REPR_LIMIT: Final = 2000
+
+
+def _output_data(value: Any) -> Any:
+    """``value`` as the JSON data a trial's output holds (see the module rules)."""
+    if isinstance(value, Trajectory):
+        return value.final_answer
+    if isinstance(value, AgentRun | Turn):
+        return value.reply
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    if isinstance(value, Mapping):
+        return {str(key): _output_data(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_output_data(item) for item in value]
+    text = repr(value)
+    return text if len(text) <= _OUTPUT_REPR_LIMIT else text[: _OUTPUT_REPR_LIMIT - 3] + "..."

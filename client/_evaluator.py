@@ -7,6 +7,8 @@ Rules:
   through ``self.ctx`` and return the output to judge) and ``evaluate(output, item)``
   (assert with ``self.check(assertion, subject)`` or any ``self.ctx`` method).
   ``set_up()`` runs once per evaluator, before its first item.
+- What ``run`` returns is the item's output, recorded with ``ctx.record_output`` (in
+  ``results.jsonl``, the reports and ``view``), as Neuron's ``EvaluatorResult.output``.
 - Each dataset item becomes one ordinary case, ``<ClassName>[<row id>]``, run by the same
   machinery as function cases: fresh session, verdicts, timeouts, approvals, judges.
   Class attributes ``description``, ``tags``, ``judge``, ``timeout`` and
@@ -123,6 +125,7 @@ class _Items:
             output = self.evaluator.run(item)
             if inspect.isawaitable(output):
                 output = await output
+            ctx.record_output(output)
             outcome = self.evaluator.evaluate(output, item)
             if inspect.isawaitable(outcome):
                 await outcome
@@ -134,6 +137,7 @@ class _Items:
         try:
             self._set_up_sync(ctx)
             output = self.evaluator.run(item)
+            ctx.record_output(output)
             outcome = self.evaluator.evaluate(output, item)
             if inspect.iscoroutine(outcome):
                 ctx.block(outcome)

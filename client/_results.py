@@ -211,6 +211,7 @@ class TrialResult(msgspec.Struct, kw_only=True, gc=False):
     cached: bool = False
     judges: list[JudgeRecord] = msgspec.field(default_factory=list)
     logs: list[str] = msgspec.field(default_factory=list)
+    output: Any = None  # what the case recorded (an evaluator's run() result), JSON data
     run: Any = None  # the redacted AgentRun as RunData (plain JSON data), for reports
     timings: list[TurnTiming] = msgspec.field(default_factory=list)  # each turn's, in order
 

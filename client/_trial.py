@@ -201,6 +201,7 @@ async def run_trial(
         session_id=ctx.session_id,
         judges=list(ctx.judge_records),
         logs=list(ctx.logs),
+        output=ctx.output,
         run=run,
         timings=ctx.timings,
     )

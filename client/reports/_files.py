@@ -104,6 +104,7 @@ def _write_case(folder: Path, result: CaseResult) -> None:
                 "traceback": trial.traceback,
                 "assertions": trial.assertions,
                 "logs": trial.logs,
+                "output": trial.output,
                 "run": trial.run.raw if isinstance(trial.run, RunData) else trial.run,
             },
         )

@@ -283,11 +283,19 @@ def _sameness(trial: TrialResult) -> bytes:
             trial.error_type,
             trial.error,
             trial.skip_reason,
+            trial.output,
             plain(_transcript(_run_of(trial))),
             [(a.label or a.name, a.passed, a.score, plain(a.message)) for a in trial.assertions],
             [(j.criterion, j.score, j.reason, j.error, j.evidence) for j in trial.judges],
         ]
     )
+
+
+def _output(trial: TrialResult) -> str:
+    """What the case recorded as its output (an evaluator's ``run()``), when it did."""
+    if trial.output is None:
+        return ""
+    return f"<h4>output</h4><p>{_payload(trial.output)}</p>"
 
 
 def _first_tokens(trial: TrialResult) -> str:
@@ -320,7 +328,7 @@ def _group(trials: list[TrialResult]) -> str:
     )
     return (
         f'<div class="trial"><b>{title}</b> {badge(first.verdict)}'
-        f'<p class="muted">{each}</p>{error}<h4>transcript</h4>{_transcript(run)}'
+        f'<p class="muted">{each}</p>{error}{_output(first)}<h4>transcript</h4>{_transcript(run)}'
         f"<h4>tool timeline</h4>{_timeline(run)}<h4>assertions</h4>{_assertions(first)}"
         f"{_judges(first)}{_usage(run, first)}</div>"
     )

@@ -252,6 +252,8 @@ def _trial_lines(trial: TrialResult | None) -> list[str]:
     if trial is None:
         return ["(no trial saved)"]
     lines = [f"verdict {trial.verdict}"]
+    if trial.output is not None:
+        lines.append(f"output: {trial.output}")
     lines += transcript_lines(trial, width=None)
     for check in trial.assertions:
         outcome = assertion_outcome(check).upper().replace("_", " ")
