@@ -28,6 +28,9 @@ from ._agent_errors import error_message as error_message
 from ._agent_errors import error_title as error_title
 from ._agent_errors import run_errors as run_errors
 from ._cache_stores import open_cache_store as open_cache_store
+from ._closing import asserted_nothing as asserted_nothing
+from ._closing import failed_turns as failed_turns
+from ._closing import left_pending as left_pending
 from ._commands import EXIT_FAILED as EXIT_FAILED
 from ._commands import EXIT_INTERRUPTED as EXIT_INTERRUPTED
 from ._commands import EXIT_OK as EXIT_OK

@@ -22,9 +22,8 @@ Rules:
 - Expectations are resolved after the case function returns, in the order they were
   made. Deferred and judged ones run only when the case ended normally or by a failed
   requirement: an errored or skipped case spends no judge tokens.
-- A turn the agent failed (its run ended ``failed``) adds a failed gate ``turn_failed``
-  naming the turn and the error's type, unless the case expected a failure: it asserted
-  ``ctx.failed()``. A case asserting nothing stays ``AssertedNothing``.
+- What the case's end adds (``LeftPending``, ``turn_failed`` gates for turns the agent
+  failed, ``AssertedNothing``) is :mod:`._closing`'s, shared with the pytest plugin.
 - The verdict is :func:`evalport.client._results.trial_verdict`. The result keeps the
   logs, the judge records, the current session's id, and its (already redacted) run as
   :class:`~evalport.client.RunData` (plain JSON data, kept encoded).
@@ -33,27 +32,21 @@ Rules:
 from __future__ import annotations
 
 import asyncio
-import dis
-import functools
-import inspect
 import time
 import traceback
-import types
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import msgspec
 from evalport.protocol import TracePolicy
 
-from ._agent_errors import describe_error, run_errors
+from ._closing import asserted_nothing, failed_turns, left_pending
 from ._context import EvalContext, RequirementFailed, SkipCase, is_eval_code, shown_path
 from ._conversation import ApprovalPolicy
 from ._handles import AssertionHandle
 from ._logged import LoggedSession, read_conversation
 from ._results import AssertionResult, RunData, TrialResult, trial_verdict
 from ._sync_context import SyncEvalContext
-from ._target import Session, Target, Turn, faults_option
-from .assertions import Failed
+from ._target import Session, Target, faults_option
 
 if TYPE_CHECKING:
     from ._cases import Case
@@ -180,11 +173,9 @@ async def run_trial(
             result.location = result.location or location
             results.append(result)
         if error is None and skip_reason is None:
-            error = _left_pending(ctx)
-        if error is None and skip_reason is None and not results and not ctx.judge_records:
-            error = _asserted_nothing(case)
+            error = left_pending(ctx) or asserted_nothing(ctx, results, case.id, case.func)
         if skip_reason is None:
-            results += _unexpected_failures(ctx, results)
+            results += failed_turns(ctx, results)
         run = _plain(ctx)
     finally:
         await _close(ctx)
@@ -217,85 +208,6 @@ async def _open(case: Case, target: Target) -> Session:
         inner = getattr(inner, "inner", None)
     policy = inner.policy if inner is not None else None
     return LoggedSession(case.conversation, read_conversation(case.conversation, policy))
-
-
-def _left_pending(ctx: EvalContext) -> tuple[str, str, None] | None:
-    """An error when the case ended with approvals or interrupts nothing answered: silence
-    is never consent."""
-    try:
-        run = ctx.run
-    except Exception:  # no session, or one that cannot report its run
-        return None
-    waiting = [f"approval of {pending.tool}" for pending in run.pending_approvals]
-    waiting += [f"interrupt {pending.kind or pending.id}" for pending in run.pending_interrupts]
-    if not waiting:
-        return None
-    return (
-        "LeftPending",
-        f"the case ended with {', '.join(waiting)} still pending and nothing decided: "
-        "silence is never consent; give the case an approval_policy (or interrupt_policy), "
-        "or answer them in the case",
-        None,
-    )
-
-
-def _asserted_nothing(case: Case) -> tuple[str, str, None] | None:
-    """An error when the case checked nothing: no assertion, expectation or judge, and no
-    ``assert`` statement in the case function (a green run means something was checked)."""
-    if _holds_assert(case.func):
-        return None
-    return (
-        "AssertedNothing",
-        f"{case.id} asserted nothing: it made no assertion and called no judge; check the "
-        "run (ctx.contains(...), ctx.called_tool(...), ctx.expect(...), a judge) or write "
-        "a plain assert in the case",
-        None,
-    )
-
-
-def _unexpected_failures(ctx: EvalContext, results: list[AssertionResult]) -> list[AssertionResult]:
-    """A failed gate ``turn_failed`` per turn the agent failed, unless the case expected a
-    failure (it asserted ``ctx.failed()``): a green run means the agent worked."""
-    if any(result.name == Failed.kind for result in results):
-        return []
-    return [
-        AssertionResult(
-            name="turn_failed",
-            score=0.0,
-            passed=False,
-            message=f"turn {turn.index} failed: {_turn_error(turn)} (assert ctx.failed() "
-            "if the case expects the agent to fail)",
-        )
-        for turn in ctx.failed_turns
-    ]
-
-
-def _turn_error(turn: Turn) -> str:
-    """The first error the turn recorded, in a line (type, error id, message)."""
-    errors = [msgspec.to_builtins(info) for step in turn.steps for info in step.errors]
-    if not errors:
-        run = turn.run
-        data = {"errorDetails": msgspec.to_builtins(run.error_details), "errors": run.errors}
-        errors = run_errors(data)[-1:]
-    return describe_error(errors[0]) if errors else "the agent recorded no error"
-
-
-def _holds_assert(func: Any) -> bool:
-    """Whether the code of ``func`` (or of a function defined inside it) holds an
-    ``assert`` statement."""
-    while isinstance(func, functools.partial):
-        func = func.func
-    call = getattr(func, "__call__", None)  # noqa: B004 - a callable instance's method
-    code = getattr(inspect.unwrap(func), "__code__", None) or getattr(call, "__code__", None)
-    pending = [code] if isinstance(code, types.CodeType) else []
-    while pending:
-        code = pending.pop()
-        if "AssertionError" in code.co_names or any(  # pytest rewrites asserts to raise it
-            op.opname == "LOAD_ASSERTION_ERROR" for op in dis.get_instructions(code)
-        ):
-            return True
-        pending += [const for const in code.co_consts if isinstance(const, types.CodeType)]
-    return False
 
 
 def _plain(ctx: EvalContext) -> RunData | None:

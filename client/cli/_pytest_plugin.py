@@ -22,6 +22,11 @@ Rules:
   (``asyncio.run``), so ``pip install 'evalport[client]' pytest`` is enough. The fixtures
   are live only inside the test function (another fixture that asks for them gets a
   placeholder that says so).
+- The test is held to ``evalport run``'s rules for a case (:mod:`evalport.client._closing`):
+  a test that made no assertion, called no judge and holds no ``assert`` fails
+  (``AssertedNothing``), and so does one that left approvals pending, or whose turn the
+  agent failed unless it asserted ``failed()``. Failed soft assertions pass the test
+  but are listed in pytest's summary, under ``evalport soft failures``.
 - A failed gate fails the test when it ends, with each failure listed. Deferred and
   judged assertions are resolved as soon as the test function returns, on its event loop,
   so a failure among them fails the test itself; ``await evalport.verify()`` resolves
@@ -102,12 +107,18 @@ def _named(config: pytest.Config, key: str) -> str:
     return f"[tool.evalport] {key}"
 
 
+_SOFT = pytest.StashKey[list[str]]()
+"""The failed soft assertions of the session's tests, for the summary."""
+
+
 class _Verification:
     """The assertions of one test's context, and how many were verified already."""
 
-    def __init__(self, context: EvalContext) -> None:
+    def __init__(self, context: EvalContext, config: pytest.Config) -> None:
         self.context = context
         self.verified = 0
+        self.results: list[AssertionResult] = []
+        self.soft = config.stash.setdefault(_SOFT, [])
 
     def _failure(self, result: AssertionResult) -> str | None:
         if not result.evaluated and "judge_error" in result.context:
@@ -121,8 +132,30 @@ class _Verification:
         """Resolve what is pending (judges included); fail the test on failed gates."""
         pending = self.context.expectations[self.verified :]
         self.verified += len(pending)
-        failures = [self._failure(await expectation.resolve()) for expectation in pending]
+        results = [await expectation.resolve() for expectation in pending]
+        self.results += results
+        for result in results:
+            if result.failed_soft and not self.context.strict:
+                label = result.label or result.name
+                message = f"{label}: {result.message or 'failed'} (score {result.score:.2f})"
+                self.soft.append(f"{self.context.case_id}: {message}")
+        failures = [self._failure(result) for result in results]
         _fail([failure for failure in failures if failure])
+
+    async def close(self, test: Callable[..., Any]) -> None:
+        """The test returned: verify what is pending, then apply the rules of a case's end
+        as ``evalport run`` does (:func:`~evalport.client._core.left_pending`,
+        ``asserted_nothing``, ``failed_turns``)."""
+        from .._core import asserted_nothing, failed_turns, left_pending
+
+        await self.verify()
+        context = self.context
+        problem = left_pending(context) or asserted_nothing(
+            context, self.results, context.case_id, test
+        )
+        failures = [f"{problem[0]}: {problem[1]}"] if problem else []
+        turns = failed_turns(context, self.results)
+        _fail(failures + [failure for failure in map(self._failure, turns) if failure])
 
 
 def _fail(failures: list[str]) -> None:
@@ -172,7 +205,9 @@ class _PendingContext(_Pending):
         self.judge = judge
         self.owned_judge = owned  # made by the plugin, closed by it
 
-    async def start(self, stack: AsyncExitStack, target: Any) -> _Verification:
+    async def start(
+        self, stack: AsyncExitStack, target: Any, config: pytest.Config
+    ) -> _Verification:
         from evalport.client import EvalContext
 
         aclose = getattr(self.owned_judge, "aclose", None)
@@ -193,7 +228,7 @@ class _PendingContext(_Pending):
                 await opened.close()
 
         stack.push_async_callback(close_sessions)
-        verification = _Verification(context)
+        verification = _Verification(context, config)
         context.verify = verification.verify  # type: ignore[attr-defined]
         return verification
 
@@ -212,12 +247,12 @@ def _live(item: pytest.Function, test: Callable[..., Awaitable[Any]]) -> Callabl
             verification = None
             pending = item.funcargs.get("evalport")
             if isinstance(pending, _PendingContext):
-                verification = await pending.start(stack, target)
+                verification = await pending.start(stack, target, item.config)
                 if "evalport" in kwargs:
                     kwargs["evalport"] = verification.context
             await test(*args, **kwargs)
             if verification is not None:
-                await verification.verify()
+                await verification.close(test)
 
     return live
 
@@ -259,6 +294,15 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     parameters = inspect.signature(live).parameters
     asyncio.run(live(**{name: pyfuncitem.funcargs[name] for name in parameters}))
     return True
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """List the failed soft assertions: they pass the test, but are never hidden."""
+    soft = config.stash.get(_SOFT, [])
+    if soft:
+        terminalreporter.section("evalport soft failures")
+        for line in soft:
+            terminalreporter.line(line)
 
 
 @pytest.fixture

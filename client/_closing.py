@@ -1,0 +1,133 @@
+"""What a case's end adds to its verdict: the rules ``evalport run`` and the pytest plugin
+share, so a test and a case over the same agent mean the same thing.
+
+Rules:
+
+- **Left pending**: a case that ends with approvals or interrupts nothing answered is an
+  error, ``LeftPending``: silence is never consent.
+- **A failed turn**: each turn whose run ended ``failed`` (the agent raised) adds a failed
+  gate ``turn_failed`` naming the turn and the error (type, error id, message as the
+  trace policy lets it be seen), unless the case expected a failure: it asserted
+  ``ctx.failed()`` (a result named ``failed``).
+- **Asserted nothing**: a case that made no assertion, called no judge and holds no
+  ``assert`` statement (in its function or one defined inside it; pytest's rewritten
+  asserts count) is an error, ``AssertedNothing``: a green run means something was
+  checked. The ``turn_failed`` gates are not checks the case made.
+- An error here is ``(type, message, None)``: these are no exceptions, they have no
+  traceback.
+- The context is read through :class:`Closing` only (its run, failed turns and judge
+  records): this module imports no context.
+"""
+
+from __future__ import annotations
+
+import dis
+import functools
+import inspect
+import types
+from typing import Any, Protocol
+
+import msgspec
+from evalport.protocol import AgentRun
+
+from ._agent_errors import describe_error, run_errors
+from ._results import AssertionResult, JudgeRecord
+from ._target import Turn
+
+EXPECTS_FAILURE = "failed"
+"""The name of ``ctx.failed()``'s result: a case that asserted it expects its agent to fail."""
+
+CaseError = tuple[str, str, None]
+
+
+class Closing(Protocol):
+    """What the rules read of an eval context."""
+
+    @property
+    def run(self) -> AgentRun: ...
+
+    @property
+    def failed_turns(self) -> list[Turn]: ...
+
+    @property
+    def judge_records(self) -> list[JudgeRecord]: ...
+
+
+def left_pending(ctx: Closing) -> CaseError | None:
+    """``LeftPending`` when the case ended with approvals or interrupts nothing answered."""
+    try:
+        run = ctx.run
+    except Exception:  # no session, or one that cannot report its run
+        return None
+    waiting = [f"approval of {pending.tool}" for pending in run.pending_approvals]
+    waiting += [f"interrupt {pending.kind or pending.id}" for pending in run.pending_interrupts]
+    if not waiting:
+        return None
+    return (
+        "LeftPending",
+        f"the case ended with {', '.join(waiting)} still pending and nothing decided: "
+        "silence is never consent; give the case an approval_policy (or interrupt_policy), "
+        "or answer them in the case",
+        None,
+    )
+
+
+def failed_turns(ctx: Closing, results: list[AssertionResult]) -> list[AssertionResult]:
+    """A failed gate ``turn_failed`` per turn the agent failed, unless the case expected a
+    failure (it asserted ``ctx.failed()``)."""
+    if any(result.name == EXPECTS_FAILURE for result in results):
+        return []
+    return [
+        AssertionResult(
+            name="turn_failed",
+            score=0.0,
+            passed=False,
+            message=f"turn {turn.index} failed: {_turn_error(turn)} (assert ctx.failed() "
+            "if the case expects the agent to fail)",
+        )
+        for turn in ctx.failed_turns
+    ]
+
+
+def _turn_error(turn: Turn) -> str:
+    """The first error the turn recorded, in a line (type, error id, message)."""
+    errors = [msgspec.to_builtins(info) for step in turn.steps for info in step.errors]
+    if not errors:
+        run = turn.run
+        data = {"errorDetails": msgspec.to_builtins(run.error_details), "errors": run.errors}
+        errors = run_errors(data)[-1:]
+    return describe_error(errors[0]) if errors else "the agent recorded no error"
+
+
+def asserted_nothing(
+    ctx: Closing, results: list[AssertionResult], name: str, func: Any
+) -> CaseError | None:
+    """``AssertedNothing`` when the case ``name`` (its function ``func``) checked nothing:
+    no result, no judge, no ``assert`` statement."""
+    if results or ctx.judge_records or _holds_assert(func):
+        return None
+    return (
+        "AssertedNothing",
+        f"{name} asserted nothing: it made no assertion and called no judge; check the "
+        "run (ctx.contains(...), ctx.called_tool(...), ctx.expect(...), a judge) or write "
+        "a plain assert in the case",
+        None,
+    )
+
+
+def _holds_assert(func: Any) -> bool:
+    """Whether the code of ``func`` (or of a function defined inside it) holds an
+    ``assert`` statement."""
+    while isinstance(func, functools.partial):
+        func = func.func
+    call = getattr(func, "__call__", None)  # noqa: B004 - a callable instance's method
+    code = getattr(inspect.unwrap(func), "__code__", None) or getattr(call, "__code__", None)
+    pending = [code] if isinstance(code, types.CodeType) else []
+    while pending:
+        code = pending.pop()
+        if "AssertionError" in code.co_names or any(  # pytest rewrites asserts to raise it
+            op.opname == "LOAD_ASSERTION_ERROR" for op in dis.get_instructions(code)
+        ):
+            return True
+        pending += [const for const in code.co_consts if isinstance(const, types.CodeType)]
+    return False
