@@ -47,7 +47,7 @@ def test_demo_serves_evaluates_reports_and_shows_a_regression(tmp_path):
     )
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
-    assert "15 of 15 checks passed" in output
+    assert "15 passed, 0 failed, 0 skipped" in output
     assert "9 passed, 0 failed, 0 error, 0 skipped, 0 scored" in output
     assert "5 passed, 4 failed, 0 error, 0 skipped, 0 scored" in output  # the regressed agent
     assert output.count("server stopped\n") == 2  # clean stops, no exit code to report

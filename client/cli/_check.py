@@ -6,8 +6,10 @@ What is checked, in order (later checks use the session the earlier ones opened)
   version;
 - ``auth`` (when a token is given): no token and a wrong token are 401 problems;
 - ``create``: 201 with a non-empty ``sessionId``;
-- ``turn`` and ``second turn``: 200 runs that decode, with valid status, UUID step and
-  tool ids, known stop reasons, and ``turns`` counting 1 then 2 (accumulated runs). A
+- ``turn`` and ``second turn``: 200 runs in the ``{"run": ...}`` envelope the spec
+  requires (evalport's client reads a bare run too, generated clients do not), that
+  decode, with valid status, UUID step and tool ids, stop reasons among the allowed
+  values (named when one is not), and ``turns`` counting 1 then 2 (accumulated runs). A
   turn that suspends on approvals (``in_progress`` with ``pendingApprovals``) is decided
   through ``/approvals``: every pending call rejected (``--approve``: approved), again
   while it suspends, up to :data:`MAX_DECISIONS` rounds; the run it ends with is the
@@ -15,8 +17,9 @@ What is checked, in order (later checks use the session the earlier ones opened)
   the tool calls it counts are those of the turn's run once decided. A turn the agent
   failed (status ``failed``) fails its check, naming the error's type, and the checks
   after it still run;
-- ``attach``: ``GET`` returns the same accumulated run;
-- ``delta`` (when ``/health`` lists the capability): ``GET ?since=`` the first turn's
+- ``attach`` (when ``/health`` lists the capability): ``GET`` returns the same
+  accumulated run;
+- ``delta`` (when ``/health`` lists it and ``attach``): ``GET ?since=`` the first turn's
   settled turns answers a delta that, applied to the first turn's run, gives the run of
   the second (:func:`~evalport.protocol.apply_delta`);
 - ``content parts`` (when ``/health`` lists ``content-parts``): a third turn with a text
@@ -41,14 +44,23 @@ What is checked, in order (later checks use the session the earlier ones opened)
   message makes every agent interrupt, so no turn is driven into an interrupt; a turn
   that interrupts of itself fails its check, saying that only ``--message`` can avoid it
   (the check cannot know what to answer);
-- ``delete``: 204, after which the session is a 404 problem.
+- ``delete`` (when ``/health`` lists the capability): 204, after which a turn on the
+  session is a 404 problem (a turn, since a server may serve delete without attach).
+
+A check that is not run is printed as skipped with why, and counted (``7 passed, 1
+failed, 2 skipped``): its capability is not listed (the spec makes ``attach``,
+``delete``, ``approvals`` and the evalport additions optional), no token was given
+(``auth``), or a check it builds on (:meth:`_Checker.plan`) failed or was skipped, as
+every check after a failed ``health``. A skipped check fails nothing. A turn the agent
+failed fails its check but breaks nothing after it (the wire answered as it should).
 
 The checks that need a capability (``delta``, ``content parts``, ``streaming``,
 ``interrupts``) are in
 :mod:`._check_capabilities`; what a conforming run or problem is, in :mod:`._check_answers`.
 
-Exit ``0`` when everything passed, ``1`` when a check failed, ``3`` when the server cannot
-be reached or does not answer ``/health`` in time, ``2`` for usage errors.
+Exit ``0`` when no check failed (skipped ones fail nothing), ``1`` when one did, ``3``
+when the server cannot be reached or does not answer ``/health`` in time, ``2`` for usage
+errors.
 
 Waits are bounded as in ``evalport run``: ``--timeout`` bounds each check (all its
 requests together), ``--connect-timeout`` and ``--read-timeout`` each request. The token
@@ -61,7 +73,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
@@ -78,7 +90,6 @@ from evalport.protocol import (
     ProblemType,
     ProtocolError,
     RunStatus,
-    decode_run,
 )
 
 from .._core import (
@@ -92,21 +103,37 @@ from .._core import (
     fail,
     run_errors,
 )
-from ._check_answers import CheckFailed, expect, problem, validate_run
+from ._check_answers import CheckFailed, enveloped_run, expect, problem, validate_run
 from ._check_capabilities import content_parts, delta, interrupts, streaming
 from ._targets import add_server_options, read_token, token_refused, without_credentials
 
 HELP = "check a server's protocol conformance"
 
+Step = Callable[[], Awaitable[str]]
+
+
+def _runs() -> str:
+    """The reason not to run a check that always runs (once those it needs passed)."""
+    return ""
+
+
 MAX_DECISIONS = 10
 REJECTION = "rejected by evalport check"
+# The optional operations' capabilities in /health (the spec lists them; protocol/ names
+# no constant for them).
+ATTACH, DELETE, APPROVALS = "attach", "delete", "approvals"
+NO_TOKEN = "no token given: whether the server refuses requests without one is not checked"
 
 
 @dataclass(slots=True)
 class CheckResult:
+    """One check's line. A skipped check (``ok`` false) was not run: ``detail`` says why
+    (a capability ``/health`` does not list, or a check it builds on did not pass)."""
+
     name: str
     ok: bool
     detail: str = ""
+    skipped: bool = False
 
 
 class Unreachable(Exception):
@@ -142,7 +169,7 @@ class _Checker:
     first: AgentRun | None = None  # the run of the first turn
     capabilities: set[str] = field(default_factory=set)
 
-    async def check(self, name: str, step: Any) -> bool:
+    async def check(self, name: str, step: Step) -> bool:
         try:
             async with asyncio.timeout(self.timeout):
                 detail = await step()
@@ -223,7 +250,7 @@ class _Checker:
     async def turn(self, number: int) -> str:
         body = {"message": self.message}
         response = expect(await self.client.post(self.session_url() + "/turns", json=body), 200)
-        run = decode_run(response.content)
+        run = enveloped_run(response)
         validate_run(run, number)
         run, decided = await self.decide(run, number)
         self.run = run
@@ -263,7 +290,7 @@ class _Checker:
             )
             expect(response, 200, f"deciding {len(decisions)} pending call(s): ")
             decided += len(decisions)
-            run = decode_run(response.content)
+            run = enveloped_run(response)
             validate_run(run, number)
         if run.pending_approvals:
             raise CheckFailed(f"the turn still suspends after {MAX_DECISIONS} rounds of decisions")
@@ -271,7 +298,7 @@ class _Checker:
 
     async def attach(self) -> str:
         response = expect(await self.client.get(self.session_url()), 200)
-        run = decode_run(response.content)
+        run = enveloped_run(response)
         validate_run(run, 2)
         if self.run is not None and msgspec.to_builtins(run) != msgspec.to_builtins(self.run):
             raise CheckFailed("the attached run differs from the run of the last turn")
@@ -309,33 +336,71 @@ class _Checker:
 
     async def delete(self) -> str:
         expect(await self.client.delete(self.session_url()), 204)
-        after = await self.client.get(self.session_url())
+        # A turn, not an attach: a server may serve delete without attach.
+        after = await self.client.post(self.session_url() + "/turns", json={"message": "hi"})
         problem(after, 404, ProblemType.SESSION_NOT_FOUND)
         return "204, then 404"
 
+    def plan(self) -> list[tuple[str, Step, tuple[str, ...], Callable[[], str]]]:
+        """Every check in order: its name, its step, the checks it builds on, and why it
+        is not run here ("" when it is; asked once the checks before it ran)."""
+
+        def unlisted(*capabilities: str) -> Callable[[], str]:
+            return lambda: self.missing(*capabilities)
+
+        return [
+            ("health", self.health, (), _runs),
+            ("auth", self.auth, ("health",), self.tokenless),
+            ("create", self.create, ("health",), _runs),
+            ("turn", lambda: self.turn(1), ("create",), _runs),
+            ("second turn", lambda: self.turn(2), ("turn",), _runs),
+            ("attach", self.attach, ("second turn",), unlisted(ATTACH)),
+            # ?since= is read by attach
+            ("delta", lambda: delta(self), ("second turn",), unlisted(DELTA_CAPABILITY, ATTACH)),
+            (
+                "content parts",
+                lambda: content_parts(self),
+                ("second turn",),
+                unlisted(CONTENT_PARTS_CAPABILITY),
+            ),
+            # its turns are numbered after those of the checks before it
+            (
+                "streaming",
+                lambda: streaming(self),
+                ("second turn", "content parts"),
+                unlisted(STREAMING_CAPABILITY),
+            ),
+            ("malformed JSON", self.malformed, ("create",), _runs),
+            ("invalid body", self.invalid, ("create",), _runs),
+            ("unknown session", self.unknown, ("health",), _runs),
+            ("approvals", self.approvals, ("create",), unlisted(APPROVALS)),
+            ("interrupts", lambda: interrupts(self), ("create",), unlisted(INTERRUPTS_CAPABILITY)),
+            ("delete", self.delete, ("create",), unlisted(DELETE)),
+        ]
+
+    def missing(self, *capabilities: str) -> str:
+        """Why a check that needs ``capabilities`` is not run ("" when /health lists them)."""
+        absent = [name for name in capabilities if name not in self.capabilities]
+        return f"/health does not list {absent[0]!r}" if absent else ""
+
+    def tokenless(self) -> str:
+        return "" if self.token else NO_TOKEN
+
     async def run_all(self) -> list[CheckResult]:
-        if not await self.check("health", self.health):
-            return self.results
-        if self.token:
-            await self.check("auth", self.auth)
-        if await self.check("create", self.create):
-            if await self.check("turn", lambda: self.turn(1)):
-                await self.check("second turn", lambda: self.turn(2))
-                await self.check("attach", self.attach)
-                if DELTA_CAPABILITY in self.capabilities:
-                    await self.check("delta", lambda: delta(self))
-                if CONTENT_PARTS_CAPABILITY in self.capabilities:
-                    await self.check("content parts", lambda: content_parts(self))
-                if STREAMING_CAPABILITY in self.capabilities:
-                    await self.check("streaming", lambda: streaming(self))
-            await self.check("malformed JSON", self.malformed)
-            await self.check("invalid body", self.invalid)
-            await self.check("unknown session", self.unknown)
-            if "approvals" in self.capabilities:
-                await self.check("approvals", self.approvals)
-            if INTERRUPTS_CAPABILITY in self.capabilities:
-                await self.check("interrupts", lambda: interrupts(self))
-            await self.check("delete", self.delete)
+        # The checks whose dependents cannot run: "failed" or "was skipped". A check skipped
+        # for a capability the server does not list breaks nothing after it.
+        broken: dict[str, str] = {}
+        for name, step, needs, unavailable in self.plan():
+            after = next((need for need in needs if need in broken), None)
+            if after is not None:
+                reason = f"needs {after!r}, which {broken[after]}"
+                broken[name] = "was skipped"
+            else:
+                reason = unavailable()
+            if reason:
+                self.results.append(CheckResult(name, False, reason, skipped=True))
+            elif not await self.check(name, step):
+                broken[name] = "failed"
         return self.results
 
 
@@ -406,7 +471,10 @@ def main(args: argparse.Namespace) -> int:
         return fail("check", f"{url} is unreachable: {reason}", EXIT_UNREACHABLE)
     for result in results:
         detail = without_credentials(result.detail)
-        print(f"{'PASS' if result.ok else 'FAIL'}  {result.name}: {detail}")
-    failed = [result for result in results if not result.ok]
-    print(f"{len(results) - len(failed)} of {len(results)} checks passed")
+        verdict = "SKIP" if result.skipped else "PASS" if result.ok else "FAIL"
+        print(f"{verdict}  {result.name}: {detail}")
+    passed = sum(result.ok for result in results)
+    skipped = sum(result.skipped for result in results)
+    failed = [result for result in results if not result.ok and not result.skipped]
+    print(f"{passed} passed, {len(failed)} failed, {skipped} skipped")
     return EXIT_FAILED if failed else EXIT_OK

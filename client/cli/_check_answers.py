@@ -1,5 +1,7 @@
 """What a conforming answer is, for ``evalport check`` (:mod:`._check` lists the checks):
-an accumulated run with valid status, UUID ids and known stop reasons, and an RFC 9457
+an accumulated run in its ``{"run": ...}`` envelope (evalport's client also reads a bare
+run, as Instructor's does, but generated clients read the envelope the spec requires) with
+valid status, UUID ids and known stop reasons, and an RFC 9457
 problem with its content type, ``type``, ``title`` and a ``status`` equal to the HTTP
 status, without a stack trace. :class:`CheckFailed` carries a failed check's line."""
 
@@ -9,7 +11,13 @@ import uuid
 from typing import Any
 
 import httpx
-from evalport.protocol import PROBLEM_CONTENT_TYPE, AgentRun, RunStatus, StopReason
+from evalport.protocol import (
+    PROBLEM_CONTENT_TYPE,
+    AgentRun,
+    RunStatus,
+    StopReason,
+    decode_run,
+)
 
 
 class CheckFailed(Exception):
@@ -33,12 +41,35 @@ def validate_run(run: AgentRun, turns: int) -> None:
         uuid_or_empty(step.id, f"steps[{index}].id")
         for position, execution in enumerate(step.tool_executions):
             uuid_or_empty(execution.id, f"steps[{index}].toolExecutions[{position}].id")
-        if step.stop_signal and step.stop_signal.reason not in StopReason.ALL:
-            raise CheckFailed(f"steps[{index}].stopSignal.reason {step.stop_signal.reason!r}")
+        if step.stop_signal:
+            _known_reason(step.stop_signal.reason, f"steps[{index}].stopSignal.reason")
     for index, record in enumerate(run.tools):
         uuid_or_empty(record.id, f"tools[{index}].id")
-    if run.stop_signal and run.stop_signal.reason not in StopReason.ALL:
-        raise CheckFailed(f"stopSignal.reason {run.stop_signal.reason!r} is not a known reason")
+    if run.stop_signal:
+        _known_reason(run.stop_signal.reason, "stopSignal.reason")
+
+
+def _known_reason(reason: str, where: str) -> None:
+    # Clients keep an unknown reason as text, but Instructor rejects it: servers send
+    # only these.
+    if reason not in StopReason.ALL:
+        raise CheckFailed(f"{where} {reason!r} is not one of {', '.join(StopReason.ALL)}")
+
+
+def enveloped_run(response: httpx.Response) -> AgentRun:
+    """The run of a turn's, an attach's or an approvals call's 200, which the spec
+    requires as ``{"run": AgentRun}``."""
+    try:
+        body = response.json()
+    except ValueError:
+        raise CheckFailed(f"the body is not JSON: {response.text[:200]}") from None
+    if not isinstance(body, dict) or not isinstance(body.get("run"), dict):
+        keys = ", ".join(repr(key) for key in body) if isinstance(body, dict) else "no object"
+        raise CheckFailed(
+            'the run must come in its envelope {"run": ...}, as the spec requires; '
+            f"the body holds {keys}"[:300]
+        )
+    return decode_run(response.content)
 
 
 def expect(response: httpx.Response, status: int, doing: str = "") -> httpx.Response:

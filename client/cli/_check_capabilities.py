@@ -22,12 +22,11 @@ from evalport.protocol import (
     apply_delta,
     decode_answer,
     decode_event,
-    decode_run,
     settled_turns,
 )
 from httpx_sse import EventSource, ServerSentEvent
 
-from ._check_answers import CheckFailed, expect, problem, validate_run
+from ._check_answers import CheckFailed, enveloped_run, expect, problem, validate_run
 
 
 class Checker(Protocol):
@@ -66,7 +65,7 @@ async def content_parts(checker: Checker) -> str:
     image = {"type": "image", "mediaType": "image/png", "data": _b64(CHECK_PNG)}
     body = {"message": checker.message, "parts": [image]}
     response = expect(await checker.client.post(url, json=body), 200)
-    run = decode_run(response.content)
+    run = enveloped_run(response)
     validate_run(run, 3)
     recorded = [part for part in run.user_parts or () if part.turn == 3]
     if [part.type for part in recorded] != ["text", "image"]:
@@ -127,7 +126,7 @@ async def streaming(checker: Checker) -> str:
     plain = expect(await checker.client.post(url, json=body, headers=key), 200)
     if final.data.encode() != plain.content:
         raise CheckFailed("the final event's data differs from the answer without the stream")
-    checker.run, _ = await checker.decide(decode_run(plain.content), number)
+    checker.run, _ = await checker.decide(enveloped_run(plain), number)
     # a stream dropped after its first event, resumed by its key and Last-Event-ID
     number, key = checker.run.turns + 1, {"Idempotency-Key": f"evalport-check-{uuid.uuid4()}"}
     first = (await _stream(checker, url, body, key, stop_after=1))[0]
@@ -138,7 +137,7 @@ async def streaming(checker: Checker) -> str:
     plain = expect(await checker.client.post(url, json=body, headers=key), 200)
     if resumed.data.encode() != plain.content:
         raise CheckFailed("the resumed stream's final event differs from the answer")
-    run = decode_run(plain.content)
+    run = enveloped_run(plain)
     validate_run(run, number)
     checker.run, _ = await checker.decide(run, number)
     return (

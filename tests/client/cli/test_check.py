@@ -51,7 +51,9 @@ async def test_content_parts_are_checked_only_where_the_server_lists_them():
     results = await check_server(
         "http://adapter/", token=TOKEN, transport=httpx.ASGITransport(app=app)
     )
-    assert all(r.ok for r in results) and "content parts" not in [r.name for r in results]
+    skipped = {r.name: r.detail for r in results if r.skipped}
+    assert all(r.ok for r in results if not r.skipped)
+    assert skipped == {"content parts": "/health does not list 'content-parts'"}
     on = EvalAdapter(agent, token=TOKEN).app()
     checked = await check_server(
         "http://adapter/", token=TOKEN, transport=httpx.ASGITransport(app=on)
@@ -62,8 +64,10 @@ async def test_content_parts_are_checked_only_where_the_server_lists_them():
 
 def _broken_app() -> Starlette:
     async def health(request):
+        agent = {"name": "x", "version": "1"}
+        capabilities = ["attach", "delete"]
         return JSONResponse(
-            {"status": "ok", "protocol": "1", "agent": {"name": "x", "version": "1"}}
+            {"status": "ok", "protocol": "1", "agent": agent, "capabilities": capabilities}
         )
 
     async def create(request):
@@ -101,7 +105,8 @@ async def test_a_broken_server_gets_each_failure_named():
     )
     assert not by_name["unknown session"].ok
     assert not by_name["delete"].ok and "HTTP 200, expected 204" in by_name["delete"].detail
-    assert "second turn" not in by_name  # it builds on a valid first turn
+    assert by_name["second turn"].skipped  # it builds on a valid first turn
+    assert by_name["second turn"].detail == "needs 'turn', which failed"
 
 
 async def test_unreachable_server_raises():
@@ -211,7 +216,11 @@ async def test_interrupts_are_checked_where_the_server_lists_them():
     unlisted = await check_server(
         "http://adapter/", token=TOKEN, transport=httpx.ASGITransport(app=off)
     )
-    assert all(r.ok for r in unlisted) and "interrupts" not in [r.name for r in unlisted]
+    assert all(r.ok for r in unlisted if not r.skipped)
+    assert {r.name: r.detail for r in unlisted if r.skipped} == {
+        "approvals": "/health does not list 'approvals'",
+        "interrupts": "/health does not list 'interrupts'",
+    }
 
 
 async def test_a_server_that_resumes_on_any_answer_fails_the_interrupts_check():
