@@ -62,7 +62,6 @@ import msgspec
 from evalport.protocol import (
     CONTENT_PARTS_CAPABILITY,
     DELTA_CAPABILITY,
-    EVENT_STREAM,
     INTERRUPTS_CAPABILITY,
     PROBLEM_CONTENT_TYPE,
     PROTOCOL_VERSION,
@@ -94,7 +93,7 @@ from ._problems import HTTPProblem
 from ._records import Outcome, RunPolicy, log_details, query_of, since_of
 from ._sessions import SessionManager
 from ._standalone import ProtocolApp, internal_problem, request_path, safe_instance
-from ._streams import Streamed, TurnStream, end_stream, last_event_id
+from ._streams import Streamed, TurnStream, end_stream, last_event_id, wants_stream
 from ._tracing import APPROVALS_ROUTE, TurnTracing
 from .stores import SessionStore, open_store
 
@@ -363,7 +362,7 @@ class EvalAdapter:
         message = "" if turn.message is UNSET else turn.message
         parts = () if turn.parts is UNSET else turn.parts
         session_id = scope["path_params"]["session_id"]
-        if self._streaming and EVENT_STREAM in headers.get(b"accept", ""):
+        if self._streaming and wants_stream(headers.get(b"accept")):
             return await self._streamed_turn(
                 scope, headers, session_id, message, key, parts, since, after
             )

@@ -6,22 +6,35 @@ Rules (the wire's are in :mod:`evalport.protocol._stream`):
   as the agent records it (:meth:`TurnStream.tell`, on the event loop); it encodes the
   event at once as one SSE frame with the next id, so what streams is what was recorded
   at that moment. The last frame is the turn's outcome (:meth:`TurnStream.finish`).
+- Every frame reads the same to every SSE parser: U+2028, U+2029 and U+0085, which JSON
+  leaves raw and some parsers take for line breaks, are written as JSON escapes
+  (:func:`frame`); the JSON is the same value. A string the wire cannot hold (a lone
+  surrogate: half an emoji a provider split between chunks) streams with U+FFFD in its
+  place, so an event never fails the turn, and an id is taken only by a frame made.
 - Memory is bounded by ``Limits.stream_buffer_bytes``: the stream keeps the latest frames
-  up to that many bytes (the oldest go first), whatever its readers do. A reader that
-  falls behind the frames kept (a slow reader, or one resuming from an id no longer
-  kept) gets an ``overflow`` frame and its stream ends; the turn runs on and stores its
-  outcome, which a request without the stream (same key) reads.
+  up to that many bytes (the oldest go first), whatever its readers do. An event whose
+  frame alone is larger is not kept (the frames before it go too: nothing older may
+  stream past it); its id is taken all the same. A reader that falls behind the frames
+  kept (a slow reader, one resuming from an id no longer kept, one that has not read
+  past an event not kept) gets an ``overflow`` frame and its stream ends; the turn runs
+  on and stores its outcome, which a request without the stream (same key) reads.
+- Readers share the kept frames: a reader finds its next frame by id (never by
+  position) each time it sends, and holds nothing of its own but the piece it is
+  sending, at most :data:`PIECE` bytes (the frames ready, joined up to that, or a
+  slice of a larger one), however many readers a turn has.
 - A reader (:meth:`TurnStream.frames`) starts after the id it names (``Last-Event-ID``,
-  0 for all) and ends after the final frame; a comment frame goes out when nothing else
-  has for ``Limits.stream_heartbeat`` seconds. A reader that disconnects leaves the turn
-  alone (the turn is a job the stream only watches).
+  0 for all) and ends after the final frame; a comment line (:data:`HEARTBEAT`, with no
+  blank line after it: some parsers take a blank line for an empty event) goes out when
+  nothing else has for ``Limits.stream_heartbeat`` seconds. A reader that disconnects
+  leaves the turn alone (the turn is a job the stream only watches).
 - A keyed turn's stream is reachable by repeats of its key while it runs in this process
   (:class:`~._records.InFlight`); a repeat that reaches another replica, or comes once
   the turn is over, gets the final frame alone.
-- The endpoint's half: :func:`last_event_id` reads the ``Last-Event-ID`` header,
-  :class:`Streamed` sends a stream as the request's answer, and :func:`end_stream` ends
-  it with its turn's outcome, or the problem the turn ended with (an unexpected failure
-  logged with an error id, as an endpoint's is).
+- The endpoint's half: :func:`wants_stream` negotiates ``Accept`` (RFC 9110),
+  :func:`last_event_id` reads the ``Last-Event-ID`` header, :class:`Streamed` sends a
+  stream as the request's answer, and :func:`end_stream` ends it with its turn's
+  outcome, or the problem the turn ended with (an unexpected failure logged with an
+  error id, as an endpoint's is).
 - With a trace policy every event's payload goes through it, inside a run of its own,
   so a stream shows what the run shows (:func:`_redacted`).
 """
@@ -29,12 +42,17 @@ Rules (the wire's are in :mod:`evalport.protocol._stream`):
 from __future__ import annotations
 
 import asyncio
+import bisect
+import itertools
+import re
 from collections import deque
-from collections.abc import AsyncIterator
-from typing import Final, NamedTuple
+from collections.abc import AsyncIterator, Iterator
+from operator import itemgetter
+from typing import Any, Final, NamedTuple
 
 import msgspec
 from evalport.protocol import (
+    EVENT_STREAM,
     AgentRun,
     ApprovalRequested,
     FieldError,
@@ -57,11 +75,26 @@ from ._problems import HTTPProblem, problem_body
 from ._records import Outcome, RunPolicy
 from ._standalone import internal_problem, safe_instance
 
-HEARTBEAT: Final = b": keep-alive\n\n"
+HEARTBEAT: Final = b": keep-alive\n"
+"""A comment line alone: a blank line after it is an empty event to some parsers."""
+
+PIECE: Final = 65_536
+"""The most a reader sends at once, so the most it holds of its own (see the rules)."""
+
+# What JSON leaves raw and some SSE parsers split lines on, as its JSON escape (in UTF-8
+# these bytes are only ever these characters, and in JSON only ever inside a string).
+_SEPARATORS: Final = (
+    (b"\xe2\x80\xa8", b"\\u2028"),
+    (b"\xe2\x80\xa9", b"\\u2029"),
+    (b"\xc2\x85", b"\\u0085"),
+)
 
 
 def frame(name: str, data: bytes, event_id: int | None = None) -> bytes:
-    """One Server-Sent Event: its id, name and one line of JSON data."""
+    """One Server-Sent Event: its id, name and one line of JSON data, read alike by every
+    parser (see the rules)."""
+    for raw, escaped in _SEPARATORS:
+        data = data.replace(raw, escaped)
     head = b"" if event_id is None else b"id: %d\n" % event_id
     return b"%sevent: %s\ndata: %s\n\n" % (head, name.encode(), data)
 
@@ -115,17 +148,25 @@ class TurnStream:
         """Keep ``event`` as the next frame (a turn's context calls this)."""
         if self._final is not None:
             return
-        name = event_name(event)
-        if self._policy is not None:
-            event = _redacted(event, self._policy)
+        try:
+            data = self._encoded(event)
+        except UnicodeEncodeError:  # a lone surrogate: as U+FFFD (see the rules)
+            data = self._encoded(_mended(event))
         self._last += 1
-        data = frame(name, encode(event), self._last)
-        self._frames.append((self._last, data))
-        self._bytes += len(data)
-        while self._bytes > self._limit and len(self._frames) > 1:
-            self._bytes -= len(self._frames.popleft()[1])
+        data = frame(event_name(event), data, self._last)
+        if len(data) > self._limit:  # not kept, nor anything that would stream past it
+            self._frames.clear()
+            self._bytes = 0
+        else:
+            self._frames.append((self._last, data))
+            self._bytes += len(data)
+            while self._bytes > self._limit:
+                self._bytes -= len(self._frames.popleft()[1])
         self._pulse.set()
         self._pulse.clear()
+
+    def _encoded(self, event: StreamEvent) -> bytes:
+        return encode(event if self._policy is None else _redacted(event, self._policy))
 
     def finish(self, outcome: Outcome) -> None:
         """End the stream with the turn's ``outcome`` (its body as sent without streaming)."""
@@ -144,24 +185,23 @@ class TurnStream:
 
     async def frames(self, after: int = 0) -> AsyncIterator[bytes]:
         """The frames after id ``after``, then the final one (see the module's rules):
-        every frame ready when the reader asks goes in one chunk."""
+        the frames ready when the reader asks go out joined, up to :data:`PIECE` bytes
+        at a time, each found by id in the frames kept when its turn comes."""
         cursor = after
         while True:
             if cursor < self._last:
-                kept = self._frames
-                first = kept[0][0]
-                if cursor + 1 < first:
+                ready = self._ready(cursor)
+                if ready is None:
                     yield _overflow(self._limit)
                     return
-                ready = [kept[index][1] for index in range(cursor + 1 - first, len(kept))]
-                cursor = self._last
-                if self._final is not None:
-                    ready.append(self._final)
-                    yield b"".join(ready)
+                cursor, chunk, ended = ready
+                for piece in _pieces(chunk):
+                    yield piece
+                if ended:
                     return
-                yield b"".join(ready)
             elif self._final is not None:
-                yield self._final
+                for piece in _pieces(self._final):
+                    yield piece
                 return
             else:
                 try:
@@ -169,6 +209,27 @@ class TurnStream:
                         await self._pulse.wait()
                 except TimeoutError:
                     yield HEARTBEAT
+
+    def _ready(self, cursor: int) -> tuple[int, bytes, bool] | None:
+        """The id of the last kept frame from id ``cursor + 1`` on joined up to
+        :data:`PIECE` bytes (a larger frame alone), the frames, and whether the final
+        frame fitted after them; ``None`` if frame ``cursor + 1`` is not kept."""
+        kept = self._frames
+        index = bisect.bisect_left(kept, cursor + 1, key=_ID)
+        if index == len(kept) or kept[index][0] != cursor + 1:
+            return None
+        cursor, chunk = kept[index]
+        ready, size = [chunk], len(chunk)
+        for next_id, data in itertools.islice(kept, index + 1, None):
+            if size + len(data) > PIECE:
+                break
+            cursor, size = next_id, size + len(data)
+            ready.append(data)
+        final = self._final
+        ended = cursor == self._last and final is not None and size + len(final) <= PIECE
+        if ended:
+            ready.append(final)
+        return cursor, ready[0] if len(ready) == 1 else b"".join(ready), ended
 
 
 class Relay:
@@ -211,11 +272,43 @@ _STREAM_HEAD: Final = [
 ]
 
 
+def wants_stream(accept: str | None) -> bool:
+    """Whether ``Accept`` asks for the stream, negotiated as RFC 9110 says (media types
+    and parameter names are case-insensitive, ``q=0`` is "not acceptable"): the stream
+    is named (``*/*`` and ``text/*`` do not stream: a client that reads a stream asks for
+    it) with a weight above 0 and no lower than that of ``application/json``, the
+    answer without it."""
+    if accept is None or "event-stream" not in accept.lower():
+        return False  # (most turns: no need to parse)
+    stream, weights = 0.0, {}
+    for element in accept.lower().split(","):
+        media, *parameters = element.split(";")
+        media, weight = media.strip(), 1.0
+        for parameter in parameters:
+            name, _, value = parameter.partition("=")
+            if name.strip() == "q":
+                found = _QVALUE.fullmatch(value.strip())
+                weight = float(found.group()) if found else -1.0  # (malformed: ignored)
+        if weight < 0:
+            continue
+        if media == EVENT_STREAM and not stream:
+            stream = weight or -1.0  # (the first range for it decides, even at q=0)
+        elif media in _JSON_RANGES:
+            weights.setdefault(media, weight)
+    ranked = [weights[media] for media in _JSON_RANGES if media in weights]
+    return stream > 0 and stream >= (ranked[0] if ranked else 0.0)
+
+
+_QVALUE: Final = re.compile(r"0(\.[0-9]{0,3})?|1(\.0{0,3})?")
+_JSON_RANGES: Final = ("application/json", "application/*", "*/*")  # most specific first
+
+
 def last_event_id(value: str | None) -> int:
-    """``Last-Event-ID`` as the event number a resumed stream starts after (0: all)."""
+    """``Last-Event-ID`` as the event number a resumed stream starts after (0: all): ASCII
+    digits only (a header is read as Latin-1, whose superscripts ``str.isdigit`` takes)."""
     if value is None:
         return 0
-    if not value.isdigit() or len(value) > 18:
+    if not (value.isascii() and value.isdigit()) or len(value) > 18:
         raise HTTPProblem(
             ProblemType.INVALID_BODY,
             "The Last-Event-ID header must be the id of an event of this turn's stream.",
@@ -240,6 +333,19 @@ def end_stream(stream: TurnStream, scope: Scope, details: bool, job: asyncio.Tas
         except Exception:  # logged with an error id, as an endpoint's failure is
             answer = internal_problem(scope, details=details)
         stream.finish(Outcome(answer.status_code, bytes(answer.body)))
+
+
+_ID: Final = itemgetter(0)  # a kept frame's id
+
+
+def _pieces(chunk: bytes) -> Iterator[bytes]:
+    """``chunk`` as sent: itself, or slices of :data:`PIECE` bytes, each made when the
+    reader sent the one before."""
+    if len(chunk) <= PIECE:
+        yield chunk
+        return
+    for start in range(0, len(chunk), PIECE):
+        yield chunk[start : start + PIECE]
 
 
 def _redacted(event: StreamEvent, policy: RunPolicy) -> StreamEvent:
@@ -268,13 +374,29 @@ def _redacted(event: StreamEvent, policy: RunPolicy) -> StreamEvent:
     return event
 
 
+def _mended(event: StreamEvent) -> StreamEvent:
+    """``event`` with each lone surrogate in its strings as U+FFFD (a pair split in two
+    code points joined), which UTF-8 and so the wire can hold."""
+    return msgspec.convert(_mend(msgspec.to_builtins(event)), type(event))
+
+
+def _mend(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, dict):
+        return {_mend(key): _mend(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_mend(item) for item in value]
+    return value
+
+
 def _overflow(limit: int) -> bytes:
     event = StreamOverflow(
         detail=(
             "This reader fell behind the events the server keeps for a turn "
-            f"(stream_buffer_bytes, serve --stream-buffer-bytes: {limit}); the turn goes "
-            "on: send the same request without the stream, with the same Idempotency-Key, "
-            "for its outcome."
+            f"(stream_buffer_bytes, serve --stream-buffer-bytes: {limit}; an event larger "
+            "than that is not kept); the turn goes on: send the same request without the "
+            "stream, with the same Idempotency-Key, for its outcome."
         ),
         kept_bytes=limit,
     )

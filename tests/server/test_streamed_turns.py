@@ -34,17 +34,18 @@ class Frame(msgspec.Struct):
 
 
 def frames_of(text: str) -> list[Frame]:
-    """The frames of an event stream as the wire has them (comments are kept as ``:``)."""
+    """The frames of an event stream as the wire has them (comments are kept as ``:``: a
+    comment is a line of its own, with no blank line after it)."""
     found = []
     for block in text.split("\n\n"):
-        if not block:
-            continue
         fields: dict[str, str] = {}
         for line in block.split("\n"):
-            name, _, value = line.partition(": ")
-            fields[name] = value if name else line
-        if "" in fields:
-            found.append(Frame(":", fields[""]))
+            if line.startswith(":"):
+                found.append(Frame(":", line))
+            elif line:
+                name, _, value = line.partition(": ")
+                fields[name] = value
+        if not fields:
             continue
         assert set(fields) <= {"id", "event", "data"}, block
         event_id = int(fields["id"]) if "id" in fields else None
