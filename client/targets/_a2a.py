@@ -1,16 +1,134 @@
-"""A2ATarget: being written (issue 37)."""
+"""A2ATarget: evaluate an agent that speaks A2A (agent to agent), nothing of evalport on
+its side.
+
+Rules:
+
+- ``check()`` reads the agent card (``_a2a_link.py`` says where); its name and version
+  are the target's identity, as ``/health``'s are an :class:`HttpTarget`'s. ``open``
+  reads it once per target.
+- A session is one A2A conversation: its id is the ``contextId`` every message of it
+  carries, chosen here when it opens (the agent's own, when it answers with another, is
+  used from then on). Each ``send`` is one message (streamed when the card says the agent
+  streams; the turn's :class:`~evalport.client.TurnTiming` then has its first event and
+  first token), and the session records the turn into its run: the user's message, the
+  reply (the task's text artifacts or final message), the status.
+- Task states: ``completed`` is a completed turn; ``failed``, ``rejected`` and
+  ``canceled`` are the agent's failure (status ``failed``, the error recorded with its
+  type ``A2ATaskFailed``/``A2ATaskRejected``/``A2ATaskCanceled`` and the status message),
+  never a transport error; ``input-required`` and ``auth-required`` suspend the turn with
+  a :class:`~evalport.protocol.PendingInterrupt` of that kind (id: the task's id,
+  payload: what the agent asked). The next message continues that task, whether it comes
+  from ``decide`` (an interrupt policy, ``ctx.resume``: the same turn resumed) or from
+  ``send`` (a new turn); either way the interrupt is recorded answered.
+- A2A carries no tool calls, steps, token usage or agent events: every run says so in
+  :attr:`~evalport.protocol.AgentRun.unreported`, so the assertions that need them are
+  *not evaluable*, never passed or failed.
+- What the protocol has no call for: ``attach`` raises :class:`NotImplementedError`
+  (an A2A agent keeps no conversation a client can read back), ``refresh`` returns the
+  run this session recorded, ``close`` only forgets the conversation, ``open(faults=...)``
+  raises :class:`FaultsUnsupported`. Turns are never retried (A2A has no idempotency).
+- Every run goes through the target's trace policy (:meth:`TracePolicy.safe` unless told
+  otherwise) before anything sees it.
+- One ``httpx.AsyncClient`` per target (:func:`_http_client`), passed to the SDK's client;
+  the token and ``headers`` go only to the origin of the URL given, redirects are not
+  followed. Timeouts: 5 s to connect, 300 s to read, as :class:`HttpTarget`'s; a task
+  that is polled (an agent that does not stream) may work for the read timeout.
+- Without the ``a2a`` extra the target raises :class:`MissingExtraError` when built.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import uuid
+from collections.abc import Generator, Mapping, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import urlsplit
 
 import httpx
-from evalport.protocol import TracePolicy
+import msgspec
+from evalport.protocol import (
+    AgentRun,
+    ContentPart,
+    ErrorInfo,
+    FaultsUnsupported,
+    Interrupt,
+    NotSuspended,
+    PendingInterrupt,
+    ProblemType,
+    RequestRejected,
+    RunStatus,
+    StopReason,
+    StopSignal,
+    ToolFault,
+    TracePolicy,
+    TurnRequest,
+    require,
+)
+from evalport.protocol.runtime import utc_now
+
+from .._target import TargetIdentity, Turn
+from .._turns import DecisionLike, SessionBase, TurnClock, decisions_of
+
+if TYPE_CHECKING:
+    from ._a2a_link import Link, Outcome
+
+UNREPORTED: Final[Mapping[str, str]] = {
+    "tools": "A2A agents do not report their tool calls",
+    "steps": "A2A agents do not report their steps",
+    "usage": "A2A agents do not report their token usage",
+    "events": "A2A agents do not report events of their own",
+}
+"""What no A2A run carries, and why (:attr:`AgentRun.unreported`)."""
+
+FAILED_STATES: Final = {
+    "failed": "A2ATaskFailed",
+    "rejected": "A2ATaskRejected",
+    "canceled": "A2ATaskCanceled",
+}
+"""The task states that are the agent's failure, with the error type each records."""
+
+INTERRUPTING_STATES: Final = ("input-required", "auth-required")
+
+DEFAULT_TIMEOUT: Final = httpx.Timeout(300.0, connect=5.0)
+
+
+class _OriginAuth(httpx.Auth):
+    """The token and the caller's headers, on requests to one origin only."""
+
+    def __init__(self, origin: str, token: str | None, headers: Mapping[str, str]) -> None:
+        self.origin = origin
+        self.headers = dict(headers)
+        if token:
+            self.headers["Authorization"] = f"Bearer {token}"
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        url = request.url
+        if f"{url.scheme}://{url.netloc.decode('ascii')}" == self.origin:
+            request.headers.update(self.headers)
+        yield request
+
+
+def _http_client(
+    origin: str,
+    *,
+    token: str | None,
+    headers: Mapping[str, str] | None,
+    timeout: float | httpx.Timeout | None,
+    limits: httpx.Limits | None,
+    transport: httpx.AsyncBaseTransport | None,
+) -> httpx.AsyncClient:
+    """The target's one ``httpx.AsyncClient`` (every request of the target goes through it)."""
+    return httpx.AsyncClient(
+        auth=_OriginAuth(origin, token, headers or {}),
+        timeout=DEFAULT_TIMEOUT if timeout is None else timeout,
+        limits=limits if limits is not None else httpx.Limits(),
+        transport=transport,
+        follow_redirects=False,
+    )
 
 
 class A2ATarget:
-    """Being written (issue 37)."""
+    """An agent behind the A2A protocol (see the module rules)."""
 
     def __init__(
         self,
@@ -21,8 +139,201 @@ class A2ATarget:
         timeout: float | httpx.Timeout | None = None,
         policy: TracePolicy | None = None,
         limits: httpx.Limits | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        stream: bool = True,
     ) -> None:
-        self.url = url
-        self.options: dict[str, Any] = {"token": token, "headers": headers, "timeout": timeout}
-        self.policy = policy
-        self.limits = limits
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"an A2A agent's URL must be an absolute http(s) URL, not {url!r}")
+        if parts.username or parts.password:
+            raise ValueError("give an A2A agent's credentials with token=, not in its URL")
+        link = require("evalport.client.targets._a2a_link", "a2a", "A2ATarget")
+        self.url = url.rstrip("/")
+        self.policy = policy if policy is not None else TracePolicy.safe()
+        http = _http_client(
+            f"{parts.scheme}://{parts.netloc}",
+            token=token,
+            headers=headers,
+            timeout=timeout,
+            limits=limits,
+            transport=transport,
+        )
+        read = http.timeout.read
+        self.patience = read if read is not None else DEFAULT_TIMEOUT.read
+        self._http = http
+        self._link: Link = link.Link(self.url, http, stream=stream)
+        self.card: Any = None  # the agent card (a2a.types.AgentCard) once read
+
+    def __repr__(self) -> str:
+        return f"A2ATarget({self.url!r}, policy={self.policy.describe()})"
+
+    @property
+    def identity(self) -> TargetIdentity:
+        card = self.card
+        return TargetIdentity(
+            kind="a2a",
+            location=self.url,
+            agent_name=(card.name if card is not None else "") or "agent",
+            agent_version=(card.version if card is not None else "") or "0",
+        )
+
+    async def check(self) -> Any:
+        """Read the agent card (its name and version become the identity); returns it."""
+        self.card = await self._link.read_card()
+        return self.card
+
+    async def open(
+        self,
+        *,
+        case_id: str | None = None,
+        description: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        faults: Sequence[ToolFault] | None = None,
+    ) -> A2ASession:
+        """Start a conversation (a new ``contextId``); nothing is sent until ``send``."""
+        if faults:
+            raise FaultsUnsupported(
+                f"{self.url} is an A2A agent: evalport cannot inject tool faults into it "
+                "(only agents behind evalport's adapter take them)"
+            )
+        if self.card is None:
+            await self.check()
+        context_id = str(uuid.uuid4())
+        run = AgentRun(session_id=context_id, unreported=dict(UNREPORTED))
+        return A2ASession(self, context_id, self.policy.apply(run, in_place=True))
+
+    async def attach(self, session_id: str) -> A2ASession:
+        raise NotImplementedError(
+            f"A2ATarget cannot attach to {session_id!r}: an A2A agent keeps no conversation "
+            "a client can read back (attach needs the evalport protocol, HttpTarget)"
+        )
+
+    async def aclose(self) -> None:
+        """Close the SDK's client and the connection pool."""
+        try:
+            await self._link.aclose()
+        finally:
+            await self._http.aclose()
+
+    async def __aenter__(self) -> A2ATarget:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+class A2ASession(SessionBase["A2ATarget"]):
+    """One A2A conversation (its ``contextId``); ``run`` is what it recorded, redacted."""
+
+    def __init__(self, target: A2ATarget, session_id: str, run: AgentRun) -> None:
+        super().__init__(target, session_id, run)
+        self.context_id = session_id
+        self.task_id: str | None = None  # the task that waits for the next message
+
+    async def send(self, message: str, *, parts: Sequence[ContentPart] = ()) -> Turn:
+        """One user message (and its content ``parts``); returns when the task ended or
+        waits for input."""
+        from ._a2a_link import message_parts
+
+        text = TurnRequest(message=message, parts=list(parts)).text() if parts else message
+        return await self._exchange(message_parts(message, parts), text, text)
+
+    async def decide(self, decisions: Mapping[str, DecisionLike]) -> Turn:
+        """Answer the pending interrupt (its id -> ``{"decision": "answer", "answer": ...}``)
+        with the next message of its task; resumes the same turn."""
+        from ._a2a_link import answer_parts
+
+        plain = decisions_of(decisions)
+        pending = [asked.id for asked in self._at.head.pending_interrupts]
+        if not pending:
+            raise NotSuspended(
+                f"session {self._id!r}: the A2A agent waits for no answer",
+                problem_type=ProblemType.NOT_SUSPENDED,
+            )
+        answer = plain.get(pending[0])
+        if set(plain) != set(pending) or answer is None or answer.decision != "answer":
+            raise RequestRejected(
+                f"session {self._id!r}: an A2A agent waits for one answer, to {pending[0]!r} "
+                f"(decision 'answer'); got {sorted(plain)}",
+                problem_type=ProblemType.INVALID_BODY,
+            )
+        return await self._exchange(answer_parts(answer.answer), None, answer.answer)
+
+    async def refresh(self) -> AgentRun:
+        """The run this session recorded (an A2A agent has none to read back)."""
+        return self.run
+
+    async def close(self) -> None:
+        """Forget the conversation (A2A has no call to end one); twice is harmless."""
+        self.closed = True
+
+    async def _exchange(self, parts: list[Any], message: str | None, answer: Any) -> Turn:
+        """Send one message (a new turn's, or with ``message=None`` the answer that
+        resumes the suspended turn) and record what it came to."""
+        target = self._target
+        clock = TurnClock()
+        outcome = await target._link.exchange(
+            parts,
+            context_id=self.context_id,
+            task_id=self.task_id,
+            seen=clock.seen,
+            patience=target.patience,
+        )
+        self.context_id = outcome.context_id or self.context_id
+        waiting = outcome.state in INTERRUPTING_STATES
+        self.task_id = outcome.task_id if waiting else None
+        run = target.policy.apply(_recorded(self._at.head, message, answer, outcome), in_place=True)
+        return self._advance(run, message, clock.timing(run.turns, bool(run.reply)))
+
+
+def _recorded(before: AgentRun, message: str | None, answer: Any, outcome: Outcome) -> AgentRun:
+    """The run ``before`` with one exchange recorded (see the module rules); its lists are
+    new, so the runs of earlier turns never change."""
+    now = utc_now()
+    turns = before.turns + (1 if message is not None else 0)
+    answered = [
+        Interrupt(
+            id=asked.id,
+            kind=asked.kind,
+            payload=asked.payload,
+            answer=answer,
+            turn=asked.turn,
+            requested_at=asked.requested_at,
+            answered_at=now,
+        )
+        for asked in before.pending_interrupts
+    ]
+    run = msgspec.structs.replace(
+        before,
+        turns=turns,
+        user_messages=[*before.user_messages, *([message] if message is not None else [])],
+        interrupts=[*before.interrupts, *answered],
+        pending_interrupts=[],
+        error_details=list(before.error_details),
+        reply="",
+    )
+    state, text = outcome.state, outcome.text
+    if state in INTERRUPTING_STATES:
+        run.status = RunStatus.IN_PROGRESS
+        run.stop_signal = None
+        asked = PendingInterrupt(
+            id=outcome.task_id or "", kind=state, payload=text, turn=turns, requested_at=now
+        )
+        run.pending_interrupts = [asked]
+    elif state in FAILED_STATES:
+        error = ErrorInfo(message=text or f"the A2A task ended {state}", type=FAILED_STATES[state])
+        run.status = RunStatus.FAILED
+        run.stop_signal = StopSignal(reason=StopReason.ERROR, message=error.message, source="a2a")
+        run.error_details.append(error)
+        line = f"{error.type}: {error.message}"
+        run.errors = f"{run.errors}\n{line}" if run.errors else line
+    else:
+        run.status = RunStatus.COMPLETED
+        run.reply = text
+        run.stop_signal = StopSignal(reason=StopReason.COMPLETED, source="a2a")
+    return run
