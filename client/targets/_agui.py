@@ -1,16 +1,112 @@
-"""AgUiTarget: being written (issue 37)."""
+"""AgUiTarget: evaluate an agent that speaks AG-UI, with nothing of evalport on its side.
+
+Rules:
+
+- ``AgUiTarget(url)`` names the agent's AG-UI endpoint (``--target agui+https://host/path``
+  through :func:`~evalport.client.target_for`). It needs ``pip install
+  'evalport[agui]'``: without it, making one raises :class:`MissingExtraError` in one
+  line naming the missing module and that install line.
+- A session is an AG-UI thread (its id is the ``threadId``), held by this client as an
+  AG-UI client holds it: the conversation's messages and the agent's state. Each
+  ``send`` is one AG-UI run: ``POST`` of a ``RunAgentInput`` (a new ``runId``, the
+  conversation so far with the new user message, the state, no tools nor context) read
+  as a server-sent event stream into the session's run (what is recorded, and how:
+  :mod:`._agui_run`). The turn's :class:`~evalport.client.TurnTiming` records its first
+  event and its first text.
+- Approvals and interrupts: a run that ends on interrupts leaves them pending (approvals
+  for interrupts bound to a tool call, interrupts otherwise); ``decide`` answers all of
+  them in one new run whose ``resume[]`` carries an answer per interrupt (an approval is
+  ``{"approved": true|false, "reason"?}``, the payload AG-UI recommends for tool-bound
+  interrupts; an interrupt's ``answer`` is its payload). A ``send`` while they are open
+  raises :class:`SessionSuspended`, since AG-UI agents refuse new input then.
+- What AG-UI has no call for is refused before anything is sent: ``attach`` (a thread
+  lives in the client that ran it) raises :class:`NotImplementedError` naming the
+  protocol, and so do tool faults and content parts (:class:`FaultsUnsupported`,
+  :class:`ContentPartsUnsupported`). ``close`` forgets the thread; there is nothing to
+  delete on the agent's side. A turn is never retried: an AG-UI run has no idempotency
+  key, so a repeated one would run the agent twice.
+- Every run handed out is a copy of the session's verbatim run, redacted by the target's
+  trace policy (:meth:`TracePolicy.safe` unless told otherwise); a failed turn (the
+  stream cut, a malformed event, a non-2xx answer) leaves the session as it was.
+- Errors: a non-2xx answer is the :class:`~evalport.protocol.TargetError` its status
+  means (401 :class:`AuthFailed`...), a transport failure or a stream cut before the
+  run's end :class:`TargetUnavailable`, an answer that is not an event stream or an
+  event that does not validate :class:`ProtocolError`. Texts never carry the token.
+- One ``httpx.AsyncClient`` per target, made in :meth:`AgUiTarget._make_client`, every
+  request through it; ``limits`` and ``transport`` go to it. The token and headers go
+  only to the endpoint's origin: the client follows no redirect.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import uuid
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Final
 
 import httpx
-from evalport.protocol import TracePolicy
+import msgspec
+from evalport.protocol import (
+    AgentRun,
+    ContentPart,
+    ContentPartsUnsupported,
+    FaultsUnsupported,
+    NotSuspended,
+    ProblemType,
+    ProtocolError,
+    RequestRejected,
+    RunStatus,
+    SessionBusy,
+    SessionNotFound,
+    SessionSuspended,
+    TargetUnavailable,
+    ToolFault,
+    TracePolicy,
+    __version__,
+    require,
+)
+from httpx_sse import EventSource
+
+from .._errors import Secrets, body_excerpt, error_for
+from .._target import TargetIdentity, Turn
+from .._turns import DecisionLike, SessionBase, TurnClock, decisions_of
+
+if TYPE_CHECKING:
+    from ag_ui.core import Message
+
+    from ._agui_run import Conversation, RunReader
+
+PROTOCOL: Final = "AG-UI"
+EVENT_STREAM: Final = "text/event-stream"
+DEFAULT_TIMEOUT: Final = httpx.Timeout(connect=5.0, read=300.0, write=30.0, pool=30.0)
+
+LACKS: Final[Mapping[str, str]] = {
+    "attach": "an AG-UI thread lives in the client that ran it: no call reads it back",
+    "delete": "an AG-UI agent keeps no session for a client to delete",
+    "deltas": "each AG-UI run sends the whole conversation and streams only its own events",
+    "idempotent retries": "an AG-UI run has no idempotency key: a turn is never sent twice",
+    "seeded faults": "AG-UI has no way to ask an agent to fail its tools",
+    "server-side trace policy": "an AG-UI agent sends payloads as they are: the client's "
+    "trace policy redacts every run",
+}
+"""What evalport's own protocol offers that AG-UI does not, and why (``evalport check``
+and the docs say it per target)."""
+
+
+def _timeout_of(timeout: float | httpx.Timeout | None) -> httpx.Timeout:
+    if timeout is None:
+        return DEFAULT_TIMEOUT
+    if isinstance(timeout, httpx.Timeout):
+        return timeout
+    return httpx.Timeout(timeout, connect=min(float(timeout), 5.0))
 
 
 class AgUiTarget:
-    """Being written (issue 37)."""
+    """An agent behind an AG-UI endpoint (see the module rules)."""
+
+    kind: Final = "agui"
+    protocol: Final = PROTOCOL
+    lacks: Final = LACKS
 
     def __init__(
         self,
@@ -21,8 +117,309 @@ class AgUiTarget:
         timeout: float | httpx.Timeout | None = None,
         policy: TracePolicy | None = None,
         limits: httpx.Limits | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        name: str | None = None,
+        version: str | None = None,
     ) -> None:
-        self.url = url
-        self.options: dict[str, Any] = {"token": token, "headers": headers, "timeout": timeout}
-        self.policy = policy
-        self.limits = limits
+        self._run: Any = require(
+            "evalport.client.targets._agui_run", "agui", "an AG-UI target (agui+ URL)"
+        )
+        parsed = httpx.URL(url)
+        clean = parsed.copy_with(username=None, password=None, fragment=None)
+        if parsed.scheme not in ("http", "https") or not parsed.host:
+            raise ValueError(
+                f"an AG-UI endpoint must be an absolute http(s) URL such as "
+                f"https://agent.example/agent, got {clean}"
+            )
+        self.url = str(clean)
+        self.policy = policy if policy is not None else TracePolicy.safe()
+        sent = httpx.Headers(
+            {
+                "Accept": EVENT_STREAM,
+                "Content-Type": "application/json",
+                "User-Agent": f"evalport/{__version__}",
+            }
+        )
+        sent.update(dict(headers or {}))
+        if token:
+            sent["Authorization"] = (
+                token if token.lower().startswith("bearer ") else f"Bearer {token}"
+            )
+        self.secrets = Secrets([token, parsed.password, *(headers or {}).values()])
+        self.credentials = bool(token or headers)
+        self._client = self._make_client(sent, _timeout_of(timeout), limits, transport)
+        self._identity = TargetIdentity(
+            kind=self.kind,
+            location=self.url,
+            agent_name=name or "agent",
+            agent_version=version or "0",
+        )
+        self._sessions: set[str] = set()
+
+    @staticmethod
+    def _make_client(
+        headers: httpx.Headers,
+        timeout: httpx.Timeout,
+        limits: httpx.Limits | None,
+        transport: httpx.AsyncBaseTransport | None,
+    ) -> httpx.AsyncClient:
+        # The one client of this target: every run goes through it.
+        return httpx.AsyncClient(
+            headers=headers,
+            timeout=timeout,
+            limits=limits or httpx.Limits(max_connections=100, max_keepalive_connections=20),
+            transport=transport,
+            follow_redirects=False,
+        )
+
+    def __repr__(self) -> str:
+        return f"AgUiTarget({self.url!r}, policy={self.policy.describe()})"
+
+    @property
+    def base_url(self) -> str:
+        """The endpoint's URL, without credentials."""
+        return self.url
+
+    @property
+    def identity(self) -> TargetIdentity:
+        return self._identity
+
+    async def open(
+        self,
+        *,
+        case_id: str | None = None,
+        description: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        faults: Sequence[ToolFault] | None = None,
+    ) -> AgUiSession:
+        """A new AG-UI thread (nothing is sent until its first turn)."""
+        if faults:
+            raise FaultsUnsupported(
+                f"{self.url}: {LACKS['seeded faults']}; run the case against the agent "
+                "behind evalport's adapter (evalport serve --allow-faults) to inject faults"
+            )
+        thread_id = uuid.uuid4().hex
+        self._sessions.add(thread_id)
+        run = AgentRun(session_id=thread_id)
+        return AgUiSession(self, thread_id, run, conversation=self._run.Conversation())
+
+    async def attach(self, session_id: str) -> AgUiSession:
+        """Not supported by AG-UI (see the module rules)."""
+        raise NotImplementedError(
+            f"attach({session_id!r}): not supported by AG-UI targets; {LACKS['attach']}"
+        )
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self._client.aclose()
+
+    async def __aenter__(self) -> AgUiTarget:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    # -- what sessions use ---------------------------------------------------------------
+
+    async def stream(self, body: bytes, reader: RunReader, clock: TurnClock, thread: str) -> None:
+        """POST one run and feed its events to ``reader`` until the stream ends."""
+        client = self._client
+        if client.is_closed:
+            raise RuntimeError(
+                f"cannot start an AG-UI run: this AgUiTarget ({self.url}) was closed "
+                "(aclose() or the end of its `async with`); make a new one"
+            )
+        decode, text_delta = self._run.decode_event, self._run.is_text_delta
+        try:
+            async with client.stream("POST", self.url, content=body) as response:
+                if not response.is_success:
+                    await response.aread()
+                    raise self._error(response, thread)
+                kind = response.headers.get("content-type", "")
+                if not kind.startswith(EVENT_STREAM):
+                    await response.aread()
+                    raise ProtocolError(
+                        self.secrets.scrub(
+                            f"POST {self.url} answered {kind or 'no content type'} instead "
+                            f"of an AG-UI event stream ({EVENT_STREAM}): is it the agent's "
+                            "AG-UI endpoint?"
+                        ),
+                        status=response.status_code,
+                        excerpt=self._excerpt(response.content),
+                    )
+                finished = False
+                async for sent in EventSource(response).aiter_sse():
+                    if finished or not sent.data:
+                        continue  # read to the end, so that the connection is reused
+                    try:
+                        event = decode(sent.data)
+                    except ProtocolError as error:
+                        raise ProtocolError(
+                            self.secrets.scrub(f"POST {self.url}: {error}"),
+                            path=error.path,
+                            status=response.status_code,
+                        ) from None
+                    if event is None:
+                        continue
+                    clock.seen("text-delta" if text_delta(event) else event.type.value)
+                    finished = reader.feed(event)
+        except httpx.TransportError as error:
+            raise TargetUnavailable(
+                self.secrets.scrub(
+                    f"POST {self.url} (AG-UI run of thread {thread}) failed: "
+                    f"{type(error).__name__}: {error}"
+                )
+            ) from None
+        if reader.finished is None:
+            raise TargetUnavailable(
+                f"POST {self.url}: the AG-UI stream of thread {thread} ended before "
+                "RUN_FINISHED or RUN_ERROR; the run was dropped (never retried: it has no "
+                "idempotency key)"
+            )
+
+    def _excerpt(self, body: bytes) -> str:
+        return body_excerpt(body, self.secrets, verbatim=self.policy.verbatim_payloads)
+
+    def _error(self, response: httpx.Response, thread: str) -> Exception:
+        return error_for(
+            method="POST",
+            url=self.url,
+            status=response.status_code,
+            problem=None,
+            excerpt=self._excerpt(response.content),
+            location=response.headers.get("Location"),
+            retry_after=response.headers.get("Retry-After"),
+            session_id=thread,
+            credentials=self.credentials,
+            scrub=self.secrets.scrub,
+        )
+
+    def seen(self, run: AgentRun) -> AgentRun:
+        """A copy of the session's verbatim ``run``, redacted by the trace policy."""
+        return self.policy.apply(copy_run(run), in_place=True)
+
+
+def copy_run(run: AgentRun) -> AgentRun:
+    """A deep copy (the session's run grows in place; a turn keeps its own)."""
+    return msgspec.json.decode(msgspec.json.encode(run), type=AgentRun)
+
+
+class AgUiSession(SessionBase["AgUiTarget"]):
+    """One AG-UI thread of an :class:`AgUiTarget`; ``run`` is the accumulated, redacted run,
+    ``state`` the agent's state as its last run left it (verbatim)."""
+
+    def __init__(
+        self, target: AgUiTarget, thread_id: str, run: AgentRun, *, conversation: Conversation
+    ) -> None:
+        super().__init__(target, thread_id, run)
+        self._raw = copy_run(run)
+        self._conversation = conversation
+        self._busy = False
+
+    @property
+    def state(self) -> Any:
+        """The agent's state (``STATE_SNAPSHOT`` and ``STATE_DELTA`` applied), or ``None``."""
+        return self._conversation.state
+
+    @property
+    def messages(self) -> list[Message]:
+        """The conversation as the next run will send it (AG-UI SDK messages)."""
+        return list(self._conversation.messages)
+
+    async def send(self, message: str, *, parts: Sequence[ContentPart] = ()) -> Turn:
+        """One user message as one AG-UI run; returns when the run finished or paused."""
+        target = self._target
+        if parts:
+            raise ContentPartsUnsupported(
+                f"{target.url}: this AG-UI target sends text turns only; send the turn as text",
+                problem_type=ProblemType.CONTENT_PARTS_UNSUPPORTED,
+            )
+        self._usable()
+        conversation = self._conversation
+        if conversation.open:
+            raise SessionSuspended(
+                f"session {self._id!r} waits for decisions on {sorted(self._pending())}: "
+                "answer them with decide() first (AG-UI agents refuse new input until then)",
+                problem_type=ProblemType.SESSION_SUSPENDED,
+            )
+        work = copy_run(self._raw)
+        work.turns += 1
+        work.user_messages.append(message)
+        work.status, work.reply = RunStatus.IN_PROGRESS, ""
+        messages = [*conversation.messages, target._run.user_message(message)]
+        body = conversation.run_input(self._id, messages, None)
+        reader = target._run.RunReader(work, conversation, messages)
+        return await self._run_once(body, reader, message)
+
+    async def decide(self, decisions: Mapping[str, DecisionLike]) -> Turn:
+        """Answer every pending approval (call id -> decision) and interrupt (its id ->
+        an ``answer`` decision) in one run that resumes the turn."""
+        self._usable()
+        conversation = self._conversation
+        if not conversation.open:
+            raise NotSuspended(
+                f"session {self._id!r}: nothing waits for a decision",
+                problem_type=ProblemType.NOT_SUSPENDED,
+            )
+        plain = decisions_of(decisions)
+        pending = self._pending()
+        if set(plain) != pending:
+            raise RequestRejected(
+                f"decisions for session {self._id!r} do not match its pending calls: "
+                f"expected {sorted(pending)}, got {sorted(plain)} (AG-UI resumes every "
+                "open interrupt at once)",
+                problem_type=ProblemType.INVALID_BODY,
+            )
+        target = self._target
+        work = copy_run(self._raw)
+        target._run.answered(work, plain)
+        work.status = RunStatus.IN_PROGRESS
+        resume = target._run.resume_entries(conversation, plain)
+        messages = list(conversation.messages)
+        body = conversation.run_input(self._id, messages, resume)
+        reader = target._run.RunReader(work, conversation, messages, decisions=plain)
+        return await self._run_once(body, reader, None)
+
+    async def refresh(self) -> AgentRun:
+        """The accumulated run (an AG-UI agent has no call to read it again)."""
+        self._usable()
+        return self.run
+
+    async def close(self) -> None:
+        """Forget the thread (nothing to delete on the agent's side); twice is harmless."""
+        self._target._sessions.discard(self._id)
+        self.closed = True
+
+    def _usable(self) -> None:
+        if self.closed:
+            raise SessionNotFound(
+                f"session {self._id!r} was closed", problem_type=ProblemType.SESSION_NOT_FOUND
+            )
+        if self._busy:
+            raise SessionBusy(
+                f"session {self._id!r}: a turn is already running",
+                problem_type=ProblemType.SESSION_BUSY,
+            )
+
+    def _pending(self) -> set[str]:
+        """The ids a decision must name: the call id of each approval, the id of each
+        other interrupt."""
+        return {call or interrupt for interrupt, call in self._conversation.open.items()}
+
+    async def _run_once(self, body: bytes, reader: RunReader, message: str | None) -> Turn:
+        target = self._target
+        clock = TurnClock()
+        self._busy = True
+        try:
+            await target.stream(body, reader, clock, self._id)
+        finally:
+            self._busy = False
+        reader.finish()
+        self._raw = reader.run
+        run = target.seen(reader.run)
+        return self._advance(run, message, clock.timing(run.turns, bool(run.reply)))

@@ -1,0 +1,619 @@
+"""One AG-UI run read into evalport's run: the events an agent streams, the run they make.
+
+Rules (what :class:`AgUiTarget` records, and why):
+
+- Each event is decoded with the AG-UI Python SDK's own types (``ag_ui.core``, the
+  ``Event`` union), never a copy of their schema. An event of a type this SDK does not
+  know (a newer protocol's) is skipped, as AG-UI asks of readers; JSON that does not
+  parse, or a known event that does not validate, is a :class:`ProtocolError` naming the
+  event type and the fields at fault, never their values.
+- Steps: one per model call. AG-UI says when the model wrote text (``TEXT_MESSAGE_*``)
+  and asked for tools (``TOOL_CALL_START/ARGS/END``) but not where one call to the model
+  ends; the agent's output after a tool result is the next call's. This is how
+  evalport's own adapters count steps, so ``max_steps`` gives the same verdict for the
+  same agent. ``STEP_STARTED``/``STEP_FINISHED`` name a framework's own stages (LangGraph
+  nodes), which are not model calls: they are kept as the events ``step_started`` /
+  ``step_finished`` (``{"name": ...}``), and ``CUSTOM`` events under their own name.
+- Tool calls: arguments are the ``TOOL_CALL_ARGS`` deltas joined and parsed as JSON;
+  ``TOOL_CALL_RESULT`` is the execution, on the step that asked for the call (a resumed
+  run answers a call of the run it resumes). A result that is a JSON object or array
+  (as frameworks serialise a tool's return) is kept as that value, other text as text.
+  AG-UI marks no tool result as an error, so no execution is recorded as failed except a
+  call its approver rejected.
+- Usage: ``RUN_FINISHED.usage`` (or ``RUN_ERROR.usage``), summed over its entries and
+  made disjoint as every usage of a run is (:func:`step_usage`), on the run's last step.
+  A run without it marks the session's run ``unreported["usage"]``: token budgets are
+  then not evaluable, never passed on zeros.
+- ``RUN_ERROR`` is the agent's failure (status ``failed``, the error recorded as the
+  runtime records one), not a transport error. A stream that ends without
+  ``RUN_FINISHED`` or ``RUN_ERROR`` is: :class:`TargetUnavailable`, the run dropped.
+- Interrupts (``RUN_FINISHED.outcome.interrupts``): one with a ``toolCallId`` is a
+  pending approval of that call; any other is a pending interrupt (kind: its
+  ``reason``; payload: its message, response schema and metadata). The run is then
+  ``in_progress`` until :meth:`~AgUiSession.decide` answers them.
+- State: ``STATE_SNAPSHOT`` replaces it, ``STATE_DELTA`` applies its JSON Patch
+  (``jsonpatch``); a run that changed it records an event ``state`` whose data is the
+  state after the run, and the next run sends it back as AG-UI clients do. A patch that
+  does not apply is a :class:`ProtocolError`.
+- The conversation sent with each run is what an AG-UI client keeps: the user's
+  messages, the assistant's text and tool calls, the tool results, in order, replaced
+  whole by a ``MESSAGES_SNAPSHOT``. A run that fails on the way changes none of it.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import jsonpatch
+import jsonpointer
+import msgspec
+import pydantic
+from ag_ui.core import PROTOCOL_VERSION as AGUI_VERSION
+from ag_ui.core import (
+    AssistantMessage,
+    CustomEvent,
+    Event,
+    EventType,
+    FunctionCall,
+    Interrupt,
+    Message,
+    MessagesSnapshotEvent,
+    ResumeEntry,
+    RunAgentInput,
+    RunErrorEvent,
+    RunFinishedCancelledOutcome,
+    RunFinishedEvent,
+    RunFinishedInterruptOutcome,
+    StateDeltaEvent,
+    StateSnapshotEvent,
+    StepFinishedEvent,
+    StepStartedEvent,
+    TextMessageChunkEvent,
+    TextMessageContentEvent,
+    TextMessageEndEvent,
+    TextMessageStartEvent,
+    TokenUsage,
+    ToolCall,
+    ToolCallArgsEvent,
+    ToolCallChunkEvent,
+    ToolCallEndEvent,
+    ToolCallResultEvent,
+    ToolCallStartEvent,
+    ToolMessage,
+    UserMessage,
+)
+from evalport.protocol import (
+    AgentRun,
+    Approval,
+    ApprovalDecision,
+    ApprovalState,
+    ErrorInfo,
+    LlmProfile,
+    PendingApproval,
+    PendingInterrupt,
+    ProtocolError,
+    RunStatus,
+    Step,
+    StepType,
+    StopReason,
+    StopSignal,
+    ToolExecution,
+    Usage,
+)
+from evalport.protocol import Event as RunEvent
+from evalport.protocol import Interrupt as AnsweredInterrupt
+from evalport.protocol import Message as RunMessage
+from evalport.protocol import ToolCall as RunToolCall
+from evalport.protocol._reported import arguments_of, step_usage
+from evalport.protocol.runtime import utc_now
+
+_EVENTS: Final = pydantic.TypeAdapter(Event)
+_KNOWN: Final = frozenset(kind.value for kind in EventType)
+_TEXT_DELTAS: Final = frozenset((EventType.TEXT_MESSAGE_CONTENT, EventType.TEXT_MESSAGE_CHUNK))
+
+AGENT_ERROR: Final = "AgentError"  # the error class the runtime gives an agent's failure
+NO_USAGE: Final = "this AG-UI agent did not report token usage (RUN_FINISHED carried none)"
+STATE_EVENT: Final = "state"
+
+
+def decode_event(data: str) -> Event | None:
+    """One SSE ``data`` field as its AG-UI event; ``None`` for a type this SDK does not know."""
+    try:
+        raw = msgspec.json.decode(data)
+    except msgspec.DecodeError:
+        raise ProtocolError(
+            f"an AG-UI event is not JSON ({len(data)} characters)", path="$"
+        ) from None
+    kind = raw.get("type") if isinstance(raw, dict) else None
+    if not isinstance(kind, str):
+        raise ProtocolError("an AG-UI event has no string 'type'", path="$.type")
+    if kind not in _KNOWN:
+        return None
+    try:
+        event: Event = _EVENTS.validate_python(raw)
+    except pydantic.ValidationError as error:
+        faults = "; ".join(
+            f"{'.'.join(str(part) for part in item['loc'][1:]) or kind}: {item['type']}"
+            for item in error.errors(include_url=False, include_input=False, include_context=False)
+        )
+        raise ProtocolError(f"an AG-UI {kind} event does not validate: {faults}") from None
+    return event
+
+
+def is_text_delta(event: Event) -> bool:
+    """Whether ``event`` brings text of the reply (the first token, for the turn's clock)."""
+    return event.type in _TEXT_DELTAS and bool(getattr(event, "delta", None))
+
+
+@dataclass
+class Conversation:
+    """What an AG-UI client keeps of a thread between runs."""
+
+    messages: list[Message] = field(default_factory=list)
+    state: Any = None
+    # interrupt id -> the tool call it asks approval for ("" for a plain interrupt)
+    open: dict[str, str] = field(default_factory=dict)
+
+    def run_input(
+        self, thread_id: str, messages: list[Message], resume: list[ResumeEntry] | None
+    ) -> bytes:
+        """The body of one run: the conversation so far, the state, the answers."""
+        sent = RunAgentInput(
+            thread_id=thread_id,
+            run_id=uuid.uuid4().hex,
+            protocol_version=AGUI_VERSION,
+            state=self.state,
+            messages=messages,
+            tools=[],
+            context=[],
+            forwarded_props={},
+            resume=resume,
+        )
+        return sent.model_dump_json(by_alias=True).encode()
+
+
+def user_message(text: str) -> UserMessage:
+    return UserMessage(id=uuid.uuid4().hex, content=text)
+
+
+def resume_entries(
+    conversation: Conversation, decisions: dict[str, ApprovalDecision]
+) -> list[ResumeEntry]:
+    """One resume entry per open interrupt, from the decision for its call id (an
+    approval) or its own id (an interrupt): ``{"approved": ...}`` as AG-UI's approval
+    schema asks, an interrupt's answer as its payload."""
+    entries = []
+    for interrupt_id, call_id in conversation.open.items():
+        decision = decisions[call_id or interrupt_id]
+        if decision.decision == "answer":
+            payload: Any = decision.answer
+        else:
+            payload = {"approved": decision.decision == "approve"}
+            if decision.reason:
+                payload["reason"] = decision.reason
+        entries.append(ResumeEntry(interrupt_id=interrupt_id, status="resolved", payload=payload))
+    return entries
+
+
+class RunReader:
+    """Reads one AG-UI run's events into ``run`` (the session's verbatim run, turn
+    ``turn``) and a copy of the conversation, committed by :meth:`finish`."""
+
+    def __init__(
+        self,
+        run: AgentRun,
+        conversation: Conversation,
+        messages: list[Message],
+        decisions: dict[str, ApprovalDecision] | None = None,
+    ) -> None:
+        self.run = run
+        self.turn = run.turns
+        self.conversation = conversation
+        self.messages = messages  # this run's copy of the conversation
+        self.state = conversation.state
+        self.state_changed = False
+        self.decisions = decisions or {}
+        self.first_step = len(run.steps)
+        self.step: Step | None = None
+        self.step_started = 0.0
+        self.after_result = False
+        self.texts: dict[str, list[str]] = {}
+        self.last_text_id: str | None = None
+        self.calls: dict[str, tuple[Step, int, list[str]]] = {}  # id -> step, index, args
+        self.last_call_id: str | None = None
+        self.ended: set[str] = set()
+        self.reply = ""
+        self.finished: RunFinishedEvent | RunErrorEvent | None = None
+        self._handlers: dict[type[Any], Callable[[Any], None]] = {
+            TextMessageStartEvent: self._text_start,
+            TextMessageContentEvent: self._text_content,
+            TextMessageEndEvent: self._text_end,
+            TextMessageChunkEvent: self._text_chunk,
+            ToolCallStartEvent: self._call_start,
+            ToolCallArgsEvent: self._call_args,
+            ToolCallEndEvent: self._call_end,
+            ToolCallChunkEvent: self._call_chunk,
+            ToolCallResultEvent: self._call_result,
+            StateSnapshotEvent: self._state_snapshot,
+            StateDeltaEvent: self._state_delta,
+            MessagesSnapshotEvent: self._messages_snapshot,
+            StepStartedEvent: self._framework_step,
+            StepFinishedEvent: self._framework_step,
+            CustomEvent: self._custom,
+        }
+        self._record_rejections()
+
+    # -- reading -------------------------------------------------------------------------
+
+    def feed(self, event: Event) -> bool:
+        """Apply one event; ``True`` once the run's terminal event came."""
+        if isinstance(event, RunFinishedEvent | RunErrorEvent):
+            self.finished = event
+            return True
+        handler = self._handlers.get(type(event))
+        if handler is not None:
+            handler(event)
+        return False
+
+    def _model_step(self) -> Step:
+        """The step of the model call that is writing now (a new one after a tool result)."""
+        if self.step is not None and not self.after_result:
+            return self.step
+        self._close_step()
+        run = self.run
+        step = Step(
+            id=str(uuid.uuid4()),
+            turn=self.turn,
+            index=len(run.steps),
+            type=StepType.FINAL_RESPONSE,
+            started_at=utc_now(),
+        )
+        run.steps.append(step)
+        self.step, self.step_started, self.after_result = step, time.perf_counter(), False
+        return step
+
+    def _close_step(self) -> None:
+        step = self.step
+        if step is not None and step.completed_at is None:
+            step.completed_at = utc_now()
+            step.duration = round(time.perf_counter() - self.step_started, 6)
+            if step.finish_reason is None:
+                step.finish_reason = "tool_calls" if step.requested_tool_calls else "stop"
+
+    def _text_start(self, event: TextMessageStartEvent) -> None:
+        if event.role not in (None, "assistant"):
+            return
+        self._model_step()
+        self.texts[event.message_id] = []
+        self.last_text_id = event.message_id
+        self._message(event.message_id)
+
+    def _text_content(self, event: TextMessageContentEvent) -> None:
+        parts = self.texts.get(event.message_id)
+        if parts is None:  # content without its start: the start is implied
+            self._text_start(TextMessageStartEvent(message_id=event.message_id))
+            parts = self.texts[event.message_id]
+        parts.append(event.delta)
+
+    def _text_end(self, event: TextMessageEndEvent) -> None:
+        parts = self.texts.pop(event.message_id, None)
+        if parts is None:
+            return
+        text = "".join(parts)
+        message = self._message(event.message_id)
+        message.content = text
+        if text:
+            step = self.step if self.step is not None else self._model_step()
+            step.output_messages.append(RunMessage(role="assistant", content=text))
+            self.reply = text
+
+    def _text_chunk(self, event: TextMessageChunkEvent) -> None:
+        # A chunk stands for start, content and end: a new id ends the previous message.
+        message_id = event.message_id or self.last_text_id or uuid.uuid4().hex
+        if message_id not in self.texts:
+            if self.last_text_id in self.texts and self.last_text_id != message_id:
+                self._text_end(TextMessageEndEvent(message_id=self.last_text_id or ""))
+            self._text_start(TextMessageStartEvent(message_id=message_id, role=event.role))
+        if event.delta and message_id in self.texts:
+            self.texts[message_id].append(event.delta)
+
+    def _call_start(self, event: ToolCallStartEvent) -> None:
+        step = self._model_step()
+        step.requested_tool_calls.append(
+            RunToolCall(id=event.tool_call_id, name=event.tool_call_name, arguments={})
+        )
+        step.type = StepType.TOOL_EXECUTION
+        self.calls[event.tool_call_id] = (step, len(step.requested_tool_calls) - 1, [])
+        self.last_call_id = event.tool_call_id
+        parent = self._message(event.parent_message_id or self.last_text_id or uuid.uuid4().hex)
+        parent.tool_calls = [
+            *(parent.tool_calls or ()),
+            ToolCall(
+                id=event.tool_call_id,
+                function=FunctionCall(name=event.tool_call_name, arguments=""),
+            ),
+        ]
+
+    def _call_args(self, event: ToolCallArgsEvent) -> None:
+        held = self.calls.get(event.tool_call_id)
+        if held is not None:
+            held[2].append(event.delta)
+
+    def _call_end(self, event: ToolCallEndEvent) -> None:
+        held = self.calls.get(event.tool_call_id)
+        if held is None or event.tool_call_id in self.ended:
+            return
+        self.ended.add(event.tool_call_id)
+        step, index, parts = held
+        text = "".join(parts)
+        step.requested_tool_calls[index].arguments = arguments_of(text)
+        for message in self.messages:
+            for call in getattr(message, "tool_calls", None) or ():
+                if call.id == event.tool_call_id:
+                    call.function.arguments = text
+
+    def _call_chunk(self, event: ToolCallChunkEvent) -> None:
+        call_id = event.tool_call_id or self.last_call_id
+        if call_id is None:
+            return
+        if call_id not in self.calls:
+            if self.last_call_id is not None and self.last_call_id != call_id:
+                self._call_end(ToolCallEndEvent(tool_call_id=self.last_call_id))
+            self._call_start(
+                ToolCallStartEvent(
+                    tool_call_id=call_id,
+                    tool_call_name=event.tool_call_name or "",
+                    parent_message_id=event.parent_message_id,
+                )
+            )
+        if event.delta:
+            self.calls[call_id][2].append(event.delta)
+
+    def _call_result(self, event: ToolCallResultEvent) -> None:
+        self.messages.append(
+            ToolMessage(id=event.message_id, tool_call_id=event.tool_call_id, content=event.content)
+        )
+        self.after_result = True
+        found = _requested(self.run, self.turn, event.tool_call_id)
+        if found is None:
+            return  # a result for a call this run never saw asked: nothing to attach it to
+        step, call = found
+        if any(item.tool_call_id == event.tool_call_id for item in step.tool_executions):
+            return  # a rejected call, recorded when the rejection was sent
+        now = utc_now()
+        execution = ToolExecution(
+            id=str(uuid.uuid4()),
+            name=call.name,
+            tool_call_id=call.id,
+            arguments=call.arguments,
+            result=_result(event.content),
+            started_at=now,
+            completed_at=now,
+        )
+        decision = self.decisions.get(event.tool_call_id)
+        if decision is not None:
+            execution.approval = Approval(
+                state=ApprovalState.APPROVED, reason=decision.reason, decided_at=now
+            )
+        step.tool_executions.append(execution)
+
+    def _record_rejections(self) -> None:
+        """A rejected call is an execution that failed at once, whether or not the agent
+        sends a result for it (as the runtime records a rejection)."""
+        for call_id, decision in self.decisions.items():
+            found = _requested(self.run, self.turn, call_id)
+            if decision.decision != "reject" or found is None:
+                continue
+            step, call = found
+            now = utc_now()
+            reason = decision.reason
+            step.tool_executions.append(
+                ToolExecution(
+                    id=str(uuid.uuid4()),
+                    name=call.name,
+                    tool_call_id=call.id,
+                    arguments=call.arguments,
+                    has_error=True,
+                    error=f"rejected by approver: {reason}" if reason else "rejected by approver",
+                    started_at=now,
+                    completed_at=now,
+                    approval=Approval(state=ApprovalState.REJECTED, reason=reason, decided_at=now),
+                )
+            )
+
+    def _state_snapshot(self, event: StateSnapshotEvent) -> None:
+        self.state, self.state_changed = copy.deepcopy(event.snapshot), True
+
+    def _state_delta(self, event: StateDeltaEvent) -> None:
+        patch = [operation.model_dump(by_alias=True) for operation in event.delta]
+        try:
+            self.state = jsonpatch.apply_patch(self.state, patch)
+        except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as error:
+            raise ProtocolError(
+                f"an AG-UI STATE_DELTA does not apply to the state so far: {error}"
+            ) from None
+        self.state_changed = True
+
+    def _messages_snapshot(self, event: MessagesSnapshotEvent) -> None:
+        self.messages[:] = event.messages
+
+    def _framework_step(self, event: StepStartedEvent | StepFinishedEvent) -> None:
+        name = "step_started" if isinstance(event, StepStartedEvent) else "step_finished"
+        self._event(name, {"name": event.step_name})
+
+    def _custom(self, event: CustomEvent) -> None:
+        self._event(event.name, event.value)
+
+    def _event(self, name: str, data: Any) -> None:
+        self.run.events.append(RunEvent(name=name, turn=self.turn, at=utc_now(), data=data))
+
+    def _message(self, message_id: str) -> AssistantMessage:
+        """The assistant message ``message_id`` of the conversation, added if new."""
+        for message in reversed(self.messages):
+            if message.id == message_id and isinstance(message, AssistantMessage):
+                return message
+        message = AssistantMessage(id=message_id)
+        self.messages.append(message)
+        return message
+
+    # -- the end -------------------------------------------------------------------------
+
+    def finish(self) -> None:
+        """Record the run's outcome on ``run`` and commit the conversation (see the rules)."""
+        finished = self.finished
+        if finished is None:
+            raise ValueError("finish() before the run's terminal event")
+        for message_id in list(self.texts):
+            self._text_end(TextMessageEndEvent(message_id=message_id))
+        for call_id in list(self.calls):
+            self._call_end(ToolCallEndEvent(tool_call_id=call_id))
+        self._close_step()
+        run = self.run
+        self._usage(finished.usage)
+        opened: dict[str, str] = {}
+        if isinstance(finished, RunErrorEvent):
+            self._failed(finished)
+        elif isinstance(finished.outcome, RunFinishedInterruptOutcome):
+            opened = self._interrupted(finished.outcome.interrupts)
+        elif isinstance(finished.outcome, RunFinishedCancelledOutcome):
+            run.status, run.reply = RunStatus.STOPPED, self.reply
+            run.stop_signal = StopSignal(
+                reason=StopReason.STOP_REQUESTED, message="the AG-UI run was cancelled"
+            )
+        else:
+            run.status, run.reply = RunStatus.COMPLETED, self.reply
+            run.stop_signal = StopSignal(reason=StopReason.COMPLETED)
+        if self.state_changed:
+            self._event(STATE_EVENT, copy.deepcopy(self.state))
+        run.sync_tools()
+        run.sync_usage()
+        conversation = self.conversation
+        conversation.messages, conversation.state = self.messages, self.state
+        conversation.open = opened
+
+    def _usage(self, reported: list[TokenUsage] | None) -> None:
+        run = self.run
+        if not reported:
+            unreported = {} if run.unreported is msgspec.UNSET else run.unreported
+            run.unreported = {**unreported, "usage": NO_USAGE}
+            return
+        total = Usage()
+        for entry in reported:
+            total = total + step_usage(
+                entry.input_tokens,
+                entry.output_tokens,
+                cache_read=entry.cached_input_tokens,
+                cache_write=entry.cache_write_input_tokens,
+                reasoning=entry.reasoning_tokens,
+            )
+            if run.llm_profile is None and (entry.model or entry.provider):
+                run.llm_profile = LlmProfile(driver=entry.provider, model=entry.model)
+        steps = run.steps[self.first_step :]
+        if steps:
+            steps[-1].usage = steps[-1].usage + total
+
+    def _failed(self, error: RunErrorEvent) -> None:
+        run = self.run
+        info = ErrorInfo(message=error.message, error_class=AGENT_ERROR, type=error.code)
+        step = self.step if self.step is not None else self._model_step()
+        self._close_step()
+        step.type, step.finish_reason, step.has_errors = StepType.ERROR, "error", True
+        step.errors.append(info)
+        run.status, run.reply = RunStatus.FAILED, ""
+        run.stop_signal = StopSignal(reason=StopReason.ERROR, message=error.message)
+        run.error_details.append(info)
+        text = f"{error.code or AGENT_ERROR}: {error.message}"
+        run.errors = f"{run.errors}\n{text}" if run.errors else text
+
+    def _interrupted(self, interrupts: list[Interrupt]) -> dict[str, str]:
+        """Record the run's interrupts as pending; returns the open ones (see
+        :attr:`Conversation.open`)."""
+        run, now = self.run, utc_now()
+        run.status, run.reply = RunStatus.IN_PROGRESS, ""
+        opened: dict[str, str] = {}
+        for interrupt in interrupts:
+            found = (
+                _requested(run, self.turn, interrupt.tool_call_id)
+                if interrupt.tool_call_id
+                else None
+            )
+            if found is not None:
+                _, call = found
+                opened[interrupt.id] = call.id or ""
+                run.pending_approvals.append(
+                    PendingApproval(
+                        call_id=call.id or "",
+                        tool=call.name,
+                        arguments=call.arguments,
+                        turn=self.turn,
+                        reason=interrupt.message,
+                        requested_at=now,
+                    )
+                )
+                continue
+            opened[interrupt.id] = ""
+            payload = interrupt.model_dump(
+                by_alias=True, include={"message", "response_schema", "metadata", "tool_call_id"}
+            )
+            run.pending_interrupts.append(
+                PendingInterrupt(
+                    id=interrupt.id,
+                    kind=interrupt.reason,
+                    payload=payload,
+                    turn=self.turn,
+                    requested_at=now,
+                )
+            )
+        return opened
+
+
+def answered(run: AgentRun, decisions: dict[str, ApprovalDecision]) -> None:
+    """Move the pending approvals and interrupts that ``decisions`` answer off ``run``
+    (interrupts are kept, with their answers, in ``run.interrupts``)."""
+    now = utc_now()
+    for pending in run.pending_interrupts:
+        decision = decisions.get(pending.id)
+        if decision is not None:
+            run.interrupts.append(
+                AnsweredInterrupt(
+                    id=pending.id,
+                    kind=pending.kind,
+                    payload=pending.payload,
+                    answer=decision.answer,
+                    turn=pending.turn,
+                    requested_at=pending.requested_at,
+                    answered_at=now,
+                )
+            )
+    run.pending_interrupts = [item for item in run.pending_interrupts if item.id not in decisions]
+    run.pending_approvals = [
+        item for item in run.pending_approvals if item.call_id not in decisions
+    ]
+
+
+def _requested(run: AgentRun, turn: int, call_id: str) -> tuple[Step, Any] | None:
+    """The step of turn ``turn`` that asked for call ``call_id``, and the call."""
+    for step in reversed(run.steps):
+        if step.turn != turn:
+            break
+        for call in step.requested_tool_calls:
+            if call.id == call_id:
+                return step, call
+    return None
+
+
+def _result(content: Any) -> Any:
+    """A tool result as the run records it (see the rules)."""
+    if isinstance(content, str):
+        if content.lstrip()[:1] in ("{", "["):
+            try:
+                return msgspec.json.decode(content)
+            except msgspec.DecodeError:
+                return content
+        return content
+    return [part.model_dump(by_alias=True) for part in content]
