@@ -20,10 +20,21 @@ Rules:
   (:mod:`evalport.client._cache_stores`).
 - ``reporters`` lists custom reporters: ``"package.module:Name"`` or a table
   ``{use = "package.module:Name", ...keyword arguments}``.
+- ``bootstrap`` names a module (``package.module``) or a file (``path/to/file.py``)
+  imported once before the eval files load (Neuron's ``--autoload-file``): load
+  ``.env``, configure logging, build a container. ``factory`` names a callable
+  (``module:attr``) that builds evaluators and reporters from their class
+  (``factory(cls) -> instance``, Neuron's resolver), for constructors with dependencies.
+- Keys that name code (``local``, ``reporters``, ``bootstrap``, ``factory``) resolve
+  against the ``pyproject.toml`` that holds them, like paths: a file (``x.py:attr``,
+  ``dir/x.py``) is relative to its folder, and that folder is importable
+  (first on ``sys.path`` once the settings are loaded), so a module name resolves there
+  and eval files import the project's modules, wherever the command runs.
 - ``judge`` configures the judge: ``{model = "...", base-url = "...", api-key-env = "...",
   judge-cache = "..."}``; ``judge-cache`` is a folder of cached verdicts;
   ``agent-loop = true`` makes it the agent-loop judge, bounded by ``max-steps`` and
-  ``max-tokens`` (which need it; its verdicts are not cached, so no ``judge-cache``). Keys of the table without a ``model`` are an error:
+  ``max-tokens`` (which need it); its verdicts go into ``judge-cache`` as the single-call
+  judge's do. Keys of the table without a ``model`` are an error:
   with no judge table the judge comes from ``EVALPORT_JUDGE_*`` variables (see
   :func:`evalport.client.cli._targets.build_judge`).
 """
@@ -31,6 +42,7 @@ Rules:
 from __future__ import annotations
 
 import math
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -96,6 +108,10 @@ class Settings(msgspec.Struct, kw_only=True, rename="kebab", forbid_unknown_fiel
     html: str | None = None
     baseline: str | None = None
     reporters: list[str | dict[str, Any]] = msgspec.field(default_factory=list)
+    bootstrap: str | None = None
+    """A module or file imported once before the eval files load."""
+    factory: str | None = None
+    """``module:attr``: a callable that builds evaluators and reporters from their class."""
     judge: JudgeSettings = msgspec.field(default_factory=JudgeSettings)
 
     def validate(self, source: str = "settings") -> Settings:
@@ -143,6 +159,27 @@ def _beside(pyproject: Path, value: str | None) -> str | None:
     return str(pyproject.parent / value)
 
 
+_CODE = ("local", "bootstrap", "factory")
+
+
+def _code_beside(pyproject: Path, spec: str | None) -> str | None:
+    """A code spec from the file: a file's path (``x.py:attr``, ``dir/x.py``) relative to
+    the file's folder; a module name as written (the folder is importable)."""
+    if spec is None:
+        return None
+    location, colon, attribute = spec.rpartition(":") if ":" in spec else (spec, "", "")
+    if location.endswith(".py") or "/" in location:
+        return f"{_beside(pyproject, location)}{colon}{attribute}"
+    return spec
+
+
+def _importable(folder: Path) -> None:
+    """Put the project's folder first on ``sys.path`` (once)."""
+    entry = str(folder.resolve())
+    if entry not in sys.path:
+        sys.path.insert(0, entry)
+
+
 def find_pyproject(start: Path) -> Path | None:
     """The nearest ``pyproject.toml`` at or above ``start``."""
     folder = start.resolve()
@@ -180,6 +217,10 @@ def load_settings(start: Path | None = None, *, file: Path | None = None) -> Set
     settings.cache_dependencies = [
         str(_beside(path, pattern)) for pattern in settings.cache_dependencies
     ]
+    for name in _CODE:
+        setattr(settings, name, _code_beside(path, getattr(settings, name)))
+    settings.reporters = [_reporter_beside(path, spec) for spec in settings.reporters]
+    _importable(path.parent)
     judge = settings.judge
     judge.judge_cache = _beside(path, judge.judge_cache)
     _check_agent_loop(path, judge)
@@ -195,6 +236,13 @@ def load_settings(start: Path | None = None, *, file: Path | None = None) -> Set
             "(or drop the table to take the judge from EVALPORT_JUDGE_* variables)"
         )
     return settings.validate(source)
+
+
+def _reporter_beside(pyproject: Path, spec: str | dict[str, Any]) -> str | dict[str, Any]:
+    if isinstance(spec, str):
+        return _code_beside(pyproject, spec) or spec
+    use = spec.get("use")
+    return {**spec, "use": _code_beside(pyproject, use)} if isinstance(use, str) else spec
 
 
 def _check_agent_loop(path: Path, judge: JudgeSettings) -> None:

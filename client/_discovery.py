@@ -5,12 +5,14 @@ Rules:
 - Eval files are named ``*_eval.py`` or ``eval_*.py``. Folders whose names start with
   ``.`` or ``_`` and virtual environments are not searched. Files load in sorted path order.
 - Cases are the functions marked with ``@eval_case`` and the :class:`Evaluator`
-  subclasses *defined* in the file (imported ones are not collected twice).
+  subclasses *defined* in the file (imported ones are not collected twice); an
+  evaluator is built by ``factory(cls)`` when one is given, else by ``cls()``.
 - A case's id is ``<path relative to the root, without .py>::<name>`` (``/``-separated
   on every platform), plus ``[<row id>]`` per dataset row: stable across machines and
   runs. Given a single file, the root is its folder.
 - A file that fails to import (or whose datasets fail to load) is reported as a
-  :class:`LoadError` with its file and error; the other files still load.
+  :class:`LoadError` with its file (relative to the project, the folder of the nearest
+  ``pyproject.toml``, when inside it) and error; the other files still load.
 - Two cases with the same id are an error (:class:`DuplicateCaseError`) naming both places.
 - While a file imports, its folder and the root are on ``sys.path``, so it can import
   helpers next to it or packages under the root.
@@ -24,11 +26,13 @@ import importlib.util
 import re
 import sys
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from ._cases import Case, cases_from, spec_of
+from ._config import find_pyproject
 from ._evaluator import Evaluator, evaluator_cases
 
 EVAL_FILE_PATTERNS: Final = ("*_eval.py", "eval_*.py")
@@ -92,7 +96,7 @@ def _import(path: Path, module_name: str, root: Path) -> object:
     return module
 
 
-def _cases_in(module: object, prefix: str) -> list[Case]:
+def _cases_in(module: object, prefix: str, factory: Callable[[type], Any] | None) -> list[Case]:
     name = getattr(module, "__name__", "")
     cases: list[Case] = []
     for value in list(vars(module).values()):
@@ -100,18 +104,31 @@ def _cases_in(module: object, prefix: str) -> list[Case]:
             continue
         if isinstance(value, type) and issubclass(value, Evaluator) and value is not Evaluator:
             if not getattr(value, "__abstractmethods__", None):
-                cases.extend(evaluator_cases(value, prefix=prefix))
+                cases.extend(evaluator_cases(value, prefix=prefix, factory=factory))
         elif callable(value) and spec_of(value) is not None:
             cases.extend(cases_from(value, prefix=prefix))
     return cases
 
 
-def discover(path: str | Path) -> tuple[list[Case], list[LoadError]]:
-    """Every case under ``path``, and the files that failed to load (see the rules)."""
+def _shown(file: Path, pyproject: Path | None) -> str:
+    """``file`` relative to the project (the nearest ``pyproject.toml``'s folder) when it
+    is inside it, else as found."""
+    if pyproject is not None:
+        with contextlib.suppress(ValueError):
+            return file.resolve().relative_to(pyproject.parent.resolve()).as_posix()
+    return str(file)
+
+
+def discover(
+    path: str | Path, *, factory: Callable[[type], Any] | None = None
+) -> tuple[list[Case], list[LoadError]]:
+    """Every case under ``path``, and the files that failed to load (see the rules).
+    ``factory(cls)`` builds each evaluator class found (default: ``cls()``)."""
     root = Path(path)
     if not root.exists():
         raise FileNotFoundError(f"no such file or folder: {root}")
     base = root.parent if root.is_file() else root
+    project = find_pyproject(base)
     cases: list[Case] = []
     errors: list[LoadError] = []
     seen: dict[str, Case] = {}
@@ -120,11 +137,11 @@ def discover(path: str | Path) -> tuple[list[Case], list[LoadError]]:
         module_name = "evalport_evals." + _NOT_IDENTIFIER.sub("_", relative)
         try:
             module = _import(file, module_name, base)
-            found = _cases_in(module, prefix=f"{relative}::")
+            found = _cases_in(module, prefix=f"{relative}::", factory=factory)
         except Exception as error:
             errors.append(
                 LoadError(
-                    path=str(file),
+                    path=_shown(file, project),
                     error=str(error) or repr(error),
                     error_type=type(error).__name__,
                     traceback=traceback.format_exc(),

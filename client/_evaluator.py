@@ -9,6 +9,9 @@ Rules:
   ``set_up()`` runs once per evaluator, before its first item.
 - What ``run`` returns is the item's output, recorded with ``ctx.record_output`` (in
   ``results.jsonl``, the reports and ``view``), as Neuron's ``EvaluatorResult.output``.
+- The evaluator is built once, by ``cls()`` or by the project's ``factory(cls)``
+  (``[tool.evalport] factory``) when its constructor takes dependencies; a constructor
+  that needs arguments and has no factory is an error that says so.
 - Each dataset item becomes one ordinary case, ``<ClassName>[<row id>]``, run by the same
   machinery as function cases: fresh session, verdicts, timeouts, approvals, judges.
   Class attributes ``description``, ``tags``, ``judge``, ``timeout`` and
@@ -31,7 +34,7 @@ import asyncio
 import contextvars
 import inspect
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -145,11 +148,36 @@ class _Items:
             _current.reset(token)
 
 
-def evaluator_cases(cls: type[Evaluator], *, prefix: str = "") -> list[Case]:
-    """One case per dataset item of evaluator class ``cls``."""
+def _built(cls: type[Evaluator]) -> Evaluator:
+    """``cls()``; a constructor that needs arguments says how to give them."""
+    try:
+        return cls()
+    except TypeError as error:
+        required = [
+            name
+            for name, parameter in inspect.signature(cls).parameters.items()
+            if parameter.default is parameter.empty
+            and parameter.kind not in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD)
+        ]
+        if not required:
+            raise
+        raise TypeError(
+            f"{cls.__name__}() needs arguments ({', '.join(required)}): build it with a "
+            'factory, factory = "module:build" under [tool.evalport] (build(cls) returns '
+            "the evaluator)"
+        ) from error
+
+
+def evaluator_cases(
+    cls: type[Evaluator], *, prefix: str = "", factory: Callable[[type], Any] | None = None
+) -> list[Case]:
+    """One case per dataset item of evaluator class ``cls``, built by ``factory(cls)``
+    when given (a constructor with dependencies), else by ``cls()``."""
     if not (isinstance(cls, type) and issubclass(cls, Evaluator)):
         raise TypeError(f"{cls!r} is not an Evaluator subclass")
-    instance = cls()
+    instance = factory(cls) if factory is not None else _built(cls)
+    if not isinstance(instance, cls):
+        raise TypeError(f"the factory built {type(instance).__name__} for {cls.__name__}")
     spec = CaseSpec(dataset=instance.dataset())
     items = _Items(instance)
     if inspect.iscoroutinefunction(cls.run):

@@ -87,6 +87,7 @@ from ..reports import (
     load_summary,
 )
 from ._logs import agent_logs
+from ._project import CONFIG_BOOTSTRAP, Factory, load_factory, run_bootstrap
 from ._targets import (
     CONFIG_LOCAL,
     CONFIG_TOKEN_ENV,
@@ -104,6 +105,12 @@ HELP = "run eval cases against a target"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
     add("path", nargs="?", metavar="PATH", help="eval file or folder (default from config)")
+    add("--path", dest="path_option", metavar="PATH", help="the same as PATH (Neuron's spelling)")
+    add(
+        "--bootstrap",
+        metavar="MODULE",
+        help="a module or file.py imported once before the eval files load",
+    )
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--target", metavar="URL", help="base URL of the agent's eval protocol")
     where.add_argument("--local", metavar="TARGET", help="in-process agent: module:attr")
@@ -163,6 +170,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def resolve_settings(args: argparse.Namespace) -> Settings:
     """Configuration file values, overridden by the options given explicitly."""
+    if args.path_option:
+        if args.path and args.path != args.path_option:
+            raise ConfigError(
+                f"give the path once: PATH {args.path!r} or --path {args.path_option!r}"
+            )
+        args.path = args.path_option
     start = Path(args.path) if args.path else Path.cwd()
     file = Path(args.config) if args.config else None
     settings = load_settings(start if start.exists() else Path.cwd(), file=file)
@@ -183,13 +196,13 @@ def _named(args: argparse.Namespace) -> dict[str, str]:
     }
 
 
-def _discover(path: str) -> tuple[list[Any], list[str]]:
+def _discover(path: str, factory: Factory | None) -> tuple[list[Any], list[str]]:
     from evalport.client import DuplicateCaseError, discover
 
     if not Path(path).exists():
         raise ConfigError(f"{path}: no such file or folder")
     try:
-        cases, errors = discover(path)
+        cases, errors = discover(path, factory=factory)
     except DuplicateCaseError as error:
         raise ConfigError(str(error)) from None
     return list(cases), [str(error) for error in errors]
@@ -211,7 +224,8 @@ def _reporters(
         reporters.append(MarkdownReporter(settings.md, baseline=baseline))
     if settings.html:
         reporters.append(HtmlReporter(settings.html))
-    reporters += [load_reporter(spec) for spec in settings.reporters]
+    factory = load_factory(settings.factory) if settings.factory else None
+    reporters += [load_reporter(spec, factory) for spec in settings.reporters]
     return reporters
 
 
@@ -372,7 +386,10 @@ def main(args: argparse.Namespace) -> int:
         if not settings.path:
             return fail("run", "give a PATH to the eval files (or path = ... in [tool.evalport])")
         shard = parse_shard(args.shard) if args.shard else None
-        cases, errors = _discover(settings.path)
+        if settings.bootstrap:
+            run_bootstrap(settings.bootstrap, "--bootstrap" if args.bootstrap else CONFIG_BOOTSTRAP)
+        factory = load_factory(settings.factory) if settings.factory else None
+        cases, errors = _discover(settings.path, factory)
         found = len(cases)
         cases = select(
             cases,

@@ -10,14 +10,15 @@ Rules:
 - A reporter that raises never stops the run or the other reporters; its error is kept in
   :attr:`Reporters.errors` and shown at the end.
 - A custom reporter is named ``"package.module:Name"`` (or ``path/to/file.py:Name``),
-  resolved as ``--local`` is: a module from the folder the run starts in, no
-  ``PYTHONPATH`` needed; ``Name`` is a class or a factory, called with the keyword
-  arguments given next to it in configuration.
+  resolved as ``--local`` is: against the folder of the ``pyproject.toml`` that names it,
+  no ``PYTHONPATH`` needed; ``Name`` is a class or a factory, called with the keyword
+  arguments given next to it in configuration. A class named without arguments is built
+  by the project's ``factory(cls)`` when there is one (a constructor with dependencies).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,8 +101,11 @@ class Reporters:
         self._call("finish", report)
 
 
-def load_reporter(spec: str | Mapping[str, Any]) -> object:
-    """Build a reporter from ``"module:Name"`` or ``{"use": "module:Name", **kwargs}``."""
+def load_reporter(
+    spec: str | Mapping[str, Any], factory: Callable[[type], Any] | None = None
+) -> object:
+    """Build a reporter from ``"module:Name"`` or ``{"use": "module:Name", **kwargs}``;
+    ``factory(cls)`` builds a class named without keyword arguments when given."""
     if isinstance(spec, str):
         target, options = spec, {}
     else:
@@ -113,15 +117,22 @@ def load_reporter(spec: str | Mapping[str, Any]) -> object:
             "(a string, or a table with use = 'package.module:Name')"
         )
     try:  # resolved as --local is: a module from the folder run in, or a file's path
-        factory = load_object(target)
+        named = load_object(target)
     except (ValueError, ImportError) as error:
         raise ConfigError(f"reporter {target!r}: {error}") from None
-    if not callable(factory):
+    if not callable(named):
         raise ConfigError(f"reporter {target!r}: {target.partition(':')[2]!r} is not callable")
     try:
-        reporter = factory(**options)
+        if factory is not None and isinstance(named, type) and not options:
+            reporter = factory(named)
+        else:
+            reporter = named(**options)
     except TypeError as error:
-        raise ConfigError(f"reporter {target!r}: cannot build it with {options}: {error}") from None
+        raise ConfigError(
+            f"reporter {target!r}: cannot build it with {options}: {error}; give its "
+            'arguments in a table ({use = "...", name = value}) or build it with '
+            'factory = "module:build" under [tool.evalport]'
+        ) from None
     if not any(hasattr(reporter, hook) for hook in ("start", "trial_done", "case_done", "finish")):
         raise ConfigError(
             f"reporter {target!r}: has none of the hooks start, trial_done, case_done, finish"

@@ -1,0 +1,66 @@
+"""The project's own code that ``evalport run`` loads besides its eval files.
+
+Rules:
+
+- ``bootstrap`` (``[tool.evalport]`` or ``--bootstrap``) is imported once, before
+  discovery: a module name (``package.module``) or a file (``path/to/file.py``). A
+  bootstrap that fails to import is a :class:`~evalport.client._config.ConfigError`
+  naming the setting and the exception (exit 2): no eval file loads without it.
+- ``factory`` (``module:attr``) is a callable that builds an evaluator or a reporter from
+  its class: ``factory(cls) -> instance``. Evaluator classes found by discovery and
+  reporters named by a class (``reporters = ["module:Name"]``, without keyword
+  arguments) are built through it; without one they are built with ``cls()``.
+- Both resolve as the configuration says (:mod:`evalport.client._config`): against the
+  ``pyproject.toml`` that names them, or the working directory for an option.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .._core import ConfigError
+from ._targets import load_object
+
+CONFIG_BOOTSTRAP = "[tool.evalport] bootstrap"
+Factory = Callable[[type], Any]
+"""``factory(cls) -> instance``: builds an evaluator or a reporter from its class."""
+
+
+def run_bootstrap(spec: str, named: str = CONFIG_BOOTSTRAP) -> None:
+    """Import the bootstrap module or file ``spec`` once (see the rules)."""
+    try:
+        if spec.endswith(".py") or "/" in spec:
+            path = Path(spec).resolve()
+            if not path.is_file():
+                raise FileNotFoundError(f"no such file: {spec}")
+            name = f"_evalport_bootstrap_{path.stem}"
+            if name in sys.modules:
+                return
+            module_spec = importlib.util.spec_from_file_location(name, path)
+            if module_spec is None or module_spec.loader is None:
+                raise ImportError(f"cannot import {spec}")
+            module = importlib.util.module_from_spec(module_spec)
+            sys.modules[name] = module
+            try:
+                module_spec.loader.exec_module(module)
+            except BaseException:
+                sys.modules.pop(name, None)
+                raise
+        else:
+            importlib.import_module(spec)
+    except Exception as error:
+        raise ConfigError(f"{named} {spec!r}: {type(error).__name__}: {error}") from None
+
+
+def load_factory(spec: str, named: str = "[tool.evalport] factory") -> Factory:
+    """The factory callable ``spec`` names (``module:attr``)."""
+    factory = load_object(spec, named)
+    if not callable(factory):
+        raise ConfigError(f"{named} {spec!r}: not callable; name a function factory(cls)")
+    built: Factory = factory
+    return built
