@@ -10,7 +10,8 @@ Rules:
   identity (URL or local agent, agent name and version from ``/health``; for a local
   agent also a fingerprint of its source files), the declared dependencies (the files
   matched by the ``cache-dependencies`` globs: their names and contents) and the evalport
-  version (:meth:`RunCache.key`). A new agent version, an edited local agent, a changed
+  version (:meth:`RunCache.key`); an HTTP agent without a version and no dependencies
+  declared is out of reach (:meth:`RunCache.unnoticed` warns). A new agent version, an edited local agent, a changed
   dependency, a new row or another trial index therefore misses and records again;
   editing a case's assertions does not. A session opened with tool faults keys its
   recording by them too (their compact JSON's hash). The key is the same on every
@@ -111,11 +112,26 @@ class RunCache:
         self.store: CacheStore = FolderCacheStore(store) if isinstance(store, str | Path) else store
         self.fresh = fresh
         self.dependencies = files_fingerprint(dependency_files(dependencies))
+        self.declared = bool(dependencies)
+        """Whether ``cache-dependencies`` were declared (even if no file matches them)."""
         self.errors: list[str] = []
         """Warnings: the store's first failure, after which the store is not used."""
         self.misses: list[str] = []
         """Why trials were not (fully) replayed: ``"<case> [trial N]: <reason>"``."""
         self._failed = False
+
+    def unnoticed(self, identity: TargetIdentity) -> str | None:
+        """A warning when a changed agent would replay old recordings unnoticed: an HTTP
+        agent whose ``/health`` gives no version (``0``; its code is out of reach) and no
+        ``cache-dependencies`` declared."""
+        if identity.kind != "http" or identity.agent_version != "0" or self.declared:
+            return None
+        return (
+            f"the agent at {identity.location} has no version in /health, so --cache will not "
+            "notice when its code changes and replays old recordings; give the agent a "
+            "version (serve --agent-version, or version=...), or declare the files it depends on "
+            "(cache-dependencies), or run without --cache"
+        )
 
     @property
     def usable(self) -> bool:
@@ -250,9 +266,11 @@ class RunCache:
         row: Any,
         trial: int,
         policy: TracePolicy | None = None,
+        live: str | None = None,
     ) -> CachingTarget:
         """A target for one trial that replays or records through this cache; ``policy``
-        is the target's trace policy (read from ``target.policy`` when not given)."""
+        is the target's trace policy (read from ``target.policy`` when not given); ``live``
+        says why the trial never replays (it still records)."""
         if policy is None:
             policy = getattr(target, "policy", None)
         identity = target.identity
@@ -274,4 +292,6 @@ class RunCache:
             dependencies=self.dependencies,
             evalport=__version__,
         )
-        return CachingTarget(target, self, key, case_id=case_id, trial=trial, slot=(slot, meta))
+        return CachingTarget(
+            target, self, key, case_id=case_id, trial=trial, slot=(slot, meta), live=live
+        )

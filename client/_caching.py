@@ -17,6 +17,8 @@ Rules:
   never recorded: its bytes never reach a recording. Each trial not replayed notes its
   first reason in :attr:`RunCache.misses <evalport.client._cache.RunCache.misses>`, except
   that sending images or files is the reason whatever came first (it holds on every run).
+- A trial made ``live`` (with its reason: it asserts turn timings, which no recording
+  holds) reads no recording and runs live; it is still recorded.
 """
 
 from __future__ import annotations
@@ -106,8 +108,11 @@ class CachingTarget:
         case_id: str,
         trial: int,
         slot: tuple[str, SlotMeta] | None = None,
+        live: str | None = None,
     ) -> None:
         self.inner = inner
+        self.live = live
+        """Why this trial never replays (it reads what no recording holds), or ``None``."""
         self.cache = cache
         self.key = key
         self.case_id = case_id
@@ -150,7 +155,7 @@ class CachingTarget:
         session = CachingSession(
             self,
             key,
-            await self.cache.load(key),
+            None if self.live else await self.cache.load(key),
             {
                 "case_id": case_id,
                 "description": description,
@@ -218,6 +223,8 @@ class CachingSession:
 
     async def _why_live(self) -> str:
         owner = self._owner
+        if owner.live:
+            return owner.live
         if self._recording is None:
             if owner.slot is None or self._key != owner.key:
                 return "--fresh: recordings are not read" if owner.cache.fresh else "no recording"

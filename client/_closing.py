@@ -25,6 +25,7 @@ import dis
 import functools
 import inspect
 import types
+from collections.abc import Iterator
 from typing import Any, Protocol
 
 import msgspec
@@ -118,6 +119,22 @@ def asserted_nothing(
 def _holds_assert(func: Any) -> bool:
     """Whether the code of ``func`` (or of a function defined inside it) holds an
     ``assert`` statement."""
+    return any(
+        "AssertionError" in code.co_names  # pytest rewrites asserts to raise it
+        or any(op.opname == "LOAD_ASSERTION_ERROR" for op in dis.get_instructions(code))
+        for code in _codes(func)
+    )
+
+
+def uses_names(func: Any, names: frozenset[str]) -> bool:
+    """Whether the code of ``func`` (or of a function defined inside it) uses one of
+    ``names`` (a global, an attribute or a method: ``ctx.first_token_within``)."""
+    return any(not names.isdisjoint(code.co_names) for code in _codes(func))
+
+
+def _codes(func: Any) -> Iterator[types.CodeType]:
+    """The code of ``func`` (a function, a partial, a callable instance) and of every
+    function defined inside it."""
     while isinstance(func, functools.partial):
         func = func.func
     call = getattr(func, "__call__", None)  # noqa: B004 - a callable instance's method
@@ -125,9 +142,5 @@ def _holds_assert(func: Any) -> bool:
     pending = [code] if isinstance(code, types.CodeType) else []
     while pending:
         code = pending.pop()
-        if "AssertionError" in code.co_names or any(  # pytest rewrites asserts to raise it
-            op.opname == "LOAD_ASSERTION_ERROR" for op in dis.get_instructions(code)
-        ):
-            return True
+        yield code
         pending += [const for const in code.co_consts if isinstance(const, types.CodeType)]
-    return False

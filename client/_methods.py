@@ -24,7 +24,7 @@ from __future__ import annotations
 import inspect
 import types
 from collections.abc import Callable, Sequence
-from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, cast, overload
+from typing import Any, Concatenate, Final, Generic, ParamSpec, TypeVar, cast, overload
 
 from evalport.protocol import AgentRun, Event
 
@@ -289,3 +289,16 @@ class AssertionMethods:
     def expect(self, value: Any) -> ValueExpectation:
         """Grade any value: ``ctx.expect(x).includes(...).similarity(...).at_least(0.9)``."""
         return ValueExpectation(self, value)
+
+
+TIMING_NAMES: Final = frozenset(
+    [
+        name
+        for attribute, method in vars(AssertionMethods).items()
+        if isinstance(method, Delegate) and method.on is _on_timings
+        for name in (attribute, getattr(method.kind, "__name__", attribute))
+    ]
+    + ["timings", "timing"]
+)
+"""What a case's code names when it reads turn timings, which no recording holds: the
+methods on them (``first_token_within``), their classes, ``ctx.timings``, ``Turn.timing``."""

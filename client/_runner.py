@@ -19,7 +19,9 @@ Rules:
   concurrency (two turns at once in one session would meet a busy session), and refuses
   ``repeat`` above 1 (each trial would see what the earlier ones sent); ``cache`` replays
   recorded turns
-  (:mod:`evalport.client._cache`) and marks the trials it fully answered as cached.
+  (:mod:`evalport.client._cache`) and marks the trials it fully answered as cached; a
+  case whose code reads turn timings (``first_token_within``...), which no recording
+  holds, runs live.
   Cases that share a concurrency limit (an evaluator's ``concurrency``) run at most that
   many trials at once; a trial waits for its slot before its timeout starts. A
   case that reads logged conversations (``conversations=``) never goes through the
@@ -46,6 +48,8 @@ from evalport.protocol import TargetUnavailable, TracePolicy, __version__
 
 from ._cache import RunCache
 from ._caching import CachingTarget
+from ._closing import uses_names
+from ._methods import TIMING_NAMES
 from ._pacing import AttachedTarget, RateLimitedTarget, TrackingTarget
 from ._results import CaseResult, TrialResult, Verdict, case_verdict, required_passes
 from ._target import Target
@@ -276,6 +280,7 @@ class Runner:
                 row=_row(case),
                 trial=trial,
                 policy=getattr(self.target, "policy", None),
+                live=_never_replayed(case),
             )
         timeout = getattr(case, "timeout", None) or self.options.timeout
         started = time.perf_counter()
@@ -343,6 +348,14 @@ async def _close(target: Any, tracking: TrackingTarget, bound: float | None = No
         except Exception as error:
             errors.append(f"closing session {session.id}: {type(error).__name__}: {error}")
     return errors
+
+
+def _never_replayed(case: Any) -> str | None:
+    """Why a case's trials run live under the cache: its code reads turn timings."""
+    func = getattr(case, "func", None)
+    if func is not None and uses_names(func, TIMING_NAMES):
+        return "it asserts turn timings, which no recording holds: it runs live"
+    return None
 
 
 def _row(case: Any) -> Any:

@@ -277,6 +277,9 @@ async def _run(
             await target.prepare()
         except TargetUnreachable as error:
             return fail("run", str(error), EXIT_UNREACHABLE)
+        unnoticed = cache.unnoticed(target.target.identity) if cache is not None else None
+        if unnoticed is not None:
+            print(f"evalport run: warning: {unnoticed}", file=sys.stderr)
         judge = build_judge(settings)
         runner = Runner(
             target.target,
