@@ -117,7 +117,9 @@ _KNOWN: Final = frozenset(kind.value for kind in EventType)
 _TEXT_DELTAS: Final = frozenset((EventType.TEXT_MESSAGE_CONTENT, EventType.TEXT_MESSAGE_CHUNK))
 
 AGENT_ERROR: Final = "AgentError"  # the error class the runtime gives an agent's failure
-NO_USAGE: Final = "this AG-UI agent did not report token usage (RUN_FINISHED carried none)"
+NO_USAGE: Final = (
+    "this AG-UI agent did not report token usage (its RUN_FINISHED or RUN_ERROR carried none)"
+)
 STATE_EVENT: Final = "state"
 
 
