@@ -76,6 +76,7 @@ from evalport.protocol import (
     TextPart,
     TurnTimedOut,
 )
+from google.protobuf import json_format
 
 CARD_PATH: Final = ".well-known/agent-card.json"
 
@@ -232,6 +233,8 @@ def translated(where: str) -> Iterator[None]:
         raise TargetUnavailable(f"{where}: the A2A server failed ({error})") from None
     except A2AError as error:
         raise RequestRejected(f"{where}: {type(error).__name__}: {error}") from None
+    except json_format.ParseError as error:  # JSON the SDK's types do not take
+        raise ProtocolError(f"{where}: the answer is not A2A's JSON: {error}") from None
     except httpx.TransportError as error:  # a stream cut by the network mid-way
         raise TargetUnavailable(f"{where}: {type(error).__name__}: {error}") from None
 
