@@ -12,7 +12,7 @@ and per tag, trial time mean/p50/p95, time to first token p50/p95 when a turn st
 assertion totals; :mod:`._analytics`), and last the five case counts, the cached trials
 and the wall time. With ``verbose`` the details come first: for every case, its time to
 first token p50/p95 when a turn streamed, each trial's duration and its turns' times to
-first token, its assertions (outcome, severity, score against threshold, message), the
+first token, its recorded output and ``ctx.log()`` lines, its assertions (outcome, severity, score against threshold, message), the
 transcript of each trial that did not pass (:mod:`._transcript`), and the judges'
 reasons and evidence, each distinct judgement once with the number of trials that got
 it. With ``quiet`` nothing is printed but the closing summary: no header, no progress,
@@ -80,8 +80,9 @@ def summary_lines(summary: RunSummary, *, named: frozenset[str] = frozenset()) -
 
 
 def detail_lines(result: CaseResult) -> list[str]:
-    """``-v``: the case's time to first token, every trial's duration, times to first token
-    and assertions, and the transcript of every trial that did not pass."""
+    """``-v``: the case's time to first token, every trial's duration, times to first token,
+    output, ``ctx.log()`` lines and assertions, and the transcript of every trial that did
+    not pass."""
     times = first_token_text(durations(t for trial in result.trials for t in first_tokens(trial)))
     lines = [f"CASE   {result.case_id}" + (f" (first token {times})" if times else "")]
     for trial in result.trials:
@@ -93,6 +94,9 @@ def detail_lines(result: CaseResult) -> list[str]:
         )
         if trial.error:
             lines.append(f"    {trial.error_type or 'Error'}: {trial.error}")
+        if trial.output is not None:
+            lines.append(f"    output: {trial.output}")
+        lines += [f"    log: {line}" for line in trial.logs]
         for check in trial.assertions:
             outcome = assertion_outcome(check).upper().replace("_", " ")
             message = f": {check.message}" if check.message else ""
