@@ -15,8 +15,9 @@ Rules:
   declared conversation is played before the function body runs, so the body only
   asserts. The two are exclusive, as in Neuron (``withTurns``/``withUser``): a
   conversation is scripted or simulated, never both, and declaring both raises
-  ``ValueError`` at decoration naming the case. ``messages`` must be a list of
-  strings, not one string.
+  ``ValueError`` at decoration naming the case. ``messages`` is a list of turns, not
+  one string: each a string or a list of parts (``str``, ``TextPart``, ``ImagePart``,
+  ``FilePart``) as ``ctx.send`` takes, so a scripted turn may carry images and files.
 - With ``dataset=`` the function takes ``f(ctx, row)`` and expands into one case per row;
   a dataset is a :class:`~evalport.client.Dataset`, a list of mappings, or a
   path (relative paths are resolved against the file that defines the function). The
@@ -38,9 +39,9 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, TypeVar, overload
+from typing import Any, Final, TypeAlias, TypeVar, overload
 
-from evalport.protocol import ToolFault
+from evalport.protocol import FilePart, ImagePart, TextPart, ToolFault
 from evalport.protocol.runtime import as_faults
 
 from ._conversation import ApprovalPolicy, InterruptPolicy, UserSimulator
@@ -48,6 +49,8 @@ from ._datasets import Dataset, DatasetRow
 from ._logged import conversation_files
 
 F = TypeVar("F", bound=Callable[..., Any])
+ScriptedTurn: TypeAlias = str | list[Any]
+"""A user turn as ``ctx.send`` takes it: a string, or a list of parts."""
 MARK: Final = "__eval_case__"
 
 
@@ -63,7 +66,7 @@ class CaseSpec:
     id: str | None = None
     approval_policy: ApprovalPolicy | None = None
     faults: tuple[ToolFault, ...] = ()
-    messages: tuple[str, ...] = ()
+    messages: tuple[ScriptedTurn, ...] = ()
     user: UserSimulator | None = None
     interrupt_policy: InterruptPolicy | None = None
     conversations: str | None = None
@@ -104,7 +107,7 @@ class Case:
     source: str = ""
     approval_policy: ApprovalPolicy | None = None
     faults: tuple[ToolFault, ...] = ()
-    messages: tuple[str, ...] = ()
+    messages: tuple[ScriptedTurn, ...] = ()
     user: UserSimulator | None = None
     interrupt_policy: InterruptPolicy | None = None
     conversation: Path | None = None
@@ -145,7 +148,7 @@ def eval_case(
     id: str | None = None,
     approval_policy: ApprovalPolicy | None = None,
     faults: Iterable[ToolFault | Mapping[str, Any]] | None = None,
-    messages: Sequence[str] | None = None,
+    messages: Sequence[ScriptedTurn] | None = None,
     user: UserSimulator | None = None,
     interrupt_policy: InterruptPolicy | None = None,
     conversations: str | Path | None = None,
@@ -163,7 +166,7 @@ def eval_case(
     id: str | None = None,
     approval_policy: ApprovalPolicy | None = None,
     faults: Iterable[ToolFault | Mapping[str, Any]] | None = None,
-    messages: Sequence[str] | None = None,
+    messages: Sequence[ScriptedTurn] | None = None,
     user: UserSimulator | None = None,
     interrupt_policy: InterruptPolicy | None = None,
     conversations: str | Path | None = None,
@@ -231,12 +234,28 @@ def _check_parameters(func: Callable[..., Any], count: int) -> None:
         ) from None
 
 
-def _scripted(messages: Sequence[str] | None) -> tuple[str, ...]:
+_PARTS: Final = (str, TextPart, ImagePart, FilePart)
+
+
+def _scripted(messages: Sequence[ScriptedTurn] | None) -> tuple[ScriptedTurn, ...]:
     if messages is None:
         return ()
-    if isinstance(messages, str) or not all(isinstance(item, str) for item in messages):
-        raise TypeError("messages takes a list of strings, e.g. messages=['hi', 'refund A1']")
-    return tuple(messages)
+    if isinstance(messages, str):
+        raise TypeError(
+            "messages takes a list of strings (or of part lists), not one string, e.g. "
+            "messages=['hi', 'refund A1']"
+        )
+    for item in messages:
+        if isinstance(item, str):
+            continue
+        if isinstance(item, list | tuple) and all(isinstance(part, _PARTS) for part in item):
+            continue
+        raise TypeError(
+            "messages takes a list of turns, each a string or a list of parts (str, "
+            "TextPart, ImagePart, FilePart) as ctx.send takes, "
+            f"not {type(item).__name__}"
+        )
+    return tuple(item if isinstance(item, str) else list(item) for item in messages)
 
 
 def spec_of(func: Any) -> CaseSpec | None:

@@ -345,7 +345,7 @@ class EvalContext(AssertionMethods):
         self.turns.append(turn)
         return turn
 
-    async def converse(self, messages: Sequence[str]) -> list[Turn]:
+    async def converse(self, messages: Sequence[str | Sequence[Any]]) -> list[Turn]:
         """Scripted turns, in order, each sent after the previous one completed."""
         if isinstance(messages, str):
             raise TypeError("converse() takes a list of messages, not one string")

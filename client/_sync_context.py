@@ -119,7 +119,7 @@ class SyncEvalContext(AssertionMethods):
     def resume(self, answer: Any = None, *, answers: Mapping[str, Any] | None = None) -> Turn:
         return self.block(self._inner.resume(answer, answers=answers))
 
-    def converse(self, messages: Sequence[str]) -> list[Turn]:
+    def converse(self, messages: Sequence[str | Sequence[Any]]) -> list[Turn]:
         return self.block(self._inner.converse(messages))
 
     def simulate(self, user: UserSimulator, *, max_turns: int | None = None) -> list[Turn]:
