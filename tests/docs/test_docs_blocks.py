@@ -62,6 +62,7 @@ SECTIONS: dict[str, tuple[str, dict[str, int]]] = {
         {"python": 3, "bash": 2, "toml": 1, "yaml": 1},
     ),
     "benchmarks": ("tests/docs/test_docs_pages.py", {}),
+    "a2a": ("tests/client/targets/a2a/test_a2a_cli.py", {"python": 1, "bash": 1}),
 }
 
 
