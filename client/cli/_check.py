@@ -58,6 +58,10 @@ The checks that need a capability (``delta``, ``content parts``, ``streaming``,
 ``interrupts``) are in
 :mod:`._check_capabilities`; what a conforming run or problem is, in :mod:`._check_answers`.
 
+A URL with a protocol prefix (``agui+https://...``, ``a2a+https://...``) names a target of
+another protocol: :mod:`._check_protocols` then sends it one turn and lists what that
+target can and cannot evaluate.
+
 Exit ``0`` when no check failed (skipped ones fail nothing), ``1`` when one did, ``3``
 when the server cannot be reached or does not answer ``/health`` in time, ``2`` for usage
 errors.
@@ -105,6 +109,8 @@ from .._core import (
 )
 from ._check_answers import CheckFailed, enveloped_run, expect, problem, validate_run
 from ._check_capabilities import content_parts, delta, interrupts, streaming
+from ._check_protocols import main as check_protocol
+from ._check_protocols import named_by_protocol
 from ._targets import add_server_options, read_token, token_refused, without_credentials
 
 HELP = "check a server's protocol conformance"
@@ -455,6 +461,8 @@ def main(args: argparse.Namespace) -> int:
         token, token_env = read_token(args.token_env)
     except ConfigError as error:
         return fail("check", str(error))
+    if named_by_protocol(args.url):  # agui+, a2a+: what that target can evaluate
+        return check_protocol(args)
     try:
         results = asyncio.run(
             check_server(
