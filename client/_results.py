@@ -80,6 +80,7 @@ class JudgeRecord(msgspec.Struct, kw_only=True, gc=False):
 
     ``tool_calls`` and ``steps`` are an agent-loop judge's own reads and model calls,
     kept apart from the agent's tool calls; its tokens are the judge's, never the agent's.
+    A classifier's record keeps its question, reference, levels and answer distribution.
     """
 
     criterion: str
@@ -93,6 +94,10 @@ class JudgeRecord(msgspec.Struct, kw_only=True, gc=False):
     error: str | None = None
     tool_calls: list[JudgeToolCall] = msgspec.field(default_factory=list)
     steps: int = 0
+    question: str | None = None  # a classifier's question (its rubric), as asked
+    reference: str | None = None  # what a classifier compared with, when given
+    levels: list[str] | None = None  # a classifier's levels, worst first
+    probabilities: list[float] | None = None  # its answer distribution, when it had one
 
 
 class _UsageOnly(msgspec.Struct):

@@ -21,6 +21,7 @@ Rules:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import msgspec
@@ -132,6 +133,24 @@ class JudgeVerdict(msgspec.Struct, kw_only=True):
     def __post_init__(self) -> None:
         if isinstance(self.score, bool) or not 0.0 <= self.score <= 1.0:
             raise JudgeError(f"a verdict's score must be a number in [0, 1], got {self.score!r}")
+
+
+def level_verdict(levels: Sequence[str], chosen: int, mass: Sequence[float]) -> JudgeVerdict:
+    """A classifier's verdict: level ``chosen`` of ``levels`` (worst first), scored by the
+    expected level under the answer distribution ``mass`` (normalised) when it holds any,
+    else by the chosen level's position, over ``len(levels) - 1``."""
+    top = len(levels) - 1
+    details: dict[str, Any] = {"level": levels[chosen], "levels": list(levels)}
+    score = chosen / top
+    total = sum(mass)
+    if total > 0:
+        probabilities = details["probabilities"] = [value / total for value in mass]
+        score = sum(index * p for index, p in enumerate(probabilities)) / top
+    return JudgeVerdict(
+        score=min(max(score, 0.0), 1.0),
+        reason=f"level {chosen}: {levels[chosen]}",
+        details=details,
+    )
 
 
 @runtime_checkable

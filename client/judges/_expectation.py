@@ -264,6 +264,12 @@ class JudgeExpectation:
                 cached=verdict.cached,
             )
         record.model = record.model or _model(judge)
+        criterion = self._criterion
+        if criterion.levels is not None:  # a classifier: what it was asked, as Neuron keeps
+            record.question, record.reference = criterion.instructions, criterion.reference
+            record.levels = list(criterion.levels)
+            if isinstance(answer, JudgeVerdict):
+                record.probabilities = answer.details.get("probabilities")
         # what the call spent and read, a failed one included (its JudgeError says)
         record.input_tokens = spent.usage.input_tokens
         record.output_tokens = spent.usage.output_tokens

@@ -5,6 +5,11 @@ Rules:
 - Scripted answers are consumed in order, one per call: a number (the score), a
   :class:`~.base.JudgeVerdict`, an exception instance (raised, e.g. ``JudgeError(...)``), or
   a callable ``request -> number | JudgeVerdict`` (for answers that depend on the request).
+- A classifier's answer distribution is a list of probabilities, one per level (worst
+  first; ``[p_no, p_yes]`` for a yes/no question): scored as the real judge scores one,
+  the expected level over ``len(levels) - 1`` (Neuron's ``FakeClassifier`` answer). A list
+  for a criterion that is not a classifier, or of another length, is a
+  :class:`~.base.JudgeError`.
 - ``default`` answers every call once the script is used up. Without a default, a call
   past the end of the script raises :class:`~.base.JudgeError`: a fake never passes by
   accident.
@@ -22,10 +27,10 @@ from typing import Any
 
 import msgspec
 
-from ._base import JudgeError, JudgeRequest, JudgeUsage, JudgeVerdict
+from ._base import JudgeError, JudgeRequest, JudgeUsage, JudgeVerdict, level_verdict
 from ._chat import ChatCompletion
 
-Scripted = float | JudgeVerdict | Callable[[JudgeRequest], "float | JudgeVerdict"]
+Scripted = float | Sequence[float] | JudgeVerdict | Callable[[JudgeRequest], "float | JudgeVerdict"]
 Answer = Scripted | BaseException
 
 
@@ -86,12 +91,34 @@ class FakeJudge(_Script):
             answer = answer(request)
         if isinstance(answer, JudgeVerdict):
             return answer
+        if isinstance(answer, list | tuple):
+            verdict = _distributed(request, answer)
+            verdict.model, verdict.usage = self._model, self._usage
+            return verdict
         return JudgeVerdict(
             score=float(answer),
             reason=f"scripted score {answer:g}",
             model=self._model,
             usage=self._usage,
         )
+
+
+def _distributed(request: JudgeRequest, probabilities: Sequence[float]) -> JudgeVerdict:
+    """The verdict of a scripted answer distribution (see the rules)."""
+    levels = request.criterion.levels
+    if levels is None:
+        raise JudgeError(
+            f"a scripted answer distribution answers a classifier; {request.criterion.name!r} "
+            "is not one: script a score"
+        )
+    if len(probabilities) != len(levels):
+        raise JudgeError(
+            f"the scripted distribution has {len(probabilities)} probabilities for "
+            f"{len(levels)} levels ({', '.join(levels)}): one per level, worst first"
+        )
+    mass = [float(p) for p in probabilities]
+    chosen = max(range(len(mass)), key=lambda index: (mass[index], index))
+    return level_verdict(levels, chosen, mass)
 
 
 Said = str | Mapping[str, Any]

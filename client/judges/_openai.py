@@ -27,7 +27,14 @@ from typing import Any
 import httpx
 import msgspec
 
-from ._base import JudgeError, JudgeRequest, JudgeUsage, JudgeVerdict, MalformedAnswer
+from ._base import (
+    JudgeError,
+    JudgeRequest,
+    JudgeUsage,
+    JudgeVerdict,
+    MalformedAnswer,
+    level_verdict,
+)
 from ._cache import JudgeCache, cache_key
 from ._chat import ChatClient, ChatCompletion
 from ._prompts import (
@@ -151,17 +158,7 @@ def _classified(request: JudgeRequest, completion: ChatCompletion) -> JudgeVerdi
         text = token.strip()
         if len(text) == 1 and text.isdigit() and int(text) <= top and math.isfinite(logprob):
             mass[int(text)] += math.exp(logprob)
-    details: dict[str, Any] = {"level": levels[chosen], "levels": list(levels)}
-    score = chosen / top
-    total = sum(mass)
-    if total > 0:
-        probabilities = details["probabilities"] = [value / total for value in mass]
-        score = sum(index * p for index, p in enumerate(probabilities)) / top
-    return JudgeVerdict(
-        score=min(max(score, 0.0), 1.0),
-        reason=f"level {chosen}: {levels[chosen]}",
-        details=details,
-    )
+    return level_verdict(levels, chosen, mass)
 
 
 class JudgeConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
