@@ -89,7 +89,8 @@ FAILED_STATES: Final = {
 
 INTERRUPTING_STATES: Final = ("input-required", "auth-required")
 
-DEFAULT_TIMEOUT: Final = httpx.Timeout(300.0, connect=5.0)
+READ_SECONDS: Final = 300.0
+DEFAULT_TIMEOUT: Final = httpx.Timeout(READ_SECONDS, connect=5.0)
 
 
 class _OriginAuth(httpx.Auth):
@@ -159,7 +160,8 @@ class A2ATarget:
             transport=transport,
         )
         read = http.timeout.read
-        self.patience = read if read is not None else DEFAULT_TIMEOUT.read
+        # How long a polled task may work: the read timeout (no limit set: 300 s).
+        self.patience: float = read if read is not None else READ_SECONDS
         self._http = http
         self._link: Link = link.Link(self.url, http, stream=stream)
         self.card: Any = None  # the agent card (a2a.types.AgentCard) once read

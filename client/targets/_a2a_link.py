@@ -98,7 +98,7 @@ _POLL_FIRST, _POLL_MOST = 0.05, 1.0
 
 def state_name(state: int) -> str:
     """The A2A name of a task state (``input-required``), as the spec writes it."""
-    name: str = TaskState.Name(state)  # type: ignore[arg-type]
+    name: str = TaskState.Name(state)
     return name.removeprefix("TASK_STATE_").lower().replace("_", "-")
 
 
