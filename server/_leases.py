@@ -15,11 +15,16 @@ Rules:
 - With any other store a lease lasts ``Limits.lease_seconds`` (the turn timeout + 5 s)
   and nobody renews it.
 - A call for the lease that the store failed to answer (503) may still run once a stalled
-  Redis resumes, for a request that is gone: its token is fenced (:meth:`Leases.fence`)
-  by a job that tries every quarter second, up to :data:`FENCE_FOR` seconds, until the
-  store answers. A lease it took is given back as never taken, and a call that lands
-  later takes none, so the session is not busy and the key not lost for a turn that
-  never ran.
+  Redis resumes, for a request that is gone; so may a turn's finish, and a lease its
+  turn could not give back comes back with a restarted Redis. Either way the token is
+  fenced (:meth:`Leases.fence`) by a job that tries every quarter second, up to
+  :data:`FENCE_FOR` seconds, until the store answers. A lease it took is given back as
+  never taken (no turn-lost record: the turn's request answered a problem, so its retry
+  runs the turn), a call that lands later takes none, and a finish that lands later
+  stores nothing (it no longer holds the lease), so the session is not busy and the key
+  not lost for a turn that was never stored. A turn that begins on a session with
+  fences pending in this process fences them first (:meth:`Leases.fenced`): a retry
+  that comes here does not race the job.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ class Leases:
         self._jobs = jobs
         self._prefix = secrets.token_hex(8) + "-"
         self._count = 0
+        self._pending: dict[str, set[str]] = {}  # tokens to fence, by session
 
     def token(self) -> str:
         """A new token for one acquisition."""
@@ -67,9 +73,48 @@ class Leases:
         return self._limits.lease_seconds
 
     def fence(self, session_id: str, token: str) -> None:
-        """Fence ``token``, whose call for the lease failed (see the module's rules)."""
+        """Fence ``token``, whose call for the lease, finish or release failed (see the
+        module's rules)."""
         if self._renewal is not None:
-            self._jobs.start(_fence(self._renewal, session_id, token))
+            self._pending.setdefault(session_id, set()).add(token)
+            self._jobs.start(self._fence(self._renewal, session_id, token))
+
+    def fencing(self, session_id: str) -> bool:
+        """Whether tokens of ``session_id`` wait to be fenced (see :meth:`fenced`)."""
+        return session_id in self._pending
+
+    async def fenced(self, session_id: str) -> None:
+        """Fence now the tokens of ``session_id`` still to be fenced, before a turn takes
+        its lease (a store still down raises :class:`~.stores.StoreUnavailable`)."""
+        assert self._renewal is not None  # (only such a store has tokens to fence)
+        for token in list(self._pending.get(session_id, ())):
+            await self._renewal.fence(session_id, token)
+            self._done(session_id, token)
+
+    async def _fence(self, store: LeaseRenewal, session_id: str, token: str) -> None:
+        loop = asyncio.get_running_loop()
+        until = loop.time() + FENCE_FOR
+        while token in self._pending.get(session_id, ()):
+            try:
+                await store.fence(session_id, token)
+                break
+            except StoreUnavailable:
+                if loop.time() > until:
+                    logger.warning(
+                        "session %s: the store stayed unavailable, so a lease its failed call "
+                        "may have taken lapses on its own",
+                        session_id,
+                    )
+                    break
+                await asyncio.sleep(0.25)
+        self._done(session_id, token)
+
+    def _done(self, session_id: str, token: str) -> None:
+        pending = self._pending.get(session_id)
+        if pending is not None:
+            pending.discard(token)
+            if not pending:
+                del self._pending[session_id]
 
     def keep(self, session_id: str, token: str) -> LeaseKeeper | None:
         """Keep the lease that ``token`` just took, if the store renews leases."""
@@ -164,21 +209,3 @@ async def quietly(work: Awaitable[None]) -> None:
         await work
     except StoreUnavailable as error:
         logger.warning("could not release a lease: %s", error.detail)
-
-
-async def _fence(store: LeaseRenewal, session_id: str, token: str) -> None:
-    loop = asyncio.get_running_loop()
-    until = loop.time() + FENCE_FOR
-    while True:
-        try:
-            await store.fence(session_id, token)
-            return
-        except StoreUnavailable:
-            if loop.time() > until:
-                logger.warning(
-                    "session %s: the store stayed unavailable, so a lease its failed call "
-                    "may have taken lapses on its own",
-                    session_id,
-                )
-                return
-            await asyncio.sleep(0.25)

@@ -226,10 +226,9 @@ class TurnStream:
             cursor, size = next_id, size + len(data)
             ready.append(data)
         final = self._final
-        ended = cursor == self._last and final is not None and size + len(final) <= PIECE
-        if ended:
-            ready.append(final)
-        return cursor, ready[0] if len(ready) == 1 else b"".join(ready), ended
+        if final is not None and cursor == self._last and size + len(final) <= PIECE:
+            return cursor, b"".join((*ready, final)), True
+        return cursor, ready[0] if len(ready) == 1 else b"".join(ready), False
 
 
 class Relay:
@@ -280,7 +279,7 @@ def wants_stream(accept: str | None) -> bool:
     answer without it."""
     if accept is None or "event-stream" not in accept.lower():
         return False  # (most turns: no need to parse)
-    stream, weights = 0.0, {}
+    stream, weights = 0.0, dict[str, float]()
     for element in accept.lower().split(","):
         media, *parameters = element.split(";")
         media, weight = media.strip(), 1.0

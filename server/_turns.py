@@ -35,7 +35,12 @@ Rules (the session rules are those of :mod:`evalport.server._sessions`):
   replica's agent is dropped (rebuilt from the store next time).
 - A turn whose outcome could not be stored (the store failed: 503 ``store-unavailable``)
   was never acknowledged, so it must never be stored later: this replica's agent, which
-  ran it, is dropped too, and the next turn rebuilds the agent from the store.
+  ran it, is dropped too, and the next turn rebuilds the agent from the store. A lease
+  that such a turn could not give back (its release failed too, or Redis restarted
+  with it) is fenced (:meth:`~._leases.Leases.fence`): given back as never taken once
+  the store answers, and a finish of the turn that lands later stores nothing. So the
+  key's retry, which the 503 invites, runs the turn once (or answers it, if the finish
+  did land before the failure was seen), and is never a 409 ``turn-lost``.
 - A streamed turn (:mod:`._streams`) is the same turn, its context telling its events to
   a :class:`~._streams.TurnStream` that the request reads instead of awaiting the
   outcome; the outcome ends the stream. A repeat of its key while it runs here reads
@@ -325,6 +330,8 @@ class TurnRunner:
                 raise key_reused()
             _resolve(waits)
             return await waiting.wait()
+        if self._leases.fencing(session_id):  # a failed call of this process's goes first
+            await self._leases.fenced(session_id)
         agent = self._live.get(session_id)
         if agent is not None and agent.suspended:
             record = None if key is None else await self._store.get_result(session_id, key)
@@ -365,13 +372,22 @@ class TurnRunner:
         except BaseException:
             if keeper is not None:
                 keeper.stop()
-            await self._store.release(session_id, begin.token)
+            await self._give_back(session_id, begin.token)
             raise
         self._live.finishing(session_id)
         turn = _Turn(session_id, begin.token, agent, keeper, key)
         if key is not None:
             turn.flight = self._inflight[(session_id, key)] = InFlight(digest)
         return turn
+
+    async def _give_back(self, session_id: str, token: str) -> None:
+        """Release the lease of a turn that failed (nothing stored); if the store fails to
+        answer, fence ``token`` (see the module's rules): the turn's own failure is the
+        answer, not the release's."""
+        try:
+            await self._store.release(session_id, token)
+        except StoreUnavailable:
+            self._leases.fence(session_id, token)
 
     async def _leased(self, session_id: str, lease: Lease | None) -> None:
         """Nothing if ``lease`` was acquired, else the problem that says why not."""
@@ -433,7 +449,7 @@ class TurnRunner:
                 self._streams.pop((session_id, turn.key), None)
             if not finished:
                 self._live.settled(session_id)
-                await self._store.release(session_id, turn.token)
+                await self._give_back(session_id, turn.token)
         if flight is not None:
             flight.settle(recorded)
         return outcome
