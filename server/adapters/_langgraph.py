@@ -32,7 +32,10 @@ Rules:
 - The graph runs through ``astream`` in LangGraph's ``messages`` stream mode (subgraphs
   too): each text chunk a chat model streams (``AIMessageChunk``) goes to
   ``ctx.text_delta`` as it arrives. A model that does not stream and a message a node
-  writes itself send no chunks (the reply arrives whole). Every model's text streams,
+  writes itself send no chunks (the reply arrives whole, as one text delta:
+  :func:`~._recording.whole_reply`). A model whose streaming raises
+  ``NotImplementedError`` before any model answered makes the graph run whole
+  (``ainvoke``) from then on, the failed attempt resumed from its checkpoint. Every model's text streams,
   also text beside tool calls, which the reply leaves out.
 - Recording is live, through a LangChain callback handler added to the run's config:
   each chat model response is a step (text, tool calls with ids and arguments, token
@@ -78,6 +81,7 @@ from ._recording import (
     ApprovalAsk,
     arguments_of,
     ask_all,
+    cannot_stream,
     finish_turn,
     record_execution,
     record_rejections,
@@ -88,6 +92,7 @@ from ._recording import (
     step_usage,
     steps_limit,
     unreadable_state,
+    whole_reply,
 )
 
 require("langgraph", "langgraph", "evalport.server.adapters._langgraph")
@@ -129,6 +134,9 @@ class LangGraphAgent:
         if not graph.checkpointer:
             graph = graph.copy(update={"checkpointer": InMemorySaver()})
         self.graph = graph
+        self.streams = True
+        """Whether the graph runs streamed; false once a model raised ``NotImplementedError``
+        for it."""
         saver = graph.checkpointer
         self.saver: InMemorySaver | None = saver if isinstance(saver, InMemorySaver) else None
         self.messages_key = messages_key
@@ -210,16 +218,41 @@ class _Session:
             attempt = cast(
                 RunnableConfig, {**config, "callbacks": [*callbacks, recorder.attempt()]}
             )
-            stream = adapter.graph.astream(payload, attempt, stream_mode="messages", subgraphs=True)
-            async for _, (chunk, _) in cast(AsyncIterator[Any], stream):  # ns, (message, meta)
-                if isinstance(chunk, AIMessageChunk):
-                    ctx.text_delta(str(chunk.text))  # plain str: ``text`` is a str subclass
+            if not await _attempt(adapter, ctx, payload, attempt, recorder):
+                payload = None if isinstance(payload, dict) else payload  # the input is in
+                continue
             snapshot = await adapter.graph.aget_state(config)
             if not snapshot.interrupts:
                 break
             payload = Command(resume=await _decide(ctx, snapshot.interrupts, recorder))
         messages = snapshot.values.get(adapter.messages_key) or []
-        return _reply(messages[-1]) if messages else ""
+        return whole_reply(ctx, _reply(messages[-1]) if messages else "")
+
+
+async def _attempt(
+    adapter: LangGraphAgent,
+    ctx: TurnContext,
+    payload: Any,
+    config: RunnableConfig,
+    recorder: _Recorder,
+) -> bool:
+    """Run the graph on ``payload`` until it ends or interrupts, streaming its models'
+    text while they can stream; ``False`` when a model turned out unable to stream before
+    any answered (the graph then runs whole, from its checkpoint)."""
+    if not adapter.streams:
+        await adapter.graph.ainvoke(payload, config)
+        return True
+    stream = adapter.graph.astream(payload, config, stream_mode="messages", subgraphs=True)
+    try:
+        async for _, (chunk, _) in cast(AsyncIterator[Any], stream):  # ns, (message, meta)
+            if isinstance(chunk, AIMessageChunk):
+                ctx.text_delta(str(chunk.text))  # plain str: ``text`` is a str subclass
+    except Exception as error:
+        if not cannot_stream(error) or recorder.responses:
+            raise
+        adapter.streams = False
+        return False
+    return True
 
 
 async def _decide(
@@ -360,6 +393,7 @@ class _Recorder(AsyncCallbackHandler):
         self._interrupted: dict[str, ToolCallInfo] = {}
         self._last_calls: list[ToolCall] = []
         self.current: _Attempt | None = None
+        self.responses = 0  # model responses recorded
 
     def attempt(self) -> _Attempt:
         """The callback handler of the graph's next invocation, whose tool runs are recorded."""
@@ -412,6 +446,7 @@ class _Recorder(AsyncCallbackHandler):
         metadata = message.response_metadata or {}
         content = message.content if isinstance(message.content, str) else message.text
         self._last_calls = calls
+        self.responses += 1
         self.ctx.model_step(
             content=content or None,
             tool_calls=calls,

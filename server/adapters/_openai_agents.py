@@ -12,6 +12,10 @@ Rules:
 - The run streams (``Runner.run_streamed``): each text delta of a model response
   (``ResponseTextDeltaEvent``) goes to ``ctx.text_delta`` as it arrives. Every response's
   text streams, also text beside tool calls, which the reply (the final output) leaves out.
+  A model whose ``stream_response`` raises ``NotImplementedError`` (scripted and custom
+  models often do) is run whole (``Runner.run``) from then on: the turn that found out
+  runs again whole when the model had answered nothing yet, and a reply that streamed
+  nothing goes as one text delta (:func:`~._recording.whole_reply`).
 - Recording is live, through the SDK's run hooks: each model response (``on_llm_end``)
   is a step with its text, function calls (call ids, arguments), token usage and the
   response id; each local tool invocation (``on_tool_start`` / ``on_tool_end``) is an
@@ -59,6 +63,7 @@ from ._recording import (
     ApprovalAsk,
     arguments_of,
     ask_all,
+    cannot_stream,
     finish_turn,
     mark_decision,
     record_execution,
@@ -69,6 +74,7 @@ from ._recording import (
     step_usage,
     steps_limit,
     unreadable_state,
+    whole_reply,
 )
 
 require("agents", "openai-agents", "evalport.server.adapters._openai_agents")
@@ -86,6 +92,7 @@ from agents import (  # noqa: E402
 from agents.exceptions import AgentsException, MaxTurnsExceeded  # noqa: E402
 from agents.handoffs import Handoff  # noqa: E402
 from agents.items import ModelResponse, ToolApprovalItem, TResponseInputItem  # noqa: E402
+from agents.result import RunResultBase  # noqa: E402
 from agents.run_config import ToolErrorFormatterArgs  # noqa: E402
 from agents.tool import Tool  # noqa: E402
 from agents.tool_context import ToolContext  # noqa: E402
@@ -123,6 +130,8 @@ class OpenAIAgentsAgent:
         self.max_turns = max_turns
         self.agent_name = name or agent.name
         self.agent_version = version or "0"
+        self.streams = True
+        """Whether runs stream; false once the model raised ``NotImplementedError`` for it."""
 
     def __call__(self, info: SessionInfo) -> _Session:
         return _Session(self, self.context(info) if self.context is not None else None)
@@ -194,13 +203,11 @@ class _Session:
             options["max_turns"] = adapter.max_turns
         first: list[TResponseInputItem] = [{"role": "user", "content": _content(message, ctx)}]
         try:
-            result = await _streamed(
-                ctx, Runner.run_streamed(self.agent, [*self.history, *first], **options)
-            )
+            result = await self._run(ctx, [*self.history, *first], options, hooks)
             while result.interruptions:
                 state = result.to_state()
                 await _decide(ctx, state, result.interruptions, hooks)
-                result = await _streamed(ctx, Runner.run_streamed(self.agent, state, **options))
+                result = await self._run(ctx, state, options, hooks)
         except MaxTurnsExceeded as error:
             hooks.abandon(error)
             return steps_limit(ctx, error)
@@ -217,7 +224,21 @@ class _Session:
         self.history = items
         self.agent = result.last_agent
         save_state(ctx, FRAMEWORK, {"items": added, "agent": self.agent.name})
-        return reply_text(pydantic_core.to_jsonable_python(result.final_output))
+        return whole_reply(ctx, reply_text(pydantic_core.to_jsonable_python(result.final_output)))
+
+    async def _run(
+        self, ctx: TurnContext, given: Any, options: dict[str, Any], hooks: _Hooks
+    ) -> RunResultBase:
+        """One run of the SDK: streamed while the model can stream, else whole."""
+        adapter = self._adapter
+        if adapter.streams:
+            try:
+                return await _streamed(ctx, Runner.run_streamed(self.agent, given, **options))
+            except Exception as error:
+                if not cannot_stream(error) or hooks.responses:
+                    raise
+                adapter.streams = False  # the model answered nothing: run it whole from now on
+        return await Runner.run(self.agent, given, **options)
 
 
 async def _streamed(ctx: TurnContext, result: RunResultStreaming) -> RunResultStreaming:
@@ -306,6 +327,7 @@ class _Hooks(RunHooks[Any]):
         self._handoffs: dict[str, ToolCall] = {}  # transfer calls asked for, by target agent
         self._running: dict[str, tuple[Any, ToolRun]] = {}
         self._llm_started: str | None = None
+        self.responses = 0  # model responses recorded
 
     async def on_llm_start(
         self,
@@ -319,6 +341,7 @@ class _Hooks(RunHooks[Any]):
     async def on_llm_end(
         self, context: RunContextWrapper[Any], agent: Agent[Any], response: ModelResponse
     ) -> None:
+        self.responses += 1
         texts: list[str] = []
         calls: list[ToolCall] = []
         for item in response.output:

@@ -12,7 +12,8 @@ Rules:
   pydantic-ai's event stream (``on_event``), which makes ``agent.run`` stream every model
   request, and each text chunk of a response goes to ``ctx.text_delta`` as it arrives.
   A model that cannot stream (one without ``request_stream``, a ``FunctionModel``
-  without a ``stream_function``) runs as before, its reply arriving whole. Every
+  without a ``stream_function``) runs as before, its reply arriving whole, as one text
+  delta (:func:`~._recording.whole_reply`). Every
   response's text streams, also text beside tool calls, which the reply (the last
   response's text) leaves out.
 - Recording is live, through a pydantic-ai capability added to every run: each model
@@ -60,6 +61,7 @@ from ._recording import (
     step_usage,
     steps_limit,
     unreadable_state,
+    whole_reply,
 )
 
 require("pydantic_ai", "pydantic-ai", "evalport.server.adapters._pydantic_ai")
@@ -182,7 +184,7 @@ class _Session:
         save_state(
             ctx, FRAMEWORK, {"messages": ModelMessagesTypeAdapter.dump_python(added, mode="json")}
         )
-        return reply_text(pydantic_core.to_jsonable_python(output))
+        return whole_reply(ctx, reply_text(pydantic_core.to_jsonable_python(output)))
 
 
 def _prompt(message: str, ctx: TurnContext) -> str | list[UserContent]:

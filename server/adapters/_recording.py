@@ -10,6 +10,10 @@ Rules:
   each is also an ``approval.decided`` event (``callId``, ``tool``, ``approved``,
   ``reason``), so a decision that gated no tool execution still shows in the run.
 - A reply that is not text is sent as compact JSON (the framework's structured output).
+- A model that cannot stream (the framework's streaming call raises
+  ``NotImplementedError`` before the model answered anything) is run whole from then
+  on; a turn that streamed nothing sends its reply as one text delta
+  (:func:`whole_reply`), so a streamed request still gets it as text.
 - A call's executions in a step follow the order in which the model asked for them
   (:func:`finish_turn` sorts them, whatever order they were decided or ran in); a call
   the framework ran again (LangGraph re-runs a node on resume) is recorded once, with the
@@ -74,6 +78,25 @@ class ApprovalAsk(NamedTuple):
     tool: str
     arguments: Mapping[str, Any]
     reason: str | None = None
+
+
+def whole_reply(ctx: TurnContext, reply: str) -> str:
+    """``reply``, sent as one text delta when the turn streamed nothing (its model
+    answered whole)."""
+    if reply and not ctx.streamed:
+        ctx.text_delta(reply)
+    return reply
+
+
+def cannot_stream(error: BaseException) -> bool:
+    """Whether ``error`` (or what it wraps) is a model's ``NotImplementedError`` for
+    streaming."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, NotImplementedError):
+            return True
+        seen = seen.__cause__
+    return False
 
 
 def reply_text(output: Any) -> str:
