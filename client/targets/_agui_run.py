@@ -14,7 +14,9 @@ Rules (what :class:`AgUiTarget` records, and why):
   same agent. ``STEP_STARTED``/``STEP_FINISHED`` name a framework's own stages (LangGraph
   nodes), which are not model calls: they are kept as the events ``step_started`` /
   ``step_finished`` (``{"name": ...}``), and ``CUSTOM`` events under their own name.
-- Tool calls: arguments are the ``TOOL_CALL_ARGS`` deltas joined and parsed as JSON;
+- Tool calls: arguments are the ``TOOL_CALL_ARGS`` deltas joined and parsed as JSON (for
+  a call whose arguments came in no delta, those of the call in a later
+  ``MESSAGES_SNAPSHOT``, where some agents put them);
   ``TOOL_CALL_RESULT`` is the execution, on the step that asked for the call (a resumed
   run answers a call of the run it resumes). A result that is a JSON object or array
   (as frameworks serialise a tool's return) is kept as that value, other text as text.
@@ -351,13 +353,21 @@ class RunReader:
         if held is None or event.tool_call_id in self.ended:
             return
         self.ended.add(event.tool_call_id)
-        step, index, parts = held
-        text = "".join(parts)
-        step.requested_tool_calls[index].arguments = arguments_of(text)
+        text = "".join(held[2])
+        self._arguments(event.tool_call_id, text)
         for message in self.messages:
             for call in getattr(message, "tool_calls", None) or ():
                 if call.id == event.tool_call_id:
                     call.function.arguments = text
+
+    def _arguments(self, call_id: str, text: str) -> None:
+        """Set the arguments of call ``call_id`` (and of its execution, if it ran)."""
+        step, index, _ = self.calls[call_id]
+        arguments = arguments_of(text)
+        step.requested_tool_calls[index].arguments = arguments
+        for execution in step.tool_executions:
+            if execution.tool_call_id == call_id:
+                execution.arguments = arguments
 
     def _call_chunk(self, event: ToolCallChunkEvent) -> None:
         call_id = event.tool_call_id or self.last_call_id
@@ -443,6 +453,14 @@ class RunReader:
 
     def _messages_snapshot(self, event: MessagesSnapshotEvent) -> None:
         self.messages[:] = event.messages
+        # Some agents stream a call's start and end but put its arguments only in the
+        # snapshot (ag-ui-langgraph, for a model that sends them in one chunk).
+        for message in event.messages:
+            for call in getattr(message, "tool_calls", None) or ():
+                held = self.calls.get(call.id)
+                if held is not None and not held[2] and call.function.arguments:
+                    held[2].append(call.function.arguments)
+                    self._arguments(call.id, call.function.arguments)
 
     def _framework_step(self, event: StepStartedEvent | StepFinishedEvent) -> None:
         name = "step_started" if isinstance(event, StepStartedEvent) else "step_finished"

@@ -395,3 +395,44 @@ async def test_custom_events_and_framework_steps_are_run_events() -> None:
     names = [event.name for event in turn.run.events]
     assert names == ["step_started", "escalated", "step_finished"]
     assert TotalTokensAtMost(1_000).evaluate(turn.run).passed
+
+
+async def test_arguments_only_in_the_messages_snapshot_are_the_calls_arguments() -> None:
+    snapshot = {
+        "type": "MESSAGES_SNAPSHOT",
+        "messages": [
+            {"id": "u", "role": "user", "content": "hi"},
+            {
+                "id": "a",
+                "role": "assistant",
+                "toolCalls": [
+                    {
+                        "id": "c",
+                        "type": "function",
+                        "function": {"name": "ping", "arguments": '{"n": 1}'},
+                    }
+                ],
+            },
+            {"id": "t", "role": "tool", "toolCallId": "c", "content": "pong"},
+        ],
+    }
+    events = [
+        started(),
+        {
+            "type": "TOOL_CALL_START",
+            "toolCallId": "c",
+            "toolCallName": "ping",
+            "parentMessageId": "a",
+        },
+        {"type": "TOOL_CALL_END", "toolCallId": "c"},
+        {"type": "TOOL_CALL_RESULT", "messageId": "t", "toolCallId": "c", "content": "pong"},
+        snapshot,
+        finished(),
+    ]
+    async with Agent(frames(events)).target(policy=TracePolicy.verbatim()) as target:
+        session = await target.open()
+        turn = await session.send("hi")
+    (step,) = turn.run.steps
+    assert step.requested_tool_calls[0].arguments == {"n": 1}
+    assert step.tool_executions[0].arguments == {"n": 1}
+    assert [message.id for message in session.messages] == ["u", "a", "t"]
