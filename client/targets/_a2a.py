@@ -59,12 +59,15 @@ from evalport.protocol import (
     RunStatus,
     StopReason,
     StopSignal,
+    TextPart,
     ToolFault,
     TracePolicy,
     TurnRequest,
     require,
 )
 from evalport.protocol.runtime import utc_now
+from evalport.protocol.runtime._content import user_parts
+from msgspec import UNSET
 
 from .._target import TargetIdentity, Turn
 from .._turns import DecisionLike, SessionBase, TurnClock, decisions_of
@@ -242,8 +245,10 @@ class A2ASession(SessionBase["A2ATarget"]):
         waits for input."""
         from ._a2a_link import message_parts
 
-        text = TurnRequest(message=message, parts=list(parts)).text() if parts else message
-        return await self._exchange(message_parts(message, parts), text, text)
+        request = TurnRequest(message=message, parts=list(parts) if parts else UNSET)
+        content = request.content() or [TextPart(text=message)]
+        text = request.text()
+        return await self._exchange(message_parts(content), text, text, content if parts else ())
 
     async def decide(self, decisions: Mapping[str, DecisionLike]) -> Turn:
         """Answer the pending interrupt (its id -> ``{"decision": "answer", "answer": ...}``)
@@ -274,9 +279,16 @@ class A2ASession(SessionBase["A2ATarget"]):
         """Forget the conversation (A2A has no call to end one); twice is harmless."""
         self.closed = True
 
-    async def _exchange(self, parts: list[Any], message: str | None, answer: Any) -> Turn:
+    async def _exchange(
+        self,
+        parts: list[Any],
+        message: str | None,
+        answer: Any,
+        content: Sequence[ContentPart] = (),
+    ) -> Turn:
         """Send one message (a new turn's, or with ``message=None`` the answer that
-        resumes the suspended turn) and record what it came to."""
+        resumes the suspended turn) and record what it came to (and the turn's
+        ``content`` parts, when it was sent with some)."""
         target = self._target
         clock = TurnClock()
         outcome = await target._link.exchange(
@@ -289,11 +301,18 @@ class A2ASession(SessionBase["A2ATarget"]):
         self.context_id = outcome.context_id or self.context_id
         waiting = outcome.state in INTERRUPTING_STATES
         self.task_id = outcome.task_id if waiting else None
-        run = target.policy.apply(_recorded(self._at.head, message, answer, outcome), in_place=True)
+        recorded = _recorded(self._at.head, message, answer, outcome, content)
+        run = target.policy.apply(recorded, in_place=True)
         return self._advance(run, message, clock.timing(run.turns, bool(run.reply)))
 
 
-def _recorded(before: AgentRun, message: str | None, answer: Any, outcome: Outcome) -> AgentRun:
+def _recorded(
+    before: AgentRun,
+    message: str | None,
+    answer: Any,
+    outcome: Outcome,
+    content: Sequence[ContentPart],
+) -> AgentRun:
     """The run ``before`` with one exchange recorded (see the module rules); its lists are
     new, so the runs of earlier turns never change."""
     now = utc_now()
@@ -319,6 +338,9 @@ def _recorded(before: AgentRun, message: str | None, answer: Any, outcome: Outco
         error_details=list(before.error_details),
         reply="",
     )
+    if content:  # as the runtime records a turn's parts (absent from runs without)
+        earlier = [] if before.user_parts is msgspec.UNSET else before.user_parts
+        run.user_parts = [*earlier, *user_parts(turns, content)]
     state, text = outcome.state, outcome.text
     if state in INTERRUPTING_STATES:
         run.status = RunStatus.IN_PROGRESS

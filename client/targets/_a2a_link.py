@@ -67,7 +67,7 @@ from a2a.utils.errors import A2AError
 from evalport.protocol import (
     AuthFailed,
     ContentPart,
-    ImagePart,
+    FilePart,
     ProtocolError,
     RequestRejected,
     SessionNotFound,
@@ -182,17 +182,15 @@ class _Reading:
         return Outcome(state_name(self.state), text, self.context_id, self.task_id)
 
 
-def message_parts(text: str, parts: Sequence[ContentPart]) -> list[Part]:
-    """The A2A parts of a user's turn: ``text``, or its content parts (images and files
-    inline as raw bytes, or by URL)."""
-    if not parts:
-        return [new_text_part(text)]
+def message_parts(content: Sequence[ContentPart]) -> list[Part]:
+    """The A2A parts of a user's turn, in order: text as text, images and files inline
+    as raw bytes or by URL."""
     made: list[Part] = []
-    for part in parts:
+    for part in content:
         if isinstance(part, TextPart):
             made.append(new_text_part(part.text))
             continue
-        name = "" if isinstance(part, ImagePart) else getattr(part, "name", "") or ""
+        name = part.name if isinstance(part, FilePart) and isinstance(part.name, str) else ""
         media = part.media_type if isinstance(part.media_type, str) else ""
         if isinstance(part.data, bytes):
             made.append(Part(raw=part.data, media_type=media, filename=name))

@@ -28,7 +28,14 @@ from a2a.types import (
     TaskStatusUpdateEvent,
 )
 from evalport.client.targets import A2ATarget
-from evalport.protocol import AuthFailed, ProtocolError, TargetUnavailable, TracePolicy
+from evalport.protocol import (
+    AuthFailed,
+    FilePart,
+    ImagePart,
+    ProtocolError,
+    TargetUnavailable,
+    TracePolicy,
+)
 from google.protobuf.json_format import MessageToDict
 
 BASE = "http://agent.test"
@@ -275,3 +282,24 @@ async def test_requests_go_to_the_urls_origin_with_the_token() -> None:
     assert request.headers["authorization"] == f"Bearer {TOKEN}"
     assert agent.cards[0].headers["authorization"] == f"Bearer {TOKEN}"
     assert TOKEN not in repr(a2a)
+
+
+async def test_a_turns_content_parts_go_as_a2a_parts_and_are_recorded() -> None:
+    agent = Agent(card(streaming=False), SendMessageResponse(message=agent_text("a cat")))
+    image = ImagePart(data=b"\x89PNG", media_type="image/png")
+    document = FilePart(
+        url="https://files.test/menu.pdf", media_type="application/pdf", name="menu.pdf"
+    )
+    async with target(agent) as a2a:
+        turn = await (await a2a.open()).send("what is this?", parts=[image, document])
+    [(_, body)] = agent.calls
+    sent = body["params"]["message"]["parts"]
+    assert sent[0] == {"text": "what is this?"}
+    assert sent[1]["mediaType"] == "image/png" and "raw" in sent[1]
+    assert sent[2] == {
+        "url": "https://files.test/menu.pdf",
+        "mediaType": "application/pdf",
+        "filename": "menu.pdf",
+    }
+    assert [part.type for part in turn.run.user_parts] == ["text", "image", "file"]
+    assert turn.run.user_parts[1].size == 4 and turn.message == "what is this?"
