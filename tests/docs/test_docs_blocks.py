@@ -63,6 +63,8 @@ SECTIONS: dict[str, tuple[str, dict[str, int]]] = {
     ),
     "benchmarks": ("tests/docs/test_docs_pages.py", {}),
     "a2a": ("tests/client/targets/a2a/test_a2a_cli.py", {"python": 1, "bash": 1}),
+    "porting": ("tests/client/cases/test_seed_ports.py", {"python": 3}),
+    "agui": ("tests/client/targets/agui/test_agui_docs.py", {"python": 1, "bash": 1}),
 }
 
 
