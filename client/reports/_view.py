@@ -299,7 +299,7 @@ def compare_page(base_name: str, base: RunReport, new_name: str, new: RunReport)
         for number, change in enumerate(comparison.changes)
     )
     table = (
-        "<table><tr><th>change</th><th>case</th><th>base</th><th>new</th>"
+        '<table class="changes"><tr><th>change</th><th>case</th><th>base</th><th>new</th>'
         f"<th>Fisher p</th></tr>{rows}</table>"
         if rows
         else '<p class="muted">no case changed its verdict or pass rate</p>'

@@ -9,6 +9,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 import pytest
@@ -62,7 +63,15 @@ class Setup:
         return outcome is Lease.BUSY
 
 
+GATES: dict[str, asyncio.Event] = {}
+"""A turn ``gate:<name>`` runs until the test sets ``GATES[name]``: as long as the test
+needs, whatever the machine's load."""
+
+
 async def agent(message: str, history: list[Message], ctx: TurnContext) -> str:
+    if message.startswith("gate:"):
+        await GATES[message.removeprefix("gate:")].wait()
+        return f"ran {message}"
     if message == "approve":
         decision = await ctx.request_approval("refund", {"order": "A1"})
         await asyncio.sleep(1.5)  # the resumed turn outlives its lease (turn timeout 1.8 s)
@@ -72,14 +81,15 @@ async def agent(message: str, history: list[Message], ctx: TurnContext) -> str:
     return f"ran {message}"
 
 
-@pytest.fixture
-async def setup(redis_server: RedisServer, request: pytest.FixtureRequest) -> AsyncIterator[Setup]:
+@asynccontextmanager
+async def made(
+    redis_server: RedisServer, limits: Limits, failures: int = 0
+) -> AsyncIterator[Setup]:
     prefix = f"t{uuid.uuid4().hex[:8]}:"
     store = Counting(redis_server.url, prefix=prefix)
-    store.failures = getattr(request, "param", 0)
+    store.failures = failures
     elsewhere = RedisStore(redis_server.url, prefix=prefix)
     plain = aioredis.Redis.from_url(redis_server.url)
-    limits = Limits(turn_timeout=1.8, lease_ttl=LEASE)
     manager = SessionManager(agent, limits=limits, store=store)
     try:
         session, _ = await manager.create(CreateSessionRequest())
@@ -88,6 +98,13 @@ async def setup(redis_server: RedisServer, request: pytest.FixtureRequest) -> As
         await manager.aclose()
         await elsewhere.aclose()
         await plain.aclose()
+
+
+@pytest.fixture
+async def setup(redis_server: RedisServer, request: pytest.FixtureRequest) -> AsyncIterator[Setup]:
+    limits = Limits(turn_timeout=1.8, lease_ttl=LEASE)
+    async with made(redis_server, limits, getattr(request, "param", 0)) as made_setup:
+        yield made_setup
 
 
 async def test_only_a_store_that_renews_gets_short_leases(setup: Setup) -> None:
@@ -107,21 +124,29 @@ async def test_a_short_turn_arms_a_timer_and_never_renews(setup: Setup) -> None:
     assert not setup.manager.jobs
 
 
-async def test_a_turn_longer_than_its_lease_keeps_it_until_it_ends(setup: Setup) -> None:
-    turn = asyncio.create_task(setup.manager.turns.turn(setup.session, "slow:1.5", "k1"))
-    await asyncio.sleep(0.05)
-    holder = await setup.holder()
-    assert holder is not None
-    while not turn.done():  # over five leases' worth of checks, never free
-        assert await setup.busy_elsewhere()
-        assert await setup.holder() == holder
-        await asyncio.sleep(0.05)
-    assert (await turn).status == 200
-    assert setup.store.renewals >= 3
-    assert await setup.holder() is None  # the final store call released it
-    renewals = setup.store.renewals
-    await asyncio.sleep(LEASE)
-    assert setup.store.renewals == renewals  # and renewing stopped with the turn
+async def test_a_turn_longer_than_its_lease_keeps_it_until_it_ends(
+    redis_server: RedisServer,
+) -> None:
+    # The turn runs until the test has seen three renewals (a whole lease's worth), not
+    # for a fixed time; a 3 s lease is renewed every second, which a loaded machine's
+    # stalls do not outlast, and no turn timeout is near.
+    lease = 3.0
+    async with made(redis_server, Limits(turn_timeout=120, lease_ttl=lease)) as setup:
+        gate = GATES["kept"] = asyncio.Event()
+        turn = asyncio.create_task(setup.manager.turns.turn(setup.session, "gate:kept", "k1"))
+        while (holder := await setup.holder()) is None:
+            await asyncio.sleep(0.01)
+        while setup.store.renewals < 3:  # the lease was renewed past its own length
+            assert await setup.busy_elsewhere()
+            assert await setup.holder() == holder
+            await asyncio.sleep(0.05)
+        assert not turn.done()
+        gate.set()
+        assert (await turn).status == 200
+        assert await setup.holder() is None  # the final store call released it
+        renewals = setup.store.renewals
+        await asyncio.sleep(lease / 3 * 2)  # two renewal periods: none comes
+        assert setup.store.renewals == renewals  # renewing stopped with the turn
 
 
 async def test_a_timed_out_turn_stops_renewing_and_releases(setup: Setup) -> None:
