@@ -25,7 +25,8 @@ Rules:
   *not evaluable*, never passed or failed.
 - What the protocol has no call for: ``attach`` raises :class:`NotImplementedError`
   (an A2A agent keeps no conversation a client can read back), ``refresh`` returns the
-  run this session recorded, ``close`` only forgets the conversation, ``open(faults=...)``
+  run this session recorded, ``close`` cancels a task still waiting for input (best
+  effort: it is the conversation's only state on the agent we know of), ``open(faults=...)``
   raises :class:`FaultsUnsupported`. Turns are never retried (A2A has no idempotency).
 - Every run goes through the target's trace policy (:meth:`TracePolicy.safe` unless told
   otherwise) before anything sees it.
@@ -38,6 +39,7 @@ Rules:
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Generator, Mapping, Sequence
 from types import TracebackType
@@ -59,6 +61,7 @@ from evalport.protocol import (
     RunStatus,
     StopReason,
     StopSignal,
+    TargetError,
     TextPart,
     ToolFault,
     TracePolicy,
@@ -73,6 +76,8 @@ from .._target import TargetIdentity, Turn
 from .._turns import DecisionLike, SessionBase, TurnClock, decisions_of
 
 if TYPE_CHECKING:
+    from a2a.types import AgentCard
+
     from ._a2a_link import Link, Outcome
 
 UNREPORTED: Final[Mapping[str, str]] = {
@@ -125,7 +130,7 @@ def _http_client(
     return httpx.AsyncClient(
         auth=_OriginAuth(origin, token, headers or {}),
         timeout=DEFAULT_TIMEOUT if timeout is None else timeout,
-        limits=limits if limits is not None else httpx.Limits(),
+        limits=limits or httpx.Limits(max_connections=100, max_keepalive_connections=20),
         transport=transport,
         follow_redirects=False,
     )
@@ -167,7 +172,7 @@ class A2ATarget:
         self.patience: float = read if read is not None else READ_SECONDS
         self._http = http
         self._link: Link = link.Link(self.url, http, stream=stream)
-        self.card: Any = None  # the agent card (a2a.types.AgentCard) once read
+        self.card: AgentCard | None = None  # once read (check)
 
     def __repr__(self) -> str:
         return f"A2ATarget({self.url!r}, policy={self.policy.describe()})"
@@ -182,7 +187,7 @@ class A2ATarget:
             agent_version=(card.version if card is not None else "") or "0",
         )
 
-    async def check(self) -> Any:
+    async def check(self) -> AgentCard:
         """Read the agent card (its name and version become the identity); returns it."""
         self.card = await self._link.read_card()
         return self.card
@@ -243,18 +248,15 @@ class A2ASession(SessionBase["A2ATarget"]):
     async def send(self, message: str, *, parts: Sequence[ContentPart] = ()) -> Turn:
         """One user message (and its content ``parts``); returns when the task ended or
         waits for input."""
-        from ._a2a_link import message_parts
-
         request = TurnRequest(message=message, parts=list(parts) if parts else UNSET)
         content = request.content() or [TextPart(text=message)]
         text = request.text()
-        return await self._exchange(message_parts(content), text, text, content if parts else ())
+        parts_sent = self._target._link.message_parts(content)
+        return await self._exchange(parts_sent, text, text, content if parts else ())
 
     async def decide(self, decisions: Mapping[str, DecisionLike]) -> Turn:
         """Answer the pending interrupt (its id -> ``{"decision": "answer", "answer": ...}``)
         with the next message of its task; resumes the same turn."""
-        from ._a2a_link import answer_parts
-
         plain = decisions_of(decisions)
         pending = [asked.id for asked in self._at.head.pending_interrupts]
         if not pending:
@@ -269,15 +271,24 @@ class A2ASession(SessionBase["A2ATarget"]):
                 f"(decision 'answer'); got {sorted(plain)}",
                 problem_type=ProblemType.INVALID_BODY,
             )
-        return await self._exchange(answer_parts(answer.answer), None, answer.answer)
+        parts = self._target._link.answer_parts(answer.answer)
+        return await self._exchange(parts, None, answer.answer)
 
     async def refresh(self) -> AgentRun:
         """The run this session recorded (an A2A agent has none to read back)."""
         return self.run
 
     async def close(self) -> None:
-        """Forget the conversation (A2A has no call to end one); twice is harmless."""
+        """End the conversation: a task still waiting for input is canceled (A2A has no
+        call to end a conversation; an agent that cannot cancel is left as it is);
+        twice is harmless."""
+        if self.closed:
+            return
         self.closed = True
+        waiting, self.task_id = self.task_id, None
+        if waiting is not None:
+            with contextlib.suppress(TargetError):
+                await self._target._link.cancel(waiting)
 
     async def _exchange(
         self,

@@ -50,6 +50,7 @@ from a2a.helpers import get_message_text, get_text_parts, new_data_part, new_tex
 from a2a.types import (
     AgentCard,
     AgentInterface,
+    CancelTaskRequest,
     GetTaskRequest,
     InternalError,
     ListTasksRequest,
@@ -252,6 +253,10 @@ def _by_status(status: int | None, where: str, error: Exception) -> TargetError:
 class Link:
     """The SDK's client for one agent, over the target's ``httpx.AsyncClient``."""
 
+    # What a message is made of, for the target that cannot import this module at its top.
+    message_parts = staticmethod(message_parts)
+    answer_parts = staticmethod(answer_parts)
+
     def __init__(self, url: str, http: httpx.AsyncClient, *, stream: bool) -> None:
         self.url = url.rstrip("/")
         parts = urlsplit(self.url)
@@ -390,6 +395,12 @@ class Link:
         assert self._client is not None and reading.task_id
         task = await self._client.get_task(GetTaskRequest(id=reading.task_id))
         reading.take(StreamResponse(task=task))
+
+    async def cancel(self, task_id: str) -> None:
+        """Ask the agent to cancel task ``task_id`` (``CancelTask``)."""
+        assert self._client is not None, "read_card() first"
+        with translated(f"canceling task {task_id} of {self.url}"):
+            await self._client.cancel_task(CancelTaskRequest(id=task_id))
 
     async def aclose(self) -> None:
         """Release the SDK's client (the ``httpx.AsyncClient`` is the target's to close)."""

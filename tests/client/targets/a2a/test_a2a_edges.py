@@ -303,3 +303,18 @@ async def test_a_turns_content_parts_go_as_a2a_parts_and_are_recorded() -> None:
     }
     assert [part.type for part in turn.run.user_parts] == ["text", "image", "file"]
     assert turn.run.user_parts[1].size == 4 and turn.message == "what is this?"
+
+
+async def test_closing_cancels_a_task_still_waiting_for_input() -> None:
+    agent = Agent(
+        card(streaming=False),
+        SendMessageResponse(task=task(TaskState.TASK_STATE_INPUT_REQUIRED, text="Which city?")),
+        task(TaskState.TASK_STATE_CANCELED),
+    )
+    async with target(agent) as a2a:
+        session = await a2a.open()
+        await session.send("weather?")
+        await session.close()
+        await session.close()
+    assert [body["method"] for _, body in agent.calls] == ["SendMessage", "CancelTask"]
+    assert agent.calls[1][1]["params"]["id"] == "t1"
