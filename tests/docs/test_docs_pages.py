@@ -218,6 +218,8 @@ THIRD_PARTY = {
     "ServerErrorMiddleware",
     "TestModel",
     "FunctionModel",
+    "AGUIAdapter",  # pydantic-ai's AG-UI adapter (docs/deployed-agents.md)
+    "RunAgentInput",  # the AG-UI SDK's run input
     "ToolDenied",
     "ToolFailed",
     "ToolNode",
