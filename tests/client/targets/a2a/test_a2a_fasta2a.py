@@ -104,7 +104,11 @@ async def test_an_answer_a2a_sdk_cannot_read_is_a_protocol_error_naming_it(
     fasta2a_url: str,
 ) -> None:
     async with A2ATarget(fasta2a_url) as target:
-        session = await target.open()
+        session = await target.open()  # the card reads: it carries no timestamp
+        assert (target.identity.agent_name, target.identity.agent_version) == (
+            "weather-bot",
+            "0.9.0",
+        )
         with pytest.raises(ProtocolError, match="timestamp"):
             await session.send("hi")
 
