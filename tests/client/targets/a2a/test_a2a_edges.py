@@ -318,3 +318,32 @@ async def test_closing_cancels_a_task_still_waiting_for_input() -> None:
         await session.close()
     assert [body["method"] for _, body in agent.calls] == ["SendMessage", "CancelTask"]
     assert agent.calls[1][1]["params"]["id"] == "t1"
+
+
+class _CutStream(httpx.AsyncByteStream):
+    """One event of a stream, then the connection drops."""
+
+    def __init__(self, first: bytes) -> None:
+        self.first = first
+
+    async def __aiter__(self):  # type: ignore[override]
+        yield self.first
+        raise httpx.ReadError("connection reset by peer")
+
+
+async def test_a_stream_the_network_cuts_is_a_transport_failure() -> None:
+    def agent(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("agent-card.json"):
+            return httpx.Response(200, json=card(streaming=True))
+        rpc_id = json.loads(request.content)["id"]
+        event = MessageToDict(StreamResponse(task=task(TaskState.TASK_STATE_WORKING)))
+        first = f"data: {json.dumps({'jsonrpc': '2.0', 'id': rpc_id, 'result': event})}\n\n"
+        return httpx.Response(
+            200, headers={"content-type": "text/event-stream"}, stream=_CutStream(first.encode())
+        )
+
+    async with target(agent) as a2a:
+        session = await a2a.open()
+        with pytest.raises(TargetUnavailable, match="connection reset"):
+            await session.send("hi")
+    assert session.run.turns == 0  # nothing recorded of a turn that did not end
