@@ -347,3 +347,25 @@ async def test_a_stream_the_network_cuts_is_a_transport_failure() -> None:
         with pytest.raises(TargetUnavailable, match="connection reset"):
             await session.send("hi")
     assert session.run.turns == 0  # nothing recorded of a turn that did not end
+
+
+async def test_auth_required_waits_as_an_interrupt_and_canceled_is_a_failure() -> None:
+    agent = Agent(
+        card(streaming=False),
+        SendMessageResponse(task=task(TaskState.TASK_STATE_AUTH_REQUIRED, text="Sign in first")),
+        SendMessageResponse(task=task(TaskState.TASK_STATE_CANCELED)),
+    )
+    async with target(agent) as a2a:
+        session = await a2a.open()
+        waiting = await session.send("my orders")
+        canceled = await session.send("here is my code")
+    [asked] = waiting.run.pending_interrupts
+    assert (asked.kind, asked.payload, waiting.run.status) == (
+        "auth-required",
+        "Sign in first",
+        "in_progress",
+    )
+    assert agent.calls[1][1]["params"]["message"]["taskId"] == "t1"  # the answer goes there
+    assert canceled.run.status == "failed"
+    assert canceled.run.error_details[-1].type == "A2ATaskCanceled"
+    assert canceled.run.interrupts[0].answer == "here is my code"
