@@ -129,9 +129,8 @@ def load_reporter(
             reporter = named(**options)
     except TypeError as error:
         raise ConfigError(
-            f"reporter {target!r}: cannot build it with {options}: {error}; give its "
-            'arguments in a table ({use = "...", name = value}) or build it with '
-            'factory = "module:build" under [tool.evalport]'
+            f"reporter {target!r}: cannot build it with {options}: {error} (give its "
+            "arguments in a table, or build it with the project's factory)"
         ) from None
     if not any(hasattr(reporter, hook) for hook in ("start", "trial_done", "case_done", "finish")):
         raise ConfigError(
