@@ -5,10 +5,11 @@
   body, responses, examples) and one per schema (a table of its fields, or of a tagged
   union's members), with links between them. A response with several media types names
   each; a stream (``text/event-stream``, whose schema describes each of its events, as
-  OpenAPI 3.1 has it) shows that schema, its rules (the schema's description) and its
-  example as text. The renderer is plain Markdown, so the page needs no script, no CDN and
-  works offline; search indexes it like any page. :func:`render_openapi` is importable
-  on its own (``tests/docs`` checks what it writes).
+  OpenAPI 3.1 has it) shows that schema, its rules and a whole example stream (the
+  schema's description) and its examples, single events, as their frames' lines. The
+  renderer is plain Markdown, so the page needs no script, no CDN and works offline;
+  search indexes it like any page. :func:`render_openapi` is importable on its own
+  (``tests/docs`` checks what it writes).
 - The API reference is read from the sources by mkdocstrings. The packages live in
   ``protocol/``, ``server/`` and ``client/`` but import as ``evalport.*``, so the build
   links them under ``build/docs-api/evalport`` for the docstring collector.
@@ -190,8 +191,9 @@ def _examples(media: str, content: dict[str, Any], components: dict[str, Any]) -
     for name, example in content.get("examples", {}).items():
         example = _resolve(example, components)
         value = example.get("value")
-        if isinstance(value, str) and media == _STREAM:
-            language, text = "text", value.rstrip("\n")  # a stream, as it goes on the wire
+        if isinstance(value, dict) and media == _STREAM:
+            # one event, as its frame goes on the wire
+            language, text = "text", "\n".join(f"{key}: {item}" for key, item in value.items())
         else:
             language, text = "json", json.dumps(value, indent=2, ensure_ascii=False)
         summary = example.get("summary") or name

@@ -11,15 +11,24 @@ and compares them with ``components/schemas`` of the spec, recursively:
   branches in order), ``$ref`` targets, array items, map values, ``additionalProperties``
   and defaults. A field renamed, added or removed on either side fails.
 - the spec may add annotations the code cannot express: ``description``, ``title``,
-  ``examples``, ``format``, ``pattern``, ``x-*``; a ``oneOf`` whose branches only list
-  ``required`` fields (which fields must be present together, as ``ToolFault``'s
-  ``error``/``result``: a rule the Struct enforces in ``__post_init__``, which msgspec
-  cannot put in its schema), or such an ``anyOf`` (at least one of ``TurnRequest``'s
-  ``message`` and ``parts``), or a ``dependentRequired`` among the code's fields (an
-  inline part's ``mediaType``); and an ``enum`` on a field that is a plain
-  ``str`` in the code (the run model keeps enumerated values as text so that clients keep
-  values a newer server invents). Where the code has an ``enum`` (a ``Literal``), the
-  spec's must be identical.
+  ``examples``, ``format``, ``pattern``, ``x-*``; an ``allOf`` of a ``oneOf`` whose
+  branches only list ``required`` fields (which fields must be present together, as
+  ``ToolFault``'s ``error``/``result``: a rule the Struct enforces in ``__post_init__``,
+  which msgspec cannot put in its schema), or of such an ``anyOf`` (at least one of
+  ``TurnRequest``'s ``message`` and ``parts``) (under ``allOf``, since generators read a
+  top-level ``oneOf``/``anyOf`` as a union and give the body no model), or a
+  ``dependentRequired`` among the code's fields (an inline part's ``mediaType``).
+- the spec writes some fields in the forms other tools need (``_as_code`` undoes them):
+  a field that is a plain ``str`` in the code with known values is an open enum,
+  ``anyOf: [{enum: [...]}, {type: string}]`` (the run model keeps enumerated values as
+  text so that clients keep values a newer server invents; a closed ``enum`` there
+  fails); a payload that is any value in the code and that the trace policy may digest
+  may be typed, ``anyOf`` with a ``Digest`` branch (the error texts); an
+  object of any keys says ``additionalProperties: true`` (openapi-typescript reads a
+  bare ``type: object`` as an empty one); and a field that may be absent (of a request
+  body, or of a Struct that leaves defaults out) has no ``default`` (openapi-typescript
+  types a field with one as always present). Where the code has an ``enum`` (a
+  ``Literal``), the spec's must be identical.
 - the stream events' union is msgspec's ``anyOf`` with its ``discriminator`` on ``event``,
   written ``oneOf`` in the spec (the tags make the branches exclusive), same branches in the
   same order. ``StreamFrame`` (one Server-Sent Event) has no Struct: its test is
@@ -166,17 +175,59 @@ def _presence_condition(spec: dict[str, Any], code: dict[str, Any]) -> bool:
     )
 
 
+def _presence_rules(rules: Any, code: dict[str, Any]) -> bool:
+    """Whether a spec-only ``allOf`` only holds ``oneOf``/``anyOf`` presence rules."""
+    return isinstance(rules, list) and all(
+        isinstance(rule, dict)
+        and len(rule) == 1
+        and next(iter(rule)) in ("oneOf", "anyOf")
+        and _presence_only(next(iter(rule.values())), code)
+        for rule in rules
+    )
+
+
+def _as_code(code: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
+    """A spec node as msgspec would write it, the forms it takes for other tools undone:
+    an open enum (``anyOf`` the known values, then any string) is a string; a payload
+    that is any value in the code and that the trace policy may digest is typed in the
+    spec (``anyOf`` with a ``Digest`` branch: the error texts); an explicit
+    ``additionalProperties: true`` is JSON Schema's default."""
+    node = dict(spec)
+    branches = node.get("anyOf")
+    payload = not {"type", "anyOf", "$ref"} & set(code)
+    if isinstance(branches, list) and payload and {"$ref": REF + "Digest"} in branches:
+        del node["anyOf"]
+    elif isinstance(branches, list):
+        known = branches[0] if branches else None
+        if (
+            isinstance(known, dict)
+            and set(known) == {"type", "enum"}
+            and known["type"] == "string"
+            and branches[1:2] == [{"type": "string"}]
+        ):
+            branches = branches[1:]
+        del node["anyOf"]
+        if len(branches) == 1:
+            node.update(branches[0])
+        else:
+            node["anyOf"] = branches
+    if node.get("additionalProperties") is True:
+        del node["additionalProperties"]
+    return node
+
+
 def _compare(code: Any, spec: Any, where: str) -> list[str]:
     if not isinstance(code, dict) or not isinstance(spec, dict):
         return [] if code == spec else [f"{where}: code {code!r} != spec {spec!r}"]
+    spec = _as_code(code, spec)
     problems: list[str] = []
     keys = (set(code) | set(spec)) - ANNOTATIONS
     for key in sorted(keys):
         if key.startswith("x-"):
             continue
-        if key == "enum" and key not in code and code.get("type") == "string":
-            continue
         if key in ("oneOf", "anyOf") and key not in code and _presence_only(spec[key], code):
+            continue
+        if key == "allOf" and key not in code and _presence_rules(spec[key], code):
             continue
         if key in ("if", "then", "else") and key not in code and _presence_condition(spec, code):
             continue
@@ -224,6 +275,9 @@ def test_spec_is_valid_openapi_3_1() -> None:
 def test_schemas_match_the_structs() -> None:
     code = _code_components()
     assert set(code) == set(SCHEMAS) - SPEC_ONLY
+    for name, field in _may_be_absent():
+        # what an absent field means is in its description (see the test below)
+        code[name]["properties"][field].pop("default", None)
     problems: list[str] = []
     for name in sorted(code):
         problems += _compare(code[name], SCHEMAS[name], name)
@@ -240,12 +294,13 @@ def test_schemas_match_the_structs() -> None:
         ("Approval", "state", ApprovalState.ALL),
     ],
 )
-def test_enumerated_text_fields_list_the_known_values(
+def test_enumerated_text_fields_are_open_and_list_the_known_values(
     schema: str, prop: str, known: tuple[str, ...]
 ) -> None:
+    """Clients keep an unknown value as text (the spec says so): the known values, or any
+    string (a closed enum makes generated clients raise on a value a newer server sends)."""
     node = SCHEMAS[schema]["properties"][prop]
-    enum = node["anyOf"][0]["enum"] if "anyOf" in node else node["enum"]
-    assert tuple(enum) == known
+    assert node["anyOf"][:2] == [{"type": "string", "enum": list(known)}, {"type": "string"}]
 
 
 def test_comparison_catches_drift() -> None:
@@ -276,6 +331,17 @@ def test_comparison_catches_drift() -> None:
     assert _compare(fault, unknown, "ToolFault")
     typed = {**SCHEMAS["ToolFault"], "oneOf": [{"required": ["error"], "type": "object"}]}
     assert _compare(fault, typed, "ToolFault")
+    rule = {**SCHEMAS["ToolFault"], "allOf": [{"oneOf": [{"required": ["why"]}]}]}
+    assert _compare(fault, rule, "ToolFault")
+    closed = dict(SCHEMAS["AgentRun"])
+    closed["properties"] = {
+        **closed["properties"],
+        "status": {"type": "string", "enum": list(RunStatus.ALL), "default": "pending"},
+    }
+    assert _compare(run, closed, "AgentRun")
+    renamed_digest = dict(SCHEMAS["ErrorInfo"])
+    renamed_digest["properties"] = {**renamed_digest["properties"], "message": {"type": "string"}}
+    assert _compare(_code_components()["ErrorInfo"], renamed_digest, "ErrorInfo")
 
 
 def test_every_route_of_the_design_with_its_bodies_and_statuses() -> None:
@@ -433,3 +499,168 @@ def test_digest_schema_matches_digest_function() -> None:
     for value in ("found A1049", {"id": "A1049"}, [1, 2.5, None], "é" * 200):
         validator.validate(protocol.digest(value))
     assert protocol.is_digest(SCHEMAS["Digest"]["examples"][0])
+
+
+def _schema_nodes(node: Any, where: str) -> list[tuple[str, dict[str, Any]]]:
+    """Every schema object under ``node`` (a schema), with where it is."""
+    if not isinstance(node, dict):
+        return []
+    found = [(where, node)]
+    for key, value in node.items():
+        if key in ("properties", "dependentRequired") and isinstance(value, dict):
+            for name, sub in value.items():
+                found += _schema_nodes(sub, f"{where}.{name}")
+        elif key in ("anyOf", "oneOf", "allOf") and isinstance(value, list):
+            for index, sub in enumerate(value):
+                found += _schema_nodes(sub, f"{where}|{key}[{index}]")
+        elif key in ("items", "additionalProperties", "not", "if", "then", "else"):
+            found += _schema_nodes(value, f"{where}/{key}")
+    return found
+
+
+def _refs(node: Any) -> set[str]:
+    if isinstance(node, dict):
+        own = {node["$ref"]} if isinstance(node.get("$ref"), str) else set()
+        return own.union(*(_refs(value) for value in node.values()))
+    if isinstance(node, list):
+        return set().union(*(_refs(value) for value in node))
+    return set()
+
+
+def _request_schemas() -> set[str]:
+    """The schemas of request bodies, and those they hold."""
+    names: set[str] = set()
+    todo = [
+        ref
+        for _, _, operation in _operations()
+        for media in operation.get("requestBody", {}).get("content", {}).values()
+        for ref in _refs(media["schema"])
+    ]
+    while todo:
+        name = todo.pop().removeprefix(REF)
+        if name not in names:
+            names.add(name)
+            todo += _refs(SCHEMAS[name])
+    return names
+
+
+def _left_out_at_defaults() -> set[str]:
+    """The wire Structs that leave a field at its default out (``omit_defaults``)."""
+    return {
+        name
+        for name in protocol.__all__
+        if isinstance(kind := getattr(protocol, name), type)
+        and issubclass(kind, msgspec.Struct)
+        and kind.__module__ in WIRE_MODULES
+        and kind.__struct_config__.omit_defaults
+    }
+
+
+def test_request_schemas_are_found() -> None:
+    assert {"TurnRequest", "ImagePart", "ToolFault", "ApprovalDecision"} <= _request_schemas()
+    assert "AgentRun" not in _request_schemas()
+    assert {"ToolRecord", "UserPart", "Problem"} <= _left_out_at_defaults()
+
+
+# Fields another implementation leaves out, although evalport sends them.
+ABSENT_FIELDS = {("Health", "evalportVersion")}
+
+
+def _may_be_absent() -> set[tuple[str, str]]:
+    """(schema, field) of every field that may be absent from a body: those of requests,
+    of Structs that leave defaults out, and :data:`ABSENT_FIELDS`."""
+    return ABSENT_FIELDS | {
+        (name, field)
+        for name in _request_schemas() | _left_out_at_defaults()
+        for field in SCHEMAS[name].get("properties", {})
+    }
+
+
+def test_fields_that_may_be_absent_carry_no_default() -> None:
+    """openapi-typescript types a field with a ``default`` as always present: a request's
+    fields may be left out, and so may those of a Struct that leaves defaults out. What
+    an absent field means is in its description instead."""
+    with_default = sorted(
+        f"{name}.{field}"
+        for name, field in _may_be_absent()
+        if "default" in SCHEMAS[name]["properties"][field]
+    )
+    assert with_default == []
+
+
+def _missing_fields(schema: dict[str, Any], value: Any, where: str) -> list[str]:
+    """The fields with a ``default`` that ``value`` leaves out, under ``schema``."""
+    name = schema["$ref"].removeprefix(REF) if "$ref" in schema else None
+    schema = SCHEMAS[name] if name else schema
+    if isinstance(value, list) and "items" in schema:
+        return [
+            missing
+            for index, item in enumerate(value)
+            for missing in _missing_fields(schema["items"], item, f"{where}[{index}]")
+        ]
+    if not isinstance(value, dict):
+        return []
+    missing: list[str] = []
+    for branch in schema.get("anyOf", []) + schema.get("oneOf", []):
+        if "$ref" in branch and (branch["$ref"] == REF + "DeltaEnvelope") == ("delta" in value):
+            missing += _missing_fields(branch, value, where)
+    for field, node in schema.get("properties", {}).items():
+        if field in value:
+            missing += _missing_fields(node, value[field], f"{where}.{field}")
+        elif "default" in node and (name, field) not in _may_be_absent():
+            missing.append(f"{where}.{field}")
+    return missing
+
+
+def test_response_examples_hold_every_field_a_server_sends() -> None:
+    """A response example holds every field with a ``default`` (evalport sends them
+    all), so that, typed from the spec as openapi-typescript types it, it compiles."""
+    missing = [
+        field
+        for operation, _, status, schema, value in EXAMPLES
+        if status is not None
+        for field in _missing_fields(schema, value, f"{operation} {status}")
+    ]
+    assert missing == []
+
+
+def test_no_object_is_typed_as_an_empty_one() -> None:
+    """A bare ``type: object`` is ``Record<string, never>`` to openapi-typescript: an
+    object of any keys says so (``additionalProperties: true``)."""
+    bare = [
+        where
+        for name, schema in SCHEMAS.items()
+        for where, node in _schema_nodes(schema, name)
+        if node.get("type") == "object"
+        and not {"properties", "additionalProperties", "patternProperties"} & set(node)
+    ]
+    assert bare == []
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def test_names_that_collide_once_camel_cased_say_how_to_map_them() -> None:
+    """openapi-generator camel-cases property names: ``Message.tool_calls`` (Instructor's
+    key) and ``toolCalls`` would be one name; the description gives the mapping."""
+    collisions = {}
+    for name, schema in SCHEMAS.items():
+        properties = list(schema.get("properties", {}))
+        camel = [_camel(prop) for prop in properties]
+        clashing = [p for p in properties if "_" in p and camel.count(_camel(p)) > 1]
+        if clashing:
+            collisions[name] = clashing
+    assert collisions == {"Message": ["tool_calls"]}
+    for name, clashing in collisions.items():
+        described = SCHEMAS[name]["description"]
+        assert "--name-mappings" in described
+        assert all(f"{prop}=" in described for prop in clashing)
+
+
+def test_every_schema_is_used() -> None:
+    """Each component schema is referenced (Redocly's and Spectral's unused-component
+    rules): ``Digest`` where a payload may be digested."""
+    unused = [name for name in SCHEMAS if REF + name not in _refs(SPEC)]
+    assert unused == []

@@ -9,14 +9,18 @@ its Struct; this module checks what has no Struct and the examples:
 - Each event's schema has examples, which validate against it and decode as that event.
 - The turn operation takes ``Accept`` and ``Last-Event-ID``, its 200 has the
   ``text/event-stream`` content, and ``/health`` describes the ``streaming`` capability.
-- The example stream is one a server writes: ids 1, 2, ..., each event's data as the
-  encoder writes it, and a last ``result`` whose data is the whole run, its reply the text
-  deltas joined and its steps those of the ``step-completed`` events.
+- The example stream (a ``text`` block in the stream's description: an example of a
+  media type must match its schema, which describes one event, so the ``examples`` are
+  single frames, each one of that stream's) is one a server writes: ids 1, 2, ..., each
+  event's data as the encoder writes it, and a last ``result`` whose data is the whole
+  run, its reply the text deltas joined and its steps those of the ``step-completed``
+  events.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -139,9 +143,22 @@ def test_the_turn_asks_for_the_stream_and_resumes_it() -> None:
     assert f"`{STREAMING_CAPABILITY}`" in capabilities
 
 
+def _example_stream() -> str:
+    """The example stream, from the ``text`` block of the stream's description."""
+    blocks = re.findall(r"```text\n(.*?)```", STREAMED["schema"]["description"], re.DOTALL)
+    assert len(blocks) == 1
+    return blocks[0] + "\n"  # a frame ends with a blank line
+
+
 @pytest.mark.parametrize("example", list(STREAMED["examples"]))
-def test_the_example_stream_is_what_a_server_writes(example: str) -> None:
-    frames = _frames(STREAMED["examples"][example]["value"])
+def test_each_example_is_a_frame_of_the_example_stream(example: str) -> None:
+    frame = STREAMED["examples"][example]["value"]
+    _validate(frame, {"$ref": REF + "StreamFrame"})
+    assert frame in _frames(_example_stream())
+
+
+def test_the_example_stream_is_what_a_server_writes() -> None:
+    frames = _frames(_example_stream())
     *events, last = frames
     assert [frame["id"] for frame in events] == [str(n) for n in range(1, len(frames))]
     assert "id" not in last  # the last event has nothing after it to resume
