@@ -37,11 +37,11 @@ from typing import Final
 from evalport.protocol import ProblemType
 
 from ._jobs import Jobs
-from ._leases import quietly
+from ._leases import Leases
 from ._limits import Limits
 from ._problems import HTTPProblem, problem_body
 from ._records import Outcome, idempotency_record
-from .stores import BeginTurn, Lease, SessionStore, TurnStart
+from .stores import BeginTurn, Lease, SessionStore, StoreUnavailable, TurnStart
 
 LOST: Final = Outcome(
     status=409,
@@ -68,14 +68,15 @@ class SameKeyWaiter:
     """Waiting for another replica's turn under the same key (see the module rules).
 
     ``store`` answers the polls (``begin_turn``: the key's record, or the lease);
-    ``renewed``: whether the store renews leases.
+    ``leases`` give back (or fence) a lease a poll took for a request gone meanwhile.
     """
 
-    def __init__(self, store: SessionStore, jobs: Jobs, limits: Limits, *, renewed: bool) -> None:
+    def __init__(self, store: SessionStore, jobs: Jobs, limits: Limits, leases: Leases) -> None:
         self._store = store
         self._jobs = jobs
         self._limits = limits
-        if renewed:
+        self._leases = leases
+        if leases.renewed:
             self._bound = (limits.turn_timeout or limits.session_ttl) + limits.lease_ttl
         else:
             self._bound = limits.lease_seconds
@@ -122,8 +123,11 @@ class SameKeyWaiter:
             )
 
     def _give_back(self, begin: BeginTurn, poll: asyncio.Future[TurnStart]) -> None:
-        """Release the lease a poll took for a request that went away meanwhile."""
-        if poll.cancelled() or poll.exception() is not None:
+        """Release the lease a poll took for a request that went away meanwhile (fence it,
+        if the store failed to answer the poll: it may still run later)."""
+        if poll.cancelled():
             return
-        if poll.result().lease is Lease.ACQUIRED:
-            self._jobs.start(quietly(self._store.release(begin.session_id, begin.token)))
+        if isinstance(poll.exception(), StoreUnavailable):
+            self._leases.fence(begin.session_id, begin.token)
+        elif poll.exception() is None and poll.result().lease is Lease.ACQUIRED:
+            self._jobs.start(self._leases.give_back(begin.session_id, begin.token))

@@ -32,7 +32,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-from collections.abc import Awaitable
 
 from ._jobs import Jobs
 from ._limits import Limits
@@ -45,9 +44,10 @@ FENCE_FOR = 60.0
 
 
 class Leases:
-    """Tokens, lengths and keepers of the turn leases a session manager takes."""
+    """Tokens, lengths, keepers and fences of the turn leases a session manager takes."""
 
     def __init__(self, store: SessionStore, limits: Limits, jobs: Jobs) -> None:
+        self._store = store
         self._renewal = store if isinstance(store, LeaseRenewal) else None
         self._limits = limits
         self._jobs = jobs
@@ -78,6 +78,15 @@ class Leases:
         if self._renewal is not None:
             self._pending.setdefault(session_id, set()).add(token)
             self._jobs.start(self._fence(self._renewal, session_id, token))
+
+    async def give_back(self, session_id: str, token: str) -> None:
+        """Release the lease ``token`` took for a turn that stored nothing; if the store
+        fails to answer, fence ``token`` (see the module's rules) instead of raising: the
+        turn's own failure is its answer, not the release's."""
+        try:
+            await self._store.release(session_id, token)
+        except StoreUnavailable:
+            self.fence(session_id, token)
 
     def fencing(self, session_id: str) -> bool:
         """Whether tokens of ``session_id`` wait to be fenced (see :meth:`fenced`)."""
@@ -201,11 +210,3 @@ class LeaseKeeper:
             self._timer = None
         if self._task is not None and not self._busy:
             self._task.cancel()
-
-
-async def quietly(work: Awaitable[None]) -> None:
-    """``work``, for a job nobody waits for: a store that is down is logged, not raised."""
-    try:
-        await work
-    except StoreUnavailable as error:
-        logger.warning("could not release a lease: %s", error.detail)

@@ -173,7 +173,7 @@ class TurnRunner:
         self._relayed = relayed
         self._inflight: dict[tuple[str, str], InFlight] = {}
         self._streams: dict[tuple[str, str], TurnStream] = {}  # keyed turns streaming here
-        self.waiter = SameKeyWaiter(store, jobs, limits, renewed=leases.renewed)
+        self.waiter = SameKeyWaiter(store, jobs, limits, leases)
 
     async def turn(
         self,
@@ -354,12 +354,12 @@ class TurnRunner:
         )
         try:
             start = await self._store.begin_turn(begin)
+            if start.same_key:  # the first attempt of this key runs on another replica
+                _resolve(waits)
+                start = await self.waiter.wait(begin, start)  # (polls with the same token)
         except StoreUnavailable:
             self._leases.fence(session_id, begin.token)  # the call may still run later
             raise
-        if start.same_key:  # the first attempt of this key runs on another replica
-            _resolve(waits)
-            start = await self.waiter.wait(begin, start)
         if start.replay is not None:
             return replayed(start.replay, digest)
         if start.suspended:
@@ -372,22 +372,13 @@ class TurnRunner:
         except BaseException:
             if keeper is not None:
                 keeper.stop()
-            await self._give_back(session_id, begin.token)
+            await self._leases.give_back(session_id, begin.token)
             raise
         self._live.finishing(session_id)
         turn = _Turn(session_id, begin.token, agent, keeper, key)
         if key is not None:
             turn.flight = self._inflight[(session_id, key)] = InFlight(digest)
         return turn
-
-    async def _give_back(self, session_id: str, token: str) -> None:
-        """Release the lease of a turn that failed (nothing stored); if the store fails to
-        answer, fence ``token`` (see the module's rules): the turn's own failure is the
-        answer, not the release's."""
-        try:
-            await self._store.release(session_id, token)
-        except StoreUnavailable:
-            self._leases.fence(session_id, token)
 
     async def _leased(self, session_id: str, lease: Lease | None) -> None:
         """Nothing if ``lease`` was acquired, else the problem that says why not."""
@@ -449,7 +440,7 @@ class TurnRunner:
                 self._streams.pop((session_id, turn.key), None)
             if not finished:
                 self._live.settled(session_id)
-                await self._give_back(session_id, turn.token)
+                await self._leases.give_back(session_id, turn.token)
         if flight is not None:
             flight.settle(recorded)
         return outcome

@@ -6,23 +6,37 @@ is given back as never taken (the failed finish fences its token). The same key'
 runs the turn and is stored once; it was a 409 ``session-busy`` for the lease's length,
 then a 409 ``turn-lost`` for a turn that was never stored. Stopped (SIGSTOP) instead:
 whichever of the queued finish and the fence Redis runs first, the retry answers the
-turn, stored once.
+turn, stored once. A retry waiting for its key's first attempt on another replica whose
+poll took the lease unseen (its answer lost) fences it too, so the next retry runs the
+turn.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
+import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
-from evalport.protocol import ProblemType
+from evalport.protocol import CreateSessionRequest, ProblemType
+from evalport.protocol.runtime import SessionInfo, TurnContext
 from evalport.server import EvalAdapter, Limits
-from evalport.server.stores import RedisStore
+from evalport.server._sessions import SessionManager
+from evalport.server.stores import (
+    BeginTurn,
+    Finish,
+    FinishTurn,
+    Lease,
+    RedisStore,
+    StoreUnavailable,
+    TurnStart,
+)
 from serverkit import AUTH, TOKEN
 from support.redis import RedisServer, running_redis, save_snapshot
 
@@ -121,3 +135,71 @@ async def test_a_retry_after_redis_stalled_during_the_finish_answers_the_turn_st
             assert other.status_code == 200, other.text
             stored = (await client.get(f"/evals/sessions/{session}")).json()["run"]
     assert stored["userMessages"] == ["warm", "hi", "more"]  # the turn stored once
+
+
+# -- a retry's poll whose answer was lost ---------------------------------------------------
+
+
+class Agent:
+    """Counts the turns it really runs; ``slow:S`` takes S seconds."""
+
+    ran: list[str] = []
+
+    def __init__(self, info: SessionInfo) -> None:
+        self.info = info
+
+    async def turn(self, message: str, ctx: TurnContext) -> str:
+        Agent.ran.append(message)
+        if message.startswith("slow:"):
+            await asyncio.sleep(float(message.split(":", 1)[1]))
+        return f"ran {message}"
+
+
+class Faulty(RedisStore):
+    """A replica's Redis client that can fail one way: a finish that never reached Redis
+    (``refuse_finish``), or a lease Redis gave whose answer was lost (``lose_lease``)."""
+
+    refuse_finish = False
+    lose_lease = False
+
+    async def finish_turn(self, finish: FinishTurn) -> Finish:
+        if self.refuse_finish:
+            raise StoreUnavailable("Redis refused the connection (on purpose)")
+        return await super().finish_turn(finish)
+
+    async def begin_turn(self, begin: BeginTurn) -> TurnStart:
+        start = await super().begin_turn(begin)
+        if self.lose_lease and start.lease is Lease.ACQUIRED:
+            raise StoreUnavailable("Redis ran the call, and its answer was lost (on purpose)")
+        return start
+
+
+async def test_a_waiting_retry_whose_poll_took_the_lease_unseen_fences_it(
+    redis_server: RedisServer,
+) -> None:
+    Agent.ran = []
+    prefix = f"w{uuid.uuid4().hex[:8]}:"
+    limits = Limits(turn_timeout=5, lease_ttl=30)  # a lease that never lapses in the test
+    a, b, c = (
+        SessionManager(Agent, limits=limits, store=Faulty(redis_server.url, prefix=prefix))
+        for _ in range(3)
+    )
+    try:
+        session, _ = await a.create(CreateSessionRequest())
+        first = asyncio.create_task(a.turns.turn(session, "slow:0.3", "K"))
+        while "slow:0.3" not in Agent.ran:
+            await asyncio.sleep(0.01)
+        retry = asyncio.create_task(b.turns.turn(session, "slow:0.3", "K"))  # waits for A
+        a.store.refuse_finish = True  # type: ignore[attr-defined]
+        b.store.lose_lease = True  # type: ignore[attr-defined]
+        with pytest.raises(StoreUnavailable):
+            await first  # A's finish failed: it gives its lease back, no record
+        with pytest.raises(StoreUnavailable):
+            await retry  # B's poll took the lease, and B never heard it: B fences it
+        again = await c.turns.turn(session, "slow:0.3", "K")  # was 409 turn-lost
+        assert again.status == 200, again.body
+        assert Agent.ran == ["slow:0.3", "slow:0.3"]
+        assert json.loads(await c.attach(session))["run"]["userMessages"] == ["slow:0.3"]
+    finally:
+        for manager in (a, b, c):
+            await manager.aclose()
