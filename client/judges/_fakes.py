@@ -91,7 +91,7 @@ class FakeJudge(_Script):
             answer = answer(request)
         if isinstance(answer, JudgeVerdict):
             return answer
-        if isinstance(answer, list | tuple):
+        if isinstance(answer, Sequence):
             verdict = _distributed(request, answer)
             verdict.model, verdict.usage = self._model, self._usage
             return verdict
