@@ -24,8 +24,11 @@ Rules:
   a store that cannot renew leases: ``lease_seconds``). Then, or when another turn holds
   the lease (another key, or none), the answer is 409 ``session-busy``.
 - A request cancelled while waiting cancels only its waiting (a lease its last look took
-  goes back); after :meth:`SameKeyWaiter.drain` a waiting request answers 503 ``draining``
-  with ``Retry-After`` (the client retries on another replica).
+  goes back). A look the store failed to answer may have taken the lease unseen, or
+  may still take it once a stalled Redis resumes: its token is fenced
+  (:meth:`~._leases.Leases.fence`), so the next retry runs the turn. After
+  :meth:`SameKeyWaiter.drain` a waiting request answers 503 ``draining`` with
+  ``Retry-After`` (the client retries on another replica).
 """
 
 from __future__ import annotations
