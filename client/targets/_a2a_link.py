@@ -10,10 +10,12 @@ Rules:
 - The card is ``.well-known/agent-card.json`` under the URL given, and under its origin
   when the URL has a path and nothing is found there (RFC 8615 puts well-known URIs at
   the origin; agents mounted under a path serve theirs under it).
-- Every request goes to the origin of the URL given: the card's interfaces keep their
-  path and binding, not their host. Cards often name the address the agent was
-  configured with (``localhost:8000``) rather than the one it is reached at, and the
-  token must never follow a card to another host.
+- Every request goes to the origin of the URL given. Cards often name the address the
+  agent was configured with (``localhost:8000``) rather than the one it is reached at,
+  and the token must never follow a card to another host: an interface on another host
+  keeps its path and binding on this origin, its path taken under the path the card
+  was found at unless it already lies there (an app mounted under ``/agent`` names its
+  routes from its own root).
 - One message is one exchange (:meth:`Link.exchange`): streamed when the card says the
   agent streams (and the target allows it), else sent and, while the task is still
   ``submitted`` or ``working``, polled with ``GetTask``. Its :class:`Outcome` is the task's
@@ -269,7 +271,6 @@ class Link:
     async def read_card(self) -> AgentCard:
         """Read the agent card (see the module rules) and make the SDK's client for it."""
         bases = [self.url] if self.url == self.origin else [self.url, self.origin]
-        card: AgentCard | None = None
         for base in bases:
             where = f"the agent card {base}/{CARD_PATH}"
             try:
@@ -279,8 +280,7 @@ class Link:
             except ProtocolError as error:
                 if error.status != 404 or base == bases[-1]:
                     raise
-        assert card is not None
-        self._on_origin(card)
+        self._on_origin(card, base)
         config = ClientConfig(
             streaming=self.stream,
             httpx_client=self.http,
@@ -293,18 +293,25 @@ class Link:
         self.card = card
         return card
 
-    def _on_origin(self, card: AgentCard) -> None:
-        """Point every interface of ``card`` at this link's origin (see the module rules);
-        a card that names none gets JSON-RPC at the URL given."""
+    def _on_origin(self, card: AgentCard, base: str) -> None:
+        """Point every interface of ``card`` (found under ``base``) at this link's origin
+        (see the module rules); a card that names none gets JSON-RPC at the URL given."""
         if not card.supported_interfaces:
             card.supported_interfaces.append(
                 AgentInterface(url=self.url, protocol_binding=TransportProtocol.JSONRPC)
             )
             return
+        mount = urlsplit(base).path.rstrip("/")  # "" for a card at the origin
         for interface in card.supported_interfaces:
             parts = urlsplit(interface.url)
-            path = parts.path or "/"
-            interface.url = f"{self.origin}{path}" + (f"?{parts.query}" if parts.query else "")
+            if f"{parts.scheme}://{parts.netloc}" == self.origin:
+                continue
+            path = parts.path if parts.path.startswith("/") else f"/{parts.path}"
+            # An app mounted under a path rarely knows it: its card names its own routes.
+            if mount and path != mount and not path.startswith(f"{mount}/"):
+                path = f"{mount}{path}"
+            query = f"?{parts.query}" if parts.query else ""
+            interface.url = f"{self.origin}{path}{query}"
 
     @property
     def streams(self) -> bool:

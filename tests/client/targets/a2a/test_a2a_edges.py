@@ -369,3 +369,23 @@ async def test_auth_required_waits_as_an_interrupt_and_canceled_is_a_failure() -
     assert canceled.run.status == "failed"
     assert canceled.run.error_details[-1].type == "A2ATaskCanceled"
     assert canceled.run.interrupts[0].answer == "here is my code"
+
+
+@pytest.mark.parametrize(
+    ("interface", "called"),
+    [
+        ("http://localhost:8000/", f"{BASE}/agents/a/"),  # the app does not know its mount
+        ("http://public.test/agents/a/rpc", f"{BASE}/agents/a/rpc"),  # it does
+        (f"{BASE}/elsewhere/rpc", f"{BASE}/elsewhere/rpc"),  # this origin: as the card says
+    ],
+)
+async def test_an_agent_mounted_under_a_path(interface: str, called: str) -> None:
+    agent = Agent(
+        card(streaming=False, url=interface), SendMessageResponse(message=agent_text("hi"))
+    )
+    async with target(agent, f"{BASE}/agents/a") as a2a:
+        await (await a2a.open()).send("hi")
+    assert [str(request.url) for request in agent.cards] == [
+        f"{BASE}/agents/a/.well-known/agent-card.json"
+    ]
+    assert [str(request.url) for request, _ in agent.calls] == [called]
