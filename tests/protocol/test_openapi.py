@@ -613,13 +613,21 @@ def _missing_fields(schema: dict[str, Any], value: Any, where: str) -> list[str]
 
 
 def test_response_examples_hold_every_field_a_server_sends() -> None:
-    """A response example holds every field with a ``default`` (evalport sends them
-    all), so that, typed from the spec as openapi-typescript types it, it compiles."""
+    """A response example, and an example of a schema a server sends (a stream's event),
+    holds every field with a ``default`` (evalport sends them all), so that, typed from
+    the spec as openapi-typescript types it, it compiles."""
     missing = [
         field
         for operation, _, status, schema, value in EXAMPLES
         if status is not None
         for field in _missing_fields(schema, value, f"{operation} {status}")
+    ]
+    missing += [
+        field
+        for name, schema in SCHEMAS.items()
+        if name not in _request_schemas()
+        for index, value in enumerate(schema.get("examples", []))
+        for field in _missing_fields({"$ref": REF + name}, value, f"{name}[{index}]")
     ]
     assert missing == []
 
