@@ -28,6 +28,10 @@ from ._agent_errors import error_message as error_message
 from ._agent_errors import error_title as error_title
 from ._agent_errors import run_errors as run_errors
 from ._cache_stores import open_cache_store as open_cache_store
+from ._clients import PER_CLIENT as PER_CLIENT
+from ._clients import ClientSet as ClientSet
+from ._clients import pool_limits as pool_limits
+from ._clients import tls_context as tls_context
 from ._closing import asserted_nothing as asserted_nothing
 from ._closing import failed_turns as failed_turns
 from ._closing import left_pending as left_pending

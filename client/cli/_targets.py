@@ -39,6 +39,7 @@ from evalport.protocol import (
     TargetError,
     TargetUnavailable,
 )
+from evalport.protocol._auth import NOT_A_NAME, is_variable_name, variable_name
 from evalport.protocol.runtime import load_object as _load_object
 
 from .._core import ConfigError, Settings, Target
@@ -47,7 +48,12 @@ from .._core import ConfigError, Settings, Target
 def add_server_options(add: Callable[..., object], connect_default: float | None) -> None:
     """The options by which ``run`` and ``check`` reach a server: the token's variable and
     each request's waits (see the rules)."""
-    add("--token-env", metavar="VAR", help="environment variable holding the bearer token")
+    add(
+        "--token-env",
+        metavar="VAR",
+        type=variable_name,
+        help="environment variable holding the bearer token",
+    )
     add(
         "--connect-timeout",
         type=float,
@@ -99,6 +105,8 @@ def read_token(
     otherwise); the default one may be unset, and then no token is sent."""
     environ = os.environ if environ is None else environ
     if token_env:
+        if not is_variable_name(token_env):
+            raise ConfigError(f"{named} {NOT_A_NAME}")
         token = environ.get(token_env)
         if not token:
             raise ConfigError(f"{named} {token_env}: the variable is not set")
@@ -223,10 +231,12 @@ def build_judge(settings: Settings, environ: Mapping[str, str] | None = None) ->
     from ..judges import AgentLoopJudge, JudgeConfig, OpenAIJudge
 
     judge = settings.judge
+    # As many judge calls in flight as trials: a judge per case keeps up with the run.
+    concurrency = max(8, settings.concurrency)
     if not judge.model:
         config = JudgeConfig.from_env(environ)
-        return config.build() if config is not None else None
-    options: dict[str, Any] = {}
+        return config.build(concurrency) if config is not None else None
+    options: dict[str, Any] = {"concurrency": concurrency}
     if judge.base_url:
         options["base_url"] = judge.base_url
     if judge.api_key_env is not None:  # "" means the server needs no key

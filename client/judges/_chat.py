@@ -24,7 +24,9 @@ Rules:
 - A 200 whose body is not a chat completion raises :class:`MalformedAnswer`, which the
   callers count against their bounded retries on malformed output.
 - At most ``concurrency`` requests are in flight per client (judges run in parallel
-  trials; this keeps a local server or a rate limit from being flooded).
+  trials; this keeps a local server or a rate limit from being flooded; ``evalport run``
+  sets it to its ``--concurrency``). They go through a
+  :class:`~evalport.client._clients.ClientSet`, so every connection pool stays small.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from typing import Any, Final
 import httpx
 import msgspec
 
-from .._core import Secrets
+from .._core import PER_CLIENT, ClientSet, Secrets, pool_limits, tls_context
 from ._base import JudgeError, JudgeUsage, MalformedAnswer
 
 _RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -88,12 +90,21 @@ class ChatClient:
         self.logprobs = True
         self._slots = asyncio.Semaphore(max(1, concurrency))
         self._failures_in_a_row = 0  # transport errors since the last answer
-        self._client = httpx.AsyncClient(
-            timeout=timeout, transport=transport, params=dict(params or {})
-        )
+        query = dict(params or {})
+
+        def make() -> httpx.AsyncClient:
+            return httpx.AsyncClient(
+                timeout=timeout,
+                transport=transport,
+                params=query,
+                limits=pool_limits(),
+                verify=tls_context(),
+            )
+
+        self._clients = ClientSet(make, per_client=None if transport is not None else PER_CLIENT)
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        await self._clients.aclose()
 
     def _headers(self) -> dict[str, str]:
         if self.api_key_env is None:
@@ -169,9 +180,10 @@ class ChatClient:
             body = self._body(messages, schema, max_tokens, top_logprobs)
             retry_after: str | None = None
             try:
-                response = await self._client.post(
-                    f"{self.base_url}/chat/completions", json=body, headers=headers
-                )
+                async with self._clients.holding() as client:
+                    response = await client.post(
+                        f"{self.base_url}/chat/completions", json=body, headers=headers
+                    )
             except httpx.TransportError as error:
                 self._failures_in_a_row += 1
                 failure = (

@@ -200,6 +200,7 @@ class AgentLoopJudge:
         timeout: float = 60.0,
         temperature: float = 0.0,
         cache: JudgeCache | str | os.PathLike[str] | None = None,
+        concurrency: int = 8,
         **limits: Any,
     ) -> AgentLoopJudge:
         """Over an OpenAI-compatible chat-completions server (as :class:`OpenAIJudge`)."""
@@ -209,6 +210,7 @@ class AgentLoopJudge:
             api_key_env=api_key_env,
             timeout=timeout,
             temperature=temperature,
+            concurrency=concurrency,
         )
         return cls(chat, cache=cache, **limits)
 

@@ -195,7 +195,8 @@ class JudgeConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         except msgspec.ValidationError as error:
             raise ValueError(f"{where}: {error}") from None
 
-    def build(self) -> OpenAIJudge:
+    def build(self, concurrency: int = 8) -> OpenAIJudge:
+        """The judge, with at most ``concurrency`` calls in flight."""
         return OpenAIJudge(
             self.model,
             base_url=self.base_url,
@@ -203,4 +204,5 @@ class JudgeConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             timeout=self.timeout,
             max_retries=self.max_retries,
             cache=self.cache_dir,
+            concurrency=concurrency,
         )

@@ -2,12 +2,13 @@
 
 Rules:
 
-- Every request goes through the channel's one ``httpx.AsyncClient`` (``client``), over
-  httpx's own transport, or the caller's ``transport=`` in its place. What a wire does is
-  httpx's, untouched: the connection pool and its keep-alive, the meaning of each timeout
-  (``connect``, ``read``, ``write``, ``pool``: the wait for one of
-  ``limits.max_connections``), the exception types the retry rules read, proxies and
-  certificates as httpx reads them from the environment, response heads of up to 100
+- Every request goes through one of the channel's ``httpx.AsyncClient`` objects
+  (``client/_clients.py``: a session holds one for its life, so each pool stays small at
+  any concurrency), over httpx's own transport, or the caller's ``transport=`` in its
+  place (then one client). What a wire does is httpx's, untouched: the connection pool
+  and its keep-alive, the meaning of each timeout (``connect``, ``read``, ``write``,
+  ``pool``: the wait for one of a client's ``limits.max_connections``), the exception
+  types the retry rules read, proxies and certificates as httpx reads them from the environment, response heads of up to 100
   KiB, cookies; a test that mocks httpx's transport sees every request.
 - Credentials (the token, and headers whose names look like credentials) can only reach
   the base URL's origin: the channel follows no redirect, and the client attaches them by
@@ -37,8 +38,9 @@ Rules:
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Final, Literal
 
 import httpx
@@ -58,6 +60,7 @@ from evalport.protocol import (
 )
 from httpx_sse import EventSource
 
+from .._clients import PER_CLIENT, ClientSet, pool_limits, tls_context
 from .._errors import Secrets, body_excerpt, error_for
 from .._retry import RetryPolicy, parse_retry_after
 from .._trace_context import trace_headers
@@ -141,18 +144,46 @@ class Channel:
         self.base_url = str(clean).rstrip("/") + "/"
         self.policy = policy
         self.retry = retry
-        self.client = httpx.AsyncClient(
-            base_url=self.base_url,
-            headers=plain,
-            auth=_OriginBoundHeaders(_origin(clean), credentials),
-            timeout=_timeout_of(timeout),
-            transport=transport,
-            limits=limits or httpx.Limits(max_connections=100, max_keepalive_connections=20),
-            follow_redirects=False,
-        )
+        auth = _OriginBoundHeaders(_origin(clean), credentials)
+        waits = _timeout_of(timeout)
+
+        def make() -> httpx.AsyncClient:
+            return httpx.AsyncClient(
+                base_url=self.base_url,
+                headers=plain,
+                auth=auth,
+                timeout=waits,
+                transport=transport,
+                limits=limits or pool_limits(),
+                verify=tls_context(),
+                follow_redirects=False,
+            )
+
+        self.clients = ClientSet(make, per_client=None if transport is not None else PER_CLIENT)
 
     async def aclose(self) -> None:
-        await self.client.aclose()
+        await self.clients.aclose()
+
+    def hold(self, doing: str) -> httpx.AsyncClient:
+        """A client for one caller (a session) until :meth:`release`; ``doing`` names the
+        call a closed channel refuses."""
+        if self.clients.closed:
+            raise RuntimeError(
+                f"cannot send {doing}: this HttpTarget was closed (aclose() or the end of "
+                "its `async with`); make a new one"
+            )
+        return self.clients.hold()
+
+    def release(self, client: httpx.AsyncClient) -> None:
+        self.clients.release(client)
+
+    @contextlib.asynccontextmanager
+    async def holding(self, doing: str) -> AsyncIterator[httpx.AsyncClient]:
+        client = self.hold(doing)
+        try:
+            yield client
+        finally:
+            self.release(client)
 
     def scrub(self, text: str) -> str:
         return self.secrets.scrub(text)
@@ -166,13 +197,21 @@ class Channel:
         mode: Mode,
         headers: Mapping[str, str] | None = None,
         session_id: str | None = None,
+        via: httpx.AsyncClient | None = None,
     ) -> httpx.Response:
-        """Send one call with the retries its ``mode`` allows; raises for non-2xx."""
-        if self.client.is_closed:
-            raise RuntimeError(
-                f"cannot send {method} /{path}: this HttpTarget was closed (aclose() or the "
-                "end of its `async with`); make a new one"
-            )
+        """Send one call with the retries its ``mode`` allows; raises for non-2xx. ``via``
+        is the client the caller holds (a session's); without it, one is held for the call."""
+        if via is None:
+            async with self.holding(f"{method} /{path}") as client:
+                return await self.request(
+                    method,
+                    path,
+                    body=body,
+                    mode=mode,
+                    headers=headers,
+                    session_id=session_id,
+                    via=client,
+                )
         request_headers = {**trace_headers(), **(headers or {})}  # traceparent: _trace_context.py
         if body is not None:
             request_headers["Content-Type"] = "application/json"
@@ -180,9 +219,7 @@ class Channel:
         while True:
             attempts += 1
             try:
-                response = await self.client.request(
-                    method, path, content=body, headers=request_headers
-                )
+                response = await via.request(method, path, content=body, headers=request_headers)
             except httpx.TransportError as error:
                 delay = self.retry.delay(attempts) if _retriable(error, mode) else None
                 if delay is None:
@@ -215,9 +252,11 @@ class Channel:
         key: str,
         session_id: str,
         seen: Callable[[str], None],
+        via: httpx.AsyncClient,
     ) -> httpx.Response:
-        """POST a turn asking for its events (see the module rules): ``seen`` gets each
-        event's name as it arrives; returns the answer as :meth:`request` would."""
+        """POST a turn asking for its events (see the module rules) through ``via``, the
+        session's client: ``seen`` gets each event's name as it arrives; returns the answer
+        as :meth:`request` would."""
         headers = {**trace_headers(), "Content-Type": "application/json"}
         headers |= {"Accept": EVENT_STREAM, "Idempotency-Key": key}
         attempts = 0
@@ -225,7 +264,7 @@ class Channel:
             attempts += 1
             resumed_from = headers.get("Last-Event-ID")
             try:
-                async with self.client.stream("POST", path, content=body, headers=headers) as got:
+                async with via.stream("POST", path, content=body, headers=headers) as got:
                     streamed = got.headers.get("content-type", "").startswith(EVENT_STREAM)
                     if not (got.is_success and streamed):
                         await got.aread()
@@ -251,6 +290,7 @@ class Channel:
                                     mode="keyed",
                                     headers={"Idempotency-Key": key},
                                     session_id=session_id,
+                                    via=via,
                                 )
                             seen(event.event)
                 if answered is not None:  # a problem, before the stream or as its end

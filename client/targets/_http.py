@@ -29,8 +29,10 @@ Rules:
   client's clock.
 - Retries follow :mod:`evalport.client._retry`: a turn carries an ``Idempotency-Key`` and
   is retried only if the server lists the ``idempotency`` capability.
-- One ``httpx.AsyncClient`` per target, every request through it (``_channel.py``); close
-  it with ``aclose()`` or ``async with``. Timeouts: 5 s to connect, 300 s to read (an
+- Every request through the target's channel (``_channel.py``): a session holds one of
+  its ``httpx.AsyncClient`` objects from ``open`` (or ``attach``) to ``close``, so each
+  connection pool stays small at any concurrency; close them all with ``aclose()`` or
+  ``async with``. Timeouts: 5 s to connect, 300 s to read (an
   agent turn may run many steps); pass ``timeout=`` (seconds or an ``httpx.Timeout``) to
   change them.
 """
@@ -200,17 +202,29 @@ class HttpTarget:
             )
         )
         channel = self._channel
-        response = await channel.request("POST", "evals/sessions", body=body, mode="create")
-        created = channel.decode(response, CreateSessionResponse, "session")
-        if not created.session_id:
-            raise ProtocolError(
-                "POST /evals/sessions answered an empty sessionId",
-                path="$.sessionId",
-                status=response.status_code,
+        client = channel.hold("POST /evals/sessions")  # the session's, until it closes
+        try:
+            response = await channel.request(
+                "POST", "evals/sessions", body=body, mode="create", via=client
             )
+            created = channel.decode(response, CreateSessionResponse, "session")
+            if not created.session_id:
+                raise ProtocolError(
+                    "POST /evals/sessions answered an empty sessionId",
+                    path="$.sessionId",
+                    status=response.status_code,
+                )
+        except BaseException:
+            channel.release(client)
+            raise
         run = AgentRun(session_id=created.session_id)
         return HttpSession(
-            self, created.session_id, run, channel=channel, expires_at=created.expires_at
+            self,
+            created.session_id,
+            run,
+            channel=channel,
+            client=client,
+            expires_at=created.expires_at,
         )
 
     async def attach(self, session_id: str) -> HttpSession:
@@ -219,8 +233,14 @@ class HttpTarget:
             raise ValueError("attach() needs the id of an existing session")
         await self._ensure_checked()
         run = AgentRun(session_id=session_id)
-        session = HttpSession(self, session_id, run, channel=self._channel)
-        await session.refresh()
+        channel = self._channel
+        client = channel.hold(f"GET /evals/sessions/{session_id}")
+        session = HttpSession(self, session_id, run, channel=channel, client=client)
+        try:
+            await session.refresh()
+        except BaseException:
+            channel.release(client)
+            raise
         return session
 
     async def aclose(self) -> None:
@@ -267,7 +287,8 @@ class HttpTarget:
 class HttpSession(SessionBase["HttpTarget"]):
     """One session on an :class:`HttpTarget`; ``run`` is the accumulated, redacted run.
 
-    Its target hands it the :class:`Channel` every call of the session goes through."""
+    Its target hands it the :class:`Channel` every call of the session goes through, and
+    the channel's client it holds until it is closed."""
 
     def __init__(
         self,
@@ -276,12 +297,14 @@ class HttpSession(SessionBase["HttpTarget"]):
         run: AgentRun,
         *,
         channel: Channel,
+        client: httpx.AsyncClient,
         expires_at: str | None = None,
     ) -> None:
         super().__init__(target, session_id, run)
         self._at = self._moment(run)
         self.expires_at = expires_at
         self._channel = channel
+        self._client = client
         self._path = f"evals/sessions/{quote(session_id, safe='')}"
 
     async def send(self, message: str, *, parts: Sequence[ContentPart] = ()) -> Turn:
@@ -296,7 +319,7 @@ class HttpSession(SessionBase["HttpTarget"]):
         clock = TurnClock()
         if self._target.streamed_turns:
             response = await self._channel.stream(
-                path, body=body, key=key, session_id=self._id, seen=clock.seen
+                path, body=body, key=key, session_id=self._id, seen=clock.seen, via=self._client
             )
         else:
             response = await self._channel.request(
@@ -306,6 +329,7 @@ class HttpSession(SessionBase["HttpTarget"]):
                 mode="keyed" if self._target.idempotent_turns else "once",
                 headers={"Idempotency-Key": key},
                 session_id=self._id,
+                via=self._client,
             )
         at = await self._received(response, since)
         return self._advance(at, request.text(), clock.timing(at.head.turns, bool(at.head.reply)))
@@ -314,7 +338,12 @@ class HttpSession(SessionBase["HttpTarget"]):
         """Answer the pending approvals (call id -> decision) and resume the turn."""
         body = encode(ApprovalsRequest(decisions=decisions_of(decisions)))
         response = await self._channel.request(
-            "POST", f"{self._path}/approvals", body=body, mode="once", session_id=self._id
+            "POST",
+            f"{self._path}/approvals",
+            body=body,
+            mode="once",
+            session_id=self._id,
+            via=self._client,
         )
         return self._advance(self._moment(self._channel.run(response)), None)
 
@@ -323,7 +352,11 @@ class HttpSession(SessionBase["HttpTarget"]):
         only what it gained since this session's run (polling a live session is cheap)."""
         since = self._since()
         response = await self._channel.request(
-            "GET", f"{self._path}{_query(since)}", mode="idempotent", session_id=self._id
+            "GET",
+            f"{self._path}{_query(since)}",
+            mode="idempotent",
+            session_id=self._id,
+            via=self._client,
         )
         self._at = await self._received(response, since)
         return self._at.run
@@ -332,10 +365,13 @@ class HttpSession(SessionBase["HttpTarget"]):
         """Delete the session on the server; a session already gone counts as closed."""
         if self.closed:
             return
-        with contextlib.suppress(SessionNotFound):
-            await self._channel.request(
-                "DELETE", self._path, mode="idempotent", session_id=self._id
-            )
+        try:
+            with contextlib.suppress(SessionNotFound):
+                await self._channel.request(
+                    "DELETE", self._path, mode="idempotent", session_id=self._id, via=self._client
+                )
+        finally:
+            self._channel.release(self._client)  # (releasing twice is harmless)
         self.closed = True
 
     def _moment(self, run: AgentRun) -> RunAt:
@@ -366,7 +402,9 @@ class HttpSession(SessionBase["HttpTarget"]):
             return self._moment(apply_delta(self._at.head, answer, grow=grow))
         except ProtocolError as error:
             logger.warning("session %s: %s; reading the whole run", self._id, error)
-        full = await channel.request("GET", self._path, mode="idempotent", session_id=self._id)
+        full = await channel.request(
+            "GET", self._path, mode="idempotent", session_id=self._id, via=self._client
+        )
         return self._moment(channel.run(full))
 
 

@@ -340,7 +340,7 @@ async def test_credentials_only_go_to_the_base_origin() -> None:
         other = router.get("https://other.test/health").respond(json=health())
         home = router.get(f"{BASE}health").respond(json=health())
         async with HttpTarget(BASE, token=TOKEN, headers={"X-Api-Key": "key-1234567"}) as target:
-            await target._channel.client.get("https://other.test/health")
+            await target._channel.clients.hold().get("https://other.test/health")
             await target.check()
     sent = other.calls[0].request.headers
     assert "Authorization" not in sent and "X-Api-Key" not in sent

@@ -88,15 +88,18 @@ def test_sync_facade_over_a_local_target() -> None:
 
 async def test_timeouts_are_explicit_and_configurable() -> None:
     default = HttpTarget("http://agent.test/")
-    timeout = default._channel.client.timeout
+    timeout = default._channel.clients.hold().timeout
     assert (timeout.connect, timeout.read) == (5.0, 300.0)
     short = HttpTarget("http://agent.test/", timeout=2.0)
-    assert (short._channel.client.timeout.connect, short._channel.client.timeout.read) == (
+    assert (
+        short._channel.clients.hold().timeout.connect,
+        short._channel.clients.hold().timeout.read,
+    ) == (
         2.0,
         2.0,
     )
     custom = HttpTarget("http://agent.test/", timeout=httpx.Timeout(10.0, connect=1.0))
-    assert custom._channel.client.timeout.connect == 1.0
+    assert custom._channel.clients.hold().timeout.connect == 1.0
     for target in (default, short, custom):
         await target.aclose()
 

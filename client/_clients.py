@@ -1,0 +1,96 @@
+"""The HTTP clients of one origin: ``httpx.AsyncClient`` objects, each with a small pool.
+
+Rules:
+
+- httpx's pool (httpcore 1.0) walks its connections on every request and every release,
+  so one client at concurrency C costs O(C) per request: at 400 sessions in flight a case
+  cost 9x its CPU at 20. A :class:`ClientSet` spreads its callers over as many clients as
+  it needs, each held by at most ``per_client`` callers (16), so every pool stays small
+  and a request costs the same at concurrency 8 and 1,000 (``benchmarks/scale.py``).
+- A caller holds a client for a whole conversation (:meth:`ClientSet.hold`, then
+  :meth:`~ClientSet.release`): a session's calls share its connection. The client held
+  by the fewest callers is handed out; a new one is made only when every client is held
+  ``per_client`` times. Nothing else is ours: each client is made by the same factory,
+  and its pool, timeouts, proxies and errors are httpx's; they share one TLS context
+  (:func:`tls_context`).
+- A caller's ``transport=`` is the one pool (it is the caller's): the set then holds one
+  client, whatever the number of callers.
+- A closed set makes no client: :meth:`~ClientSet.hold` raises :class:`RuntimeError`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import ssl
+from collections.abc import AsyncIterator, Callable
+from typing import Final
+
+import httpx
+
+PER_CLIENT: Final = 16
+"""Callers per client: above it, a new client (at 16, the CPU per case measured flat from
+concurrency 8 to 500; 32 cost 1.3-1.7x more at 400, ``benchmarks/scale.py``)."""
+
+
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """httpx's default TLS context, made once: each client would load the CA bundle anew
+    (47 ms of CPU a client, 2.8 ms with this one)."""
+    return httpx.create_ssl_context()
+
+
+def pool_limits(per_client: int = PER_CLIENT) -> httpx.Limits:
+    """Each client's pool: every holder keeps its connection alive between calls."""
+    return httpx.Limits(max_connections=4 * per_client, max_keepalive_connections=per_client)
+
+
+class ClientSet:
+    """The ``httpx.AsyncClient`` objects of one origin (see the module rules)."""
+
+    def __init__(
+        self, make: Callable[[], httpx.AsyncClient], *, per_client: int | None = PER_CLIENT
+    ) -> None:
+        self._make = make
+        self._per_client = per_client
+        self._held: dict[httpx.AsyncClient, int] = {}
+        self.closed = False
+
+    @property
+    def clients(self) -> list[httpx.AsyncClient]:
+        """The clients made so far."""
+        return list(self._held)
+
+    def hold(self) -> httpx.AsyncClient:
+        """A client for one caller, until :meth:`release`."""
+        if self.closed:
+            raise RuntimeError("this set of HTTP clients was closed")
+        held = self._held
+        client = min(held, key=held.__getitem__, default=None)
+        limit = self._per_client
+        if client is None or (limit is not None and held[client] >= limit):
+            client = self._make()
+            held[client] = 0
+        held[client] += 1
+        return client
+
+    def release(self, client: httpx.AsyncClient) -> None:
+        """The caller is done with ``client`` (releasing twice is harmless)."""
+        if self._held.get(client, 0) > 0:
+            self._held[client] -= 1
+
+    @contextlib.asynccontextmanager
+    async def holding(self) -> AsyncIterator[httpx.AsyncClient]:
+        """A client held for one block (a single call, or a judge's exchange)."""
+        client = self.hold()
+        try:
+            yield client
+        finally:
+            self.release(client)
+
+    async def aclose(self) -> None:
+        """Close every client; the set makes no more."""
+        self.closed = True
+        clients, self._held = list(self._held), {}
+        for client in clients:
+            await client.aclose()
