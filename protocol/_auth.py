@@ -2,11 +2,36 @@
 
 Rule: the token is read from an environment variable, never from the command line (where
 ``ps`` would show it): the one named by ``--token-env``, else :data:`DEFAULT_TOKEN_ENV`.
-``evalport serve``, ``run``, ``check`` and the pytest plugin all follow it.
+``evalport serve``, ``run``, ``check`` and the pytest plugin all follow it. A variable's
+name that is no variable name (a token pasted in its place) is refused without being
+echoed (:func:`variable_name`).
 """
 
 from __future__ import annotations
 
+import argparse
+import re
 from typing import Final
 
+_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
 DEFAULT_TOKEN_ENV: Final = "EVALPORT_TOKEN"
+
+
+def is_variable_name(value: str) -> bool:
+    """Whether ``value`` can name an environment variable (letters, digits and ``_``)."""
+    return _NAME.fullmatch(value) is not None
+
+
+NOT_A_NAME: Final = (
+    "takes the name of the environment variable that holds the token, not the token "
+    "(what was given is not shown)"
+)
+
+
+def variable_name(value: str) -> str:
+    """``--token-env``'s type: ``value`` when it can name a variable; else an argparse
+    error that does not echo it (it may be the token itself)."""
+    if not is_variable_name(value):
+        raise argparse.ArgumentTypeError(NOT_A_NAME)
+    return value

@@ -5,7 +5,8 @@ evaluation commands in the client package) and register under the ``evalport.com
 entry point group (``pyproject.toml``), so a service that installed only
 ``evalport[server]`` can still run ``evalport serve``, and ``evalport run`` there says
 which extra to install. A command module has ``HELP`` (one line), ``add_arguments(parser)``
-and ``main(args) -> int``.
+and ``main(args) -> int``. Every parser is a :class:`Parser`: no command takes an
+abbreviated option, and none echoes an argument it does not know.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from importlib.metadata import EntryPoint
+from typing import Any
 
 from ._extras import MissingExtraError, extra_of, load_plugin, plugins
 from ._version import PROTOCOL_VERSION, __version__
@@ -30,13 +32,31 @@ def _summary(point: EntryPoint) -> str:
     return str(module.HELP)
 
 
+class Parser(argparse.ArgumentParser):
+    """Every evalport command's parser (its subcommands' too): no abbreviations
+    (``--token`` is never taken for ``--token-env``), and arguments it does not know are
+    named without their values, which may be secrets."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def parse_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: Any = None
+    ) -> argparse.Namespace:
+        parsed, unknown = self.parse_known_args(args, namespace)
+        if unknown:
+            options = [argument.split("=", 1)[0] for argument in unknown if argument[:1] == "-"]
+            named = f"option(s) {' '.join(options)}" if options else "argument(s)"
+            self.error(f"unrecognized {named} (values are not shown)")
+        return parsed
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (2 for usage errors)."""
     args = list(sys.argv[1:] if argv is None else argv)
     commands = plugins(GROUP)
-    parser = argparse.ArgumentParser(
-        prog="evalport", description="Evaluate AI agents where they run."
-    )
+    parser = Parser(prog="evalport", description="Evaluate AI agents where they run.")
     parser.add_argument(
         "--version",
         action="version",
@@ -57,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MissingExtraError as error:
         print(f"evalport: {error}", file=sys.stderr)
         return 2
-    command = argparse.ArgumentParser(prog=f"evalport {name}", description=module.HELP)
+    command = Parser(prog=f"evalport {name}", description=module.HELP)
     module.add_arguments(command)
     return int(module.main(command.parse_args(args[1:])))
 

@@ -47,6 +47,7 @@ from typing import Final
 
 import uvicorn
 from evalport.protocol import DEFAULT_TOKEN_ENV, TracePolicy
+from evalport.protocol._auth import variable_name
 from evalport.protocol._extras import MissingExtraError, require
 from evalport.protocol._loopback import is_loopback
 from evalport.protocol.runtime import load_object
@@ -82,6 +83,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--token-env",
         default=DEFAULT_TOKEN_ENV,
         metavar="VAR",
+        type=variable_name,
         help=f"environment variable holding the bearer token (default {DEFAULT_TOKEN_ENV})",
     )
     parser.add_argument("--prefix", default="", help="path prefix of the routes, e.g. /agent")
