@@ -279,23 +279,20 @@ def wants_stream(accept: str | None) -> bool:
     answer without it."""
     if accept is None or "event-stream" not in accept.lower():
         return False  # (most turns: no need to parse)
-    stream, weights = 0.0, dict[str, float]()
+    weights: dict[str, float] = {}  # the first weight of each range (a repeat changes none)
     for element in accept.lower().split(","):
         media, *parameters = element.split(";")
-        media, weight = media.strip(), 1.0
+        weight: float | None = 1.0
         for parameter in parameters:
             name, _, value = parameter.partition("=")
             if name.strip() == "q":
                 found = _QVALUE.fullmatch(value.strip())
-                weight = float(found.group()) if found else -1.0  # (malformed: ignored)
-        if weight < 0:
-            continue
-        if media == EVENT_STREAM and not stream:
-            stream = weight or -1.0  # (the first range for it decides, even at q=0)
-        elif media in _JSON_RANGES:
-            weights.setdefault(media, weight)
-    ranked = [weights[media] for media in _JSON_RANGES if media in weights]
-    return stream > 0 and stream >= (ranked[0] if ranked else 0.0)
+                weight = float(found.group()) if found else None  # (malformed: ignored)
+        if weight is not None:
+            weights.setdefault(media.strip(), weight)
+    stream = weights.get(EVENT_STREAM, 0.0)
+    json = next((weights[media] for media in _JSON_RANGES if media in weights), 0.0)
+    return stream > 0 and stream >= json
 
 
 _QVALUE: Final = re.compile(r"0(\.[0-9]{0,3})?|1(\.0{0,3})?")
