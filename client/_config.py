@@ -27,7 +27,8 @@ Rules:
   (``factory(cls) -> instance``, Neuron's resolver), for constructors with dependencies.
 - Keys that name code (``local``, ``reporters``, ``bootstrap``, ``factory``) resolve
   against the ``pyproject.toml`` that holds them, like paths: a file (``x.py:attr``,
-  ``dir/x.py``) is relative to its folder, and that folder is importable
+  ``dir/x.py``) is relative to its folder (and written relative to the working
+  directory, so a run started there names it as written), and that folder is importable
   (first on ``sys.path`` once the settings are loaded), so a module name resolves there
   and eval files import the project's modules, wherever the command runs.
 - ``judge`` configures the judge: ``{model = "...", base-url = "...", api-key-env = "...",
@@ -42,6 +43,7 @@ Rules:
 from __future__ import annotations
 
 import math
+import os
 import sys
 import tomllib
 from pathlib import Path
@@ -164,12 +166,14 @@ _CODE = ("local", "bootstrap", "factory")
 
 def _code_beside(pyproject: Path, spec: str | None) -> str | None:
     """A code spec from the file: a file's path (``x.py:attr``, ``dir/x.py``) relative to
-    the file's folder; a module name as written (the folder is importable)."""
+    the file's folder, written relative to the working directory (so reports and cache
+    slots name it as written when the run starts beside the file); a module name as
+    written (the folder is importable)."""
     if spec is None:
         return None
     location, colon, attribute = spec.rpartition(":") if ":" in spec else (spec, "", "")
-    if location.endswith(".py") or "/" in location:
-        return f"{_beside(pyproject, location)}{colon}{attribute}"
+    if (location.endswith(".py") or "/" in location) and not Path(location).is_absolute():
+        return f"{os.path.relpath(pyproject.parent / location)}{colon}{attribute}"
     return spec
 
 
