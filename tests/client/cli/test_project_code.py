@@ -160,3 +160,35 @@ def test_a_path_given_as_an_option_stays_relative_to_the_working_directory(
     assert Path("agents/echo_agent.py").is_file()
     code = main(["run", "evals", "--local", "agents/echo_agent.py:agent", "--list"])
     assert code == 0, capsys.readouterr().err
+
+
+def test_pytest_started_in_a_subfolder_resolves_local_against_the_pyproject(
+    tmp_path: Path,
+) -> None:
+    import subprocess
+
+    root = tmp_path / "project"
+    (root / "agents").mkdir(parents=True)
+    (root / "agents" / "echo_agent.py").write_text(AGENT)
+    (root / "pyproject.toml").write_text(
+        "[tool.evalport]\n"
+        'local = "agents/echo_agent.py:agent"\n'
+        "[tool.pytest.ini_options]\n"
+        'asyncio_mode = "auto"\n'
+        'asyncio_default_fixture_loop_scope = "function"\n'
+    )
+    (root / "tests").mkdir()
+    (root / "tests" / "test_echo.py").write_text(
+        "async def test_echo(evalport):\n"
+        '    await evalport.send("hello")\n'
+        '    evalport.contains("echo: hello")\n'
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_echo.py"],
+        cwd=root / "tests",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 passed" in done.stdout
