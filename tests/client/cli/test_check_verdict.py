@@ -41,12 +41,11 @@ def _rewriting(inner: Any, rewrite: Any) -> Any:
         async def buffer(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start":
                 start.update(message)
-                media = dict(message["headers"]).get(b"content-type", b"")
-                if not media.startswith(b"application/json"):
-                    await send(message)  # a stream, a problem: as it is
-                return
-            if not dict(start["headers"]).get(b"content-type", b"").startswith(b"application/json"):
+            media = dict(start["headers"]).get(b"content-type", b"")
+            if not media.startswith(b"application/json"):  # a stream, a problem: as it is
                 await send(message)
+                return
+            if message["type"] == "http.response.start":
                 return
             chunks.append(message.get("body", b""))
             if message.get("more_body"):
@@ -57,7 +56,7 @@ def _rewriting(inner: Any, rewrite: Any) -> Any:
                 body = json.dumps(rewritten).encode()
             kept = [(k, v) for k, v in start["headers"] if k != b"content-length"]
             kept.append((b"content-length", str(len(body)).encode()))
-            await send({**start, "headers": kept})
+            await send({"type": "http.response.start", "status": start["status"], "headers": kept})
             await send({"type": "http.response.body", "body": body})
 
         await inner(scope, receive, buffer)
