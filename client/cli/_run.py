@@ -22,8 +22,8 @@ Rules:
 - ``--attach SESSION_ID`` evaluates the cases on that existing session over HTTP, one
   trial at a time (in discovery order), and never deletes it; with ``--local`` or
   ``--repeat`` above 1 it is a usage error (exit ``2``).
-- A ``--local`` agent's exceptions reach stderr with their error id and type; their
-  message and traceback only under ``--trace-policy verbatim`` (:mod:`._logs`).
+- A ``--local`` agent's exceptions reach stderr in full, with their error id, message and
+  traceback, whatever the trace policy (:mod:`._logs`).
 - Nothing written (reports, ``provenance.command``) or printed holds the user and
   password of a URL given on the command line.
 - Selecting no case at all is a usage error (exit ``2``), not a green run; an empty
@@ -426,7 +426,7 @@ def main(args: argparse.Namespace) -> int:
             )
         stdout = sys.stdout
         with (
-            agent_logs(settings.policy(), sys.stderr),
+            agent_logs(sys.stderr),
             redirect_stdout(sys.stderr if settings.json == "-" else stdout),
         ):
             return asyncio.run(_run(args, settings, cases, errors, stdout))

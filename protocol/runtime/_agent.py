@@ -15,7 +15,9 @@ session factory:
 
 The shape is decided here and only here (:data:`SHAPES` words what is accepted), from
 the required positional parameters: one unannotated parameter is the message, one
-annotated ``SessionInfo`` (or a class) a factory; two and three a turn function. A
+annotated ``SessionInfo`` (or a class) a factory; two and three a turn function (two
+whose second is named ``ctx`` or annotated ``TurnContext`` are refused: the second is the
+history, and ``(message, ctx)`` would fail every turn). A
 ``@tool`` function and anything else are a :class:`TypeError` naming what was found and
 the shapes accepted. :func:`as_factory` and :func:`as_turn_function` mark a callable
 explicitly when its signature says neither.
@@ -29,7 +31,8 @@ is current there too. An async agent runs on the event loop itself: it must neve
 it (no ``time.sleep``, no blocking I/O, no long computation between two awaits), or every
 other session of the process waits with it. CPU-bound work belongs in a sync agent, or
 in ``await asyncio.to_thread(work, ...)`` inside an async one. A reply must be a ``str``
-(``None`` counts as ``""``).
+(``None`` counts as ``""``; when nothing streamed either, the turn says so: a warning on
+the ``evalport.agent`` logger and a ``reply.none`` event in the run).
 
 Several replicas (a shared session store): when a turn reaches a process that has not
 seen the session, the factory is called again and, if the handler has a
@@ -51,6 +54,7 @@ from .._messages import ToolFault
 from .._models import AgentRun, Message, StepType
 from ._context import TurnContext
 from ._control import TurnControl
+from ._outcomes import logger
 from ._tools import TOOL_ATTR
 
 _SHAPE_ATTR = "__evalport_shape__"
@@ -124,6 +128,8 @@ class AsyncTurnHandler:
             if inspect.isawaitable(reply):
                 reply = await reply
         if reply is None:
+            if not ctx.streamed:
+                _replied_none(ctx)
             return ctx.streamed
         if not isinstance(reply, str):
             hint = (
@@ -134,6 +140,18 @@ class AsyncTurnHandler:
             )
             raise TypeError(f"the agent's turn returned {type(reply).__name__}, expected str{hint}")
         return reply
+
+
+REPLIED_NONE = "reply.none"
+"""The event of a turn whose agent returned ``None`` and streamed nothing."""
+
+
+def _replied_none(ctx: TurnContext) -> None:
+    """Say that the turn returned ``None`` and streamed nothing: a warning on the
+    ``evalport.agent`` logger, and an event in the run (:data:`REPLIED_NONE`)."""
+    hint = "its reply is empty; return the reply as a str (or yield its chunks)"
+    logger.warning("turn %d: the agent returned None and streamed nothing: %s", ctx.turn, hint)
+    ctx.event(REPLIED_NONE, {"hint": f"the agent returned None: {hint}"})
 
 
 async def _streamed(chunks: AsyncIterator[Any], ctx: TurnContext) -> str:
@@ -213,6 +231,14 @@ def _takes_info(parameter: inspect.Parameter) -> bool:
     )
 
 
+def _takes_context(parameter: inspect.Parameter) -> bool:
+    """Whether a turn function's second parameter is meant for the turn context: named
+    ``ctx`` or ``context``, or annotated ``TurnContext``."""
+    annotation = parameter.annotation
+    named = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", "")
+    return parameter.name in ("ctx", "context") or named.rpartition(".")[2] == "TurnContext"
+
+
 def _shape(agent: object) -> str:
     """Which shape ``agent`` is, from its marks and signature (the module rules)."""
     marked = getattr(agent, _SHAPE_ATTR, None)
@@ -234,6 +260,12 @@ def _shape(agent: object) -> str:
             return "factory"
         return "message"
     if required is not None and len(required) == 2 and not inspect.isclass(agent):
+        if _takes_context(required[1]):
+            raise TypeError(
+                f"{_described(agent)} takes (message, ctx), but a turn function's second "
+                "argument is the history: write it (message, history, ctx); accepted: "
+                f"{SHAPES}"
+            )
         return "history"
     if required is not None and len(required) == 3 and not inspect.isclass(agent):
         return "function"

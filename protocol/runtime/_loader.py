@@ -3,7 +3,9 @@
 Shared by ``evalport serve TARGET`` and ``evalport run --local TARGET``. A path (it ends in
 ``.py`` or holds a slash) is imported from that file with its folder put on ``sys.path``
 so that its own imports work; a dotted module is imported from the current directory or
-the environment. Every failure is a ``ValueError`` whose message says what to fix.
+the environment. Every failure is a ``ValueError`` whose message says what to fix; a
+module that raises while it is imported is one line naming the file and line of the
+user's code where it raised, and the exception (:func:`_raised_on_import`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,34 @@ import importlib
 import importlib.util
 import os
 import sys
+import sysconfig
+import traceback
 from pathlib import Path
+
+_LIBRARIES = tuple(
+    os.path.join(os.path.abspath(sysconfig.get_paths()[name]), "")
+    for name in ("stdlib", "purelib", "platlib")
+)
+
+
+def _raised_on_import(location: str, error: BaseException) -> str:
+    """``file:line: importing LOCATION raised Type: message``, at the innermost frame of
+    the user's code (not Python's, a library's or the import machinery's)."""
+    frames = [
+        frame
+        for frame in traceback.extract_tb(error.__traceback__)
+        if not frame.filename.startswith("<")
+        and not os.path.abspath(frame.filename).startswith(_LIBRARIES)
+        and os.path.abspath(frame.filename) != os.path.abspath(__file__)
+    ]
+    where = ""
+    if frames:
+        frame = frames[-1]
+        shown = os.path.relpath(frame.filename)
+        where = f"{frame.filename if shown.startswith('..') else shown}:{frame.lineno}: "
+    text = str(error).splitlines()[0] if str(error) else ""
+    raised = f"{type(error).__name__}: {text}" if text else type(error).__name__
+    return f"{where}importing {location} raised {raised}"
 
 
 def load_object(spec: str) -> object:
@@ -32,14 +61,22 @@ def load_object(spec: str) -> object:
             raise ValueError(f"cannot import {location}")
         module = importlib.util.module_from_spec(module_spec)
         sys.modules[module_spec.name] = module
-        module_spec.loader.exec_module(module)
+        try:
+            module_spec.loader.exec_module(module)
+        except Exception as error:
+            del sys.modules[module_spec.name]
+            raise ValueError(_raised_on_import(location, error)) from None
     else:
         if "" not in sys.path and os.getcwd() not in sys.path:
             sys.path.insert(0, os.getcwd())
         try:
             module = importlib.import_module(location)
-        except ImportError as error:
+        except ModuleNotFoundError as error:
+            if error.name is None or not location.startswith(error.name):
+                raise ValueError(_raised_on_import(location, error)) from None
             raise ValueError(f"cannot import module {location!r}: {error}") from None
+        except Exception as error:
+            raise ValueError(_raised_on_import(location, error)) from None
     try:
         return getattr(module, attribute)
     except AttributeError:
