@@ -100,7 +100,6 @@ from .._core import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_UNREACHABLE,
-    NOT_HERE,
     ConfigError,
     Settings,
     describe_error,
@@ -111,7 +110,13 @@ from ._check_answers import CheckFailed, enveloped_run, expect, problem, validat
 from ._check_capabilities import content_parts, delta, interrupts, streaming
 from ._check_protocols import main as check_protocol
 from ._check_protocols import named_by_protocol
-from ._targets import add_server_options, read_token, token_refused, without_credentials
+from ._targets import (
+    add_server_options,
+    not_here,
+    read_token,
+    token_refused,
+    without_credentials,
+)
 
 HELP = "check a server's protocol conformance"
 
@@ -211,7 +216,9 @@ class _Checker:
                 )
             )
         if response.status_code == 404:
-            raise CheckFailed(f"HTTP 404: {NOT_HERE}")
+            raise CheckFailed(f"/health answered 404: {await not_here(str(self.client.base_url))}")
+        if response.status_code >= 500:  # as evalport run: the server is not available
+            raise Unreachable(f"GET /health answered HTTP {response.status_code}")
         if response.status_code != 200:
             raise CheckFailed(f"HTTP {response.status_code}: {response.text[:200]}")
         body = response.json()
@@ -463,6 +470,8 @@ def main(args: argparse.Namespace) -> int:
         return fail("check", str(error))
     if named_by_protocol(args.url):  # agui+, a2a+: what that target can evaluate
         return check_protocol(args)
+    if not args.url.lower().startswith(("http://", "https://")):  # as run --target says
+        return fail("check", f"{url}: the URL needs its scheme, http:// or https://")
     try:
         results = asyncio.run(
             check_server(
@@ -477,6 +486,11 @@ def main(args: argparse.Namespace) -> int:
     except Unreachable as error:
         reason = without_credentials(str(error))
         return fail("check", f"{url} is unreachable: {reason}", EXIT_UNREACHABLE)
+    if results and results[0].name == "health" and not results[0].ok:
+        # the server answered, but not as the protocol at this address with this token:
+        # a configuration error, as evalport run calls it
+        detail = without_credentials(results[0].detail)
+        return fail("check", f"{url} is not the adapter's address: {detail}")
     for result in results:
         detail = without_credentials(result.detail)
         verdict = "SKIP" if result.skipped else "PASS" if result.ok else "FAIL"

@@ -26,6 +26,7 @@ there is no judge, and judged assertions are not evaluated (never passed).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -34,6 +35,7 @@ from typing import Any, Final
 from evalport.protocol import (
     DEFAULT_TOKEN_ENV,
     AuthFailed,
+    ProblemType,
     ProtocolError,
     RequestRejected,
     TargetError,
@@ -42,7 +44,7 @@ from evalport.protocol import (
 from evalport.protocol._auth import NOT_A_NAME, is_variable_name, variable_name
 from evalport.protocol.runtime import load_object as _load_object
 
-from .._core import ConfigError, Settings, Target
+from .._core import NOT_HERE, ConfigError, Settings, Target, printable
 
 
 def add_server_options(add: Callable[..., object], connect_default: float | None) -> None:
@@ -127,6 +129,51 @@ def token_refused(url: str, token_env: str, sent: bool, option: str = "--token-e
     )
 
 
+async def not_here(url: str, timeout: float = 5.0) -> str:
+    """Why ``url``'s ``/health`` answered 404, for ``run`` and ``check`` alike: the host's own
+    short plain-text answer quoted (``it says 'No such app'``), then "drop the path" when
+    the server's root answers the protocol (``/health`` as JSON with ``protocol``, or
+    refusing without a token as an evalport problem), else :data:`NOT_HERE`."""
+    import httpx
+
+    base = url if url.endswith("/") else url + "/"
+    parsed = httpx.URL(base)
+    root = str(parsed.copy_with(path="/", query=None, fragment=None))
+    said, speaks = "", False
+    async with httpx.AsyncClient(timeout=timeout) as client:
+        with contextlib.suppress(httpx.HTTPError):
+            said = _short_text(await client.get(base + "health"))
+        if parsed.path not in ("", "/"):
+            with contextlib.suppress(httpx.HTTPError, ValueError):
+                answer = await client.get(root + "health")
+                body = answer.json()
+                speaks = isinstance(body, dict) and (
+                    (
+                        answer.status_code == 200
+                        and body.get("status") == "ok"
+                        and "protocol" in body
+                    )
+                    or str(body.get("type", "")) == ProblemType.UNAUTHORIZED
+                )
+    hint = (
+        f"the protocol answers at {without_credentials(root)} (its /health), not under this "
+        "path: drop the path"
+        if speaks
+        else NOT_HERE
+    )
+    return f"{said}; {hint}" if said else hint
+
+
+def _short_text(response: Any) -> str:
+    """A host's own short plain-text answer, quoted; "" for anything else (JSON, HTML, a
+    long page)."""
+    kind = response.headers.get("content-type", "")
+    text = response.text.strip()
+    if not kind.startswith("text/plain") or not text or len(text) > 200:
+        return ""
+    return f"it says {printable(text)!r}"
+
+
 class PreparedTarget:
     """A target plus what must happen before (health) and after (closing) the run."""
 
@@ -167,7 +214,9 @@ class PreparedTarget:
         except ProtocolError as error:
             raise ConfigError(f"{self.url} does not speak the evalport protocol: {error}") from None
         except RequestRejected as error:  # the server answered: not a network fault
-            raise ConfigError(f"{self.url} is not the adapter's address: {error}") from None
+            said = f"/health answered 404: {await not_here(self.url)}"
+            said = said if error.status == 404 else str(error)
+            raise ConfigError(f"{self.url} is not the adapter's address: {said}") from None
         except TargetError as error:
             raise TargetUnreachable(f"{self.url.rstrip('/')}/health failed: {error}") from None
 
