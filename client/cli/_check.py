@@ -63,8 +63,11 @@ another protocol: :mod:`._check_protocols` then sends it one turn and lists what
 target can and cannot evaluate.
 
 Exit ``0`` when no check failed (skipped ones fail nothing), ``1`` when one did, ``3``
-when the server cannot be reached or does not answer ``/health`` in time, ``2`` for usage
-errors.
+when the server cannot be reached, does not answer ``/health`` in time or answers it 5xx,
+``2`` for usage errors and a ``/health`` that answers, but not as the protocol at this
+address with this token (a URL without a scheme, a wrong path, a refused token): the exit
+codes of ``evalport run`` for the same mistakes. A 404 says why as ``run`` does
+(:func:`~._targets.not_here`).
 
 Waits are bounded as in ``evalport run``: ``--timeout`` bounds each check (all its
 requests together), ``--connect-timeout`` and ``--read-timeout`` each request. The token
