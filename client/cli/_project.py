@@ -11,13 +11,15 @@ Rules:
   reporters named by a class (``reporters = ["module:Name"]``, without keyword
   arguments) are built through it; without one they are built with ``cls()``.
 - Both resolve as the configuration says (:mod:`evalport.client._config`): against the
-  ``pyproject.toml`` that names them, or the working directory for an option.
+  ``pyproject.toml`` that names them, or the working directory for an option (a module
+  name is imported from the folder the run starts in too, as ``--local``'s).
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -52,6 +54,8 @@ def run_bootstrap(spec: str, named: str = CONFIG_BOOTSTRAP) -> None:
                 sys.modules.pop(name, None)
                 raise
         else:
+            if "" not in sys.path and os.getcwd() not in sys.path:
+                sys.path.insert(0, os.getcwd())  # a module from the folder run in, as --local
             importlib.import_module(spec)
     except Exception as error:
         raise ConfigError(f"{named} {spec!r}: {type(error).__name__}: {error}") from None

@@ -192,3 +192,15 @@ def test_pytest_started_in_a_subfolder_resolves_local_against_the_pyproject(
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 passed" in done.stdout
+
+
+def test_a_bootstrap_option_names_a_module_of_the_folder_run_in(project, monkeypatch, capsys):
+    (project / "pyproject.toml").write_text("[project]\nname = 'ported'\n")  # no settings
+    evals = project / "evals" / "ported_eval.py"
+    evals.write_text(evals.read_text().split("class Greeter")[0])  # no factory here
+    monkeypatch.chdir(project)
+    monkeypatch.setattr(sys, "path", [entry for entry in sys.path if entry not in ("", ".")])
+    code = main(["run", "evals", "--bootstrap", "boot", "--local", "agents/echo_agent.py:agent"])
+    output = capsys.readouterr()
+    assert code == 0, output.out + output.err
+    assert "1 passed" in output.out
