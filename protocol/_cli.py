@@ -6,12 +6,14 @@ entry point group (``pyproject.toml``), so a service that installed only
 ``evalport[server]`` can still run ``evalport serve``, and ``evalport run`` there says
 which extra to install. A command module has ``HELP`` (one line), ``add_arguments(parser)``
 and ``main(args) -> int``. Every parser is a :class:`Parser`: no command takes an
-abbreviated option, and none echoes an argument it does not know.
+abbreviated option, and none echoes an argument it does not know. A closed stdout (its
+reader went away) silences the rest of the output and keeps the command's exit code.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from importlib.metadata import EntryPoint
@@ -52,6 +54,36 @@ class Parser(argparse.ArgumentParser):
         return parsed
 
 
+class _QuietWhenClosed:
+    """``sys.stdout`` whose reader may go away (``evalport run ... | head -1``): from the
+    first write that finds the pipe closed on, output goes to ``os.devnull``, so the command
+    finishes quietly (no BrokenPipe traceback, now or at exit) with its own exit code."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return int(self._stream.write(text))
+        except BrokenPipeError:
+            self._closed()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._closed()
+
+    def _closed(self) -> None:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, self._stream.fileno())
+        os.close(devnull)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (2 for usage errors)."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -79,7 +111,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     command = Parser(prog=f"evalport {name}", description=module.HELP)
     module.add_arguments(command)
-    return int(module.main(command.parse_args(args[1:])))
+    parsed = command.parse_args(args[1:])
+    stdout = sys.stdout
+    sys.stdout = _QuietWhenClosed(stdout)  # type: ignore[assignment]
+    try:
+        code = int(module.main(parsed))
+        sys.stdout.flush()
+    finally:
+        sys.stdout = stdout
+    return code
 
 
 if __name__ == "__main__":  # pragma: no cover
