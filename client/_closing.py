@@ -10,7 +10,8 @@ Rules:
   trace policy lets it be seen), unless the case expected a failure: it asserted
   ``ctx.failed()`` (a result named ``failed``).
 - **Asserted nothing**: a case that made no assertion, called no judge and holds no
-  ``assert`` statement (in its function or one defined inside it; pytest's rewritten
+  ``assert`` statement that can fail (``assert (cond, "msg")`` is always true; in its
+  function or one defined inside it; pytest's rewritten
   asserts count) is an error, ``AssertedNothing``: a green run means something was
   checked. The ``turn_failed`` gates are not checks the case made.
 - An error here is ``(type, message, None)``: these are no exceptions, they have no
@@ -118,12 +119,32 @@ def asserted_nothing(
 
 def _holds_assert(func: Any) -> bool:
     """Whether the code of ``func`` (or of a function defined inside it) holds an
-    ``assert`` statement."""
+    ``assert`` statement that can fail: ``assert (cond, "msg")`` tests a tuple, which is
+    always true, and is no check."""
     return any(
         "AssertionError" in code.co_names  # pytest rewrites asserts to raise it
-        or any(op.opname == "LOAD_ASSERTION_ERROR" for op in dis.get_instructions(code))
+        or _can_fail(list(dis.get_instructions(code)))
         for code in _codes(func)
     )
+
+
+def _can_fail(ops: list[dis.Instruction]) -> bool:
+    """Whether an ``assert`` among ``ops`` tests something other than a non-empty tuple."""
+    for index, op in enumerate(ops):
+        if op.opname != "LOAD_ASSERTION_ERROR":
+            continue
+        tested = ops[index - 2] if index >= 2 else None  # before the jump over the raise
+        always = tested is not None and (
+            (tested.opname == "BUILD_TUPLE" and bool(tested.arg))
+            or (
+                tested.opname == "LOAD_CONST"
+                and isinstance(tested.argval, tuple)
+                and bool(tested.argval)
+            )
+        )
+        if not always:
+            return True
+    return False
 
 
 def uses_names(func: Any, names: frozenset[str]) -> bool:

@@ -24,6 +24,8 @@ Rules:
   requirement: an errored or skipped case spends no judge tokens.
 - What the case's end adds (``LeftPending``, ``turn_failed`` gates for turns the agent
   failed, ``AssertedNothing``) is :mod:`._closing`'s, shared with the pytest plugin.
+- A failed plain ``assert`` of the case is a failed gate named ``assert`` with the
+  compared values (:mod:`._asserts`), not an error.
 - The verdict is :func:`evalport.client._results.trial_verdict`. The result keeps the
   logs, the judge records, the current session's id, and its (already redacted) run as
   :class:`~evalport.client.RunData` (plain JSON data, kept encoded).
@@ -39,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalport.protocol import TracePolicy
 
+from ._asserts import failed_assert
 from ._closing import asserted_nothing, failed_turns, left_pending
 from ._context import EvalContext, RequirementFailed, SkipCase, is_eval_code, shown_path
 from ._conversation import ApprovalPolicy
@@ -141,6 +144,7 @@ async def run_trial(
     )
     ctx.interrupt_policy = case.interrupt_policy
     error: tuple[str, str, str | None] | None = None
+    asserted: AssertionResult | None = None
     skip_reason: str | None = None
     limit = case.timeout if case.timeout is not None else timeout
     try:
@@ -152,6 +156,10 @@ async def run_trial(
             pass  # the failed requirement is a registered gate
         except _CaseTimedOut:
             error = ("TimeoutError", f"the case did not finish within {limit:g} s", None)
+        except AssertionError as exc:  # a plain assert of the case is a failed gate
+            asserted = failed_assert(exc)
+            if asserted is None:
+                error = _describe(exc)
         except Exception as exc:
             error = _describe(exc)
         unawaited = ctx.unawaited_sends()
@@ -172,6 +180,8 @@ async def run_trial(
                     continue
             result.location = result.location or location
             results.append(result)
+        if asserted is not None:
+            results.append(asserted)
         if error is None and skip_reason is None:
             error = left_pending(ctx) or asserted_nothing(ctx, results, case.id, case.func)
         if skip_reason is None:
