@@ -133,17 +133,19 @@ def pydantic_evals_wall(agent: Any, count: int, concurrency: int) -> float | Non
     return wall
 
 
-def serve(port: int, token: str) -> subprocess.Popen[bytes]:
+def serve(port: int, token: str, agent: str = "", *options: str) -> subprocess.Popen[bytes]:
+    """``evalport serve`` of ``agent`` (the instant one unless named) on ``port``."""
     command = [
         sys.executable,
         "-m",
         "evalport.protocol._cli",
         "serve",
-        f"{AGENT_FILE}:instant_agent",
+        agent or f"{AGENT_FILE}:instant_agent",
         "--port",
         str(port),
         "--log-level",
         "warning",
+        *options,
     ]
     process = subprocess.Popen(command, env={**os.environ, "EVALPORT_TOKEN": token})
     deadline = time.monotonic() + 20

@@ -5,7 +5,7 @@ Rules:
 - httpx's pool (httpcore 1.0) walks its connections on every request and every release,
   so one client at concurrency C costs O(C) per request: at 400 sessions in flight a case
   cost 9x its CPU at 20. A :class:`ClientSet` spreads its callers over as many clients as
-  it needs, each held by at most ``per_client`` callers (16), so every pool stays small
+  it needs, each held by at most ``per_client`` callers (4), so every pool stays small
   and a request costs the same at concurrency 8 and 1,000 (``benchmarks/scale.py``).
 - A caller holds a client for a whole conversation (:meth:`ClientSet.hold`, then
   :meth:`~ClientSet.release`): a session's calls share its connection. The client held
@@ -28,9 +28,11 @@ from typing import Final
 
 import httpx
 
-PER_CLIENT: Final = 16
-"""Callers per client: above it, a new client (at 16, the CPU per case measured flat from
-concurrency 8 to 500; 32 cost 1.3-1.7x more at 400, ``benchmarks/scale.py``)."""
+PER_CLIENT: Final = 4
+"""Callers per client: above it, a new client. httpx's pool does work in proportion to its
+connections times its waiting requests, so small is cheap: the runner's client CPU per
+case at concurrency 20 and 400 was 4.0 and 4.3 ms with 4, 4.7 and 4.2 ms with 8, 5.6 and
+6.3 ms with 16, 9.1 ms at 400 with one client of 400 connections (2026-12-07)."""
 
 
 @functools.cache

@@ -85,7 +85,7 @@ async def test_sessions_in_flight_together_each_hold_a_client_that_few_others_sh
         async with HttpTarget(url, token="t" * 24, stream=False) as target:
             opened = await asyncio.gather(*(target.open() for _ in range(sessions)))
             clients = target._channel.clients.clients
-            assert len(clients) == -(-sessions // PER_CLIENT)  # 16 + 16 + 8
+            assert len(clients) == -(-sessions // PER_CLIENT)
             turns = await asyncio.gather(*(s.send(f"m{i}") for i, s in enumerate(opened)))
             assert [turn.reply for turn in turns] == [f"echo m{i}" for i in range(sessions)]
             for session in opened:
