@@ -7,6 +7,11 @@ Rules:
   it: ``ctx.called_tool("refund").soft()``. Before anything was sent, or while a
   ``ctx.send(...)`` waits unawaited, there is nothing to assert on: the method raises
   (:meth:`AssertionMethods.sent_run`), and the trial is an error naming the line.
+- An assertion about one tool (``called_tool``, ``not_called_tool``...) naming a tool the
+  agent does not declare (the target's ``identity.tools``: ``/health``'s list, or a local
+  agent's ``@tool`` functions) is flagged: its message says so, its context holds
+  ``undeclared_tool``, and the trial's log has a line; its verdict is unchanged. With no
+  list declared, nothing is flagged.
 - Assertions that need I/O (``similar_to``) are deferred: the subject is captured now,
   the assertion runs when the case ends (or when the handle is resolved), at most once.
 - ``check(assertion, subject=None)`` does the same for any :class:`Assertion`, including
@@ -49,9 +54,27 @@ def _on_reply(ctx: AssertionMethods, assertion: Assertion) -> AssertionHandle:
 
 
 def _on_run(ctx: AssertionMethods, assertion: Assertion) -> AssertionHandle:
-    handle = AssertionHandle(assertion.evaluate(ctx.sent_run()))
+    result = assertion.evaluate(ctx.sent_run())
+    _flag_undeclared(ctx, assertion, result)
+    handle = AssertionHandle(result)
     ctx.register(handle)
     return handle
+
+
+def _flag_undeclared(ctx: AssertionMethods, assertion: Assertion, result: AssertionResult) -> None:
+    """Flag an assertion about a tool the agent does not declare (see the module rules)."""
+    tool = getattr(assertion, "tool", None)
+    identity = getattr(getattr(ctx, "target", None), "identity", None)
+    declared = getattr(identity, "tools", None)
+    if not isinstance(tool, str) or declared is None or tool in declared:
+        return
+    shown = ", ".join(declared) or "none"
+    note = f"{tool!r} is not among the tools the agent declares ({shown}): a typo?"
+    result.message = f"{result.message}; {note}" if result.message else note
+    result.context["undeclared_tool"] = tool
+    log = getattr(ctx, "log", None)
+    if callable(log):
+        log(f"{result.name}: {note}")
 
 
 def _on_timings(ctx: AssertionMethods, assertion: Assertion) -> AssertionHandle:

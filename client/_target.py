@@ -55,6 +55,9 @@ class TargetIdentity:
     agent_name: str = "agent"
     agent_version: str = "0"
     source: str = ""  # a local agent's source fingerprint (its module files' hash)
+    tools: tuple[str, ...] | None = None
+    """The tools the agent declares (``/health``'s ``tools``), or ``None``: it says nothing.
+    Not part of the key: a case naming another tool is flagged, never keyed by it."""
 
     def key(self) -> str:
         """A stable string for cache keys."""

@@ -225,6 +225,8 @@ class Health(_Response):
     capabilities: list[str] = msgspec.field(default_factory=list)
     evalport_version: str | None = None  # the serving evalport's version, as --version says
     loop_held: LoopHold | msgspec.UnsetType = msgspec.UNSET
+    # The tools the agent declares (evalport addition); absent when it declares none.
+    tools: list[str] | msgspec.UnsetType = msgspec.UNSET
 
 
 class CreateSessionResponse(_Response):

@@ -80,7 +80,7 @@ from evalport.protocol import (
     decode_request,
     encode,
 )
-from evalport.protocol.runtime import agent_identity
+from evalport.protocol.runtime import agent_identity, declared_tools
 from msgspec import UNSET
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
@@ -179,6 +179,7 @@ class EvalAdapter:
         self.log_details = log_details(policy)
         """Whether the logs may quote agents' error texts (see :func:`~._records.log_details`)."""
         identity = agent_identity(agent, name, version)
+        tools = declared_tools(agent)  # /health lists them; absent when none are declared
         capabilities = ["attach", "delete", "idempotency", DELTA_CAPABILITY]
         if approvals:
             capabilities.append("approvals")
@@ -201,6 +202,7 @@ class EvalAdapter:
             agent=AgentInfo(name=identity.name, version=identity.version),
             capabilities=capabilities,
             evalport_version=__version__,
+            tools=msgspec.UNSET if tools is None else tools,
         )
         self._health = encode(self._health_of)
 

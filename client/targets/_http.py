@@ -144,6 +144,7 @@ class HttpTarget:
             location=self.base_url,
             agent_name=agent.name if agent is not None else "agent",
             agent_version=agent.version if agent is not None else "0",
+            tools=_declared(self.health),
         )
 
     @property
@@ -406,6 +407,13 @@ class HttpSession(SessionBase["HttpTarget"]):
             "GET", self._path, mode="idempotent", session_id=self._id, via=self._client
         )
         return self._moment(channel.run(full))
+
+
+def _declared(health: Health | None) -> tuple[str, ...] | None:
+    """The tools ``/health`` lists, or ``None`` when it lists none (or was not read)."""
+    if health is None or health.tools is UNSET:
+        return None
+    return tuple(health.tools)
 
 
 def _query(since: int | None) -> str:

@@ -68,6 +68,7 @@ from evalport.protocol.runtime import (
     SessionSuspended,
     agent_identity,
     as_faults,
+    declared_tools,
     session_factory,
     without_framework_state,
 )
@@ -99,6 +100,12 @@ _NOT_AGENT_CODE: Final = tuple(
 )
 
 
+def _declared(agent: object) -> tuple[str, ...] | None:
+    """The tools the agent declares (as ``/health`` would list them), or ``None``."""
+    names = declared_tools(agent)
+    return None if names is None else tuple(names)
+
+
 def _location(agent: object) -> str:
     kind = agent if callable(agent) and hasattr(agent, "__qualname__") else type(agent)
     return f"{getattr(kind, '__module__', '?')}:{getattr(kind, '__qualname__', repr(kind))}"
@@ -128,6 +135,7 @@ class LocalTarget:
             agent_name=found.name,
             agent_version=found.version,
             source=files_fingerprint(_sources(agent)),
+            tools=_declared(agent),
         )
         self._sessions: dict[str, AgentSession] = {}
 

@@ -38,6 +38,7 @@ from ._agent import (
     agent_identity,
     as_factory,
     as_turn_function,
+    declared_tools,
     session_factory,
 )
 from ._approvals import ApprovalRejected, ApprovalResult
@@ -87,6 +88,7 @@ __all__ = [
     "as_faults",
     "as_turn_function",
     "current_context",
+    "declared_tools",
     "load_object",
     "session_factory",
     "start_task",

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias, runtime_checkable
@@ -360,6 +361,32 @@ def session_factory(agent: object) -> Callable[[SessionInfo], Awaitable[AsyncTur
         return _adapt_handler(made)
 
     return per_session
+
+
+def declared_tools(agent: object) -> list[str] | None:
+    """The names of the tools ``agent`` declares, sorted, or ``None`` when it declares none.
+
+    An agent with a ``declared_tools()`` method (the framework adapters) says itself;
+    otherwise the ``@tool`` functions it can reach are its declared tools: those of its
+    class (a factory class or a handler's), and those of the module that defines it (a
+    turn function's tools sit beside it). ``/health`` lists them; a client flags a case
+    that names another tool."""
+    method = getattr(agent, "declared_tools", None)
+    if callable(method) and not inspect.isclass(agent):
+        names = method()
+        return sorted(set(names)) if names is not None else None
+    owner = agent if inspect.isclass(agent) else type(agent)
+    places: list[Mapping[str, Any]] = [vars(klass) for klass in inspect.getmro(owner)]
+    module = sys.modules.get(getattr(agent, "__module__", None) or "")
+    if module is not None:
+        places.append(vars(module))
+    found = {
+        name
+        for place in places
+        for value in list(place.values())
+        if isinstance(name := getattr(value, TOOL_ATTR, None), str)
+    }
+    return sorted(found) or None
 
 
 @dataclass(frozen=True, slots=True)

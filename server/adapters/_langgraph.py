@@ -145,6 +145,16 @@ class LangGraphAgent:
         self.agent_version = version or "0"
         self.reviews = reviews
 
+    def declared_tools(self) -> list[str] | None:
+        """The tools of the graph's ``ToolNode`` nodes (what ``/health`` lists); ``None``
+        when it has none (its nodes may still call tools of their own)."""
+        names = {
+            str(name)
+            for node in self.graph.nodes.values()
+            for name in getattr(node.bound, "tools_by_name", {})
+        }
+        return sorted(names) or None
+
     def __call__(self, info: SessionInfo) -> _Session:
         return _Session(self, f"evalport-{info.session_id}")
 

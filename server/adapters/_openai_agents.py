@@ -150,6 +150,21 @@ class OpenAIAgentsAgent:
             queue.extend(item for item in agent.handoffs if isinstance(item, Agent))
         return None
 
+    def declared_tools(self) -> list[str]:
+        """The tools of the agents this one reaches (``agents`` too, and through handoffs),
+        and its handoffs' transfer tools: what ``/health`` lists."""
+        names: set[str] = set()
+        queue, seen = [*self.agents, self.agent], set()
+        while queue:
+            agent = queue.pop(0)
+            if id(agent) in seen:
+                continue
+            seen.add(id(agent))
+            names.update(str(getattr(tool, "name", "")) for tool in agent.tools)
+            names.update(_handoff_targets(agent))
+            queue.extend(item for item in agent.handoffs if isinstance(item, Agent))
+        return sorted(name for name in names if name)
+
 
 class _Session:
     """One session: its conversation items, current agent and run context."""

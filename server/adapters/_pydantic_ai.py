@@ -91,6 +91,7 @@ from pydantic_ai.tools import (  # noqa: E402
     ToolApproved,
     ToolDenied,
 )
+from pydantic_ai.toolsets import FunctionToolset  # noqa: E402
 from pydantic_ai.usage import UsageLimits  # noqa: E402
 
 if TYPE_CHECKING:
@@ -123,6 +124,15 @@ class PydanticAIAgent:
         self.agent_name = name or agent.name or "pydantic-ai-agent"
         self.agent_version = version or "0"
         self._output_type = _with_deferred(agent.output_type)
+
+    def declared_tools(self) -> list[str]:
+        """The function tools of the agent's toolsets: what ``/health`` lists."""
+        return sorted(
+            name
+            for toolset in self.agent.toolsets
+            if isinstance(toolset, FunctionToolset)
+            for name in toolset.tools
+        )
 
     def __call__(self, info: SessionInfo) -> _Session:
         return _Session(self, self.deps(info) if self.deps is not None else None)
