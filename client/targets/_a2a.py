@@ -30,9 +30,10 @@ Rules:
   raises :class:`FaultsUnsupported`. Turns are never retried (A2A has no idempotency).
 - Every run goes through the target's trace policy (:meth:`TracePolicy.safe` unless told
   otherwise) before anything sees it.
-- One ``httpx.AsyncClient`` per target (:func:`_http_client`), passed to the SDK's client;
-  the token and ``headers`` go only to the origin of the URL given, redirects are not
-  followed. Timeouts: 5 s to connect, 300 s to read, as :class:`HttpTarget`'s; a task
+- A session holds one of the target's ``httpx.AsyncClient`` objects for its life
+  (``client/_clients.py``: each pool stays small at any concurrency), passed to an SDK
+  client of its own; the token and ``headers`` go only to the origin of the URL given,
+  redirects are not followed. Timeouts: 5 s to connect, 300 s to read, as :class:`HttpTarget`'s; a task
   that is polled (an agent that does not stream) may work for the read timeout.
 - Without the ``a2a`` extra the target raises :class:`MissingExtraError` when built.
 """
@@ -72,6 +73,7 @@ from evalport.protocol.runtime import utc_now
 from evalport.protocol.runtime._content import user_parts
 from msgspec import UNSET
 
+from .._clients import PER_CLIENT, ClientSet, pool_limits, tls_context
 from .._target import TargetIdentity, Turn
 from .._turns import DecisionLike, SessionBase, TurnClock, decisions_of
 
@@ -117,23 +119,29 @@ class _OriginAuth(httpx.Auth):
         yield request
 
 
-def _http_client(
+def _clients(
     origin: str,
     *,
     token: str | None,
     headers: Mapping[str, str] | None,
-    timeout: float | httpx.Timeout | None,
+    timeout: httpx.Timeout,
     limits: httpx.Limits | None,
     transport: httpx.AsyncBaseTransport | None,
-) -> httpx.AsyncClient:
-    """The target's one ``httpx.AsyncClient`` (every request of the target goes through it)."""
-    return httpx.AsyncClient(
-        auth=_OriginAuth(origin, token, headers or {}),
-        timeout=DEFAULT_TIMEOUT if timeout is None else timeout,
-        limits=limits or httpx.Limits(max_connections=100, max_keepalive_connections=20),
-        transport=transport,
-        follow_redirects=False,
-    )
+) -> ClientSet:
+    """The target's ``httpx.AsyncClient`` objects (every request goes through one)."""
+    auth = _OriginAuth(origin, token, headers or {})
+
+    def make() -> httpx.AsyncClient:
+        return httpx.AsyncClient(
+            auth=auth,
+            timeout=timeout,
+            limits=limits or pool_limits(),
+            transport=transport,
+            verify=tls_context(),
+            follow_redirects=False,
+        )
+
+    return ClientSet(make, per_client=None if transport is not None else PER_CLIENT)
 
 
 class A2ATarget:
@@ -159,19 +167,18 @@ class A2ATarget:
         link = require("evalport.client.targets._a2a_link", "a2a", "A2ATarget")
         self.url = url.rstrip("/")
         self.policy = policy if policy is not None else TracePolicy.safe()
-        http = _http_client(
+        waits = httpx.Timeout(timeout) if timeout is not None else DEFAULT_TIMEOUT
+        self._clients = _clients(
             f"{parts.scheme}://{parts.netloc}",
             token=token,
             headers=headers,
-            timeout=timeout,
+            timeout=waits,
             limits=limits,
             transport=transport,
         )
-        read = http.timeout.read
         # How long a polled task may work: the read timeout (no limit set: 300 s).
-        self.patience: float = read if read is not None else READ_SECONDS
-        self._http = http
-        self._link: Link = link.Link(self.url, http, stream=stream)
+        self.patience: float = waits.read if waits.read is not None else READ_SECONDS
+        self._link: Link = link.Link(self.url, stream=stream)
         self.card: AgentCard | None = None  # once read (check)
 
     def __repr__(self) -> str:
@@ -189,7 +196,8 @@ class A2ATarget:
 
     async def check(self) -> AgentCard:
         """Read the agent card (its name and version become the identity); returns it."""
-        self.card = await self._link.read_card()
+        async with self._clients.holding() as http:
+            self.card = await self._link.read_card(http)
         return self.card
 
     async def open(
@@ -210,7 +218,8 @@ class A2ATarget:
             await self.check()
         context_id = str(uuid.uuid4())
         run = AgentRun(session_id=context_id, unreported=dict(UNREPORTED))
-        return A2ASession(self, context_id, self.policy.apply(run, in_place=True))
+        http = self._clients.hold()  # the session's, until it closes
+        return A2ASession(self, context_id, self.policy.apply(run, in_place=True), http)
 
     async def attach(self, session_id: str) -> A2ASession:
         raise NotImplementedError(
@@ -219,11 +228,11 @@ class A2ATarget:
         )
 
     async def aclose(self) -> None:
-        """Close the SDK's client and the connection pool."""
+        """Close the SDK's clients and the connection pools."""
         try:
             await self._link.aclose()
         finally:
-            await self._http.aclose()
+            await self._clients.aclose()
 
     async def __aenter__(self) -> A2ATarget:
         return self
@@ -240,8 +249,11 @@ class A2ATarget:
 class A2ASession(SessionBase["A2ATarget"]):
     """One A2A conversation (its ``contextId``); ``run`` is what it recorded, redacted."""
 
-    def __init__(self, target: A2ATarget, session_id: str, run: AgentRun) -> None:
+    def __init__(
+        self, target: A2ATarget, session_id: str, run: AgentRun, http: httpx.AsyncClient
+    ) -> None:
         super().__init__(target, session_id, run)
+        self._http = http
         self.context_id = session_id
         self.task_id: str | None = None  # the task that waits for the next message
 
@@ -286,9 +298,12 @@ class A2ASession(SessionBase["A2ATarget"]):
             return
         self.closed = True
         waiting, self.task_id = self.task_id, None
-        if waiting is not None:
-            with contextlib.suppress(TargetError):
-                await self._target._link.cancel(waiting)
+        try:
+            if waiting is not None:
+                with contextlib.suppress(TargetError):
+                    await self._target._link.cancel(waiting, self._http)
+        finally:
+            self._target._clients.release(self._http)
 
     async def _exchange(
         self,
@@ -304,6 +319,7 @@ class A2ASession(SessionBase["A2ATarget"]):
         clock = TurnClock()
         outcome = await target._link.exchange(
             parts,
+            http=self._http,
             context_id=self.context_id,
             task_id=self.task_id,
             seen=clock.seen,

@@ -33,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 from urllib.parse import urlsplit
@@ -253,44 +253,57 @@ def _by_status(status: int | None, where: str, error: Exception) -> TargetError:
 
 
 class Link:
-    """The SDK's client for one agent, over the target's ``httpx.AsyncClient``."""
+    """The SDK's clients for one agent: one over each of the target's ``httpx.AsyncClient``
+    objects (a session's calls go through the one it holds)."""
 
     # What a message is made of, for the target that cannot import this module at its top.
     message_parts = staticmethod(message_parts)
     answer_parts = staticmethod(answer_parts)
 
-    def __init__(self, url: str, http: httpx.AsyncClient, *, stream: bool) -> None:
+    def __init__(self, url: str, *, stream: bool) -> None:
         self.url = url.rstrip("/")
         parts = urlsplit(self.url)
         self.origin = f"{parts.scheme}://{parts.netloc}"
-        self.http = http
         self.stream = stream
         self.card: AgentCard | None = None
-        self._client: Client | None = None
+        self._clients: dict[httpx.AsyncClient, Client] = {}
 
-    async def read_card(self) -> AgentCard:
-        """Read the agent card (see the module rules) and make the SDK's client for it."""
+    def _client(self, http: httpx.AsyncClient) -> Client:
+        """The SDK's client over ``http``, made the first time it is asked for."""
+        assert self.card is not None, "read_card() first"
+        client = self._clients.get(http)
+        if client is None:
+            config = ClientConfig(
+                streaming=self.stream,
+                httpx_client=http,
+                supported_protocol_bindings=[
+                    TransportProtocol.JSONRPC,
+                    TransportProtocol.HTTP_JSON,
+                ],
+            )
+            try:
+                client = ClientFactory(config).create(self.card)
+            except ValueError as error:  # no binding the SDK speaks over HTTP
+                raise ProtocolError(f"the agent card of {self.url}: {error}") from None
+            self._clients[http] = client
+        return client
+
+    async def read_card(self, http: httpx.AsyncClient) -> AgentCard:
+        """Read the agent card (see the module rules) through ``http``; an SDK client
+        is then made for it (a card no binding of the SDK can use raises here)."""
         bases = [self.url] if self.url == self.origin else [self.url, self.origin]
         for base in bases:
             where = f"the agent card {base}/{CARD_PATH}"
             try:
                 with translated(where):
-                    card = await A2ACardResolver(self.http, base).get_agent_card()
+                    card = await A2ACardResolver(http, base).get_agent_card()
                 break
             except ProtocolError as error:
                 if error.status != 404 or base == bases[-1]:
                     raise
         self._on_origin(card, base)
-        config = ClientConfig(
-            streaming=self.stream,
-            httpx_client=self.http,
-            supported_protocol_bindings=[TransportProtocol.JSONRPC, TransportProtocol.HTTP_JSON],
-        )
-        try:
-            self._client = ClientFactory(config).create(card)
-        except ValueError as error:  # no binding the SDK speaks over HTTP
-            raise ProtocolError(f"the agent card of {self.url}: {error}") from None
-        self.card = card
+        self.card, self._clients = card, {}
+        self._client(http)
         return card
 
     def _on_origin(self, card: AgentCard, base: str) -> None:
@@ -323,6 +336,7 @@ class Link:
         self,
         parts: list[Part],
         *,
+        http: httpx.AsyncClient,
         context_id: str,
         task_id: str | None,
         seen: Callable[[str], None],
@@ -330,8 +344,9 @@ class Link:
     ) -> Outcome:
         """Send one user message (in ``context_id``, continuing ``task_id`` when the agent
         waits on it) and read what it came to; ``seen`` hears each streamed event
-        (``text-delta`` for one that carried text of the answer)."""
-        assert self._client is not None, "read_card() first"
+        (``text-delta`` for one that carried text of the answer); every call goes
+        through ``http``, the session's client."""
+        client = self._client(http)
         message = Message(
             role=Role.ROLE_USER,
             parts=parts,
@@ -344,21 +359,21 @@ class Link:
         where = f"the message to {self.url}"
         with translated(where):
             try:
-                async for event in self._events(SendMessageRequest(message=message)):
+                async for event in client.send_message(SendMessageRequest(message=message)):
                     carried = reading.take(event)
                     if streams:
                         seen("text-delta" if carried else "event")
             except InternalError as error:
                 # a2a-sdk answers an agent's exception with an internal error and fails
                 # the task: the task of this message says whether it was the agent.
-                if not await self._find_task(reading, message.message_id):
+                if not await self._find_task(client, reading, message.message_id):
                     raise
-                await self._read_task(reading)
+                await self._read_task(client, reading)
                 if reading.state != TaskState.TASK_STATE_FAILED:
                     raise
                 reading.status_text = reading.status_text or str(error)
             if not reading.settled and not streams and reading.task_id:
-                await self._poll(reading, patience)
+                await self._poll(client, reading, patience)
         if not reading.settled:
             last = state_name(reading.state) if reading.task_id else "no task yet"
             raise TargetUnavailable(
@@ -366,13 +381,9 @@ class Link:
             )
         return reading.outcome()
 
-    def _events(self, request: SendMessageRequest) -> AsyncIterator[StreamResponse]:
-        assert self._client is not None
-        return self._client.send_message(request)
-
-    async def _poll(self, reading: _Reading, patience: float) -> None:
+    async def _poll(self, client: Client, reading: _Reading, patience: float) -> None:
         """``GetTask`` until the task settles, for at most ``patience`` seconds."""
-        assert self._client is not None and reading.task_id
+        assert reading.task_id
         wait, loop = _POLL_FIRST, asyncio.get_running_loop()
         deadline = loop.time() + patience
         while not reading.settled:
@@ -383,33 +394,33 @@ class Link:
                 )
             await asyncio.sleep(wait)
             wait = min(wait * 2, _POLL_MOST)
-            await self._read_task(reading)
+            await self._read_task(client, reading)
 
-    async def _find_task(self, reading: _Reading, message_id: str) -> bool:
+    async def _find_task(self, client: Client, reading: _Reading, message_id: str) -> bool:
         """Whether the task of message ``message_id`` is known, looking it up in the
         conversation's tasks (``ListTasks``) when no event named it."""
-        assert self._client is not None
         if reading.task_id:
             return True
-        listed = await self._client.list_tasks(ListTasksRequest(context_id=reading.context_id))
+        listed = await client.list_tasks(ListTasksRequest(context_id=reading.context_id))
         for task in listed.tasks:
             if any(sent.message_id == message_id for sent in task.history):
                 reading.task_id = task.id
                 return True
         return False
 
-    async def _read_task(self, reading: _Reading) -> None:
-        assert self._client is not None and reading.task_id
-        task = await self._client.get_task(GetTaskRequest(id=reading.task_id))
+    async def _read_task(self, client: Client, reading: _Reading) -> None:
+        assert reading.task_id
+        task = await client.get_task(GetTaskRequest(id=reading.task_id))
         reading.take(StreamResponse(task=task))
 
-    async def cancel(self, task_id: str) -> None:
-        """Ask the agent to cancel task ``task_id`` (``CancelTask``)."""
-        assert self._client is not None, "read_card() first"
+    async def cancel(self, task_id: str, http: httpx.AsyncClient) -> None:
+        """Ask the agent to cancel task ``task_id`` (``CancelTask``) through ``http``."""
         with translated(f"canceling task {task_id} of {self.url}"):
-            await self._client.cancel_task(CancelTaskRequest(id=task_id))
+            await self._client(http).cancel_task(CancelTaskRequest(id=task_id))
 
     async def aclose(self) -> None:
-        """Release the SDK's client (the ``httpx.AsyncClient`` is the target's to close)."""
-        if self._client is not None:
-            await self._client.close()
+        """Release the SDK's clients (the ``httpx.AsyncClient`` objects are the target's
+        to close)."""
+        clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            await client.close()
