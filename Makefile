@@ -42,7 +42,7 @@ test: lint typecheck docs pytest
 
 # The documentation site: sources in docs/, built strictly into site/ (git-ignored).
 docs: $(STAMP)
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict  # not --quiet: it hides warnings from --strict
 
 # Serve the built site on this machine, as search needs (links work opened from disk too).
 docs-serve: docs

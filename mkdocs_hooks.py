@@ -10,13 +10,16 @@
   renderer is plain Markdown, so the page needs no script, no CDN and works offline;
   search indexes it like any page. :func:`render_openapi` is importable on its own
   (``tests/docs`` checks what it writes).
-- The API reference is read from the sources by mkdocstrings. The packages live in
+- The API reference is read from the sources by mkdocstrings. The protocol's names that
+  ``evalport.client`` exports again are documented once, under ``evalport.protocol``
+  (:func:`reexported`): two entries of one class make every reference to it ambiguous. The packages live in
   ``protocol/``, ``server/`` and ``client/`` but import as ``evalport.*``, so the build
   links them under ``build/docs-api/evalport`` for the docstring collector.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 from pathlib import Path
@@ -45,8 +48,34 @@ def link_packages() -> None:
 link_packages()
 
 
+CLIENT = "::: evalport.client\n"
+
+
+def reexported() -> list[str]:
+    """The names ``evalport.client`` imports from ``evalport.protocol`` and exports again
+    (its errors, ``ToolFault``, ``TracePolicy``), read from its source."""
+    tree = ast.parse((ROOT / "client" / "__init__.py").read_text(encoding="utf-8"))
+    return sorted(
+        alias.asname or alias.name
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom) and node.module == "evalport.protocol"
+        for alias in node.names
+        if not (alias.asname or alias.name).startswith("_")
+    )
+
+
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
-    """Put the rendered ``openapi.yaml`` where a page has the marker."""
+    """Put the rendered ``openapi.yaml`` where a page has the marker; document the
+    protocol's names that ``evalport.client`` exports again once, under the protocol (two
+    entries of one class make every reference to it ambiguous)."""
+    if CLIENT in markdown:
+        names = reexported()
+        options = f'    options:\n      filters: ["!^_", "!^({"|".join(names)})$"]\n'
+        again = ", ".join(f"[`{name}`][evalport.protocol.{name}]" for name in names)
+        markdown = markdown.replace(
+            CLIENT,
+            CLIENT + options + f"\nIt also exports, from `evalport.protocol`: {again}.\n",
+        )
     if MARKER not in markdown:
         return markdown
     spec = yaml.safe_load((ROOT / "openapi.yaml").read_text(encoding="utf-8"))
