@@ -8,7 +8,8 @@ Rules:
 - **A failed turn**: each turn whose run ended ``failed`` (the agent raised) adds a failed
   gate ``turn_failed`` naming the turn and the error (type, error id, message as the
   trace policy lets it be seen), unless the case expected a failure: it asserted
-  ``ctx.failed()`` (a result named ``failed``).
+  ``ctx.failed()`` (a result named ``failed``), or its own check of the outcome
+  (``succeeded``, ``no_failed_actions``) failed already, saying so.
 - **Asserted nothing**: a case that made no assertion, called no judge and holds no
   ``assert`` statement that can fail (``assert (cond, "msg")`` is always true; in its
   function or one defined inside it; pytest's rewritten
@@ -38,6 +39,9 @@ from ._target import Turn
 
 EXPECTS_FAILURE = "failed"
 """The name of ``ctx.failed()``'s result: a case that asserted it expects its agent to fail."""
+
+SAYS_FAILED = frozenset({"succeeded", "no_failed_actions"})
+"""Checks of the outcome that, failed, already say that the agent failed."""
 
 CaseError = tuple[str, str, None]
 
@@ -79,6 +83,8 @@ def failed_turns(ctx: Closing, results: list[AssertionResult]) -> list[Assertion
     failure (it asserted ``ctx.failed()``)."""
     if any(result.name == EXPECTS_FAILURE for result in results):
         return []
+    if any(result.name in SAYS_FAILED and not result.passed for result in results):
+        return []  # the case's own check of the outcome failed already, saying why
     return [
         AssertionResult(
             name="turn_failed",

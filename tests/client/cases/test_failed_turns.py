@@ -56,3 +56,15 @@ async def test_a_case_asserting_nothing_over_a_failing_agent_stays_asserted_noth
     result = await run_trial(cases_from(vacuous)[0], target)
     assert result.verdict == Verdict.ERROR
     assert result.error_type == "AssertedNothing"
+
+
+async def test_a_failed_check_of_the_outcome_says_it_once(target) -> None:
+    @eval_case(id="succeeds")
+    async def succeeds(ctx: EvalContext) -> None:
+        await ctx.send("hello")
+        ctx.succeeded()
+
+    result = await run_trial(cases_from(succeeds)[0], target)
+    assert result.verdict == Verdict.FAILED
+    assert [a.name for a in result.assertions] == ["succeeded"]  # no second turn_failed
+    assert "ValueError" in result.assertions[0].message
