@@ -74,6 +74,7 @@ from ._stats import mean_std as mean_std
 from ._stats import pass_at_k as pass_at_k
 from ._stats import pass_hat_k as pass_hat_k
 from ._stats import percentile as percentile
+from ._stats import rank_sum_greater as rank_sum_greater
 from ._stats import wilson as wilson
 from ._target import Target as Target
 from ._target import Turn as Turn

@@ -5,8 +5,8 @@ Both arguments are files written by ``--json`` or run folders. The output lists
 regressions, fixes, other verdict changes and pass-rate changes with Fisher p-values, the
 McNemar p-value over the flips, and the cases whose time to first token (p95) grew by more
 than ``--ttft-tolerance`` (the rule: :mod:`evalport.client.reports._compare`). Exit ``0``;
-with ``--fail-on-regression``, ``1`` when a case that passed in BASE does not pass in NEW
-(a slower case alone does not fail it).
+with ``--fail-on-regression``, ``1`` when a case that passed in BASE does not pass in NEW,
+or is not in NEW at all (a slower case alone does not fail it).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--fail-on-regression",
         action="store_true",
-        help="exit 1 when a case that passed in BASE does not pass in NEW",
+        help="exit 1 when a case that passed in BASE does not pass in NEW (or is gone)",
     )
 
 
@@ -48,6 +48,6 @@ def main(args: argparse.Namespace) -> int:
         return fail("compare", str(error))
     comparison = compare(base, new, alpha=args.alpha, ttft_tolerance=args.ttft_tolerance)
     print("\n".join(comparison.lines()))
-    if args.fail_on_regression and comparison.regressions:
+    if args.fail_on_regression and (comparison.regressions or comparison.removed_passing):
         return EXIT_FAILED
     return EXIT_OK

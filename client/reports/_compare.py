@@ -10,11 +10,17 @@ Rules:
 - The whole comparison carries the exact McNemar p-value over the regressions and fixes of
   the cases both runs share (paired by case).
 - A case is **slower** to first token when both runs measured its time to first token
-  (some turn streamed: :mod:`._analytics`) and the new p95 is above the base p95 by more
+  (some turn streamed: :mod:`._analytics`), the new p95 is above the base p95 by more
   than ``ttft_tolerance`` of it (:data:`TTFT_TOLERANCE`, 20%, by default) and by more than
   :data:`TTFT_FLOOR` (50 ms), so that the jitter of an in-process agent's few milliseconds
-  is not read as a regression. Slower cases are listed apart from the verdict changes,
-  the most slowed first; they take no part in the McNemar test.
+  is not read as a regression, **and** the difference is significant for the turns it
+  has: the one-sided rank-sum p-value of the new times over the base ones is below
+  ``alpha`` (one turn each never is). The summary names both thresholds. Slower cases are
+  listed apart from the verdict changes, the most slowed first; they take no part in the
+  McNemar test.
+- A case the new run lacks (**removed**) that passed in the base is a regression for
+  ``--fail-on-regression`` (:attr:`Comparison.removed_passing`): dropping a passing case
+  is not a way to a green comparison.
 - :func:`merge` joins shard summaries: cases are concatenated (a case id seen twice is an
   error: the shards overlapped), counts are recomputed, provenance comes from the first
   shard with the earliest start and latest finish.
@@ -27,7 +33,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from .._core import ConfigError, Verdict, fisher_exact, mcnemar_exact
+from .._core import ConfigError, Verdict, fisher_exact, mcnemar_exact, rank_sum_greater
 from ._summary import CaseSummary, RunSummary, summarize, verdict_rate
 
 TTFT_TOLERANCE = 0.2
@@ -77,6 +83,7 @@ class Slower:
     case_id: str
     base_p95: float
     new_p95: float
+    p_value: float = 0.0  # one-sided rank sum, new over base
 
     @property
     def growth(self) -> float:
@@ -97,6 +104,9 @@ class Comparison:
     new_rate: float = 0.0
     slower: list[Slower] = field(default_factory=list)
     ttft_tolerance: float = TTFT_TOLERANCE
+    removed_passing: list[str] = field(default_factory=list)
+    """The removed cases that passed in the base run: regressions for
+    ``--fail-on-regression``."""
 
     @property
     def regressions(self) -> list[Change]:
@@ -109,6 +119,13 @@ class Comparison:
     def significant(self, change: Change) -> bool:
         return change.p_value < self.alpha
 
+    def slower_rule(self) -> str:
+        """When a case counts as slower, both thresholds named."""
+        return (
+            f"p95 up more than {self.ttft_tolerance:.0%} and {TTFT_FLOOR * 1000:g} ms, "
+            f"rank-sum p < {self.alpha:g}"
+        )
+
     def lines(self) -> list[str]:
         """A plain-text rendering, one finding per line."""
         out = [
@@ -116,8 +133,7 @@ class Comparison:
             f"{len(self.regressions)} regressed, {len(self.fixes)} fixed "
             f"(McNemar p={self.p_value:.3g})"
             + (
-                f"; {len(self.slower)} slower to first token "
-                f"(p95 up more than {self.ttft_tolerance:.0%})"
+                f"; {len(self.slower)} slower to first token ({self.slower_rule()})"
                 if self.slower
                 else ""
             )
@@ -131,25 +147,37 @@ class Comparison:
             )
         out += [
             f"  {'slower':<10} {slow.case_id}: first token p95 {slow.base_p95:.2f}s -> "
-            f"{slow.new_p95:.2f}s (+{slow.growth:.0%})"
+            f"{slow.new_p95:.2f}s (+{slow.growth:.0%}, p={slow.p_value:.3g})"
             for slow in self.slower
         ]
         out += [f"  added      {case_id}" for case_id in self.added]
-        out += [f"  removed    {case_id}" for case_id in self.removed]
+        out += [
+            f"  removed    {case_id}" + (" (it passed)" if case_id in self.removed_passing else "")
+            for case_id in self.removed
+        ]
         if any(self.significant(change) for change in self.changes):
             out.append(f"  * significant at alpha={self.alpha}")
         return out
 
 
-def ttft_regression(base: CaseSummary, new: CaseSummary, tolerance: float) -> Slower | None:
+def ttft_regression(
+    base: CaseSummary, new: CaseSummary, tolerance: float, alpha: float = 0.05
+) -> Slower | None:
     """The case as :class:`Slower` when its time to first token regressed (see the
     rules), else ``None``."""
     before, after = base.first_token.p95, new.first_token.p95
     if before is None or after is None:
         return None
-    if after > before * (1 + tolerance) and after - before > TTFT_FLOOR:
-        return Slower(case_id=new.case_id, base_p95=before, new_p95=after)
-    return None
+    if after <= before * (1 + tolerance) or after - before <= TTFT_FLOOR:
+        return None
+    p_value = rank_sum_greater(_first_tokens(base), _first_tokens(new))
+    if p_value >= alpha:
+        return None
+    return Slower(case_id=new.case_id, base_p95=before, new_p95=after, p_value=p_value)
+
+
+def _first_tokens(case: CaseSummary) -> list[float]:
+    return [time for trial in case.trial_details for time in trial.first_tokens]
 
 
 def compare(
@@ -166,6 +194,11 @@ def compare(
     comparison = Comparison(
         added=[case_id for case_id in new_cases if case_id not in base_cases],
         removed=[case_id for case_id in base_cases if case_id not in new_cases],
+        removed_passing=[
+            case_id
+            for case_id, case in base_cases.items()
+            if case_id not in new_cases and case.verdict == Verdict.PASSED
+        ],
         alpha=alpha,
         ttft_tolerance=ttft_tolerance,
         base_rate=verdict_rate(base_cases[case_id].verdict for case_id in shared) or 0.0,
@@ -173,7 +206,7 @@ def compare(
     )
     for case_id in shared:
         old, now = base_cases[case_id], new_cases[case_id]
-        slowed = ttft_regression(old, now, ttft_tolerance)
+        slowed = ttft_regression(old, now, ttft_tolerance, alpha)
         if slowed is not None:
             comparison.slower.append(slowed)
         same_rate = old.passes * now.samples == now.passes * old.samples

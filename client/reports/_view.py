@@ -39,7 +39,7 @@ from urllib.parse import quote, urlencode
 from .._core import CaseResult, TrialResult, Verdict
 from ._analytics import assertion_outcome
 from ._base import RunReport, agent_label
-from ._compare import TTFT_FLOOR, compare
+from ._compare import compare
 from ._html import STYLE, badge, case_details, cases_table, document, header
 from ._summary import CaseSummary, RunSummary
 from ._transcript import transcript_lines
@@ -327,8 +327,8 @@ def compare_page(base_name: str, base: RunReport, new_name: str, new: RunReport)
         for s in comparison.slower
     )
     slower = (
-        f"<h2>Slower to first token</h2><p class=muted>time to first token p95 up more than "
-        f"{comparison.ttft_tolerance:.0%} and {TTFT_FLOOR * 1000:g} ms</p><table "
+        f"<h2>Slower to first token</h2><p class=muted>time to first token "
+        f"{escape(comparison.slower_rule())}</p><table "
         'class="slower"><tr><th>change</th><th>case</th><th>base p95</th><th>new p95</th>'
         f"<th>growth</th></tr>{slow}</table>"
         if slow

@@ -193,8 +193,10 @@ def test_compare_flags_a_case_whose_time_to_first_token_p95_regressed():
     assert comparison.slower[0].growth == pytest.approx(1.0)
     assert comparison.changes == [] and comparison.regressions == []  # verdicts alike
     lines = comparison.lines()
-    assert lines[0].endswith("; 1 slower to first token (p95 up more than 20%)")
-    assert f"  slower     {STREAMED}: first token p95 0.42s -> 0.84s (+100%)" in lines
+    assert lines[0].endswith(
+        "; 1 slower to first token (p95 up more than 20% and 50 ms, rank-sum p < 0.05)"
+    )
+    assert f"  slower     {STREAMED}: first token p95 0.42s -> 0.84s (+100%, p=0.00687)" in lines
     assert len(compare(base, new, ttft_tolerance=1.5).slower) == 0  # +100% is within 150%
 
 
@@ -208,8 +210,10 @@ def test_compare_does_not_flag_an_equal_run_nor_a_small_or_unmeasured_change():
     # +25% but only 0.04s more: under the 50 ms floor
     quick = timed_report(scale=0.1)  # refund_ok p95 0.042s
     assert compare(quick.summary, timed_report(scale=0.125).summary).slower == []
-    # +25% and 0.105s more: slower
-    slowed = compare(summary, timed_report(scale=1.25).summary).slower
+    # +25% and 0.105s more, but nine turns each that mostly overlap: not significant
+    assert compare(summary, timed_report(scale=1.25).summary).slower == []
+    # +60%: the nine turns support it
+    slowed = compare(summary, timed_report(scale=1.6).summary).slower
     assert [s.case_id for s in slowed] == [STREAMED]
     # a case only one run timed is not compared
     assert compare(sample_report().summary, summary).slower == []
@@ -228,7 +232,7 @@ def test_the_compare_command_lists_slower_cases_and_does_not_fail_on_them(tmp_pa
     new.write_bytes(msgspec.json.encode(timed_report(scale=2.0).summary))
     assert main(["compare", str(base), str(new), "--fail-on-regression"]) == 0
     out = capsys.readouterr().out
-    assert f"  slower     {STREAMED}: first token p95 0.42s -> 0.84s (+100%)" in out
+    assert f"  slower     {STREAMED}: first token p95 0.42s -> 0.84s (+100%, p=0.00687)" in out
     assert main(["compare", str(base), str(new), "--ttft-tolerance", "1.5"]) == 0
     assert "slower" not in capsys.readouterr().out
 
