@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import re
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from html import escape
@@ -72,7 +73,9 @@ details.case>summary{cursor:pointer;font-weight:600}
 .count{display:inline-block;padding:0 6px;border-radius:9px;background:#dfe3ea;font-size:12px}
 .variants{display:grid;grid-template-columns:repeat(auto-fit,minmax(480px,1fr));gap:12px}
 .variants .assertions .name{width:24%}.variants .assertions .score,.variants .assertions .severity{width:120px}
-.variants>.trial{min-width:0}.evidence{margin:2px 0 0 14px;padding:0}
+.variants>.trial{min-width:0;overflow-x:auto}.evidence{margin:2px 0 0 14px;padding:0}
+.variants td,.variants code,.variants .msg,.variants .muted{overflow-wrap:break-word;word-break:normal}
+.variants table.assertions{table-layout:auto}
 code{font-size:12px}.filters button{margin-right:6px}
 """
 
@@ -267,15 +270,20 @@ def _error_ids(trial: TrialResult) -> list[str]:
     return [str(info["errorId"]) for info in run_errors(_run_of(trial)) if info.get("errorId")]
 
 
+_TIMES = re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|s)\b")
+"""A duration in a message (``0.104s``, ``131 ms``): trials differing only in these are alike."""
+
+
 def _sameness(trial: TrialResult) -> bytes:
     """What two trials must share to be shown as one: verdict, error, transcript, assertions
-    and judges; session ids, timings, usage and the agent's error ids may differ."""
+    and judges; session ids, timings (durations in messages too), usage and the agent's
+    error ids may differ."""
     ids = _error_ids(trial)
 
     def plain(text: str) -> str:
         for error_id in ids:
             text = text.replace(error_id, "")
-        return text
+        return _TIMES.sub("", text)
 
     return msgspec.json.encode(
         [
