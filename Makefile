@@ -44,9 +44,11 @@ test: lint typecheck docs pytest
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict  # not --quiet: it hides warnings from --strict
 
-# Serve the built site on this machine, as search needs (links work opened from disk too).
-docs-serve: docs
-	$(BIN)/python -m http.server 8000 --bind 127.0.0.1 --directory site
+# Serve the built site on this machine, as search needs (links work opened from disk too);
+# PORT=N serves on another port.
+PORT ?= 8000
+docs-serve: docs  # make docs-serve PORT=8001 serves on another port
+	$(BIN)/python -m http.server $(PORT) --bind 127.0.0.1 --directory site
 
 demo: $(DEMO_STAMP)
 	$(DEMO_BIN)/python examples/demo.py

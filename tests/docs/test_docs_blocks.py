@@ -123,7 +123,9 @@ def check_pip(line: str) -> None:
     words = shlex.split(line.split("#")[0])
     assert words[:2] == ["pip", "install"], line
     for word in words[2:]:
-        match = re.fullmatch(r"evalport\[([\w,-]+)\]", word)
+        if word == "-e":  # an editable install of the clone: .[extras]
+            continue
+        match = re.fullmatch(r"(?:evalport|\.)\[([\w,-]+)\]", word)
         assert match, f"{line}: installs something other than an evalport extra"
         for extra in match.group(1).split(","):
             assert extra in extras(), f"{line}: evalport has no extra {extra!r}"
