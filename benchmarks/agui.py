@@ -1,0 +1,261 @@
+"""AG-UI benchmark: time to first token through AgUiTarget beside a raw SSE reader of the
+same stream (issue 37: p95 within 2 ms at 100 concurrent streaming sessions).
+
+An AG-UI agent runs in its own process on loopback: one Starlette route that answers a
+``RunAgentInput`` with the events a streaming agent sends (``RUN_STARTED``, a text
+message whose first delta comes after ``--think`` seconds, then ``--deltas`` more,
+``RUN_FINISHED`` with usage), encoded by the AG-UI SDK's ``EventEncoder``.
+
+The client process drives ``--sessions`` concurrent sessions of ``--turns`` turns each,
+in rounds that alternate between the two readers (so that drift of the machine hits
+both alike), each round against an agent process of its own; each session starts at a random moment within the first ``--think``
+seconds, out of step as users are:
+
+- **AgUiTarget**: ``session.send`` through the target (decoding with the SDK's types,
+  the run built and redacted); its time to first token is the turn's
+  ``TurnTiming.first_token``;
+- **raw**: the same ``POST`` and the same body shape read with ``httpx-sse``, each event
+  parsed with ``json.loads``; its time to first token runs from just before the
+  ``POST`` to the first ``TEXT_MESSAGE_CONTENT``.
+
+Both use one ``httpx.AsyncClient`` with the same limits. Each session first sends one
+turn that is not counted, ten sessions at a time and retried if its connect is lost: it
+opens the session's connection, and on a loaded machine a burst of 100 connects can lose
+SYNs to the listen queue, whose retransmissions (a second and more) would measure the
+kernel, not the reader. It prints p50, p95 and p99 of both, and the difference of
+their p95s.
+
+Run: ``.venv/bin/python benchmarks/agui.py`` (about half a minute). It prints figures;
+it never fails a build.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+TARGET_MS = 2.0
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _serve(port: int, think: float, deltas: int) -> None:
+    import uvicorn
+    from ag_ui.core import (
+        EventType,
+        RunAgentInput,
+        RunFinishedEvent,
+        RunStartedEvent,
+        TextMessageContentEvent,
+        TextMessageEndEvent,
+        TextMessageStartEvent,
+        TokenUsage,
+    )
+    from ag_ui.encoder import EventEncoder
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import PlainTextResponse, StreamingResponse
+    from starlette.routing import Route
+
+    async def agent(request: Request) -> StreamingResponse:
+        run = RunAgentInput.model_validate_json(await request.body())
+        encoder = EventEncoder(accept=request.headers.get("accept"))
+
+        async def events():  # type: ignore[no-untyped-def]
+            yield encoder.encode(RunStartedEvent(thread_id=run.thread_id, run_id=run.run_id))
+            message = uuid.uuid4().hex
+            yield encoder.encode(TextMessageStartEvent(message_id=message, role="assistant"))
+            await asyncio.sleep(think)
+            for index in range(deltas + 1):
+                delta = TextMessageContentEvent(message_id=message, delta=f"word{index} ")
+                yield encoder.encode(delta)
+                await asyncio.sleep(0)
+            yield encoder.encode(TextMessageEndEvent(message_id=message))
+            usage = TokenUsage(input_tokens=40, output_tokens=deltas + 1)
+            finished = RunFinishedEvent(thread_id=run.thread_id, run_id=run.run_id, usage=[usage])
+            yield encoder.encode(finished)
+
+        assert EventType.RUN_STARTED  # the SDK's events, not hand-written ones
+        return StreamingResponse(events(), media_type=encoder.get_content_type())
+
+    async def health(request: Request) -> PlainTextResponse:
+        return PlainTextResponse("ok")
+
+    app = Starlette(routes=[Route("/agent", agent, methods=["POST"]), Route("/health", health)])
+    # Connections stay open between turns (a client pool keeps them): the warm-up turns of
+    # the first sessions would otherwise outlive uvicorn's 5 s keep-alive.
+    uvicorn.run(
+        app,
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        access_log=False,
+        timeout_keep_alive=120,
+    )
+
+
+def _wait(url: str, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"the agent at {url} exited with {process.returncode}")
+        try:
+            urllib.request.urlopen(url, timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit(f"{url} did not answer")
+
+
+async def _warm(call: Callable[[], Awaitable[object]], gate: asyncio.Semaphore) -> None:
+    """One unmeasured call that opens a connection: ten at a time, retried when a connect
+    is lost (see the module docstring)."""
+    from evalport.protocol import TargetUnavailable
+
+    async with gate:
+        for attempt in range(5):
+            try:
+                await call()
+                return
+            except (httpx.TransportError, TargetUnavailable):
+                await asyncio.sleep(0.2 * (attempt + 1))
+    raise SystemExit("could not open a connection to the agent in 5 attempts")
+
+
+async def _target_round(url: str, sessions: int, turns: int, think: float) -> list[float]:
+    from evalport.client import AgUiTarget
+
+    limits = httpx.Limits(max_connections=sessions, max_keepalive_connections=sessions)
+    found: list[float] = []
+    gate = asyncio.Semaphore(10)
+    async with AgUiTarget(url, limits=limits, timeout=60.0) as target:
+        opened = [await target.open() for _ in range(sessions)]
+        await asyncio.gather(*(_warm(lambda s=s: s.send("hello"), gate) for s in opened))
+
+        async def session(opened: Any) -> None:
+            await asyncio.sleep(random.uniform(0, think))
+            for _ in range(turns):
+                timing = (await opened.send("hello")).timing
+                if timing is not None and timing.first_token is not None:
+                    found.append(timing.first_token)
+            await opened.close()
+
+        await asyncio.gather(*(session(s) for s in opened))
+    return found
+
+
+async def _raw_round(url: str, sessions: int, turns: int, think: float) -> list[float]:
+    from httpx_sse import EventSource
+
+    limits = httpx.Limits(max_connections=sessions, max_keepalive_connections=sessions)
+    headers = {"Accept": "text/event-stream", "Content-Type": "application/json"}
+    found: list[float] = []
+    gate = asyncio.Semaphore(10)
+    async with httpx.AsyncClient(limits=limits, headers=headers, timeout=60.0) as client:
+
+        async def turn(thread: str, messages: list[dict[str, str]]) -> float | None:
+            messages.append({"id": uuid.uuid4().hex, "role": "user", "content": "hello"})
+            body = json.dumps(
+                {
+                    "threadId": thread,
+                    "runId": uuid.uuid4().hex,
+                    "messages": messages,
+                    "tools": [],
+                    "context": [],
+                    "forwardedProps": {},
+                }
+            ).encode()
+            sent = time.perf_counter()
+            first = None
+            async with client.stream("POST", url, content=body) as response:
+                async for event in EventSource(response).aiter_sse():
+                    data = json.loads(event.data)
+                    if first is None and data["type"] == "TEXT_MESSAGE_CONTENT":
+                        first = time.perf_counter() - sent
+            return first
+
+        threads = [(uuid.uuid4().hex, []) for _ in range(sessions)]
+        await asyncio.gather(*(_warm(lambda t=t: turn(*t), gate) for t in threads))
+
+        async def session(thread: str, messages: list[dict[str, str]]) -> None:
+            await asyncio.sleep(random.uniform(0, think))
+            for _ in range(turns):
+                first = await turn(thread, messages)
+                if first is not None:
+                    found.append(first)
+
+        await asyncio.gather(*(session(*t) for t in threads))
+    return found
+
+
+def _quantiles(values: list[float]) -> tuple[float, float, float]:
+    cuts = statistics.quantiles(values, n=100, method="inclusive")
+    return cuts[49] * 1000, cuts[94] * 1000, cuts[98] * 1000
+
+
+def _round(reader: Callable[..., Awaitable[list[float]]], args: argparse.Namespace) -> list[float]:
+    """One round of ``reader`` against an agent of its own, on a port of its own (a round
+    after another on the same agent met connects refused for seconds on loopback)."""
+    port = _free_port()
+    command = [sys.executable, str(Path(__file__).resolve()), "--serve", str(port)]
+    command += ["--think", str(args.think), "--deltas", str(args.deltas)]
+    agent = subprocess.Popen(command)
+    try:
+        _wait(f"http://127.0.0.1:{port}/health", agent)
+        url = f"http://127.0.0.1:{port}/agent"
+        return asyncio.run(reader(url, args.sessions, args.turns, args.think))
+    finally:
+        agent.terminate()
+        agent.wait(10)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=100)
+    parser.add_argument("--turns", type=int, default=5, help="turns per session and round")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds of each reader")
+    parser.add_argument("--think", type=float, default=1.0, help="seconds to the first token")
+    parser.add_argument("--deltas", type=int, default=5, help="text deltas after the first")
+    parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve is not None:
+        _serve(args.serve, args.think, args.deltas)
+        return
+    target: list[float] = []
+    raw: list[float] = []
+    for _ in range(args.rounds):
+        raw += _round(_raw_round, args)
+        target += _round(_target_round, args)
+    print(
+        f"time to first token, {args.sessions} concurrent AG-UI sessions, "
+        f"{len(target)} and {len(raw)} turns, agent thinks {args.think * 1000:.0f} ms"
+    )
+    print(f"{'':>12} {'p50 ms':>9} {'p95 ms':>9} {'p99 ms':>9}")
+    for name, values in (("AgUiTarget", target), ("raw SSE", raw)):
+        p50, p95, p99 = _quantiles(values)
+        print(f"{name:>12} {p50:9.2f} {p95:9.2f} {p99:9.2f}")
+    difference = _quantiles(target)[1] - _quantiles(raw)[1]
+    verdict = "within" if difference <= TARGET_MS else "over"
+    print(f"p95 difference: {difference:+.2f} ms ({verdict} the {TARGET_MS:g} ms target)")
+
+
+if __name__ == "__main__":
+    main()
