@@ -13,7 +13,9 @@ reader went away) silences the rest of the output and keeps the command's exit c
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
+import re
 import sys
 from collections.abc import Sequence
 from importlib.metadata import EntryPoint
@@ -37,7 +39,8 @@ def _summary(point: EntryPoint) -> str:
 class Parser(argparse.ArgumentParser):
     """Every evalport command's parser (its subcommands' too): no abbreviations
     (``--token`` is never taken for ``--token-env``), and arguments it does not know are
-    named without their values, which may be secrets."""
+    named without their values, which may be secrets, with the closest option the command
+    has ("did you mean --exclude-tag?")."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("allow_abbrev", False)
@@ -50,7 +53,14 @@ class Parser(argparse.ArgumentParser):
         if unknown:
             options = [argument.split("=", 1)[0] for argument in unknown if argument[:1] == "-"]
             named = f"option(s) {' '.join(options)}" if options else "argument(s)"
-            self.error(f"unrecognized {named} (values are not shown)")
+            known = sorted(set(re.findall(r"--[\w-]+", self.format_help())))
+            close = [
+                match
+                for option in options
+                for match in difflib.get_close_matches(option, known, n=1, cutoff=0.75)
+            ]
+            hint = f"; did you mean {' '.join(close)}?" if close else ""
+            self.error(f"unrecognized {named} (values are not shown){hint}")
         return parsed
 
 

@@ -109,6 +109,7 @@ from .._core import (
     fail,
     run_errors,
 )
+from ..reports import agent_label
 from ._check_answers import CheckFailed, enveloped_run, expect, problem, validate_run
 from ._check_capabilities import content_parts, delta, interrupts, streaming
 from ._check_protocols import main as check_protocol
@@ -236,7 +237,8 @@ class _Checker:
             raise CheckFailed("agent must carry a name and a version")
         capabilities = body.get("capabilities")
         self.capabilities = set(capabilities) if isinstance(capabilities, list) else set()
-        return f"{agent['name']} {agent['version']}"
+        # named as evalport run names it: "name version", or "name, unversioned"
+        return agent_label({"agent_name": agent["name"], "agent_version": agent["version"]})
 
     async def auth(self) -> str:
         url = "evals/sessions"

@@ -56,7 +56,11 @@ def main(args: argparse.Namespace) -> int:
     eval_file = root / EVALS / "example_eval.py"
     workflow = root / ".github" / "workflows" / "evals.yml"
     planned = [
-        Planned(eval_file, case_file("example", EVALS, "replies to a greeting", INTRO), "wrote"),
+        Planned(
+            eval_file,
+            case_file("example", EVALS, "replies to a greeting", INTRO, until_edited=False),
+            "wrote",
+        ),
         Planned(workflow, WORKFLOW.format(agent=args.agent, port=PORT, folder=EVALS), "wrote"),
     ]
     problems = []

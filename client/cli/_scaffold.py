@@ -9,9 +9,10 @@ Rules:
 - ``pyproject.toml`` is never rewritten: its ``[tool.evalport]`` section is appended when
   the file exists without one, and the file is created when there is none. A section that
   exists already is kept as it is, with or without ``--force`` (it is the user's).
-- The eval file works as written: its case sends a greeting and checks that the agent
-  completed its turn with a reply, which any agent does, so the first ``evalport run`` is
-  green; the lines to edit are marked.
+- ``init``'s eval file works as written: its case sends a greeting and checks that the
+  agent completed its turn with a reply, which any agent does, so the first ``evalport
+  run`` is green; the lines to edit are marked. ``new case`` writes a case that fails
+  until it is edited (its check wants ``EDIT ME``): a new case never passes for any agent.
 """
 
 from __future__ import annotations
@@ -42,8 +43,7 @@ from evalport.client import eval_case
 async def {name}(ctx):
     await ctx.send("Hello!")  # edit: what a user of your agent would write
     ctx.succeeded()  # the turn completed: the agent did not raise or stop
-    ctx.length_between(1, 10_000)  # and it replied
-    # edit: what the reply must say, and the tools the agent must (not) call, e.g.
+{check}    # edit: what the reply must say, and the tools the agent must (not) call, e.g.
     # ctx.contains("Hi")
     # ctx.called_tool("search_orders", {{"query": "ada@example.com"}})
     # ctx.max_steps(5)
@@ -104,15 +104,29 @@ class Planned:
     action: str  # "wrote", "appended [tool.evalport] to"
 
 
+GREEN = "    ctx.length_between(1, 10_000)  # and it replied\n"
+"""``init``'s check: any agent that replies passes it, so the first run is green."""
+
+UNTIL_EDITED = '    ctx.contains("EDIT ME: what the reply must say")  # fails until you write it\n'
+"""``new case``'s check: it fails until edited, so a new case never passes for any agent."""
+
+
 def case_file(
-    name: str, folder: str = EVALS, description: str | None = None, doc: str | None = None
+    name: str,
+    folder: str = EVALS,
+    description: str | None = None,
+    doc: str | None = None,
+    *,
+    until_edited: bool = True,
 ) -> str:
-    """An eval file with one case, the function ``name``."""
+    """An eval file with one case, the function ``name``; ``until_edited``: its check fails
+    until it is edited (``new case``), else any replying agent passes it (``init``)."""
     return CASE.format(
         doc=doc or f"Evals of {name.replace('_', ' ')}: edit the case, or copy it for another.",
         description=description or name.replace("_", " "),
         name=name,
         folder=folder,
+        check=UNTIL_EDITED if until_edited else GREEN,
     )
 
 

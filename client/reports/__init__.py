@@ -9,7 +9,7 @@ across reports. The commands that only read run folders live here too: ``evalpor
 """
 
 from ._analytics import Analytics, Durations, TrialSummary
-from ._base import Reporter, Reporters, RunPlan, RunReport, load_reporter
+from ._base import Reporter, Reporters, RunPlan, RunReport, agent_label, load_reporter
 from ._compare import TTFT_FLOOR, TTFT_TOLERANCE, Change, Comparison, Slower, compare, merge
 from ._console import ConsoleReporter
 from ._files import JsonReporter, RunFolderReporter, load_summary, write_run_folder
@@ -41,6 +41,7 @@ __all__ = [
     "Slower",
     "TagSummary",
     "TrialSummary",
+    "agent_label",
     "compare",
     "html_report",
     "junit_xml",

@@ -66,8 +66,9 @@ def main(args: argparse.Namespace) -> int:
     root = Path(args.path)
     try:
         if not root.is_dir():
+            what = "is a file, not a folder" if root.exists() else "no such folder"
             raise ConfigError(
-                f"{root}: no such folder; give a run folder or a folder of them "
+                f"{root}: {what}; give a run folder or a folder of them "
                 "(evalport run writes them under .evalport/runs)"
             )
         runs = len(folders(root))
