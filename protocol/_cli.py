@@ -19,7 +19,7 @@ import re
 import sys
 from collections.abc import Sequence
 from importlib.metadata import EntryPoint
-from typing import Any
+from typing import Any, cast
 
 from ._extras import MissingExtraError, extra_of, load_plugin, plugins
 from ._version import PROTOCOL_VERSION, __version__
@@ -61,7 +61,7 @@ class Parser(argparse.ArgumentParser):
             ]
             hint = f"; did you mean {' '.join(close)}?" if close else ""
             self.error(f"unrecognized {named} (values are not shown){hint}")
-        return parsed
+        return cast(argparse.Namespace, parsed)
 
 
 class _QuietWhenClosed:
@@ -123,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     module.add_arguments(command)
     parsed = command.parse_args(args[1:])
     stdout = sys.stdout
-    sys.stdout = _QuietWhenClosed(stdout)  # type: ignore[assignment]
+    sys.stdout = _QuietWhenClosed(stdout)
     try:
         code = int(module.main(parsed))
         sys.stdout.flush()

@@ -87,12 +87,12 @@ from agents import (  # noqa: E402
     RunContextWrapper,
     RunHooks,
     Runner,
+    RunResult,
     RunResultStreaming,
 )
 from agents.exceptions import AgentsException, MaxTurnsExceeded  # noqa: E402
 from agents.handoffs import Handoff  # noqa: E402
 from agents.items import ModelResponse, ToolApprovalItem, TResponseInputItem  # noqa: E402
-from agents.result import RunResultBase  # noqa: E402
 from agents.run_config import ToolErrorFormatterArgs  # noqa: E402
 from agents.tool import Tool  # noqa: E402
 from agents.tool_context import ToolContext  # noqa: E402
@@ -243,7 +243,7 @@ class _Session:
 
     async def _run(
         self, ctx: TurnContext, given: Any, options: dict[str, Any], hooks: _Hooks
-    ) -> RunResultBase:
+    ) -> RunResult | RunResultStreaming:
         """One run of the SDK: streamed while the model can stream, else whole."""
         adapter = self._adapter
         if adapter.streams:
