@@ -99,3 +99,32 @@ def test_a_turn_that_returned_none_says_so(project, capsys) -> None:
     code, err = run(project, agent, capsys)
     assert code == 1
     assert "returned None" in err
+
+
+def test_the_pytest_plugin_says_the_same_of_an_agent_module_that_raises(project) -> None:
+    (project / "agent.py").write_text('raise RuntimeError("no model configured")\n')
+    (project / "test_evals.py").write_text(
+        "async def test_greets(evalport):\n    await evalport.send('hi')\n"
+        "    evalport.contains('hello')\n"
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "test_evals.py",
+            "--evalport-local",
+            "agent.py:agent",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=project,
+    )
+    assert done.returncode == 1
+    failure = [line for line in done.stdout.splitlines() if "importing agent.py raised" in line]
+    assert failure and "agent.py:1" in failure[0], done.stdout
+    assert "RuntimeError: no model configured" in failure[0]
