@@ -83,6 +83,7 @@ from .judges import (  # noqa: E402
 )
 from .targets import (  # noqa: E402
     A2ATarget,
+    AgUiSession,
     AgUiTarget,
     HttpSession,
     HttpTarget,
@@ -93,6 +94,7 @@ from .targets import (  # noqa: E402
 
 __all__ = [
     "A2ATarget",
+    "AgUiSession",
     "AgUiTarget",
     "ApprovalError",
     "ApprovalPolicy",

@@ -59,7 +59,7 @@ def named_by_protocol(url: str) -> bool:
     return bool(sep) and "+" in scheme
 
 
-class Unreachable(Exception):
+class AgentUnreachable(Exception):
     """The agent could not be reached."""
 
 
@@ -75,7 +75,7 @@ async def check_target(
     transport: httpx.AsyncBaseTransport | None = None,
 ) -> tuple[bool, list[str]]:
     """One turn through the target ``url`` names; whether it passed, and the lines to
-    print (see the module docstring). Raises :class:`Unreachable`, :class:`ValueError`
+    print (see the module docstring). Raises :class:`AgentUnreachable`, :class:`ValueError`
     for an unknown prefix, :class:`MissingExtraError` without the target's extra."""
     from evalport.client import target_for
 
@@ -91,9 +91,9 @@ async def check_target(
             async with asyncio.timeout(timeout):
                 run, detail = await _turn(target, message, approve)
         except TimeoutError:
-            raise Unreachable(f"no answer to a turn within {timeout:g} s") from None
+            raise AgentUnreachable(f"no answer to a turn within {timeout:g} s") from None
         except TargetUnavailable as error:
-            raise Unreachable(str(error)) from None
+            raise AgentUnreachable(str(error)) from None
         except AuthFailed as error:
             lines.append(f"FAIL  turn: {error}")
             return False, lines
@@ -178,7 +178,7 @@ def main(args: argparse.Namespace) -> int:
         )
     except (ValueError, MissingExtraError) as error:
         return fail("check", f"{url}: {error}")
-    except Unreachable as error:
+    except AgentUnreachable as error:
         return fail(
             "check", f"{url} is unreachable: {without_credentials(str(error))}", EXIT_UNREACHABLE
         )

@@ -10,7 +10,7 @@ evaluable* on its runs (see :attr:`~evalport.protocol.AgentRun.unreported`).
 """
 
 from ._a2a import A2ATarget
-from ._agui import AgUiTarget
+from ._agui import AgUiSession, AgUiTarget
 from ._http import HttpSession, HttpTarget
 from ._local import LocalSession, LocalTarget
 from ._urls import SCHEMES, target_for
@@ -18,6 +18,7 @@ from ._urls import SCHEMES, target_for
 __all__ = [
     "SCHEMES",
     "A2ATarget",
+    "AgUiSession",
     "AgUiTarget",
     "HttpSession",
     "HttpTarget",
