@@ -309,6 +309,8 @@ def test_a_sentinel_failover_mid_run_loses_no_acknowledged_turn_and_runs_none_tw
                     if problem == PROBLEM + "turn-lost":  # resend under a new key
                         key = str(uuid.uuid4())
                         resent[message] = resent.get(message, 0) + 1
+                    elif response.status_code == 503:  # stored nothing: the retry runs it
+                        resent[message] = resent.get(message, 0) + 1
                     time.sleep(0.1)
             assert killer is not None
             killer.join(30)
@@ -319,5 +321,8 @@ def test_a_sentinel_failover_mid_run_loses_no_acknowledged_turn_and_runs_none_tw
             assert final.json()["run"]["userMessages"] == [*acknowledged, "last"]
             assert acknowledged == [f"slow:0.3:m{n}" for n in range(1, 16)]
     ran = [line.split("\t")[1] for line in effects.read_text().splitlines()]
-    for message in acknowledged:  # a message ran again only after its key was lost
+    # A message ran again only after an attempt of it stored nothing (503: the store
+    # failed its finish, so its lease was given back and the same key's retry runs the
+    # turn, issue 39) or its key was lost; it is stored once whatever ran (above).
+    for message in acknowledged:
         assert ran.count(message) <= 1 + resent.get(message, 0), (message, ran)
