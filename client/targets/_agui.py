@@ -21,8 +21,9 @@ Rules:
   raises :class:`SessionSuspended`, since AG-UI agents refuse new input then.
 - What AG-UI has no call for is refused before anything is sent: ``attach`` (a thread
   lives in the client that ran it) raises :class:`NotImplementedError` naming the
-  protocol, and so do tool faults and content parts (:class:`FaultsUnsupported`,
-  :class:`ContentPartsUnsupported`). ``close`` forgets the thread; there is nothing to
+  protocol, and tool faults raise :class:`FaultsUnsupported`. A turn's content parts go
+  as the user message's AG-UI parts (images as image parts, files as document parts,
+  inline bytes base64) and are recorded in the run as the runtime records them. ``close`` forgets the thread; there is nothing to
   delete on the agent's side. A turn is never retried: an AG-UI run has no idempotency
   key, so a repeated one would run the agent twice.
 - Every run handed out is a copy of the session's verbatim run, redacted by the target's
@@ -49,7 +50,6 @@ import msgspec
 from evalport.protocol import (
     AgentRun,
     ContentPart,
-    ContentPartsUnsupported,
     FaultsUnsupported,
     NotSuspended,
     ProblemType,
@@ -62,9 +62,11 @@ from evalport.protocol import (
     TargetUnavailable,
     ToolFault,
     TracePolicy,
+    TurnRequest,
     __version__,
     require,
 )
+from evalport.protocol.runtime._content import user_parts
 from httpx_sse import EventSource
 
 from .._errors import Secrets, body_excerpt, error_for
@@ -334,11 +336,16 @@ class AgUiSession(SessionBase["AgUiTarget"]):
     async def send(self, message: str, *, parts: Sequence[ContentPart] = ()) -> Turn:
         """One user message as one AG-UI run; returns when the run finished or paused."""
         target = self._target
-        if parts:
-            raise ContentPartsUnsupported(
-                f"{target.url}: this AG-UI target sends text turns only; send the turn as text",
-                problem_type=ProblemType.CONTENT_PARTS_UNSUPPORTED,
-            )
+        content: tuple[ContentPart, ...] = ()
+        text = message
+        if parts:  # a turn's parts as the evalport protocol reads them (a bad one: 422)
+            try:
+                request = TurnRequest(message=message, parts=list(parts))
+            except (TypeError, ValueError) as error:
+                raise RequestRejected(
+                    f"session {self._id!r}: {error}", problem_type=ProblemType.INVALID_BODY
+                ) from None
+            text, content = request.text(), tuple(request.content())
         self._usable()
         conversation = self._conversation
         if conversation.open:
@@ -349,12 +356,15 @@ class AgUiSession(SessionBase["AgUiTarget"]):
             )
         work = copy_run(self._raw)
         work.turns += 1
-        work.user_messages.append(message)
+        work.user_messages.append(text)
+        if content:  # as the runtime records a turn's parts (absent from runs without)
+            earlier = [] if work.user_parts is msgspec.UNSET else work.user_parts
+            work.user_parts = [*earlier, *user_parts(work.turns, content)]
         work.status, work.reply = RunStatus.IN_PROGRESS, ""
-        messages = [*conversation.messages, target._run.user_message(message)]
+        messages = [*conversation.messages, target._run.user_message(text, content)]
         body = conversation.run_input(self._id, messages, None)
         reader = target._run.RunReader(work, conversation, messages)
-        return await self._run_once(body, reader, message)
+        return await self._run_once(body, reader, text)
 
     async def decide(self, decisions: Mapping[str, DecisionLike]) -> Turn:
         """Answer every pending approval (call id -> decision) and interrupt (its id ->

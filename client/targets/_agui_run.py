@@ -44,10 +44,11 @@ Rules (what :class:`AgUiTarget` records, and why):
 
 from __future__ import annotations
 
+import base64
 import copy
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -59,6 +60,8 @@ from ag_ui.core import PROTOCOL_VERSION as AGUI_VERSION
 from ag_ui.core import (
     AssistantMessage,
     CustomEvent,
+    DataSource,
+    DocumentPart,
     Event,
     EventType,
     FunctionCall,
@@ -87,14 +90,19 @@ from ag_ui.core import (
     ToolCallResultEvent,
     ToolCallStartEvent,
     ToolMessage,
+    UrlSource,
     UserMessage,
 )
+from ag_ui.core import ImagePart as AgUiImagePart
+from ag_ui.core import TextPart as AgUiTextPart
 from evalport.protocol import (
     AgentRun,
     Approval,
     ApprovalDecision,
     ApprovalState,
+    ContentPart,
     ErrorInfo,
+    ImagePart,
     LlmProfile,
     PendingApproval,
     PendingInterrupt,
@@ -104,6 +112,7 @@ from evalport.protocol import (
     StepType,
     StopReason,
     StopSignal,
+    TextPart,
     ToolExecution,
     Usage,
 )
@@ -181,8 +190,26 @@ class Conversation:
         return sent.model_dump_json(by_alias=True).encode()
 
 
-def user_message(text: str) -> UserMessage:
-    return UserMessage(id=uuid.uuid4().hex, content=text)
+def user_message(text: str, content: Sequence[ContentPart] = ()) -> UserMessage:
+    """The user's turn as an AG-UI message: its text, or its content parts in order
+    (images as image parts, files as document parts; inline bytes as base64 data, else
+    their URL)."""
+    if not content:
+        return UserMessage(id=uuid.uuid4().hex, content=text)
+    return UserMessage(id=uuid.uuid4().hex, content=[_part(part) for part in content])
+
+
+def _part(part: ContentPart) -> Any:
+    if isinstance(part, TextPart):
+        return AgUiTextPart(text=part.text)
+    media = None if part.media_type is msgspec.UNSET else part.media_type
+    if part.data is not msgspec.UNSET:
+        source: Any = DataSource(value=base64.b64encode(part.data).decode(), mime_type=media or "")
+    else:
+        source = UrlSource(value=str(part.url), mime_type=media)
+    if isinstance(part, ImagePart):
+        return AgUiImagePart(source=source)
+    return DocumentPart(source=source)
 
 
 def resume_entries(

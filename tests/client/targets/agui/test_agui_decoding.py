@@ -16,7 +16,6 @@ from evalport.client import AgUiTarget
 from evalport.client.assertions import EventSeen, TotalTokensAtMost
 from evalport.protocol import (
     AuthFailed,
-    ContentPartsUnsupported,
     FaultsUnsupported,
     ProtocolError,
     RunStatus,
@@ -368,17 +367,41 @@ async def test_an_answer_that_is_not_an_event_stream_is_a_protocol_error() -> No
             await session.send("hi")
 
 
-async def test_what_ag_ui_cannot_do_is_refused_before_anything_is_sent() -> None:
-    from evalport.protocol import TextPart
-
+async def test_faults_are_refused_before_anything_is_sent() -> None:
     agent = Agent()
     async with agent.target() as target:
         with pytest.raises(FaultsUnsupported, match="AG-UI"):
             await target.open(faults=[ToolFault(tool="lookup", error="down")])
-        session = await target.open()
-        with pytest.raises(ContentPartsUnsupported):
-            await session.send("hi", parts=[TextPart(text="x")])
     assert agent.sent == []
+
+
+async def test_content_parts_go_as_the_user_messages_ag_ui_parts() -> None:
+    from evalport.protocol import FilePart, ImagePart
+
+    agent = Agent(frames([started(), *text("a", "a cat"), finished()]))
+    parts = [
+        ImagePart(data=b"\x89PNG", media_type="image/png"),
+        FilePart(url="https://files.test/a.pdf", media_type="application/pdf", name="a.pdf"),
+    ]
+    async with agent.target() as target:
+        turn = await (await target.open()).send("what is this?", parts=parts)
+    (sent,) = agent.sent[0]["messages"]
+    assert sent["content"] == [
+        {"type": "text", "text": "what is this?"},
+        {"type": "image", "source": {"type": "data", "value": "iVBORw==", "mimeType": "image/png"}},
+        {
+            "type": "document",
+            "source": {
+                "type": "url",
+                "value": "https://files.test/a.pdf",
+                "mimeType": "application/pdf",
+            },
+        },
+    ]
+    recorded = turn.run.user_parts
+    assert [part.type for part in recorded] == ["text", "image", "file"]
+    assert recorded[1].size == 4 and recorded[1].data is None  # the safe policy drops bytes
+    assert turn.run.user_messages == ["what is this?"]
 
 
 async def test_custom_events_and_framework_steps_are_run_events() -> None:
