@@ -39,7 +39,9 @@ Rules (what :class:`AgUiTarget` records, and why):
   does not apply is a :class:`ProtocolError`.
 - The conversation sent with each run is what an AG-UI client keeps: the user's
   messages, the assistant's text and tool calls, the tool results, in order, replaced
-  whole by a ``MESSAGES_SNAPSHOT``. A run that fails on the way changes none of it.
+  whole by a ``MESSAGES_SNAPSHOT``. A run that fails on the way changes none of it. A run
+  that streamed no text but whose snapshot ends with a new assistant message (a LangGraph
+  node's own message) replies with that message, in a step of its own.
 """
 
 from __future__ import annotations
@@ -259,6 +261,8 @@ class RunReader:
         self.last_call_id: str | None = None
         self.ended: set[str] = set()
         self.reply = ""
+        self.known = {message.id for message in messages}  # the messages before this run
+        self.unstreamed = ""
         self.finished: RunFinishedEvent | RunErrorEvent | None = None
         self._handlers: dict[type[Any], Callable[[Any], None]] = {
             TextMessageStartEvent: self._text_start,
@@ -488,6 +492,16 @@ class RunReader:
                 if held is not None and not held[2] and call.function.arguments:
                     held[2].append(call.function.arguments)
                     self._arguments(call.id, call.function.arguments)
+        # An answer the agent did not stream (a LangGraph node's own message) is in the
+        # snapshot only: the last message, from the assistant, new in this run.
+        last = event.messages[-1] if event.messages else None
+        if (
+            isinstance(last, AssistantMessage)
+            and isinstance(last.content, str)
+            and last.content
+            and last.id not in self.known
+        ):
+            self.unstreamed = last.content
 
     def _framework_step(self, event: StepStartedEvent | StepFinishedEvent) -> None:
         name = "step_started" if isinstance(event, StepStartedEvent) else "step_finished"
@@ -517,6 +531,10 @@ class RunReader:
             raise ValueError("finish() before the run's terminal event")
         for message_id in list(self.texts):
             self._text_end(TextMessageEndEvent(message_id=message_id))
+        if not self.reply and self.unstreamed:  # the answer came in a snapshot only
+            step = self._model_step()
+            step.output_messages.append(RunMessage(role="assistant", content=self.unstreamed))
+            self.reply = self.unstreamed
         for call_id in list(self.calls):
             self._call_end(ToolCallEndEvent(tool_call_id=call_id))
         self._close_step()

@@ -133,3 +133,31 @@ def agui_app() -> Any:
     app = FastAPI()
     add_langgraph_fastapi_endpoint(app, LangGraphAgent(name="support", graph=support_graph()), PATH)
     return app
+
+
+def confirming_graph() -> Any:
+    """A graph whose one node asks the user through LangGraph's ``interrupt()`` before it
+    answers (an interrupt that is no tool approval)."""
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.graph import START, MessagesState, StateGraph
+    from langgraph.types import interrupt
+
+    def confirm(state: MessagesState) -> dict[str, Any]:
+        answer = interrupt({"message": "Ship to the address on file?", "reason": "input_required"})
+        return {"messages": [AIMessage(content=f"Shipping: {answer}.")]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("confirm", confirm)
+    graph.add_edge(START, "confirm")
+    return graph.compile(checkpointer=InMemorySaver(), name="confirming")
+
+
+def confirming_app() -> Any:
+    """:func:`confirming_graph` over AG-UI, its interrupts as ``RUN_FINISHED`` outcomes."""
+    from ag_ui_langgraph import LangGraphAgent, add_langgraph_fastapi_endpoint
+    from fastapi import FastAPI
+
+    app = FastAPI()
+    agent = LangGraphAgent(name="confirming", graph=confirming_graph(), emit_interrupt_outcome=True)
+    add_langgraph_fastapi_endpoint(app, agent, PATH)
+    return app

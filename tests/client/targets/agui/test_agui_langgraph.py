@@ -12,9 +12,9 @@ pytest.importorskip("ag_ui.core")
 pytest.importorskip("ag_ui_langgraph")
 
 from agui_agents import verdicts
-from agui_graphs import PATH, agui_app, support_graph
+from agui_graphs import PATH, agui_app, confirming_app, confirming_graph, support_graph
 from evalport.client import AgUiTarget, LocalTarget
-from evalport.client.assertions import EventSeen, EventsInOrder
+from evalport.client.assertions import EventSeen, EventsInOrder, Interrupted
 from evalport.protocol import RunStatus
 from evalport.server.adapters import LangGraphAgent
 from support.servers import running_server
@@ -51,3 +51,27 @@ async def test_a_graph_gives_the_verdicts_of_evalports_adapter_turn_by_turn(serv
         EventsInOrder(["step_started", "step_finished", "step_started"]).evaluate(first.run).passed
     )
     assert EventSeen("step_started", data={"name": "tools"}).evaluate(first.run).passed
+
+
+async def test_a_langgraph_interrupt_is_answered_through_resume() -> None:
+    results = []
+    with running_server(confirming_app()) as base:
+        targets = (
+            AgUiTarget(base + PATH),
+            LocalTarget(LangGraphAgent(confirming_graph(), reviews="interrupts")),
+        )
+        for target in targets:
+            async with target:
+                session = await target.open()
+                asked = await session.send("ship my order")
+                (pending,) = asked.run.pending_interrupts
+                assert asked.run.status == RunStatus.IN_PROGRESS
+                answer = {"decision": "answer", "answer": "yes"}
+                results.append(await session.decide({pending.id: answer}))
+    mine, theirs = results
+    # the graph calls no model: ag-ui-langgraph reports no usage, so budgets say so
+    assert verdicts(mine.run, usage=False) == verdicts(theirs.run, usage=False)
+    assert "AG-UI" in mine.run.not_reported("usage")
+    assert Interrupted().evaluate(mine.run).passed == Interrupted().evaluate(theirs.run).passed
+    assert mine.index == 1 and mine.reply == theirs.reply == "Shipping: yes."
+    assert mine.run.interrupts[0].answer == "yes"
