@@ -10,9 +10,9 @@ Rules:
   AG-UI client holds it: the conversation's messages and the agent's state. Each
   ``send`` is one AG-UI run: ``POST`` of a ``RunAgentInput`` (a new ``runId``, the
   conversation so far with the new user message, the state, no tools nor context) read
-  as a server-sent event stream into the session's run (what is recorded, and how:
-  :mod:`._agui_run`). The turn's :class:`~evalport.client.TurnTiming` records its first
-  event and its first text.
+  as a server-sent event stream into the session's run (what is sent and decoded:
+  :mod:`._agui_wire`; what is recorded, and how: :mod:`._agui_run`). The turn's
+  :class:`~evalport.client.TurnTiming` records its first event and its first text.
 - Approvals and interrupts: a run that ends on interrupts leaves them pending (approvals
   for interrupts bound to a tool call, interrupts otherwise); ``decide`` answers all of
   them in one new run whose ``resume[]`` carries an answer per interrupt (an approval is
@@ -76,7 +76,8 @@ from .._turns import DecisionLike, SessionBase, TurnClock, decisions_of
 if TYPE_CHECKING:
     from ag_ui.core import Message
 
-    from ._agui_run import Conversation, RunReader
+    from ._agui_run import RunReader
+    from ._agui_wire import Conversation
 
 PROTOCOL: Final = "AG-UI"
 EVENT_STREAM: Final = "text/event-stream"
@@ -123,9 +124,10 @@ class AgUiTarget:
         name: str | None = None,
         version: str | None = None,
     ) -> None:
-        self._run: Any = require(
-            "evalport.client.targets._agui_run", "agui", "an AG-UI target (agui+ URL)"
-        )
+        # Imported here, so that evalport.client imports without the agui extra.
+        purpose = "an AG-UI target (agui+ URL)"
+        self._wire: Any = require("evalport.client.targets._agui_wire", "agui", purpose)
+        self._run: Any = require("evalport.client.targets._agui_run", "agui", purpose)
         parsed = httpx.URL(url)
         clean = parsed.copy_with(username=None, password=None, fragment=None)
         if parsed.scheme not in ("http", "https") or not parsed.host:
@@ -203,7 +205,7 @@ class AgUiTarget:
         thread_id = uuid.uuid4().hex
         self._sessions.add(thread_id)
         run = AgentRun(session_id=thread_id)
-        return AgUiSession(self, thread_id, run, conversation=self._run.Conversation())
+        return AgUiSession(self, thread_id, run, conversation=self._wire.Conversation())
 
     async def attach(self, session_id: str) -> AgUiSession:
         """Not supported by AG-UI (see the module rules)."""
@@ -236,7 +238,7 @@ class AgUiTarget:
                 f"cannot start an AG-UI run: this AgUiTarget ({self.url}) was closed "
                 "(aclose() or the end of its `async with`); make a new one"
             )
-        decode, text_delta = self._run.decode_event, self._run.is_text_delta
+        decode, text_delta = self._wire.decode_event, self._wire.is_text_delta
         try:
             async with client.stream("POST", self.url, content=body) as response:
                 if not response.is_success:
@@ -361,7 +363,7 @@ class AgUiSession(SessionBase["AgUiTarget"]):
             earlier = [] if work.user_parts is msgspec.UNSET else work.user_parts
             work.user_parts = [*earlier, *user_parts(work.turns, content)]
         work.status, work.reply = RunStatus.IN_PROGRESS, ""
-        messages = [*conversation.messages, target._run.user_message(text, content)]
+        messages = [*conversation.messages, target._wire.user_message(text, content)]
         body = conversation.run_input(self._id, messages, None)
         reader = target._run.RunReader(work, conversation, messages)
         return await self._run_once(body, reader, text)
@@ -387,9 +389,9 @@ class AgUiSession(SessionBase["AgUiTarget"]):
             )
         target = self._target
         work = copy_run(self._raw)
-        target._run.answered(work, plain)
+        target._wire.answered(work, plain)
         work.status = RunStatus.IN_PROGRESS
-        resume = target._run.resume_entries(conversation, plain)
+        resume = target._wire.resume_entries(conversation, plain)
         messages = list(conversation.messages)
         body = conversation.run_input(self._id, messages, resume)
         reader = target._run.RunReader(work, conversation, messages, decisions=plain)

@@ -124,6 +124,7 @@ def without_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "ag_ui", None)
     monkeypatch.delitem(sys.modules, "evalport.client.targets._agui_run", raising=False)
+    monkeypatch.delitem(sys.modules, "evalport.client.targets._agui_wire", raising=False)
 
 
 def test_without_the_extra_the_target_says_so_in_one_line(without_the_extra: None) -> None:
