@@ -84,8 +84,10 @@ async def check_target(
     if transport is not None:
         options["transport"] = transport
     target = target_for(url, **options)
-    protocol = getattr(target, "protocol", url.partition("+")[0])
-    lines = [f"{protocol} agent at {without_credentials(getattr(target, 'base_url', url))}"]
+    prefix, _, address = url.partition("+")
+    protocol = getattr(target, "protocol", prefix.upper())
+    where = getattr(target, "base_url", address)
+    lines = [f"{protocol} agent at {without_credentials(where)}"]
     try:
         try:
             async with asyncio.timeout(timeout):
