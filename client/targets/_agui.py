@@ -35,11 +35,15 @@ Rules:
   event that does not validate :class:`ProtocolError`. Texts never carry the token.
 - One ``httpx.AsyncClient`` per target, made in :meth:`AgUiTarget._make_client`, every
   request through it; ``limits`` and ``transport`` go to it. The token and headers go
-  only to the endpoint's origin: the client follows no redirect.
+  only to the endpoint's origin: the client follows no redirect. A stream is read to its
+  end after the run's terminal event, so that its connection is reused, but for
+  :data:`AFTER_END` seconds at most.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import uuid
 from collections.abc import Mapping, Sequence
 from types import TracebackType
@@ -82,6 +86,7 @@ if TYPE_CHECKING:
 PROTOCOL: Final = "AG-UI"
 EVENT_STREAM: Final = "text/event-stream"
 DEFAULT_TIMEOUT: Final = httpx.Timeout(connect=5.0, read=300.0, write=30.0, pool=30.0)
+AFTER_END: Final = 1.0  # seconds a stream may go on after its run's terminal event
 
 LACKS: Final[Mapping[str, str]] = {
     "attach": "an AG-UI thread lives in the client that ran it: no call reads it back",
@@ -256,22 +261,27 @@ class AgUiTarget:
                         status=response.status_code,
                         excerpt=self._excerpt(response.content),
                     )
-                finished = False
-                async for sent in EventSource(response).aiter_sse():
-                    if finished or not sent.data:
-                        continue  # read to the end, so that the connection is reused
-                    try:
-                        event = decode(sent.data)
-                    except ProtocolError as error:
-                        raise ProtocolError(
-                            self.secrets.scrub(f"POST {self.url}: {error}"),
-                            path=error.path,
-                            status=response.status_code,
-                        ) from None
-                    if event is None:
-                        continue
-                    clock.seen("text-delta" if text_delta(event) else event.type.value)
-                    finished = reader.feed(event)
+                # After the run's terminal event the stream is read to its end, so that
+                # the connection is reused, but for AFTER_END at most: an agent that
+                # keeps it open then has it closed.
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(None) as ending:
+                        async for sent in EventSource(response).aiter_sse():
+                            if reader.finished is not None or not sent.data:
+                                continue
+                            try:
+                                event = decode(sent.data)
+                            except ProtocolError as error:
+                                raise ProtocolError(
+                                    self.secrets.scrub(f"POST {self.url}: {error}"),
+                                    path=error.path,
+                                    status=response.status_code,
+                                ) from None
+                            if event is None:
+                                continue
+                            clock.seen("text-delta" if text_delta(event) else event.type.value)
+                            if reader.feed(event):
+                                ending.reschedule(asyncio.get_running_loop().time() + AFTER_END)
         except httpx.TransportError as error:
             raise TargetUnavailable(
                 self.secrets.scrub(

@@ -459,3 +459,20 @@ async def test_arguments_only_in_the_messages_snapshot_are_the_calls_arguments()
     assert step.requested_tool_calls[0].arguments == {"n": 1}
     assert step.tool_executions[0].arguments == {"n": 1}
     assert [message.id for message in session.messages] == ["u", "a", "t"]
+
+
+async def test_a_stream_kept_open_after_the_runs_end_is_closed() -> None:
+    import asyncio
+
+    async def endless() -> Any:
+        yield frames([started(), *text("a", "done"), finished()])
+        await asyncio.Event().wait()  # an agent that never ends its response
+
+    agent = Agent(
+        lambda: httpx.Response(
+            200, content=endless(), headers={"content-type": "text/event-stream"}
+        )
+    )
+    async with agent.target() as target:
+        turn = await (await target.open()).send("hi")
+    assert turn.reply == "done" and turn.run.status == RunStatus.COMPLETED
