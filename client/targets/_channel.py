@@ -38,6 +38,7 @@ Rules:
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -273,13 +274,16 @@ class Channel:
                         answered = got
                     else:
                         answered = None
-                        async for event in EventSource(got).aiter_sse():
+                        events = EventSource(got).aiter_sse()
+                        async for event in events:
                             if event.id:
                                 headers["Last-Event-ID"] = event.id
                             if event.event == "result":
+                                await _read_to_the_end(events)
                                 return httpx.Response(200, content=event.data, request=got.request)
                             if event.event == "problem":
                                 answered = _problem_response(event.data, got)
+                                await _read_to_the_end(events)
                                 break
                             if event.event == "overflow":
                                 logger.info("session %s: %s", session_id, event.data)
@@ -394,6 +398,16 @@ class Channel:
         except ProtocolError as error:
             raise self.protocol_error(error, response) from None
         return self.policy.apply(run, in_place=True)
+
+
+async def _read_to_the_end(events: AsyncIterator[Any]) -> None:
+    """Read what follows a stream's final event (its end, at once from a server that keeps
+    the protocol), so that its connection serves the session's next call instead of being
+    closed half read; a server that keeps the stream open gets a second, then is cut."""
+    with contextlib.suppress(TimeoutError, httpx.TransportError):
+        async with asyncio.timeout(1.0):
+            async for _ in events:
+                pass
 
 
 def _problem_response(data: str, streamed: httpx.Response) -> httpx.Response:

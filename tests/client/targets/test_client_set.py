@@ -71,7 +71,10 @@ def gated(sessions: int) -> Any:
 
 
 @pytest.mark.e2e
-async def test_sessions_in_flight_together_each_hold_a_client_that_few_others_share() -> None:
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+async def test_sessions_in_flight_together_each_hold_a_client_that_few_others_share(
+    stream: bool,
+) -> None:
     sessions = 40
     peers: set[tuple[str, int]] = set()
     app = EvalAdapter(gated(sessions), token="t" * 24).app()
@@ -79,10 +82,20 @@ async def test_sessions_in_flight_together_each_hold_a_client_that_few_others_sh
     async def recorded(scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http":
             peers.add(tuple(scope["client"]))
-        await app(scope, receive, send)
+
+        async def late_end(message: Any) -> None:
+            # The end of each body comes apart from its last bytes, as under load: a
+            # client that stops at a stream's final event leaves its connection half read.
+            if message["type"] == "http.response.body" and not message.get("more_body"):
+                await send({**message, "body": message.get("body", b""), "more_body": True})
+                await asyncio.sleep(0.05)
+                message = {"type": "http.response.body", "body": b"", "more_body": False}
+            await send(message)
+
+        await app(scope, receive, late_end)
 
     with running_server(recorded) as url:
-        async with HttpTarget(url, token="t" * 24, stream=False) as target:
+        async with HttpTarget(url, token="t" * 24, stream=stream) as target:
             opened = await asyncio.gather(*(target.open() for _ in range(sessions)))
             clients = target._channel.clients.clients
             assert len(clients) == -(-sessions // PER_CLIENT)
@@ -92,5 +105,6 @@ async def test_sessions_in_flight_together_each_hold_a_client_that_few_others_sh
                 await session.close()
             assert target._channel.clients.clients == clients  # none made since
     # 121 calls (health, then create, turn, delete per session) over connections kept
-    # alive between a session's calls: about one per session, never one per call
-    assert len(peers) < 1.5 * sessions
+    # alive between calls (a streamed turn's read to its end, not dropped half read): a
+    # client opens one for each session it holds at once, and never another
+    assert len(peers) <= sessions
