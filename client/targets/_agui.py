@@ -19,13 +19,16 @@ Rules:
   ``{"approved": true|false, "reason"?}``, the payload AG-UI recommends for tool-bound
   interrupts; an interrupt's ``answer`` is its payload). A ``send`` while they are open
   raises :class:`SessionSuspended`, since AG-UI agents refuse new input then.
+- Retries (:mod:`evalport.client._retry`): a run is tried again only when it cannot run
+  twice: its connection was never made, or the agent refused to start it (429, 503, after
+  its ``Retry-After``). A run that started is never sent again: AG-UI has no idempotency
+  key.
 - What AG-UI has no call for is refused before anything is sent: ``attach`` (a thread
   lives in the client that ran it) raises :class:`NotImplementedError` naming the
   protocol, and tool faults raise :class:`FaultsUnsupported`. A turn's content parts go
   as the user message's AG-UI parts (images as image parts, files as document parts,
   inline bytes base64) and are recorded in the run as the runtime records them. ``close`` forgets the thread; there is nothing to
-  delete on the agent's side. A turn is never retried: an AG-UI run has no idempotency
-  key, so a repeated one would run the agent twice.
+  delete on the agent's side.
 - Every run handed out is a copy of the session's verbatim run, redacted by the target's
   trace policy (:meth:`TracePolicy.safe` unless told otherwise); a failed turn (the
   stream cut, a malformed event, a non-2xx answer) leaves the session as it was.
@@ -44,6 +47,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import uuid
 from collections.abc import Mapping, Sequence
 from types import TracebackType
@@ -74,6 +78,7 @@ from evalport.protocol.runtime._content import user_parts
 from httpx_sse import EventSource
 
 from .._errors import Secrets, body_excerpt, error_for
+from .._retry import RetryPolicy, parse_retry_after
 from .._target import TargetIdentity, Turn
 from .._turns import DecisionLike, SessionBase, TurnClock, decisions_of
 
@@ -82,6 +87,8 @@ if TYPE_CHECKING:
 
     from ._agui_run import RunReader
     from ._agui_wire import Conversation
+
+logger = logging.getLogger("evalport.client")
 
 PROTOCOL: Final = "AG-UI"
 EVENT_STREAM: Final = "text/event-stream"
@@ -92,7 +99,8 @@ LACKS: Final[Mapping[str, str]] = {
     "attach": "an AG-UI thread lives in the client that ran it: no call reads it back",
     "delete": "an AG-UI agent keeps no session for a client to delete",
     "deltas": "each AG-UI run sends the whole conversation and streams only its own events",
-    "idempotent retries": "an AG-UI run has no idempotency key: a turn is never sent twice",
+    "idempotent retries": "an AG-UI run has no idempotency key: a run that started is never "
+    "sent again",
     "seeded faults": "AG-UI has no way to ask an agent to fail its tools",
     "server-side trace policy": "an AG-UI agent sends payloads as they are: the client's "
     "trace policy redacts every run",
@@ -126,6 +134,7 @@ class AgUiTarget:
         policy: TracePolicy | None = None,
         limits: httpx.Limits | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        retry: RetryPolicy | None = None,
         name: str | None = None,
         version: str | None = None,
     ) -> None:
@@ -142,6 +151,7 @@ class AgUiTarget:
             )
         self.url = str(clean)
         self.policy = policy if policy is not None else TracePolicy.safe()
+        self.retry = retry if retry is not None else RetryPolicy()
         sent = httpx.Headers(
             {
                 "Accept": EVENT_STREAM,
@@ -236,59 +246,35 @@ class AgUiTarget:
     # -- what sessions use ---------------------------------------------------------------
 
     async def stream(self, body: bytes, reader: RunReader, clock: TurnClock, thread: str) -> None:
-        """POST one run and feed its events to ``reader`` until the stream ends."""
-        client = self._client
-        if client.is_closed:
+        """POST one run and feed its events to ``reader`` until the stream ends (see the
+        module rules for what is tried again)."""
+        if self._client.is_closed:
             raise RuntimeError(
                 f"cannot start an AG-UI run: this AgUiTarget ({self.url}) was closed "
                 "(aclose() or the end of its `async with`); make a new one"
             )
-        decode, text_delta = self._wire.decode_event, self._wire.is_text_delta
-        try:
-            async with client.stream("POST", self.url, content=body) as response:
-                if not response.is_success:
-                    await response.aread()
-                    raise self._error(response, thread)
-                kind = response.headers.get("content-type", "")
-                if not kind.startswith(EVENT_STREAM):
-                    await response.aread()
-                    raise ProtocolError(
-                        self.secrets.scrub(
-                            f"POST {self.url} answered {kind or 'no content type'} instead "
-                            f"of an AG-UI event stream ({EVENT_STREAM}): is it the agent's "
-                            "AG-UI endpoint?"
-                        ),
-                        status=response.status_code,
-                        excerpt=self._excerpt(response.content),
-                    )
-                # After the run's terminal event the stream is read to its end, so that
-                # the connection is reused, but for AFTER_END at most: an agent that
-                # keeps it open then has it closed.
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(None) as ending:
-                        async for sent in EventSource(response).aiter_sse():
-                            if reader.finished is not None or not sent.data:
-                                continue
-                            try:
-                                event = decode(sent.data)
-                            except ProtocolError as error:
-                                raise ProtocolError(
-                                    self.secrets.scrub(f"POST {self.url}: {error}"),
-                                    path=error.path,
-                                    status=response.status_code,
-                                ) from None
-                            if event is None:
-                                continue
-                            clock.seen("text-delta" if text_delta(event) else event.type.value)
-                            if reader.feed(event):
-                                ending.reschedule(asyncio.get_running_loop().time() + AFTER_END)
-        except httpx.TransportError as error:
-            raise TargetUnavailable(
-                self.secrets.scrub(
-                    f"POST {self.url} (AG-UI run of thread {thread}) failed: "
-                    f"{type(error).__name__}: {error}"
-                )
-            ) from None
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                refused = await self._attempt(body, reader, clock, thread, attempts)
+            except (httpx.ConnectError, httpx.ConnectTimeout) as error:  # never sent
+                delay = self.retry.delay(attempts)
+                if delay is None:
+                    raise self._unavailable(error, thread, attempts) from None
+                why = type(error).__name__
+            except httpx.TransportError as error:
+                raise self._unavailable(error, thread, attempts) from None
+            else:
+                if refused is None:
+                    break
+                wait = parse_retry_after(refused.headers.get("Retry-After"))
+                delay = self.retry.delay(attempts, wait)
+                if delay is None:
+                    raise self._error(refused, thread, attempts)
+                why = str(refused.status_code)
+            logger.info("retrying the AG-UI run of thread %s in %.2fs after %s", thread, delay, why)
+            await self.retry.sleep(delay)
         if reader.finished is None:
             raise TargetUnavailable(
                 f"POST {self.url}: the AG-UI stream of thread {thread} ended before "
@@ -296,10 +282,65 @@ class AgUiTarget:
                 "idempotency key)"
             )
 
+    async def _attempt(
+        self, body: bytes, reader: RunReader, clock: TurnClock, thread: str, attempts: int
+    ) -> httpx.Response | None:
+        """One POST of the run: ``None`` once its stream was read, the answer when the
+        agent refused to start it (429, 503); raises for any other answer."""
+        decode, text_delta = self._wire.decode_event, self._wire.is_text_delta
+        async with self._client.stream("POST", self.url, content=body) as response:
+            if not response.is_success:
+                await response.aread()
+                if response.status_code in (429, 503):
+                    return response
+                raise self._error(response, thread, attempts)
+            kind = response.headers.get("content-type", "")
+            if not kind.startswith(EVENT_STREAM):
+                await response.aread()
+                raise ProtocolError(
+                    self.secrets.scrub(
+                        f"POST {self.url} answered {kind or 'no content type'} instead "
+                        f"of an AG-UI event stream ({EVENT_STREAM}): is it the agent's "
+                        "AG-UI endpoint?"
+                    ),
+                    status=response.status_code,
+                    excerpt=self._excerpt(response.content),
+                )
+            # After the run's terminal event the stream is read to its end, so that the
+            # connection is reused, but for AFTER_END at most: an agent that keeps it
+            # open then has it closed.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(None) as ending:
+                    async for sent in EventSource(response).aiter_sse():
+                        if reader.finished is not None or not sent.data:
+                            continue
+                        try:
+                            event = decode(sent.data)
+                        except ProtocolError as error:
+                            raise ProtocolError(
+                                self.secrets.scrub(f"POST {self.url}: {error}"),
+                                path=error.path,
+                                status=response.status_code,
+                            ) from None
+                        if event is None:
+                            continue
+                        clock.seen("text-delta" if text_delta(event) else event.type.value)
+                        if reader.feed(event):
+                            ending.reschedule(asyncio.get_running_loop().time() + AFTER_END)
+        return None
+
+    def _unavailable(self, error: Exception, thread: str, attempts: int) -> TargetUnavailable:
+        return TargetUnavailable(
+            self.secrets.scrub(
+                f"POST {self.url} (AG-UI run of thread {thread}) failed after {attempts} "
+                f"attempt(s): {type(error).__name__}: {error}"
+            )
+        )
+
     def _excerpt(self, body: bytes) -> str:
         return body_excerpt(body, self.secrets, verbatim=self.policy.verbatim_payloads)
 
-    def _error(self, response: httpx.Response, thread: str) -> Exception:
+    def _error(self, response: httpx.Response, thread: str, attempts: int) -> Exception:
         return error_for(
             method="POST",
             url=self.url,
@@ -309,6 +350,7 @@ class AgUiTarget:
             location=response.headers.get("Location"),
             retry_after=response.headers.get("Retry-After"),
             session_id=thread,
+            attempts=attempts,
             credentials=self.credentials,
             scrub=self.secrets.scrub,
         )

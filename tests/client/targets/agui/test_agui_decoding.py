@@ -476,3 +476,36 @@ async def test_a_stream_kept_open_after_the_runs_end_is_closed() -> None:
     async with agent.target() as target:
         turn = await (await target.open()).send("hi")
     assert turn.reply == "done" and turn.run.status == RunStatus.COMPLETED
+
+
+async def test_a_run_the_agent_refused_to_start_is_tried_again() -> None:
+    from evalport.client import RetryPolicy
+
+    waits: list[float] = []
+
+    async def sleep(delay: float) -> None:
+        waits.append(delay)
+
+    def refused() -> httpx.Response:
+        return httpx.Response(503, headers={"Retry-After": "2"})
+
+    def never_connected() -> httpx.Response:
+        raise httpx.ConnectError("refused")
+
+    agent = Agent(refused, never_connected, frames([started(), *text("a", "hi"), finished()]))
+    retry = RetryPolicy(attempts=3, jitter=False, sleep=sleep)
+    async with agent.target(retry=retry) as target:
+        turn = await (await target.open()).send("hi")
+    assert turn.reply == "hi" and len(agent.sent) == 3
+    assert waits[0] == 2.0 and len(waits) == 2
+
+
+async def test_a_run_cut_after_it_started_is_never_sent_again() -> None:
+    def cut() -> httpx.Response:
+        raise httpx.ReadError("reset")
+
+    agent = Agent(cut)
+    async with agent.target() as target:
+        with pytest.raises(TargetUnavailable, match="ReadError"):
+            await (await target.open()).send("hi")
+    assert len(agent.sent) == 1
