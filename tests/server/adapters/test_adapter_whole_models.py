@@ -30,9 +30,7 @@ def openai_agents_agent() -> Any:
 
     class WholeModel(Model):
         async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
-            return ModelResponse(
-                output=[assistant_message(REPLY)], usage=Usage(), response_id=None
-            )
+            return ModelResponse(output=[assistant_message(REPLY)], usage=Usage(), response_id=None)
 
         def stream_response(self, *args: Any, **kwargs: Any) -> Any:
             raise NotImplementedError("this model does not stream")
