@@ -30,10 +30,12 @@ def test_a_prefix_of_an_option_is_refused_and_the_secret_never_shown(
     assert "unrecognized option(s) --token (values are not shown)" in captured.err
 
 
-def test_subcommands_take_no_abbreviations_either() -> None:
+def test_subcommands_take_no_abbreviations_either(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)  # taken for --force, it would write evals/weather_eval.py
     with pytest.raises(SystemExit) as exited:
         main(["new", "case", "weather", "--forc"])  # not --force
     assert exited.value.code == 2
+    assert not (tmp_path / "evals").exists()
 
 
 @pytest.mark.parametrize("command", sorted(WHERE))
