@@ -49,7 +49,6 @@ from collections.abc import Callable
 from typing import Any, Final
 
 import jsonpatch
-import jsonpointer
 import msgspec
 from ag_ui.core import (
     AssistantMessage,
@@ -356,7 +355,7 @@ class RunReader:
         patch = [operation.model_dump(by_alias=True) for operation in event.delta]
         try:
             self.state = jsonpatch.apply_patch(self.state, patch)
-        except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as error:
+        except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as error:
             raise ProtocolError(
                 f"an AG-UI STATE_DELTA does not apply to the state so far: {error}"
             ) from None
