@@ -13,7 +13,8 @@ Rules:
   request, and each text chunk of a response goes to ``ctx.text_delta`` as it arrives.
   A model that cannot stream (one without ``request_stream``, a ``FunctionModel``
   without a ``stream_function``) runs as before, its reply arriving whole, as one text
-  delta (:func:`~._recording.whole_reply`). Every
+  delta (:func:`~._recording.whole_reply`); so does, from then on, a model whose streaming
+  raised ``NotImplementedError`` before it answered anything (that turn runs again whole). Every
   response's text streams, also text beside tool calls, which the reply (the last
   response's text) leaves out.
 - Recording is live, through a pydantic-ai capability added to every run: each model
@@ -52,6 +53,7 @@ from evalport.protocol.runtime import ApprovalResult, SessionInfo, TurnContext, 
 from ._recording import (
     ApprovalAsk,
     ask_all,
+    cannot_stream,
     finish_turn,
     mark_decision,
     record_rejections,
@@ -123,6 +125,8 @@ class PydanticAIAgent:
         self.usage_limits = usage_limits
         self.agent_name = name or agent.name or "pydantic-ai-agent"
         self.agent_version = version or "0"
+        self.streams = True
+        """Whether runs may stream; false once the model raised ``NotImplementedError`` for it."""
         self._output_type = _with_deferred(agent.output_type)
 
     def declared_tools(self) -> list[str]:
@@ -164,21 +168,30 @@ class _Session:
         if self._unreadable is not None:
             raise self._unreadable
         agent = self._adapter.agent
-        recorder = (_StreamingRecorder if _streams(agent.model) else _Recorder)(ctx)
+        streams = self._adapter.streams and _streams(agent.model)
+        recorder = (_StreamingRecorder if streams else _Recorder)(ctx)
         prompt: str | list[UserContent] | None = _prompt(message, ctx)
         history = self.history
         results: DeferredToolResults | None = None
         try:
             while True:
-                result = await agent.run(
-                    prompt,
-                    message_history=history,
-                    deferred_tool_results=results,
-                    output_type=self._adapter._output_type,
-                    deps=self.deps,
-                    usage_limits=self._adapter.usage_limits,
-                    capabilities=[recorder],
-                )
+                try:
+                    result = await agent.run(
+                        prompt,
+                        message_history=history,
+                        deferred_tool_results=results,
+                        output_type=self._adapter._output_type,
+                        deps=self.deps,
+                        usage_limits=self._adapter.usage_limits,
+                        capabilities=[recorder],
+                    )
+                except Exception as error:
+                    if not streams or recorder.responses or not cannot_stream(error):
+                        raise
+                    # the model answered nothing: it cannot stream after all, run it whole
+                    self._adapter.streams = streams = False
+                    recorder = _Recorder(ctx)
+                    continue
                 history = result.all_messages()
                 output = result.output
                 if not isinstance(output, DeferredToolRequests):
@@ -271,6 +284,7 @@ class _Recorder(AbstractCapability[Any]):
     def __init__(self, ctx: TurnContext) -> None:
         self.ctx = ctx
         self.decisions: dict[str, ApprovalResult] = {}
+        self.responses = 0  # model responses recorded
 
     async def wrap_model_request(
         self,
@@ -281,6 +295,7 @@ class _Recorder(AbstractCapability[Any]):
     ) -> ModelResponse:
         started_at = utc_now()
         response: ModelResponse = await handler(request_context)
+        self.responses += 1
         output_tools = {tool.name for tool in request_context.model_request_parameters.output_tools}
         calls = [
             ToolCall(id=part.tool_call_id, name=part.tool_name, arguments=part.args_as_dict())

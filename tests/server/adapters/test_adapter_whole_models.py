@@ -51,6 +51,22 @@ def pydantic_ai_agent() -> Any:
     return PydanticAIAgent(Agent(FunctionModel(answer)))
 
 
+def pydantic_ai_raising_agent() -> Any:
+    """A model whose streaming raises ``NotImplementedError`` (it claims to stream)."""
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelResponse, TextPart
+    from pydantic_ai.models.function import FunctionModel
+
+    def answer(messages: Any, info: Any) -> ModelResponse:
+        return ModelResponse(parts=[TextPart(REPLY)])
+
+    async def cannot(messages: Any, info: Any) -> Any:
+        raise NotImplementedError("this model does not stream")
+        yield  # an async generator
+
+    return PydanticAIAgent(Agent(FunctionModel(answer, stream_function=cannot)))
+
+
 def langgraph_agent() -> Any:
     """A chat model whose ``_astream`` raises: it answers only through ``_generate``."""
     from langchain_core.language_models import BaseChatModel
@@ -82,7 +98,9 @@ def langgraph_agent() -> Any:
 
 
 @pytest.mark.parametrize(
-    "make", [openai_agents_agent, pydantic_ai_agent, langgraph_agent], ids=lambda f: f.__name__
+    "make",
+    [openai_agents_agent, pydantic_ai_agent, pydantic_ai_raising_agent, langgraph_agent],
+    ids=lambda f: f.__name__,
 )
 async def test_a_model_that_cannot_stream_answers_whole_as_one_delta(make: Any) -> None:
     session = await AgentSession.open(make(), SessionInfo("whole"))
