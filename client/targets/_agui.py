@@ -36,8 +36,10 @@ Rules:
   means (401 :class:`AuthFailed`...), a transport failure or a stream cut before the
   run's end :class:`TargetUnavailable`, an answer that is not an event stream or an
   event that does not validate :class:`ProtocolError`. Texts never carry the token.
-- One ``httpx.AsyncClient`` per target, made in :meth:`AgUiTarget._make_client`, every
-  request through it; ``limits`` and ``transport`` go to it. The token and headers go
+- A session holds one of the target's ``httpx.AsyncClient`` objects from ``open`` to
+  ``close`` (``client/_clients.py``: each pool stays small at any concurrency), all made
+  in :meth:`AgUiTarget._make_client`; ``limits`` and ``transport`` go to each. The token
+  and headers go
   only to the endpoint's origin: the client follows no redirect. A stream is read to its
   end after the run's terminal event, so that its connection is reused, but for
   :data:`AFTER_END` seconds at most.
@@ -77,6 +79,7 @@ from evalport.protocol import (
 from evalport.protocol.runtime._content import user_parts
 from httpx_sse import EventSource
 
+from .._clients import PER_CLIENT, ClientSet, pool_limits, tls_context
 from .._errors import Secrets, body_excerpt, error_for
 from .._retry import RetryPolicy, parse_retry_after
 from .._target import TargetIdentity, Turn
@@ -166,7 +169,11 @@ class AgUiTarget:
             )
         self.secrets = Secrets([token, parsed.password, *(headers or {}).values()])
         self.credentials = bool(token or headers)
-        self._client = self._make_client(sent, _timeout_of(timeout), limits, transport)
+        waits = _timeout_of(timeout)
+        self._clients = ClientSet(
+            lambda: self._make_client(sent, waits, limits, transport),
+            per_client=None if transport is not None else PER_CLIENT,
+        )
         self._identity = TargetIdentity(
             kind=self.kind,
             location=self.url,
@@ -182,12 +189,13 @@ class AgUiTarget:
         limits: httpx.Limits | None,
         transport: httpx.AsyncBaseTransport | None,
     ) -> httpx.AsyncClient:
-        # The one client of this target: every run goes through it.
+        # Every client of this target: each run goes through its session's.
         return httpx.AsyncClient(
             headers=headers,
             timeout=timeout,
-            limits=limits or httpx.Limits(max_connections=100, max_keepalive_connections=20),
+            limits=limits or pool_limits(),
             transport=transport,
+            verify=tls_context(),
             follow_redirects=False,
         )
 
@@ -220,7 +228,9 @@ class AgUiTarget:
         thread_id = uuid.uuid4().hex
         self._sessions.add(thread_id)
         run = AgentRun(session_id=thread_id)
-        return AgUiSession(self, thread_id, run, conversation=self._wire.Conversation())
+        client = self._clients.hold()  # the session's, until it closes
+        conversation = self._wire.Conversation()
+        return AgUiSession(self, thread_id, run, conversation=conversation, client=client)
 
     async def attach(self, session_id: str) -> AgUiSession:
         """Not supported by AG-UI (see the module rules)."""
@@ -229,8 +239,8 @@ class AgUiTarget:
         )
 
     async def aclose(self) -> None:
-        """Close the connection pool."""
-        await self._client.aclose()
+        """Close the connection pools."""
+        await self._clients.aclose()
 
     async def __aenter__(self) -> AgUiTarget:
         return self
@@ -245,10 +255,17 @@ class AgUiTarget:
 
     # -- what sessions use ---------------------------------------------------------------
 
-    async def stream(self, body: bytes, reader: RunReader, clock: TurnClock, thread: str) -> None:
-        """POST one run and feed its events to ``reader`` until the stream ends (see the
-        module rules for what is tried again)."""
-        if self._client.is_closed:
+    async def stream(
+        self,
+        body: bytes,
+        reader: RunReader,
+        clock: TurnClock,
+        thread: str,
+        via: httpx.AsyncClient,
+    ) -> None:
+        """POST one run through ``via`` (the session's client) and feed its events to
+        ``reader`` until the stream ends (see the module rules for what is tried again)."""
+        if self._clients.closed:
             raise RuntimeError(
                 f"cannot start an AG-UI run: this AgUiTarget ({self.url}) was closed "
                 "(aclose() or the end of its `async with`); make a new one"
@@ -257,7 +274,7 @@ class AgUiTarget:
         while True:
             attempts += 1
             try:
-                refused = await self._attempt(body, reader, clock, thread, attempts)
+                refused = await self._attempt(body, reader, clock, thread, attempts, via)
             except (httpx.ConnectError, httpx.ConnectTimeout) as error:  # never sent
                 delay = self.retry.delay(attempts)
                 if delay is None:
@@ -283,12 +300,18 @@ class AgUiTarget:
             )
 
     async def _attempt(
-        self, body: bytes, reader: RunReader, clock: TurnClock, thread: str, attempts: int
+        self,
+        body: bytes,
+        reader: RunReader,
+        clock: TurnClock,
+        thread: str,
+        attempts: int,
+        via: httpx.AsyncClient,
     ) -> httpx.Response | None:
         """One POST of the run: ``None`` once its stream was read, the answer when the
         agent refused to start it (429, 503); raises for any other answer."""
         decode, text_delta = self._wire.decode_event, self._wire.is_text_delta
-        async with self._client.stream("POST", self.url, content=body) as response:
+        async with via.stream("POST", self.url, content=body) as response:
             if not response.is_success:
                 await response.aread()
                 if response.status_code in (429, 503):
@@ -370,9 +393,16 @@ class AgUiSession(SessionBase["AgUiTarget"]):
     ``state`` the agent's state as its last run left it (verbatim)."""
 
     def __init__(
-        self, target: AgUiTarget, thread_id: str, run: AgentRun, *, conversation: Conversation
+        self,
+        target: AgUiTarget,
+        thread_id: str,
+        run: AgentRun,
+        *,
+        conversation: Conversation,
+        client: httpx.AsyncClient,
     ) -> None:
         super().__init__(target, thread_id, run)
+        self._client = client
         self._raw = copy_run(run)
         self._conversation = conversation
         self._busy = False
@@ -457,6 +487,7 @@ class AgUiSession(SessionBase["AgUiTarget"]):
     async def close(self) -> None:
         """Forget the thread (nothing to delete on the agent's side); twice is harmless."""
         self._target._sessions.discard(self._id)
+        self._target._clients.release(self._client)  # (releasing twice is harmless)
         self.closed = True
 
     def _usable(self) -> None:
@@ -480,7 +511,7 @@ class AgUiSession(SessionBase["AgUiTarget"]):
         clock = TurnClock()
         self._busy = True
         try:
-            await target.stream(body, reader, clock, self._id)
+            await target.stream(body, reader, clock, self._id, self._client)
         finally:
             self._busy = False
         reader.finish()
