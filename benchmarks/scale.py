@@ -4,14 +4,17 @@
 ``evalport serve`` of an agent that answers after one second, through the CLI as a user
 runs it, at concurrency 20, 100 and 400; beside it, at the same concurrency, a raw
 ``httpx.AsyncClient`` (one client, its pool sized to the concurrency) sending the same
-three requests per case (create a session, one turn, delete); then ``LocalTarget`` with
-``--local`` at concurrency 2,000 (50,000 cases). Printed per row: wall time over the ideal
-(cases / concurrency x 1 s), the client's CPU per case (the ``evalport run`` process, or
+three requests per case (create a session, one turn, delete); then ``AgUiTarget`` (``--target
+agui+http://...``) against ``agui.py``'s AG-UI agent, whose first token comes after one
+second, at the same sizes; then ``LocalTarget`` with ``--local`` at concurrency 2,000
+(50,000 cases). Printed per row: wall time over the ideal
+(cases / concurrency x 1 s), the client's CPU per case (the ``evalport run`` process less the start-up a one-case
+run costs, or
 this process for the raw client) and the server's CPU per turn (``/proc``, Linux), and
 each CPU per case over the same side's at the lowest concurrency.
 
 Targets: the client's CPU per case flat from 20 to 400 (within 1.5x); 2,000 cases at 400 at
-most 1.3x ideal; ``LocalTarget`` at 2,000 at most 1.10x; the server's CPU per turn at 400
+most 1.3x ideal, over HTTP and AG-UI alike; ``LocalTarget`` at 2,000 at most 1.10x; the server's CPU per turn at 400
 within 1.5x of that at 20. Machines here are noisy and shared: compare the ratios side by
 side; it never gates CI. Run: ``python benchmarks/scale.py`` (``--sizes 20:400,100:1000,
 400:2000``, ``--local-cases``, ``--local-concurrency``, ``--skip-local``, ``--skip-raw``).
@@ -46,8 +49,10 @@ ROWS = [{{"id": f"row{{index}}", "n": index}} for index in range({count})]
 @eval_case("one turn", dataset=ROWS)
 async def one_turn(ctx, row):
     turn = await ctx.send(f"question {{row['n']}}")
-    ctx.contains(f"echo: question {{row['n']}}")
+    ctx.contains({expect})
 """
+EXPECT_ECHO = "f\"echo: question {row['n']}\""
+EXPECT_AGUI = '"word0"'  # the first word agui.py's agent streams
 
 
 async def sleepy_agent(message: str, history: list[Any], ctx: Any) -> str:
@@ -67,11 +72,16 @@ def children_cpu() -> float:
 
 
 def cli_run(
-    folder: Path, count: int, concurrency: int, target: list[str], token: str
+    folder: Path,
+    count: int,
+    concurrency: int,
+    target: list[str],
+    token: str,
+    expect: str = EXPECT_ECHO,
 ) -> tuple[float, float]:
     """``evalport run`` of ``count`` cases: wall seconds and the process's CPU seconds."""
     (folder / "evals").mkdir(exist_ok=True)
-    (folder / "evals" / "eval_scale.py").write_text(EVAL_FILE.format(count=count))
+    (folder / "evals" / "eval_scale.py").write_text(EVAL_FILE.format(count=count, expect=expect))
     command = [
         sys.executable,
         "-m",
@@ -130,6 +140,42 @@ def raw_run(base: str, token: str, count: int, concurrency: int) -> tuple[float,
     return time.perf_counter() - started, time.process_time() - cpu
 
 
+def agui_rows(
+    folder: Path, sizes: list[tuple[int, ...]], token: str
+) -> list[tuple[str, int, int, float, float, float]]:
+    """``evalport run --target agui+...`` against ``agui.py``'s AG-UI agent (its first
+    token after one second), at each size."""
+    port = free_port()
+    command = [sys.executable, str(HERE / "agui.py"), "--serve", str(port), "--think", "1.0"]
+    agent = subprocess.Popen(command)
+    rows = []
+    try:
+        wait_for(f"http://127.0.0.1:{port}/health")
+        target = ["--target", f"agui+http://127.0.0.1:{port}/agent"]
+        for concurrency, count in sizes:
+            served = server_cpu(agent.pid)
+            wall, cpu = cli_run(folder, count, concurrency, target, token, EXPECT_AGUI)
+            turn_cpu = (server_cpu(agent.pid) - served) / count
+            rows.append(("evalport run agui+", concurrency, count, wall, cpu, turn_cpu))
+            print(f"  evalport run agui+ c{concurrency} n{count}: {wall:.1f} s", flush=True)
+    finally:
+        agent.terminate()
+        agent.wait(timeout=30)
+    return rows
+
+
+def wait_for(url: str) -> None:
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            httpx.get(url, timeout=1)
+            return
+        except httpx.TransportError:
+            if time.monotonic() > deadline:
+                raise SystemExit(f"benchmark: {url} did not answer") from None
+            time.sleep(0.1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="20:400,100:1000,400:2000", help="CONC:CASES,...")
@@ -137,6 +183,7 @@ def main() -> None:
     parser.add_argument("--local-concurrency", type=int, default=2_000)
     parser.add_argument("--skip-local", action="store_true")
     parser.add_argument("--skip-raw", action="store_true")
+    parser.add_argument("--skip-agui", action="store_true", help="no AgUiTarget rows")
     args = parser.parse_args()
     sizes = [tuple(int(part) for part in size.split(":")) for size in args.sizes.split(",")]
 
@@ -145,8 +192,12 @@ def main() -> None:
     server = serve(port, token, f"{Path(__file__)}:sleepy_agent", "--max-sessions", "100000")
     base = f"http://127.0.0.1:{port}/"
     rows: list[tuple[str, int, int, float, float, float]] = []
+    startup = 0.0
     try:
         with tempfile.TemporaryDirectory() as folder:
+            # What a run costs before its first case (the interpreter, imports, discovery),
+            # taken off each CLI row's CPU: a row's CPU per case is its cases' alone.
+            startup = cli_run(Path(folder), 1, 1, ["--target", base], token)[1]
             for concurrency, count in sizes:
                 sides = [
                     (
@@ -169,6 +220,8 @@ def main() -> None:
                     turn_cpu = (server_cpu(server.pid) - served) / count
                     rows.append((name, concurrency, count, wall, cpu, turn_cpu))
                     print(f"  {name} c{concurrency} n{count}: {wall:.1f} s", flush=True)
+            if not args.skip_agui:
+                rows += agui_rows(Path(folder), sizes, token)
             if not args.skip_local:
                 agent = f"{Path(__file__)}:sleepy_agent"
                 count, concurrency = args.local_cases, args.local_concurrency
@@ -178,14 +231,15 @@ def main() -> None:
         server.terminate()
         server.wait(timeout=30)
 
+    print(f"\nstart-up of evalport run: {startup:.2f} s of CPU, taken off each of its rows")
     print(
-        f"\n{'side':24}{'conc':>6}{'cases':>7}{'wall/ideal':>12}{'client CPU/case':>17}"
+        f"{'side':24}{'conc':>6}{'cases':>7}{'wall/ideal':>12}{'client CPU/case':>17}"
         f"{'vs lowest':>11}{'server CPU/turn':>17}{'vs lowest':>11}"
     )
     lowest: dict[str, tuple[float, float]] = {}
     for name, concurrency, count, wall, cpu, turn_cpu in rows:
         ideal = count / concurrency * LATENCY
-        per_case = cpu / count * 1000
+        per_case = (cpu - (startup if name.startswith("evalport run") else 0.0)) / count * 1000
         base_case, base_turn = lowest.setdefault(name, (per_case, turn_cpu * 1000))
         turn_ms = turn_cpu * 1000
         print(
