@@ -1,23 +1,26 @@
 """Benchmark: suites at the concurrency real use needs (issue 36).
 
-``evalport run`` of N one-turn cases (a dataset of N rows, one ``contains`` each) against
-``evalport serve`` of an agent that answers after one second, through the CLI as a user
-runs it, at concurrency 20, 100 and 400; beside it, at the same concurrency, a raw
-``httpx.AsyncClient`` (one client, its pool sized to the concurrency) sending the same
-three requests per case (create a session, one turn, delete); then ``AgUiTarget`` (``--target
-agui+http://...``) against ``agui.py``'s AG-UI agent, whose first token comes after one
-second, at the same sizes; then ``LocalTarget`` with ``--local`` at concurrency 2,000
-(50,000 cases). Printed per row: wall time over the ideal
-(cases / concurrency x 1 s), the client's CPU per case (the ``evalport run`` process less the start-up a one-case
-run costs, or
-this process for the raw client) and the server's CPU per turn (``/proc``, Linux), and
-each CPU per case over the same side's at the lowest concurrency.
+``evalport run`` of N one-turn cases (a dataset of N rows, one ``contains`` each), through
+the CLI as a user runs it, at concurrency 20, 100 and 400:
 
-Targets: the client's CPU per case flat from 20 to 400 (within 1.5x); 2,000 cases at 400 at
-most 1.3x ideal, over HTTP and AG-UI alike; ``LocalTarget`` at 2,000 at most 1.10x; the server's CPU per turn at 400
-within 1.5x of that at 20. Machines here are noisy and shared: compare the ratios side by
-side; it never gates CI. Run: ``python benchmarks/scale.py`` (``--sizes 20:400,100:1000,
-400:2000``, ``--local-cases``, ``--local-concurrency``, ``--skip-local``, ``--skip-raw``).
+- against ``evalport serve`` of an agent that answers after one second, and beside it a
+  raw ``httpx.AsyncClient`` (one client, its pool sized to the concurrency) sending the
+  same three requests per case (create a session, one turn, delete);
+- with ``--target agui+http://...`` against ``agui.py``'s AG-UI agent, whose first token
+  comes after one second;
+- then with ``--local`` at concurrency 2,000 (50,000 cases).
+
+Printed per row: wall time over the ideal (cases / concurrency x 1 s); the client's CPU
+per case (the ``evalport run`` process less what a one-case run costs to start, or this
+process for the raw client); the server's CPU per turn (``/proc``, Linux); each CPU over
+the same side's at the lowest concurrency.
+
+Targets: the client's CPU per case flat from 20 to 400 (within 1.5x); 2,000 cases at 400
+at most 1.3x ideal, over HTTP and AG-UI alike; ``--local`` at 2,000 at most 1.10x; the
+server's CPU per turn at 400 within 1.5x of that at 20. Machines here are noisy and
+shared: compare the ratios side by side; it never gates CI. Run: ``python
+benchmarks/scale.py`` (``--sizes 20:400,100:1000,400:2000``, ``--local-cases``,
+``--local-concurrency``, ``--skip-local``, ``--skip-raw``, ``--skip-agui``).
 """
 
 from __future__ import annotations
