@@ -73,9 +73,11 @@ details.case>summary{cursor:pointer;font-weight:600}
 .count{display:inline-block;padding:0 6px;border-radius:9px;background:#dfe3ea;font-size:12px}
 .variants{display:grid;grid-template-columns:repeat(auto-fit,minmax(480px,1fr));gap:12px}
 .variants .assertions .name{width:24%}.variants .assertions .score,.variants .assertions .severity{width:120px}
-.variants>.trial{min-width:0;overflow-x:auto}.evidence{margin:2px 0 0 14px;padding:0}
+.variants>.trial{min-width:0}.evidence{margin:2px 0 0 14px;padding:0}
 .variants td,.variants code,.variants .msg,.variants .muted{overflow-wrap:break-word;word-break:normal}
-.variants table.assertions{table-layout:auto}
+.variants table.assertions,.variants table.assertions tbody{display:block}
+.variants table.assertions tr{display:grid;grid-template-columns:26px minmax(0,1fr) auto auto}
+.variants table.assertions td:nth-child(5),.variants table.assertions th:nth-child(5){grid-column:2/-1;border-bottom:0;padding-top:0}
 code{font-size:12px}.filters button{margin-right:6px}
 """
 
@@ -207,12 +209,18 @@ def _axis(total_ms: float) -> str:
     return f'<div class="axis" title="milliseconds since the first tool call">{spans}</div>'
 
 
+def _breakable(name: str) -> str:
+    """An assertion's name that may wrap after ``(`` and ``,`` (between its kind and its
+    arguments), never inside an identifier."""
+    return _text(name).replace("(", "(<wbr>").replace(",", ",<wbr>")
+
+
 def _assertions(trial: TrialResult) -> str:
     if not trial.assertions:
         return '<p class="muted">no assertions</p>'
     rows = "".join(
         f"<tr><td>{'✔' if result.passed else '✘'}</td>"
-        f"<td>{_text(result.label or result.name)}</td><td>{result.score:.2f}"
+        f"<td>{_breakable(result.label or result.name)}</td><td>{result.score:.2f}"
         f" / {result.threshold:.2f}</td><td>{escape(result.severity)}</td>"
         f"<td>{_text(result.message)}{_text(failed_at(result))}</td></tr>"
         for result in trial.assertions
