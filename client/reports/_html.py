@@ -76,8 +76,10 @@ details.case>summary{cursor:pointer;font-weight:600}
 .variants>.trial{min-width:0}.evidence{margin:2px 0 0 14px;padding:0}
 .variants td,.variants code,.variants .msg,.variants .muted{overflow-wrap:break-word;word-break:normal}
 .variants table.assertions,.variants table.assertions tbody{display:block}
-.variants table.assertions tr{display:grid;grid-template-columns:26px minmax(0,1fr) auto auto}
-.variants table.assertions td:nth-child(5),.variants table.assertions th:nth-child(5){grid-column:2/-1;border-bottom:0;padding-top:0}
+.variants table.assertions tr{display:grid;grid-template-columns:26px minmax(0,1fr) minmax(120px,auto)}
+.variants table.assertions :is(td,th):nth-child(4){grid-area:2/3}
+.variants table.assertions :is(td,th):nth-child(5){grid-area:2/2;padding-top:0}
+.variants table.assertions :is(td,th):nth-child(-n+3){border-bottom:0}
 code{font-size:12px}.filters button{margin-right:6px}
 """
 
