@@ -18,7 +18,8 @@ seconds, out of step as users are:
   parsed with ``json.loads``; its time to first token runs from just before the
   ``POST`` to the first ``TEXT_MESSAGE_CONTENT``.
 
-Both use one ``httpx.AsyncClient`` with the same limits. Each session first sends one
+The raw reader has an ``httpx.AsyncClient`` per session (one pool of one connection, the
+floor); the target its own clients, a few sessions each (``client/_clients.py``). Each session first sends one
 turn that is not counted, ten sessions at a time and retried if its connect is lost: it
 opens the session's connection, and on a loaded machine a burst of 100 connects can lose
 SYNs to the listen queue, whose retransmissions (a second and more) would measure the
@@ -143,10 +144,9 @@ async def _warm(call: Callable[[], Awaitable[object]], gate: asyncio.Semaphore) 
 async def _target_round(url: str, sessions: int, turns: int, think: float) -> list[float]:
     from evalport.client import AgUiTarget
 
-    limits = httpx.Limits(max_connections=sessions, max_keepalive_connections=sessions)
     found: list[float] = []
     gate = asyncio.Semaphore(10)
-    async with AgUiTarget(url, limits=limits, timeout=60.0) as target:
+    async with AgUiTarget(url, timeout=60.0) as target:
         opened = [await target.open() for _ in range(sessions)]
         await asyncio.gather(*(_warm(lambda s=s: s.send("hello"), gate) for s in opened))
 
@@ -165,13 +165,15 @@ async def _target_round(url: str, sessions: int, turns: int, think: float) -> li
 async def _raw_round(url: str, sessions: int, turns: int, think: float) -> list[float]:
     from httpx_sse import EventSource
 
-    limits = httpx.Limits(max_connections=sessions, max_keepalive_connections=sessions)
     headers = {"Accept": "text/event-stream", "Content-Type": "application/json"}
     found: list[float] = []
     gate = asyncio.Semaphore(10)
-    async with httpx.AsyncClient(limits=limits, headers=headers, timeout=60.0) as client:
+    clients = [httpx.AsyncClient(headers=headers, timeout=60.0) for _ in range(sessions)]
+    try:
 
-        async def turn(thread: str, messages: list[dict[str, str]]) -> float | None:
+        async def turn(
+            client: httpx.AsyncClient, thread: str, messages: list[dict[str, str]]
+        ) -> float | None:
             messages.append({"id": uuid.uuid4().hex, "role": "user", "content": "hello"})
             body = json.dumps(
                 {
@@ -192,17 +194,22 @@ async def _raw_round(url: str, sessions: int, turns: int, think: float) -> list[
                         first = time.perf_counter() - sent
             return first
 
-        threads = [(uuid.uuid4().hex, []) for _ in range(sessions)]
+        threads = [(client, uuid.uuid4().hex, []) for client in clients]
         await asyncio.gather(*(_warm(lambda t=t: turn(*t), gate) for t in threads))
 
-        async def session(thread: str, messages: list[dict[str, str]]) -> None:
+        async def session(
+            client: httpx.AsyncClient, thread: str, messages: list[dict[str, str]]
+        ) -> None:
             await asyncio.sleep(random.uniform(0, think))
             for _ in range(turns):
-                first = await turn(thread, messages)
+                first = await turn(client, thread, messages)
                 if first is not None:
                     found.append(first)
 
         await asyncio.gather(*(session(*t) for t in threads))
+    finally:
+        for client in clients:
+            await client.aclose()
     return found
 
 
