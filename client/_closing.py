@@ -134,12 +134,18 @@ def _holds_assert(func: Any) -> bool:
     )
 
 
+_BEFORE_RAISE = frozenset({"TO_BOOL", "NOT_TAKEN", "EXTENDED_ARG", "CACHE"})
+
+
 def _can_fail(ops: list[dis.Instruction]) -> bool:
     """Whether an ``assert`` among ``ops`` tests something other than a non-empty tuple."""
     for index, op in enumerate(ops):
         if op.opname != "LOAD_ASSERTION_ERROR":
             continue
-        tested = ops[index - 2] if index >= 2 else None  # before the jump over the raise
+        back = index - 1  # past the jump over the raise (and 3.12+'s TO_BOOL before it)
+        while back >= 0 and (ops[back].opname in _BEFORE_RAISE or "JUMP" in ops[back].opname):
+            back -= 1
+        tested = ops[back] if back >= 0 else None
         always = tested is not None and (
             (tested.opname == "BUILD_TUPLE" and bool(tested.arg))
             or (
