@@ -28,6 +28,21 @@ from typing import Final
 
 import httpx
 
+DEFAULT_TIMEOUT: Final = httpx.Timeout(connect=5.0, read=300.0, write=30.0, pool=30.0)
+"""Every target's waits unless told otherwise: 5 s to connect, 300 s to read (an agent turn
+may run many steps)."""
+
+
+def timeout_of(timeout: float | httpx.Timeout | None) -> httpx.Timeout:
+    """The waits a target's ``timeout=`` means: seconds bound every wait (5 s at most to
+    connect), an ``httpx.Timeout`` is used as it is, ``None`` is :data:`DEFAULT_TIMEOUT`."""
+    if timeout is None:
+        return DEFAULT_TIMEOUT
+    if isinstance(timeout, httpx.Timeout):
+        return timeout
+    return httpx.Timeout(timeout, connect=min(float(timeout), 5.0))
+
+
 PER_CLIENT: Final = 4
 """Callers per client: above it, a new client. httpx's pool does work in proportion to its
 connections times its waiting requests, so small is cheap: the runner's client CPU per

@@ -73,7 +73,7 @@ from evalport.protocol.runtime import utc_now
 from evalport.protocol.runtime._content import user_parts
 from msgspec import UNSET
 
-from .._clients import PER_CLIENT, ClientSet, pool_limits, tls_context
+from .._clients import PER_CLIENT, ClientSet, pool_limits, timeout_of, tls_context
 from .._target import TargetIdentity, Turn
 from .._turns import DecisionLike, SessionBase, TurnClock, decisions_of
 
@@ -100,7 +100,6 @@ FAILED_STATES: Final = {
 INTERRUPTING_STATES: Final = ("input-required", "auth-required")
 
 READ_SECONDS: Final = 300.0
-DEFAULT_TIMEOUT: Final = httpx.Timeout(READ_SECONDS, connect=5.0)
 
 
 class _OriginAuth(httpx.Auth):
@@ -167,7 +166,7 @@ class A2ATarget:
         link = require("evalport.client.targets._a2a_link", "a2a", "A2ATarget")
         self.url = url.rstrip("/")
         self.policy = policy if policy is not None else TracePolicy.safe()
-        waits = httpx.Timeout(timeout) if timeout is not None else DEFAULT_TIMEOUT
+        waits = timeout_of(timeout)
         self._clients = _clients(
             f"{parts.scheme}://{parts.netloc}",
             token=token,

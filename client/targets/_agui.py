@@ -79,7 +79,7 @@ from evalport.protocol import (
 from evalport.protocol.runtime._content import user_parts
 from httpx_sse import EventSource
 
-from .._clients import PER_CLIENT, ClientSet, pool_limits, tls_context
+from .._clients import PER_CLIENT, ClientSet, pool_limits, timeout_of, tls_context
 from .._errors import Secrets, body_excerpt, error_for
 from .._retry import RetryPolicy, parse_retry_after
 from .._target import TargetIdentity, Turn
@@ -95,7 +95,6 @@ logger = logging.getLogger("evalport.client")
 
 PROTOCOL: Final = "AG-UI"
 EVENT_STREAM: Final = "text/event-stream"
-DEFAULT_TIMEOUT: Final = httpx.Timeout(connect=5.0, read=300.0, write=30.0, pool=30.0)
 AFTER_END: Final = 1.0  # seconds a stream may go on after its run's terminal event
 
 LACKS: Final[Mapping[str, str]] = {
@@ -110,14 +109,6 @@ LACKS: Final[Mapping[str, str]] = {
 }
 """What evalport's own protocol offers that AG-UI does not, and why (``evalport check``
 and the docs say it per target)."""
-
-
-def _timeout_of(timeout: float | httpx.Timeout | None) -> httpx.Timeout:
-    if timeout is None:
-        return DEFAULT_TIMEOUT
-    if isinstance(timeout, httpx.Timeout):
-        return timeout
-    return httpx.Timeout(timeout, connect=min(float(timeout), 5.0))
 
 
 class AgUiTarget:
@@ -169,7 +160,7 @@ class AgUiTarget:
             )
         self.secrets = Secrets([token, parsed.password, *(headers or {}).values()])
         self.credentials = bool(token or headers)
-        waits = _timeout_of(timeout)
+        waits = timeout_of(timeout)
         self._clients = ClientSet(
             lambda: self._make_client(sent, waits, limits, transport),
             per_client=None if transport is not None else PER_CLIENT,

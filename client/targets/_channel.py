@@ -61,14 +61,13 @@ from evalport.protocol import (
 )
 from httpx_sse import EventSource
 
-from .._clients import PER_CLIENT, ClientSet, pool_limits, tls_context
+from .._clients import PER_CLIENT, ClientSet, pool_limits, timeout_of, tls_context
 from .._errors import Secrets, body_excerpt, error_for
 from .._retry import RetryPolicy, parse_retry_after
 from .._trace_context import trace_headers
 
 logger = logging.getLogger("evalport.client")
 
-DEFAULT_TIMEOUT: Final = httpx.Timeout(connect=5.0, read=300.0, write=30.0, pool=30.0)
 _SENSITIVE_HEADER_PARTS: Final = ("auth", "token", "key", "secret", "cookie", "session")
 
 Mode = Literal["idempotent", "create", "keyed", "once"]
@@ -91,14 +90,6 @@ class _OriginBoundHeaders(httpx.Auth):
         if _origin(request.url) == self._origin:
             request.headers.update(self._headers)
         yield request
-
-
-def _timeout_of(timeout: float | httpx.Timeout | None) -> httpx.Timeout:
-    if timeout is None:
-        return DEFAULT_TIMEOUT
-    if isinstance(timeout, httpx.Timeout):
-        return timeout
-    return httpx.Timeout(timeout, connect=min(float(timeout), 5.0))
 
 
 class Channel:
@@ -146,7 +137,7 @@ class Channel:
         self.policy = policy
         self.retry = retry
         auth = _OriginBoundHeaders(_origin(clean), credentials)
-        waits = _timeout_of(timeout)
+        waits = timeout_of(timeout)
 
         def make() -> httpx.AsyncClient:
             return httpx.AsyncClient(
