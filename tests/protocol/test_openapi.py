@@ -123,7 +123,7 @@ def _resolve(node: dict[str, Any]) -> dict[str, Any]:
     return node
 
 
-def _operations() -> list[tuple[str, str, dict[str, Any]]]:
+def operations() -> list[tuple[str, str, dict[str, Any]]]:
     return [
         (path, method, operation)
         for path, item in SPEC["paths"].items()
@@ -272,10 +272,62 @@ def test_spec_is_valid_openapi_3_1() -> None:
     validate(SPEC)
 
 
+def refs(node: Any) -> set[str]:
+    if isinstance(node, dict):
+        own = {node["$ref"]} if isinstance(node.get("$ref"), str) else set()
+        return own.union(*(refs(value) for value in node.values()))
+    if isinstance(node, list):
+        return set().union(*(refs(value) for value in node))
+    return set()
+
+
+def request_schemas() -> set[str]:
+    """The schemas of request bodies, and those they hold."""
+    names: set[str] = set()
+    todo = [
+        ref
+        for _, _, operation in operations()
+        for media in operation.get("requestBody", {}).get("content", {}).values()
+        for ref in refs(media["schema"])
+    ]
+    while todo:
+        name = todo.pop().removeprefix(REF)
+        if name not in names:
+            names.add(name)
+            todo += refs(SCHEMAS[name])
+    return names
+
+
+def left_out_at_defaults() -> set[str]:
+    """The wire Structs that leave a field at its default out (``omit_defaults``)."""
+    return {
+        name
+        for name in protocol.__all__
+        if isinstance(kind := getattr(protocol, name), type)
+        and issubclass(kind, msgspec.Struct)
+        and kind.__module__ in WIRE_MODULES
+        and kind.__struct_config__.omit_defaults
+    }
+
+
+# Fields another implementation leaves out, although evalport sends them.
+ABSENT_FIELDS = {("Health", "evalportVersion")}
+
+
+def may_be_absent() -> set[tuple[str, str]]:
+    """(schema, field) of every field that may be absent from a body: those of requests,
+    of Structs that leave defaults out, and :data:`ABSENT_FIELDS`."""
+    return ABSENT_FIELDS | {
+        (name, field)
+        for name in request_schemas() | left_out_at_defaults()
+        for field in SCHEMAS[name].get("properties", {})
+    }
+
+
 def test_schemas_match_the_structs() -> None:
     code = _code_components()
     assert set(code) == set(SCHEMAS) - SPEC_ONLY
-    for name, field in _may_be_absent():
+    for name, field in may_be_absent():
         # what an absent field means is in its description (see the test below)
         code[name]["properties"][field].pop("default", None)
     problems: list[str] = []
@@ -345,7 +397,7 @@ def test_comparison_catches_drift() -> None:
 
 
 def test_every_route_of_the_design_with_its_bodies_and_statuses() -> None:
-    found = {(path, method) for path, method, _ in _operations()}
+    found = {(path, method) for path, method, _ in operations()}
     assert found == set(ROUTES)
     for (path, method), (request, success, response, errors) in ROUTES.items():
         operation = SPEC["paths"][path][method]
@@ -424,7 +476,7 @@ def _registry() -> Registry:
 def _examples() -> list[tuple[str, str, int | None, Any, Any]]:
     """(operation id, media type, status or None for a request, schema, example value)."""
     found = []
-    for _, _, operation in _operations():
+    for _, _, operation in operations():
         bodies: list[tuple[int | None, dict[str, Any]]] = []
         if "requestBody" in operation:
             bodies.append((None, operation["requestBody"]))
@@ -456,9 +508,9 @@ def _kept(again: Any, value: Any) -> bool:
 
 
 def test_every_operation_has_examples() -> None:
-    operations = {operation["operationId"] for _, _, operation in _operations()}
-    assert {operation for operation, *_ in EXAMPLES} == operations
-    for _, _, operation in _operations():
+    named = {operation["operationId"] for _, _, operation in operations()}
+    assert {operation for operation, *_ in EXAMPLES} == named
+    for _, _, operation in operations():
         for status, response in operation["responses"].items():
             if status.startswith("2") and status != "204":
                 assert "examples" in response["content"]["application/json"]
@@ -499,176 +551,3 @@ def test_digest_schema_matches_digest_function() -> None:
     for value in ("found A1049", {"id": "A1049"}, [1, 2.5, None], "é" * 200):
         validator.validate(protocol.digest(value))
     assert protocol.is_digest(SCHEMAS["Digest"]["examples"][0])
-
-
-def _schema_nodes(node: Any, where: str) -> list[tuple[str, dict[str, Any]]]:
-    """Every schema object under ``node`` (a schema), with where it is."""
-    if not isinstance(node, dict):
-        return []
-    found = [(where, node)]
-    for key, value in node.items():
-        if key in ("properties", "dependentRequired") and isinstance(value, dict):
-            for name, sub in value.items():
-                found += _schema_nodes(sub, f"{where}.{name}")
-        elif key in ("anyOf", "oneOf", "allOf") and isinstance(value, list):
-            for index, sub in enumerate(value):
-                found += _schema_nodes(sub, f"{where}|{key}[{index}]")
-        elif key in ("items", "additionalProperties", "not", "if", "then", "else"):
-            found += _schema_nodes(value, f"{where}/{key}")
-    return found
-
-
-def _refs(node: Any) -> set[str]:
-    if isinstance(node, dict):
-        own = {node["$ref"]} if isinstance(node.get("$ref"), str) else set()
-        return own.union(*(_refs(value) for value in node.values()))
-    if isinstance(node, list):
-        return set().union(*(_refs(value) for value in node))
-    return set()
-
-
-def _request_schemas() -> set[str]:
-    """The schemas of request bodies, and those they hold."""
-    names: set[str] = set()
-    todo = [
-        ref
-        for _, _, operation in _operations()
-        for media in operation.get("requestBody", {}).get("content", {}).values()
-        for ref in _refs(media["schema"])
-    ]
-    while todo:
-        name = todo.pop().removeprefix(REF)
-        if name not in names:
-            names.add(name)
-            todo += _refs(SCHEMAS[name])
-    return names
-
-
-def _left_out_at_defaults() -> set[str]:
-    """The wire Structs that leave a field at its default out (``omit_defaults``)."""
-    return {
-        name
-        for name in protocol.__all__
-        if isinstance(kind := getattr(protocol, name), type)
-        and issubclass(kind, msgspec.Struct)
-        and kind.__module__ in WIRE_MODULES
-        and kind.__struct_config__.omit_defaults
-    }
-
-
-def test_request_schemas_are_found() -> None:
-    assert {"TurnRequest", "ImagePart", "ToolFault", "ApprovalDecision"} <= _request_schemas()
-    assert "AgentRun" not in _request_schemas()
-    assert {"ToolRecord", "UserPart", "Problem"} <= _left_out_at_defaults()
-
-
-# Fields another implementation leaves out, although evalport sends them.
-ABSENT_FIELDS = {("Health", "evalportVersion")}
-
-
-def _may_be_absent() -> set[tuple[str, str]]:
-    """(schema, field) of every field that may be absent from a body: those of requests,
-    of Structs that leave defaults out, and :data:`ABSENT_FIELDS`."""
-    return ABSENT_FIELDS | {
-        (name, field)
-        for name in _request_schemas() | _left_out_at_defaults()
-        for field in SCHEMAS[name].get("properties", {})
-    }
-
-
-def test_fields_that_may_be_absent_carry_no_default() -> None:
-    """openapi-typescript types a field with a ``default`` as always present: a request's
-    fields may be left out, and so may those of a Struct that leaves defaults out. What
-    an absent field means is in its description instead."""
-    with_default = sorted(
-        f"{name}.{field}"
-        for name, field in _may_be_absent()
-        if "default" in SCHEMAS[name]["properties"][field]
-    )
-    assert with_default == []
-
-
-def _missing_fields(schema: dict[str, Any], value: Any, where: str) -> list[str]:
-    """The fields with a ``default`` that ``value`` leaves out, under ``schema``."""
-    name = schema["$ref"].removeprefix(REF) if "$ref" in schema else None
-    schema = SCHEMAS[name] if name else schema
-    if isinstance(value, list) and "items" in schema:
-        return [
-            missing
-            for index, item in enumerate(value)
-            for missing in _missing_fields(schema["items"], item, f"{where}[{index}]")
-        ]
-    if not isinstance(value, dict):
-        return []
-    missing: list[str] = []
-    for branch in schema.get("anyOf", []) + schema.get("oneOf", []):
-        if "$ref" in branch and (branch["$ref"] == REF + "DeltaEnvelope") == ("delta" in value):
-            missing += _missing_fields(branch, value, where)
-    for field, node in schema.get("properties", {}).items():
-        if field in value:
-            missing += _missing_fields(node, value[field], f"{where}.{field}")
-        elif "default" in node and (name, field) not in _may_be_absent():
-            missing.append(f"{where}.{field}")
-    return missing
-
-
-def test_response_examples_hold_every_field_a_server_sends() -> None:
-    """A response example, and an example of a schema a server sends (a stream's event),
-    holds every field with a ``default`` (evalport sends them all), so that, typed from
-    the spec as openapi-typescript types it, it compiles."""
-    missing = [
-        field
-        for operation, _, status, schema, value in EXAMPLES
-        if status is not None
-        for field in _missing_fields(schema, value, f"{operation} {status}")
-    ]
-    missing += [
-        field
-        for name, schema in SCHEMAS.items()
-        if name not in _request_schemas()
-        for index, value in enumerate(schema.get("examples", []))
-        for field in _missing_fields({"$ref": REF + name}, value, f"{name}[{index}]")
-    ]
-    assert missing == []
-
-
-def test_no_object_is_typed_as_an_empty_one() -> None:
-    """A bare ``type: object`` is ``Record<string, never>`` to openapi-typescript: an
-    object of any keys says so (``additionalProperties: true``)."""
-    bare = [
-        where
-        for name, schema in SCHEMAS.items()
-        for where, node in _schema_nodes(schema, name)
-        if node.get("type") == "object"
-        and not {"properties", "additionalProperties", "patternProperties"} & set(node)
-    ]
-    assert bare == []
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part[:1].upper() + part[1:] for part in rest)
-
-
-def test_names_that_collide_once_camel_cased_say_how_to_map_them() -> None:
-    """openapi-generator camel-cases property names: ``Message.tool_calls`` (Instructor's
-    key) and ``toolCalls`` would be one name; the description gives the mapping."""
-    collisions = {}
-    for name, schema in SCHEMAS.items():
-        properties = list(schema.get("properties", {}))
-        camel = [_camel(prop) for prop in properties]
-        clashing = [p for p in properties if "_" in p and camel.count(_camel(p)) > 1]
-        if clashing:
-            collisions[name] = clashing
-    assert collisions == {"Message": ["tool_calls"]}
-    for name, clashing in collisions.items():
-        described = SCHEMAS[name]["description"]
-        assert "--name-mappings" in described
-        assert all(f"{prop}=" in described for prop in clashing)
-
-
-def test_every_schema_is_used() -> None:
-    """Each component schema is referenced (Redocly's and Spectral's unused-component
-    rules): ``Digest`` where a payload may be digested."""
-    unused = [name for name in SCHEMAS if REF + name not in _refs(SPEC)]
-    assert unused == []
