@@ -5,7 +5,11 @@ Rules: ``failed`` -> ``<failure>``, ``error`` -> ``<error>``, ``skipped`` -> ``<
 ``strict``. Every testcase carries its statistics (passes, trials, required, pass rate,
 Wilson bounds, flaky, cached trials, and the time to first token p50 and p95 in seconds
 when a turn streamed) as ``<properties>``; the suite carries provenance
-(the trace policy as ``trace_policy``). Every text is written
+(the trace policy as ``trace_policy``). Given the case results, a case whose trials
+recorded an output (an evaluator's ``run()``) carries it in ``<system-out>``, each
+distinct output once with its trial count and cut short as the Markdown summary cuts it
+(:func:`~._markdown.recorded_outputs`), and a failure's or error's text ends with it.
+Every text is written
 :func:`~evalport.client._printable.printable`, so no character of agent text (the ESC
 of a terminal colour) makes the document one XML cannot parse.
 """
@@ -13,10 +17,12 @@ of a terminal colour) makes the document one XML cannot parse.
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from pathlib import Path
 
-from .._core import Verdict, printable
+from .._core import CaseResult, Verdict, printable
 from ._base import Reporter, RunReport
+from ._markdown import recorded_outputs
 from ._summary import CaseSummary, RunSummary
 
 
@@ -38,7 +44,22 @@ def _seconds(value: float | None) -> str | None:
     return None if value is None else f"{value:.4f}"
 
 
-def _testcase(suite: ET.Element, case: CaseSummary, strict: bool) -> None:
+def _outputs(result: CaseResult | None) -> str:
+    """``recorded output (×2): …`` lines of what the case's trials recorded, or ``""``."""
+    if result is None:
+        return ""
+    shown, more = recorded_outputs(result)
+    lines = [
+        f"recorded output{f' (×{trials})' if trials > 1 else ''}: {text}" for text, trials in shown
+    ]
+    if more:
+        lines.append(f"and {more} more distinct outputs")
+    return "\n".join(lines)
+
+
+def _testcase(
+    suite: ET.Element, case: CaseSummary, strict: bool, result: CaseResult | None = None
+) -> None:
     classname, name = _split(case.case_id)
     element = ET.SubElement(
         suite, "testcase", classname=classname, name=name, time=f"{case.duration:.3f}"
@@ -62,7 +83,8 @@ def _testcase(suite: ET.Element, case: CaseSummary, strict: bool) -> None:
             "tags": ",".join(case.tags) or None,
         },
     )
-    detail = "\n".join(case.failures)
+    outputs = _outputs(result)
+    detail = "\n".join([*case.failures, *([outputs] if outputs else [])])
     summary = f"{case.passes}/{case.samples} trials passed (needed {case.required})"
     if case.verdict == Verdict.FAILED or (case.verdict == Verdict.SCORED and strict):
         ET.SubElement(element, "failure", message=summary, type=case.verdict).text = detail
@@ -70,10 +92,13 @@ def _testcase(suite: ET.Element, case: CaseSummary, strict: bool) -> None:
         ET.SubElement(element, "error", message=case.error or summary, type="error").text = detail
     elif case.verdict == Verdict.SKIPPED:
         ET.SubElement(element, "skipped", message=case.error or "skipped")
+    if outputs:
+        ET.SubElement(element, "system-out").text = outputs
 
 
-def junit_xml(summary: RunSummary) -> bytes:
-    """The JUnit XML document of a run."""
+def junit_xml(summary: RunSummary, *, results: Sequence[CaseResult] = ()) -> bytes:
+    """The JUnit XML document of a run; with the case ``results``, what each case recorded
+    as its output."""
     strict = summary.provenance.strict
     counts = summary.counts
     failures = counts.get(Verdict.FAILED, 0) + (counts.get(Verdict.SCORED, 0) if strict else 0)
@@ -107,8 +132,9 @@ def junit_xml(summary: RunSummary) -> bytes:
             "cached_trials": summary.cached_trials,
         },
     )
+    by_id = {result.case_id: result for result in results}
     for case in summary.cases:
-        _testcase(suite, case, strict)
+        _testcase(suite, case, strict, by_id.get(case.case_id))
     for error in summary.load_errors:
         element = ET.SubElement(suite, "testcase", classname="evalport", name="load error")
         ET.SubElement(element, "error", message=error.splitlines()[0], type="load").text = error
@@ -130,4 +156,4 @@ class JUnitReporter(Reporter):
 
     def finish(self, report: RunReport) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.write_bytes(junit_xml(report.summary))
+        self.path.write_bytes(junit_xml(report.summary, results=report.results))

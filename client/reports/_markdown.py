@@ -4,15 +4,17 @@ Rules: a headline with the five counts and the cached-trial count; a table with 
 per case (verdict, passes k/n against the required number, the Wilson interval, pass@k
 and pass^k at the largest k, the time to first token p50 / p95 when some turn of the run
 streamed (a dash for a case without one), flaky and cached marks); the first failure
-reasons of every case that did not pass; the analytics (pass rates overall and per tag,
-trial durations, time to first token, assertion totals, as the console prints them);
-what the judges said (reason and evidence, each distinct judgement once with its trial
-count) when the case results are given; the comparison with a baseline when one is
-given. When the path is the file named by ``$GITHUB_STEP_SUMMARY`` the summary is
-appended, as GitHub expects.
+reasons of every case that did not pass; what the cases recorded as their output (an
+evaluator's ``run()``, :func:`recorded_outputs`: each distinct output once with its
+trial count, at most three a case, each cut to 200 characters) when the case results
+are given; the analytics (pass rates overall and per tag, trial durations, time to first
+token, assertion totals, as the console prints them); what the judges said (reason and
+evidence, each distinct judgement once with its trial count) when the case results are
+given; the comparison with a baseline when one is given. When the path is the file
+named by ``$GITHUB_STEP_SUMMARY`` the summary is appended, as GitHub expects.
 
-Agent text (failure reasons, errors, what the judges said, case ids) is shown, never
-rendered: its control characters escaped (:func:`~evalport.client._printable.printable`), HTML is written as entities and Markdown's punctuation escaped (:func:`_cell`),
+Agent text (failure reasons, errors, recorded outputs, what the judges said, case ids)
+is shown, never rendered: its control characters escaped (:func:`~evalport.client._printable.printable`), HTML is written as entities and Markdown's punctuation escaped (:func:`_cell`),
 a case id goes in a code span its backticks cannot close (:func:`_code`), and the
 comparison's fence is longer than any run of backticks inside it, so no reply can draw
 a heading, a link, an image or a fake verdict into the summary.
@@ -20,10 +22,12 @@ a heading, a link, an image or a fake verdict into the summary.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from .._core import CaseResult, Verdict, printable
 from ._analytics import analytics_lines, first_token_cell
@@ -63,6 +67,43 @@ def _code(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
+OUTPUT_CHARS = 200
+"""How much of a recorded output a summary shows (the HTML report and ``view`` show it whole)."""
+OUTPUTS_SHOWN = 3
+"""How many distinct outputs of one case a summary shows."""
+
+
+def _output_text(value: Any) -> str:
+    """A recorded output as one short text: a string as it is, other data as JSON."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=repr)
+    return text if len(text) <= OUTPUT_CHARS else text[: OUTPUT_CHARS - 1] + "…"
+
+
+def recorded_outputs(result: CaseResult) -> tuple[list[tuple[str, int]], int]:
+    """What a case's trials recorded as their output (``ctx.record_output``, an
+    evaluator's ``run()``): the first :data:`OUTPUTS_SHOWN` distinct outputs, each as a
+    short text with how many trials recorded it, and how many more distinct ones there
+    were. Trials that recorded nothing are left out."""
+    seen: dict[str, int] = {}
+    for trial in result.trials:
+        if trial.output is not None:
+            text = _output_text(trial.output)
+            seen[text] = seen.get(text, 0) + 1
+    return list(seen.items())[:OUTPUTS_SHOWN], max(len(seen) - OUTPUTS_SHOWN, 0)
+
+
+def _outputs(results: Sequence[CaseResult]) -> list[str]:
+    lines = []
+    for result in results:
+        shown, more = recorded_outputs(result)
+        for text, trials in shown:
+            times = f" (×{trials})" if trials > 1 else ""
+            lines.append(f"- {_code(result.case_id)}{times}: {_cell(text)}")
+        if more:
+            lines.append(f"- {_code(result.case_id)}: and {more} more distinct outputs")
+    return ["", "### Recorded output", "", *lines] if lines else []
+
+
 def _judged(results: Sequence[CaseResult]) -> list[str]:
     lines = []
     for result in results:
@@ -84,7 +125,8 @@ def markdown_summary(
     results: Sequence[CaseResult] = (),
 ) -> str:
     """The Markdown text of a run (and of its comparison with a baseline); with the case
-    ``results``, what the judges said (reason and evidence)."""
+    ``results``, what the cases recorded as their output and what the judges said
+    (reason and evidence)."""
     counts = summary.counts
     provenance = summary.provenance
     target = provenance.target
@@ -135,6 +177,7 @@ def markdown_summary(
         for case in troubled:
             reasons = case.failures or [case.error or ""]
             lines.append(f"- {_code(case.case_id)}: " + "; ".join(_cell(r) for r in reasons[:3]))
+    lines += _outputs(results)
     tags = {tag: (entry.passed, entry.cases) for tag, entry in summary.tags.items()}
     lines += ["", "### Analytics", ""]
     lines += [f"- {_cell(line)}" for line in analytics_lines(summary.analytics, tags)]

@@ -1,6 +1,13 @@
 import xml.etree.ElementTree as ET
 
-from evalport.client.reports import MarkdownReporter, compare, junit_xml, markdown_summary
+import msgspec
+from evalport.client.reports import (
+    JUnitReporter,
+    MarkdownReporter,
+    compare,
+    junit_xml,
+    markdown_summary,
+)
 from report_data import sample_report
 
 
@@ -108,3 +115,63 @@ def test_markdown_shows_agent_text_and_renders_none_of_it():
     # the case id stays one code span: its own backticks and bar cannot close it
     assert "``evals/test_x.py::`odd`\\|\\x1bcase``" in text
     assert "\x1b" not in text and "\x00" not in text and "\\x1b\\[2J" in text
+
+
+def _recorded_report():
+    """The sample run, its cases' trials having recorded outputs (an evaluator's run())."""
+    report = sample_report()
+    cases = {result.case_id.rpartition("::")[2]: result for result in report.results}
+    for trial in cases["refund_denied"].trials:
+        trial.output = (
+            {"refund": False, "note": "a | b\nsee <b>&</b>"} if trial.verdict == "failed" else "ok"
+        )
+    cases["refund_ok"].trials[0].output = "x" * 500
+    for index, trial in enumerate(cases["tone"].trials):
+        trial.output = f"\x1b[31mtone {index}\x1b[0m ]]> <!--"
+    first = cases["lookup"].trials[0]
+    cases["lookup"].trials = [msgspec.structs.replace(first, trial=i, output=i) for i in range(5)]
+    return report
+
+
+def test_junit_carries_each_cases_recorded_output_escaped(tmp_path):
+    report = _recorded_report()
+    path = tmp_path / "junit.xml"
+    JUnitReporter(path).finish(report)
+    cases = _cases(ET.fromstring(path.read_bytes()))  # well-formed whatever was recorded
+    note = '{"refund": false, "note": "a | b\\nsee <b>&</b>"}'
+    failure = cases["refund_denied"].find("failure")
+    assert (
+        failure.text
+        == f"reply_contains: reply lacks 'refund' (×3)\nrecorded output (×3): {note}\nrecorded output (×2): ok"
+    )
+    assert cases["refund_denied"].find("system-out").text == failure.text.split("\n", 1)[1]
+    # a passed case shows it too, cut short
+    assert cases["refund_ok"].find("system-out").text == f"recorded output: {'x' * 199}…"
+    # control characters escaped, XML's own syntax kept as text
+    out = cases["tone"].find("system-out").text
+    assert out == "recorded output: \\x1b[31mtone 0\\x1b[0m ]]> <!--"
+    # three distinct outputs shown, the rest counted; the error's text ends with them
+    error = cases["lookup"].find("error").text
+    assert (
+        error
+        == "TargetUnavailable: ConnectError: refused\nrecorded output: 0\nrecorded output: 1\nrecorded output: 2\nand 2 more distinct outputs"
+    )
+    assert cases["staging_only"].find("system-out") is None  # it recorded nothing
+
+
+def test_markdown_lists_recorded_outputs_one_line_each_and_renders_none():
+    report = _recorded_report()
+    text = markdown_summary(report.summary, results=report.results)
+    section = text.split("### Recorded output\n\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert section == [
+        f"- `evals/test_support.py::refund_ok`: {'x' * 199}…",
+        '- `evals/test_support.py::refund_denied` (×3): {"refund": false, "note": '
+        '"a \\| b\\\\nsee &lt;b&gt;&amp;&lt;/b&gt;"}',
+        "- `evals/test_support.py::refund_denied` (×2): ok",
+        "- `evals/test_support.py::lookup`: 0",
+        "- `evals/test_support.py::lookup`: 1",
+        "- `evals/test_support.py::lookup`: 2",
+        "- `evals/test_support.py::lookup`: and 2 more distinct outputs",
+        "- `evals/test_support.py::tone`: \\\\x1b\\[31mtone 0\\\\x1b\\[0m \\]\\]&gt; &lt;!--",
+    ]
+    assert "### Recorded output" not in markdown_summary(report.summary)  # no results, no section
