@@ -40,8 +40,8 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
-from evalport.client._target import RunAt, Turn
-from evalport.client._turns import next_turn
+from evalport.client._core._target import RunAt, Turn
+from evalport.client._core._turns import next_turn
 from evalport.protocol import (
     AgentRun,
     Message,

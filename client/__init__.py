@@ -32,46 +32,59 @@ from evalport.protocol import (  # noqa: E402
     TurnTimedOut,
 )
 
-from ._cache import RunCache  # noqa: E402
-from ._cache_stores import CacheStore, FolderCacheStore, RedisCacheStore  # noqa: E402
-from ._caching import CachingTarget  # noqa: E402
-from ._cases import Case, cases_from, eval_case  # noqa: E402
-from ._chat_history import ChatHistoryError, run_from_chat  # noqa: E402
 from ._context import EvalContext, RequirementFailed, SkipCase  # noqa: E402
-from ._conversation import (  # noqa: E402
+from ._core import (  # noqa: E402  # noqa: E402  # noqa: E402  # noqa: E402  # noqa: E402  # noqa: E402  # noqa: E402  # noqa: E402  # noqa: E402  # noqa: E402
     ApprovalError,
     ApprovalPolicy,
     ApprovalRequest,
+    AssertionHandle,
+    AssertionResult,
+    CacheStore,
+    CachingTarget,
+    Case,
+    CaseResult,
+    ChatHistoryError,
+    Dataset,
+    DatasetError,
+    DatasetRow,
+    DecisionLike,
+    DeferredHandle,
+    Expectation,
+    FolderCacheStore,
     InterruptPolicy,
+    JudgeRecord,
+    LoggedConversationError,
+    RedisCacheStore,
+    RetryPolicy,
+    RunCache,
+    RunData,
+    Session,
+    SyncSession,
+    SyncTarget,
+    Target,
+    TargetIdentity,
+    Trajectory,
+    TrajectoryToolCall,
+    TrialResult,
+    Turn,
+    TurnTiming,
     UserSimulator,
+    Verdict,
     answer_by_kind,
     approve_all,
+    cases_from,
+    connect,
     decide_by_tool,
+    eval_case,
     reject_all,
+    run_from_chat,
 )
-from ._datasets import Dataset, DatasetError, DatasetRow  # noqa: E402
 from ._discovery import DuplicateCaseError, LoadError, discover, eval_files  # noqa: E402
 from ._evaluator import Evaluator, evaluator_cases  # noqa: E402
-from ._handles import AssertionHandle, DeferredHandle, Expectation  # noqa: E402
-from ._logged import LoggedConversationError  # noqa: E402
-from ._results import (  # noqa: E402
-    AssertionResult,
-    CaseResult,
-    JudgeRecord,
-    RunData,
-    TrialResult,
-    TurnTiming,
-    Verdict,
-)
-from ._retry import RetryPolicy  # noqa: E402
 from ._runner import Runner, RunOptions, run_cases  # noqa: E402
-from ._sync import SyncSession, SyncTarget, connect  # noqa: E402
 from ._sync_context import SyncEvalContext  # noqa: E402
-from ._target import Session, Target, TargetIdentity, Turn  # noqa: E402
 from ._tracing import traced_trials  # noqa: E402
-from ._trajectory import Trajectory, TrajectoryToolCall  # noqa: E402
 from ._trial import run_trial  # noqa: E402
-from ._turns import DecisionLike  # noqa: E402
 from .judges import (  # noqa: E402
     FakeJudge,
     Judge,

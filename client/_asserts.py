@@ -23,7 +23,7 @@ from types import FrameType
 from typing import Any
 
 from ._context import is_eval_code, shown_path
-from ._results import AssertionResult
+from ._core import AssertionResult
 
 _PLAIN = (
     ast.Name,

@@ -59,21 +59,29 @@ from typing import TYPE_CHECKING, Any, Final
 import evalport.protocol
 from evalport.protocol import AgentRun, ContentPart, RunStatus, ToolFault
 
-from ._conversation import (
+from ._core import (
     ApprovalError,
     ApprovalPolicy,
+    AssertionHandle,
+    AssertionResult,
+    Expectation,
     InterruptPolicy,
+    JudgeRecord,
+    Session,
+    Target,
+    Trajectory,
+    Turn,
+    TurnTiming,
     UserSimulator,
+    faults_option,
+    moment,
+    moment_of,
     resume_with,
     settle_approvals,
+    turn_at,
+    turn_parts,
 )
-from ._handles import AssertionHandle, Expectation
 from ._methods import AssertionMethods
-from ._parts import turn_parts
-from ._results import AssertionResult, JudgeRecord, TurnTiming
-from ._target import Session, Target, Turn, faults_option, moment_of, turn_at
-from ._trajectory import Trajectory
-from ._turns import moment
 
 if TYPE_CHECKING:
     from .judges import JudgeAssertions

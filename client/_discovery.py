@@ -31,8 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from ._cases import Case, cases_from, spec_of
-from ._config import find_pyproject
+from ._core import Case, cases_from, find_pyproject, spec_of
 from ._evaluator import Evaluator, evaluator_cases
 
 EVAL_FILE_PATTERNS: Final = ("*_eval.py", "eval_*.py")

@@ -38,9 +38,17 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ._cases import Case, CaseSpec, ConcurrencyLimit, dataset_of, describe_row, source_of
-from ._conversation import ApprovalPolicy
-from ._datasets import Dataset, DatasetRow
+from ._core import (
+    ApprovalPolicy,
+    Case,
+    CaseSpec,
+    ConcurrencyLimit,
+    Dataset,
+    DatasetRow,
+    dataset_of,
+    describe_row,
+    source_of,
+)
 from .assertions import Assertion
 from .judges import JudgeCheck
 

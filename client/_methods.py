@@ -34,8 +34,7 @@ from typing import Any, Concatenate, Final, Generic, ParamSpec, TypeVar, cast, o
 from evalport.protocol import AgentRun, Event
 
 from . import assertions
-from ._handles import AssertionHandle, DeferredHandle, Expectation
-from ._results import AssertionResult, TurnTiming
+from ._core import AssertionHandle, AssertionResult, DeferredHandle, Expectation, TurnTiming
 from .assertions import Assertion, Count, Equals, ValueExpectation
 from .judges import JudgeCheck, JudgeExpectation, JudgeHost
 

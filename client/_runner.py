@@ -46,13 +46,21 @@ from typing import Any
 
 from evalport.protocol import TargetUnavailable, TracePolicy, __version__
 
-from ._cache import RunCache
-from ._caching import CachingTarget
-from ._closing import uses_names
+from ._core import (
+    AttachedTarget,
+    CachingTarget,
+    CaseResult,
+    RateLimitedTarget,
+    RunCache,
+    Target,
+    TrackingTarget,
+    TrialResult,
+    Verdict,
+    case_verdict,
+    required_passes,
+    uses_names,
+)
 from ._methods import TIMING_NAMES
-from ._pacing import AttachedTarget, RateLimitedTarget, TrackingTarget
-from ._results import CaseResult, TrialResult, Verdict, case_verdict, required_passes
-from ._target import Target
 from .reports import (
     CaseSummary,
     Provenance,
@@ -322,14 +330,13 @@ class Runner:
             description=getattr(case, "description", "") or "",
             tags=list(getattr(case, "tags", ()) or ()),
             row=_row_data(_row(case)),
-            verdict=case_verdict(verdicts, self.options.pass_rate),
+            verdict=case_verdict(verdicts, self.options.pass_rate, self.options.min_lower_bound),
             trials=trials,
             pass_rate=self.options.pass_rate,
             required=required_passes(len(verdicts), self.options.pass_rate),
             passes=verdicts.count(Verdict.PASSED),
         )
         summary = summarize_case(result, min_lower_bound=self.options.min_lower_bound)
-        result.verdict = summary.verdict
         return result, summary
 
 

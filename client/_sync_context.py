@@ -20,12 +20,18 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from evalport.protocol import AgentRun, ToolFault
 
 from ._context import EvalContext
-from ._conversation import ApprovalPolicy, InterruptPolicy, UserSimulator
-from ._handles import Expectation
+from ._core import (
+    ApprovalPolicy,
+    Expectation,
+    InterruptPolicy,
+    JudgeRecord,
+    Session,
+    Trajectory,
+    Turn,
+    TurnTiming,
+    UserSimulator,
+)
 from ._methods import AssertionMethods
-from ._results import JudgeRecord, TurnTiming
-from ._target import Session, Turn
-from ._trajectory import Trajectory
 
 if TYPE_CHECKING:
     from .judges import JudgeAssertions

@@ -32,8 +32,7 @@ from typing import Any
 
 from evalport.protocol._extras import require
 
-from ._results import TrialResult, Verdict
-from ._trace_context import TRIAL, TrialTrace
+from ._core import TRIAL, TrialResult, TrialTrace, Verdict
 
 
 def traced_trials(provider: Any, trial_function: Any = None) -> Any:

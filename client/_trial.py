@@ -42,17 +42,27 @@ from typing import TYPE_CHECKING, Any
 from evalport.protocol import TracePolicy
 
 from ._asserts import failed_assert
-from ._closing import asserted_nothing, failed_turns, left_pending
 from ._context import EvalContext, RequirementFailed, SkipCase, is_eval_code, shown_path
-from ._conversation import ApprovalPolicy
-from ._handles import AssertionHandle
-from ._logged import LoggedSession, read_conversation
-from ._results import AssertionResult, RunData, TrialResult, trial_verdict
+from ._core import (
+    ApprovalPolicy,
+    AssertionHandle,
+    AssertionResult,
+    LoggedSession,
+    RunData,
+    Session,
+    Target,
+    TrialResult,
+    asserted_nothing,
+    failed_turns,
+    faults_option,
+    left_pending,
+    read_conversation,
+    trial_verdict,
+)
 from ._sync_context import SyncEvalContext
-from ._target import Session, Target, faults_option
 
 if TYPE_CHECKING:
-    from ._cases import Case
+    from ._core import Case
 
 
 def where(error: BaseException) -> str | None:

@@ -44,6 +44,7 @@ from .._core import (
     enc_hook,
     flaky,
     k_values,
+    lower_bound_miss,
     mean_std,
     pass_at_k,
     pass_hat_k,
@@ -225,7 +226,8 @@ def _reasons(seen: dict[str, list[str]]) -> list[str]:
 
 
 def summarize_case(result: CaseResult, *, min_lower_bound: float | None = None) -> CaseSummary:
-    """Statistics of one case; ``min_lower_bound`` fails a passed case whose interval is low."""
+    """Statistics of one case, with the verdict the core gave it (``case_verdict``);
+    ``min_lower_bound``, the run's, names the reason a case that met its pass rate failed."""
     verdicts: list[str] = []
     seen: dict[str, list[str]] = {}
     scores: list[float] = []
@@ -256,11 +258,9 @@ def summarize_case(result: CaseResult, *, min_lower_bound: float | None = None) 
     low, high = wilson(c, n)
     judge_mean, judge_std = mean_std(scores) if scores else (None, None)
     verdict = result.verdict
-    if min_lower_bound is not None and verdict == Verdict.PASSED and n and low < min_lower_bound:
-        verdict = Verdict.FAILED
-        failures.insert(
-            0, f"Wilson lower bound {low:.3f} is below the required {min_lower_bound:.3f}"
-        )
+    miss = lower_bound_miss(verdicts, min_lower_bound)
+    if miss and verdict == Verdict.FAILED and result.passes >= result.required:
+        failures.insert(0, miss)
     return CaseSummary(
         case_id=result.case_id,
         verdict=verdict,

@@ -9,11 +9,17 @@ above the contract runs unchanged on each; what a protocol does not carry is *no
 evaluable* on its runs (see :attr:`~evalport.protocol.AgentRun.unreported`).
 """
 
-from ._a2a import A2ATarget
-from ._agui import AgUiSession, AgUiTarget
-from ._http import HttpSession, HttpTarget
-from ._local import LocalSession, LocalTarget
-from ._urls import SCHEMES, target_for
+from .._core import (
+    SCHEMES,
+    A2ATarget,
+    AgUiSession,
+    AgUiTarget,
+    HttpSession,
+    HttpTarget,
+    LocalSession,
+    LocalTarget,
+    target_for,
+)
 
 __all__ = [
     "SCHEMES",

@@ -20,7 +20,7 @@ from evalport.client import (
     eval_case,
     traced_trials,
 )
-from evalport.client._logged import LoggedConversations
+from evalport.client._core._logged import LoggedConversations
 from evalport.protocol import MissingExtraError, ToolCall, Usage
 from evalport.protocol.runtime import TurnContext, tool
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider

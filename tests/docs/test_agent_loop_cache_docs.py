@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import evalport.client._config as config
+import evalport.client._core._config as config
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import msgspec
 from evalport.client import HttpTarget
-from evalport.client._trajectory import Trajectory
+from evalport.client._core._trajectory import Trajectory
 from evalport.protocol import ApprovalDecision, decode_run
 from evalport.server import EvalAdapter
 

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 from evalport.client import Verdict, cases_from, eval_case, traced_trials
-from evalport.client._results import TrialResult
+from evalport.client._core._results import TrialResult
 from evalport.server import EvalAdapter
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor

@@ -16,7 +16,7 @@ from evalport.client import (
     reject_all,
     run_trial,
 )
-from evalport.client._conversation import to_decision
+from evalport.client._core._conversation import to_decision
 from evalport.protocol import ApprovalDecision, TracePolicy
 from fake_target import FakeTarget, shop_agent
 

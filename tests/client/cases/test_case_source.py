@@ -13,7 +13,7 @@ def test_a_case_compiled_from_a_string_under_an_unrelated_file_name(tmp_path: Pa
     readme = tmp_path / "README.md"
     readme.write_text("# Title\n\n```python\nprint((\n```\n")
     code = (
-        "from evalport.client._cases import eval_case\n"
+        "from evalport.client._core._cases import eval_case\n"
         "\n"
         "@eval_case('compiled from a string')\n"
         "async def refund(ctx):\n"

@@ -118,7 +118,7 @@ async def test_dataset_rows_reach_the_case_function() -> None:
 
 SUITE = {
     "support/refund_eval.py": """
-        from evalport.client._cases import eval_case
+        from evalport.client._core._cases import eval_case
         from helpers import GREETING
 
         @eval_case(tags=["smoke"])
@@ -137,7 +137,7 @@ SUITE = {
     "support/helpers.py": 'GREETING = "Hello"\n',
     "support/amounts.yaml": "- id: small\n  amount: 10\n- id: medium\n  amount: 40\n",
     "eval_smoke.py": """
-        from evalport.client._cases import eval_case
+        from evalport.client._core._cases import eval_case
         from shared import shared_case  # defined elsewhere: not collected here
 
         @eval_case
@@ -147,14 +147,14 @@ SUITE = {
     """,
     "broken_eval.py": "import no_such_module_anywhere\n",
     "bad_dataset_eval.py": """
-        from evalport.client._cases import eval_case
+        from evalport.client._core._cases import eval_case
 
         @eval_case(dataset="missing.json")
         async def uses_missing(ctx, row):
             pass
     """,
     "notes_evaluation.py": "raise RuntimeError('never imported')\n",
-    "shared.py": "from evalport.client._cases import eval_case\n\n@eval_case\ndef shared_case(ctx):\n    pass\n",
+    "shared.py": "from evalport.client._core._cases import eval_case\n\n@eval_case\ndef shared_case(ctx):\n    pass\n",
     ".hidden/x_eval.py": "raise RuntimeError('never imported')\n",
 }
 
@@ -205,7 +205,7 @@ def test_duplicate_ids_name_both_places(tmp_path: Path) -> None:
     write(
         tmp_path / "dup_eval.py",
         """
-        from evalport.client._cases import eval_case
+        from evalport.client._core._cases import eval_case
 
         @eval_case(id="same")
         def first(ctx):

@@ -207,7 +207,7 @@ def test_the_example_folder_runs(tmp_path, monkeypatch, capsys) -> None:
 
 async def test_judges_read_the_logged_conversation(tmp_path: Path) -> None:
     from evalport.client import Runner, RunOptions
-    from evalport.client._logged import LoggedConversations
+    from evalport.client._core._logged import LoggedConversations
     from evalport.client.judges import FakeJudge
 
     (tmp_path / "chat.json").write_text(json.dumps(CHAT))

@@ -119,7 +119,7 @@ async def test_a_tool_never_called_lists_those_that_were(target) -> None:
 
 
 def test_the_hidden_error_message_points_to_a_log_that_exists() -> None:
-    from evalport.client._agent_errors import HIDDEN
+    from evalport.client._core._agent_errors import HIDDEN
 
     assert "stderr under --local" in HIDDEN
     assert textwrap.shorten(HIDDEN, 400) == HIDDEN  # one line

@@ -13,7 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from evalport.client._config import ConfigError, Settings, load_settings
+from evalport.client._core._config import ConfigError, Settings, load_settings
 from evalport.client.cli._targets import build_judge
 from evalport.client.judges import AgentLoopJudge, OpenAIJudge
 from evalport.protocol._cli import main
@@ -27,7 +27,7 @@ from judge_fake_server import FakeChatServer, verdict  # noqa: E402
 AGENT = f"{ROOT / 'examples' / 'support_agent.py'}:agent"
 
 SUITE = """
-from evalport.client._cases import eval_case
+from evalport.client._core._cases import eval_case
 
 
 @eval_case("the greeting is helpful")

@@ -19,7 +19,7 @@ TOKEN = "plugin-token-0123456789"
 
 SUITE = """
 import pytest
-from evalport.client._conversation import reject_all
+from evalport.client._core._conversation import reject_all
 
 
 async def test_status(evalport):

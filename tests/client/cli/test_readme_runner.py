@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 from evalport.client import LocalTarget, Runner, RunOptions, discover
-from evalport.client._config import load_settings
+from evalport.client._core._config import load_settings
 from evalport.client.cli import _run as run_command
 from evalport.client.reports import load_reporter
 from evalport.protocol._cli import main

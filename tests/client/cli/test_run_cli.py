@@ -13,7 +13,7 @@ from support.servers import free_port
 AGENT = str(Path(__file__).resolve().parents[3] / "examples" / "support_agent.py") + ":agent"
 
 SUITE = """
-from evalport.client._cases import eval_case
+from evalport.client._core._cases import eval_case
 
 
 @eval_case("status of A1049", tags=["status"])
@@ -217,7 +217,7 @@ def test_explicit_config_file(project, tmp_path_factory):
 
 
 ATTACH_SUITE = """
-from evalport.client._cases import eval_case
+from evalport.client._core._cases import eval_case
 
 
 @eval_case("the conversation someone else had")

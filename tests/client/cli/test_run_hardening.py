@@ -33,7 +33,7 @@ AGENT = str(ROOT / "examples" / "support_agent.py") + ":agent"
 TOKEN = "run-hardening-token-0123456789"
 
 SUITE = """
-from evalport.client._cases import eval_case
+from evalport.client._core._cases import eval_case
 
 
 @eval_case("status of A1049")
@@ -259,7 +259,7 @@ def _lying_app() -> Starlette:
 
 
 LIAR_SUITE = """
-from evalport.client._cases import eval_case
+from evalport.client._core._cases import eval_case
 
 
 @eval_case("a turn answered by html")
@@ -331,7 +331,7 @@ def agent(message, history, ctx):
 """
 
 FAILING_SUITE = """
-from evalport.client._cases import eval_case
+from evalport.client._core._cases import eval_case
 
 
 @eval_case("the agent fails")
@@ -362,7 +362,7 @@ def test_local_agent_errors_reach_stderr_in_full_whatever_the_policy(project, po
 # -- 15.8: --attach takes one trial at a time, and refuses what cannot work ---------------
 
 ATTACH_SUITE = """
-from evalport.client._cases import eval_case
+from evalport.client._core._cases import eval_case
 
 
 @eval_case("first question")

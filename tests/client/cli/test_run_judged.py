@@ -18,7 +18,7 @@ from judge_fake_server import FakeChatServer, verdict  # noqa: E402
 AGENT = f"{ROOT / 'examples' / 'support_agent.py'}:agent"
 
 SUITE = """
-from evalport.client._cases import eval_case
+from evalport.client._core._cases import eval_case
 
 
 @eval_case("the greeting is helpful", tags=["judged"])

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from evalport.client._config import load_settings
+from evalport.client._core._config import load_settings
 from evalport.protocol._cli import main
 from support.docs import DOCS, blocks
 from support.servers import free_port

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from evalport.client import Expectation, Verdict
-from evalport.client._results import trial_verdict
+from evalport.client._core._results import trial_verdict
 from evalport.client.judges import (
     FakeJudge,
     JudgeAssertions,

@@ -158,7 +158,7 @@ async def test_hijacked_answer_through_an_expectation_is_never_a_pass(
     chat_server: FakeChatServer,
 ) -> None:
     from evalport.client import Verdict
-    from evalport.client._results import trial_verdict
+    from evalport.client._core._results import trial_verdict
     from evalport.client.judges import JudgeAssertions
     from judge_host import Host
 

@@ -29,4 +29,4 @@ def test_every_error_a_judge_raises_is_on_the_face() -> None:
 def test_simulated_public_api() -> None:
     names = {"ScriptedUser", "SimulatedUser", "SimulatedUserError", "UserSimulator"}
     assert names <= set(client.__all__)
-    assert client.UserSimulator.__module__ == "evalport.client._conversation"
+    assert client.UserSimulator.__module__ == "evalport.client._core._conversation"

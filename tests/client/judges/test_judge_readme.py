@@ -9,7 +9,7 @@ import shlex
 from pathlib import Path
 
 from evalport.client import ScriptedUser, SimulatedUser, Verdict
-from evalport.client._results import trial_verdict
+from evalport.client._core._results import trial_verdict
 from evalport.client.judges import FakeJudge, JudgeAssertions, OpenAIJudge
 from evalport.protocol import AgentRun
 from evalport.protocol._cli import main as evalport_main

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from evalport.client import AssertionResult, CaseResult, JudgeRecord, TrialResult, Verdict
-from evalport.client._results import case_verdict, required_passes
+from evalport.client._core._results import case_verdict, required_passes
 from evalport.client.reports import Provenance, RunReport, summarize, summarize_case
 
 

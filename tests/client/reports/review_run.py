@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from evalport.client import LocalTarget, Runner, RunOptions
-from evalport.client._cases import Case
+from evalport.client._core._cases import Case
 from evalport.client.judges import FakeJudge, JudgeVerdict
 from evalport.protocol import TracePolicy
 

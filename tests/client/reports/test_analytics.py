@@ -5,8 +5,8 @@ import json
 from pathlib import Path
 
 import pytest
-from evalport.client._results import RunData, TrialResult
-from evalport.client._stats import percentile
+from evalport.client._core._results import RunData, TrialResult
+from evalport.client._core._stats import percentile
 from evalport.client.reports import load_summary
 from evalport.client.reports._transcript import transcript_lines
 from evalport.protocol._cli import main

@@ -1,6 +1,6 @@
 import msgspec
 import pytest
-from evalport.client._config import ConfigError
+from evalport.client._core._config import ConfigError
 from evalport.client.reports import CaseSummary, compare, merge
 from report_data import sample_report
 

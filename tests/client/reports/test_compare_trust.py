@@ -5,7 +5,7 @@ it has, names both of its thresholds, and a removed case that passed is a regres
 from __future__ import annotations
 
 import msgspec
-from evalport.client._stats import rank_sum_greater
+from evalport.client._core._stats import rank_sum_greater
 from evalport.client.reports import RunReport, compare, summarize, summarize_case
 from evalport.protocol._cli import main
 from first_token_data import DENIED, STREAMED, timed, timed_report

@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 import pytest
 import review_run as review
 from evalport.client import TrialResult, Verdict
-from evalport.client._cases import Case
+from evalport.client._core._cases import Case
 from evalport.client._runner import Runner, RunOptions
 from evalport.client.reports import (
     ConsoleReporter,

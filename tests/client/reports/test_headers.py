@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from evalport.client import HttpTarget, LocalTarget, Runner, RunOptions
-from evalport.client._cases import Case
+from evalport.client._core._cases import Case
 from evalport.client.reports import (
     ConsoleReporter,
     HtmlReporter,
@@ -81,7 +81,7 @@ async def test_a_local_target_is_named_as_the_user_gave_it(tmp_path):
 def test_run_local_names_the_users_path_and_attr_not_an_adapter_class(tmp_path, capsys):
     (tmp_path / "evals").mkdir()
     (tmp_path / "evals" / "echo_eval.py").write_text(
-        "from evalport.client._cases import eval_case\n\n\n"
+        "from evalport.client._core._cases import eval_case\n\n\n"
         "@eval_case('greets')\nasync def greets(ctx):\n    await ctx.send('hello')\n    ctx.succeeded()\n"
     )
     agent = f"{ROOT / 'examples' / 'support_agent.py'}:agent"

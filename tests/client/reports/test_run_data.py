@@ -7,7 +7,7 @@ import json
 import msgspec
 import pytest
 from evalport.client import CaseResult, RunData, TrialResult
-from evalport.client._results import enc_hook
+from evalport.client._core._results import enc_hook
 from evalport.client.reports import summarize_case
 from evalport.client.reports._files import write_json
 from evalport.client.reports._summary import to_builtins, trial_tokens

@@ -3,7 +3,7 @@ import json
 import msgspec
 import pytest
 from evalport.client import Verdict
-from evalport.client._config import ConfigError
+from evalport.client._core._config import ConfigError
 from evalport.client.reports import load_summary, write_run_folder
 from evalport.client.reports._files import case_slug
 from report_data import sample_report

@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 from evalport.client import AssertionResult, TargetIdentity, TrialResult, Turn
-from evalport.client._results import trial_verdict
+from evalport.client._core._results import trial_verdict
 from evalport.protocol import AgentRun, Message, Step, ToolExecution, Usage
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import redis
 from evalport.client import RedisCacheStore, RunCache, Runner, RunOptions, Verdict
-from evalport.client._cache_stores import open_cache_store
+from evalport.client._core._cache_stores import open_cache_store
 from runner_memory import MemoryTarget, SimpleCase, simple_trial
 from support.redis import RedisServer, running_redis
 from support.servers import free_port
@@ -144,8 +144,8 @@ def test_recordings_of_another_evalport_version_are_not_reused(
     flush(redis_server)
     first, second = machines
     assert evalport_run(first, "--cache-store", redis_server.url).returncode == 0
-    monkeypatch.setattr("evalport.client._cache.__version__", "0.0.1-older")
-    monkeypatch.setattr("evalport.client._caching.__version__", "0.0.1-older")
+    monkeypatch.setattr("evalport.client._core._cache.__version__", "0.0.1-older")
+    monkeypatch.setattr("evalport.client._core._caching.__version__", "0.0.1-older")
     # what an older evalport wrote under its own keys is not read by this one
     done = evalport_run(second, "--cache-store", redis_server.url, "-v")
     assert "run cache: 2 of 2 trials replayed" in done.stdout  # same version: shared

@@ -1,5 +1,5 @@
 import pytest
-from evalport.client._config import ConfigError, Settings, find_pyproject, load_settings
+from evalport.client._core._config import ConfigError, Settings, find_pyproject, load_settings
 
 
 def write(tmp_path, text):

@@ -121,6 +121,21 @@ async def test_lower_bound_gate_fails_a_passing_case(memory_target):
     assert "Wilson lower bound" in case.failures[0]
 
 
+def test_the_lower_bound_gate_is_part_of_the_cores_case_verdict():
+    from evalport.client._core import case_verdict, lower_bound_miss
+
+    passed, skipped = [Verdict.PASSED] * 4, [Verdict.SKIPPED]
+    assert case_verdict(passed, 0.5, min_lower_bound=0.6) == Verdict.FAILED
+    assert case_verdict(passed, 0.5, min_lower_bound=0.5) == Verdict.PASSED
+    assert case_verdict(passed, 0.5) == Verdict.PASSED
+    assert case_verdict([Verdict.ERROR] * 4, 0.5, min_lower_bound=0.6) == Verdict.ERROR
+    assert case_verdict(skipped, 0.5, min_lower_bound=0.6) == Verdict.SKIPPED
+    assert lower_bound_miss(passed + skipped, 0.6) == (
+        "Wilson lower bound 0.510 is below the required 0.600"
+    )
+    assert lower_bound_miss(skipped, 0.6) is None and lower_bound_miss(passed, None) is None
+
+
 async def test_attach_inspects_one_existing_session_without_deleting_it(memory_target):
     existing = await memory_target.open()
     await existing.send("opened elsewhere")

@@ -1,8 +1,8 @@
 from dataclasses import dataclass, field
 
 import pytest
-from evalport.client._config import ConfigError
-from evalport.client._selection import keyword_matcher, parse_shard, select
+from evalport.client._core._config import ConfigError
+from evalport.client._core._selection import keyword_matcher, parse_shard, select
 
 
 @dataclass

@@ -2,7 +2,7 @@ import math
 from itertools import combinations
 
 import pytest
-from evalport.client._stats import (
+from evalport.client._core._stats import (
     fisher_exact,
     flaky,
     k_values,

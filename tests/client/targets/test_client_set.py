@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 from evalport.client import HttpTarget
-from evalport.client._clients import PER_CLIENT, ClientSet
+from evalport.client._core._clients import PER_CLIENT, ClientSet
 from evalport.server import EvalAdapter
 from support.servers import running_server
 

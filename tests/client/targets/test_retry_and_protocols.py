@@ -18,7 +18,7 @@ from evalport.client import (
     Target,
     TargetUnavailable,
 )
-from evalport.client._retry import parse_retry_after
+from evalport.client._core._retry import parse_retry_after
 from target_agents import SupportAgent
 
 

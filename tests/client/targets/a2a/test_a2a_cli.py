@@ -75,7 +75,7 @@ def test_without_the_extra_the_target_says_so_and_exits_2(tmp_path, monkeypatch,
     # As if a2a-sdk were not installed: its modules cannot be imported, nor the target's.
     for name in [name for name in sys.modules if name == "a2a" or name.startswith("a2a.")]:
         monkeypatch.setitem(sys.modules, name, None)
-    monkeypatch.delitem(sys.modules, "evalport.client.targets._a2a_link")
+    monkeypatch.delitem(sys.modules, "evalport.client._core.targets._a2a_link")
     assert main(["run", "evals", "--target", "a2a+http://127.0.0.1:9"]) == 2
     err = capsys.readouterr().err
     assert "pip install 'evalport[a2a]'" in err

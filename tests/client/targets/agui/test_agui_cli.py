@@ -123,8 +123,8 @@ def without_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in [name for name in sys.modules if name == "ag_ui" or name.startswith("ag_ui.")]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "ag_ui", None)
-    monkeypatch.delitem(sys.modules, "evalport.client.targets._agui_run", raising=False)
-    monkeypatch.delitem(sys.modules, "evalport.client.targets._agui_wire", raising=False)
+    monkeypatch.delitem(sys.modules, "evalport.client._core.targets._agui_run", raising=False)
+    monkeypatch.delitem(sys.modules, "evalport.client._core.targets._agui_wire", raising=False)
 
 
 def test_without_the_extra_the_target_says_so_in_one_line(without_the_extra: None) -> None:

@@ -163,7 +163,7 @@ class A2ATarget:
             raise ValueError(f"an A2A agent's URL must be an absolute http(s) URL, not {url!r}")
         if parts.username or parts.password:
             raise ValueError("give an A2A agent's credentials with token=, not in its URL")
-        link = require("evalport.client.targets._a2a_link", "a2a", "A2ATarget")
+        link = require("evalport.client._core.targets._a2a_link", "a2a", "A2ATarget")
         self.url = url.rstrip("/")
         self.policy = policy if policy is not None else TracePolicy.safe()
         waits = timeout_of(timeout)

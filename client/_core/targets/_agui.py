@@ -134,8 +134,8 @@ class AgUiTarget:
     ) -> None:
         # Imported here, so that evalport.client imports without the agui extra.
         purpose = "an AG-UI target (agui+ URL)"
-        self._wire: Any = require("evalport.client.targets._agui_wire", "agui", purpose)
-        self._run: Any = require("evalport.client.targets._agui_run", "agui", purpose)
+        self._wire: Any = require("evalport.client._core.targets._agui_wire", "agui", purpose)
+        self._run: Any = require("evalport.client._core.targets._agui_run", "agui", purpose)
         parsed = httpx.URL(url)
         clean = parsed.copy_with(username=None, password=None, fragment=None)
         if parsed.scheme not in ("http", "https") or not parsed.host:

@@ -12,6 +12,8 @@ Rules (the verdicts follow Instructor's, so reports mean the same thing in both)
   ``error`` counts as a failure for exit codes but stays distinct in every report.
 - A case repeated N times with pass rate r needs ``clamp(ceil(r*N - 1e-9), 1, N)`` passed
   trials; only ``passed`` trials count; all trials skipped -> the case is skipped.
+  With ``min_lower_bound``, a case that passed fails when the Wilson lower bound of its
+  trials' pass rate (skipped trials are not samples) is below it.
 - A trial keeps its redacted run as :class:`RunData`: a read-only mapping of the run's
   JSON data (what ``msgspec.to_builtins`` gives), held as the JSON text and decoded on
   first read. Until a report reads it, a kept run is one bytes object the garbage
@@ -27,6 +29,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Literal
 
 import msgspec
+
+from ._stats import wilson
 
 Severity = Literal["gate", "soft"]
 
@@ -265,8 +269,29 @@ def required_passes(trials: int, pass_rate: float) -> int:
     return min(max(math.ceil(pass_rate * trials - 1e-9), 1), trials)
 
 
-def case_verdict(verdicts: list[str], pass_rate: float = 1.0) -> str:
-    """A case's verdict over its trials' verdicts.
+def case_verdict(
+    verdicts: list[str], pass_rate: float = 1.0, min_lower_bound: float | None = None
+) -> str:
+    """A case's verdict over its trials' verdicts, the ``min_lower_bound`` gate included."""
+    verdict = _repeated_verdict(verdicts, pass_rate)
+    if verdict == Verdict.PASSED and lower_bound_miss(verdicts, min_lower_bound):
+        return Verdict.FAILED
+    return verdict
+
+
+def lower_bound_miss(verdicts: list[str], min_lower_bound: float | None) -> str | None:
+    """Why a case's trials fail the ``min_lower_bound`` gate, or ``None`` when they pass it."""
+    samples = [verdict for verdict in verdicts if verdict != Verdict.SKIPPED]
+    if min_lower_bound is None or not samples:
+        return None
+    low, _ = wilson(samples.count(Verdict.PASSED), len(samples))
+    if low >= min_lower_bound:
+        return None
+    return f"Wilson lower bound {low:.3f} is below the required {min_lower_bound:.3f}"
+
+
+def _repeated_verdict(verdicts: list[str], pass_rate: float) -> str:
+    """A case's verdict over its trials' verdicts, before the lower bound gate.
 
     With one trial the trial's verdict stands. With several, the case passes when enough
     trials passed; otherwise it is ``error`` when every trial that missed was an error
