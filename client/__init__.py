@@ -33,7 +33,7 @@ from evalport.protocol import (  # noqa: E402
 )
 
 from ._context import EvalContext, RequirementFailed, SkipCase  # noqa: E402
-from ._core import (  # noqa: E402  # noqa: E402  # noqa: E402  # noqa: E402  # noqa: E402  # noqa: E402  # noqa: E402  # noqa: E402  # noqa: E402  # noqa: E402
+from ._core import (  # noqa: E402
     ApprovalError,
     ApprovalPolicy,
     ApprovalRequest,
