@@ -53,8 +53,7 @@ Rules:
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any, Final, NamedTuple, TypeVar
 
@@ -68,7 +67,6 @@ from evalport.protocol import (
     STREAMING_CAPABILITY,
     AgentInfo,
     ApprovalsRequest,
-    ContentPart,
     CreateSessionRequest,
     CreateSessionResponse,
     FieldError,
@@ -93,7 +91,7 @@ from ._problems import HTTPProblem
 from ._records import Outcome, RunPolicy, log_details, query_of, since_of
 from ._sessions import SessionManager
 from ._standalone import ProtocolApp, internal_problem, request_path, safe_instance
-from ._streams import Streamed, TurnStream, end_stream, last_event_id, wants_stream
+from ._streams import Streamed, end_stream, last_event_id, wants_stream
 from ._tracing import APPROVALS_ROUTE, TurnTracing
 from .stores import SessionStore, open_store
 
@@ -364,85 +362,17 @@ class EvalAdapter:
         message = "" if turn.message is UNSET else turn.message
         parts = () if turn.parts is UNSET else turn.parts
         session_id = scope["path_params"]["session_id"]
-        if self._streaming and wants_stream(headers.get(b"accept")):
-            return await self._streamed_turn(
-                scope, headers, session_id, message, key, parts, since, after
-            )
-        if self._tracing is None:
-            return await self.sessions.turns.turn(session_id, message, key, parts, since)
-        return await self._traced_turn(headers, session_id, message, key, parts, since)
-
-    async def _traced_turn(
-        self,
-        headers: _Headers,
-        session_id: str,
-        message: str,
-        key: str | None,
-        parts: Sequence[ContentPart],
-        since: int | None,
-    ) -> Answer:
-        # (apart from _turn: the closure's variables would be cells made on every turn)
-        assert self._tracing is not None
-        return await self._tracing.turn(  # spans are drawn from the answer, a delta too
-            headers.get(b"traceparent"),
-            session_id,
-            lambda: self.sessions.turns.turn(session_id, message, key, parts, since),
-        )
-
-    async def _streamed_turn(
-        self,
-        scope: Scope,
-        headers: _Headers,
-        session_id: str,
-        message: str,
-        key: str | None,
-        parts: Sequence[ContentPart],
-        since: int | None,
-        after: int,
-    ) -> Answer:
-        tracing = self._tracing
-        if tracing is None:
-            stream, after = await self._stream(scope, session_id, message, key, parts, since, after)
-            return Streamed(stream, after)
-        # traced: the span is current while the turn starts (so the agent's spans nest in
-        # it) and ends with the stream's outcome, in a job the request only watches
-        begun: asyncio.Future[tuple[TurnStream, int]] = asyncio.get_running_loop().create_future()
-
-        async def run() -> Outcome:
-            try:
-                started = await self._stream(scope, session_id, message, key, parts, since, after)
-            except BaseException as error:
-                if not begun.done():  # (done: the request went away meanwhile)
-                    begun.set_exception(error)
-                raise
-            if not begun.done():
-                begun.set_result(started)
-            return await started[0].outcome()
-
-        traced = self.sessions.jobs.start(
-            tracing.turn(headers.get(b"traceparent"), session_id, run)
-        )
-        traced.add_done_callback(partial(_retrieved, begun))
-        return Streamed(*await begun)
-
-    async def _stream(
-        self,
-        scope: Scope,
-        session_id: str,
-        message: str,
-        key: str | None,
-        parts: Sequence[ContentPart],
-        since: int | None,
-        after: int,
-    ) -> tuple[TurnStream, int]:
-        """The stream a request reads, and the event it reads after: ``after`` when it
-        joins a stream under way, none when it started the turn (a retried request may
-        carry the ``Last-Event-ID`` of an attempt that never started one)."""
-        stream, job = await self.sessions.turns.streamed(session_id, message, key, parts, since)
-        if job is None:
-            return stream, after
-        job.add_done_callback(partial(end_stream, stream, scope, self.log_details))
-        return stream, 0
+        stream = self._streaming and wants_stream(headers.get(b"accept"))
+        entry = self.sessions.turns.turn(session_id, message, key, parts, since, stream=stream)
+        if self._tracing is not None:  # spans are drawn from the answer, a delta too
+            entry = self._tracing.turn(headers.get(b"traceparent"), session_id, entry)
+        answer = await entry
+        if isinstance(answer, Outcome):
+            return answer
+        if answer.job is None:  # joined the stream of its key's turn: after Last-Event-ID
+            return Streamed(answer.stream, after)
+        answer.job.add_done_callback(partial(end_stream, answer.stream, scope, self.log_details))
+        return Streamed(answer.stream, 0)  # (a retry that starts the turn reads it whole)
 
     async def _decide(self, scope: Scope, receive: Receive, headers: _Headers) -> Answer:
         query_of(scope.get("query_string", b""))
@@ -456,7 +386,7 @@ class EvalAdapter:
         return await self._tracing.turn(
             headers.get(b"traceparent"),
             session_id,
-            lambda: self.sessions.decide(session_id, decide.decisions),
+            self.sessions.decide(session_id, decide.decisions),
             route=APPROVALS_ROUTE,
             drawn=drawn,
         )
@@ -525,14 +455,6 @@ class _Endpoint:
             await answer.send(send)
         else:
             await answer(scope, receive, send)
-
-
-def _retrieved(begun: asyncio.Future[Any], job: asyncio.Task[Any]) -> None:
-    """A traced stream's job ended: its failure is its request's (which answered it), and
-    a request still waiting for the stream (tracing failed before it began) gets it."""
-    error = None if job.cancelled() else job.exception()
-    if not begun.done():
-        begun.set_exception(error or RuntimeError("the traced turn never started its stream"))
 
 
 def _decode(body: bytes, kind: type[T]) -> T:

@@ -31,7 +31,6 @@ Rules:
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import secrets
@@ -209,33 +208,6 @@ def fingerprint(message: str, request: bytes | None = None) -> str:
     spells a request's JSON is not that request."""
     bound = b"message\0" + message.encode() if request is None else b"parts\0" + request
     return hashlib.sha256(bound).hexdigest()
-
-
-class InFlight:
-    """A keyed turn in flight: repeats of its key wait for its outcome."""
-
-    __slots__ = ("_waiters", "fingerprint")
-
-    def __init__(self, fingerprint: str) -> None:
-        self.fingerprint = fingerprint
-        self._waiters: list[asyncio.Future[Outcome]] = []
-
-    def wait(self) -> asyncio.Future[Outcome]:
-        """A future of this waiter's own for the turn's outcome (or its problem)."""
-        future: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
-        self._waiters.append(future)
-        return future
-
-    def settle(self, outcome: Outcome | None, error: BaseException | None = None) -> None:
-        for future in self._waiters:
-            if future.done():
-                continue
-            if outcome is not None:
-                future.set_result(outcome)
-            elif isinstance(error, Exception):
-                future.set_exception(error)
-            else:
-                future.cancel()
 
 
 def not_found(session_id: str) -> HTTPProblem:
