@@ -40,21 +40,24 @@ from ._keywaits import SameKeyWaiter, lost_record
 from ._leases import LeaseKeeper, Leases
 from ._limits import Limits
 from ._live import LiveSessions
-from ._problems import HTTPProblem, problem_body
+from ._problems import (
+    HTTPProblem,
+    decision_problem,
+    key_reused,
+    not_found,
+    problem_body,
+    suspended,
+    suspended_elsewhere,
+)
 from ._records import (
     IDLE,
     SUSPENDED,
     Outcome,
     RunPolicy,
-    decision_problem,
     decode_envelope,
     fingerprint,
     idempotency_record,
-    key_reused,
-    not_found,
     replayed,
-    suspended,
-    suspended_elsewhere,
 )
 from ._runlog import (
     Reached,
