@@ -1,40 +1,7 @@
-"""The turn context: what an agent records about one turn, straight into its session's run.
+"""TurnContext: what an agent records about one turn, straight into its session's run.
 
-Rules:
-
-- One :class:`TurnContext` per turn. The runtime creates it, makes it the *current* context
-  (a context variable, so module-level tool functions find it, in tasks and worker threads
-  alike) and finalizes it when the turn ends.
-- Steps are model steps. :meth:`TurnContext.model_step` starts one (closing the previous);
-  requested tool calls, tool executions and usage attach to the open step, and a tool that
-  runs with no open step opens an implicit one. An execution without a call id takes the
-  first call of the same tool its step requested and nothing executed yet; every execution
-  has a matching requested call in its step (added when the agent did not declare one),
-  and the runtime re-derives ``tools`` from the steps, so the two never disagree.
-- Step, execution and call ids are UUIDs; timestamps are ISO-8601 UTC with milliseconds.
-- Tool arguments and results are stored as JSON values (``msgspec.to_builtins``; values it
-  cannot convert are stored as their ``repr``).
-- Errors become :class:`~evalport.protocol._models.ErrorInfo` with a neutral ``class``
-  (``"AgentError"`` or ``"ToolError"``) and the Python type in ``type``; never a traceback.
-- Gated tools: :meth:`TurnContext.request_approval` suspends the turn until the session's
-  owner posts a decision; the ``@tool`` decorator and ``async with ctx.tool_execution()``
-  do it for you and record the approval state on the execution. A rejection raises
-  :class:`ApprovalRejected`, whose ``reason`` is the approver's.
-- Interrupts: :meth:`TurnContext.interrupt` asks anything else (a clarification, a
-  choice, a form) and suspends the turn the same way (:mod:`._suspension`); it returns
-  the answer. The ``_sync`` twins serve sync agents in their worker thread.
-- Tool faults (``faults=``, the session's): both consult the session's fault plan after
-  the approval; see :mod:`evalport.protocol.runtime._faults`.
-- Streaming (``listen=``, the host's): each thing the agent records is told to the
-  listener as a stream event (:mod:`evalport.protocol._stream`) when it is recorded: the
-  turn's start, each step's start and end, tool runs, approval and interrupt requests,
-  the agent's failure, and the reply's chunks (:meth:`TurnContext.text_delta`). The
-  listener runs on the session's event loop (a sync agent's thread hands it over). An
-  agent whose turn returns nothing after streaming chunks replies with their
-  concatenation.
-- :mod:`evalport.protocol.runtime._tools` holds the ``@tool`` decorator, :mod:`evalport.protocol.runtime._stamps`
-  the ids, timestamps and error records used here, :mod:`evalport.protocol.runtime._control`
-  what the runtime does to a context that the agent's code never calls.
+Every execution has its requested call in its step, so ``tools`` derived from the steps
+never disagrees with them. Rules: see ARCHITECTURE.md, "Recording a turn".
 """
 
 from __future__ import annotations
@@ -80,7 +47,7 @@ from ._stamps import TOOL_ERROR_CLASS, error_info, json_arguments, json_value, n
 from ._tool_runs import ToolRun
 
 Listener = Callable[[StreamEvent], None]
-"""What a host streaming a turn is told each event with (see the module's rules)."""
+"""What a host streaming a turn is told each event with (ARCHITECTURE.md, "Recording a turn")."""
 
 _current: ContextVar[TurnContext | None] = ContextVar("evalport_turn_context", default=None)
 
@@ -430,7 +397,7 @@ class TurnContext:
             step.tool_executions.append(execution)
 
     def _inject(self, run: ToolRun, results: bool) -> None:
-        # The session's fault plan decides the call (rules: evalport.protocol.runtime._faults).
+        # The session's fault plan decides the call (ARCHITECTURE.md, "Tool faults").
         assert self._faults is not None
         error = self._faults.apply(self.run, run, self.turn, results=results)
         if error is not None:

@@ -1,20 +1,7 @@
 """What a suspended turn waits for: pending approvals and interrupts, one mechanism.
 
-Rules:
-
-- A turn suspends on **requests**: approvals of gated tool calls
-  (:class:`~evalport.protocol.PendingApproval`, keyed by call id) and interrupts, the
-  questions an agent asks that are not approvals (:class:`~evalport.protocol.PendingInterrupt`,
-  keyed by interrupt id: a clarification, a choice, a form). Both wait on a future of the
-  session's loop, are listed in the run (``pendingApprovals``, ``pendingInterrupts``) while
-  pending, and are settled together by one call (:meth:`AgentSession.decide`), since
-  requests made in the same scheduling pass join one suspension.
-- Settling must cover exactly the pending ids: a call id takes ``approve`` or ``reject``, an
-  interrupt id takes ``answer``. Missing, unknown and mismatched ids raise one
-  :class:`~._errors.DecisionError` naming them, and nothing is resumed.
-- An answered interrupt is recorded in the run's ``interrupts`` (its kind, payload and
-  answer, with the time it was answered) before the agent sees the answer.
-- A duplicate id gets a fresh UUID, so that two requests never share a future.
+Settling must cover exactly the pending ids, or nothing resumes. Rules: see
+ARCHITECTURE.md, "Recording a turn".
 """
 
 from __future__ import annotations
