@@ -44,6 +44,7 @@ from ._approvals import ApprovalRejected, ApprovalResult, Approvals
 from ._control import ToolExecutionBlock, TurnControl
 from ._faults import FaultPlan
 from ._stamps import TOOL_ERROR_CLASS, error_info, json_arguments, json_value, new_id, utc_now
+from ._suspension import approval_request, interrupt_request
 from ._tool_runs import ToolRun
 
 Listener = Callable[[StreamEvent], None]
@@ -281,7 +282,9 @@ class TurnContext:
         reason: str | None = None,
     ) -> ApprovalResult:
         """Suspend the turn until someone approves or rejects this call; returns the decision."""
-        result: ApprovalResult = await self._wait(self._approval(tool, arguments, call_id, reason))
+        result: ApprovalResult = await self._wait(
+            approval_request(self.turn, tool, arguments, call_id, reason)
+        )
         return result
 
     def request_approval_sync(
@@ -294,7 +297,7 @@ class TurnContext:
     ) -> ApprovalResult:
         """:meth:`request_approval` for sync agents (they run in a worker thread)."""
         result: ApprovalResult = self._wait_sync(
-            self._approval(tool, arguments, call_id, reason), "request_approval_sync"
+            approval_request(self.turn, tool, arguments, call_id, reason), "request_approval_sync"
         )
         return result
 
@@ -303,38 +306,11 @@ class TurnContext:
         ``"clarification"``, ``"choice"``, ``"form"``...; ``payload`` is any JSON value);
         returns the answer, once the session's owner posts it. The turn suspends as it does
         on an approval request; the answer is recorded in the run's ``interrupts``."""
-        return await self._wait(self._interrupt(kind, payload))
+        return await self._wait(interrupt_request(self.turn, kind, payload))
 
     def interrupt_sync(self, kind: str, payload: Any = None) -> Any:
         """:meth:`interrupt` for sync agents (they run in a worker thread)."""
-        return self._wait_sync(self._interrupt(kind, payload), "interrupt_sync")
-
-    def _approval(
-        self,
-        tool: str,
-        arguments: Mapping[str, Any] | None,
-        call_id: str | None,
-        reason: str | None,
-    ) -> PendingApproval:
-        return PendingApproval(
-            call_id=call_id or new_id(),
-            tool=tool,
-            arguments=json_arguments(arguments),
-            turn=self.turn,
-            reason=reason,
-            requested_at=utc_now(),
-        )
-
-    def _interrupt(self, kind: str, payload: Any) -> PendingInterrupt:
-        if not isinstance(kind, str) or not kind:
-            raise ValueError("an interrupt needs a kind, a non-empty str such as 'clarification'")
-        return PendingInterrupt(
-            id=new_id(),
-            kind=kind,
-            payload=json_value(payload),
-            turn=self.turn,
-            requested_at=utc_now(),
-        )
+        return self._wait_sync(interrupt_request(self.turn, kind, payload), "interrupt_sync")
 
     async def _wait(self, pending: PendingApproval | PendingInterrupt) -> Any:
         if self._approvals is None:

@@ -15,11 +15,42 @@ from .._messages import ApprovalDecision
 from .._models import AgentRun, Interrupt, PendingApproval, PendingInterrupt
 from ._approvals import ApprovalResult
 from ._errors import DecisionError
-from ._stamps import utc_now
+from ._stamps import json_arguments, json_value, new_id, utc_now
 
 Decision = ApprovalDecision | ApprovalResult | str | tuple[str, str]
 """A decision on a pending call (any of these spellings) or, as an
 :class:`ApprovalDecision` with ``decision="answer"``, the answer to a pending interrupt."""
+
+
+def approval_request(
+    turn: int,
+    tool: str,
+    arguments: Mapping[str, Any] | None,
+    call_id: str | None,
+    reason: str | None,
+) -> PendingApproval:
+    """The request a turn suspends on to have a call of ``tool`` approved."""
+    return PendingApproval(
+        call_id=call_id or new_id(),
+        tool=tool,
+        arguments=json_arguments(arguments),
+        turn=turn,
+        reason=reason,
+        requested_at=utc_now(),
+    )
+
+
+def interrupt_request(turn: int, kind: str, payload: Any) -> PendingInterrupt:
+    """The request a turn suspends on to ask something that is not an approval."""
+    if not isinstance(kind, str) or not kind:
+        raise ValueError("an interrupt needs a kind, a non-empty str such as 'clarification'")
+    return PendingInterrupt(
+        id=new_id(),
+        kind=kind,
+        payload=json_value(payload),
+        turn=turn,
+        requested_at=utc_now(),
+    )
 
 
 def _answers_interrupt(decision: Decision) -> bool:
