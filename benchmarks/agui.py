@@ -24,7 +24,10 @@ turn that is not counted, ten sessions at a time and retried if its connect is l
 opens the session's connection, and on a loaded machine a burst of 100 connects can lose
 SYNs to the listen queue, whose retransmissions (a second and more) would measure the
 kernel, not the reader. It prints p50, p95 and p99 of both, and the difference of
-their p95s.
+their p95s; and, to tell a reader's cost from the machine's noise, each reader's CPU per
+counted turn (this process's, the turns' phase only) and the garbage collector's pauses in
+that phase (a full collection of this process's heap takes tens of milliseconds and
+delays every first token due in it, whichever reader's round it falls in).
 
 Run: ``.venv/bin/python benchmarks/agui.py`` (about half a minute). It prints figures;
 it never fails a build.
@@ -34,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import random
 import socket
@@ -50,6 +54,33 @@ from typing import Any
 import httpx
 
 TARGET_MS = 2.0
+
+
+class _Phase:
+    """The counted turns of a round: the CPU they took, the collector's pauses in them."""
+
+    def __init__(self) -> None:
+        self.cpu = 0.0
+        self.pauses: list[tuple[int, float]] = []  # (generation, seconds)
+        self._started = 0.0
+
+    def _collected(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.pauses.append((info["generation"], time.perf_counter() - self._started))
+
+    async def measure(self, work: Awaitable[object]) -> None:
+        gc.callbacks.append(self._collected)
+        began = time.process_time()
+        try:
+            await work
+        finally:
+            self.cpu += time.process_time() - began
+            gc.callbacks.remove(self._collected)
+
+
+PHASES: dict[str, _Phase] = {}
 
 
 def _free_port() -> int:
@@ -158,7 +189,9 @@ async def _target_round(url: str, sessions: int, turns: int, think: float) -> li
                     found.append(timing.first_token)
             await opened.close()
 
-        await asyncio.gather(*(session(s) for s in opened))
+        await PHASES.setdefault("AgUiTarget", _Phase()).measure(
+            asyncio.gather(*(session(s) for s in opened))
+        )
     return found
 
 
@@ -206,7 +239,9 @@ async def _raw_round(url: str, sessions: int, turns: int, think: float) -> list[
                 if first is not None:
                     found.append(first)
 
-        await asyncio.gather(*(session(*t) for t in threads))
+        await PHASES.setdefault("raw SSE", _Phase()).measure(
+            asyncio.gather(*(session(*t) for t in threads))
+        )
     finally:
         for client in clients:
             await client.aclose()
@@ -255,10 +290,15 @@ def main() -> None:
         f"time to first token, {args.sessions} concurrent AG-UI sessions, "
         f"{len(target)} and {len(raw)} turns, agent thinks {args.think * 1000:.0f} ms"
     )
-    print(f"{'':>12} {'p50 ms':>9} {'p95 ms':>9} {'p99 ms':>9}")
+    print(f"{'':>12} {'p50 ms':>9} {'p95 ms':>9} {'p99 ms':>9} {'CPU/turn':>9} {'GC pauses':>24}")
     for name, values in (("AgUiTarget", target), ("raw SSE", raw)):
         p50, p95, p99 = _quantiles(values)
-        print(f"{name:>12} {p50:9.2f} {p95:9.2f} {p99:9.2f}")
+        phase = PHASES[name]
+        full = [seconds for generation, seconds in phase.pauses if generation == 2]
+        longest = max((seconds for _, seconds in phase.pauses), default=0.0)
+        collector = f"{len(full)} full, longest {longest * 1000:.1f} ms"
+        cpu = phase.cpu / len(values) * 1000
+        print(f"{name:>12} {p50:9.2f} {p95:9.2f} {p99:9.2f} {cpu:6.2f} ms {collector:>24}")
     difference = _quantiles(target)[1] - _quantiles(raw)[1]
     verdict = "within" if difference <= TARGET_MS else "over"
     print(f"p95 difference: {difference:+.2f} ms ({verdict} the {TARGET_MS:g} ms target)")

@@ -210,7 +210,9 @@ class Runner:
                 case_ids=[case.id for case in cases],
             )
         )
-        trials: dict[int, list[TrialResult]] = {index: [] for index in range(len(cases))}
+        # A case's list of trials is made when its first trial ends, not one per case up
+        # front: every list is an object the garbage collector walks (issue 36).
+        trials: dict[int, list[TrialResult]] = {}
         results: dict[int, CaseResult] = {}
         summaries: dict[int, CaseSummary] = {}
         jobs = iter([(i, trial) for i in range(len(cases)) for trial in range(options.repeat)])
@@ -218,12 +220,12 @@ class Runner:
         async def worker() -> None:
             for index, trial in jobs:
                 result = await self.run_trial(cases[index], trial)
-                trials[index].append(result)
+                done = trials.setdefault(index, [])
+                done.append(result)
                 self.reporters.trial_done(result)
-                if len(trials[index]) == options.repeat:
-                    results[index], summaries[index] = self._finish_case(
-                        cases[index], trials[index]
-                    )
+                if len(done) == options.repeat:
+                    del trials[index]
+                    results[index], summaries[index] = self._finish_case(cases[index], done)
                     self.reporters.case_done(results[index], summaries[index])
 
         workers = min(options.concurrency, len(cases) * options.repeat) or 1
@@ -328,7 +330,7 @@ class Runner:
         result = CaseResult(
             case_id=case.id,
             description=getattr(case, "description", "") or "",
-            tags=list(getattr(case, "tags", ()) or ()),
+            tags=tuple(getattr(case, "tags", ()) or ()),
             row=_row_data(_row(case)),
             verdict=case_verdict(verdicts, self.options.pass_rate, self.options.min_lower_bound),
             trials=trials,

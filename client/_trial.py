@@ -203,18 +203,18 @@ async def run_trial(
         case_id=case.id,
         trial=trial,
         verdict=trial_verdict(results, error=error is not None, skipped=skip_reason is not None),
-        assertions=results,
+        assertions=tuple(results),
         error=error[1] if error else None,
         error_type=error[0] if error else None,
         traceback=error[2] if error else None,
         skip_reason=skip_reason,
         duration=time.perf_counter() - started,
         session_id=ctx.session_id,
-        judges=list(ctx.judge_records),
+        judges=tuple(ctx.judge_records),
         logs=list(ctx.logs),
         output=ctx.output,
         run=run,
-        timings=ctx.timings,
+        timings=tuple(ctx.timings),
     )
 
 

@@ -1,13 +1,9 @@
-"""evalport.protocol: the wire of protocol v1, the types and rules both ends share.
+"""The wire of protocol v1: the types and rules both ends share (needs only msgspec).
 
-Needs only msgspec. What is here defines and codes the wire: the run model and the
-request and response messages (msgspec Structs), the codec, digests and the trace policy,
-problem types and errors, the versions. The in-process agent runtime that the server and
-the client's ``LocalTarget`` share lives apart, in :mod:`evalport.protocol.runtime`.
-
-This package is the only public face: its modules (``_models.py``, ``_codec.py``...) are
-private. ``openapi.yaml`` at the top of the repository is the source of truth these types
-follow, and a test keeps the two in step. Nothing here names the server or the client.
+The run model and the request and response messages (msgspec Structs), the codec, digests
+and the trace policy, problem types and the one tree of errors, the versions. The agent
+runtime is :mod:`evalport.protocol.runtime`. Import from here, never from a ``_module``;
+``openapi.yaml`` is the source of truth these types follow.
 """
 
 from ._auth import DEFAULT_TOKEN_ENV

@@ -1,10 +1,6 @@
-"""Where every evalport command finds the bearer token.
+"""Where every evalport command finds the bearer token: an environment variable only.
 
-Rule: the token is read from an environment variable, never from the command line (where
-``ps`` would show it): the one named by ``--token-env``, else :data:`DEFAULT_TOKEN_ENV`.
-``evalport serve``, ``run``, ``check`` and the pytest plugin all follow it. A variable's
-name that is no variable name (a token pasted in its place) is refused without being
-echoed (:func:`variable_name`).
+Never the command line (``ps`` shows it); a pasted token is refused without being echoed.
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
 """The ``evalport`` command: a dispatcher that imports each part only when it is used.
 
-Subcommands live with the part they drive (``serve`` in the server package, the
-evaluation commands in the client package) and register under the ``evalport.commands``
-entry point group (``pyproject.toml``), so a service that installed only
-``evalport[server]`` can still run ``evalport serve``, and ``evalport run`` there says
-which extra to install. A command module has ``HELP`` (one line), ``add_arguments(parser)``
-and ``main(args) -> int``. Every parser is a :class:`Parser`: no command takes an
-abbreviated option, and none echoes an argument it does not know. A closed stdout (its
-reader went away) silences the rest of the output and keeps the command's exit code.
+Rules: see ARCHITECTURE.md, "Shared below the server and the client".
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
-"""Encoding and decoding of protocol bodies.
+"""Encoding and decoding of protocol bodies: requests strictly, responses leniently.
 
-Rules:
-
-- The server decodes requests **strictly** (:func:`decode_request`): malformed JSON is a
-  400 ``malformed-json`` problem, a body of the wrong shape a 422 ``invalid-body`` problem
-  naming the JSON path of the field (:func:`~evalport.protocol._paths.error_path`).
-- The client decodes responses **leniently** (:func:`decode_run`, :func:`decode_response`):
-  unknown fields are ignored, enumerated values are kept as text, a run may come wrapped as
-  ``{"run": ...}`` or bare, tool arguments sent as a JSON string become a map, and a server
-  that sends only ``steps`` gets ``tools`` derived from them. Anything it still cannot use
-  is a :class:`ProtocolError` naming the field and quoting the start of the body.
-- Everything is encoded with one shared msgspec encoder.
+Rules: see ARCHITECTURE.md, "The wire: run model, messages, codec".
 """
 
 from __future__ import annotations

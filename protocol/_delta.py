@@ -1,41 +1,8 @@
 """Delta responses: a long session's run as what it gained since the client's copy.
 
-Rules (the server cuts with :func:`run_delta`, the client reassembles with
-:func:`apply_delta`; nothing else knows how a delta is made):
-
-- The client names its copy with ``since``, its :func:`settled_turns`: the run's
-  ``turns``, less one while the last turn is not over (any status but ``completed``,
-  ``stopped`` and ``failed``: a turn waiting for approvals goes on when they are
-  decided). A settled turn's records never change afterwards.
-- A **tail list** is a list of the run that only grows at its end, in turn order:
-  ``steps``, ``tools``, ``events``, ``interrupts`` and ``userParts`` (each item names
-  its turn) and ``userMessages`` (one per turn); ``userParts`` is one only in a run that
-  has it (a run without it, and a delta of one, leave it out; a copy without it keeps
-  none). A delta sends of each tail list its items of the turns after
-  ``since``; ``kept`` says, per list, how many items of the client's copy stay before
-  them, and ``lastStepId`` which step is the last that stays. **Every other field of the
-  run is sent whole** (reply, status, totals, stop signal, pending approvals, error
-  texts...), so a field added to :class:`~evalport.protocol.AgentRun` travels in a
-  delta without code here; only a new tail list is named below, to be sent by its tail.
-- :func:`apply_delta` takes from the copy the first ``kept`` items of each tail list
-  ``kept`` names, then the delta's, and every other field from the delta. It refuses a
-  copy that is not the delta's base (a :class:`~evalport.protocol.ProtocolError` at
-  ``$.delta``) unless all of these hold: the copy is of the delta's session, has at
-  least ``since`` turns and at least ``kept`` items in each tail list; its kept items
-  belong to turns up to ``since`` and its next item, if any, to a later turn; its last
-  kept step has the id ``lastStepId``. A client then reads the whole run instead.
-- The reassembled run equals, field by field, the run the full response carries
-  (``tests/protocol/test_delta.py`` checks it over random sessions). The copy is never
-  changed: the result shares its kept items. With ``grow=True`` the copy's tail lists
-  only grow instead: a list the delta keeps whole gets the new items appended and
-  becomes the result's; a list the delta cuts is left as it was and the result gets a
-  new one. Whoever holds the copy's lists with their lengths still reads what it read,
-  and a long session's turn costs what the turn gained (``client/_turns.py``).
-- A server answers the whole run (``{"run": ...}``) when it cannot cut at ``since``
-  (``since`` beyond the run's ``turns``), as a server without the ``delta`` capability
-  does: :func:`decode_answer` reads both.
-- A trace policy applies to a delta's ``run`` as to a whole run: the kept items were
-  redacted when they arrived, so each step is decoded and redacted once.
+Only this module knows how a delta is made (:func:`run_delta` cuts, :func:`apply_delta`
+reassembles): a new tail list of the run is named here. Rules: see ARCHITECTURE.md,
+"Delta responses".
 """
 
 from __future__ import annotations
@@ -79,7 +46,7 @@ def _kept_by_turn(items: list[Any], since: int) -> int:
 
 
 def run_delta(run: AgentRun, since: int) -> RunDelta:
-    """What ``run`` gained after turn ``since`` (see the module's rules); ``ValueError``
+    """What ``run`` gained after turn ``since`` (ARCHITECTURE.md, "Delta responses"); ``ValueError``
     when ``since`` is not between 0 and ``run.turns``. Costs what the tails hold."""
     if not 0 <= since <= run.turns:
         raise ValueError(f"since must be between 0 and the run's {run.turns} turns, not {since}")
@@ -144,7 +111,7 @@ def _check_base(base: AgentRun, delta: RunDelta) -> None:
 def apply_delta(base: AgentRun, delta: RunDelta, *, grow: bool = False) -> AgentRun:
     """The run ``delta`` describes, from ``base``, the client's copy (left unchanged, or
     with ``grow=True`` its tail lists grown in place); a :class:`ProtocolError` when
-    ``base`` is not the delta's base (see the rules)."""
+    ``base`` is not the delta's base (ARCHITECTURE.md, "Delta responses")."""
     _check_base(base, delta)
     lists: dict[str, list[Any]] = {}
     for wire, keep in delta.kept.items():

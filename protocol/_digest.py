@@ -1,34 +1,7 @@
-"""Digests: a value replaced by its hash, size and shape.
+"""Digests: a value replaced by its hash, size and shape, byte for byte as Instructor's.
 
-Format (shared with Instructor's ``EvalTracePolicy::safe()``, byte for byte)::
-
-    {"hash": "sha256:<64 hex>", "bytes": N, "preview": "<shape>"}
-
-- The hash and ``bytes`` are over the value's **canonical JSON** (:func:`canonical_json`):
-  compact JSON (no spaces, ``/`` and non-ASCII left unescaped; a string is hashed with its
-  quotes) in which equal JSON values are equal text: object keys sorted by code point, and
-  a number with an integral value written as an integer (``10.0``, ``1e1`` -> ``10``,
-  ``-0.0`` -> ``0``; other floats as Python writes them, integers exactly, however big).
-  So ``digest(10)`` and ``digest(10.0)`` hash alike, and so do two maps that differ only
-  in key order. For strings, integers, booleans, null and maps with sorted keys and no
-  integral float (Instructor's test vectors among them) this is Instructor's compact JSON
-  byte for byte.
-- Matching (:func:`matches_digest`) compares hashes; a plain value also matches the
-  hashes of the other ways an implementation writes the same value, in nested values
-  too: keys as written or sorted, and numbers of integral value as integers (PHP's
-  ``json_encode`` writes ``0.0`` as ``0``) or with ``.0`` (``42`` as ``42.0``). So a
-  digest made before the canonical form, by Instructor, or by a server written elsewhere
-  still matches the value it was made from. Two plain values match when
-  they are the same JSON value (:func:`json_equal`): the rule a digest's hash follows, so
-  a verdict is the same on a run seen verbatim and on a digested one.
-- The preview is the value's *shape* encoded the same way: a string becomes
-  ``"<string:N>"`` (N UTF-8 bytes), numbers ``"<int>"``/``"<float>"``, ``"<bool>"``,
-  ``"<null>"``, a list ``"<array:N>"``, a map keeps its keys and shapes its values down to
-  depth 6, deeper maps become ``"<object:N>"``. It is cut to ``preview_bytes`` at a UTF-8
-  character boundary. The preview shows the value as it was recorded (its key order,
-  ``"<float>"`` for ``10.0``): equal values have equal hashes and sizes, not always equal
-  previews.
-- A value already in digest shape passes through unchanged, so digesting is idempotent.
+Hashes are over canonical JSON (equal JSON values are equal bytes); a digest passes
+through unchanged. Rules: see ARCHITECTURE.md, "Trace policy and digests".
 """
 
 from __future__ import annotations
@@ -164,7 +137,7 @@ def _with_fractions(value: Any) -> Any:
 
 
 def _hashes(value: Any) -> set[str]:
-    """The hashes a digest of ``value`` may carry (see the module's rules on matching)."""
+    """The hashes a digest of ``value`` may carry (ARCHITECTURE.md, "Trace policy and digests")."""
     try:
         parsed = json.loads(compact_json(value))
     except (TypeError, ValueError):

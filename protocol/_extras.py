@@ -1,21 +1,7 @@
 """Optional parts: import them lazily and say how to install what is missing.
 
-Rules:
-
-- A part of evalport that needs an extra (``server``, ``client``, ``redis``...) is imported
-  only when it is used; a missing dependency is a :class:`MissingExtraError` whose message
-  names the module that is missing (the one Python could not find, which may be a
-  dependency of the module asked for) and ends with the ``pip install 'evalport[extra]'``
-  line to run.
-- Only a module that is not installed is a missing extra. Any other import error (a name
-  a package lacks, a submodule of an installed package, an error inside evalport itself)
-  is a bug to see, so it propagates as it is.
-- The upper packages plug into the lower ones through entry points of the distribution,
-  never by name: ``evalport.commands`` (one per ``evalport`` subcommand) and
-  ``evalport.pytest`` (pytest plugins), each naming a module in ``pyproject.toml``. The
-  extra a plugin needs is the name of its package, the second part of its dotted name
-  (a module of the client package needs ``evalport[client]``). This package reads the
-  groups and names no upper package.
+Only a module that is not installed is a missing extra; any other import error is a bug
+and propagates. Rules: see ARCHITECTURE.md, "Shared below the server and the client".
 """
 
 from __future__ import annotations

@@ -1,20 +1,7 @@
-"""Loopback: who counts as "this machine" for a server that has no token.
+"""Loopback: who counts as this machine for a server that has no token.
 
-``evalport serve --insecure-no-auth`` and ``evalport view`` answer without credentials, so
-they listen on a loopback address only. That alone does not keep a web page out: through
-DNS rebinding a page's own host name can point at 127.0.0.1, and any page may send a
-blind cross-site request. The rules both servers follow:
-
-- :func:`is_loopback` says whether an address to listen on is loopback: ``localhost``
-  or any address of 127.0.0.0/8 and ``::1``, in any numeric form the OS takes
-  (``127.1``, ``127.0.0.2``).
-- :func:`local_request` says whether a request may be answered: its ``Host`` names a
-  loopback address, ``localhost`` or the address the server bound (with or without a
-  port; any address literal when it bound them all, ``0.0.0.0`` or ``::``), never
-  another name, which is what DNS rebinding needs; if a browser sent an ``Origin``, that
-  origin names one of them too, and ``Sec-Fetch-Site`` does not say ``cross-site``. A
-  request from a page served by another site is refused even when it reached the right
-  address.
+Listening on loopback does not stop DNS rebinding or cross-site requests, so each request
+is checked too. Rules: see ARCHITECTURE.md, "Shared below the server and the client".
 """
 
 from __future__ import annotations
@@ -55,7 +42,7 @@ def _names_this_server(authority: str, bound: str) -> bool:
 
 def local_request(headers: Mapping[bytes, bytes], bound: str = "127.0.0.1") -> bool:
     """Whether a request with these (lower-case) headers may be answered by a server
-    bound on ``bound`` (see the module's rules)."""
+    bound on ``bound`` (ARCHITECTURE.md, "Shared below the server and the client")."""
     host = headers.get(b"host", b"").decode("latin-1")
     if not _names_this_server(host, bound):
         return False

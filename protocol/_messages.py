@@ -1,11 +1,6 @@
 """Request and response bodies of the protocol routes (see ``openapi.yaml``).
 
-Rules:
-
-- Request bodies are decoded strictly by the server: unknown fields are refused, types are
-  exact. Every request Struct is ``forbid_unknown_fields``.
-- Response bodies are decoded leniently by the client (see :mod:`evalport.protocol._codec`).
-- camelCase on the wire, like the run model.
+Every request Struct is ``forbid_unknown_fields``: the server decodes requests strictly.
 """
 
 from __future__ import annotations

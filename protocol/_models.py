@@ -1,24 +1,7 @@
 """The run model: what an agent did in a session, as it travels on the wire.
 
-Rules (they hold for every Struct in this module):
-
-- Field names are snake_case in Python and camelCase on the wire, except where
-  Instructor's decoder reads snake_case: a flat ``tools`` entry's ``tool_call``, and a
-  message's ``tool_calls`` and ``tool_result`` (:class:`ToolResult`), which repeat its
-  ``toolCalls`` and ``toolCallId`` in Instructor's form. ``ErrorInfo.error_class`` is
-  ``class`` on the wire.
-- Enumerated values (run status, step type, finish reason, stop reason, approval state)
-  are plain ``str`` so that a client keeps a value a newer server invents; the known
-  values are the constants of the classes :class:`RunStatus`, :class:`StepType`,
-  :class:`FinishReason`, :class:`StopReason` and :class:`ApprovalState`.
-- Timestamps are ISO-8601 strings in UTC; durations are seconds as floats.
-- Payloads (tool arguments, results, error texts) are ``Any``: verbatim JSON values, or a
-  digest (``{"hash", "bytes", "preview"}``) once a trace policy redacted them. Argument
-  maps stay maps: a policy keeps their keys in clear and digests each value.
-- ``AgentRun`` is always the run **accumulated** over every turn of its session.
-- ``AgentRun.tools`` is the flat list of every tool execution across steps, in order; it is
-  derived from the steps (:meth:`AgentRun.sync_tools`) and never edited by hand.
-- Structs are ``gc=False``: they hold JSON data only and never form reference cycles.
+``AgentRun`` is the run accumulated over every turn; its ``tools`` are derived from the
+steps, never edited. Rules: see ARCHITECTURE.md, "The wire: run model, messages, codec".
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """JSON paths of decoding errors, down to the field and the map key at fault.
 
-msgspec reports where a value failed as ``... - at `$.a[0].b``` (and leaves ``$`` alone
-out), names a missing or unknown field apart from that location, and writes every map key
-as ``[...]``. :func:`error_path` turns that into one path that names everything:
-``$.decisions["call_2"].decision``. It finds the key by checking, entry by entry, which
-value of the map fails its type; when it cannot tell, ``[...]`` stays.
+msgspec writes every map key as ``[...]``; :func:`error_path` finds the key by checking
+which entry's value fails its type: ``$.decisions["call_2"].decision``.
 """
 
 from __future__ import annotations

@@ -1,41 +1,8 @@
 """Trace policies: what of a run's payloads stays readable, and what becomes a digest.
 
-Rules (they hold wherever a policy is applied, on the client or on the server):
-
-- :meth:`TracePolicy.safe` is the default. It digests tool **payloads**: argument values,
-  results and error texts, wherever they appear (``steps[].toolExecutions``,
-  ``steps[].requestedToolCalls``, the flat ``tools`` list, ``pendingApprovals``, and tool
-  calls and tool results inside ``steps[].outputMessages``, which Instructor leaves in
-  clear), and the ``payload`` and ``answer`` of interrupts (``pendingInterrupts``,
-  ``interrupts``), as it does tool arguments. It also digests error texts: each line of the run-level ``errors`` string, the
-  ``message`` of every :class:`~evalport.protocol.ErrorInfo`, and the message of a stop
-  signal whose reason is ``error`` (it repeats the error's text).
-- Names, ids, order, error flags, timings, usage, finish reasons, other stop signals, events,
-  the user's messages, the reply and the status stay in clear.
-- Images and files in a turn (``userParts``) keep their media type, name, URL, ``sha256``
-  and byte count; their bytes (``data``, and a ``data:`` URL, its scheme in any case) are
-  dropped, so a report, a cache file or a judge prompt never sees them. Binary blocks inside ``outputMessages``
-  (a ``data`` or ``base64`` string, an image URL that is a ``data:`` URL) become digests.
-- A URL of a part (``userParts[].url``, a ``url`` inside a content block of
-  ``outputMessages``) of any scheme with a host (``https://``, ``ftp://``, ``s3://``;
-  white space around it ignored) keeps ``scheme://host/path``; its query, fragment and
-  user info (where a presigned URL carries its signature or token) become one digest of
-  the whole URL, ``?sha256=<hex>``. A URL with none of them stays as it is.
-- An argument map keeps its **keys** in clear and digests each value, so an argument
-  check still works on a redacted run (:func:`~evalport.protocol.matches_digest`), with
-  the verdict it has on the verbatim run: a digest hashes canonical JSON, in which equal
-  values (``10`` and ``10.0``, maps in any key order) are equal bytes. A map
-  that arrives digested as a whole passes through as it is.
-- A value already in digest shape passes through unchanged, so applying a policy twice,
-  or to a run a server already redacted, changes nothing. ``None`` stays ``None``, and an
-  empty error text stays empty: there is nothing in them to hide.
-- The run-level ``errors`` field is text, so each of its lines is replaced by the compact
-  JSON of its digest (:func:`digest_text`); :func:`matches_digest_text` checks a line.
-- Allow-lists keep chosen payloads verbatim: by tool name (arguments, result, error of
-  that tool) and by argument key (that key's value in any tool's arguments).
-- :meth:`TracePolicy.verbatim` is an explicit opt-in: it returns runs untouched.
-- :meth:`TracePolicy.apply` never modifies the run it is given; it returns a redacted
-  copy that shares the parts it did not need to change: treat redacted runs as read-only.
+:meth:`TracePolicy.apply` never changes the run it is given; a redacted run shares parts
+with it, so treat redacted runs as read-only. Rules: see ARCHITECTURE.md,
+"Trace policy and digests".
 """
 
 from __future__ import annotations
@@ -372,7 +339,8 @@ def _is_data_url(text: str) -> bool:
 
 def safe_url(url: str) -> str:
     """A URL with a host (``scheme://``) with its query, fragment and user info replaced by
-    a digest of the whole URL (see the module rules); any other text is returned as it is."""
+    a digest of the whole URL (ARCHITECTURE.md, "Trace policy and digests"); any other
+    text is returned as it is."""
     if "://" not in url:
         return url
     try:

@@ -1,12 +1,8 @@
-"""Problem types (RFC 9457) and the errors that carry them.
+"""Problem types (RFC 9457) and the one tree of errors every target raises.
 
-Every error the server returns is ``application/problem+json`` whose ``type`` is one of the
-stable URIs below; clients branch on ``type`` (or the status), never on ``title`` or
-``detail``. A server never puts a stack trace on the wire.
-
-The errors a target raises (``LocalTarget`` and ``HttpTarget`` alike, and the in-process
-runtime for the session conflicts) form one tree, each class defined here once and
-re-exported where its users are (the client's face, :mod:`evalport.protocol.runtime`)::
+Clients branch on a problem's ``type``, never its ``title`` or ``detail``. Each error is
+defined here once and re-exported where its users are (see ARCHITECTURE.md,
+"Problems and errors")::
 
     TargetError                  an agent target could not take a call
     ├── TargetUnavailable        cannot reach it, 5xx, 429/503 after the retries

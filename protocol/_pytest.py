@@ -1,9 +1,6 @@
-"""The ``pytest11`` entry point of the distribution.
+"""The ``pytest11`` entry point: it must import in every install.
 
-pytest loads every installed plugin at start-up, so this module must import in every
-install. It names the plugins registered under the ``evalport.pytest`` entry point group
-(the client's) whose extra is installed, for pytest to load; in a service that installed
-only ``evalport[server]`` pytest runs as if evalport were absent.
+Rules: see ARCHITECTURE.md, "Shared below the server and the client".
 """
 
 from __future__ import annotations

@@ -1,42 +1,8 @@
 """Redis URLs: one syntax for a single server, a Sentinel-watched master and a Cluster.
 
-The server's session store and the client's run cache both read them, so the forms live
-here, below both.
-
-Rules:
-
-- The scheme says how Redis is deployed, a trailing ``s`` on its first word that every
-  connection uses TLS:
-
-  ========================================================  ===============================
-  ``redis://[USER:PASSWORD@]HOST[:PORT][/DB]``              one server (port 6379, db 0)
-  ``rediss://...``                                          the same over TLS
-  ``unix://[USER:PASSWORD@]/PATH/TO/SOCKET[?db=DB]``        one server on a Unix socket
-  ``redis+sentinel://[USER:PASSWORD@]HOST[:PORT][,HOST[:PORT]...]/SERVICE[/DB]``
-                                                            the master that the Sentinels
-                                                            (port 26379) name ``SERVICE``
-  ``rediss+sentinel://...``                                 the same over TLS
-  ``redis+cluster://[USER:PASSWORD@]HOST[:PORT][,HOST[:PORT]...]``
-                                                            a Redis Cluster found from
-                                                            these nodes (db 0 only)
-  ``rediss+cluster://...``                                  the same over TLS
-  ========================================================  ===============================
-
-- ``USER:PASSWORD`` are the Redis ACL user and its password (``:PASSWORD@`` for the
-  ``default`` user), percent-encoded where they hold ``@ : / ?``; with Sentinel they are
-  the data nodes' credentials, the Sentinels' own are the ``sentinel_username`` and
-  ``sentinel_password`` options.
-- Options (the query string), each at most once: ``ssl_ca_certs`` (PEM file of the CAs
-  to trust; default: the system's), ``ssl_certfile`` and ``ssl_keyfile`` (a client
-  certificate, for servers with ``tls-auth-clients``), ``ssl_cert_reqs``
-  (``required``, the default, ``optional`` or ``none``), only with a TLS scheme;
-  ``wait_replicas=N``: every write waits until ``N`` replicas have it (Redis ``WAIT``;
-  what a user of the URL does when they do not is its own rule), not with a cluster;
-  ``db`` (``unix://`` only).
-- Anything else is a ``ValueError`` that names the part at fault and the form to use,
-  with the password replaced by ``***``.
-- :func:`parse_redis_url` needs no ``redis`` package (a bad URL says so before the
-  extra is needed); :func:`connect` builds the redis-py client of each form.
+The forms users write are in docs/expose.md ("Redis in production"); a bad URL is a
+``ValueError`` naming the part at fault, never the password. Rules: see ARCHITECTURE.md,
+"Shared below the server and the client".
 """
 
 from __future__ import annotations
@@ -76,7 +42,7 @@ _CERT_REQS: Final = ("required", "optional", "none")
 
 
 class RedisURL(msgspec.Struct, frozen=True, kw_only=True):
-    """A parsed Redis URL (see the module's rules)."""
+    """A parsed Redis URL (ARCHITECTURE.md, "Shared below the server and the client")."""
 
     kind: Kind
     tls: bool

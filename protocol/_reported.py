@@ -1,19 +1,6 @@
-"""Values as model APIs and agent frameworks report them, read into the run model.
+"""Tool arguments and token counts as model APIs and agent frameworks report them.
 
-Rules:
-
-- Tool arguments (:func:`arguments_of`) become a JSON object: JSON text is parsed; a
-  mapping is copied; ``None`` and ``""`` are no arguments. What is not an object (text
-  that is not JSON, a JSON array, a number) is kept under ``"value"``, or, with
-  ``keep_text=True``, text that holds no JSON object is kept as the text itself (a
-  logged conversation shows what the model sent).
-- Token counts (:func:`step_usage`): model APIs and frameworks count inclusively (input
-  includes cache reads and writes, output includes reasoning); a step's
-  :class:`~evalport.protocol.Usage` is disjoint, as Instructor adds it up, so the parts
-  are subtracted from their totals (never below 0; ``None`` counts as 0).
-
-Both the server's framework adapters and the client's chat-history reader use them, so a
-tool call or a token count reads the same whichever way the run was recorded.
+Rules: see ARCHITECTURE.md, "Shared below the server and the client".
 """
 
 from __future__ import annotations

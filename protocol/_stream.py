@@ -1,33 +1,6 @@
-"""Streamed turns (evalport addition): the events a turn sends as it runs.
+"""Streamed turns (evalport addition): the events a turn sends as it runs, as tagged structs.
 
-Rules:
-
-- A turn asked with ``Accept: text/event-stream`` (negotiated as HTTP says: ``q=0``
-  refuses it, media types are case-insensitive, ``*/*`` alone answers JSON) of a server
-  that lists the ``streaming`` capability answers ``200`` with Server-Sent Events as the
-  turn runs. Each event's ``event:`` field is its name (:data:`STREAM_EVENTS`), its
-  ``data:`` one line of JSON (U+2028, U+2029 and U+0085 as JSON escapes, which every
-  SSE parser reads alike; a lone surrogate as U+FFFD), its ``id:`` the turn's event
-  number (1, 2, ...).
-- The last event is ``result`` or ``problem``: ``result`` carries the body the same
-  request would have answered without streaming, as the same JSON (the whole run, or the
-  delta with ``?since=N``), ``problem`` the RFC 9457 problem it would have answered
-  instead. A client may ignore every other event.
-- The events before it are what the agent recorded, as it recorded it: ``turn-started``,
-  ``step-started``, ``step-completed`` (the whole step), ``text-delta`` (a chunk of the
-  reply), ``tool-started``, ``tool-completed``, ``approval-requested``,
-  ``interrupt-requested`` (the turn then suspends: its ``result`` says so) and ``error``
-  (the agent failed). A server with a trace policy applies it to each event as it
-  applies it to the run: what a stream shows, the run shows.
-- ``overflow`` ends a stream whose reader fell behind the events the server keeps for a
-  turn (or that resumed from an event it no longer keeps, or an event larger than all
-  it keeps): the turn runs on, and the same request without the stream (same
-  ``Idempotency-Key``) answers its outcome.
-- A comment line (``: keep-alive``, with no blank line after it) goes out at least every
-  15 s while nothing else does.
-- A client that lost the stream sends the same request again with the same
-  ``Idempotency-Key`` and ``Last-Event-ID``: it receives the events after that one, or
-  only the final event once the turn is over.
+Rules: see ARCHITECTURE.md, "Streamed turns".
 """
 
 from __future__ import annotations
@@ -115,7 +88,7 @@ class TurnFailed(_Event, tag="error"):
 
 
 class StreamOverflow(_Event, tag="overflow"):
-    """``overflow``: this stream ends, the turn does not (see the module rules)."""
+    """``overflow``: this stream ends, the turn does not (ARCHITECTURE.md, "Streamed turns")."""
 
     detail: str
     kept_bytes: int

@@ -53,10 +53,9 @@ Rules:
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import Any, Final, NamedTuple, TypeVar
+from typing import Any, Final, NamedTuple
 
 import msgspec
 from evalport.protocol import (
@@ -68,16 +67,12 @@ from evalport.protocol import (
     STREAMING_CAPABILITY,
     AgentInfo,
     ApprovalsRequest,
-    ContentPart,
     CreateSessionRequest,
     CreateSessionResponse,
-    FieldError,
     Health,
     ProblemType,
-    RequestError,
     TurnRequest,
     __version__,
-    decode_request,
     encode,
 )
 from evalport.protocol.runtime import agent_identity, declared_tools
@@ -88,52 +83,36 @@ from starlette.types import Receive, Scope, Send
 
 from ._auth import BearerAuth
 from ._limits import Limits
-from ._oversize import part_at_cut
 from ._problems import HTTPProblem
-from ._records import Outcome, RunPolicy, log_details, query_of, since_of
+from ._records import Outcome, RunPolicy, log_details
+from ._requests import (
+    JSON,
+    Headers,
+    content_parts_unsupported,
+    decoded,
+    faults_disabled,
+    headers_of,
+    idempotency_key,
+    query_of,
+    read_body,
+    since_of,
+)
 from ._sessions import SessionManager
 from ._standalone import ProtocolApp, internal_problem, request_path, safe_instance
-from ._streams import Streamed, TurnStream, end_stream, last_event_id, wants_stream
+from ._streams import Streamed, end_stream, last_event_id, wants_stream
 from ._tracing import APPROVALS_ROUTE, TurnTracing
 from .stores import SessionStore, open_store
 
-_JSON: Final = "application/json"
 # Every path takes every common method, so that a wrong one is our 405 problem, not the host's.
 _METHODS: Final = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
-_MAX_KEY: Final = 255
-_Headers = dict[bytes, str]
 
 
 Answer = Response | Outcome | Streamed
-Handler = Callable[[Scope, Receive, _Headers], Awaitable[Answer]]
+Handler = Callable[[Scope, Receive, Headers], Awaitable[Answer]]
 _CONTENT_TYPES: Final = {
-    False: (b"content-type", _JSON.encode()),
+    False: (b"content-type", JSON.encode()),
     True: (b"content-type", PROBLEM_CONTENT_TYPE.encode()),
 }
-_WANTED: Final = frozenset(
-    (
-        b"accept",
-        b"authorization",
-        b"content-length",
-        b"content-type",
-        b"idempotency-key",
-        b"last-event-id",
-        b"traceparent",
-    )
-)
-
-
-def _headers(raw: list[tuple[bytes, bytes]]) -> _Headers:
-    """The few request headers the adapter reads, in one pass (first value wins)."""
-    found: _Headers = {}
-    for name, value in raw:
-        name = name.lower()
-        if name in _WANTED and name not in found:
-            found[name] = value.decode("latin-1")
-    return found
-
-
-T = TypeVar("T")
 
 
 class _Endpoints(NamedTuple):
@@ -282,171 +261,69 @@ class EvalAdapter:
             endpoints = {**endpoints, "HEAD": endpoints["GET"]}
         return _Endpoint(self, endpoints, None if public else self._auth, drains)
 
-    async def _body(self, receive: Receive, headers: _Headers, *, parts: bool = False) -> bytes:
-        limit = self.limits.max_body_bytes
-        declared = headers.get(b"content-length")
-        if (
-            not parts  # a turn's body is read to the limit, to name the part it is cut in
-            and declared is not None
-            and declared.isascii()
-            and declared.isdigit()
-            and int(declared) > limit
-        ):
-            raise _too_large(limit)
-        content_type = headers.get(b"content-type")
-        if content_type is not None and content_type != _JSON and not _is_json(content_type):
-            raise HTTPProblem(
-                ProblemType.UNSUPPORTED_MEDIA_TYPE,
-                f"Send application/json, not {content_type.split(';')[0].strip()!r}.",
-            )
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                raise HTTPProblem(ProblemType.MALFORMED_JSON, "The client went away mid-body.")
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > limit:
-                cut = b"".join([*chunks, chunk])[:limit] if parts else b""
-                raise _too_large(limit, part_at_cut(cut) if parts else None)
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                return chunks[0] if len(chunks) == 1 else b"".join(chunks)
-
     # -- endpoints ---------------------------------------------------------------------------------
 
-    async def _health_endpoint(self, scope: Scope, receive: Receive, headers: _Headers) -> Answer:
+    async def _health_endpoint(self, scope: Scope, receive: Receive, headers: Headers) -> Answer:
         held = self.sessions.watchdog.longest
         if held is None:
-            return Response(self._health, media_type=_JSON)
+            return Response(self._health, media_type=JSON)
         if self._public_health:  # a caller without the token sees no live session id
             held = msgspec.structs.replace(held, session_id=msgspec.UNSET)
         health = msgspec.structs.replace(self._health_of, loop_held=held)
-        return Response(encode(health), media_type=_JSON)
+        return Response(encode(health), media_type=JSON)
 
-    async def _create(self, scope: Scope, receive: Receive, headers: _Headers) -> Answer:
-        body = await self._body(receive, headers)
-        create = _decode(body, CreateSessionRequest) if body.strip() else CreateSessionRequest()
+    async def _create(self, scope: Scope, receive: Receive, headers: Headers) -> Answer:
+        body = await read_body(receive, headers, self.limits.max_body_bytes)
+        create = decoded(body, CreateSessionRequest) if body.strip() else CreateSessionRequest()
         if create.faults and not self._faults:
-            raise _faults_disabled()
+            raise faults_disabled()
         session_id, expires_at = await self.sessions.create(create)
         location = f"{request_path(scope).rstrip('/')}/{session_id}"
         return Response(
             encode(CreateSessionResponse(session_id=session_id, expires_at=expires_at)),
             201,
             headers={"Location": location},
-            media_type=_JSON,
+            media_type=JSON,
         )
 
-    async def _attach(self, scope: Scope, receive: Receive, headers: _Headers) -> Answer:
+    async def _attach(self, scope: Scope, receive: Receive, headers: Headers) -> Answer:
         since = since_of(scope.get("query_string", b""))
         body = await self.sessions.attach(scope["path_params"]["session_id"], since)
-        return Response(body, media_type=_JSON)
+        return Response(body, media_type=JSON)
 
-    async def _delete(self, scope: Scope, receive: Receive, headers: _Headers) -> Answer:
+    async def _delete(self, scope: Scope, receive: Receive, headers: Headers) -> Answer:
         await self.sessions.delete(scope["path_params"]["session_id"])
         return Response(status_code=204)
 
-    async def _turn(self, scope: Scope, receive: Receive, headers: _Headers) -> Answer:
-        key = headers.get(b"idempotency-key")
-        if key is not None and not 0 < len(key) <= _MAX_KEY:
-            raise HTTPProblem(
-                ProblemType.INVALID_BODY,
-                f"The Idempotency-Key header must have 1 to {_MAX_KEY} characters.",
-                errors=[FieldError(path="header:Idempotency-Key", message="1 to 255 characters")],
-            )
+    async def _turn(self, scope: Scope, receive: Receive, headers: Headers) -> Answer:
+        key = idempotency_key(headers)
         since = since_of(scope.get("query_string", b""))
         after = last_event_id(headers.get(b"last-event-id"))  # checked, streamed or not
-        turn = _decode(await self._body(receive, headers, parts=True), TurnRequest)
+        turn = decoded(
+            await read_body(receive, headers, self.limits.max_body_bytes, parts=True), TurnRequest
+        )
         if turn.parts and not self._content_parts:
-            raise _content_parts_unsupported()
+            raise content_parts_unsupported()
         message = "" if turn.message is UNSET else turn.message
         parts = () if turn.parts is UNSET else turn.parts
         session_id = scope["path_params"]["session_id"]
-        if self._streaming and wants_stream(headers.get(b"accept")):
-            return await self._streamed_turn(
-                scope, headers, session_id, message, key, parts, since, after
-            )
-        if self._tracing is None:
-            return await self.sessions.turns.turn(session_id, message, key, parts, since)
-        return await self._traced_turn(headers, session_id, message, key, parts, since)
+        stream = self._streaming and wants_stream(headers.get(b"accept"))
+        entry = self.sessions.turns.turn(session_id, message, key, parts, since, stream=stream)
+        if self._tracing is not None:  # spans are drawn from the answer, a delta too
+            entry = self._tracing.turn(headers.get(b"traceparent"), session_id, entry)
+        answer = await entry
+        if isinstance(answer, Outcome):
+            return answer
+        if answer.job is None:  # joined the stream of its key's turn: after Last-Event-ID
+            return Streamed(answer.stream, after)
+        answer.job.add_done_callback(partial(end_stream, answer.stream, scope, self.log_details))
+        return Streamed(answer.stream, 0)  # (a retry that starts the turn reads it whole)
 
-    async def _traced_turn(
-        self,
-        headers: _Headers,
-        session_id: str,
-        message: str,
-        key: str | None,
-        parts: Sequence[ContentPart],
-        since: int | None,
-    ) -> Answer:
-        # (apart from _turn: the closure's variables would be cells made on every turn)
-        assert self._tracing is not None
-        return await self._tracing.turn(  # spans are drawn from the answer, a delta too
-            headers.get(b"traceparent"),
-            session_id,
-            lambda: self.sessions.turns.turn(session_id, message, key, parts, since),
-        )
-
-    async def _streamed_turn(
-        self,
-        scope: Scope,
-        headers: _Headers,
-        session_id: str,
-        message: str,
-        key: str | None,
-        parts: Sequence[ContentPart],
-        since: int | None,
-        after: int,
-    ) -> Answer:
-        tracing = self._tracing
-        if tracing is None:
-            stream, after = await self._stream(scope, session_id, message, key, parts, since, after)
-            return Streamed(stream, after)
-        # traced: the span is current while the turn starts (so the agent's spans nest in
-        # it) and ends with the stream's outcome, in a job the request only watches
-        begun: asyncio.Future[tuple[TurnStream, int]] = asyncio.get_running_loop().create_future()
-
-        async def run() -> Outcome:
-            try:
-                started = await self._stream(scope, session_id, message, key, parts, since, after)
-            except BaseException as error:
-                if not begun.done():  # (done: the request went away meanwhile)
-                    begun.set_exception(error)
-                raise
-            if not begun.done():
-                begun.set_result(started)
-            return await started[0].outcome()
-
-        traced = self.sessions.jobs.start(
-            tracing.turn(headers.get(b"traceparent"), session_id, run)
-        )
-        traced.add_done_callback(partial(_retrieved, begun))
-        return Streamed(*await begun)
-
-    async def _stream(
-        self,
-        scope: Scope,
-        session_id: str,
-        message: str,
-        key: str | None,
-        parts: Sequence[ContentPart],
-        since: int | None,
-        after: int,
-    ) -> tuple[TurnStream, int]:
-        """The stream a request reads, and the event it reads after: ``after`` when it
-        joins a stream under way, none when it started the turn (a retried request may
-        carry the ``Last-Event-ID`` of an attempt that never started one)."""
-        stream, job = await self.sessions.turns.streamed(session_id, message, key, parts, since)
-        if job is None:
-            return stream, after
-        job.add_done_callback(partial(end_stream, stream, scope, self.log_details))
-        return stream, 0
-
-    async def _decide(self, scope: Scope, receive: Receive, headers: _Headers) -> Answer:
+    async def _decide(self, scope: Scope, receive: Receive, headers: Headers) -> Answer:
         query_of(scope.get("query_string", b""))
-        decide = _decode(await self._body(receive, headers), ApprovalsRequest)
+        decide = decoded(
+            await read_body(receive, headers, self.limits.max_body_bytes), ApprovalsRequest
+        )
         session_id = scope["path_params"]["session_id"]
         if self._tracing is None:
             return await self.sessions.decide(session_id, decide.decisions)
@@ -456,7 +333,7 @@ class EvalAdapter:
         return await self._tracing.turn(
             headers.get(b"traceparent"),
             session_id,
-            lambda: self.sessions.decide(session_id, decide.decisions),
+            self.sessions.decide(session_id, decide.decisions),
             route=APPROVALS_ROUTE,
             drawn=drawn,
         )
@@ -486,7 +363,7 @@ class _Endpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            headers = _headers(scope["headers"])
+            headers = headers_of(scope["headers"])
             if self._auth is not None:
                 self._auth.check(headers.get(b"authorization"))
             method = scope["method"]
@@ -525,64 +402,3 @@ class _Endpoint:
             await answer.send(send)
         else:
             await answer(scope, receive, send)
-
-
-def _retrieved(begun: asyncio.Future[Any], job: asyncio.Task[Any]) -> None:
-    """A traced stream's job ended: its failure is its request's (which answered it), and
-    a request still waiting for the stream (tracing failed before it began) gets it."""
-    error = None if job.cancelled() else job.exception()
-    if not begun.done():
-        begun.set_exception(error or RuntimeError("the traced turn never started its stream"))
-
-
-def _decode(body: bytes, kind: type[T]) -> T:
-    try:
-        return decode_request(body, kind)
-    except RequestError as error:
-        errors = None
-        if error.path:
-            message = error.detail.removesuffix(f" at {error.path}").removesuffix(
-                f" - at `{error.path}`"
-            )
-            errors = [FieldError(path=error.path, message=message)]
-        raise HTTPProblem(error.problem_type, error.detail, errors=errors) from None
-
-
-def _is_json(content_type: str) -> bool:
-    media = content_type.split(";", 1)[0].strip().lower()
-    return media == _JSON or (media.startswith("application/") and media.endswith("+json"))
-
-
-def _faults_disabled() -> HTTPProblem:
-    return HTTPProblem(
-        ProblemType.FAULTS_DISABLED,
-        "This server does not inject tool faults; start it with `evalport serve "
-        "--allow-faults` or build the adapter with `EvalAdapter(..., faults=True)`.",
-        errors=[FieldError(path="$.faults", message="tool faults are disabled on this server")],
-    )
-
-
-def _content_parts_unsupported() -> HTTPProblem:
-    return HTTPProblem(
-        ProblemType.CONTENT_PARTS_UNSUPPORTED,
-        f"This server does not take content parts (the `{CONTENT_PARTS_CAPABILITY}` "
-        "capability); send the turn as a plain `message`.",
-        errors=[FieldError(path="$.parts", message="content parts are not supported here")],
-    )
-
-
-def _too_large(limit: int, part: tuple[int, str | None] | None = None) -> HTTPProblem:
-    if part is None:
-        return HTTPProblem(ProblemType.PAYLOAD_TOO_LARGE, f"The body exceeds {limit} bytes.")
-    index, kind = part
-    named = f"part {index}" + (f" ({kind})" if kind else "")
-    return HTTPProblem(
-        ProblemType.PAYLOAD_TOO_LARGE,
-        f"The body exceeds {limit} bytes, in {named}.",
-        errors=[
-            FieldError(
-                path=f"$.parts[{index}]",
-                message=f"the body passed {limit} bytes in this {kind or 'content'} part",
-            )
-        ],
-    )

@@ -80,11 +80,11 @@ def watched(job: asyncio.Task[T]) -> asyncio.Future[T]:
     if job.done():
         return job  # (awaiting it returns or raises at once: nothing left to cancel)
     outer: asyncio.Future[T] = job.get_loop().create_future()
-    job.add_done_callback(partial(_relay, outer), context=_CALLBACKS.context)
+    job.add_done_callback(partial(_pass_on, outer), context=_CALLBACKS.context)
     return outer
 
 
-def _relay(outer: asyncio.Future[T], job: asyncio.Task[T]) -> None:
+def _pass_on(outer: asyncio.Future[T], job: asyncio.Task[T]) -> None:
     if outer.cancelled():  # the request went away: the outcome is nobody's
         if not job.cancelled() and (error := job.exception()) is not None:
             kind = type(error).__name__  # its text may carry a payload: at DEBUG only

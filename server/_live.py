@@ -42,7 +42,8 @@ import msgspec
 from evalport.protocol import AgentRun
 from evalport.protocol.runtime import AgentSession, SessionInfo
 
-from ._records import SUSPENDED, decode_meta, not_found, session_info, suspended_elsewhere
+from ._problems import not_found, suspended_elsewhere
+from ._records import SUSPENDED, decode_meta, session_info
 from ._runlog import Reached, stored_run
 from .stores import ApprovalRelay, MemoryStore, SessionStore, StoredSession, StoreUnavailable
 

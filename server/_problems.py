@@ -13,10 +13,12 @@ Rules:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Final
 
 from evalport.protocol import PROBLEM_CONTENT_TYPE, FieldError, Problem, ProblemType, encode
+from evalport.protocol.runtime import AgentSession, DecisionError
 from starlette.responses import Response
 
 TITLES: Final[dict[str, str]] = {
@@ -103,3 +105,67 @@ def problem_body(
             retry_after=retry_after,
         )
     )
+
+
+# -- the problems of the session rules ----------------------------------------------------
+
+
+def not_found(session_id: str) -> HTTPProblem:
+    return HTTPProblem(
+        ProblemType.SESSION_NOT_FOUND,
+        f"No live session {session_id!r}; it may have expired or been deleted.",
+    )
+
+
+def suspended(live: AgentSession) -> HTTPProblem:
+    run = live.run
+    ids = [approval.call_id for approval in run.pending_approvals]
+    ids += [f"{asked.id} ({asked.kind})" for asked in run.pending_interrupts]
+    return HTTPProblem(
+        ProblemType.SESSION_SUSPENDED,
+        f"The session waits for approval decisions or answers on {', '.join(ids)}; "
+        "post them to its approvals first.",
+    )
+
+
+def key_reused() -> HTTPProblem:
+    return HTTPProblem(
+        ProblemType.IDEMPOTENCY_MISMATCH,
+        "The Idempotency-Key was already used on this session with a different message.",
+        errors=[FieldError(path="$.message", message="differs from the first use of this key")],
+    )
+
+
+def suspended_elsewhere() -> HTTPProblem:
+    """409 ``session-suspended`` for a session suspended on another replica (or whose
+    suspended turn this replica no longer holds)."""
+    return HTTPProblem(
+        ProblemType.SESSION_SUSPENDED,
+        "The session waits for approval decisions on another replica; "
+        "post them to that replica first.",
+    )
+
+
+def decision_problem(error: DecisionError) -> HTTPProblem:
+    errors = (
+        [
+            FieldError(
+                path=f"$.decisions[{json.dumps(call_id)}]", message="missing: this call is pending"
+            )
+            for call_id in error.missing
+        ]
+        + [
+            FieldError(
+                path=f"$.decisions[{json.dumps(call_id)}]", message="unknown: no such pending call"
+            )
+            for call_id in error.unknown
+        ]
+        + [
+            FieldError(
+                path=f"$.decisions[{json.dumps(key)}].decision",
+                message="an interrupt takes 'answer', a tool call 'approve' or 'reject'",
+            )
+            for key in error.mismatched
+        ]
+    )
+    return HTTPProblem(ProblemType.INVALID_BODY, str(error), errors=errors)

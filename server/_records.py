@@ -31,34 +31,27 @@ Rules:
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
-import json
 import secrets
 from datetime import UTC, datetime
 from typing import Any, Final, Protocol
-from urllib.parse import parse_qs
 
 import msgspec
 from evalport.protocol import (
     AgentRun,
     CreateSessionRequest,
-    FieldError,
     Problem,
-    ProblemType,
     RunEnvelope,
     ToolFault,
     encode,
 )
 from evalport.protocol.runtime import (
     FRAMEWORK_STATE,
-    AgentSession,
-    DecisionError,
     SessionInfo,
     without_framework_state,
 )
 
-from ._problems import HTTPProblem
+from ._problems import key_reused
 
 IDLE: Final = "idle"
 SUSPENDED: Final = "suspended"
@@ -88,46 +81,6 @@ def sent_body(stored: bytes) -> bytes:
     run = decode_envelope.decode(stored).run
     sent = without_framework_state(run)
     return stored if sent is run else encode(RunEnvelope(run=sent))
-
-
-_MAX_SINCE: Final = 2**31 - 1
-
-
-def query_of(query: bytes, known: frozenset[str] = frozenset()) -> dict[str, list[str]]:
-    """A request's query parameters; 422 naming any not in ``known`` (query parameters
-    are decoded as strictly as bodies)."""
-    parameters = parse_qs(query.decode("latin-1"), keep_blank_values=True)
-    unknown = sorted(parameters.keys() - known)
-    if unknown:
-        allowed = (
-            f"the only one is {', '.join(sorted(known))}" if known else "this route takes none"
-        )
-        raise HTTPProblem(
-            ProblemType.INVALID_BODY,
-            f"Unknown query parameter {unknown[0]!r}; {allowed}.",
-            errors=[FieldError(path=f"query:{name}", message="unknown") for name in unknown],
-        )
-    return parameters
-
-
-def since_of(query: bytes) -> int | None:
-    """The ``since`` of a request's query string (``None`` without one); 422 unless it
-    is one whole number from 0, or when the query holds any other parameter."""
-    if not query:
-        return None
-    values = query_of(query, frozenset({"since"})).get("since")
-    if values is None:
-        return None
-    text = values[0]
-    well_formed = text.isascii() and text.isdigit() and len(text) <= len(str(_MAX_SINCE))
-    if len(values) > 1 or not well_formed or int(text) > _MAX_SINCE:
-        raise HTTPProblem(
-            ProblemType.INVALID_BODY,
-            "The query parameter since must be given once, as the number of settled turns "
-            f"of the client's copy of the run (0 to {_MAX_SINCE}).",
-            errors=[FieldError(path="query:since", message="a whole number from 0, once")],
-        )
-    return int(text)
 
 
 class Outcome(msgspec.Struct, frozen=True, gc=False):
@@ -211,97 +164,9 @@ def fingerprint(message: str, request: bytes | None = None) -> str:
     return hashlib.sha256(bound).hexdigest()
 
 
-class InFlight:
-    """A keyed turn in flight: repeats of its key wait for its outcome."""
-
-    __slots__ = ("_waiters", "fingerprint")
-
-    def __init__(self, fingerprint: str) -> None:
-        self.fingerprint = fingerprint
-        self._waiters: list[asyncio.Future[Outcome]] = []
-
-    def wait(self) -> asyncio.Future[Outcome]:
-        """A future of this waiter's own for the turn's outcome (or its problem)."""
-        future: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
-        self._waiters.append(future)
-        return future
-
-    def settle(self, outcome: Outcome | None, error: BaseException | None = None) -> None:
-        for future in self._waiters:
-            if future.done():
-                continue
-            if outcome is not None:
-                future.set_result(outcome)
-            elif isinstance(error, Exception):
-                future.set_exception(error)
-            else:
-                future.cancel()
-
-
-def not_found(session_id: str) -> HTTPProblem:
-    return HTTPProblem(
-        ProblemType.SESSION_NOT_FOUND,
-        f"No live session {session_id!r}; it may have expired or been deleted.",
-    )
-
-
-def suspended(live: AgentSession) -> HTTPProblem:
-    run = live.run
-    ids = [approval.call_id for approval in run.pending_approvals]
-    ids += [f"{asked.id} ({asked.kind})" for asked in run.pending_interrupts]
-    return HTTPProblem(
-        ProblemType.SESSION_SUSPENDED,
-        f"The session waits for approval decisions or answers on {', '.join(ids)}; "
-        "post them to its approvals first.",
-    )
-
-
-def key_reused() -> HTTPProblem:
-    return HTTPProblem(
-        ProblemType.IDEMPOTENCY_MISMATCH,
-        "The Idempotency-Key was already used on this session with a different message.",
-        errors=[FieldError(path="$.message", message="differs from the first use of this key")],
-    )
-
-
-def suspended_elsewhere() -> HTTPProblem:
-    """409 ``session-suspended`` for a session suspended on another replica (or whose
-    suspended turn this replica no longer holds)."""
-    return HTTPProblem(
-        ProblemType.SESSION_SUSPENDED,
-        "The session waits for approval decisions on another replica; "
-        "post them to that replica first.",
-    )
-
-
 def replayed(stored: bytes, digest: str) -> Outcome:
     """The outcome an idempotency record replays (422 if the key's message differs)."""
     record = decode_idempotency.decode(stored)
     if record.fingerprint != digest:
         raise key_reused()
     return Outcome(status=record.status, body=record.body)
-
-
-def decision_problem(error: DecisionError) -> HTTPProblem:
-    errors = (
-        [
-            FieldError(
-                path=f"$.decisions[{json.dumps(call_id)}]", message="missing: this call is pending"
-            )
-            for call_id in error.missing
-        ]
-        + [
-            FieldError(
-                path=f"$.decisions[{json.dumps(call_id)}]", message="unknown: no such pending call"
-            )
-            for call_id in error.unknown
-        ]
-        + [
-            FieldError(
-                path=f"$.decisions[{json.dumps(key)}].decision",
-                message="an interrupt takes 'answer', a tool call 'approve' or 'reject'",
-            )
-            for key in error.mismatched
-        ]
-    )
-    return HTTPProblem(ProblemType.INVALID_BODY, str(error), errors=errors)

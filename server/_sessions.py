@@ -58,18 +58,16 @@ from ._jobs import Jobs
 from ._leases import Leases
 from ._limits import Limits
 from ._live import LiveSessions
-from ._problems import HTTPProblem
+from ._problems import HTTPProblem, decision_problem, not_found
 from ._records import (
     SUSPENDED,
     Outcome,
     RunPolicy,
     SessionMeta,
-    decision_problem,
     encode_meta,
     iso,
     log_details,
     new_session_id,
-    not_found,
     sent_body,
     session_info,
 )

@@ -28,7 +28,7 @@ Rules (the wire's are in :mod:`evalport.protocol._stream`):
   nothing else has for ``Limits.stream_heartbeat`` seconds. A reader that disconnects
   leaves the turn alone (the turn is a job the stream only watches).
 - A keyed turn's stream is reachable by repeats of its key while it runs in this process
-  (:class:`~._records.InFlight`); a repeat that reaches another replica, or comes once
+  (:class:`~._turns.InFlight`); a repeat that reaches another replica, or comes once
   the turn is over, gets the final frame alone.
 - The endpoint's half: :func:`wants_stream` negotiates ``Accept`` (RFC 9110),
   :func:`last_event_id` reads the ``Last-Event-ID`` header, :class:`Streamed` sends a
@@ -46,7 +46,7 @@ import bisect
 import itertools
 import re
 from collections import deque
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from operator import itemgetter
 from typing import Any, Final, NamedTuple
 
@@ -175,9 +175,10 @@ class TurnStream:
             self._ended.set_result(outcome)
             self._pulse.set()
 
-    async def outcome(self) -> Outcome:
-        """The turn's outcome, once the stream ends (what a traced turn draws)."""
-        return await asyncio.shield(self._ended)
+    def when_ended(self, callback: Callable[[Outcome], None]) -> None:
+        """Call ``callback`` with the turn's outcome once the stream ends (a traced turn's
+        span ends so)."""
+        self._ended.add_done_callback(lambda ended: callback(ended.result()))
 
     def fail(self, problem_type: str, detail: str) -> None:
         """End the stream with a problem (the turn failed in the server)."""
@@ -231,10 +232,10 @@ class TurnStream:
         return cursor, ready[0] if len(ready) == 1 else b"".join(ready), False
 
 
-class Relay:
-    """What a streamed turn's context tells its events to: its stream, until the turn's
-    request is over (a context that suspends outlives the request, and must not keep the
-    stream's frames alive while it waits)."""
+class StreamListener:
+    """What a streamed turn's context tells its events to: its stream, until the turn is
+    over (a context that suspends outlives the request, and must not keep the stream's
+    frames alive while it waits)."""
 
     __slots__ = ("stream",)
 

@@ -29,12 +29,16 @@ Rules:
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any, Final
+from collections.abc import Awaitable
+from functools import partial
+from typing import Any, Final, TypeVar
 
 from evalport.protocol._extras import require
 
 from ._records import Outcome, RunPolicy
+from ._turns import Turning
+
+T = TypeVar("T", bound=Outcome | Turning)
 
 TURNS_ROUTE: Final = "/evals/sessions/{session_id}/turns"
 APPROVALS_ROUTE: Final = "/evals/sessions/{session_id}/approvals"
@@ -58,13 +62,14 @@ class TurnTracing:
         self,
         traceparent: str | None,
         session_id: str,
-        run: Callable[[], Awaitable[Outcome]],
+        entry: Awaitable[T],
         *,
         route: str = TURNS_ROUTE,
         drawn: int = 0,
-    ) -> Outcome:
-        """Run ``run`` in a server span on ``route``; then draw the steps of the turn it
-        answers, but for the first ``drawn`` (drawn by an earlier span)."""
+    ) -> T:
+        """Await ``entry`` (a turn or a decision) in a server span on ``route``, current
+        meanwhile; the span ends with the outcome (a streamed turn's, once its stream
+        ends), drawing the steps of the turn it answers but for the first ``drawn``."""
         from evalport.protocol import tracing
         from opentelemetry.trace import SpanKind
 
@@ -81,16 +86,25 @@ class TurnTracing:
             span = tracing.start(self._tracer, name, SpanKind.SERVER, attributes, traceparent)
         except Exception as failure:  # the turn runs untraced
             tracing.failed(what, failure)
-            return await run()
+            return await entry
         try:
             with tracing.current(span):
-                outcome = await run()
+                answer = await entry
         except BaseException as error:
             try:
                 tracing.fail(span, type(error).__name__)
             finally:
                 tracing.ends(span, None, what)
             raise
+        if isinstance(answer, Turning):
+            answer.stream.when_ended(partial(self._end, span, session_id, drawn))
+        else:
+            self._end(span, session_id, drawn, answer)
+        return answer
+
+    def _end(self, span: Any, session_id: str, drawn: int, outcome: Outcome) -> None:
+        from evalport.protocol import tracing
+
         end = time.time_ns()
         try:  # a plain try, no context manager: this runs on every turn
             if outcome.is_problem:
@@ -99,8 +113,7 @@ class TurnTracing:
                 self._draw(span, session_id, outcome.body, drawn, end)
         except Exception as failure:
             tracing.failed(f"drawing a turn of session {session_id}", failure)
-        tracing.ends(span, end, what)
-        return outcome
+        tracing.ends(span, end, f"tracing a turn of session {session_id}")
 
     def _draw(self, span: Any, session_id: str, body: bytes, drawn: int, end: int) -> None:
         """Draw the turn ``body`` answers under ``span``, after the replay bookkeeping."""

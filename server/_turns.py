@@ -1,54 +1,10 @@
-"""A turn, from the request to the stored outcome: the one path every store takes.
+"""A turn, from the request to the stored outcome: begin, run, finish, answer.
 
-A turn reads top-down in :meth:`TurnRunner.turn`: **begin** (a repeat answers its record;
-else the lease, the stored session and the current agent: :meth:`TurnRunner._begin`),
-**run** (the agent's step, in a job the request only watches: :meth:`TurnRunner._run`),
-**finish** (one store call: :meth:`TurnRunner._finish`), **answer** (the outcome as the
-request asked for it, made with the run's bodies: :func:`~._runlog.written`; a repeat's
-record through :meth:`TurnRunner.answer`). A decision on a suspended turn takes the same
-run and finish.
-
-Rules (the session rules are those of :mod:`evalport.server._sessions`):
-
-- A turn costs two store calls (:class:`~.stores.BeginTurn`, :class:`~.stores.FinishTurn`):
-  ``begin_turn`` answers the key's idempotency record, or takes the session's lease and
-  reads the stored session (not its run, when it is the one the live agent reached);
-  ``finish_turn`` writes what the turn added to the run (or the whole run,
-  :mod:`._runlog`) as a new version and the key's record and releases the lease. The
-  response and the record are made before the lease goes: the next turn changes the
-  run object.
-- A repeat of a key whose turn runs in this process waits for that turn's outcome; one
-  whose turn runs on another replica waits in :mod:`._keywaits`.
-- A session's run has a size limit (``Limits.max_run_bytes``): a turn whose message would
-  take the run past it is refused with 413 ``run-too-large`` before the agent runs.
-- Once the lease is taken, the rest is a job (:mod:`._jobs`) that the request only
-  watches: drive the agent's step to its outcome (the accumulated run: 200; a timed-out
-  turn: 504 ``turn-timeout``, whose run is stored too; or a problem that stores
-  nothing: a busy, suspended or closed session, decisions that do not match), then the
-  ``finish_turn`` call. Whatever fails on the way releases the lease and hands the
-  failure to repeats of the key that wait.
-- A turn appended to a run that moved on (:attr:`~.stores.Finish.STALE`) is written whole
-  instead. ``finish_turn`` is fenced: it stores nothing (:attr:`~.stores.Finish.LOST`)
-  if another turn took the lease since (this one stalled past it). The turn then answers
-  what the store holds for its key (the turn-lost record its successor stored), else
-  409 ``turn-lost``, never a 200 the store does not hold; it is logged and this
-  replica's agent is dropped (rebuilt from the store next time).
-- A turn whose outcome could not be stored (the store failed: 503 ``store-unavailable``)
-  was never acknowledged, so it must never be stored later: this replica's agent, which
-  ran it, is dropped too, and the next turn rebuilds the agent from the store. A lease
-  that such a turn could not give back (its release failed too, or Redis restarted
-  with it) is fenced (:meth:`~._leases.Leases.fence`): given back as never taken once
-  the store answers, and a finish of the turn that lands later stores nothing. So the
-  key's retry, which the 503 invites, runs the turn once (or answers it, if the finish
-  did land before the failure was seen), and is never a 409 ``turn-lost``.
-- A streamed turn (:mod:`._streams`) is the same turn, its context telling its events to
-  a :class:`~._streams.TurnStream` that the request reads instead of awaiting the
-  outcome; the outcome ends the stream. A repeat of its key while it runs here reads
-  the same stream; any other repeat answers as it would without the stream.
-- A suspended turn's relay (:class:`~.stores.ApprovalRelay`, if the store has one)
-  listens before its run is stored and the lease goes, so approvals relayed by another
-  replica (which it sends only once the store says the session is suspended) find their
-  holder at once.
+:meth:`TurnRunner.turn` is the one entry, for every store; a stream is an option of it.
+The path and its rules (store calls, leases, fencing, repeats of a key, streams) are in
+ARCHITECTURE.md, "The path of a turn through the server". The rule not to break here: a
+turn's response and its key's record are made before its lease goes, since the next
+turn changes the run object.
 """
 
 from __future__ import annotations
@@ -57,7 +13,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 from evalport.protocol import (
@@ -84,22 +40,24 @@ from ._keywaits import SameKeyWaiter, lost_record
 from ._leases import LeaseKeeper, Leases
 from ._limits import Limits
 from ._live import LiveSessions
-from ._problems import HTTPProblem, problem_body
+from ._problems import (
+    HTTPProblem,
+    decision_problem,
+    key_reused,
+    not_found,
+    problem_body,
+    suspended,
+    suspended_elsewhere,
+)
 from ._records import (
     IDLE,
     SUSPENDED,
-    InFlight,
     Outcome,
     RunPolicy,
-    decision_problem,
     decode_envelope,
     fingerprint,
     idempotency_record,
-    key_reused,
-    not_found,
     replayed,
-    suspended,
-    suspended_elsewhere,
 )
 from ._runlog import (
     Reached,
@@ -110,7 +68,7 @@ from ._runlog import (
     stored_run,
     written,
 )
-from ._streams import Relay, TurnStream
+from ._streams import StreamListener, TurnStream
 from .stores import (
     ApprovalRelay,
     BeginTurn,
@@ -120,6 +78,7 @@ from .stores import (
     SessionStore,
     StoredSession,
     StoreUnavailable,
+    TurnStart,
     new_version,
 )
 
@@ -128,28 +87,59 @@ logger = logging.getLogger("evalport.server")
 Relayed = Callable[[str, bytes], Awaitable[bytes]]
 
 
+class InFlight:
+    """A keyed turn running here: repeats of its key wait for its outcome, or read its
+    ``stream`` (a streamed turn's)."""
+
+    __slots__ = ("_waiters", "fingerprint", "stream")
+
+    def __init__(self, fingerprint: str) -> None:
+        self.fingerprint = fingerprint
+        self.stream: TurnStream | None = None
+        self._waiters: list[asyncio.Future[Outcome]] = []
+
+    def wait(self) -> asyncio.Future[Outcome]:
+        """A future of this waiter's own for the turn's outcome (or its problem)."""
+        future: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
+        self._waiters.append(future)
+        return future
+
+    def settle(self, outcome: Outcome | None, error: BaseException | None = None) -> None:
+        for future in self._waiters:
+            if future.done():
+                continue
+            if outcome is not None:
+                future.set_result(outcome)
+            elif isinstance(error, Exception):
+                future.set_exception(error)
+            else:
+                future.cancel()
+
+
 class _Turn(msgspec.Struct):
-    """A turn (or a decision) that holds the session's lease under ``token``: its
-    ``agent``, the ``keeper`` renewing the lease, the ``flight`` that repeats of its
-    ``key`` wait for, and the ``since`` its request asked for."""
+    """A turn (or a decision) holding the session's lease under ``token``."""
 
     session_id: str
     token: str
     agent: AgentSession
-    keeper: LeaseKeeper | None
+    keeper: LeaseKeeper | None  # renews the lease while the agent runs
     key: str | None = None
-    flight: InFlight | None = None
-    since: int | None = None
-    relay: Relay | None = None  # a streamed turn's, cut once the turn's request is over
+    flight: InFlight | None = None  # what repeats of the key wait for
+    since: int | None = None  # the cut its request asked for
+    listener: StreamListener | None = None  # a streamed turn's, cut once the turn is over
+
+
+class Turning(NamedTuple):
+    """A streamed turn under way: the stream its request reads and the job whose outcome
+    ends it; no job when the request joined the stream of its key's turn running here."""
+
+    stream: TurnStream
+    job: asyncio.Task[Outcome] | None
 
 
 class TurnRunner:
-    """Runs turns and decisions over ``store`` (see the module's rules).
-
-    ``relay`` is the store's approvals relay, if it has one; ``relayed`` answers the
-    approvals that another replica relays to this one (the session manager's ``decide``
-    without forwarding).
-    """
+    """Runs turns and decisions over ``store``; ``relay`` is the store's approvals relay,
+    if it has one, and ``relayed`` answers approvals relayed here by another replica."""
 
     def __init__(
         self,
@@ -172,7 +162,6 @@ class TurnRunner:
         self._policy = policy
         self._relayed = relayed
         self._inflight: dict[tuple[str, str], InFlight] = {}
-        self._streams: dict[tuple[str, str], TurnStream] = {}  # keyed turns streaming here
         self.waiter = SameKeyWaiter(store, jobs, limits, leases)
 
     async def turn(
@@ -182,93 +171,61 @@ class TurnRunner:
         key: str | None,
         parts: Sequence[ContentPart] = (),
         since: int | None = None,
-    ) -> Outcome:
-        """Run one turn (or replay it by idempotency key); ``parts``: its content parts; its
-        run cut at ``since`` if given."""
-        started = await self._start(session_id, message, key, parts, since)
-        return started if isinstance(started, Outcome) else await watched(started)
+        *,
+        stream: bool = False,
+    ) -> Outcome | Turning:
+        """Run one turn, or answer a repeat of its ``key``, cut at ``since`` if given.
 
-    async def streamed(
-        self,
-        session_id: str,
-        message: str,
-        key: str | None,
-        parts: Sequence[ContentPart] = (),
-        since: int | None = None,
-    ) -> tuple[TurnStream, asyncio.Task[Outcome] | None]:
-        """:meth:`turn`, streamed: the stream the request reads, and the job running the
-        turn, whose outcome ends the stream (``None`` when the stream is that of the same
-        key's turn running here, or ended already: the answer of a repeat)."""
-        running = None if key is None else self._streams.get((session_id, key))
-        if running is not None:
-            flight = self._inflight.get((session_id, key or ""))
-            if flight is not None and flight.fingerprint != _digest(message, key, parts)[1]:
-                raise key_reused()
-            if running.since == since:
-                return running, None
-        limits = self._limits
-        stream = TurnStream(
-            limits.stream_buffer_bytes, limits.stream_heartbeat, self._policy, since
-        )
-        if running is not None:  # the same turn, its outcome cut otherwise: as without it
-            stream.finish(await self.turn(session_id, message, key, parts, since))
-            return stream, None
-        # The stream starts once the turn has (a problem before that is answered as it is
-        # without the stream), or once the request waits for the same key's turn, which
-        # may take as long as that turn: keep-alives go out meanwhile.
-        ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        job = self._jobs.start(
-            self._streamed(session_id, message, key, parts, since, stream, ready)
-        )
-        await asyncio.wait((job, ready), return_when=asyncio.FIRST_COMPLETED)
-        if job.done():
-            stream.finish(job.result())
-            return stream, None
-        return stream, job
-
-    async def _streamed(
-        self,
-        session_id: str,
-        message: str,
-        key: str | None,
-        parts: Sequence[ContentPart],
-        since: int | None,
-        stream: TurnStream,
-        ready: asyncio.Future[None],
-    ) -> Outcome:
-        """A streamed turn's outcome, ``ready`` once it started (see :meth:`streamed`)."""
-        started = await self._start(session_id, message, key, parts, since, stream, ready)
-        if not ready.done():
-            ready.set_result(None)
-        return started if isinstance(started, Outcome) else await watched(started)
-
-    async def _start(
-        self,
-        session_id: str,
-        message: str,
-        key: str | None,
-        parts: Sequence[ContentPart],
-        since: int | None,
-        stream: TurnStream | None = None,
-        waits: asyncio.Future[None] | None = None,
-    ) -> Outcome | asyncio.Task[Outcome]:
-        """A repeat's answer, or the job running the turn (its events told to ``stream``);
-        ``waits`` is resolved if it waits for the same key's turn."""
+        Without ``stream`` the answer is the outcome. With it, the turn under way: the
+        stream its events go to, ended by the outcome (the same one, from a job). A
+        problem found before the turn starts is raised either way.
+        """
         await self._live.sweep()
         bound, digest = _digest(message, key, parts)
-        size = len(bound or message.encode())
-        begun = await self._begin(session_id, key, digest, size, waits)
-        if isinstance(begun, Outcome):  # a repeat of the key
+        flight = None if key is None else self._inflight.get((session_id, key))
+        if flight is not None:
+            if flight.fingerprint != digest:
+                raise key_reused()
+            if stream and flight.stream is not None and flight.stream.since == since:
+                return Turning(flight.stream, None)  # the same turn, read as it goes
+        told = None
+        if stream:
+            limits = self._limits
+            told = TurnStream(limits.stream_buffer_bytes, limits.stream_heartbeat, self._policy)
+            told.since = since
+        begun = await self._begin(session_id, key, digest, len(bound or message.encode()), flight)
+        answered = self._answered(session_id, message, parts, since, begun, told)
+        if told is None:
+            return await answered  # (a request that goes away stops only its waiting)
+        job = self._jobs.start(answered)  # the stream starts now, whatever the turn waits for
+        if job.done():  # (a turn over at once, eagerly: its problem is answered as it is)
+            told.finish(job.result())
+        return Turning(told, job)
+
+    async def _answered(
+        self,
+        session_id: str,
+        message: str,
+        parts: Sequence[ContentPart],
+        since: int | None,
+        begun: Outcome | _Turn | Awaitable[Outcome | _Turn],
+        told: TurnStream | None,
+    ) -> Outcome:
+        """The turn's outcome: a repeat's, once its key's turn ended (here or elsewhere),
+        or the turn's own, run now."""
+        if not isinstance(begun, Outcome | _Turn):
+            begun = await begun
+        if isinstance(begun, Outcome):
             return await self.answer(session_id, begun, since)
         begun.since = since
-        if stream is not None:
-            begun.relay = Relay(stream)
-            if key is not None:
-                self._streams[(session_id, key)] = stream
+        if told is not None:
+            begun.listener = StreamListener(told)
+            if begun.flight is not None:
+                begun.flight.stream = told
         step = begun.agent.start(
-            message, parts=parts, timeout=self._limits.turn_timeout, listen=begun.relay
+            message, parts=parts, timeout=self._limits.turn_timeout, listen=begun.listener
         )
-        return self._jobs.start(self._complete(begun, step))
+        return await self._run(begun, step)
 
     async def decide(
         self, session_id: str, agent: AgentSession, decisions: Mapping[str, ApprovalDecision]
@@ -284,8 +241,8 @@ class TurnRunner:
         return await self._run(turn, agent.decide(decisions, timeout=self._limits.turn_timeout))
 
     async def answer(self, session_id: str, outcome: Outcome, since: int | None) -> Outcome:
-        """A turn's ``outcome`` as its record keeps it, as a request with ``since`` asks
-        for it (a recorded delta cut otherwise is rebuilt from the store: :mod:`._runlog`)."""
+        """A turn's ``outcome`` as its record keeps it, cut as a request with ``since``
+        asks (a recorded delta cut otherwise is rebuilt from the store: :mod:`._runlog`)."""
         if outcome.status != 200:
             return outcome
         recorded = recorded_since(outcome.body)
@@ -304,8 +261,7 @@ class TurnRunner:
 
     def attached(self, session_id: str, stored: StoredSession, since: int | None) -> bytes:
         """The run ``stored`` holds as a client receives it, cut at ``since`` if given:
-        made from the live agent's run when it is hot and reached ``stored`` (no decode
-        of the stored run), else from the stored run and its log."""
+        from the live agent's run when it is hot and reached ``stored``, else decoded."""
         run = self._live.hot_run(session_id, stored)
         policy = self._policy
         if run is None:
@@ -315,21 +271,13 @@ class TurnRunner:
     # -- begin -----------------------------------------------------------------------------
 
     async def _begin(
-        self,
-        session_id: str,
-        key: str | None,
-        digest: str,
-        size: int,
-        waits: asyncio.Future[None] | None = None,
-    ) -> Outcome | _Turn:
-        """The recorded outcome of a repeated key, or the turn with the session's lease,
-        its current agent and room for ``size`` more bytes of run; ``waits`` is resolved
-        before it waits for the same key's turn (here or on another replica)."""
-        if key is not None and (waiting := self._inflight.get((session_id, key))) is not None:
-            if waiting.fingerprint != digest:
-                raise key_reused()
-            _resolve(waits)
-            return await waiting.wait()
+        self, session_id: str, key: str | None, digest: str, size: int, flight: InFlight | None
+    ) -> Outcome | _Turn | Awaitable[Outcome | _Turn]:
+        """A repeat's recorded outcome; the turn, with the session's lease, its current
+        agent and room for ``size`` more bytes of run; or the wait for the same key's
+        turn (``flight`` here, or on another replica), which gives one of those."""
+        if flight is not None:
+            return flight.wait()
         if self._leases.fencing(session_id):  # a failed call of this process's goes first
             await self._leases.fenced(session_id)
         agent = self._live.get(session_id)
@@ -352,14 +300,28 @@ class TurnRunner:
             keep=self._limits.idempotency_keys,
             seen=self._live.seen(session_id).version,
         )
+        start = await self._fenced(begin, self._store.begin_turn(begin))
+        if start.same_key:  # the first attempt of this key runs on another replica
+            return self._waited(begin, start, digest, size)
+        return await self._leased_turn(begin, start, digest, size)
+
+    async def _waited(
+        self, begin: BeginTurn, start: TurnStart, digest: str, size: int
+    ) -> Outcome | _Turn:
+        start = await self._fenced(begin, self.waiter.wait(begin, start))  # (same token)
+        return await self._leased_turn(begin, start, digest, size)
+
+    async def _fenced(self, begin: BeginTurn, call: Awaitable[TurnStart]) -> TurnStart:
         try:
-            start = await self._store.begin_turn(begin)
-            if start.same_key:  # the first attempt of this key runs on another replica
-                _resolve(waits)
-                start = await self.waiter.wait(begin, start)  # (polls with the same token)
+            return await call
         except StoreUnavailable:
-            self._leases.fence(session_id, begin.token)  # the call may still run later
+            self._leases.fence(begin.session_id, begin.token)  # the call may still run later
             raise
+
+    async def _leased_turn(
+        self, begin: BeginTurn, start: TurnStart, digest: str, size: int
+    ) -> Outcome | _Turn:
+        session_id, key = begin.session_id, begin.key
         if start.replay is not None:
             return replayed(start.replay, digest)
         if start.suspended:
@@ -403,15 +365,13 @@ class TurnRunner:
     # -- run ---------------------------------------------------------------------------------
 
     async def _run(self, turn: _Turn, step: Coroutine[Any, Any, AgentRun]) -> Outcome:
-        """The rest of the turn as a job that the request only watches (a disconnect
-        cancels nothing). The turn's task started before the job, so the loop runs the
-        turn first and a turn that never waits is over when the job takes its first step."""
+        """The rest of the turn, as a job the request only watches. The agent's task started
+        before the job, so a turn that never waits is over when the job takes its first step."""
         return await watched(self._jobs.start(self._complete(turn, step)))
 
     async def _complete(self, turn: _Turn, step: Awaitable[AgentRun]) -> Outcome:
-        """Drive the step, then store its run and idempotency record and release the lease.
-        Returns the outcome as the request asked for it (cut at ``since``); repeats of
-        the key get it as recorded."""
+        """Drive the step, then store its run and the key's record and release the lease:
+        the outcome as the request asked for it; repeats of the key get it as recorded."""
         session_id, flight = turn.session_id, turn.flight
         finished = False
         try:
@@ -433,11 +393,10 @@ class TurnRunner:
                 flight.settle(None, error)
             raise
         finally:
-            if turn.relay is not None:
-                turn.relay.cut()
+            if turn.listener is not None:
+                turn.listener.cut()
             if turn.key is not None:
                 self._inflight.pop((session_id, turn.key), None)
-                self._streams.pop((session_id, turn.key), None)
             if not finished:
                 self._live.settled(session_id)
                 await self._leases.give_back(session_id, turn.token)
@@ -448,9 +407,8 @@ class TurnRunner:
     async def _drive(
         self, turn: _Turn, step: Awaitable[AgentRun]
     ) -> tuple[Outcome | None, AgentRun]:
-        """The step's problem outcome, if it timed out (else ``None``), and the run to
-        store (the problems it raises store nothing); the turn's keeper renews the lease
-        until the step ends, however it ends."""
+        """The step's 504 if it timed out (else ``None``) and the run to store; the other
+        problems it raises store nothing. The lease is renewed until the step ends."""
         try:
             run = await step
         except TurnTimedOut as timeout:
@@ -485,15 +443,13 @@ class TurnRunner:
     # -- finish ------------------------------------------------------------------------------
 
     async def _finish(self, turn: _Turn, bodies: Written, before: Reached, record: bytes) -> bool:
-        """Store the run (and the idempotency record) as a new version and release the
-        lease: one store call (two when the run moved on and the turn is written whole).
-        ``False``, storing nothing, when the lease was lost: this replica's agent is then
-        dropped, the store moved on without it. ``before``: the stored run the turn's
-        agent started from."""
+        """Store the run (from ``before``, the stored run the agent started from) and the
+        key's record as a new version and release the lease: one store call, two when
+        the run moved on. ``False``, storing nothing, when the lease was lost."""
         session_id, agent, relay = turn.session_id, turn.agent, self._relay
         try:
             state = SUSPENDED if agent.suspended else IDLE
-            if relay is not None and state == SUSPENDED:
+            if relay is not None and state == SUSPENDED:  # before the store says suspended
                 await relay.listen(session_id, partial(self._relayed, session_id))
             finish = FinishTurn(
                 session_id,
@@ -513,7 +469,7 @@ class TurnRunner:
                 bodies = bodies.as_whole(agent.run, self._policy)
                 finish = msgspec.structs.replace(finish, run=bodies.whole, append=b"", base=0)
                 done = await self._store.finish_turn(finish)
-            if done is not Finish.STORED:
+            if done is not Finish.STORED:  # lost: the store moved on without this agent
                 await self._live.forget(session_id)
                 return False
             envelope = bodies.whole if self._policy is None else None  # (the run's own)
@@ -528,11 +484,6 @@ class TurnRunner:
             raise
 
 
-def _resolve(waits: asyncio.Future[None] | None) -> None:
-    if waits is not None and not waits.done():
-        waits.set_result(None)
-
-
 def _digest(message: str, key: str | None, parts: Sequence[ContentPart]) -> tuple[bytes, str]:
     """The request's encoding when it has parts, and the fingerprint its key is bound to:
     the message's, or the whole request's when it has parts."""
@@ -541,10 +492,9 @@ def _digest(message: str, key: str | None, parts: Sequence[ContentPart]) -> tupl
 
 
 def _unstored(session_id: str, flight: InFlight | None, record: bytes | None) -> Outcome:
-    """The answer of a turn whose lease was lost before it could store its outcome
-    (another turn took the session over): what the store says for its key (the turn-lost
-    record that the next holder stored), else 409 ``turn-lost``. Never a 200 that the
-    store does not hold."""
+    """The answer of a turn whose lease was lost before it stored its outcome: the
+    store's record for its key (the turn-lost one its successor stored), else 409
+    ``turn-lost``; never a 200 the store does not hold."""
     logger.warning(
         "session %s: the turn's lease was lost before its outcome was stored (another "
         "turn took the session over); its outcome is not stored",

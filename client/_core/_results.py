@@ -19,7 +19,12 @@ Rules (the verdicts follow Instructor's, so reports mean the same thing in both)
   first read. Until a report reads it, a kept run is one bytes object the garbage
   collector never visits: a run of thousands of trials keeps collections cheap.
 - The result Structs hold JSON-like data only and never form reference cycles, so they
-  are ``gc=False`` (like the summaries): the collector skips them too.
+  are ``gc=False`` (like the summaries): the collector skips them too. A trial's
+  assertions, judges and timings and a case's tags are tuples, final once the result is
+  made: CPython stops tracking a tuple whose items it does not track, while a list is
+  tracked whatever it holds, and tens of thousands of them made every full collection of
+  a large run slower (issue 36). A trial's ``logs`` and a case's ``trials`` stay lists,
+  as callers use them.
 """
 
 from __future__ import annotations
@@ -210,7 +215,7 @@ class TrialResult(msgspec.Struct, kw_only=True, gc=False):
     case_id: str
     trial: int = 0
     verdict: str = Verdict.PASSED
-    assertions: list[AssertionResult] = msgspec.field(default_factory=list)
+    assertions: tuple[AssertionResult, ...] = ()
     error: str | None = None
     error_type: str | None = None
     traceback: str | None = None  # of the error in the eval code, for the JSON reports
@@ -218,11 +223,11 @@ class TrialResult(msgspec.Struct, kw_only=True, gc=False):
     duration: float = 0.0
     session_id: str | None = None
     cached: bool = False
-    judges: list[JudgeRecord] = msgspec.field(default_factory=list)
+    judges: tuple[JudgeRecord, ...] = ()
     logs: list[str] = msgspec.field(default_factory=list)
     output: Any = None  # what the case recorded (an evaluator's run() result), JSON data
     run: Any = None  # the redacted AgentRun as RunData (plain JSON data), for reports
-    timings: list[TurnTiming] = msgspec.field(default_factory=list)  # each turn's, in order
+    timings: tuple[TurnTiming, ...] = ()  # each turn's, in order
 
 
 class CaseResult(msgspec.Struct, kw_only=True, gc=False):
@@ -230,7 +235,7 @@ class CaseResult(msgspec.Struct, kw_only=True, gc=False):
 
     case_id: str
     description: str = ""
-    tags: list[str] = msgspec.field(default_factory=list)
+    tags: tuple[str, ...] = ()
     verdict: str = Verdict.PASSED
     row: dict[str, Any] | None = None  # the dataset row the case was expanded from
     trials: list[TrialResult] = msgspec.field(default_factory=list)

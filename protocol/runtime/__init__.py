@@ -1,31 +1,9 @@
-"""evalport.protocol.runtime: the in-process agent runtime the server and LocalTarget share.
+"""The in-process agent runtime the server adapter and ``LocalTarget`` share (msgspec only).
 
-An agent is written once against this interface and runs the same behind the server
-adapter and in the client's ``LocalTarget``. Needs only msgspec.
-
-Rules:
-
-- It builds on :mod:`evalport.protocol` (the wire) and on nothing above it: it never
-  names the server or the client, and it knows nothing of HTTP.
-- The agent interface is small: a session factory (:func:`session_factory` accepts every
-  agent shape) and a turn function that receives the message and a :class:`TurnContext`;
-  a turn's images and files are ``ctx.parts`` (:class:`TextPart`, :class:`ImagePart`,
-  :class:`FilePart`, re-exported from :mod:`evalport.protocol`; rules in ``_content.py``).
-  The context records steps, tool calls (:func:`tool`, :meth:`TurnContext.tool_execution`),
-  usage and events straight into the session's run, and can ask for approvals.
-- :class:`AgentSession` runs one session: one turn at a time, each turn in a task of its
-  own, suspended on approval requests, cut by its timeout. Its errors
-  (:class:`SessionBusy`, :class:`SessionSuspended`, :class:`NotSuspended`,
-  :class:`SessionClosed`, :class:`DecisionError`, :class:`TurnTimedOut`) are the ones
-  the server maps to problems and the client's LocalTarget raises.
-- Times in a run are :func:`utc_now` text (ISO-8601 UTC, milliseconds, ``Z``); framework
-  adapters that fill a context from a framework's callbacks stamp with it too.
-- Tool faults (:class:`FaultPlan`) are applied here, so they behave the same on every
-  target.
-- Framework state (:data:`FRAMEWORK_STATE` events, which framework adapters save in the
-  run) stays with the session's host: runs handed to an evaluator are
-  :func:`without_framework_state`.
-- This package is the only public face: its modules are private.
+An agent, of any shape :func:`session_factory` accepts, records each turn through its
+:class:`TurnContext`: steps, tool calls (:func:`tool`), usage, events, approvals and
+interrupts. :class:`AgentSession` runs a session one turn at a time, each turn in a task
+of its own; its errors are the tree of :mod:`evalport.protocol`. Import from here only.
 """
 
 import warnings as _warnings

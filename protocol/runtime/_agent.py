@@ -1,45 +1,6 @@
-"""The agent interface: what the server adapter and ``LocalTarget`` both drive.
+"""The agent shapes (turn function, session factory, turn handler), decided here and only here.
 
-Three shapes are accepted, and :func:`session_factory` turns each into one async
-session factory:
-
-1. **A turn function**: ``async def agent(message)``, ``(message, history)`` or
-   ``(message, history, ctx)`` (or sync) returning the reply; ``history`` lists the
-   session's earlier user and assistant messages. Per-session state goes in ``ctx.state``.
-2. **A session factory**: a callable taking one :class:`SessionInfo` (its parameter
-   annotated so, or a class built with it) and returning a *turn handler*, an object whose
-   ``turn(message, ctx)`` method (sync or async) returns the reply. It is called once per
-   session, so the handler may keep the conversation's state in its attributes. The
-   framework adapters are factories.
-3. **A turn handler** instance: its ``turn`` method serves every session (shared state).
-
-The shape is decided here and only here (:data:`SHAPES` words what is accepted), from
-the required positional parameters: one unannotated parameter is the message, one
-annotated ``SessionInfo`` (or a class) a factory; two and three a turn function (two
-whose second is named ``ctx`` or annotated ``TurnContext`` are refused: the second is the
-history, and ``(message, ctx)`` would fail every turn). A
-``@tool`` function and anything else are a :class:`TypeError` naming what was found and
-the shapes accepted. :func:`as_factory` and :func:`as_turn_function` mark a callable
-explicitly when its signature says neither.
-
-A turn function (or a handler's ``turn``) may be an async generator of text chunks
-(``async def agent(message, history, ctx): yield ...``): each chunk streams as it comes
-(:meth:`TurnContext.text_delta`) and the reply is their concatenation.
-
-Sync code runs in a worker thread, so it never blocks the event loop; the turn context
-is current there too. An async agent runs on the event loop itself: it must never block
-it (no ``time.sleep``, no blocking I/O, no long computation between two awaits), or every
-other session of the process waits with it. CPU-bound work belongs in a sync agent, or
-in ``await asyncio.to_thread(work, ...)`` inside an async one. A reply must be a ``str``
-(``None`` counts as ``""``; when nothing streamed either, the turn says so: a warning on
-the ``evalport.agent`` logger and a ``reply.none`` event in the run).
-
-Several replicas (a shared session store): when a turn reaches a process that has not
-seen the session, the factory is called again and, if the handler has a
-``restore(history, run)`` method (sync or async), it receives the session's earlier
-messages (:func:`history_of`) and its accumulated run, to rebuild per-session state.
-In-process state stays the fast path; a turn function gets the history every turn, but
-its ``ctx.state`` starts empty in such a process.
+Rules: see ARCHITECTURE.md, "Agent shapes".
 """
 
 from __future__ import annotations
@@ -241,7 +202,7 @@ def _takes_context(parameter: inspect.Parameter) -> bool:
 
 
 def _shape(agent: object) -> str:
-    """Which shape ``agent`` is, from its marks and signature (the module rules)."""
+    """Which shape ``agent`` is, from its marks and signature (ARCHITECTURE.md, "Agent shapes")."""
     marked = getattr(agent, _SHAPE_ATTR, None)
     if isinstance(marked, str):
         return marked

@@ -1,9 +1,4 @@
-"""Approvals as the turn context sees them: a decision, a rejection, who takes requests.
-
-A gated tool call suspends its turn (:meth:`TurnContext.request_approval`) until the
-session's owner posts a decision (:meth:`AgentSession.decide`); a rejection is raised into
-the agent's code as :class:`ApprovalRejected`.
-"""
+"""Approvals as the turn context sees them: a decision, a rejection, who takes requests."""
 
 from __future__ import annotations
 

@@ -1,17 +1,6 @@
 """A turn's content: the user's message and its content parts, as the agent receives them.
 
-Rules:
-
-- A turn is a ``message`` and, optionally, content parts (:class:`TextPart`,
-  :class:`ImagePart`, :class:`FilePart`); the message comes first, as a text part, unless
-  it is empty. The agent receives the message text (every text part, joined by a newline)
-  as ``message`` and every part, in order, as ``ctx.parts``; a turn without parts has one
-  text part, its message.
-- Only a turn sent with parts records them in the run (``AgentRun.userParts``): each part
-  with the turn's number; an inline image or file with its media type, ``sha256`` (hex)
-  and byte count, and its bytes (which a safe trace policy drops); a part by URL with its
-  URL. A ``data:`` URL (base64) is recorded as the inline part it spells, so that its bytes
-  are digested like any other.
+Rules: see ARCHITECTURE.md, "Recording a turn".
 """
 
 from __future__ import annotations

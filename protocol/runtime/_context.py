@@ -1,40 +1,7 @@
-"""The turn context: what an agent records about one turn, straight into its session's run.
+"""TurnContext: what an agent records about one turn, straight into its session's run.
 
-Rules:
-
-- One :class:`TurnContext` per turn. The runtime creates it, makes it the *current* context
-  (a context variable, so module-level tool functions find it, in tasks and worker threads
-  alike) and finalizes it when the turn ends.
-- Steps are model steps. :meth:`TurnContext.model_step` starts one (closing the previous);
-  requested tool calls, tool executions and usage attach to the open step, and a tool that
-  runs with no open step opens an implicit one. An execution without a call id takes the
-  first call of the same tool its step requested and nothing executed yet; every execution
-  has a matching requested call in its step (added when the agent did not declare one),
-  and the runtime re-derives ``tools`` from the steps, so the two never disagree.
-- Step, execution and call ids are UUIDs; timestamps are ISO-8601 UTC with milliseconds.
-- Tool arguments and results are stored as JSON values (``msgspec.to_builtins``; values it
-  cannot convert are stored as their ``repr``).
-- Errors become :class:`~evalport.protocol._models.ErrorInfo` with a neutral ``class``
-  (``"AgentError"`` or ``"ToolError"``) and the Python type in ``type``; never a traceback.
-- Gated tools: :meth:`TurnContext.request_approval` suspends the turn until the session's
-  owner posts a decision; the ``@tool`` decorator and ``async with ctx.tool_execution()``
-  do it for you and record the approval state on the execution. A rejection raises
-  :class:`ApprovalRejected`, whose ``reason`` is the approver's.
-- Interrupts: :meth:`TurnContext.interrupt` asks anything else (a clarification, a
-  choice, a form) and suspends the turn the same way (:mod:`._suspension`); it returns
-  the answer. The ``_sync`` twins serve sync agents in their worker thread.
-- Tool faults (``faults=``, the session's): both consult the session's fault plan after
-  the approval; see :mod:`evalport.protocol.runtime._faults`.
-- Streaming (``listen=``, the host's): each thing the agent records is told to the
-  listener as a stream event (:mod:`evalport.protocol._stream`) when it is recorded: the
-  turn's start, each step's start and end, tool runs, approval and interrupt requests,
-  the agent's failure, and the reply's chunks (:meth:`TurnContext.text_delta`). The
-  listener runs on the session's event loop (a sync agent's thread hands it over). An
-  agent whose turn returns nothing after streaming chunks replies with their
-  concatenation.
-- :mod:`evalport.protocol.runtime._tools` holds the ``@tool`` decorator, :mod:`evalport.protocol.runtime._stamps`
-  the ids, timestamps and error records used here, :mod:`evalport.protocol.runtime._control`
-  what the runtime does to a context that the agent's code never calls.
+Every execution has its requested call in its step, so ``tools`` derived from the steps
+never disagrees with them. Rules: see ARCHITECTURE.md, "Recording a turn".
 """
 
 from __future__ import annotations
@@ -77,10 +44,11 @@ from ._approvals import ApprovalRejected, ApprovalResult, Approvals
 from ._control import ToolExecutionBlock, TurnControl
 from ._faults import FaultPlan
 from ._stamps import TOOL_ERROR_CLASS, error_info, json_arguments, json_value, new_id, utc_now
+from ._suspension import approval_request, interrupt_request
 from ._tool_runs import ToolRun
 
 Listener = Callable[[StreamEvent], None]
-"""What a host streaming a turn is told each event with (see the module's rules)."""
+"""What a host streaming a turn is told each event with (ARCHITECTURE.md, "Recording a turn")."""
 
 _current: ContextVar[TurnContext | None] = ContextVar("evalport_turn_context", default=None)
 
@@ -314,7 +282,9 @@ class TurnContext:
         reason: str | None = None,
     ) -> ApprovalResult:
         """Suspend the turn until someone approves or rejects this call; returns the decision."""
-        result: ApprovalResult = await self._wait(self._approval(tool, arguments, call_id, reason))
+        result: ApprovalResult = await self._wait(
+            approval_request(self.turn, tool, arguments, call_id, reason)
+        )
         return result
 
     def request_approval_sync(
@@ -327,7 +297,7 @@ class TurnContext:
     ) -> ApprovalResult:
         """:meth:`request_approval` for sync agents (they run in a worker thread)."""
         result: ApprovalResult = self._wait_sync(
-            self._approval(tool, arguments, call_id, reason), "request_approval_sync"
+            approval_request(self.turn, tool, arguments, call_id, reason), "request_approval_sync"
         )
         return result
 
@@ -336,38 +306,11 @@ class TurnContext:
         ``"clarification"``, ``"choice"``, ``"form"``...; ``payload`` is any JSON value);
         returns the answer, once the session's owner posts it. The turn suspends as it does
         on an approval request; the answer is recorded in the run's ``interrupts``."""
-        return await self._wait(self._interrupt(kind, payload))
+        return await self._wait(interrupt_request(self.turn, kind, payload))
 
     def interrupt_sync(self, kind: str, payload: Any = None) -> Any:
         """:meth:`interrupt` for sync agents (they run in a worker thread)."""
-        return self._wait_sync(self._interrupt(kind, payload), "interrupt_sync")
-
-    def _approval(
-        self,
-        tool: str,
-        arguments: Mapping[str, Any] | None,
-        call_id: str | None,
-        reason: str | None,
-    ) -> PendingApproval:
-        return PendingApproval(
-            call_id=call_id or new_id(),
-            tool=tool,
-            arguments=json_arguments(arguments),
-            turn=self.turn,
-            reason=reason,
-            requested_at=utc_now(),
-        )
-
-    def _interrupt(self, kind: str, payload: Any) -> PendingInterrupt:
-        if not isinstance(kind, str) or not kind:
-            raise ValueError("an interrupt needs a kind, a non-empty str such as 'clarification'")
-        return PendingInterrupt(
-            id=new_id(),
-            kind=kind,
-            payload=json_value(payload),
-            turn=self.turn,
-            requested_at=utc_now(),
-        )
+        return self._wait_sync(interrupt_request(self.turn, kind, payload), "interrupt_sync")
 
     async def _wait(self, pending: PendingApproval | PendingInterrupt) -> Any:
         if self._approvals is None:
@@ -430,7 +373,7 @@ class TurnContext:
             step.tool_executions.append(execution)
 
     def _inject(self, run: ToolRun, results: bool) -> None:
-        # The session's fault plan decides the call (rules: evalport.protocol.runtime._faults).
+        # The session's fault plan decides the call (ARCHITECTURE.md, "Tool faults").
         assert self._faults is not None
         error = self._faults.apply(self.run, run, self.turn, results=results)
         if error is not None:

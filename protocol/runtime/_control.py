@@ -1,9 +1,6 @@
-"""The runtime's handle on a turn's context: what the session and the tool blocks do to it.
+"""The runtime's handle on a turn's context: what the session and tool blocks do to it.
 
-The agent's code never calls any of this, so it is not on
-:class:`~evalport.protocol.runtime._context.TurnContext`: opening and closing the
-recording, the final and error steps, and the gate of a tool call (ask for approval,
-record the decision on the execution, raise :class:`ApprovalRejected` on a rejection).
+The agent's code never calls it, so none of it is on :class:`TurnContext`.
 """
 
 from __future__ import annotations

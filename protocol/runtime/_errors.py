@@ -1,16 +1,6 @@
-"""What an :class:`~evalport.protocol.runtime.AgentSession` raises when it cannot take a call.
+"""What an AgentSession raises when it cannot take a call, as members of the error tree.
 
-The session's rules (:mod:`evalport.protocol.runtime`) say when each is raised; the server
-adapter maps them to problems (409 ``session-busy``, ``session-suspended``,
-``not-suspended``; 422 for decisions that do not match; 504 ``turn-timeout``).
-:class:`SessionBusy`, :class:`SessionSuspended` and :class:`NotSuspended` are the very
-classes every target raises (defined once, in the tree of :mod:`evalport.protocol`'s
-errors), so ``except SessionBusy`` catches them wherever they come from. The session's
-own errors join that tree where they mean the same: :class:`SessionClosed` is a
-``SessionNotFound`` (and a ``RuntimeError``, as the session's state errors always were),
-:class:`DecisionError` a ``RequestRejected`` (and a ``ValueError``) that adds what the
-server needs (the ids that do not match); a turn that times out raises ``TurnTimedOut``
-itself (a ``TimeoutError`` too), with the timed-out run (:func:`turn_timed_out`).
+See ARCHITECTURE.md, "Problems and errors".
 """
 
 from __future__ import annotations

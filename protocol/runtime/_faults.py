@@ -1,41 +1,8 @@
-"""Seeded tool fault injection: which tool calls of a session fail, or return a canned result.
+"""Seeded tool fault injection: which tool calls of a session fail or return a canned result.
 
-A session's faults are the :class:`~evalport.protocol._messages.ToolFault` list it was
-opened with (``CreateSessionRequest.faults``, ``SessionInfo.faults``). Rules:
-
-- **Where.** Every call recorded through ``@tool`` or ``ctx.tool_execution()`` consults the
-  session's :class:`FaultPlan` once, after its approval (a gated call is approved first;
-  a rejected call never reaches the plan) and before the tool runs. Framework adapters
-  (the server's adapters for agent frameworks) do not consult it.
-- **Ordinal.** A call's ordinal is its 1-based position among the session's recorded
-  executions of the same tool, across turns (rejected calls count too).
-- **Choice.** The faults are tried in list order; the first one that applies wins: its
-  ``tool`` is the call's, its ``turns`` (if given) include the turn, it was injected fewer
-  than ``times`` (if given) in the session, and the call is drawn (below). No fault
-  applies: the tool runs as usual. Calls that reach the plan first take a fault's
-  ``times`` first (calls of one tool running side by side, one waiting for an approval,
-  reach it out of their order).
-- **Draw.** ``rate`` 1 (the default) draws every call, 0 none. Otherwise the call is drawn
-  when ``u < rate``, where ``u`` in [0, 1) comes from SHA-256 of the ``seed``, the tool's
-  name and the ordinal: the same seed fails the same calls in every repeat of a case, on
-  every target. Without a ``seed`` the session id takes its place: reproducible within
-  the session, different between sessions. Two faults with one seed on one tool draw the
-  same ``u``.
-- **Effect.** An ``error`` fault raises :class:`InjectedFault` (a ``RuntimeError``) into
-  the agent, as the tool's own error would propagate; the execution records the error
-  text and ``injected=True``. A ``result`` fault returns the canned result without running
-  the tool (``injected=True``, the result recorded). Only ``@tool`` can skip a tool's body:
-  a result fault chosen for a ``ctx.tool_execution()`` block raises
-  :class:`FaultNotApplicable` instead (recorded as the execution's error, *not* injected),
-  telling the author to use an error fault or ``@tool``.
-- **State.** The plan keeps no counters: ordinals and ``times`` are recomputed from the
-  session's accumulated run, so a session restored on another replica decides exactly as
-  the first one would have. An injected execution counts for the first fault of its tool
-  whose ``turns`` admit its turn and whose effect it shows (the same error text, or the
-  same result); faults that share a tool and an effect share their count.
-- **Values.** Faults built in Python are checked by the same rules as the wire's
-  (:func:`as_faults` passes them through its decoder), and every injection returns a
-  fresh copy of the canned result, so an agent that changes it changes nothing else.
+The plan keeps no counters: each choice is recomputed from the session's run, so a
+session restored elsewhere decides as the first did. Rules: see ARCHITECTURE.md,
+"Tool faults".
 """
 
 from __future__ import annotations
@@ -86,7 +53,7 @@ def draw(key: str, tool: str, ordinal: int) -> float:
 
 
 class FaultPlan:
-    """The faults of one session, deciding per tool call (see the module rules)."""
+    """The faults of one session, deciding per tool call (ARCHITECTURE.md, "Tool faults")."""
 
     __slots__ = ("_effects", "_faults", "_session_key", "_tools")
 
@@ -131,7 +98,7 @@ class FaultPlan:
         return self._choose(tool, ordinal + 1, turn, used)
 
     def _attributed(self, execution: ToolExecution, turn: int) -> int | None:
-        """The fault an injected execution counts for (the module rules say which)."""
+        """The fault an injected execution counts for (ARCHITECTURE.md, "Tool faults", State)."""
         for index, fault in enumerate(self._faults):
             if fault.tool != execution.name:
                 continue

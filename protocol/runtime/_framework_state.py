@@ -1,14 +1,6 @@
-"""Framework state: what a framework adapter saves in a session's run for itself.
+"""Framework state: what a framework adapter saves in a run for itself, hidden from evaluators.
 
-Rules:
-
-- A framework adapter saves what its framework needs to continue the conversation (the
-  whole message history, tool payloads) as events named :data:`FRAMEWORK_STATE`, so
-  that the session continues wherever its run is restored.
-- That state belongs to the agent's host, not to whoever evaluates the agent: the host
-  keeps it with the session, and every run handed to an evaluator is the run
-  :func:`without_framework_state`. The in-process target and the served agent apply the
-  same rule, so both hand out the same runs.
+Rules: see ARCHITECTURE.md, "Recording a turn".
 """
 
 from __future__ import annotations

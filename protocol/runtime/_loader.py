@@ -1,11 +1,7 @@
 """Load an object named on the command line as ``module:attr`` or ``path/to/file.py:attr``.
 
-Shared by ``evalport serve TARGET`` and ``evalport run --local TARGET``. A path (it ends in
-``.py`` or holds a slash) is imported from that file with its folder put on ``sys.path``
-so that its own imports work; a dotted module is imported from the current directory or
-the environment. Every failure is a ``ValueError`` whose message says what to fix; a
-module that raises while it is imported is one line naming the file and line of the
-user's code where it raised, and the exception (:func:`_raised_on_import`).
+Every failure is a ``ValueError`` saying what to fix. Rules: see ARCHITECTURE.md,
+"Shared below the server and the client".
 """
 
 from __future__ import annotations

@@ -1,20 +1,7 @@
-"""A turn's outcome, written into the session's run: completed, failed or timed out.
+"""A turn's outcome written into the session's run: completed, failed or timed out.
 
-Rules:
-
-- A completed turn ends on a final-response step with the reply; its status is
-  ``completed``, or ``stopped`` when the agent gave a stop signal. The user's message and
-  the reply join the session's history.
-- A failed turn (the agent raised) records the error's type and message with an error
-  id, never a traceback; its status is ``failed``, its reply empty, and only the user's
-  message joins the history.
-- A timed-out turn is a failed one whose recorded error type is ``TurnTimeout`` (what runs
-  have always recorded; the exception is ``TurnTimedOut``) and whose stop signal
-  is ``time_limit``.
-- An agent's exception is logged at ERROR with its error id and type; its message and
-  traceback go in that record only with ``log_details`` (the caller's trace policy keeps
-  payloads verbatim), else in a DEBUG record of the logger ``evalport.agent.details``,
-  which an operator may switch on.
+Never a traceback in the run. Rules: see ARCHITECTURE.md,
+"The agent runtime: sessions and turns".
 """
 
 from __future__ import annotations

@@ -1,22 +1,6 @@
-"""A session's accumulated run as it is kept: decoded during a turn, encoded between turns.
+"""A session's run as it is kept: objects during a turn (or while hot), encoded between turns.
 
-Rules:
-
-- Between turns the run is kept only encoded, as the protocol's ``{"run": ...}`` bytes:
-  idle sessions then hold a few bytes objects instead of a tree of Python objects, which
-  keeps memory and garbage-collection pauses small with many sessions. Reading
-  :attr:`ParkedRun.run` decodes it again (once, until it is parked again).
-- A completed turn's run is encoded by the turn's own task (:meth:`ParkedRun.finish`), so
-  that the tree of objects it decoded lives within one pass of the loop; the caller still
-  gets the object once (:meth:`ParkedRun.park` hands it over).
-- A **hot** run (``hot=True``: a host that takes many turns of one session, such as the
-  server) stays objects between turns, so that a turn costs what it adds, not what the
-  session did; it is encoded only when its host parks it (:meth:`ParkedRun.rest`, for
-  an idle session), and decoded again at its next turn. The host bounds how many runs
-  stay hot. A hot run's object is the session's own: the next turn changes it.
-- :meth:`ParkedRun.size` is the length of the encoded envelope, exactly, without encoding
-  a hot run whole at every turn: the items of settled turns (which never change) are
-  measured once, when first counted.
+Rules: see ARCHITECTURE.md, "The agent runtime: sessions and turns".
 """
 
 from __future__ import annotations
@@ -99,7 +83,8 @@ class ParkedRun:
             self._measured = None
 
     def size(self) -> int:
-        """The length of :attr:`envelope` (see the module's rules)."""
+        """The length of :attr:`envelope`, exact, without re-encoding a hot run: settled
+        turns' items are measured once."""
         run = self._run
         if run is None:
             return len(self._parked)

@@ -1,54 +1,8 @@
-"""The turn runtime: one agent session, its accumulated run, one turn at a time.
+"""AgentSession: one agent session, its accumulated run, one turn at a time.
 
-Rules:
-
-- :meth:`AgentSession.open` calls the agent's session factory once; every turn of the
-  session goes to the handler it returned.
-- Every turn runs in an asyncio task of its own, in a copy of the caller's context, never
-  on the caller's task: task-bound scopes an agent enters (an anyio task group or cancel
-  scope, ``asyncio.timeout``) bind to the turn, ``asyncio.current_task()`` is the turn's,
-  and context variables the agent sets stay in the turn. On Python 3.12+ the task
-  starts eagerly (:mod:`evalport.protocol.runtime._tasks`): a turn that never waits is
-  over before the caller would have had to wait for it. :meth:`AgentSession.send`
-  returns when the turn completes **or suspends** on approval requests or interrupts
-  (:mod:`._suspension`); :meth:`AgentSession.decide` answers every pending request and
-  returns at the next completion or suspension. Cancelling the caller of ``send`` or ``decide`` never cancels
-  the turn (it is shielded; its timeout goes with that caller); only a timeout or
-  :meth:`AgentSession.close` does. :meth:`AgentSession.wait` follows the turn after such
-  a cancellation, as the cancelled call would have.
-- One turn at a time: ``send`` during a turn raises :class:`SessionBusy`, ``send`` while
-  suspended :class:`SessionSuspended`, ``decide`` with nothing pending
-  :class:`NotSuspended`. ``decide`` must cover exactly the pending ids, otherwise
-  :class:`DecisionError` names the missing, unknown and mismatched ids and nothing is
-  resumed.
-- A turn's run status: ``completed``, ``stopped`` (the agent gave a stop signal),
-  ``failed`` (the agent raised: the error's type and message are recorded, with an error
-  id that is also logged, never a traceback), ``in_progress`` while suspended (with
-  ``pendingApprovals`` or ``pendingInterrupts``); :mod:`._outcomes` writes them.
-- Timeout (``timeout=`` seconds of agent time; time spent suspended does not count): the
-  turn's task is cancelled, the turn is recorded as ``failed`` with a ``time_limit`` stop
-  signal and a ``TurnTimeout`` error (the type the run records), pending requests are
-  dropped, the session is idle again and usable, and :class:`TurnTimedOut` is raised
-  carrying the run (a caller cancelled
-  meanwhile does not cut that short: :meth:`AgentSession.wait` raises it). A sync agent's
-  worker thread cannot be cancelled: it finishes in the background, new steps, tool
-  executions and events it records after the timeout are discarded, and the session stays
-  busy (:class:`SessionBusy`) until the thread returns (:mod:`._steps`).
-- An async agent that holds the event loop past the turn's deadline (its timer cannot
-  fire meanwhile) gets the same timeout when it lets go: a turn that ends after its
-  deadline is recorded and raised as timed out, never as completed.
-- Each step of an async turn is told to the session's ``clock``, if it has one (a
-  :class:`~._steps.StepClock`): how a host notices an agent holding the loop.
-- An agent's exception is logged as :mod:`._outcomes` says: its message and traceback
-  only with ``log_details=True`` (the default: the caller's trace policy keeps payloads
-  verbatim).
-- ``tools`` and the ``usage`` total are re-derived from the latest turn's steps whenever
-  it completes or suspends (earlier turns never change, so this costs one turn's work).
-- Between turns the run is kept only encoded, as the protocol's ``{"run": ...}`` bytes
-  (:attr:`AgentSession.run_envelope`); :attr:`AgentSession.run` decodes it on demand
-  (:mod:`._parked`). A session opened with ``hot=True`` keeps it as objects until its
-  host calls :meth:`AgentSession.park` (then the run a turn returns is the session's
-  own object, which its next turn changes).
+Each turn runs in a task of its own, shielded from its caller: only a timeout or
+:meth:`AgentSession.close` cancels it. Rules: see ARCHITECTURE.md,
+"The agent runtime: sessions and turns".
 """
 
 from __future__ import annotations

@@ -1,14 +1,7 @@
-"""Small values every recording needs: ids, timestamps, JSON payloads and errors.
+"""Ids, timestamps, JSON payloads and error records that every recording needs.
 
-Rules:
-
-- Ids are random version-4 UUIDs in canonical text (Instructor requires UUID ids).
-- Timestamps are ISO-8601 UTC with milliseconds and a ``Z``: ``2026-01-31T12:00:00.123Z``.
-- Payloads become JSON values with ``msgspec.to_builtins``; what it cannot convert is kept
-  as its ``repr``, so recording never fails on an odd value.
-- An exception becomes an :class:`~evalport.protocol._models.ErrorInfo`: its message, a
-  neutral ``class`` (``"AgentError"`` or ``"ToolError"``, never a name a PHP client could
-  instantiate) and the Python type in ``type``; never a traceback.
+Recording never fails on an odd value and never keeps a traceback. Rules: see
+ARCHITECTURE.md, "Recording a turn".
 """
 
 from __future__ import annotations

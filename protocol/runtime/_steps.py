@@ -1,19 +1,7 @@
-"""How a turn's code runs: its steps on the event loop, timed; its sync code in worker threads.
+"""How a turn's code runs: async steps on the event loop, timed; sync code in worker threads.
 
-Rules:
-
-- An async agent's turn runs on the event loop in steps, from one wait to the next. While
-  a step runs, nothing else of the process does (no other session, no ``/health``).
-  :class:`Timed` drives the turn's coroutine step by step and tells a :class:`StepClock`
-  when each step starts and ends, so that a host can notice an agent that holds the loop
-  (the server logs it and shows it in ``/health``). Tasks the agent starts itself are not
-  timed.
-- Sync code runs in a worker thread of a pool: the session's own, or
-  :func:`default_workers` (:data:`DEFAULT_WORKERS` threads, made on first use). The
-  context variables of the caller are current in the thread.
-- A thread cannot be stopped: a sync turn that timed out runs on in its thread.
-  :class:`Worker` keeps the thread's future, so the session stays busy until the thread
-  really returns, and one session never holds more than one thread.
+A thread cannot be stopped: its session stays busy until it returns. Rules: see
+ARCHITECTURE.md, "The agent runtime: sessions and turns".
 """
 
 from __future__ import annotations

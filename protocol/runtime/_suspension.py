@@ -1,20 +1,7 @@
 """What a suspended turn waits for: pending approvals and interrupts, one mechanism.
 
-Rules:
-
-- A turn suspends on **requests**: approvals of gated tool calls
-  (:class:`~evalport.protocol.PendingApproval`, keyed by call id) and interrupts, the
-  questions an agent asks that are not approvals (:class:`~evalport.protocol.PendingInterrupt`,
-  keyed by interrupt id: a clarification, a choice, a form). Both wait on a future of the
-  session's loop, are listed in the run (``pendingApprovals``, ``pendingInterrupts``) while
-  pending, and are settled together by one call (:meth:`AgentSession.decide`), since
-  requests made in the same scheduling pass join one suspension.
-- Settling must cover exactly the pending ids: a call id takes ``approve`` or ``reject``, an
-  interrupt id takes ``answer``. Missing, unknown and mismatched ids raise one
-  :class:`~._errors.DecisionError` naming them, and nothing is resumed.
-- An answered interrupt is recorded in the run's ``interrupts`` (its kind, payload and
-  answer, with the time it was answered) before the agent sees the answer.
-- A duplicate id gets a fresh UUID, so that two requests never share a future.
+Settling must cover exactly the pending ids, or nothing resumes. Rules: see
+ARCHITECTURE.md, "Recording a turn".
 """
 
 from __future__ import annotations
@@ -28,11 +15,42 @@ from .._messages import ApprovalDecision
 from .._models import AgentRun, Interrupt, PendingApproval, PendingInterrupt
 from ._approvals import ApprovalResult
 from ._errors import DecisionError
-from ._stamps import utc_now
+from ._stamps import json_arguments, json_value, new_id, utc_now
 
 Decision = ApprovalDecision | ApprovalResult | str | tuple[str, str]
 """A decision on a pending call (any of these spellings) or, as an
 :class:`ApprovalDecision` with ``decision="answer"``, the answer to a pending interrupt."""
+
+
+def approval_request(
+    turn: int,
+    tool: str,
+    arguments: Mapping[str, Any] | None,
+    call_id: str | None,
+    reason: str | None,
+) -> PendingApproval:
+    """The request a turn suspends on to have a call of ``tool`` approved."""
+    return PendingApproval(
+        call_id=call_id or new_id(),
+        tool=tool,
+        arguments=json_arguments(arguments),
+        turn=turn,
+        reason=reason,
+        requested_at=utc_now(),
+    )
+
+
+def interrupt_request(turn: int, kind: str, payload: Any) -> PendingInterrupt:
+    """The request a turn suspends on to ask something that is not an approval."""
+    if not isinstance(kind, str) or not kind:
+        raise ValueError("an interrupt needs a kind, a non-empty str such as 'clarification'")
+    return PendingInterrupt(
+        id=new_id(),
+        kind=kind,
+        payload=json_value(payload),
+        turn=turn,
+        requested_at=utc_now(),
+    )
 
 
 def _answers_interrupt(decision: Decision) -> bool:

@@ -1,10 +1,4 @@
-"""A tool execution in progress, and the block that records it (``ctx.tool_execution()``).
-
-The recording rules are :mod:`evalport.protocol.runtime._context`'s; this module holds the two
-objects a recorded call goes through: the :class:`ToolRun` the agent's code sets its
-result on, and the block that opens it (approval first, when gated), consults the
-session's fault plan, and closes it with the result or the error.
-"""
+"""A tool execution in progress, and the block that records it (``ctx.tool_execution()``)."""
 
 from __future__ import annotations
 

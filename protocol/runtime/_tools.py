@@ -1,19 +1,6 @@
 """The ``@tool`` decorator: every call of a tool function recorded in the current turn.
 
-Rules:
-
-- Works on sync and async functions (and methods: ``self``, ``cls`` and ``ctx`` are not
-  recorded as arguments). Arguments are recorded by parameter name, defaults applied.
-- The result, or the error (which propagates unchanged), and the timings go into the
-  execution of the current turn's open step (see :class:`~evalport.protocol.runtime.TurnContext`).
-- ``approval`` gates the tool: ``True`` always asks, a predicate receiving the call's
-  arguments asks when it returns true. The turn suspends until a decision arrives; a
-  rejection raises :class:`~evalport.protocol.runtime.ApprovalRejected` without running the tool.
-  A gated tool must be async, or sync and called from a sync agent (a worker thread).
-- Tool faults (the session's ``faults``, see :mod:`evalport.protocol.runtime._faults`) apply after
-  the approval: an error fault raises :class:`~evalport.protocol.runtime.InjectedFault` instead of
-  running the tool, a result fault returns its canned result instead.
-- Outside a turn the decorator is transparent: the function just runs.
+Outside a turn it is transparent. Rules: see ARCHITECTURE.md, "Recording a turn".
 """
 
 from __future__ import annotations

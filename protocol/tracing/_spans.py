@@ -1,11 +1,7 @@
 """Root spans, their context on the wire, and the provider ``--otlp`` builds.
 
-The provider's exporter is the SDK's OTLP/HTTP one, over a ``requests`` session whose
-adapter (:class:`_BoundedReplies`) reads a collector's reply whole only when it is at most
-:data:`MAX_REPLY_BYTES`, and within the export timeout in all (a collector that drips its
-reply one byte at a time is cut at the deadline), and never follows a redirect, which
-would take the ``OTEL_EXPORTER_OTLP_HEADERS`` (an API key) elsewhere. Each of these is an
-export that failed: the SDK logs it and drops the batch.
+Its exporter reads bounded replies and never follows a redirect: see ARCHITECTURE.md,
+"Tracing".
 """
 
 from __future__ import annotations
@@ -37,7 +33,7 @@ MAX_REPLY_BYTES: Final = 64 << 10
 
 
 class _BoundedReplies(requests.adapters.HTTPAdapter):
-    """The exporter's requests adapter (see the module's rules)."""
+    """The exporter's requests adapter (ARCHITECTURE.md, "Tracing")."""
 
     def send(
         self,
