@@ -23,7 +23,7 @@ pytest.importorskip("langgraph")
 
 from adapterfakes import chat_model, streaming_scripted_model
 from evalport.client import HttpTarget, LocalTarget, cases_from, eval_case, run_trial
-from evalport.client._turns import TurnClock
+from evalport.client._core._turns import TurnClock
 from evalport.server import EvalAdapter
 from evalport.server.adapters import LangGraphAgent, OpenAIAgentsAgent, PydanticAIAgent
 from support.servers import running_server
