@@ -2,21 +2,11 @@
 
 Install with ``pip install 'evalport[server]'``. Mount :meth:`EvalAdapter.routes` in a
 Starlette or FastAPI app, or serve :meth:`EvalAdapter.app` (a :class:`ProtocolApp`;
-``evalport serve`` runs one), tuned by :class:`Limits`.
-
-Rules:
-
-- This module is the package's public face; its implementation modules are private
-  (``_name.py``) and export nothing of their own.
-- Two public subpackages have faces of their own: :mod:`evalport.server.stores` (the
-  session store interface, the memory store, ``RedisStore`` and ``open_store``) and
-  :mod:`evalport.server.adapters` (framework adapters, each loaded when first used,
-  since each needs its framework's extra).
-- The agent interface (:class:`TurnContext`, :func:`tool`, :class:`ApprovalRejected`,
-  :class:`SessionInfo`) is re-exported from :mod:`evalport.protocol.runtime`, where it
-  lives so that the client's LocalTarget drives the same interface without the server.
-- Layers: the server builds on :mod:`evalport.protocol` and its runtime, never on the
-  client; no import cycles among its modules.
+``evalport serve`` runs one), tuned by :class:`Limits`. Session stores are in
+:mod:`evalport.server.stores`, framework adapters in :mod:`evalport.server.adapters`. The
+agent interface (:class:`TurnContext`, :func:`tool`, :class:`ApprovalRejected`,
+:class:`SessionInfo`) lives in :mod:`evalport.protocol.runtime`, so that the client's
+LocalTarget drives it without the server; it is re-exported here.
 """
 
 from evalport.protocol import require as _require

@@ -1,54 +1,6 @@
-"""The adapter: protocol routes over an agent, to mount in any Starlette or FastAPI app.
-
-Rules:
-
-- :meth:`EvalAdapter.routes` is the primitive: a list of Starlette routes under a prefix,
-  which a host adds to its own routes (``Mount`` works too); the host answers paths that
-  are not the adapter's. :meth:`EvalAdapter.app` serves the same endpoints as a standalone
-  ASGI app without Starlette's router and middleware (:mod:`evalport.server._standalone`),
-  whose unknown routes and methods are problems too.
-- Nothing depends on a lifespan: state is created with the adapter, expired sessions are
-  purged lazily, so mounting under a host that never sends lifespan events is fine.
-- Routes are plain ASGI endpoints (no per-request ``Request`` object); the hot answers
-  (turns, approvals) are sent with precomputed headers.
-- Every error is ``application/problem+json`` (see :mod:`evalport.server._problems`),
-  produced by the adapter itself, so a host's exception handlers never reformat it.
-  Unexpected failures are a 500 ``internal`` problem with an error id that the log repeats.
-- Requests are decoded strictly: a body that is not JSON is 400, a body of the wrong
-  shape or with unknown fields 422 naming the field's JSON path, a body above
-  ``Limits.max_body_bytes`` 413, a ``Content-Type`` that is not JSON 415.
-- ``store`` is a :class:`~evalport.server.stores.SessionStore` or a string for
-  :func:`~evalport.server.stores.open_store` (``"memory"``, ``"redis://host:6379/0"``).
-- :meth:`EvalAdapter.drain` before a shutdown: new sessions, new turns and ``/health``
-  answer 503 ``draining``; work in flight and suspended turns can still finish.
-- ``/health`` shows ``loopHeld`` once a turn held the event loop too long
-  (:mod:`evalport.server._watchdog`).
-- Logs follow the trace policy: an agent's error message and traceback appear in them
-  only when runs are verbatim (no ``policy``, or a verbatim one); otherwise the error id
-  and type, and the rest at DEBUG on ``evalport.agent.details``.
-- Auth (``token``) is required unless ``token=None`` says the host authenticates.
-  ``/health`` needs the token too unless ``public_health=True``.
-- ``?since=N`` on a turn or an attach asks for the run as a delta (``/health`` lists the
-  ``delta`` capability; :func:`~._records.since_of`, :mod:`evalport.protocol._delta`).
-  Query parameters are decoded as strictly as bodies: the approvals route takes none,
-  and any is the same 422 ``invalid-body`` naming it as an unknown one on a turn.
-- ``tracing`` (off by default) draws each turn as OpenTelemetry spans that continue the
-  caller's ``traceparent``; ``/health`` then lists the ``tracing`` capability
-  (:mod:`evalport.server._tracing`).
-- Tool faults (``CreateSessionRequest.faults``, :mod:`evalport.protocol.runtime._faults`) are off
-  unless ``faults=True``: a deployed service opts in, and ``/health`` then lists the
-  ``faults`` capability; a request with faults to a server without them is a 422
-  ``faults-disabled`` that says how to enable them.
-- Content parts (``TurnRequest.parts``) are on unless ``content_parts=False``; ``/health``
-  then lists ``content-parts``, and without it a turn with parts is a 422
-  ``content-parts-unsupported`` naming the capability. A turn's body past
-  ``max_body_bytes`` is read to the limit, and its 413 names the part it was cut in
-  (``_oversize.py``).
-- Streamed turns (``streaming=True``, the default; :mod:`evalport.server._streams`): a
-  turn asked with ``Accept: text/event-stream`` answers its events as it runs, its last
-  the body it answers otherwise; ``/health`` lists ``streaming``. Problems found before
-  the turn starts are answered as they are without the stream. A traced streamed turn's
-  span covers the turn and is drawn from the outcome the stream ends with.
+"""The adapter (:class:`EvalAdapter`: what it promises a host is in its docstring) and the
+ASGI endpoint of each path. After the turn's one entry the endpoint has one path
+(ARCHITECTURE.md, "The path of a turn through the server").
 """
 
 from __future__ import annotations
@@ -126,7 +78,38 @@ class _Endpoints(NamedTuple):
 
 
 class EvalAdapter:
-    """Serve ``agent`` (any shape :func:`evalport.protocol.runtime.session_factory` accepts)."""
+    """Serve ``agent`` (any shape :func:`evalport.protocol.runtime.session_factory` accepts).
+
+    :meth:`routes` is the primitive: Starlette routes under a prefix for a host's own app
+    (``Mount`` works too; the host answers other paths); :meth:`app` serves the same
+    endpoints without a router (:class:`ProtocolApp`). Nothing depends on a lifespan. Every
+    error is an ``application/problem+json`` problem made by the adapter itself, so a host's
+    exception handlers never reformat it (an unexpected failure is a 500 ``internal`` with an
+    error id the log repeats). Bodies, headers and query parameters are decoded strictly: not
+    JSON 400, the wrong shape or an unknown field 422 naming its JSON path, past
+    ``Limits.max_body_bytes`` 413 (a turn's names the content part it was cut in), a
+    ``Content-Type`` that is not JSON 415.
+
+    - ``token``: bearer auth, required unless ``token=None`` says the host authenticates;
+      ``/health`` needs it too unless ``public_health=True``.
+    - ``store``: a :class:`~evalport.server.stores.SessionStore`, or a string for
+      :func:`~evalport.server.stores.open_store` (``"memory"``, ``"redis://host:6379/0"``).
+    - ``policy``: a trace policy applied to every run before it leaves the service. Logs
+      quote an agent's error message and traceback only when runs are verbatim (no policy,
+      or a verbatim one); otherwise the error id and type, the rest at DEBUG on
+      ``evalport.agent.details``.
+    - Capabilities ``/health`` lists: ``delta`` (``?since=N`` on a turn or an attach asks
+      for the run as a delta) always; ``approvals`` and ``interrupts`` unless
+      ``approvals=False``; ``content-parts`` unless ``content_parts=False`` (then a turn with
+      parts is a 422 ``content-parts-unsupported``); ``streaming`` unless
+      ``streaming=False`` (a turn asked with ``Accept: text/event-stream`` answers its
+      events as it runs, its last the body it answers otherwise); ``faults`` only with
+      ``faults=True`` (else a session asking for tool faults is a 422 ``faults-disabled``);
+      ``tracing`` with ``tracing`` set (each turn drawn as OpenTelemetry spans continuing the
+      caller's ``traceparent``; the ``otel`` extra).
+    - :meth:`drain` before a shutdown; ``/health`` shows ``loopHeld`` once a turn held the
+      event loop too long.
+    """
 
     def __init__(
         self,
@@ -205,7 +188,7 @@ class EvalAdapter:
     def app(self, prefix: str = "") -> ProtocolApp:
         """A standalone ASGI app serving the same endpoints as :meth:`routes`, without a router.
 
-        Unknown paths and methods are problems too; see :mod:`evalport.server._standalone`.
+        Unknown paths and methods are problems too; see :class:`ProtocolApp`.
         """
         endpoints = self._endpoints(prefix)
         return ProtocolApp(

@@ -1,16 +1,6 @@
-"""Bearer-token authentication of the adapter's routes.
-
-Rules:
-
-- A request is authorized when its ``Authorization`` header is ``Bearer <token>`` (scheme
-  case-insensitive) and the token equals the configured one. Both are hashed (SHA-256)
-  and the digests compared with ``hmac.compare_digest``: constant time, and the length of
-  the configured token does not show either.
-- Otherwise the answer is 401 ``unauthorized`` with ``WWW-Authenticate: Bearer
-  realm="evalport"`` (and ``error="invalid_token"`` when a token was sent but is wrong).
-- ``token=None`` turns the check off: a host that mounts the routes behind its own auth
-  middleware says so explicitly. The standalone server refuses to start that way unless
-  it is bound to loopback and told ``--insecure-no-auth``.
+"""Bearer-token auth of the adapter's routes: both tokens hashed (SHA-256) and compared in
+constant time, so neither the token nor its length shows; else 401 with
+``WWW-Authenticate``. ``token=None`` is explicit: the host authenticates.
 """
 
 from __future__ import annotations

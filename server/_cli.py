@@ -1,40 +1,6 @@
-"""``evalport serve TARGET``: serve an agent over the eval protocol with uvicorn.
-
-Rules:
-
-- ``TARGET`` is ``package.module:attr`` or ``path/to/file.py:attr``; ``attr`` is any agent
-  shape :func:`evalport.protocol.runtime.session_factory` accepts (a file's folder goes on
-  ``sys.path`` so that its sibling imports work), a framework's own agent (wrapped in its
-  adapter), or an async factory or generator made inside the server's loop at start-up
-  (:mod:`evalport.server._served` has the rules).
-- The bearer token is read from the environment variable named by ``--token-env``
-  (``EVALPORT_TOKEN`` by default), never from the command line, where ``ps`` would show it.
-  Without a token the server refuses to start, unless ``--insecure-no-auth`` is given
-  **and** the host is a loopback address; it then answers requests from this machine only
-  (:class:`~._served.LocalCallersOnly`).
-- ``--store`` picks the session store: ``memory`` (default) or a Redis URL, which
-  replicas behind a load balancer share (the ``redis`` extra): ``redis://HOST:PORT/DB``,
-  ``rediss://`` (TLS), ``redis+sentinel://HOST:PORT/SERVICE``, ``redis+cluster://HOST:PORT``
-  (the forms: :mod:`evalport.protocol._redis_url`). A bad URL is exit 2, and so is a
-  Redis whose ``maxmemory-policy`` evicts keys, unless ``--allow-eviction``.
-- ``--trace-policy safe|verbatim`` redacts every run before it leaves the service
-  (``EvalAdapter(policy=...)``); without it runs leave as the agent recorded them.
-- ``--allow-faults`` lets new sessions carry tool faults (``faults`` capability); off by
-  default, so a deployed service injects nothing unless told to.
-- ``--otlp URL`` exports each turn as OpenTelemetry spans to that collector
-  (:mod:`evalport.server._tracing`) through the SDK's batch processor and OTLP/HTTP
-  exporter, which read the standard ``OTEL_*`` variables themselves; nothing is exported
-  without it. It needs the ``otel`` extra: without it, or with a URL that is not
-  http(s), exit 2. The provider is shut down (what is queued sent) at the lifespan's
-  shutdown, before uvicorn re-raises a signal that stopped it.
-- Binds ``127.0.0.1`` by default. On SIGTERM or Ctrl-C it drains the adapter (new sessions
-  and turns get 503 ``draining``), stops accepting connections and lets turns in flight
-  finish (up to the turn timeout) before it exits.
-- Every setting is checked before anything starts: numbers finite and in range (times
-  above 0 and at most a year; ``--turn-timeout 0`` means no timeout), ``--port`` 1-65535.
-  A bad one ends the command with exit 2 and one line naming the option.
-- Exit codes: 2 for a usage or start-up error; after a graceful shutdown on a signal the
-  process ends with that signal's status (uvicorn re-raises it), else 0.
+"""``evalport serve TARGET``: serve an agent over the eval protocol with uvicorn. The token
+comes from the environment, never the command line; every setting is checked before
+anything starts (exit 2, one line). Its rules: ARCHITECTURE.md, "evalport serve".
 """
 
 from __future__ import annotations

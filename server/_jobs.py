@@ -1,25 +1,6 @@
-"""Jobs that outlive their request: a turn's job, a lease renewal, a lease given back.
-
-Rules:
-
-- A job is a task that the request which started it only watches: a client that goes
-  away cancels its request, never the job, so a turn's bookkeeping is never cut in half.
-- Jobs start as turns do (:func:`evalport.protocol.runtime.start_task`): eagerly where
-  Python offers it (a job that never waits is done before :meth:`Jobs.start` returns),
-  as plain tasks otherwise.
-- :meth:`Jobs.wait` (the adapter's shutdown) gives the jobs still running a bounded time.
-- A request watches its job through :func:`watched`, which does what ``asyncio.shield``
-  does with a third of the objects: every object a request holds while its turn runs
-  counts towards the collector's next young collection, and with many requests in
-  flight at once (they advance together, a loop pass at a time) a few dozen each are
-  enough for the collector to run over and over, promoting what is in flight towards
-  the full collections that walk every live session (``docs/performance.md``). The
-  jobs' own callbacks need no context variables: they run in an empty context of their
-  thread's rather than a copy of the request's (one per thread, since a context can be
-  entered by one thread at a time and each loop runs its callbacks in its own thread).
-- A request that went away leaves its job's outcome to nobody: a job that failed is
-  logged then, never dropped in silence (its type as a warning; its message and
-  traceback, which may carry a payload, at DEBUG on ``evalport.agent.details``).
+"""Jobs that outlive their request (the rest of a turn, lease renewals and give-backs): a
+request only watches its job, so a client that goes away cancels nothing, and a job whose
+watcher went away is logged if it fails, never dropped in silence.
 """
 
 from __future__ import annotations
@@ -58,7 +39,8 @@ class Jobs:
         self._running: set[asyncio.Task[Any]] = set()
 
     def start(self, work: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
-        """Run ``work`` as a job (see the module's rules)."""
+        """Run ``work`` as a job, started as turns are (:func:`start_task`: eagerly where
+        Python offers it, so a job that never waits is done when this returns)."""
         job = start_task(work)
         if not job.done():
             self._running.add(job)
@@ -76,7 +58,14 @@ class Jobs:
 
 def watched(job: asyncio.Task[T]) -> asyncio.Future[T]:
     """What ``asyncio.shield(job)`` gives: an awaitable with the job's outcome, whose
-    cancellation (the request's) leaves the job running (see the module's rules)."""
+    cancellation (the request's) leaves the job running.
+
+    With a third of shield's objects: every object a request holds while its turn runs
+    counts towards the collector's next young collection, and with many requests in flight
+    a few dozen each make it run over and over, promoting what is in flight towards the
+    full collections that walk every live session (``docs/performance.md``). Callbacks run
+    in an empty context of their thread's, not a copy of the request's: they read no
+    context variable."""
     if job.done():
         return job  # (awaiting it returns or raises at once: nothing left to cancel)
     outer: asyncio.Future[T] = job.get_loop().create_future()

@@ -1,34 +1,5 @@
-"""Waiting for a key's first attempt on another replica, and what a lost one answers.
-
-:class:`SameKeyWaiter` is what a keyed turn meets when the store reports the session's
-lease held by the same key on another replica (:attr:`~evalport.server.stores.TurnStart.same_key`: Redis does; the
-memory store, one process, never needs to: its manager waits for its own turns in flight).
-
-Rules:
-
-- A keyed turn hands the store, with its lease, its own turn-lost record
-  (:func:`lost_record`: 409 ``turn-lost`` under its key and message). The store keeps it
-  while the turn holds the lease and drops it when the turn finishes or releases; if
-  instead the lease lapses (the replica went away, or stalled past ``lease_ttl``), the
-  next call that finds the lease free stores it under the key, atomically. A retry of
-  the key then replays 409 ``turn-lost``, however late it comes, and the turn is not run
-  again: it may have partly run, and a turn that brought one replica down would take the
-  next with it. The client sends it under a new key to run it. (The memory store never
-  does this: its turns die only with its process, and its sessions with them.)
-- A retry that meets its key's holder polls the store (20 ms doubling to 250 ms) until
-  it finds the key's record, answered as a replay (the agent ran once, or the turn was
-  lost), or takes the lease: the holder released it without a record (it answered a
-  problem, which stores nothing), so the retry runs the turn.
-- It waits at most the turn timeout plus ``lease_ttl``: a live holder ends within the
-  turn timeout, a dead one's lease lapses within ``lease_ttl`` of its last renewal (with
-  a store that cannot renew leases: ``lease_seconds``). Then, or when another turn holds
-  the lease (another key, or none), the answer is 409 ``session-busy``.
-- A request cancelled while waiting cancels only its waiting (a lease its last look took
-  goes back). A look the store failed to answer may have taken the lease unseen, or
-  may still take it once a stalled Redis resumes: its token is fenced
-  (:meth:`~._leases.Leases.fence`), so the next retry runs the turn. After
-  :meth:`SameKeyWaiter.drain` a waiting request answers 503 ``draining`` with
-  ``Retry-After`` (the client retries on another replica).
+"""Waiting for a key's first attempt on another replica, and the turn-lost record a lost one
+leaves (ARCHITECTURE.md, "Replicas": a retry never runs a turn that may have partly run).
 """
 
 from __future__ import annotations
@@ -68,7 +39,7 @@ _POLL_MAX: Final = 0.25  # and the longest one
 
 
 class SameKeyWaiter:
-    """Waiting for another replica's turn under the same key (see the module rules).
+    """Waiting for another replica's turn under the same key (see ARCHITECTURE.md, "Replicas").
 
     ``store`` answers the polls (``begin_turn``: the key's record, or the lease);
     ``leases`` give back (or fence) a lease a poll took for a request gone meanwhile.
@@ -91,7 +62,7 @@ class SameKeyWaiter:
         Polls the store with ``begin`` (20 ms doubling to 250 ms) until it answers the key's record
         (the holder's outcome, or the turn-lost record of a holder that died) or takes the
         lease (the holder released it without a record) or finds another holder or a
-        suspended session, for at most the bound of the module's rules; past it,
+        suspended session, for at most the bound in ARCHITECTURE.md, "Replicas"; past it,
         ``start`` (still ``BUSY``) stands. A cancelled request stops waiting, and nothing
         else: a lease that its last poll took goes back.
         """

@@ -1,30 +1,6 @@
-"""A turn's lease on its session: its token, how long it lasts, and keeping it.
-
-Rules:
-
-- Every acquisition draws a token unique in this process and across processes (a random
-  prefix and a counter): only that token releases, renews or fences the lease.
-- With a store that renews leases (:class:`~.stores.LeaseRenewal`), a lease lasts
-  ``Limits.lease_ttl`` and the holder keeps it (:class:`LeaseKeeper`): a timer armed when
-  the lease is taken fires after a third of it and starts a job that renews it every
-  third until the step ends (done, timed out, failed, cancelled or suspended: a
-  suspended turn holds no lease), before the final store call releases it. A turn
-  shorter than that costs one timer and no task. A renewal that finds the lease gone
-  (expired, or taken by another holder) stops and logs it, and never takes it back; a
-  store that is down is logged and tried again a third of the lease later.
-- With any other store a lease lasts ``Limits.lease_seconds`` (the turn timeout + 5 s)
-  and nobody renews it.
-- A call for the lease that the store failed to answer (503) may still run once a stalled
-  Redis resumes, for a request that is gone; so may a turn's finish, and a lease its
-  turn could not give back comes back with a restarted Redis. Either way the token is
-  fenced (:meth:`Leases.fence`) by a job that tries every quarter second, up to
-  :data:`FENCE_FOR` seconds, until the store answers. A lease it took is given back as
-  never taken (no turn-lost record: the turn's request answered a problem, so its retry
-  runs the turn), a call that lands later takes none, and a finish that lands later
-  stores nothing (it no longer holds the lease), so the session is not busy and the key
-  not lost for a turn that was never stored. A turn that begins on a session with
-  fences pending in this process fences them first (:meth:`Leases.fenced`): a retry
-  that comes here does not race the job.
+"""A turn's lease on its session: its token, its renewal while the turn runs, and fencing a
+call the store failed to answer (ARCHITECTURE.md, "Replicas"). Only the token that took a
+lease releases, renews or fences it.
 """
 
 from __future__ import annotations
@@ -73,16 +49,16 @@ class Leases:
         return self._limits.lease_seconds
 
     def fence(self, session_id: str, token: str) -> None:
-        """Fence ``token``, whose call for the lease, finish or release failed (see the
-        module's rules)."""
+        """Fence ``token``, whose call for the lease, finish or release failed (see
+        ARCHITECTURE.md, "Replicas")."""
         if self._renewal is not None:
             self._pending.setdefault(session_id, set()).add(token)
             self._jobs.start(self._fence(self._renewal, session_id, token))
 
     async def give_back(self, session_id: str, token: str) -> None:
         """Release the lease ``token`` took for a turn that stored nothing; if the store
-        fails to answer, fence ``token`` (see the module's rules) instead of raising: the
-        turn's own failure is its answer, not the release's."""
+        fails to answer, fence ``token`` instead of raising: the turn's own failure is
+        its answer, not the release's."""
         try:
             await self._store.release(session_id, token)
         except StoreUnavailable:

@@ -1,28 +1,4 @@
-"""The adapter's limits, in one frozen value.
-
-Rules:
-
-- Every limit has a safe default and is validated when the value is built, so a bad
-  setting fails at start-up, not at the first request.
-- ``turn_timeout`` counts the agent's own time; time a turn spends suspended on approvals
-  does not count (each HTTP call that drives the turn gets the full timeout).
-- ``session_ttl`` is an *idle* TTL: every turn, attach or approvals call renews it. A
-  session that is suspended still expires with it.
-- A turn's lease on its session: with a store that renews leases (Redis) it lasts
-  ``lease_ttl`` and the replica running the turn renews it every third of that, so a
-  replica that dies mid-turn frees its session within ``lease_ttl``; with any other
-  store it lasts :attr:`Limits.lease_seconds` (the turn timeout + 5 s).
-- Every number is finite; times are at most :data:`MAX_SECONDS` (a year): a value past
-  that is a typo, and a clock or a store would overflow on it.
-- ``turn_threads`` sync turns run at once in the adapter's worker pool (more wait for a
-  thread, their timeout running). A sync turn that timed out keeps its thread and its
-  session busy until its code returns, so one session never holds more than one thread.
-- ``max_run_bytes`` caps a session's accumulated run as stored: a turn on a session whose
-  run, with the new message, would pass it is refused (413 ``run-too-large``) before the
-  agent runs; a run may pass it by what its last accepted turn added.
-- ``stream_buffer_bytes`` bounds what a streamed turn holds for its readers, whatever
-  they do (:mod:`evalport.server._streams`).
-"""
+"""The adapter's limits, in one frozen value checked when it is built (:class:`Limits`)."""
 
 from __future__ import annotations
 
@@ -47,7 +23,19 @@ _AT_LEAST: Final = {  # the whole-number limits and their least values
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """Limits of one adapter (all times in seconds)."""
+    """Limits of one adapter (all times in seconds).
+
+    Every limit has a safe default and is checked when the value is built, so a bad setting
+    fails at start-up: every number finite, times at most a year (:data:`MAX_SECONDS`).
+    ``turn_timeout`` counts the agent's own time, not time suspended on approvals (each call
+    that drives the turn gets the whole timeout). ``session_ttl`` is an idle TTL: every turn,
+    attach or approvals call renews it; a suspended session still expires with it. A turn's
+    lease lasts ``lease_ttl`` with a store that renews leases (Redis), renewed every third
+    of it, else :attr:`lease_seconds`. A sync turn that timed out keeps its thread and its
+    session busy until its code returns. ``max_run_bytes`` refuses a turn (413
+    ``run-too-large``) before the agent runs; a run may pass it by what its last accepted
+    turn added.
+    """
 
     max_body_bytes: int = 1_048_576
     """Largest request body accepted (413 above)."""

@@ -1,33 +1,6 @@
-"""The agents that live in this process, and how far each one is.
-
-Rules:
-
-- One record per live session (:class:`Live`): its agent, the stored run it reached
-  (that run's version and sizes: :class:`~._runlog.Reached`), whether a turn of it is
-  finishing, and the run's encoding while hot. A live agent is current when the stored
-  run is the one it reached (same version); then a turn continues it. Otherwise (this
-  process has not seen the session, or another replica moved it on since) the agent is
-  rebuilt from the stored run: the session factory again, then the handler's
-  ``restore(history, run)`` hook.
-- A session suspended in the store but not here is suspended on another replica: it
-  takes no turn here (409 ``session-suspended``).
-- Forgetting a session closes its live agent (cancelling a turn it still runs) and stops
-  answering relayed approvals for it.
-- An attach is answered from a hot agent's run only while no turn of it is between
-  taking the lease and storing its run (or being dropped): a turn ended but not yet
-  stored (its store call may still fail) is never sent.
-- Agents keep their runs as objects between turns (``hot``,
-  :mod:`evalport.protocol.runtime`) while they are among the :data:`HOT_SESSIONS` that
-  took a turn last; an agent that falls out of them parks its run (kept encoded until
-  its next turn; one busy or suspended then parks once its run is stored), so that many
-  idle sessions hold bytes, not trees of objects. The hot ones are an LRU over the same
-  records, bounded by count and by their runs' stored bytes (:data:`HOT_BYTES`). A
-  session is hot from its second turn: a new session's first turn parks its run once
-  stored (most sessions are short, and keeping their runs costs them more than the one
-  decode it saves a long one).
-- Expired sessions are purged lazily (:meth:`LiveSessions.sweep`, at most once a
-  second, on any request) and their live agents closed; no background task, so nothing
-  depends on the host's lifespan.
+"""The agents that live in this process and the stored run each reached (ARCHITECTURE.md,
+"Replicas"). An agent continues a session only while it is current (the stored run is the
+version it reached); else it is rebuilt from the store.
 """
 
 from __future__ import annotations
@@ -119,7 +92,7 @@ class LiveSessions:
     def adopt(self, session_id: str, agent: AgentSession, reached: Reached) -> None:
         """``agent`` is the session's agent, and ``reached`` what the store holds."""
         live = self._sessions[session_id] = Live(agent, reached)
-        if reached.since:  # (a new session is not hot: see the module's rules)
+        if reached.since:  # (a new session is not hot: see ARCHITECTURE.md, "Replicas")
             self._touch(session_id, live)
 
     def finishing(self, session_id: str) -> None:
@@ -217,7 +190,7 @@ class LiveSessions:
             raise not_found(session_id)
         live = self._sessions.get(session_id)
         if live is not None and live.reached.version == stored.version:
-            if live.reached.since:  # (a first turn parks its run: see the module's rules)
+            if live.reached.since:  # (a first turn parks its run: see ARCHITECTURE.md, "Replicas")
                 self._touch(session_id, live)
             return live.agent
         if stored.state == SUSPENDED:

@@ -1,12 +1,5 @@
-"""Which content part a turn's body was in when it passed the size limit.
-
-A body past ``Limits.max_body_bytes`` is never read further, so it cannot be decoded: the
-413 names the part from the bytes received up to the limit. :func:`part_at_cut` scans
-them as JSON tokens (strings whole, so nothing inside a string is taken for structure)
-and follows the path ``$.parts[i]``; the part's ``type`` is known when its ``type`` came
-before the cut (evalport's client writes it first). The scan stops after
-:data:`MAX_TOKENS` tokens (a body of a request has at most 64 parts; a body of many small
-tokens is not one worth a long scan) and then names no part.
+"""Which content part a turn's body was in when it passed ``max_body_bytes``: the bytes up
+to the limit scanned as JSON tokens (strings whole), at most :data:`MAX_TOKENS` of them.
 """
 
 from __future__ import annotations

@@ -1,14 +1,6 @@
-"""Problem responses (RFC 9457): every error the adapter returns.
-
-Rules:
-
-- The body is ``application/problem+json`` with a stable ``type`` from
-  :class:`~evalport.protocol.ProblemType`; ``title`` is fixed per type, ``detail`` says
-  what happened in this request. Never a stack trace.
-- Handlers raise :class:`HTTPProblem`; the adapter turns it into a response itself, so a
-  host application's exception handlers are never involved.
-- 503 (and 429) carry ``Retry-After`` both as a header and as ``retryAfter``; 401 carries
-  ``WWW-Authenticate``.
+"""Problem responses (RFC 9457): :class:`HTTPProblem`, which handlers raise and the adapter
+turns into a response itself, and the problems of the session rules. A ``type`` is
+stable, a ``title`` fixed per type; never a stack trace.
 """
 
 from __future__ import annotations

@@ -1,32 +1,6 @@
-"""What the session manager keeps and answers besides runs: the outcome of a request,
-idempotency records and keyed turns in flight, session metadata, and the problems the
-session rules raise.
-
-Rules:
-
-- An :class:`Outcome` is a finished request's status and body; it is what an
-  idempotency record replays and what a relayed approval brings back.
-- An idempotency key is bound to the turn's message, or to its whole request when it has
-  parts (:func:`fingerprint`); the same key with another one is a 422
-  (:func:`key_reused`).
-- Session ids carry 192 random bits (:func:`new_session_id`).
-- A stored session's state is :data:`IDLE` or :data:`SUSPENDED` (waiting for approvals).
-- A run leaves the service as ``{"run": ...}``, redacted by the adapter's
-  :class:`RunPolicy` when it has one.
-- Framework state stays in the service. A run is encoded once as the store keeps it
-  (``stored``: redacted, with its :data:`~evalport.protocol.runtime.FRAMEWORK_STATE`
-  events, which the policy leaves as they are, so that ``restore()`` reads them back on
-  any replica) and, only when it holds such events, a second time as clients receive
-  it (``sent``: the same run without them); otherwise both are one bytes object. Every
-  body a client receives is a ``sent`` one: a turn's or a decision's response, hence
-  the idempotency records (the response as first sent) and the answers relayed from
-  another replica; attach re-encodes the stored run without the state
-  (:func:`sent_body`) before any cut, so a delta or a whole run is always a sent one.
-- A request with ``?since=N`` (:func:`since_of`) gets a 200's run as a delta
-  (rules in :mod:`evalport.protocol._delta`), cut from the run as
-  sent. A turn's own response is cut from the run object and its record keeps the
-  whole body or the turn's delta (:mod:`._runlog`), so a repeated key answers the same
-  turn cut at the repeat's ``since``; a whole body is decoded to be cut.
+"""What the server keeps and answers besides runs: a request's :class:`Outcome`, idempotency
+records, session metadata and their codecs. Every body a client receives is a run as
+sent, without framework state (ARCHITECTURE.md, "Sessions").
 """
 
 from __future__ import annotations

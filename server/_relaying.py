@@ -1,17 +1,5 @@
-"""Approvals relayed between replicas: the decisions posted to one replica travel to the
-replica holding the suspended turn (through the store's :class:`~.stores.ApprovalRelay`,
-Redis pub/sub), and its answer travels back.
-
-Rules:
-
-- What travels is the approvals request body as the client sent it, and back the
-  holder's :class:`~._records.Outcome` (status and body), msgpack-encoded.
-- A problem the holder answered is raised again on the replica that received the
-  request, so its headers (``Retry-After``) and field errors reach the client.
-- No answer within the timeout is a 504; a holder that is gone is a 409 ``session-busy``
-  saying that the suspended turn went with it.
-- Whatever fails on the holder while answering is a 500 problem with nothing of the
-  failure on the wire (it is logged there).
+"""Approvals relayed between replicas: the request body to the holder of the suspended
+turn, its :class:`~._records.Outcome` back (ARCHITECTURE.md, "Replicas").
 """
 
 from __future__ import annotations

@@ -1,32 +1,5 @@
-"""A session's run after a turn: what the store, the client and the key's record get.
-
-Rules (the store's side of a run's log is in :mod:`.stores._base`):
-
-- What this process knows of the stored run a live agent reached is a :class:`Reached`:
-  the run's version, its settled turns
-  (:func:`~evalport.protocol.settled_turns`) and how large its last whole write and the
-  turns appended since are.
-- The store gets what the turn added: the delta (:func:`~evalport.protocol.run_delta`)
-  of the run as stored (redacted by the server's policy, framework state kept) against
-  the settled turns of the run it held before, appended to the run's log, when the
-  request asked for a delta and the log is smaller than the run's last whole write and
-  under :data:`LOG_TURNS` turns. Otherwise the run is written whole: a request for the
-  whole run encodes it for the response anyway.
-  A whole write once the log has grown as large as the run keeps the log about the
-  run's size and the cost per turn flat (amortized: it doubles the writes between two
-  whole writes at most); the bound on its turns keeps reading the whole run (another
-  replica's restore, attach) to a few dozen deltas applied, for a whole write every
-  :data:`LOG_TURNS` turns of a long session.
-- The client gets the run as sent (without framework state, :mod:`._records`): whole,
-  or with ``since`` its delta, cut from the run object and redacted item by item, so
-  that neither costs more than the turn added (a cut at ``since`` is the same bytes as
-  the store's delta when nothing differs).
-- A keyed turn's record keeps the delta as sent at the store's base (the response itself
-  when the request asked for that ``since``), never the whole run: a session's records
-  then hold about what its run holds, so ``max_run_bytes`` bounds them too (whole runs
-  under 256 keys once took 1.4 GB for a 5.4 MB run). A repeat that asks for another cut
-  gets the run as it was then, rebuilt from the stored run (whose settled turns never
-  change) with the recorded delta applied (:func:`recorded_run`), cut as it asks.
+"""A session's run after a turn: what the store, the client and the key's record get
+(ARCHITECTURE.md, "The run's log"). A record keeps a delta, never the whole run.
 """
 
 from __future__ import annotations
@@ -55,7 +28,7 @@ LOG_TURNS: Final = 64
 
 
 class Reached(msgspec.Struct, frozen=True, gc=False):
-    """The stored run a live agent reached (see the module's rules): its ``version``
+    """The stored run a live agent reached (see ARCHITECTURE.md, "The run's log"): its ``version``
     (0: none known), its settled turns (``since``), the bytes of its last whole write
     (``whole``) and of the turns appended since (``appended``, ``logged`` turns)."""
 

@@ -1,32 +1,5 @@
-"""What ``evalport serve`` runs: the target made into an agent, in the server's loop when it must.
-
-Rules:
-
-- A target that is an agent (any shape the runtime accepts) is served as it is; a
-  framework's own agent (a pydantic-ai ``Agent``, an Agents SDK ``Agent``, a compiled
-  LangGraph graph) is wrapped in its adapter with its defaults, and one line on stderr
-  says so (:mod:`evalport.server.adapters._detect`). Both are built before the server
-  binds, so a bad target exits 2 at once.
-- **Async resources** (a checkpointer, a client, a connection pool) must be created
-  inside the loop that serves: a target that is an ``async def`` function taking no
-  arguments is awaited there at start-up (the ASGI lifespan), before the first request,
-  and returns the agent. A target that is an async generator function taking no
-  arguments, or an ``@asynccontextmanager`` function, yields the agent: what follows its
-  ``yield`` runs at shutdown, after the turns in flight finished. Either result may be a
-  framework's agent, wrapped as above.
-- ``closing`` (``evalport serve --otlp``: the trace provider's shutdown) runs in a
-  worker thread at the lifespan's shutdown, after the agent's own clean-up.
-- A start-up that fails (the factory raised, or returned no agent) is one line on stderr
-  and exit 2, after ``closing`` ran; the server never answers a request without an agent.
-- A Redis session store whose ``maxmemory-policy`` evicts keys (anything but
-  ``noeviction``) fails the start-up, one line and exit 2, unless ``allow_eviction``
-  (``--allow-eviction``); one whose policy cannot be read (``CONFIG`` refused, Redis
-  unreachable) is one warning line, and the server starts.
-- Served without a token (``--insecure-no-auth``), every request that does not come from
-  this machine (:mod:`evalport.protocol._loopback`: another ``Host``, another site's page)
-  is answered ``403`` ``forbidden`` before the adapter sees it, and a body must say it is
-  JSON (a body without ``Content-Type`` is a ``415``, as one of another type always is):
-  no DNS rebinding, no blind cross-site turn.
+"""What ``evalport serve`` runs: the target made into an agent, in the server's loop when
+it must (async resources are made there); a bad target is exit 2 before the server binds.
 """
 
 from __future__ import annotations
@@ -152,7 +125,7 @@ class ServedApp:
         self._serve(as_agent(made, say=self._say))
 
     async def _check_store(self) -> None:
-        """The session store's eviction policy (see the module's rules)."""
+        """The session store's eviction policy (see ARCHITECTURE.md, "evalport serve")."""
         assert self.adapter is not None
         store = self.adapter.sessions.store
         read = getattr(store, "eviction_policy", None)  # a Redis store
@@ -211,7 +184,8 @@ def stderr_line(text: str) -> None:
 
 
 class LocalCallersOnly:
-    """``403`` to a request that does not come from this machine (see the module's rules)."""
+    """``403`` to a request that does not come from this machine (see ARCHITECTURE.md,
+    "evalport serve")."""
 
     def __init__(self, app: ASGIApp, bound: str) -> None:
         self.app = app

@@ -1,41 +1,6 @@
-"""Sessions of the adapter: live agents in this process, their records in a store.
-
-Rules:
-
-- Creating a session draws an id with 192 random bits and stores the session (the store
-  enforces the cap: 503 ``session-limit``), then calls the agent's session factory (a
-  factory that fails leaves no session behind).
-- A turn takes the session's lease in the store (409 ``session-busy`` when another turn
-  holds it; :mod:`._leases` says for how long) and runs its agent in a task of its own;
-  the rest of the turn is a job that the request only watches (:mod:`._turns`), so a
-  client that disconnects cancels nothing. Every store takes this one path: the
-  in-process store and Redis implement the same contract (:class:`~.stores.SessionStore`).
-- Idempotency: a repeated key with the same message answers the stored response (or
-  waits for the turn still running under that key) without running the agent again; the
-  same key with another message is 422 ``idempotency-key-reused``. Keys are per session;
-  the stored answer is the response as first sent (a 504, or the suspended run of a turn
-  that asked for approval), never a later state of the session.
-- A turn that times out (504 ``turn-timeout``) leaves the session idle and usable; its run
-  records the turn as ``failed`` with a ``time_limit`` stop signal (attach shows it).
-- A suspended session refuses new turns (409 ``session-suspended``) until its approvals
-  are decided; it still expires with its idle TTL, which cancels the suspended turn.
-- Several replicas (a shared store such as Redis): a live agent continues a session only
-  if it is current, else it is rebuilt from the stored run (:mod:`._live`). Approvals
-  posted to another replica are relayed to the holder when the store can
-  (:class:`~.stores.ApprovalRelay`: Redis pub/sub), else refused with 409
-  ``session-busy`` (route them to the holder). A repeated key whose first attempt still
-  runs on another replica waits for it (or learns that it was lost): :mod:`._keywaits`.
-- The manager composes its collaborators: the live agents (:class:`~._live.LiveSessions`),
-  the turn runner (:class:`~._turns.TurnRunner`, which owns the same-key waiter; the
-  adapter hands turns to it directly), the
-  leases and their keepers (:class:`~._leases.Leases`) and the jobs that outlive their
-  request (:class:`~._jobs.Jobs`).
-- Sync turns run in the manager's own worker pool (``Limits.turn_threads`` threads): a
-  timed-out sync turn keeps its session busy (409 ``session-busy``) until its thread
-  returns, so a session holds one thread at most and stuck sessions cannot take more
-  threads than there are sessions stuck. Async turns are timed by the
-  :mod:`event-loop watchdog <._watchdog>`.
-- Expired sessions are purged lazily (:meth:`~._live.LiveSessions.sweep`, on any request).
+"""Sessions of the adapter (:class:`SessionManager`): create, attach, delete, approvals, over
+the live agents, the turn runner, the leases and the jobs it composes (ARCHITECTURE.md,
+"Sessions"). Every store takes the same path.
 """
 
 from __future__ import annotations

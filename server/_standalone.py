@@ -1,32 +1,5 @@
-"""The standalone app: the adapter's endpoints behind an exact path switch, nothing else.
-
-:meth:`EvalAdapter.app <evalport.server.EvalAdapter.app>` returns a :class:`ProtocolApp`.
-The endpoints it dispatches to are the ones :meth:`EvalAdapter.routes` wraps in Starlette
-routes; they authenticate, check the method and turn every error into a problem
-themselves, so no router, middleware or exception handler sits in front of them.
-
-Rules:
-
-- Paths are matched as strings, the hot one first: ``{prefix}/evals/sessions/{id}/turns``,
-  ``{prefix}/evals/sessions/{id}``, ``{prefix}/evals/sessions``, ``{prefix}/health`` and,
-  with approvals enabled, ``{prefix}/evals/sessions/{id}/approvals``. A session id is one
-  non-empty path segment (no ``/``; a percent-encoded ``%2F`` arrives decoded, so it splits
-  the segment). The id is set as ``scope["path_params"]["session_id"]``, added to any path
-  params a host's ``Mount`` put there, as Starlette's routes do.
-- The path matched is Starlette's route path: ``scope["path"]`` without ``scope["root_path"]``
-  when it starts with it (a host's ``Mount`` or a proxy's ``--root-path``); a problem's
-  ``instance`` is the full request path.
-- An unknown path is a 404 ``not-found`` problem, answered before authentication (there is
-  nothing there to protect). A path with a trailing slash is unknown too; Starlette's app
-  redirected it (307 to a URL built from the ``Host`` header, which evalport's client never
-  follows), this app answers 404 and the detail names the path without the slash.
-- A method a route does not serve is that route's 405 ``method-not-allowed`` problem, after
-  authentication, with ``Allow`` listing the methods it does serve (``HEAD`` with ``GET``).
-- ``lifespan`` events are acknowledged and do nothing (the adapter needs no start-up; close
-  it with :meth:`EvalAdapter.aclose`); a ``websocket`` is closed before it is accepted (the
-  server refuses the handshake); other scope types are ignored.
-- A scope the app cannot read (a path that is not text, say) is logged and answered with a
-  500 ``internal`` problem carrying an error id; no exception reaches the server.
+"""The standalone app (:class:`ProtocolApp`): the adapter's endpoints behind an exact path
+switch, nothing else.
 """
 
 from __future__ import annotations
@@ -50,7 +23,20 @@ _SESSIONS: Final = "/evals/sessions"
 
 
 class ProtocolApp:
-    """An ASGI app serving the protocol's endpoints under ``prefix`` (see the module rules)."""
+    """An ASGI app serving the protocol's endpoints under ``prefix``.
+
+    No router, middleware or exception handler sits in front of the endpoints, which
+    authenticate, check the method and make every error a problem themselves. Paths are
+    matched as strings, the hot one first (``{prefix}/evals/sessions/{id}/turns``, then the
+    session, the sessions, ``/health`` and, with approvals, ``.../approvals``), against
+    ``scope["path"]`` without ``scope["root_path"]`` (a host's ``Mount``, a proxy's
+    ``--root-path``); the session id is one non-empty segment, set in
+    ``scope["path_params"]`` as Starlette's routes do. An unknown path (a trailing slash
+    too, which Starlette redirected) is a 404 ``not-found`` before authentication; a method
+    a route does not serve is its 405 after it, with ``Allow``. ``lifespan`` events are
+    acknowledged, a ``websocket`` is closed before it is accepted, and a scope the app cannot
+    read is a logged 500 ``internal``: no exception reaches the server.
+    """
 
     __slots__ = ("_exact", "_ids", "_session", "_start", "_tails")
 

@@ -1,42 +1,6 @@
-"""Streamed turns on the server: the events of one turn, kept for the readers of its stream.
-
-Rules (the wire's are in :mod:`evalport.protocol._stream`):
-
-- A streaming turn has one :class:`TurnStream`. The turn's context tells it each event
-  as the agent records it (:meth:`TurnStream.tell`, on the event loop); it encodes the
-  event at once as one SSE frame with the next id, so what streams is what was recorded
-  at that moment. The last frame is the turn's outcome (:meth:`TurnStream.finish`).
-- Every frame reads the same to every SSE parser: U+2028, U+2029 and U+0085, which JSON
-  leaves raw and some parsers take for line breaks, are written as JSON escapes
-  (:func:`frame`); the JSON is the same value. A string the wire cannot hold (a lone
-  surrogate: half an emoji a provider split between chunks) streams with U+FFFD in its
-  place, so an event never fails the turn, and an id is taken only by a frame made.
-- Memory is bounded by ``Limits.stream_buffer_bytes``: the stream keeps the latest frames
-  up to that many bytes (the oldest go first), whatever its readers do. An event whose
-  frame alone is larger is not kept (the frames before it go too: nothing older may
-  stream past it); its id is taken all the same. A reader that falls behind the frames
-  kept (a slow reader, one resuming from an id no longer kept, one that has not read
-  past an event not kept) gets an ``overflow`` frame and its stream ends; the turn runs
-  on and stores its outcome, which a request without the stream (same key) reads.
-- Readers share the kept frames: a reader finds its next frame by id (never by
-  position) each time it sends, and holds nothing of its own but the piece it is
-  sending, at most :data:`PIECE` bytes (the frames ready, joined up to that, or a
-  slice of a larger one), however many readers a turn has.
-- A reader (:meth:`TurnStream.frames`) starts after the id it names (``Last-Event-ID``,
-  0 for all) and ends after the final frame; a comment line (:data:`HEARTBEAT`, with no
-  blank line after it: some parsers take a blank line for an empty event) goes out when
-  nothing else has for ``Limits.stream_heartbeat`` seconds. A reader that disconnects
-  leaves the turn alone (the turn is a job the stream only watches).
-- A keyed turn's stream is reachable by repeats of its key while it runs in this process
-  (:class:`~._turns.InFlight`); a repeat that reaches another replica, or comes once
-  the turn is over, gets the final frame alone.
-- The endpoint's half: :func:`wants_stream` negotiates ``Accept`` (RFC 9110),
-  :func:`last_event_id` reads the ``Last-Event-ID`` header, :class:`Streamed` sends a
-  stream as the request's answer, and :func:`end_stream` ends it with its turn's
-  outcome, or the problem the turn ended with (an unexpected failure logged with an
-  error id, as an endpoint's is).
-- With a trace policy every event's payload goes through it, inside a run of its own,
-  so a stream shows what the run shows (:func:`_redacted`).
+"""Streamed turns on the server: the frames of one turn kept for its readers, and the
+endpoint's half (``Accept``, ``Last-Event-ID``, the SSE answer). Memory is bounded by
+``stream_buffer_bytes`` whatever the readers do (ARCHITECTURE.md, "Streamed turns").
 """
 
 from __future__ import annotations
@@ -79,7 +43,7 @@ HEARTBEAT: Final = b": keep-alive\n"
 """A comment line alone: a blank line after it is an empty event to some parsers."""
 
 PIECE: Final = 65_536
-"""The most a reader sends at once, so the most it holds of its own (see the rules)."""
+"""The most a reader sends at once, so the most it holds of its own."""
 
 # What JSON leaves raw and some SSE parsers split lines on, as its JSON escape (in UTF-8
 # these bytes are only ever these characters, and in JSON only ever inside a string).
@@ -92,7 +56,7 @@ _SEPARATORS: Final = (
 
 def frame(name: str, data: bytes, event_id: int | None = None) -> bytes:
     """One Server-Sent Event: its id, name and one line of JSON data, read alike by every
-    parser (see the rules)."""
+    parser (see ARCHITECTURE.md, "Streamed turns")."""
     for raw, escaped in _SEPARATORS:
         data = data.replace(raw, escaped)
     head = b"" if event_id is None else b"id: %d\n" % event_id
@@ -106,7 +70,7 @@ def final_frame(outcome: Outcome) -> bytes:
 
 
 class TurnStream:
-    """The frames of one streaming turn (see the module's rules); ``since``: what its
+    """The frames of one streaming turn (see ARCHITECTURE.md, "Streamed turns"); ``since``: what its
     request asked the outcome cut at."""
 
     __slots__ = (
@@ -150,7 +114,9 @@ class TurnStream:
             return
         try:
             data = self._encoded(event)
-        except UnicodeEncodeError:  # a lone surrogate: as U+FFFD (see the rules)
+        except (
+            UnicodeEncodeError
+        ):  # a lone surrogate: as U+FFFD (see ARCHITECTURE.md, "Streamed turns")
             data = self._encoded(_mended(event))
         self._last += 1
         data = frame(event_name(event), data, self._last)
@@ -185,9 +151,9 @@ class TurnStream:
         self.finish(Outcome(ProblemType.STATUS[problem_type], problem_body(problem_type, detail)))
 
     async def frames(self, after: int = 0) -> AsyncIterator[bytes]:
-        """The frames after id ``after``, then the final one (see the module's rules):
-        the frames ready when the reader asks go out joined, up to :data:`PIECE` bytes
-        at a time, each found by id in the frames kept when its turn comes."""
+        """The frames after id ``after``, then the final one: the frames ready when the
+        reader asks go out joined, up to :data:`PIECE` bytes at a time, each found by id in
+        the frames kept when its turn comes."""
         cursor = after
         while True:
             if cursor < self._last:

@@ -1,29 +1,6 @@
-"""Turns as OpenTelemetry spans in the agent service (``EvalAdapter(tracing=...)``).
-
-Rules:
-
-- Off unless asked. ``tracing=True`` traces through the global ``TracerProvider`` (the
-  one the host configured; with none, the OpenTelemetry API drops every span) and a
-  ``TracerProvider`` through that one; ``evalport serve --otlp URL`` builds the SDK's,
-  exporting to that collector (:func:`evalport.protocol.tracing.otlp_provider`). All
-  need the ``otel`` extra.
-- Each turn request is a server span ``invoke_agent <agent>`` (with ``http.route``) that
-  continues the trace named by the request's W3C ``traceparent`` header (a new trace
-  without one), the current span while the turn runs, with the turn's steps and tool
-  executions inside as the run recorded them (:mod:`evalport.protocol.tracing`). A turn
-  answered with a problem is a span with ``error.type`` set to the HTTP status.
-- A turn that suspends goes on in the approvals requests that resume it: each is a span
-  of its own (``http.route`` the approvals route, continuing its own ``traceparent``)
-  with only the steps that the turn's earlier spans did not draw.
-- Each step is drawn once: a request that answers a turn already drawn (a repeated
-  idempotency key) is a span with ``evalport.replayed = true`` and no step or tool span.
-  The service remembers what it drew for its last :data:`REMEMBERED` sessions.
-- Spans are drawn from the answer as it leaves the service: after the adapter's trace
-  policy, or :meth:`TracePolicy.safe` when the adapter has none (the rules of drawing:
-  :mod:`evalport.protocol.tracing`). A turn asked with ``?since=N`` is drawn from its
-  delta, which holds the turn's steps, so a traced turn costs what an untraced one does
-  however long its session (a request whose ``since`` already counts the turn, a
-  replay, draws no step).
+"""Turns as OpenTelemetry spans in the agent service (``EvalAdapter(tracing=...)``): a span
+around the turn's one entry, ended from its outcome, each step drawn once
+(ARCHITECTURE.md, "A traced turn").
 """
 
 from __future__ import annotations
@@ -47,7 +24,7 @@ REMEMBERED: Final = 10_000
 
 
 class TurnTracing:
-    """Draws each turn an adapter runs as spans (see the module rules)."""
+    """Draws each turn an adapter runs as spans (see ARCHITECTURE.md, "A traced turn")."""
 
     def __init__(self, tracing: Any, agent: str, policy: RunPolicy | None) -> None:
         require("evalport.protocol.tracing", "otel", "tracing")

@@ -1,22 +1,6 @@
-"""The event-loop watchdog: notices a turn that holds the server's event loop.
-
-An async agent runs on the server's event loop; code that does not wait (a busy loop, a
-slow regular expression, blocking I/O) holds the loop, and the whole process answers
-nothing meanwhile, ``/health`` included. Python cannot interrupt it; the server can only
-notice it, say so, and refuse to call the turn completed.
-
-Rules:
-
-- Every step of an async turn (the agent's code from one wait to the next) is timed
-  (:class:`~evalport.protocol.runtime.AgentSession` tells its clock). A step that held the
-  loop :data:`HELD_AFTER` seconds or more is logged at WARNING with the session, the turn
-  and how long when it ends, and the longest such hold is shown in ``/health``
-  (``loopHeld``).
-- While a step runs, one watchdog thread per process (started with the first timed step)
-  logs once per step that it has held the loop past :data:`HELD_AFTER` so far: a hold
-  that never ends is in the log too.
-- The turn itself ends as a timeout (504 ``turn-timeout``) if it held the loop past its
-  deadline: the runtime records a turn that ends after its deadline as timed out.
+"""The event-loop watchdog: a step of an async turn that holds the loop too long is logged
+and shown in ``/health``; Python cannot interrupt it, only notice it (ARCHITECTURE.md,
+"Sessions").
 """
 
 from __future__ import annotations
@@ -39,7 +23,7 @@ _POLL: Final = 0.25
 
 
 class Watchdog:
-    """The step clock of one adapter's sessions (see the module's rules)."""
+    """The step clock of one adapter's sessions (see ARCHITECTURE.md, "Sessions")."""
 
     def __init__(self, held_after: float = HELD_AFTER) -> None:
         self._held_after = held_after

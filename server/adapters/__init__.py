@@ -2,16 +2,11 @@
 
 Each adapter is a session factory, so it goes wherever evalport takes an agent::
 
-    from evalport.server import EvalAdapter
-    from evalport.server.adapters import PydanticAIAgent
-
     app = EvalAdapter(PydanticAIAgent(agent), token=token).app()
 
-Every model step, tool call (arguments, result, error), token count and approval is
-recorded from the framework's own objects; the agent's code does not change. Each adapter
-lives in its own module and needs its own extra (``evalport[pydantic-ai]``,
-``evalport[openai-agents]``, ``evalport[langgraph]``); importing this package imports no
-framework, and a name is resolved only when it is used.
+Model steps, tool calls, token counts and approvals are recorded from the framework's own
+objects. Each needs its own extra (``evalport[pydantic-ai]``, ``evalport[openai-agents]``,
+``evalport[langgraph]``); a name imports its framework only when it is used.
 """
 
 import importlib

@@ -1,13 +1,5 @@
-"""Recognising a framework's own agent object, to wrap it in its adapter.
-
-Rules:
-
-- A pydantic-ai ``Agent``, an Agents SDK ``Agent`` and a compiled LangGraph graph
-  (``Pregel``, what ``graph.compile()`` and ``create_agent`` return) are recognised, by
-  ``isinstance`` against the framework's class, only when the framework is imported
-  already (the object exists, so it is): recognising never imports a framework.
-- :func:`framework_adapter` returns the adapter around the object with its defaults,
-  and the adapter's name for the one line that says so; anything else is ``None``.
+"""Recognising a framework's own agent object, to wrap it in its adapter; recognising never
+imports a framework.
 """
 
 from __future__ import annotations

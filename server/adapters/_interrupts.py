@@ -1,32 +1,5 @@
 """LangGraph interrupts as approval requests or evalport interrupts, and decisions and
-answers as the values that resume them.
-
-Four shapes of interrupt value are understood:
-
-- **LangChain's** ``HumanInTheLoopMiddleware``, batched: ``{"action_requests": [{"name",
-  "args", "description"?}, ...], "review_configs": [...]}`` asks one approval per action
-  (under the call id of the model's matching tool call) and resumes with ``{"decisions":
-  [...]}`` in the same order;
-- the middleware **per call**: ``{"type": "tool_approval", "tool_call_id", "name",
-  "args", "description"}`` asks one approval and resumes with one decision. A decision is
-  ``{"type": "approve"}`` or ``{"type": "reject", "message": reason}``. With
-  ``reviews="interrupts"`` either middleware shape is instead one evalport interrupt of
-  kind ``tool_review`` whose payload is the request and whose answer is the resume value
-  as given, so that all four of the middleware's decisions can be answered (``approve``,
-  ``edit`` with an ``edited_action``, ``reject``, ``respond`` with the tool's stand-in
-  result); a ``reject`` or ``respond`` answer is recorded as the call's execution (a
-  rejection, or a result), since the middleware does not run the tool;
-- an interrupt raised **in a tool**, or whose value is a mapping with a ``tool`` (or
-  ``name``) and ``args`` (or ``arguments``), is one approval of that call. It resumes
-  with ``{"approved": bool, "reason": str | None}``, which ``interrupt()`` returns;
-- **anything else** (a question, a choice, a form) is an evalport interrupt
-  (``ctx.interrupt``): its kind is the value's ``kind`` (or ``type``) when it is a mapping
-  holding one as text, else ``interrupt``; its payload is the value; it resumes with the
-  answer as it was given, which ``interrupt()`` returns.
-
-The middleware does not run a rejected tool, so :attr:`InterruptPlan.skips_rejected` tells
-the adapter to record the rejection itself; any other interrupt leaves a rejection to the
-code that called ``interrupt()``.
+answers as the values that resume them (the shapes: :func:`plan_interrupt`).
 """
 
 from __future__ import annotations
@@ -119,7 +92,35 @@ def plan_interrupt(
     reviews: str = "approvals",
 ) -> InterruptPlan:
     """The approvals for one interrupt; ``pending_calls`` are the model's latest tool calls,
-    ``reviews`` how the middleware's requests are asked (``approvals`` or ``interrupts``)."""
+    ``reviews`` how the middleware's requests are asked (``approvals`` or ``interrupts``).
+
+    Four shapes of interrupt value are understood:
+
+    - **LangChain's** ``HumanInTheLoopMiddleware``, batched: ``{"action_requests": [{"name",
+      "args", "description"?}, ...], "review_configs": [...]}`` asks one approval per action
+      (under the call id of the model's matching tool call) and resumes with ``{"decisions":
+      [...]}`` in the same order;
+    - the middleware **per call**: ``{"type": "tool_approval", "tool_call_id", "name",
+      "args", "description"}`` asks one approval and resumes with one decision. A decision is
+      ``{"type": "approve"}`` or ``{"type": "reject", "message": reason}``. With
+      ``reviews="interrupts"`` either middleware shape is instead one evalport interrupt of
+      kind ``tool_review`` whose payload is the request and whose answer is the resume value
+      as given, so that all four of the middleware's decisions can be answered (``approve``,
+      ``edit`` with an ``edited_action``, ``reject``, ``respond`` with the tool's stand-in
+      result); a ``reject`` or ``respond`` answer is recorded as the call's execution (a
+      rejection, or a result), since the middleware does not run the tool;
+    - an interrupt raised **in a tool**, or whose value is a mapping with a ``tool`` (or
+      ``name``) and ``args`` (or ``arguments``), is one approval of that call. It resumes
+      with ``{"approved": bool, "reason": str | None}``, which ``interrupt()`` returns;
+    - **anything else** (a question, a choice, a form) is an evalport interrupt
+      (``ctx.interrupt``): its kind is the value's ``kind`` (or ``type``) when it is a mapping
+      holding one as text, else ``interrupt``; its payload is the value; it resumes with the
+      answer as it was given, which ``interrupt()`` returns.
+
+    The middleware does not run a rejected tool, so :attr:`InterruptPlan.skips_rejected` tells
+    the adapter to record the rejection itself; any other interrupt leaves a rejection to the
+    code that called ``interrupt()``.
+    """
     plan = _plan(interrupt_id, value, raised_in, pending_calls)
     if reviews == "interrupts" and plan.kind in (_BATCHED, _PER_CALL):
         return InterruptPlan(interrupt_id, plan.asks, _REVIEW, (REVIEW_KIND, value))

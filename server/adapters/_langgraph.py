@@ -1,68 +1,4 @@
-"""Serve a compiled LangGraph graph over the eval protocol (``evalport[langgraph]``).
-
-``LangGraphAgent(graph)`` is a session factory, so it goes wherever evalport takes an
-agent: ``EvalAdapter(LangGraphAgent(graph), token=...)`` or ``LocalTarget(...)``. The
-graph's state holds its conversation under ``messages`` (``MessagesState``, or any state
-with an ``add_messages`` key named by ``messages_key``).
-
-Rules:
-
-- Each session is one LangGraph thread (``thread_id`` is ``evalport-<session id>``), so
-  the graph's checkpointer keeps the session's history and a turn sends only the new
-  user message. A graph compiled without a checkpointer is served from a copy with an
-  in-memory one (``InMemorySaver``); the same holds for a graph compiled with an
-  ``InMemorySaver`` of its own.
-- State kept with the session, with an in-memory checkpointer: each completed turn saves
-  the thread's latest checkpoint (LangGraph's own serializer, base64 in the event), and
-  ``restore`` puts it back into the checkpointer on another replica, so the thread
-  continues there. Each turn saves the whole state (the checkpoint holds every message):
-  for long conversations, give the graph a checkpointer every replica shares (Postgres,
-  Redis, SQLite on a shared disk; create it inside the server's loop, see docs/expose.md),
-  and nothing is saved with the session.
-- A tool that LangGraph runs again when a node resumes after an interrupt is recorded
-  once, with the result of the run the graph kept. Each invocation of the graph (the
-  turn's, then one per resume) records only its own tool runs, and only until it stops at
-  an interrupt: a call still under way when the graph stopped (a ``ToolNode`` stops at
-  the first interrupt without waiting for its other calls) may start or end while the
-  resumed graph runs, and the graph keeps the resumed run, not that one. A rejected call is
-  recorded as rejected (no result of its own), whatever the tool returns after
-  ``interrupt()`` answered it.
-- ``GraphRecursionError`` (the ``recursion_limit``) stops the turn with the
-  ``steps_limit`` stop reason.
-- The graph runs through ``astream`` in LangGraph's ``messages`` stream mode (subgraphs
-  too): each text chunk a chat model streams (``AIMessageChunk``) goes to
-  ``ctx.text_delta`` as it arrives. A model that does not stream and a message a node
-  writes itself send no chunks (the reply arrives whole, as one text delta:
-  :func:`~._recording.whole_reply`). A model whose streaming raises
-  ``NotImplementedError`` before any model answered makes the graph run whole
-  (``ainvoke``) from then on, the failed attempt resumed from its checkpoint. Every model's text streams,
-  also text beside tool calls, which the reply leaves out.
-- Recording is live, through a LangChain callback handler added to the run's config:
-  each chat model response is a step (text, tool calls with ids and arguments, token
-  usage from ``usage_metadata``, finish reason, model name); each tool run is an
-  execution with its output (a ``ToolMessage``'s content, JSON text parsed back into the
-  dict or list the tool returned; failed when its status is ``error``) or the error it
-  raised, whatever node runs it.
-- The reply is the text of the last message in the state after the turn; non-text
-  content is sent as compact JSON.
-- Approvals and interrupts: an ``interrupt(value)`` pauses the graph; every pending
-  interrupt becomes pending approvals or a pending evalport interrupt of the turn at once
-  (one suspension), and the graph resumes in the same turn with ``Command(resume=...)``.
-  LangChain's ``HumanInTheLoopMiddleware`` (batched or per call) is understood: each
-  gated tool call is asked under its name, arguments and call id, and answered with the
-  middleware's ``approve`` / ``reject`` decisions (the reason is the rejection message).
-  An interrupt raised in a tool, or naming a tool, is one approval, answered with
-  ``{"approved": bool, "reason": str | None}``; any other is an evalport interrupt
-  (``ctx.interrupt``) whose answer is the resume value (see :mod:`._interrupts` for how
-  each is named). ``reviews="interrupts"`` asks the middleware's requests as
-  ``tool_review`` interrupts instead, answered with the middleware's own decisions
-  (``edit`` and ``respond`` included). Decisions are recorded on the tool's execution
-  when it runs; a rejection the middleware answers without running the tool is recorded
-  as a rejected execution.
-- A turn's images and files (``ctx.parts``) make the ``HumanMessage``'s standard content
-  blocks, in order: ``text``, ``image`` and ``file`` (``base64`` with ``mime_type``, or
-  ``url``; a file keeps its name as ``filename``). A text-only turn's message stays text.
-"""
+"""Serve a compiled LangGraph graph (:class:`LangGraphAgent`, ``evalport[langgraph]``)."""
 
 from __future__ import annotations
 
@@ -104,7 +40,69 @@ FRAMEWORK = "langgraph"
 
 
 class LangGraphAgent:
-    """A session factory serving a compiled LangGraph graph; one thread per session."""
+    """A session factory serving a compiled LangGraph graph; one thread per session.
+
+    It goes wherever evalport takes an agent (``EvalAdapter(LangGraphAgent(graph),
+    token=...)``, ``LocalTarget(...)``). The graph's state holds its conversation under
+    ``messages`` (``MessagesState``, or any state with an ``add_messages`` key named by
+    ``messages_key``).
+
+    - Each session is one LangGraph thread (``thread_id`` is ``evalport-<session id>``), so
+      the graph's checkpointer keeps the session's history and a turn sends only the new
+      user message. A graph compiled without a checkpointer is served from a copy with an
+      in-memory one (``InMemorySaver``); the same holds for a graph compiled with an
+      ``InMemorySaver`` of its own.
+    - State kept with the session, with an in-memory checkpointer: each completed turn saves
+      the thread's latest checkpoint (LangGraph's own serializer, base64 in the event), and
+      ``restore`` puts it back into the checkpointer on another replica, so the thread
+      continues there. Each turn saves the whole state (the checkpoint holds every message):
+      for long conversations, give the graph a checkpointer every replica shares (Postgres,
+      Redis, SQLite on a shared disk; create it inside the server's loop, see docs/expose.md),
+      and nothing is saved with the session.
+    - A tool that LangGraph runs again when a node resumes after an interrupt is recorded
+      once, with the result of the run the graph kept. Each invocation of the graph (the
+      turn's, then one per resume) records only its own tool runs, and only until it stops at
+      an interrupt: a call still under way when the graph stopped (a ``ToolNode`` stops at
+      the first interrupt without waiting for its other calls) may start or end while the
+      resumed graph runs, and the graph keeps the resumed run, not that one. A rejected call is
+      recorded as rejected (no result of its own), whatever the tool returns after
+      ``interrupt()`` answered it.
+    - ``GraphRecursionError`` (the ``recursion_limit``) stops the turn with the
+      ``steps_limit`` stop reason.
+    - The graph runs through ``astream`` in LangGraph's ``messages`` stream mode (subgraphs
+      too): each text chunk a chat model streams (``AIMessageChunk``) goes to
+      ``ctx.text_delta`` as it arrives. A model that does not stream and a message a node
+      writes itself send no chunks (the reply arrives whole, as one text delta:
+      :func:`~._recording.whole_reply`). A model whose streaming raises
+      ``NotImplementedError`` before any model answered makes the graph run whole
+      (``ainvoke``) from then on, the failed attempt resumed from its checkpoint. Every model's text streams,
+      also text beside tool calls, which the reply leaves out.
+    - Recording is live, through a LangChain callback handler added to the run's config:
+      each chat model response is a step (text, tool calls with ids and arguments, token
+      usage from ``usage_metadata``, finish reason, model name); each tool run is an
+      execution with its output (a ``ToolMessage``'s content, JSON text parsed back into the
+      dict or list the tool returned; failed when its status is ``error``) or the error it
+      raised, whatever node runs it.
+    - The reply is the text of the last message in the state after the turn; non-text
+      content is sent as compact JSON.
+    - Approvals and interrupts: an ``interrupt(value)`` pauses the graph; every pending
+      interrupt becomes pending approvals or a pending evalport interrupt of the turn at once
+      (one suspension), and the graph resumes in the same turn with ``Command(resume=...)``.
+      LangChain's ``HumanInTheLoopMiddleware`` (batched or per call) is understood: each
+      gated tool call is asked under its name, arguments and call id, and answered with the
+      middleware's ``approve`` / ``reject`` decisions (the reason is the rejection message).
+      An interrupt raised in a tool, or naming a tool, is one approval, answered with
+      ``{"approved": bool, "reason": str | None}``; any other is an evalport interrupt
+      (``ctx.interrupt``) whose answer is the resume value (how each is named:
+      :func:`~._interrupts.plan_interrupt`). ``reviews="interrupts"`` asks the middleware's requests as
+      ``tool_review`` interrupts instead, answered with the middleware's own decisions
+      (``edit`` and ``respond`` included). Decisions are recorded on the tool's execution
+      when it runs; a rejection the middleware answers without running the tool is recorded
+      as a rejected execution.
+    - A turn's images and files (``ctx.parts``) make the ``HumanMessage``'s standard content
+      blocks, in order: ``text``, ``image`` and ``file`` (``base64`` with ``mime_type``, or
+      ``url``; a file keeps its name as ``filename``). A text-only turn's message stays text.
+    """
 
     def __init__(
         self,
@@ -304,7 +302,7 @@ def _load(saver: InMemorySaver, saved: list[str]) -> Any:
 
 
 def _human(message: str, ctx: TurnContext) -> HumanMessage:
-    """The turn's user message (see the module rules)."""
+    """The turn's user message (see :class:`LangGraphAgent`)."""
     if all(isinstance(part, TextPart) for part in ctx.parts):
         return HumanMessage(message)
     content: list[Any] = []

@@ -1,7 +1,7 @@
-"""What one LangGraph turn records, live, through LangChain callback handlers: each chat
-model response a step, each tool run an execution (the rules: :mod:`._langgraph`). A sync
-tool's callbacks run in its worker thread and are handed to the turn's loop, so recording
-never races."""
+"""What one LangGraph turn records, live, through LangChain callback handlers (the rules:
+:class:`~._langgraph.LangGraphAgent`). A sync tool's callbacks run in its worker thread
+and are handed to the turn's loop, so recording never races.
+"""
 
 from __future__ import annotations
 
@@ -47,8 +47,8 @@ def content_value(content: Any) -> Any:
 
 class Attempt(AsyncCallbackHandler):
     """One invocation of the graph: hands its tool runs to the turn's recorder while it is
-    the current one (see the module rules). A sync tool's callbacks run in its worker
-    thread: each is handed over on the turn's event loop, so recording never races."""
+    the current one. A sync tool's callbacks run in its worker thread: each is handed
+    over on the turn's event loop, so recording never races."""
 
     raise_error = True
 

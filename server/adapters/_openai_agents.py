@@ -1,51 +1,5 @@
-"""Serve an OpenAI Agents SDK ``Agent`` over the eval protocol (``evalport[openai-agents]``).
-
-``OpenAIAgentsAgent(agent)`` is a session factory, so it goes wherever evalport takes an
-agent: ``EvalAdapter(OpenAIAgentsAgent(agent), token=...)`` or ``LocalTarget(...)``.
-
-Rules:
-
-- Each session keeps its own conversation (``result.to_input_list()`` of its last turn)
-  and sends it, with the new message, as the next run's input; ``context`` (a callable
-  taking the :class:`~evalport.protocol.runtime.SessionInfo`) gives each session its own run
-  context object.
-- The run streams (``Runner.run_streamed``): each text delta of a model response
-  (``ResponseTextDeltaEvent``) goes to ``ctx.text_delta`` as it arrives. Every response's
-  text streams, also text beside tool calls, which the reply (the final output) leaves out.
-  A model whose ``stream_response`` raises ``NotImplementedError`` (scripted and custom
-  models often do) is run whole (``Runner.run``) from then on: the turn that found out
-  runs again whole when the model had answered nothing yet, and a reply that streamed
-  nothing goes as one text delta (:func:`~._recording.whole_reply`).
-- Recording is live, through the SDK's run hooks: each model response (``on_llm_end``)
-  is a step with its text, function calls (call ids, arguments), token usage and the
-  response id; each local tool invocation (``on_tool_start`` / ``on_tool_end``) is an
-  execution with its result. A tool that raised is recorded as failed with the exception's
-  text: the adapter wraps ``RunConfig.tool_error_formatter`` (yours still decides what the
-  model sees). Tools with their own ``failure_error_function`` report failures as results.
-- Hand-offs: each is an event (``handoff`` with ``from`` and ``to``) and an execution of
-  the model's transfer call (its result is what the SDK tells the model,
-  ``{"assistant": name}``); the agent handed off to answers the session's next turns
-  (the SDK's ``last_agent``). The model is the run's LLM profile when the agent names it.
-- State kept with the session: the input items each completed turn added
-  (``to_input_list()``) and the name of the current agent. On another replica
-  ``restore`` joins the items and finds the agent by name among those reachable from the
-  starting agent through handoffs, or among ``agents=`` (needed for a handoff declared
-  with ``handoff(...)``, whose agent the SDK does not expose); a name found in neither
-  fails the next turn with a message naming it.
-- ``MaxTurnsExceeded`` stops the turn with the ``steps_limit`` stop reason. A tool that
-  raised is recorded with its own exception (type and message), not the SDK's
-  ``UserError`` around it; so is the turn's error when the tool's failure ends the run.
-- Approvals: when a run stops with ``interruptions`` (tools with ``needs_approval``),
-  every pending call becomes a pending approval of the turn at once; the decisions go to
-  ``RunState.approve`` / ``reject`` (the approver's reason is the rejection message the
-  model sees) and the run resumes in the same turn. The rejection is recorded on the
-  call; an approval on the execution that follows.
-- A final output that is not ``str`` is sent as compact JSON.
-- A turn's images and files (``ctx.parts``) go to the run as the user item's content
-  list, in order: ``input_text``, ``input_image`` (``image_url``: the URL, or a ``data:``
-  URL of the inline bytes; ``detail`` ``auto``) and ``input_file`` (``file_url``, or
-  ``file_data`` as a ``data:`` URL with the file's name). A text-only turn's content stays
-  its message.
+"""Serve an OpenAI Agents SDK ``Agent`` (:class:`OpenAIAgentsAgent`,
+``evalport[openai-agents]``).
 """
 
 from __future__ import annotations
@@ -106,7 +60,53 @@ FRAMEWORK = "openai-agents"
 
 
 class OpenAIAgentsAgent:
-    """A session factory serving an Agents SDK ``Agent``; one conversation per session."""
+    """A session factory serving an Agents SDK ``Agent``; one conversation per session.
+
+    It goes wherever evalport takes an agent (``EvalAdapter(OpenAIAgentsAgent(agent),
+    token=...)``, ``LocalTarget(...)``).
+
+    - Each session keeps its own conversation (``result.to_input_list()`` of its last turn)
+      and sends it, with the new message, as the next run's input; ``context`` (a callable
+      taking the :class:`~evalport.protocol.runtime.SessionInfo`) gives each session its own run
+      context object.
+    - The run streams (``Runner.run_streamed``): each text delta of a model response
+      (``ResponseTextDeltaEvent``) goes to ``ctx.text_delta`` as it arrives. Every response's
+      text streams, also text beside tool calls, which the reply (the final output) leaves out.
+      A model whose ``stream_response`` raises ``NotImplementedError`` (scripted and custom
+      models often do) is run whole (``Runner.run``) from then on: the turn that found out
+      runs again whole when the model had answered nothing yet, and a reply that streamed
+      nothing goes as one text delta (:func:`~._recording.whole_reply`).
+    - Recording is live, through the SDK's run hooks: each model response (``on_llm_end``)
+      is a step with its text, function calls (call ids, arguments), token usage and the
+      response id; each local tool invocation (``on_tool_start`` / ``on_tool_end``) is an
+      execution with its result. A tool that raised is recorded as failed with the exception's
+      text: the adapter wraps ``RunConfig.tool_error_formatter`` (yours still decides what the
+      model sees). Tools with their own ``failure_error_function`` report failures as results.
+    - Hand-offs: each is an event (``handoff`` with ``from`` and ``to``) and an execution of
+      the model's transfer call (its result is what the SDK tells the model,
+      ``{"assistant": name}``); the agent handed off to answers the session's next turns
+      (the SDK's ``last_agent``). The model is the run's LLM profile when the agent names it.
+    - State kept with the session: the input items each completed turn added
+      (``to_input_list()``) and the name of the current agent. On another replica
+      ``restore`` joins the items and finds the agent by name among those reachable from the
+      starting agent through handoffs, or among ``agents=`` (needed for a handoff declared
+      with ``handoff(...)``, whose agent the SDK does not expose); a name found in neither
+      fails the next turn with a message naming it.
+    - ``MaxTurnsExceeded`` stops the turn with the ``steps_limit`` stop reason. A tool that
+      raised is recorded with its own exception (type and message), not the SDK's
+      ``UserError`` around it; so is the turn's error when the tool's failure ends the run.
+    - Approvals: when a run stops with ``interruptions`` (tools with ``needs_approval``),
+      every pending call becomes a pending approval of the turn at once; the decisions go to
+      ``RunState.approve`` / ``reject`` (the approver's reason is the rejection message the
+      model sees) and the run resumes in the same turn. The rejection is recorded on the
+      call; an approval on the execution that follows.
+    - A final output that is not ``str`` is sent as compact JSON.
+    - A turn's images and files (``ctx.parts``) go to the run as the user item's content
+      list, in order: ``input_text``, ``input_image`` (``image_url``: the URL, or a ``data:``
+      URL of the inline bytes; ``detail`` ``auto``) and ``input_file`` (``file_url``, or
+      ``file_data`` as a ``data:`` URL with the file's name). A text-only turn's content stays
+      its message.
+    """
 
     def __init__(
         self,
@@ -279,7 +279,7 @@ def tool_error(error: BaseException) -> BaseException:
 
 
 def _content(message: str, ctx: TurnContext) -> Any:
-    """The user item's content (see the module rules)."""
+    """The user item's content (see :class:`OpenAIAgentsAgent`)."""
     if all(isinstance(part, TextPart) for part in ctx.parts):
         return message
     content: list[dict[str, Any]] = []

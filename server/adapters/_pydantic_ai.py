@@ -1,46 +1,4 @@
-"""Serve a pydantic-ai ``Agent`` over the eval protocol (``pip install 'evalport[pydantic-ai]'``).
-
-``PydanticAIAgent(agent)`` is a session factory, so it goes wherever evalport takes an
-agent: ``EvalAdapter(PydanticAIAgent(agent), token=...)`` or ``LocalTarget(...)``.
-
-Rules:
-
-- Each session keeps its own message history (``result.all_messages()`` of its last
-  turn) and passes it to the next run; ``deps`` (a callable taking the
-  :class:`~evalport.protocol.runtime.SessionInfo`) gives each session its own dependencies.
-- The run streams when its model can: the recording capability then listens to
-  pydantic-ai's event stream (``on_event``), which makes ``agent.run`` stream every model
-  request, and each text chunk of a response goes to ``ctx.text_delta`` as it arrives.
-  A model that cannot stream (one without ``request_stream``, a ``FunctionModel``
-  without a ``stream_function``) runs as before, its reply arriving whole, as one text
-  delta (:func:`~._recording.whole_reply`); so does, from then on, a model whose streaming
-  raised ``NotImplementedError`` before it answered anything (that turn runs again whole). Every
-  response's text streams, also text beside tool calls, which the reply (the last
-  response's text) leaves out.
-- Recording is live, through a pydantic-ai capability added to every run: each model
-  response is a step (its text, its function tool calls with their ids and arguments,
-  its finish reason and token usage, the model and provider names as the run's LLM
-  profile); each tool execution is recorded around the tool itself, with its result or
-  the error it raised (a ``ModelRetry`` or ``ToolFailed`` counts as an error). Output
-  tools are pydantic-ai's way of returning structured output, not tool calls, so they
-  are left out.
-- Approvals: the run also accepts ``DeferredToolRequests`` as output. When tools ask for
-  approval (``requires_approval=True`` or ``ApprovalRequired``), every such call becomes
-  a pending approval of the turn at once; after the decisions the run resumes with
-  ``DeferredToolResults`` in the same turn. A rejection sends the approver's reason to
-  the model as ``ToolDenied`` and is recorded on the call; an approval is recorded on the
-  execution that follows. Calls deferred for *external* execution cannot be served and
-  fail the turn with a clear error.
-- State kept with the session: the messages each completed turn added to the history
-  (pydantic-ai's own JSON form, ``ModelMessagesTypeAdapter``); ``restore`` joins them
-  again on another replica. ``deps`` are made anew there from the session's info.
-- ``usage_limits`` go to every run; a ``UsageLimitExceeded`` (``request_limit``, say)
-  stops the turn with the ``steps_limit`` stop reason.
-- A reply that is not ``str`` (structured output) is sent as compact JSON.
-- A turn's images and files (``ctx.parts``) go to the run as pydantic-ai user content,
-  in order: inline bytes as ``BinaryContent``, URLs as ``ImageUrl`` / ``DocumentUrl``,
-  text as ``str``. A text-only turn's prompt stays its message.
-"""
+"""Serve a pydantic-ai ``Agent`` (:class:`PydanticAIAgent`, ``evalport[pydantic-ai]``)."""
 
 from __future__ import annotations
 
@@ -105,7 +63,47 @@ FRAMEWORK = "pydantic-ai"
 
 
 class PydanticAIAgent:
-    """A session factory serving a pydantic-ai ``Agent``; one message history per session."""
+    """A session factory serving a pydantic-ai ``Agent``; one message history per session.
+
+    It goes wherever evalport takes an agent (``EvalAdapter(PydanticAIAgent(agent),
+    token=...)``, ``LocalTarget(...)``).
+
+    - Each session keeps its own message history (``result.all_messages()`` of its last
+      turn) and passes it to the next run; ``deps`` (a callable taking the
+      :class:`~evalport.protocol.runtime.SessionInfo`) gives each session its own dependencies.
+    - The run streams when its model can: the recording capability then listens to
+      pydantic-ai's event stream (``on_event``), which makes ``agent.run`` stream every model
+      request, and each text chunk of a response goes to ``ctx.text_delta`` as it arrives.
+      A model that cannot stream (one without ``request_stream``, a ``FunctionModel``
+      without a ``stream_function``) runs as before, its reply arriving whole, as one text
+      delta (:func:`~._recording.whole_reply`); so does, from then on, a model whose streaming
+      raised ``NotImplementedError`` before it answered anything (that turn runs again whole). Every
+      response's text streams, also text beside tool calls, which the reply (the last
+      response's text) leaves out.
+    - Recording is live, through a pydantic-ai capability added to every run: each model
+      response is a step (its text, its function tool calls with their ids and arguments,
+      its finish reason and token usage, the model and provider names as the run's LLM
+      profile); each tool execution is recorded around the tool itself, with its result or
+      the error it raised (a ``ModelRetry`` or ``ToolFailed`` counts as an error). Output
+      tools are pydantic-ai's way of returning structured output, not tool calls, so they
+      are left out.
+    - Approvals: the run also accepts ``DeferredToolRequests`` as output. When tools ask for
+      approval (``requires_approval=True`` or ``ApprovalRequired``), every such call becomes
+      a pending approval of the turn at once; after the decisions the run resumes with
+      ``DeferredToolResults`` in the same turn. A rejection sends the approver's reason to
+      the model as ``ToolDenied`` and is recorded on the call; an approval is recorded on the
+      execution that follows. Calls deferred for *external* execution cannot be served and
+      fail the turn with a clear error.
+    - State kept with the session: the messages each completed turn added to the history
+      (pydantic-ai's own JSON form, ``ModelMessagesTypeAdapter``); ``restore`` joins them
+      again on another replica. ``deps`` are made anew there from the session's info.
+    - ``usage_limits`` go to every run; a ``UsageLimitExceeded`` (``request_limit``, say)
+      stops the turn with the ``steps_limit`` stop reason.
+    - A reply that is not ``str`` (structured output) is sent as compact JSON.
+    - A turn's images and files (``ctx.parts``) go to the run as pydantic-ai user content,
+      in order: inline bytes as ``BinaryContent``, URLs as ``ImageUrl`` / ``DocumentUrl``,
+      text as ``str``. A text-only turn's prompt stays its message.
+    """
 
     def __init__(
         self,
@@ -211,7 +209,7 @@ class _Session:
 
 
 def _prompt(message: str, ctx: TurnContext) -> str | list[UserContent]:
-    """The turn's user content (see the module rules)."""
+    """The turn's user content (see :class:`PydanticAIAgent`)."""
     if all(isinstance(part, TextPart) for part in ctx.parts):
         return message
     content: list[UserContent] = []

@@ -1,41 +1,5 @@
-"""What the framework adapters share: recording framework results into a turn context.
-
-Rules:
-
-- A tool execution the framework already finished is recorded in one go with
-  :func:`record_execution`: its result, or its error (``has_error`` with the framework's
-  text), or a rejection (recorded exactly as the turn context records one of its own).
-- Approvals: :func:`ask_all` asks every pending call at once, so the turn suspends once
-  and the approver answers them together; the decisions come back keyed by call id, and
-  each is also an ``approval.decided`` event (``callId``, ``tool``, ``approved``,
-  ``reason``), so a decision that gated no tool execution still shows in the run.
-- A reply that is not text is sent as compact JSON (the framework's structured output).
-- A model that cannot stream (the framework's streaming call raises
-  ``NotImplementedError`` before the model answered anything) is run whole from then
-  on; a turn that streamed nothing sends its reply as one text delta
-  (:func:`whole_reply`), so a streamed request still gets it as text.
-- A call's executions in a step follow the order in which the model asked for them
-  (:func:`finish_turn` sorts them, whatever order they were decided or ran in); a call
-  the framework ran again (LangGraph re-runs a node on resume) is recorded once, with the
-  result it kept (:func:`record_execution` ``replace``).
-- A rejected call is recorded the same way by every adapter: ``approval.state``
-  rejected, ``hasError`` with the approver's reason, no result, whatever the tool's body
-  returned on rejection.
-- A framework's step limit ends the turn as stopped, with the ``steps_limit`` stop
-  reason (:func:`steps_limit`), not as a failure.
-- Framework state: each completed turn records what the framework needs to continue the
-  conversation as one :data:`~evalport.protocol.runtime.FRAMEWORK_STATE` event
-  (``{"framework", ...}``, only what the turn added where the framework's state is a
-  list), and a handler's ``restore(history, run)`` reads them back
-  (:func:`saved_states`): so the session continues on any replica, as the runtime's
-  restore hook intends. The state stays in the service: the stored run keeps it, no
-  client ever receives it (:mod:`evalport.server._records`). A saved state that
-  cannot be read back fails the next turn with :func:`unreadable_state`'s message, not
-  the restore.
-- Token counts: the frameworks count inclusively (input includes cache reads and writes,
-  output includes reasoning); a step's :class:`~evalport.protocol.Usage` is disjoint, as
-  Instructor adds it up, so ``step_usage`` (:mod:`evalport.protocol._reported`, shared
-  with the client's chat-history reader) subtracts the parts from their totals.
+"""What the framework adapters share: recording a framework's results into a turn context
+the same way in every adapter (ARCHITECTURE.md, "Framework adapters").
 """
 
 from __future__ import annotations
@@ -227,7 +191,7 @@ def steps_limit(ctx: TurnContext, error: BaseException) -> str:
 
 
 def save_state(ctx: TurnContext, framework: str, state: Mapping[str, Any]) -> None:
-    """Record what ``framework`` needs to continue the session (see the module rules)."""
+    """Record what ``framework`` needs to continue the session on any replica."""
     ctx.event(FRAMEWORK_STATE, {"framework": framework, **state})
 
 

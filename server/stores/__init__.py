@@ -1,13 +1,10 @@
 """Session stores: where the adapter keeps sessions between requests.
 
-- :class:`SessionStore` is the interface (a turn is two atomic steps, each taking one
-  request struct: :class:`BeginTurn`, :class:`FinishTurn`), :class:`LeaseRenewal` and
-  :class:`ApprovalRelay` what a store shared by replicas adds. The rules every store
-  follows are in the interface's module.
-- :class:`MemoryStore` is the in-process default; :class:`RedisStore` serves several
-  replicas and needs the ``redis`` extra: it is imported when first used.
-- :func:`open_store` opens either from a string (``"memory"``, ``"redis://..."``).
-- This module is the package's public face; its modules are private.
+:class:`SessionStore` is the interface (a turn is two atomic calls, :class:`BeginTurn` and
+:class:`FinishTurn`), :class:`LeaseRenewal` and :class:`ApprovalRelay` what a store shared
+by replicas adds. :class:`MemoryStore` is the in-process default; :class:`RedisStore`
+serves several replicas (the ``redis`` extra); :func:`open_store` opens either from a
+string (``"memory"``, ``"redis://..."``).
 """
 
 import typing

@@ -1,59 +1,6 @@
-"""The session store interface: what the adapter keeps about sessions, as bytes.
-
-Rules (every store implements them; the memory store is the reference):
-
-- Records are opaque encoded bytes (the adapter encodes and decodes them), so a store
-  over the network (Redis) keeps them as they are.
-- A session has ``meta`` (written once at creation), ``run`` (the encoded response of
-  its latest accumulated run), a ``state`` (``idle`` or ``suspended``), an idle TTL that
-  every write or touch renews, a turn **lease** and its idempotency records.
-- Every call that writes a run takes the run's new **version** from the adapter
-  (:func:`new_version`: a unique id of that write, never a counter: after a lost write,
-  as a failover or a restore from a snapshot can lose one, two replicas could reach the
-  same count with different runs), and the store keeps it; versions are compared for
-  equality only. Every store versions runs this one way.
-- A run is kept as a log: ``run`` as last written whole and the turns **appended**
-  since, each an encoded delta (:func:`evalport.protocol.run_delta`) of the run against
-  the one stored before it, so that a turn stores what it added instead of the whole
-  run again. ``begin_turn`` given the version the caller holds (``seen``) leaves the run
-  and the appended turns out (``run`` empty) when the stored run is that version.
-- A turn appended is a delta against the run of version ``base``: ``finish_turn``
-  appends it only while the stored run is that version, and otherwise stores nothing,
-  keeps the lease and answers :attr:`Finish.STALE` (the adapter then writes the run whole).
-- The cap on live sessions is enforced by :meth:`SessionStore.create` atomically.
-- One turn at a time: the lease is taken with a random token and an expiry (so a
-  crashed holder cannot block the session forever); only the holder's token releases
-  it. A session whose lease is held never expires.
-- A store shared by replicas may let the holder renew its lease (:class:`LeaseRenewal`):
-  the adapter then takes a short lease and renews it while the turn runs, so that a
-  holder that died frees the session soon; ``renew`` extends only a lease that the
-  caller's token still holds, and never takes one back that expired or moved on.
-- Idempotency records are kept per session, the newest ``keep`` of them; they go with it.
-- Expired sessions read as absent. :meth:`SessionStore.purge_expired` deletes them and
-  returns their ids so that the adapter can close their live agents.
-- A turn's bookkeeping is two calls, each one request struct and one atomic step (one
-  round trip for a store over the network): :meth:`SessionStore.begin_turn`
-  (:class:`BeginTurn`) answers the key's idempotency record (no lease taken), or
-  (unless the session is suspended: :attr:`TurnStart.suspended`, no lease taken) takes
-  the lease and reads the session; :meth:`SessionStore.finish_turn` (:class:`FinishTurn`)
-  writes the run whole or appends the turn, stores the key's record and releases the
-  lease, and answers a :class:`Finish`.
-- Fencing: ``finish_turn`` stores only if its token took the lease last (it may have
-  lapsed, if nobody took it since), and answers :attr:`Finish.LOST`, storing nothing,
-  once another acquisition took it: a holder that stalled past its lease never
-  overwrites the turn that took the session over.
-- A shared store's ``begin_turn`` records the key of a keyed turn that takes the lease
-  and its ``lost`` record (409 ``turn-lost``), cleared when the holder releases. The
-  next ``begin_turn`` or ``acquire`` that finds the lease lapsed with a holder still
-  recorded (it died, or stalled and was displaced) stores that record under its key
-  first: a retry of the key replays it, however late. A ``BUSY`` answer says whether the
-  lease's holder runs the same key (:attr:`TurnStart.same_key`): the adapter then waits
-  for that turn's record instead of refusing the retry. A store in one process (the
-  memory store: its turns die with it and the adapter's own table of keys in flight
-  covers repeats) need not record holders and always says ``False``: such a retry is a
-  409, and nothing is ever lost.
-- A store that cannot reach its backend raises :class:`StoreUnavailable` (a 503
-  ``store-unavailable`` problem with ``Retry-After``), never a backend's own exception.
+"""The session store interface: a contract as a Protocol over request and answer structs.
+Every store keeps its rules (ARCHITECTURE.md, "The store contract"; the memory store is
+the reference, ``tests/server/replicas/test_store_contract.py`` the check).
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
-"""The in-process session store (the default): a dict, a clock and nothing else.
-
-It follows every rule of :mod:`evalport.server.stores._base`, as the Redis store does:
-the adapter drives both through the same calls. No coroutine here ever waits, so every
-operation, a turn's ``begin_turn`` and ``finish_turn`` included, is atomic on the event
-loop. It records no holder's key (``same_key`` is never true, ``lost`` is ignored): one
-process holds every turn, its turns die with it, and the adapter's own table of keys in
-flight covers repeats. Suitable for one process; services with several replicas need a
-shared store.
+"""The in-process session store (the default): a dict and a clock. No coroutine here ever
+waits, so every operation is atomic on the event loop; one process holds every turn, so it
+records no holder's key.
 """
 
 from __future__ import annotations
@@ -130,7 +124,7 @@ class MemoryStore:
 
     async def begin_turn(self, begin: BeginTurn) -> TurnStart:
         """The key's record; unless it answers, ``acquire`` and ``read`` (``lost`` and
-        ``keep`` are not needed: see the module's rules)."""
+        ``keep`` are not needed: see ARCHITECTURE.md, "The store contract")."""
         session_id = begin.session_id
         entry = self._live(session_id, self._clock())
         if begin.key is not None and entry is not None and entry.results is not None:

@@ -1,75 +1,5 @@
-"""The Redis session store: sessions shared by every replica of a service.
-
-It follows every rule of :mod:`evalport.server.stores._base`; each operation on a
-session is one Lua script over that session's keys, so it is atomic across replicas. A
-turn costs two round trips (begin, finish). It is a
-:class:`~evalport.server.stores._base.LeaseRenewal`: a turn's lease is short and its
-holder renews it. Install with ``pip install 'evalport[redis]'``.
-
-Rules:
-
-- Keys (``prefix`` defaults to ``evalport:`` and holds no braces): ``s:{id}`` a hash of
-  ``meta``, ``run``, ``state``, the run's ``version`` and its log (``logs``, how many
-  turns were appended since ``run`` was written whole, and ``log1``... those turns)
-  (and while a lease is taken and not given back: ``holder``, the token that took it last; for a keyed turn ``holder_key``,
-  ``holder_lost`` and ``holder_keep``, its idempotency key, its turn-lost record and how
-  many records to keep); ``l:{id}`` the turn lease (its token, with a Redis expiry);
-  ``r:{id}`` and ``o:{id}`` the idempotency records and their order. The braces are
-  literal: ``{id}`` is the keys' hash tag, so a session's four keys live in one hash
-  slot and its scripts run atomically on a Redis Cluster too. ``{index}`` a sorted set of
-  live ids scored by the earliest time each may have expired, ``{index}:gone`` a sorted
-  set of recently expired or deleted ids (both in one slot of their own).
-- Deployments: one server, TLS, ACL users, Sentinel and Cluster are chosen by the URL
-  (:mod:`evalport.protocol._redis_url`). With Sentinel the client asks the
-  Sentinels for the master on every new connection; a failover is a few 503s. With
-  ``wait_replicas=N`` every save that acknowledges a turn or a session runs ``WAIT N``
-  on the same connection and is a 503 unless ``N`` replicas have it, so a failover
-  loses no acknowledged turn. In a cluster the approvals relay uses sharded pub/sub.
-- Upgrading from the key names without hash tags (``s:ID``, ``index``): the new names
-  do not read the old ones; a session started before the upgrade answers 404 on an
-  upgraded replica. Drain the old replicas (sessions last ``session_ttl`` idle) or
-  upgrade between runs; the two layouts share no key, so mixing them corrupts nothing.
-- Expiry is Redis's own (``PEXPIRE``): every renewal records the idle deadline
-  (``now + ttl``) and sets the session's keys to expire at the later of it and the
-  lease's end, so a session whose lease is held outlives the lease; releasing the lease
-  brings the expiry back to the idle deadline. Times come from the Redis server's clock
-  (``TIME``), never from a replica's.
-- The cap counts the ``index`` after the sweep dropped the ids whose keys Redis has
-  expired: ``create`` reserves the id's place in the index (one script: the cap holds
-  across replicas; only at the cap does it sweep and try again), then writes the
-  session; a session write that fails gives the place back (or the sweep does, once its
-  TTL passed). The sweep reads the due ids, asks
-  their ``s:{id}`` keys' ``PTTL`` (one that reads as gone is asked again through a
-  script, which a replica refuses) and then rescores them or moves them to ``gone``.
-- Leases: ``acquire`` sets ``l:{id}`` with the token only if it is absent (taking it again
-  with the same token succeeds, so a retried call is safe); ``release`` deletes it only if
-  it still holds the caller's token; ``renew`` moves the expiry of ``l:{id}`` (and of the
-  session's keys, if the lease now ends later than the idle deadline) only if it holds
-  the caller's token, so an expired lease stays expired. ``begin_turn`` refused with
-  ``busy`` reports ``same_key`` when the lease's token is the one recorded with the
-  caller's key; it takes no lease of a suspended session.
-- Fencing and lost turns: ``finish_turn``, ``release`` and ``write`` with a token act
-  only while ``holder`` is that token (and no other token holds ``l:{id}``); a holder
-  displaced after its lease lapsed changes nothing. Any acquisition that finds
-  ``l:{id}`` absent while ``holder`` is still set first stores ``holder_lost`` under
-  ``holder_key`` (unless a record is there), so the dead holder's key answers 409
-  ``turn-lost`` from then on.
-- :meth:`RedisStore.purge_expired` returns the ids that expired **or were deleted** since
-  this store object last asked (kept ``gone_seconds``), so every replica closes its own
-  live agents of sessions that ended elsewhere.
-- Approvals relay (:class:`~evalport.server.stores._base.ApprovalRelay`): Redis pub/sub,
-  :mod:`._redis_relay`.
-- The session store needs ``maxmemory-policy noeviction``: Redis evicts keys under any
-  other policy once full, and sessions would vanish. :meth:`RedisStore.eviction_policy`
-  reads it (``evalport serve`` refuses to start on another); a session missing while
-  the index still gives it time is logged as evicted.
-- A Redis that cannot be reached (refused, reset, timed out, loading, read-only) raises
-  :class:`~evalport.server.stores._base.StoreUnavailable`, which the adapter answers with
-  503 ``store-unavailable`` and ``Retry-After``; so does one that refuses the store's
-  user (wrong password, an ACL without a command the store needs), saying so, and one out
-  of memory (``maxmemory`` under ``noeviction``: what adds data is refused, attach and
-  delete still work; :mod:`._redis_lua`). Nothing is half written: a script runs whole
-  or not at all.
+"""The Redis session store (:class:`RedisStore`): one Lua script per operation on a session,
+atomic across replicas (keys, expiry, fencing: ARCHITECTURE.md, "The Redis store").
 """
 
 from __future__ import annotations
@@ -149,6 +79,21 @@ class RedisStore:
     restarts. A URL opens at most ``max_connections`` connections (per node of a
     cluster); a call waits up to ``timeout`` seconds for one, to connect and for each
     answer.
+
+    One server, TLS, ACL users, Sentinel and Cluster are chosen by the URL. With Sentinel the
+    client asks for the master on every new connection: a failover is a few 503s. With
+    ``wait_replicas=N`` every save that acknowledges a turn or a session runs ``WAIT N`` and
+    is a 503 unless ``N`` replicas have it, so a failover loses no acknowledged turn. In a
+    cluster the approvals relay uses sharded pub/sub. :meth:`purge_expired` returns the ids
+    that expired **or were deleted** since this store object last asked (kept
+    ``gone_seconds``), so every replica closes its own agents of sessions that ended
+    elsewhere. The store needs ``maxmemory-policy noeviction`` (:meth:`eviction_policy`
+    reads it; ``evalport serve`` refuses another); a session missing while the index still
+    gives it time is logged as evicted. A Redis that cannot be reached, that refuses the
+    store's user, or that is out of memory raises ``StoreUnavailable`` (503
+    ``store-unavailable``); out of memory, attach and delete still work. Key names changed
+    with hash tags: a session started before an upgrade answers 404 on an upgraded replica
+    (the two layouts share no key).
     """
 
     def __init__(

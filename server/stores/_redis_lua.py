@@ -1,31 +1,6 @@
-"""The Lua scripts of :class:`~evalport.server.stores._redis.RedisStore`, one per operation.
-
-Each script runs atomically in Redis and touches only the keys it is given (``KEYS``), so
-the scripts run on a Redis Cluster as on a single server:
-
-- A session's scripts get its four keys, ``KEYS = {s, l, r, o}``, which share the hash
-  tag ``{id}`` (one hash slot). ``BEGIN_TURN`` and ``FINISH_TURN`` compose the single
-  operations (acquire and read, or look up the idempotency record; write or append,
-  store the record and release) so that a turn costs two round trips; every acquisition records its
-  token as the session's ``holder``, which fences the finish (see ``holds`` and
-  ``settle``).
-- The index scripts get ``KEYS = {index, gone}`` (hash tag ``{index}``): the cap's
-  reservation, the sweep's verdicts and the ended ids. An index score is the earliest
-  time the session may have expired; the sweep asks the session's own key (``PTTL``,
-  from the store, between ``DUE`` and ``SWEPT``) before calling it gone.
-
-Times come from Redis's ``TIME``. See :mod:`evalport.server.stores._redis` for the rules.
-
-Every script opens with a shebang (Redis 7). A flagged script that does not say
-``no-writes`` is refused by a replica before it runs (``READONLY``, which the store
-answers as unavailable). Without it, a connection that reached a replica (an old master
-restarted empty in a failover, before the client learned of the new one) ran the script
-there and read a live session as missing. Out of memory (``maxmemory`` under
-``noeviction``), a script that adds data (:data:`_ADDS`: create, begin or finish a
-turn, reserve a place) is refused whole before it runs (``OOM``, answered as
-unavailable), so none is left half done; one that reads, leases, renews or frees
-(:data:`_FREES`: attach, delete, release, the sweep) still runs, so a full Redis can be
-drained.
+"""The Lua scripts of the Redis store, one per operation, each touching only the keys it is
+given (one hash slot), so they run on a Cluster too; a script that adds data is refused
+whole when Redis is out of memory (ARCHITECTURE.md, "The Redis store").
 """
 
 from __future__ import annotations

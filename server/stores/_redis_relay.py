@@ -1,14 +1,5 @@
-"""The approvals relay of the Redis store: decisions reach the replica holding a turn.
-
-Rules (:class:`~evalport.server.stores._base.ApprovalRelay`):
-
-- A replica that holds a suspended turn subscribes to ``relay:{id}`` (Redis pub/sub,
-  sharded in a cluster); another replica publishes the decisions there with a reply
-  channel and waits for the answer. A publish that no replica receives means the holder
-  is gone (``forward`` returns ``None``), after a grace for a holder that reconnects.
-- It reaches Redis through the store's own call wrapper, so an unreachable Redis is the
-  store's :class:`~evalport.server.stores._base.StoreUnavailable`; the listening loop
-  waits out an outage and resubscribes.
+"""The approvals relay of the Redis store (pub/sub on ``relay:{id}``, sharded in a cluster);
+a publish nobody receives means the holder is gone.
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
-"""Choose a session store by a string: ``memory`` or a Redis URL.
-
-``evalport serve --store URL`` and ``EvalAdapter(store=URL)`` both come here. ``memory``
-(the default) is the in-process store; a Redis URL (``redis://``, ``rediss://``,
-``unix://``, ``redis+sentinel://``, ``redis+cluster://`` and their TLS forms, see
-:mod:`evalport.protocol._redis_url`) opens a
-:class:`~evalport.server.stores._redis.RedisStore` (the ``redis`` extra). Anything else is
-a ``ValueError`` that names the accepted forms.
+"""Choose a session store by a string: ``memory`` or a Redis URL (the forms:
+:mod:`evalport.protocol._redis_url`); anything else is a ``ValueError`` naming them.
 """
 
 from __future__ import annotations
