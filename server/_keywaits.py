@@ -1,5 +1,7 @@
-"""Waiting for a key's first attempt on another replica, and the turn-lost record a lost one
-leaves (ARCHITECTURE.md, "Replicas": a retry never runs a turn that may have partly run).
+"""Repeats of a key whose first attempt still runs: here (:class:`InFlight`, which also holds
+a streamed turn's stream) or on another replica (:class:`SameKeyWaiter`), and the
+turn-lost record a lost one leaves (ARCHITECTURE.md, "Replicas": a retry never runs a
+turn that may have partly run).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from ._leases import Leases
 from ._limits import Limits
 from ._problems import HTTPProblem, problem_body
 from ._records import Outcome, idempotency_record
+from ._streams import TurnStream
 from .stores import BeginTurn, Lease, SessionStore, StoreUnavailable, TurnStart
 
 LOST: Final = Outcome(
@@ -27,6 +30,35 @@ LOST: Final = Outcome(
         "run it again.",
     ),
 )
+
+
+class InFlight:
+    """A keyed turn running here: repeats of its key wait for its outcome, or read its
+    ``stream`` (a streamed turn's)."""
+
+    __slots__ = ("_waiters", "fingerprint", "stream")
+
+    def __init__(self, fingerprint: str) -> None:
+        self.fingerprint = fingerprint
+        self.stream: TurnStream | None = None
+        self._waiters: list[asyncio.Future[Outcome]] = []
+
+    def wait(self) -> asyncio.Future[Outcome]:
+        """A future of this waiter's own for the turn's outcome (or its problem)."""
+        future: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
+        self._waiters.append(future)
+        return future
+
+    def settle(self, outcome: Outcome | None, error: BaseException | None = None) -> None:
+        for future in self._waiters:
+            if future.done():
+                continue
+            if outcome is not None:
+                future.set_result(outcome)
+            elif isinstance(error, Exception):
+                future.set_exception(error)
+            else:
+                future.cancel()
 
 
 def lost_record(digest: str) -> bytes:

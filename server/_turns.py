@@ -36,7 +36,7 @@ from evalport.protocol.runtime import (
 )
 
 from ._jobs import Jobs, watched
-from ._keywaits import SameKeyWaiter, lost_record
+from ._keywaits import InFlight, SameKeyWaiter, lost_record
 from ._leases import LeaseKeeper, Leases
 from ._limits import Limits
 from ._live import LiveSessions
@@ -85,35 +85,6 @@ from .stores import (
 logger = logging.getLogger("evalport.server")
 
 Relayed = Callable[[str, bytes], Awaitable[bytes]]
-
-
-class InFlight:
-    """A keyed turn running here: repeats of its key wait for its outcome, or read its
-    ``stream`` (a streamed turn's)."""
-
-    __slots__ = ("_waiters", "fingerprint", "stream")
-
-    def __init__(self, fingerprint: str) -> None:
-        self.fingerprint = fingerprint
-        self.stream: TurnStream | None = None
-        self._waiters: list[asyncio.Future[Outcome]] = []
-
-    def wait(self) -> asyncio.Future[Outcome]:
-        """A future of this waiter's own for the turn's outcome (or its problem)."""
-        future: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
-        self._waiters.append(future)
-        return future
-
-    def settle(self, outcome: Outcome | None, error: BaseException | None = None) -> None:
-        for future in self._waiters:
-            if future.done():
-                continue
-            if outcome is not None:
-                future.set_result(outcome)
-            elif isinstance(error, Exception):
-                future.set_exception(error)
-            else:
-                future.cancel()
 
 
 class _Turn(msgspec.Struct):
