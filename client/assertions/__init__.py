@@ -2,8 +2,8 @@
 
 Use them on their own against a run (``CalledTool("refund").evaluate(run)``) or through
 the eval context (``ctx.called_tool("refund")``), which evaluates them on the run so far
-and returns a handle with ``soft()``, ``gate()``, ``at_least(t)`` and ``label(s)``.
-Each module's docstring states its rules.
+and returns a handle with ``soft()``, ``gate()``, ``at_least(t)`` and ``label(s)``. They
+decide the same on a redacted run as on a verbatim one, or say they cannot.
 """
 
 import warnings as _warnings

@@ -1,17 +1,6 @@
-"""Approval and interrupt assertions: what was decided on gated tool calls, and what
-the agent stopped to ask.
-
-Rules:
-
-- ``ToolWasApproved(name)`` passes when at least one call of ``name`` (matching ``args``
-  if given) carries approval state ``approved``; ``ToolWasRejected`` likewise with
-  ``rejected``. A call that was never gated has no approval state and matches neither.
-- ``Interrupted(kind)`` passes when the agent raised an interrupt of that kind (answered,
-  in ``interrupts``, or still pending); ``payload=`` and ``answer=`` narrow it with a
-  matcher (a mapping is a subset match); ``count=`` takes an exact number or a count
-  predicate of the matching interrupts.
-- Argument, payload and answer matching follows :mod:`.matchers` (digest equality on
-  redacted runs).
+"""Approval and interrupt assertions: what was decided on gated tool calls, and what the
+agent stopped to ask. A call never gated matches neither ``ToolWasApproved`` nor
+``ToolWasRejected``. See ARCHITECTURE.md, "The assertion families".
 """
 
 from __future__ import annotations

@@ -1,27 +1,7 @@
-"""The assertion contract, and the helpers every assertion family shares.
-
-Rules (they hold for every assertion in this package):
-
-- An assertion is a small object configured in its constructor with one method,
-  ``evaluate(subject) -> AssertionResult``. It never raises for a fact about the agent:
-  a reply that lacks a word is a *failed* result, not an exception.
-- A subject of the wrong type is a mistake in the eval, not in the agent: ``evaluate``
-  raises :class:`AssertionTypeError`, and a trial turns it into verdict ``error``.
-- Run assertions accept an :class:`~evalport.protocol.AgentRun`, a
-  :class:`~evalport.client.Turn` or a
-  :class:`~evalport.client.Trajectory`. Text assertions accept a ``str`` or
-  any of those (they read its reply / final answer).
-- The score is in [0, 1]; ``passed`` is ``score >= threshold`` and ``evaluated``.
-  An assertion that cannot be evaluated (say, a predicate that needs verbatim arguments
-  on a redacted run) returns ``evaluated=False`` with a message saying why; it never
-  passes, whatever its threshold.
-- Assertions whose evaluation needs I/O (embedding similarity) implement
-  ``aevaluate``; every assertion has it, the default calls ``evaluate``.
-- A custom assertion on text subclasses :class:`StringAssertion` and implements
-  ``evaluate_string(text)``; one on what the agent did subclasses
-  :class:`TrajectoryAssertion` and implements ``evaluate_trajectory(trajectory)``. The
-  base class reads the subject (a reply, a final answer, a run's trajectory) and raises
-  :class:`AssertionTypeError` for anything else, as Neuron's base classes do.
+"""The assertion contract (``Assertion``, ``AssertionResult``) and the helpers every family
+shares. An assertion never raises for a fact about the agent, only for a subject of the
+wrong type; one it cannot evaluate never passes. See ARCHITECTURE.md, "The assertion
+contract".
 """
 
 from __future__ import annotations

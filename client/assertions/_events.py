@@ -1,16 +1,5 @@
-"""Event assertions, on the events the agent emitted (``AgentRun.events``).
-
-Rules:
-
-- ``EventSeen(name)`` passes when an event of that name exists; ``data=`` narrows it with
-  a matcher (a mapping is a subset match, digests compare by hash), ``where=`` with a
-  predicate over the whole :class:`~evalport.protocol.Event`; ``count=`` takes an exact
-  number or a count predicate.
-- ``EventsSatisfy(predicate)`` passes when ``predicate(events)`` is true for the list of
-  every event (Instructor's escape hatch).
-- ``EventsInOrder(names)`` passes when the names appear in this order, other events may
-  come between; partial credit is the longest in-order subsequence of ``names`` that was
-  found, over ``len(names)``.
+"""Event assertions, on ``AgentRun.events``: seen, satisfying a predicate, in order.
+See ARCHITECTURE.md, "The assertion families".
 """
 
 from __future__ import annotations

@@ -1,21 +1,6 @@
 """``ctx.expect(value)``: grade any value pulled out of the run (Instructor's
-``ValueExpectation``).
-
-Rules:
-
-- Each call in the chain records one assertion with the context and returns the chain;
-  ``gate()``, ``soft()``, ``at_least(t)`` and ``label(s)`` tune the most recent one.
-- ``includes(x)``: a substring of a string, an element of a list or tuple (digests compare
-  by hash), a key of a mapping; any other value fails.
-- ``equals(x)``: the same JSON value (:mod:`.matchers`: ``10`` equals ``10.0``, a mapping
-  is compared whole in any key order, plain values match their digests); a matcher
-  (``Subset({...})`` for part of a mapping) or a callable (a predicate) is used as given.
-- ``matches(pattern)``: a regular expression searched in a string.
-- ``similarity(text)``: ``1 - levenshtein / max length``, a continuous score; **soft** by
-  default, passing at 1.0 unless ``at_least`` lowers it.
-- ``satisfies(predicate)``: any predicate over the value.
-- A redacted value cannot be graded by a predicate (``satisfies``) or looked inside
-  (``includes`` on a digest): the assertion is not evaluable and never passes.
+``ValueExpectation``); each call in the chain records one assertion. See ARCHITECTURE.md,
+"The assertion families".
 """
 
 from __future__ import annotations
@@ -122,7 +107,8 @@ class ValueSatisfies(Assertion):
 
 
 class ValueExpectation:
-    """The chain ``ctx.expect(value)`` returns (see the module rules)."""
+    """The chain ``ctx.expect(value)`` returns: each method records one assertion and returns
+    the chain; ``gate()``, ``soft()``, ``at_least(t)`` and ``label(s)`` tune the latest."""
 
     __slots__ = ("_host", "_last", "value")
 

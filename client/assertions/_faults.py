@@ -1,13 +1,5 @@
-"""Fault assertions: which tool calls got an injected fault instead of the tool's own outcome.
-
-Rules:
-
-- ``ToolWasInjected(name)`` passes when at least one call of ``name`` (matching ``args``
-  if given) carries ``injected=True``: its error or result came from a tool fault the
-  session was opened with (``faults=``, :mod:`evalport.protocol.runtime._faults`), not from the
-  tool. A call that failed by itself is not injected; assert that with
-  ``called_tool(name, is_error=True)``.
-- Argument matching follows :mod:`.matchers` (digest equality on redacted runs).
+"""Fault assertions: which tool calls got an injected fault, not the tool's own outcome.
+See ARCHITECTURE.md, "The assertion families".
 """
 
 from __future__ import annotations

@@ -1,36 +1,6 @@
-"""Latency budgets: a turn, a trial, the time until the first tool call, and the time
-until the first event and the first token of a turn's answer.
-
-Rules:
-
-- What is measured is the run's own clock: the timestamps the agent side records on
-  every step (``startedAt``/``completedAt``; a turn's first step starts when the turn
-  starts) and on every tool execution (``startedAt``). So a budget reads the same on
-  ``LocalTarget``, on ``HttpTarget``, on a cached or a logged run, and the network, the
-  queueing and the eval's own code between turns are not counted; the client-observed
-  duration of a whole trial is ``TrialResult.duration`` in the report. Timestamps have
-  millisecond resolution.
-- A turn's time is from its first step's start to its last step's end (approval waits
-  included: the turn was not done). ``TurnWithin`` checks one turn (``turn=N``, or the
-  turn a :class:`~evalport.client.Turn` subject is) or, by default, every turn: the
-  slowest must be within budget.
-- A trial's time is the run's span: from the first step's start to the last step's end,
-  over every turn of the current session (the time between turns included).
-- The time until the first tool call is from the start of the turn that made it to the
-  start of its execution: the run's first tool call, the first of turn ``turn=N``, or the
-  first of a :class:`~evalport.client.Turn` subject. No tool call is a failed result.
-- The time to the first event and to the first token (the first text of the reply) are
-  the client's, not the run's: each turn's :class:`~evalport.client.TurnTiming`, from
-  when the turn was sent. A turn that streamed (a server listing ``streaming``, or
-  ``LocalTarget``) has both; a streamed turn whose agent sent its reply whole has its
-  first token with the whole answer. ``FirstTokenWithin`` and ``FirstEventWithin``
-  check every timed turn of the trial (the slowest must be within budget), turn
-  ``turn=N``, or a :class:`~evalport.client.Turn` subject; ``ctx.first_token_within``
-  reads the trial's timings. A turn without them (not streamed, replayed from the
-  cache) is not evaluable, and neither is a trial without any.
-- Budgets give partial credit like the step and token budgets: over budget the score is
-  ``budget / actual``, so ``.at_least(0.8)`` tolerates a 25 % overrun and ``.soft()``
-  reports without gating. A run without the timestamps needed is not evaluable.
+"""Latency budgets: a turn, a trial, the first tool call, the first event and token.
+Turns and trials are timed by the run's own clock, first event and token by the client's
+(``TurnTiming``); never mix the two. See ARCHITECTURE.md, "Latency budgets".
 """
 
 from __future__ import annotations

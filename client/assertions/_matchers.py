@@ -1,29 +1,6 @@
 """Matchers for tool arguments, results and event data, and count predicates.
-
-Rules:
-
-- A matcher answers ``True`` (matches), ``False`` (does not) or ``None`` (cannot tell,
-  because the value was redacted and the matcher needs it verbatim).
-- A plain value matches the same JSON value (numbers by value, so ``10`` matches
-  ``10.0``, ``1e1`` and ``-0.0`` matches ``0``; maps whatever their key order; ``True``
-  is not ``1``), and matches a digest when the digest is that value's digest
-  (:func:`evalport.protocol.matches_digest`): the verdict is the same on a verbatim run
-  and on a redacted one. So
-  ``called_tool("refund", args={"order_id": "A1"})`` works on runs redacted by
-  ``TracePolicy.safe()``, which keeps argument keys in clear and digests each value.
-- A mapping given for arguments is a **subset** match: every key given must be present
-  and match, other keys are ignored. :class:`Exact` demands the same key set. Inside the
-  mapping each value may itself be a matcher or a callable (a per-argument matcher); a
-  plain value there, a nested mapping included, is compared whole (equality), because a
-  redacted argument value is one digest: ``Subset({...})`` inside matches part of it.
-- A callable (``lambda args: args["amount"] <= 100``) is a predicate: it needs verbatim
-  data, and on a redacted value it answers ``None``, which the assertion reports as
-  "not evaluable" with a message that says which policy to use. A failure message shows
-  digests compactly (shape and short hash) and says how to see the values
-  (``--trace-policy verbatim``). A predicate that raises
-  (say, ``KeyError`` on a call without that key) counts as not matching.
-- Counts: an ``int`` means exactly that many; :func:`at_least`, :func:`at_most`,
-  :func:`between` and :func:`exactly` build the others.
+A matcher answers ``True``, ``False`` or ``None`` (redacted, needed verbatim), and a plain
+value decides the same against its digest. See ARCHITECTURE.md, "Matchers".
 """
 
 from __future__ import annotations

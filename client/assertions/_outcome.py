@@ -1,13 +1,5 @@
-"""Outcome assertions: how the run ended.
-
-Rules:
-
-- ``Succeeded`` passes on status ``completed``; ``Stopped`` on ``stopped``; ``Failed``
-  on ``failed`` (for cases that expect the agent to give up, e.g. on forbidden input).
-  A failed one names the agent's errors (type, error id, message as the trace policy
-  lets it be seen: :mod:`evalport.client._agent_errors`).
-- ``StopReasonIs`` reads the last turn's ``stopSignal.reason``; a run without a stop
-  signal has no reason and fails it. Several accepted reasons may be given.
+"""Outcome assertions: how the run ended (status, stop reason). See ARCHITECTURE.md,
+"The assertion families".
 """
 
 from __future__ import annotations

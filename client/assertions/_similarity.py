@@ -1,18 +1,6 @@
-"""Embedding similarity, the embedder protocol, and two embedders.
-
-Rules:
-
-- An :class:`Embedder` turns texts into vectors: ``async embed(texts) -> vectors``.
-- :class:`EmbeddingSimilarity` scores the cosine similarity of the text and the
-  reference (negative similarities score 0) and passes at ``threshold``. It needs I/O,
-  so call ``await aevaluate(...)``; ``evaluate`` works only where no event loop runs.
-  Through the context it is deferred and resolved when the case ends.
-- An embedder that fails (network, HTTP status, bad body) makes the assertion *not
-  evaluable*, with the error in its message: it never passes.
-- :class:`OpenAIEmbedder` speaks the OpenAI-compatible ``POST {base_url}/embeddings``
-  (OpenAI, Azure, vLLM, Ollama, LM Studio, llama.cpp) over httpx.
-- :class:`HashingEmbedder` is deterministic and offline: word and character-trigram
-  counts hashed into a fixed number of buckets. For tests and smoke suites, not meaning.
+"""Embedding similarity, the ``Embedder`` protocol, and two embedders (OpenAI-compatible,
+offline hashing). An embedder that fails makes the assertion not evaluable, never passed.
+See ARCHITECTURE.md, "The assertion families".
 """
 
 from __future__ import annotations
@@ -52,7 +40,7 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 
 
 class HashingEmbedder:
-    """A deterministic offline embedder (see the module rules)."""
+    """A deterministic offline embedder: hashed word and trigram counts, for tests, not meaning."""
 
     def __init__(self, dimensions: int = 256) -> None:
         self.dimensions = dimensions

@@ -1,14 +1,4 @@
-"""Step and token budgets.
-
-Rules:
-
-- Steps are the run's ``steps`` (every turn). ``StepCount`` takes an exact number or a
-  count predicate (``at_least(2)``, ``between(2, 4)``).
-- Token totals are summed over the steps (input + output + cache write + cache read +
-  reasoning, as Instructor counts them); ``TokensAtMost`` budgets one kind.
-- Budgets give partial credit: over budget, the score is ``limit / actual``, so
-  ``.at_least(0.9)`` tolerates a 10 % overrun.
-"""
+"""Step and token budgets. See ARCHITECTURE.md, "The assertion families"."""
 
 from __future__ import annotations
 

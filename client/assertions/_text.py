@@ -1,18 +1,5 @@
 """Text assertions: on a string, or on the reply of a run, turn or trajectory.
-
-Rules:
-
-- Matching is case-sensitive unless ``case_sensitive=False``.
-- ``ContainsAll`` gives partial credit (the share of needles found), so
-  ``.at_least(0.5)`` means "at least half of them".
-- ``MatchesRegex`` uses Python's ``re.search``; a pattern written with PHP delimiters
-  (``/^\\d+$/i``, as in Neuron suites) is accepted and its ``i``, ``m``, ``s``, ``x``
-  flags are honoured.
-- ``LevenshteinDistance`` scores ``1 - distance / max(len)`` and passes when the score
-  reaches ``threshold``; a distance above ``max_distance`` (if given) scores 0 and fails.
-  Neuron's ``StringDistance`` (:mod:`evalport.client.assertions.neuron`) keeps the cap
-  and scales by it instead: ``1 - distance / max_distance``, ``max_distance`` 50.
-- ``MatchesJsonSchema`` needs the ``jsonschema`` package.
+See ARCHITECTURE.md, "The assertion families".
 """
 
 from __future__ import annotations
@@ -202,7 +189,7 @@ class MatchesJsonSchema(IsValidJson):
     kind = "matches_json_schema"
 
     def __init__(self, schema: Mapping[str, Any]) -> None:
-        jsonschema = require("jsonschema", "dev", "MatchesJsonSchema")
+        jsonschema = require("jsonschema", "client", "MatchesJsonSchema")
         validator_class = jsonschema.validators.validator_for(schema)
         validator_class.check_schema(schema)
         self.validator = validator_class(schema)

@@ -1,34 +1,6 @@
-"""Tool assertions: which tools the agent called, with what, how often, in which order.
-
-Rules:
-
-- A call counts when the agent made it, whatever its approval state (a call still
-  waiting for approval counts; use :mod:`.approvals` to assert on decisions).
-- ``args=`` is a matcher (see :mod:`.matchers`): a mapping is a subset match, ``Exact``
-  an exact one, a callable a predicate, and values inside a mapping may be per-argument
-  matchers. ``result=`` matches the call's result *whole* (a plain mapping means equality,
-  because a redacted result is one digest; ``Subset({...})`` matches part of a verbatim
-  one); ``is_error=`` matches its error flag. Plain values match digests of themselves, so all of this works on redacted runs;
-  a predicate that needs verbatim data makes the assertion *not evaluable*, with a
-  message saying so, unless the calls that could be read already settle it.
-- ``count=`` is exact for an ``int``, else a predicate: ``at_least(n)``, ``at_most(n)``,
-  ``between(a, b)``. Without it, ``called_tool`` means "at least once".
-- ``ToolOrder`` compares the sequence of called tool names with ``names``. Every mode is
-  stated as a relation of the *expected* list to the *actual* calls:
-
-  ========== ============================================================== ============
-  mode       passes when                                                    credit
-  ========== ============================================================== ============
-  strict     actual == expected: the same calls, same order, nothing else   LCS / max len
-  unordered  the same calls with the same counts, in any order              overlap / max len
-  subset     expected ⊆ actual: expected calls occur in this order, other   LCS / len(expected)
-             calls may come before, between and after
-  superset   expected ⊇ actual: every actual call is in the expected list   allowed / len(actual)
-             (an allow-list); order and missing calls do not matter
-  ========== ============================================================== ============
-
-  ``ToolOrderMode.EXPECTED_IN_ORDER`` and ``ToolOrderMode.ONLY_FROM_EXPECTED`` are
-  descriptive aliases of ``subset`` and ``superset``.
+"""Tool assertions: which tools the agent called, with what, how often, in which order
+(``ToolOrder``'s modes relate the expected list to the actual calls). See
+ARCHITECTURE.md, "The assertion families".
 """
 
 from __future__ import annotations
@@ -59,7 +31,8 @@ UNSET: Final[Any] = object()
 
 
 class ToolOrderMode:
-    """The four modes of :class:`ToolOrder` (see the module docstring's table)."""
+    """The four modes of :class:`ToolOrder` (``MEANING``); ``EXPECTED_IN_ORDER`` and
+    ``ONLY_FROM_EXPECTED`` are descriptive aliases of ``subset`` and ``superset``."""
 
     STRICT = "strict"
     UNORDERED = "unordered"

@@ -1,27 +1,11 @@
 """Neuron AI's assertion names, for suites ported from it: same names, same verdicts.
 
 ``from evalport.client.assertions.neuron import *`` and keep writing
-``self.check(StringContains("x"), output)`` and
-``self.check(TrajectoryMatches(["a", "b"], Mode.Subset), trajectory)`` in an
-:class:`~evalport.client.Evaluator`.
-
-Rules:
-
-- Most names are evalport's classes under Neuron's name, with evalport's arguments
-  (Python keywords: ``reference=``, ``threshold=``).
-- Where Neuron's class decides differently, the name here is a small subclass that
-  decides as Neuron's does, with Neuron's arguments in Neuron's order:
-  ``StringContains``, ``StringContainsAll`` and ``StringContainsAny`` ignore case
-  (``StringStartsWith``/``StringEndsWith`` compare as written, as Neuron's do);
-  ``StringDistance(reference, threshold=0.5, max_distance=50)`` scores
-  ``1 - distance / max_distance`` (0 beyond ``max_distance``) where evalport's
-  ``LevenshteinDistance`` divides by the longer string;
-  ``StringSimilarity(reference, embedder, threshold=0.6)``.
-- ``StringAssertion`` and ``TrajectoryAssertion`` are the base classes of custom
-  assertions, as in Neuron (one method: ``evaluate_string`` / ``evaluate_trajectory``).
-- The judges (``AgentJudge``, ``FaithfulnessJudge``, ...) are evalport's judge objects
-  (:mod:`evalport.client.judges`); their ``judge=`` is a judge, passed by keyword, and
-  may be left out to use the case's or the configured one.
+``self.check(StringContains("x"), output)`` in an :class:`~evalport.client.Evaluator`.
+Most names are evalport's classes under Neuron's name, with evalport's keyword arguments;
+where Neuron decides differently (``StringContains*`` ignore case, ``StringDistance``
+divides by ``max_distance``) a small subclass decides as Neuron does, with Neuron's
+arguments in Neuron's order. The judges are evalport's, ``judge=`` by keyword.
 """
 
 from __future__ import annotations
