@@ -13,7 +13,7 @@ import pytest
 from support.venvs import build_wheel, clean_env, make_venv
 
 ROOT = Path(__file__).resolve().parent.parent
-DEMO_DEPS = ["msgspec", "starlette", "uvicorn", "httpx", "httpx-sse", "pyyaml"]
+DEMO_DEPS = ["msgspec", "starlette", "uvicorn", "httpx", "httpx-sse", "pyyaml", "jsonschema"]
 
 
 def make_dry_run(target: str) -> str:

@@ -7,7 +7,7 @@ requirement closure) are linked from this interpreter's site-packages.
 
 - ``server`` venv: msgspec + starlette, no httpx. ``evalport.server`` imports; importing
   ``evalport.client`` names ``pip install 'evalport[client]'``.
-- ``client`` venv: msgspec + httpx + pyyaml, no starlette. The mirror image.
+- ``client`` venv: msgspec + httpx + pyyaml + jsonschema, no starlette. The mirror image.
 - Both: ``evalport.protocol`` imports, the ``evalport`` console script runs, and nothing is
   installed as a top-level ``protocol``, ``server`` or ``client`` module.
 """
@@ -74,6 +74,8 @@ def test_wheel_holds_only_the_evalport_namespace(wheel: Path) -> None:
     assert [line.split()[1].split(">")[0] for line in base] == ["msgspec"]
     for extra in ("server", "client", "all", "dev"):
         assert f"Provides-Extra: {extra}" in metadata_text
+    client = [line for line in metadata_text.splitlines() if "extra == \"client\"" in line]
+    assert any(line.startswith("Requires-Dist: jsonschema") for line in client), client
 
 
 def test_server_extra_venv(wheel: Path, tmp_path: Path) -> None:
@@ -101,10 +103,12 @@ def test_server_extra_venv(wheel: Path, tmp_path: Path) -> None:
 
 
 def test_client_extra_venv(wheel: Path, tmp_path: Path) -> None:
-    python = make_venv(tmp_path, wheel, ["msgspec", "httpx", "httpx-sse", "pyyaml"])
+    python = make_venv(tmp_path, wheel, ["msgspec", "httpx", "httpx-sse", "pyyaml", "jsonschema"])
     done = _run(
         python,
         "import importlib.util as u, evalport.protocol, evalport.client\n"
+        "from evalport.client.assertions import MatchesJsonSchema\n"
+        "MatchesJsonSchema({'type': 'object'})\n"
         "assert u.find_spec('starlette') is None, 'starlette leaked into the client venv'\n"
         "try:\n"
         "    import evalport.server\n"
@@ -146,7 +150,7 @@ def test_pytest_runs_in_a_server_only_install(wheel: Path, tmp_path: Path) -> No
 
 
 def test_pytest_plugin_loads_with_the_client(wheel: Path, tmp_path: Path) -> None:
-    python = make_venv(tmp_path, wheel, ["msgspec", "httpx", "httpx-sse", "pyyaml", "pytest"])
+    python = make_venv(tmp_path, wheel, ["msgspec", "httpx", "httpx-sse", "pyyaml", "jsonschema", "pytest"])
     env = clean_env()
     done = subprocess.run(
         [str(python), "-I", "-m", "pytest", "--help"],

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.venv
 
 AGENT = f"{ROOT / 'examples' / 'support_agent.py'}:agent"
 LOCAL = ["--evalport-local", AGENT]
-CLIENT = ["msgspec", "httpx", "httpx-sse", "pyyaml", "pytest"]
+CLIENT = ["msgspec", "httpx", "httpx-sse", "pyyaml", "jsonschema", "pytest"]
 
 SUITE = """
 import asyncio
