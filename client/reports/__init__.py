@@ -3,9 +3,7 @@
 Every reporter implements some hooks of :class:`Reporter`; custom reporters are named in
 configuration (``reporters = ["package.module:Name"]``) and loaded with
 :func:`load_reporter`. All of them read the same :class:`RunSummary`, so the numbers agree
-across reports. The commands that only read run folders live here too: ``evalport merge``
-(``_merge_command``) and the run browser, ``evalport view`` (``_view_command``, its app
-``_view_app``, its pages ``_view``).
+across reports. ``evalport merge`` and the run browser ``evalport view`` live here too.
 """
 
 from ._analytics import Analytics, Durations, TrialSummary

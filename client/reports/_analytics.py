@@ -1,31 +1,6 @@
-"""Result analytics: pass rates, durations and assertion totals of a run.
-
-Rules:
-
-- The run's ``pass_rate`` is passed cases over cases that were not skipped;
-  ``trial_pass_rate`` the same over trials. ``None`` when nothing was judged. Each tag's
-  pass rate is in ``RunSummary.tags``.
-- Durations are in seconds: ``case_durations`` over the cases (a case's duration is the
-  sum of its trials'), ``trial_durations`` over every trial; each gives the count, the
-  mean and the p50/p95 of :func:`~evalport.client._stats.percentile`. A case's own
-  ``trial_durations`` are over its trials.
-- Time to first token is in seconds too, by the client's clock: a turn's ``first_token``
-  (:class:`~evalport.client.TurnTiming`), which only a turn that streamed has. A case's
-  ``first_token`` is the count, mean and p50/p95 (the same percentile) over every turn of
-  every trial of the case that has one; the run's over every such turn of the run. No
-  such turn (nothing streamed, or every trial was replayed from the cache) gives an
-  empty :class:`Durations`, and the reports show nothing for it.
-- An assertion's kind is its name up to the first ``(``: ``contains('A1050')`` is of kind
-  ``contains``. Its outcome is one of :data:`OUTCOMES`: ``passed``; ``failed`` (a gate
-  below its threshold); ``soft_failed`` (a soft assertion below its threshold, the trial
-  is only scored); ``not_evaluated`` (it could not be evaluated, e.g. the judge was down).
-  Every outcome key is present in the totals.
-- Each trial keeps its verdict, duration, whether it was replayed, and the agent's final
-  reply: the run's ``reply``, which every trace policy leaves in clear. The dataset row a
-  case was expanded from is the case's ``row`` (every trial of a case runs the same row);
-  rows are the suite's own inputs and are kept in clear like the user's messages.
-- Everything is computed from the case summaries, so a merged run (``evalport merge``)
-  gets the same figures as one run of all its cases.
+"""Result analytics of a run: pass rates, durations, time to first token, assertion totals.
+Everything is computed from the case summaries, so a merged run gets the figures of one
+run of all its cases. See ARCHITECTURE.md, "The run summary".
 """
 
 from __future__ import annotations
@@ -60,7 +35,7 @@ class TrialSummary(msgspec.Struct, kw_only=True, gc=False):
 
 
 class Analytics(msgspec.Struct, kw_only=True, gc=False):
-    """Figures of a whole run (see the module rules)."""
+    """Figures of a whole run (see ARCHITECTURE.md, "The run summary")."""
 
     pass_rate: float | None = None
     trial_pass_rate: float | None = None

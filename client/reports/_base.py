@@ -1,19 +1,6 @@
-"""The reporter interface, and loading custom reporters named in configuration.
-
-Rules:
-
-- A reporter is any object with some of the four hooks of :class:`Reporter`; missing hooks
-  are skipped. ``start`` sees the plan, ``trial_done`` each finished trial (as it happens,
-  from the event loop: keep it quick), ``case_done`` each finished case, ``finish`` the
-  whole :class:`RunReport` once, after every case finished.
-- Reporters see redacted runs only: the targets redact every run before the runner does.
-- A reporter that raises never stops the run or the other reporters; its error is kept in
-  :attr:`Reporters.errors` and shown at the end.
-- A custom reporter is named ``"package.module:Name"`` (or ``path/to/file.py:Name``),
-  resolved as ``--local`` is: against the folder of the ``pyproject.toml`` that names it,
-  no ``PYTHONPATH`` needed; ``Name`` is a class or a factory, called with the keyword
-  arguments given next to it in configuration. A class named without arguments is built
-  by the project's ``factory(cls)`` when there is one (a constructor with dependencies).
+"""The reporter interface, and loading custom reporters named in configuration. A reporter
+that raises never stops the run or the other reporters. See ARCHITECTURE.md, "Reporters
+and run folders".
 """
 
 from __future__ import annotations

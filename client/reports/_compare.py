@@ -1,29 +1,6 @@
-"""Comparing two runs (verdicts, pass rates, time to first token), and merging shard results.
-
-Rules:
-
-- Cases are matched by id. A **flip** is a case whose verdict went from ``passed`` to
-  anything else (a regression) or back (a fix); other verdict changes are listed too.
-- A **rate change** is a case whose pass rate moved between the runs; each carries the
-  two-sided p-value of Fisher's exact test on its passes, so a 9/10 -> 7/10 wobble is not
-  read as a regression. ``significant`` means ``p < alpha`` (0.05 by default).
-- The whole comparison carries the exact McNemar p-value over the regressions and fixes of
-  the cases both runs share (paired by case).
-- A case is **slower** to first token when both runs measured its time to first token
-  (some turn streamed: :mod:`._analytics`), the new p95 is above the base p95 by more
-  than ``ttft_tolerance`` of it (:data:`TTFT_TOLERANCE`, 20%, by default) and by more than
-  :data:`TTFT_FLOOR` (50 ms), so that the jitter of an in-process agent's few milliseconds
-  is not read as a regression, **and** the difference is significant for the turns it
-  has: the one-sided rank-sum p-value of the new times over the base ones is below
-  ``alpha`` (one turn each never is). The summary names both thresholds. Slower cases are
-  listed apart from the verdict changes, the most slowed first; they take no part in the
-  McNemar test.
-- A case the new run lacks (**removed**) that passed in the base is a regression for
-  ``--fail-on-regression`` (:attr:`Comparison.removed_passing`): dropping a passing case
-  is not a way to a green comparison.
-- :func:`merge` joins shard summaries: cases are concatenated (a case id seen twice is an
-  error: the shards overlapped), counts are recomputed, provenance comes from the first
-  shard with the earliest start and latest finish.
+"""Comparing two runs (flips, pass-rate changes, cases slower to first token), and merging
+shard results. A passing case the new run lacks is a regression. See ARCHITECTURE.md,
+"Comparing and merging runs".
 """
 
 from __future__ import annotations

@@ -1,22 +1,6 @@
-"""JSON artifacts: the run folder, the ``--json`` summary file, and reading them back.
-
-A run folder holds::
-
-    summary.json            RunSummary: provenance, counts, per-case statistics
-    results.jsonl           one CaseResult per line (trials, assertions, judge records)
-    cases/<slug>/trial-<i>.json   each trial's redacted trace, verdict and assertions
-    cases/<slug>/judges.json      the judge records of every trial of the case
-
-Rules: everything written is redacted already (the targets redact every run); case folder
-names are the case id made filesystem-safe plus a short hash, so two ids never collide;
-:func:`load_summary` accepts a summary file or a run folder and names the file in errors;
-:func:`load_run_folder` reads a whole folder back (a trial whose trace file is missing
-keeps no run) and names the file that is missing or malformed; a trial's saved run is
-decoded leniently, as the client decodes an agent's answer, so a run of the wrong shape is
-an error naming its file, never a run handed on to the reports. Only a regular file of at
-most :data:`MAX_FILE_BYTES` is read (a FIFO, a device or a larger file is an error naming
-it, so no file hangs a reader or fills its memory), and, given ``within`` (``evalport
-view``'s PATH), only one that is there once its links are followed.
+"""JSON artifacts: the run folder, the ``--json`` summary file, and reading them back. What
+is read back is decoded leniently, bounded in size, and every error names its file.
+See ARCHITECTURE.md, "Reporters and run folders".
 """
 
 from __future__ import annotations
@@ -141,7 +125,8 @@ class JsonReporter(Reporter):
 
 
 def _read(file: Path, within: Path | None) -> bytes:
-    """The bytes of a results file (see the module's rules)."""
+    """The bytes of a results file: a regular file of at most :data:`MAX_FILE_BYTES`, inside
+    ``within`` when given."""
     if within is not None and not file.resolve().is_relative_to(within.resolve()):
         raise ConfigError(f"{file} leads outside {within}: not read")
     try:

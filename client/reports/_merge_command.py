@@ -1,8 +1,6 @@
-"""``evalport merge SHARD...``: join the results of a sharded run (``--shard I/N``).
-
-Writes the merged summary (``-o``) and optionally JUnit and Markdown; with ``--pass-rate``
-every case is re-gated from its saved trial verdicts, without running anything. Exit code
-as for ``run``: ``0`` when no case failed or errored, else ``1``.
+"""``evalport merge SHARD...``: join the results of a sharded run (``--shard I/N``), and
+re-gate them with ``--pass-rate`` without running anything. See ARCHITECTURE.md,
+"Comparing and merging runs".
 """
 
 from __future__ import annotations

@@ -1,29 +1,6 @@
-"""The run summary: what every report shows, computed once from the case results.
-
-Rules:
-
-- :func:`summarize_case` turns a :class:`~evalport.client.CaseResult` into a
-  :class:`CaseSummary` with the statistics of :mod:`evalport.client._stats`: passes k of n
-  (skipped trials are not samples), the Wilson 95% interval, pass@k and pass^k for
-  :func:`~evalport.client._stats.k_values`, the flaky flag, the judge score mean and
-  population spread, target and judge tokens kept apart, and how many trials were served
-  from the run cache.
-- A case's ``failures`` are the reasons its trials did not pass, each once with its count
-  (``(×3)``) when several trials gave it: a trial's error, the agent's errors (type, error
-  id and the message as the trace policy shows it, see :mod:`evalport.client._agent_errors`)
-  and the failed assertions. Trials that failed alike but for their error ids are one
-  reason, shown with the first id (``error id … and 2 more``).
-- :class:`RunSummary` is ``summary.json`` in the run folder and the ``--json`` file; it
-  holds each trial's verdict so that saved results can be compared, merged and re-gated
-  without running anything again.
-- Provenance records the target's trace policy; every report states it in its header in
-  the words of :func:`trace_policy_note` (JUnit as the ``trace_policy`` property).
-- Result analytics (pass rates, durations, time to first token, assertion totals, each
-  trial's reply and the case's dataset row) follow the rules of :mod:`._analytics`; every field added since
-  ``evalport.run/1`` has a default, so earlier summary files still load.
-- Counts are per case verdict and cover all five outcomes, always all five keys.
-- The Structs hold JSON data only and never form cycles, so they are ``gc=False``: a run
-  of many cases keeps its summaries without making every garbage collection slower.
+"""The run summary: what every report shows, computed once from the case results. It shows
+the core's verdict and never changes it; a field added to a saved summary has a default.
+See ARCHITECTURE.md, "The run summary".
 """
 
 from __future__ import annotations

@@ -1,29 +1,6 @@
 """The pages of ``evalport view``: the runs under a folder, one run, two runs compared.
-
-Rules:
-
-- Pages are built from what the other reports read: each run's ``summary.json``
-  (:class:`RunSummary`) and, for one run, its whole folder (:func:`load_run_folder`). A
-  run's header and cases are shown as the HTML report shows them (:func:`header`,
-  :func:`cases_table`, :func:`case_details`); the time to first token is a column of a
-  run's cases table when some case of the run has one, whatever the filters leave shown.
-- Every value is escaped: case ids, transcripts, folder names and the query are untrusted
-  text. Nothing is fetched: the styles are inline, there is no script at all (filters,
-  search and the choice of two runs are GET forms the server answers), and the page icon
-  is an empty ``data:`` URL.
-- Links name a run by its name only, URL-quoted; the app maps a name to a folder it
-  listed itself.
-- One run's filters: a verdict, a tag, and a search. The search is a case-insensitive
-  substring match over the case id, description and tags, every trial's transcript (as
-  ``evalport run -v`` prints it, long lines whole), its assertions' names and messages
-  and its error; the lines that matched are listed above the case (a long one around
-  the match), the match marked.
-- Two runs: :func:`compare` decides what changed. The cases whose verdict changed come
-  first (regressions, other changes, fixes), then pass-rate changes, then the cases that
-  went alike, then those only one run has; the cases slower to first token are a table
-  of their own (base and new p95, growth). Each case shared by both runs shows one trial
-  of each (the first whose verdict is the case's), transcript and assertions, diffed line
-  by line side by side; changed cases are open, the others folded.
+Every value is escaped and nothing is fetched or run in the page. See ARCHITECTURE.md,
+"evalport view".
 """
 
 from __future__ import annotations
@@ -285,7 +262,7 @@ def _cell(line: str | None, kind: str) -> str:
 
 def compare_page(base_name: str, base: RunReport, new_name: str, new: RunReport) -> str:
     """Two runs side by side: what :func:`compare` found, then every case's transcripts
-    diffed (see the module rules)."""
+    diffed (see ARCHITECTURE.md, "evalport view")."""
     comparison = compare(base.summary, new.summary)
     kinds = {change.case_id: change.kind for change in comparison.changes}
     shared = [case.case_id for case in new.summary.cases if case.case_id not in comparison.added]

@@ -1,25 +1,6 @@
-"""The web app of ``evalport view``: the pages of :mod:`..reports._view` over a folder of
-run folders (Starlette; the ``view`` extra).
-
-Rules:
-
-- PATH is one run folder (it holds ``summary.json`` or ``results.jsonl``) or a folder of
-  them (its subfolders; hidden ones are skipped). It is read again on every request, so a
-  run that finishes meanwhile appears; the app only reads (it opens no file for writing).
-- A run is addressed by its name: its folder's name under PATH (PATH's own name when PATH
-  is one run). A name is looked up among the folders the app listed, never joined to a
-  path, so no request reaches a file outside PATH: ``..``, absolute paths and encoded
-  slashes are unknown names (``404``). A subfolder that is a link leading outside PATH is
-  listed as not shown.
-- A folder that is not a readable run is listed with the reason (the file that is missing
-  or malformed); opening it shows that reason. No folder's content makes a page fail.
-- ``GET`` (and ``HEAD``) only. A request naming another host (``Host``) than the address
-  it is served on (or loopback), or sent by another site's page, is refused
-  (:mod:`evalport.protocol._loopback`), so no web page can read runs through DNS
-  rebinding.
-  Every answer is HTML with a Content-Security-Policy that lets the page load nothing and
-  run nothing; a failure of the app itself is logged and answered with the problem page
-  (``500``), with the same headers.
+"""The web app of ``evalport view`` (Starlette; the ``view`` extra): the pages over a folder
+of run folders. A run is looked up by name among the folders it listed, never joined to a
+path; it only reads. See ARCHITECTURE.md, "evalport view".
 """
 
 from __future__ import annotations

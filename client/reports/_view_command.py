@@ -1,18 +1,5 @@
-"""``evalport view [PATH]``: browse run folders in a local web page.
-
-Rules:
-
-- PATH is a run folder or a folder of them (default ``.evalport/runs``, where
-  ``evalport run`` writes them); one that is not a folder is a usage error (exit ``2``).
-- The page is served on ``--host`` (default ``127.0.0.1``, this machine only) and
-  ``--port`` (default 7878; ``0`` picks a free one). The socket is bound before the
-  address is printed, so the printed URL answers; a port in use is exit ``2``.
-- ``--open`` opens the page in the default web browser once the socket listens; without
-  it nothing is opened (a remote shell or CI has no browser).
-- It needs Starlette and uvicorn (``evalport[view]``); without them it says which extra
-  to install and exits ``2``. What the pages show and what the app refuses:
-  :mod:`._view_app`.
-- Ctrl-C stops it (exit ``0``). It writes nothing.
+"""``evalport view [PATH]``: browse run folders in a local web page. See ARCHITECTURE.md,
+"evalport view".
 """
 
 from __future__ import annotations
