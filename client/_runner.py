@@ -61,6 +61,7 @@ from ._core import (
     uses_names,
 )
 from ._methods import TIMING_NAMES
+from ._trial import TrialTimedOut, trial_deadline
 from .reports import (
     CaseSummary,
     Provenance,
@@ -298,7 +299,7 @@ class Runner:
         # One timeout bounds the whole trial (open, turns, assertions, judges, closing); on
         # expiry the trial's work is cancelled where it waits.
         try:
-            async with asyncio.timeout(timeout):
+            async with trial_deadline(timeout):
                 try:
                     result = await self.trial_function(
                         case, target, trial=trial, judge=self.judge, strict=self.options.strict
@@ -311,9 +312,9 @@ class Runner:
                     close_errors = await _close(target, tracking)
                 except Exception as error:
                     result = _error_trial(case_id, trial, error, time.perf_counter() - started)
-        except TimeoutError:  # the expiry (the trial's own errors are caught inside)
-            result = _error_trial(case_id, trial, TimeoutError(), time.perf_counter() - started)
-            result.error = f"timed out after {timeout:g}s (the trial was cancelled)"
+        except TrialTimedOut as expired:  # the trial's own errors are caught inside
+            result = _error_trial(case_id, trial, expired, time.perf_counter() - started)
+            result.error_type = "TimeoutError"
         except asyncio.CancelledError:  # the run itself was cancelled
             await _close(target, tracking, bound=CLOSE_TIMEOUT)
             raise

@@ -34,8 +34,11 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import traceback
+from collections.abc import AsyncIterator
+from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -86,15 +89,42 @@ def _describe(error: BaseException) -> tuple[str, str, str]:
     return type(error).__name__, text, "".join(traceback.format_exception(error)).rstrip()
 
 
-class _CaseTimedOut(Exception):
-    """The case outlived its limit (unlike a ``TimeoutError`` the case raised itself)."""
+class TrialTimedOut(TimeoutError):
+    """A trial outlived its limit (unlike a ``TimeoutError`` the case raised itself)."""
+
+    def __init__(self, limit: float) -> None:
+        super().__init__(f"timed out after {limit:g}s (the trial was cancelled)")
+
+
+_BOUNDED: ContextVar[bool] = ContextVar("evalport_trial_bounded", default=False)
+
+
+@contextlib.asynccontextmanager
+async def trial_deadline(limit: float | None) -> AsyncIterator[None]:
+    """Cancel the work inside after ``limit`` seconds and raise :class:`TrialTimedOut`.
+
+    A trial's deadline is applied once: inside another (the runner's around the whole
+    trial), this one is a no-op."""
+    if limit is None or _BOUNDED.get():
+        yield
+        return
+    token = _BOUNDED.set(True)
+    scope = asyncio.timeout(limit)
+    try:
+        async with scope:
+            yield
+    except TimeoutError:
+        if scope.expired():
+            raise TrialTimedOut(limit) from None
+        raise
+    finally:
+        _BOUNDED.reset(token)
 
 
 async def _invoke(case: Case, ctx: EvalContext, limit: float | None) -> None:
-    scope = asyncio.timeout(limit)
     sync: SyncEvalContext | None = None
     try:
-        async with scope:
+        async with trial_deadline(limit):
             if case.messages:
                 await ctx.converse(case.messages)
             elif case.user is not None:
@@ -104,11 +134,9 @@ async def _invoke(case: Case, ctx: EvalContext, limit: float | None) -> None:
                 return
             sync = SyncEvalContext(ctx, asyncio.get_running_loop())
             outcome = await asyncio.to_thread(case.func, *case.arguments(sync))
-    except (TimeoutError, asyncio.CancelledError) as error:
+    except (TimeoutError, asyncio.CancelledError):
         if sync is not None:
             sync.cancel()
-        if isinstance(error, TimeoutError) and scope.expired():
-            raise _CaseTimedOut from None
         raise
     if asyncio.iscoroutine(outcome):
         outcome.close()
@@ -164,8 +192,8 @@ async def run_trial(
             skip_reason = skip.reason or "skipped"
         except RequirementFailed:
             pass  # the failed requirement is a registered gate
-        except _CaseTimedOut:
-            error = ("TimeoutError", f"the case did not finish within {limit:g} s", None)
+        except TrialTimedOut as expired:
+            error = ("TimeoutError", str(expired), None)
         except AssertionError as exc:  # a plain assert of the case is a failed gate
             asserted = failed_assert(exc)
             if asserted is None:

@@ -7,8 +7,10 @@ Rules:
   connection was never made; a turn only when the server's ``/health`` lists the
   ``idempotency`` capability, and then under the same ``Idempotency-Key``. Without that
   capability a turn is sent exactly once, whatever happens.
-- What is retried: connection failures, 429 and 503. Nothing else (a 409 busy session, a
-  504 turn timeout and every other status are answers, not accidents).
+- What is retried: connection failures and the answers in ``statuses`` (429 and 503 for a
+  target; a 409 busy session, a 504 turn timeout and every other status are answers, not
+  accidents). Every retry loop of the client (the targets' ``Channel``, the judges'
+  ``ChatClient``) asks this policy, and only it, whether and when to try again.
 - The wait doubles from ``backoff`` up to ``max_backoff``, with full jitter. A
   ``Retry-After`` header (seconds or an HTTP date) replaces it; one longer than
   ``max_retry_after`` is not waited for: the call fails at once.
@@ -46,6 +48,8 @@ class RetryPolicy:
     """A ``Retry-After`` longer than this is not waited for."""
     jitter: bool = True
     sleep: Callable[[float], Awaitable[None]] = field(default=asyncio.sleep, repr=False)
+    statuses: frozenset[int] = frozenset({429, 503})
+    """The answers that are retried; every other status is an answer, not an accident."""
 
     def __post_init__(self) -> None:
         if self.attempts < 1:
@@ -66,6 +70,13 @@ class RetryPolicy:
             return retry_after if retry_after <= self.max_retry_after else None
         computed = min(self.max_backoff, self.backoff * 2 ** (retry - 1))
         return (_full_jitter if self.jitter else _no_jitter)(computed)
+
+    def after_answer(self, retry: int, status: int, retry_after: str | None) -> float | None:
+        """The wait before retry ``retry`` after an answer with ``status`` and the header
+        ``Retry-After`` (``None``: the answer stands)."""
+        if status not in self.statuses:
+            return None
+        return self.delay(retry, parse_retry_after(retry_after))
 
 
 def parse_retry_after(value: str | None, now: float | None = None) -> float | None:

@@ -10,9 +10,10 @@ Rules:
   no key (local servers). A named variable that is unset is a :class:`~.base.JudgeError`
   naming it and the settings a user changes (``api-key-env`` under
   ``[tool.evalport.judge]``, ``EVALPORT_JUDGE_API_KEY_ENV``).
-- 429 and 5xx answers and transport errors (timeouts included) are retried up to
-  ``max_retries`` times with exponential backoff and jitter, honouring ``Retry-After``
-  (capped at ``max_backoff``). Other 4xx answers are not retried.
+- 429, 500, 502, 503 and 504 answers and transport errors (timeouts included) are
+  retried up to ``max_retries`` times on a :class:`~evalport.client.RetryPolicy` (backoff
+  doubling to ``max_backoff``, jitter, ``Retry-After`` honoured up to 60 s, a longer one
+  not waited for). Other answers are not retried.
 - **A server that is down stops costing retries.** After :data:`BREAKER_FAILURES`
   transport errors in a row (no answer between them, whichever call made them) the
   client is open for the rest of its life, which is one run: every call fails at once
@@ -34,17 +35,15 @@ from __future__ import annotations
 import asyncio
 import math
 import os
-import random
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import httpx
 import msgspec
 
-from .._core import PER_CLIENT, ClientSet, Secrets, pool_limits, tls_context
+from .._core import PER_CLIENT, ClientSet, RetryPolicy, Secrets, pool_limits, tls_context
 from ._base import JudgeError, JudgeUsage, MalformedAnswer
 
-_RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 BREAKER_FAILURES: Final = 3
 
 
@@ -84,6 +83,12 @@ class ChatClient:
         self.max_retries = max_retries
         self.backoff = backoff
         self.max_backoff = max_backoff
+        self.retry = RetryPolicy(
+            attempts=max_retries + 1,
+            backoff=backoff,
+            max_backoff=max_backoff,
+            statuses=frozenset({429, 500, 502, 503, 504}),
+        )
         self.temperature = temperature
         self.auth_header = auth_header
         self.structured_output = True
@@ -174,11 +179,10 @@ class ChatClient:
         max_tokens: int | None,
         top_logprobs: int,
     ) -> ChatCompletion:
-        attempt = 0
+        attempts = 0  # requests that failed, the first included (a feature dropped is none)
         while True:
             self._check_breaker()
             body = self._body(messages, schema, max_tokens, top_logprobs)
-            retry_after: str | None = None
             try:
                 async with self._clients.holding() as client:
                     response = await client.post(
@@ -186,9 +190,9 @@ class ChatClient:
                     )
             except httpx.TransportError as error:
                 self._failures_in_a_row += 1
-                failure = (
-                    f"unreachable after {attempt + 1} attempts: {type(error).__name__}: {error}"
-                )
+                attempts += 1
+                delay = self.retry.delay(attempts)
+                failure = f"unreachable after {attempts} attempts: {type(error).__name__}: {error}"
             else:
                 self._failures_in_a_row = 0
                 status = response.status_code
@@ -198,17 +202,19 @@ class ChatClient:
                     continue
                 if status == 200:
                     return _completion(response.content)
-                if status not in _RETRY_STATUS:
+                if status not in self.retry.statuses:
                     raise JudgeError(
                         f"chat server {self.base_url} answered {status}: {response.text[:300]}"
                     )
-                failure = f"answered {status} after {attempt + 1} attempts: {response.text[:300]}"
-                retry_after = response.headers.get("retry-after")
-            if attempt >= self.max_retries:
+                attempts += 1
+                delay = self.retry.after_answer(
+                    attempts, status, response.headers.get("retry-after")
+                )
+                failure = f"answered {status} after {attempts} attempts: {response.text[:300]}"
+            if delay is None:
                 raise JudgeError(f"chat server {self.base_url} {failure}")
             self._check_breaker()
-            await asyncio.sleep(self._delay(attempt, retry_after))
-            attempt += 1
+            await self.retry.sleep(delay)
 
     def _check_breaker(self) -> None:
         if self._failures_in_a_row >= BREAKER_FAILURES:
@@ -218,17 +224,6 @@ class ChatClient:
                 "point base-url under [tool.evalport.judge] (EVALPORT_JUDGE_BASE_URL) at "
                 "one that answers"
             )
-
-    def _delay(self, attempt: int, retry_after: str | None) -> float:
-        if retry_after is not None:
-            try:
-                seconds = float(retry_after)
-            except ValueError:
-                seconds = math.nan
-            if math.isfinite(seconds) and seconds >= 0:
-                return min(seconds, self.max_backoff)
-        base = self.backoff * (2**attempt)
-        return float(min(base + random.uniform(0, self.backoff), self.max_backoff))
 
 
 def _completion(raw: bytes) -> ChatCompletion:

@@ -63,7 +63,7 @@ from httpx_sse import EventSource
 
 from .._clients import PER_CLIENT, ClientSet, pool_limits, timeout_of, tls_context
 from .._errors import Secrets, body_excerpt, error_for
-from .._retry import RetryPolicy, parse_retry_after
+from .._retry import RetryPolicy
 from .._trace_context import trace_headers
 
 logger = logging.getLogger("evalport.client")
@@ -225,12 +225,9 @@ class Channel:
             else:
                 if response.is_success:
                     return response
-                if response.status_code in (429, 503) and mode != "once":
-                    wait = parse_retry_after(response.headers.get("Retry-After"))
-                    delay = self.retry.delay(attempts, wait)
-                else:
-                    delay = None
-                if delay is None:
+                retry_after = response.headers.get("Retry-After")
+                delay = self.retry.after_answer(attempts, response.status_code, retry_after)
+                if delay is None or mode == "once":
                     raise self._error(path, response, session_id, attempts)
                 why = str(response.status_code)
             logger.info("retrying %s /%s in %.2fs after %s", method, path, delay, why)
@@ -289,10 +286,9 @@ class Channel:
                                 )
                             seen(event.event)
                 if answered is not None:  # a problem, before the stream or as its end
-                    if answered.status_code not in (429, 503):
-                        raise self._error(path, answered, session_id, attempts)
-                    wait = parse_retry_after(answered.headers.get("Retry-After"))
-                    delay, why = self.retry.delay(attempts, wait), str(answered.status_code)
+                    retry_after = answered.headers.get("Retry-After")
+                    delay = self.retry.after_answer(attempts, answered.status_code, retry_after)
+                    why = str(answered.status_code)
                     if delay is None:
                         raise self._error(path, answered, session_id, attempts)
                     headers.pop("Last-Event-ID", None)  # the retry may start the turn anew
