@@ -1,29 +1,8 @@
 """The client's core, and its face for the rest of the client.
 
-The client is two layers and parts. The core is this package: targets (``_target``:
-``Target``, ``Session``, ``Turn``; the kinds in its room ``targets/``: HTTP, in-process,
-AG-UI, A2A), cases (``_cases``, ``_datasets``, ``_conversation``, logged conversations
-``_logged``), the runner's pieces (``_pacing``, the cache ``_cache``, ``_caching``,
-``_cache_stores``, ``_selection``, ``_config``) and results (``_results``, which decides
-every verdict, ``_stats``). Over it, the modules of ``client/`` itself: the context
-(``_context``, its assertion methods ``_methods``), discovery and evaluator classes, the
-trial and the runner (``_trial``, ``_runner``), tracing. The parts are the client's other
-subpackages: assertions, judges (with the simulated users), reports (with ``merge`` and
-the run browser) and cli (with the conformance check and the pytest plugin).
-
-Rules:
-
-- **The core imports nothing of the client outside itself**: no part, no context, no
-  runner, no public face; so no import cycle runs through it, not even under
-  ``TYPE_CHECKING``.
-- **The rest of the client enters the core through this module**, never one of its
-  modules or rooms: the upper layer and the public faces for what they are built on, the
-  parts for what the record of a run is made of (or the public :mod:`evalport.client`
-  for the rest). Assertions and judges only ever import this module: the context stands
-  on them, so the public face (which imports them) would be a cycle.
-- **Parts do not import each other's private modules**; they use each other's faces.
-- A private import across packages that is none of these is listed in ARCHITECTURE.md
-  or absent; ``tests/test_layering.py`` checks all of these rules.
+The core imports nothing of the client outside itself; the rest of the client enters it
+through this module, never one of its modules or rooms (``tests/test_layering.py``).
+Rules: see ARCHITECTURE.md, "The client's core and its parts".
 """
 
 from ._agent_errors import describe_error as describe_error
@@ -94,6 +73,7 @@ from ._pacing import RateLimitedTarget as RateLimitedTarget
 from ._pacing import TrackingTarget as TrackingTarget
 from ._parts import turn_parts as turn_parts
 from ._printable import printable as printable
+from ._redacted import digest_text as digest_text
 from ._results import AssertionResult as AssertionResult
 from ._results import CaseResult as CaseResult
 from ._results import JudgeRecord as JudgeRecord
@@ -138,6 +118,13 @@ from ._trajectory import Trajectory as Trajectory
 from ._trajectory import TrajectoryToolCall as TrajectoryToolCall
 from ._turns import DecisionLike as DecisionLike
 from ._turns import moment as moment
+from ._walk import Attached as Attached
+from ._walk import Called as Called
+from ._walk import Failed as Failed
+from ._walk import Said as Said
+from ._walk import TranscriptPart as TranscriptPart
+from ._walk import step_parts as step_parts
+from ._walk import walk as walk
 from .targets import SCHEMES as SCHEMES
 from .targets import A2ATarget as A2ATarget
 from .targets import AgUiSession as AgUiSession

@@ -1,17 +1,6 @@
-"""How an agent's failure reads in assertion messages and reports.
-
-Rules:
-
-- A run the agent failed carries its errors as ``errorDetails`` (and each step's
-  ``errors``): the exception's ``type``, the ``errorId`` the server logs the traceback
-  under, and the ``message``. The type and the id are always shown.
-- The message follows the trace policy the run went through: in clear when it arrived in
-  clear (``verbatim``); a digest (the ``safe`` default) is never shown as its JSON but as
-  :data:`HIDDEN`, which says how to see it.
-- A run without details (an Instructor-compatible server sends only the ``errors`` text)
-  shows that text line by line, each digested line as :data:`HIDDEN`.
-- Everything here reads the run's JSON data (``msgspec.to_builtins`` of an ``AgentRun``,
-  or a report's :class:`~evalport.client.RunData`).
+"""How an agent's failure reads in assertion messages and reports: its type and error id
+always, its message only as the trace policy left it. Rules: see ARCHITECTURE.md, "Agent
+text in messages and reports".
 """
 
 from __future__ import annotations
@@ -52,7 +41,8 @@ def error_title(info: Mapping[str, Any]) -> str:
 
 
 def describe_error(info: Mapping[str, Any], *, with_id: bool = True) -> str:
-    """One error (``ErrorInfo`` as JSON data) in a line: type, id, message (see the rules)."""
+    """One error (``ErrorInfo`` as JSON data) in a line: type, id, message (see
+    ARCHITECTURE.md, "Agent text in messages and reports")."""
     line = error_title(info)
     if with_id and info.get("errorId"):
         line += f" (error id {info['errorId']})"

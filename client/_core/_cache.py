@@ -1,35 +1,7 @@
 """The run cache: record each trial's turns, replay them while the case sends the same.
 
-Rules:
-
-- The cache stores **what the agent did, never a verdict**: for every turn, what was sent
-  (a message, or approval decisions) and the redacted decoded run that came back.
-  Assertions and judges always run again on the replayed runs. How a trial replays, goes
-  live and is recorded: :mod:`evalport.client._caching`.
-- A recording's key covers the case id, its dataset row, the trial index, the target's
-  identity (URL or local agent, agent name and version from ``/health``; for a local
-  agent also a fingerprint of its source files), the declared dependencies (the files
-  matched by the ``cache-dependencies`` globs: their names and contents) and the evalport
-  version (:meth:`RunCache.key`); an HTTP agent without a version and no dependencies
-  declared is out of reach (:meth:`RunCache.unnoticed` warns). A new agent version, an edited local agent, a changed
-  dependency, a new row or another trial index therefore misses and records again;
-  editing a case's assertions does not. A session opened with tool faults keys its
-  recording by them too (their compact JSON's hash). The key is the same on every
-  machine, so a store that several machines reach (Redis) shares recordings between
-  them, and recordings of another evalport version are never read.
-- Each trial also has a *slot* (case, row, trial, policy, target location) that points
-  at its latest recording and what it was recorded against; a miss compares with it to
-  say why the recording was not reused (:attr:`RunCache.misses`: the agent changed, a
-  dependency changed, the case sent another input, ``--fresh``...).
-- Recordings and slots live in a store (:mod:`evalport.client._cache_stores`): a folder
-  by default, Redis, or any object with ``get``/``put``/``aclose``; under the store keys
-  ``recordings/<key>`` and ``slots/<slot>``. A recording that cannot be decoded counts as
-  a miss and is replaced.
-- A store that fails (Redis down, a disk full) never fails a trial: its first failure is
-  one warning in :attr:`RunCache.errors`, that read is a miss, that recording is not
-  written, and the rest of the run goes on **without the store** (every later trial runs
-  live, nothing more is recorded), so a store that hangs costs at most one timeout.
-  Verdicts are unaffected: they never come from the cache.
+It stores what the agent did, never a verdict; a failing store never fails a trial.
+Rules: see ARCHITECTURE.md, "The run cache".
 """
 
 from __future__ import annotations

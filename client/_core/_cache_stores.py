@@ -1,31 +1,6 @@
-"""Where the run cache keeps its recordings: a small store interface and two stores.
-
-Rules:
-
-- A store is any object with three coroutine methods (:class:`CacheStore`):
-  ``get(key)`` returns the bytes stored under ``key`` or ``None``, ``put(key, value)``
-  stores them (replacing what was there), ``aclose()`` releases what the store holds. The
-  run cache never lists, deletes or prunes: it writes a recording under a key that
-  names everything the recording depends on, so a stale one is simply never read again;
-  pruning is the store's business (delete the folder; a Redis ``maxmemory-policy``).
-- Keys are ``/``-separated names of lower-case letters, digits and ``-`` (at most 200
-  characters): ``recordings/<sha256>`` and ``slots/<sha256>``. Values are JSON bytes that
-  the run cache decodes itself: a store keeps them as they are.
-- A store signals any failure by raising; the run cache turns it into one warning and
-  goes on without the store (see :mod:`evalport.client._cache`). A store does not retry.
-- :class:`FolderCacheStore` (the default, ``cache-dir``) keeps ``<folder>/<key>.json``,
-  each written atomically (a temporary file, then a rename).
-- :class:`RedisCacheStore` (the ``redis`` extra) takes the Redis URL forms of
-  :mod:`evalport.protocol._redis_url` plus one option of its own, ``namespace=NAME``:
-  keys are ``evalport:run-cache:<key>``, or ``evalport:run-cache:NAME:<key>``, so that
-  one Redis serves several projects, or the cache beside evalport's session store. Each
-  command waits at most ``timeout`` seconds (5 by default); ``wait_replicas=N`` makes
-  every ``put`` wait for N replicas (``WAIT``) and fail if they do not have it.
-- :func:`open_cache_store` reads the ``cache-store`` setting: a Redis URL, or
-  ``module:Name`` / ``path/to/file.py:Name`` naming a store class (or factory) called
-  without arguments.
-  A bad URL, a missing extra or a name that does not import is a ``ValueError`` saying
-  what to write instead.
+"""Where the run cache keeps its recordings: the store interface and two stores (a folder,
+Redis). A store raises on any failure and never retries. Rules: see ARCHITECTURE.md,
+"The run cache".
 """
 
 from __future__ import annotations
@@ -47,7 +22,8 @@ PREFIX: Final = "evalport:run-cache:"
 
 @runtime_checkable
 class CacheStore(Protocol):
-    """What the run cache needs from a store: bytes by key (see the module's rules)."""
+    """What the run cache needs from a store: bytes by key (see ARCHITECTURE.md, "The run
+    cache")."""
 
     async def get(self, key: str) -> bytes | None:
         """The bytes stored under ``key``, or ``None`` when there are none."""

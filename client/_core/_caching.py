@@ -1,24 +1,6 @@
 """A trial through the run cache: replay the recording while the inputs match, then live.
 
-Rules:
-
-- :class:`CachingTarget` wraps a target for one trial (:meth:`RunCache.wrap
-  <evalport.client._cache.RunCache.wrap>`). Each ``send``/``decide`` is answered from the
-  recording while the inputs match it, in order. At the first input that differs, or
-  once the recording is used up, the session goes live: it opens a fresh session on the
-  real target, sends the inputs of this session so far again, then continues live. A
-  trial is **cached** only when every turn came from the recording.
-- A case that opens several sessions gets one recording per session (``<key>-1``...);
-  a session opened with tool faults keys its recording by them too.
-- A session that went live (or had no recording) is recorded when it closes, unless a
-  turn raised: a failed conversation is never stored. ``fresh`` skips reading and still
-  records (re-record everything). ``attach`` is never cached: it reads a session that
-  lives elsewhere. A session that sends images or files (content parts) goes live and is
-  never recorded: its bytes never reach a recording. Each trial not replayed notes its
-  first reason in :attr:`RunCache.misses <evalport.client._cache.RunCache.misses>`, except
-  that sending images or files is the reason whatever came first (it holds on every run).
-- A trial made ``live`` (with its reason: it asserts turn timings, which no recording
-  holds) reads no recording and runs live; it is still recorded.
+A failed conversation is never recorded. Rules: see ARCHITECTURE.md, "The run cache".
 """
 
 from __future__ import annotations

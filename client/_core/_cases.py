@@ -1,32 +1,6 @@
-"""Cases: plain functions that receive an eval context, declared with ``@eval_case``.
-
-Rules:
-
-- ``@eval_case`` (bare, or with a description and options) marks a function ``f(ctx)``,
-  sync or async, as a case, and returns the function unchanged. Options: ``tags``, a
-  per-case ``judge`` (wins over the suite's), a ``timeout`` in seconds, an
-  ``approval_policy``, an ``interrupt_policy``, an explicit ``id``, a ``dataset``, and tool ``faults``
-  (:class:`~evalport.protocol.ToolFault`, checked at decoration) that the runner passes
-  to ``target.open`` for the case's session: injected in-process by ``LocalTarget``, sent
-  to servers that enable them by ``HttpTarget``.
-- A case may declare its conversation instead of writing it: ``messages=[...]`` (scripted
-  turns, sent in order as ``ctx.converse`` sends them) or ``user=`` a simulated user (a
-  :class:`~evalport.client.UserSimulator`, played as ``ctx.simulate`` plays it). The
-  declared conversation is played before the function body runs, so the body only
-  asserts. The two are exclusive, as in Neuron (``withTurns``/``withUser``): a
-  conversation is scripted or simulated, never both, and declaring both raises
-  ``ValueError`` at decoration naming the case. ``messages`` is a list of turns, not
-  one string: each a string or a list of parts (``str``, ``TextPart``, ``ImagePart``,
-  ``FilePart``) as ``ctx.send`` takes, so a scripted turn may carry images and files.
-- With ``dataset=`` the function takes ``f(ctx, row)`` and expands into one case per row;
-  a dataset is a :class:`~evalport.client.Dataset`, a list of mappings, or a
-  path (relative paths are resolved against the file that defines the function). The
-  description may name row fields (``"refund: {prompt}"``).
-- With ``conversations="logs/*.json"`` the case evaluates logged conversation files, one
-  case per file and no agent (:mod:`evalport.client._logged`).
-- A case's id is ``<prefix><name>`` where the name is the explicit ``id`` or the
-  function's name, and ``[<row id>]`` is appended per dataset row. Discovery gives the
-  prefix ``<path relative to the root, without .py>::``.
+"""Cases: plain functions that receive an eval context, declared with ``@eval_case``
+(which returns the function unchanged). Rules: see ARCHITECTURE.md, "Cases, datasets and
+selection".
 """
 
 from __future__ import annotations
@@ -171,7 +145,7 @@ def eval_case(
     interrupt_policy: InterruptPolicy | None = None,
     conversations: str | Path | None = None,
 ) -> Any:
-    """Mark a function as an eval case (see the module rules)."""
+    """Mark a function as an eval case (see ARCHITECTURE.md, "Cases, datasets and selection")."""
     if callable(description):
         return eval_case()(description)
     if isinstance(tags, str):
@@ -343,7 +317,7 @@ def cases_from(func: Callable[..., Any], *, prefix: str = "") -> list[Case]:
 
 
 def _conversation_cases(base: Case, pattern: str, func: Callable[..., Any]) -> list[Case]:
-    """One case per logged conversation file (:mod:`evalport.client._logged`)."""
+    """One case per logged conversation file (:mod:`evalport.client._core._logged`)."""
     defined_in = inspect.getsourcefile(func)
     files = conversation_files(pattern, Path(defined_in).parent if defined_in else None)
     template = base.description

@@ -1,42 +1,6 @@
-"""Runs from chat history: an :class:`~evalport.protocol.AgentRun` built from a logged
-conversation, so that every assertion and judge evaluates it as it evaluates a live run.
-
-Rules:
-
-- Three formats are read: ``"openai-chat"`` (Chat Completions ``messages``),
-  ``"openai-responses"`` (Responses API input and output items) and ``"anthropic"``
-  (Messages API ``messages``). ``"auto"`` tells them apart by their tool parts: ``tool``
-  messages or ``tool_calls`` mean Chat Completions, items with a ``type`` such as
-  ``function_call`` mean Responses, ``tool_use``/``tool_result`` blocks mean Anthropic. A
-  conversation without any of them reads the same in every format, as Chat Completions.
-- Each user message starts a turn; ``turns`` counts them and ``user_messages`` holds
-  their text (its text parts joined by a newline). An Anthropic user message made only of
-  ``tool_result`` blocks is a tool answer, not a user message. System and developer
-  messages are skipped. Which user parts are read, kept as text or skipped:
-  :mod:`evalport.client._chat_parts`.
-- A user message's images, files and audio (:mod:`evalport.client._chat_parts`) are
-  recorded as a live turn sent with those parts records them: ``user_parts`` holds each
-  part of the message in order, text parts included, with the turn's number; inline bytes
-  carry their sha256 and count, which is all a safe trace policy keeps. A message of text
-  alone records no parts, as a live turn of text alone.
-- Each assistant message is one step (in Responses: each run of consecutive output items,
-  ``message``, ``function_call``, ``reasoning``). Its text and tool calls become its output
-  message and its requested tool calls; arguments sent as a JSON string are decoded when
-  they hold a JSON object, and kept as the string otherwise.
-- A tool result is matched to its call by call id, in any order (parallel calls answer in
-  any order), and becomes a tool execution of the step that requested it. A call never
-  answered stays a requested call without execution.
-- A tool result is an error when Anthropic's ``is_error`` is true. Chat Completions and
-  Responses have no error flag: there, an ``is_error: true`` key on the tool message (or
-  the ``function_call_output`` item) is read the same way.
-- The reply is the last assistant text. The run is ``completed`` when the conversation ends
-  with an assistant answer that requests no tool, ``in_progress`` otherwise.
-- Usage is read when a message or item carries a ``usage`` object in its API's shape;
-  cached and reasoning tokens are split out so that nothing is counted twice.
-- The run goes through a trace policy like any target's run: :meth:`TracePolicy.safe` by
-  default, ``TracePolicy.verbatim()`` to keep payloads readable.
-- Ids are derived from the conversation (UUID 5), so building twice gives equal runs.
-- Malformed input raises :class:`ChatHistoryError` naming the message index and the fault.
+"""Runs from chat history (:func:`run_from_chat`): a logged conversation (OpenAI Chat,
+Responses, Anthropic) built into an ``AgentRun`` that every assertion and judge reads as
+a live run. Rules: see ARCHITECTURE.md, "Logged conversations".
 """
 
 from __future__ import annotations
@@ -245,7 +209,8 @@ class _Builder:
         return step
 
     def call(self, index: int, call_id: Any, name: Any, arguments: Any) -> ToolCall:
-        """A requested tool call, its arguments as the module rules read them."""
+        """A requested tool call, its arguments read as ARCHITECTURE.md says ("Logged
+        conversations")."""
         if arguments is not None and not isinstance(arguments, str | Mapping):
             raise self.fail(
                 index,

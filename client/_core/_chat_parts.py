@@ -1,32 +1,5 @@
-"""Content parts of logged user messages: the images, files and audio a user sent, read as
-the :class:`~evalport.protocol.ContentPart` objects a live turn with parts carries.
-
-Rules:
-
-- Each format's part shapes map onto the three protocol parts, text kept in place:
-  OpenAI Chat ``text``, ``image_url`` (``image_url.url``), ``input_audio`` (base64
-  ``data`` and ``format``) and ``file`` (``file_data``, ``file_id``, ``filename``);
-  Responses ``input_text``, ``input_image`` (``image_url`` or ``file_id``),
-  ``input_audio`` and ``input_file`` (``file_data``, ``file_url``, ``file_id``,
-  ``filename``); Anthropic ``text``, ``image`` and ``document`` blocks whose ``source``
-  is ``base64`` (``media_type``, ``data``), ``url``, ``file`` (``file_id``), ``text``
-  (plain ``data``) or ``content`` (text blocks). Audio is a file part whose media type
-  is ``audio/<format>``; a document's ``title`` and a file's ``filename`` are its name.
-- Base64 (a ``data:...;base64,`` URL or a bare payload) is decoded into the part's bytes,
-  so that the run records their sha256 and count and a safe trace policy keeps only
-  those, as for a live part. A part sent by a provider's file id keeps the id as its
-  ``url`` (the bytes were never in the log). A bare payload without a media type takes
-  the one its file name suggests, else ``application/octet-stream``.
-- Anthropic ``search_result`` blocks keep the text of their ``content`` (a text part, as
-  a ``text`` block; a result with no text is skipped). Anthropic's user content is an open
-  set of block types (``thinking``, ``redacted_thinking``, ``container_upload``, and
-  those to come): a block of any other type is skipped, no error, as a conversation
-  replayed to the API would carry it without it being something the user said.
-- A part of a known media type that lacks what it needs (no URL, no data, base64 that
-  does not decode), a ``text`` part whose text is not a string, a part that is not an
-  object, and in the OpenAI formats (whose user parts are a closed set) a part of a type
-  the format does not have raise ``ValueError`` with the fault, which the reader reports
-  with the message index.
+"""Content parts of logged user messages, read as the ``ContentPart`` objects a live turn
+with parts carries. Rules: see ARCHITECTURE.md, "Logged conversations".
 """
 
 from __future__ import annotations
@@ -45,7 +18,7 @@ _OCTETS: Final = "application/octet-stream"
 
 def part_of(fmt: str, part: Any) -> ContentPart | None:
     """The protocol part one logged content part of ``fmt`` is, ``None`` for a part that is
-    skipped (the module rules); ``ValueError`` if malformed."""
+    skipped (ARCHITECTURE.md, "Logged conversations"); ``ValueError`` if malformed."""
     if isinstance(part, str):
         return TextPart(text=part)
     if not isinstance(part, Mapping):

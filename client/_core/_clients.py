@@ -1,21 +1,7 @@
 """The HTTP clients of one origin: ``httpx.AsyncClient`` objects, each with a small pool.
 
-Rules:
-
-- httpx's pool (httpcore 1.0) walks its connections on every request and every release,
-  so one client at concurrency C costs O(C) per request: at 400 sessions in flight a case
-  cost 9x its CPU at 20. A :class:`ClientSet` spreads its callers over as many clients as
-  it needs, each held by at most ``per_client`` callers (4), so every pool stays small
-  and a request costs the same at concurrency 8 and 1,000 (``benchmarks/scale.py``).
-- A caller holds a client for a whole conversation (:meth:`ClientSet.hold`, then
-  :meth:`~ClientSet.release`): a session's calls share its connection. The client held
-  by the fewest callers is handed out; a new one is made only when every client is held
-  ``per_client`` times. Nothing else is ours: each client is made by the same factory,
-  and its pool, timeouts, proxies and errors are httpx's; they share one TLS context
-  (:func:`tls_context`).
-- A caller's ``transport=`` is the one pool (it is the caller's): the set then holds one
-  client, whatever the number of callers.
-- A closed set makes no client: :meth:`~ClientSet.hold` raises :class:`RuntimeError`.
+A session holds one client for its life; nothing of a client's behaviour is ours but
+which client it gets. Rules: see ARCHITECTURE.md, "HTTP clients of a target".
 """
 
 from __future__ import annotations
@@ -63,7 +49,8 @@ def pool_limits(per_client: int = PER_CLIENT) -> httpx.Limits:
 
 
 class ClientSet:
-    """The ``httpx.AsyncClient`` objects of one origin (see the module rules)."""
+    """The ``httpx.AsyncClient`` objects of one origin (see ARCHITECTURE.md, "HTTP clients
+    of a target")."""
 
     def __init__(
         self, make: Callable[[], httpx.AsyncClient], *, per_client: int | None = PER_CLIENT

@@ -1,24 +1,6 @@
-"""What a case's end adds to its verdict: the rules ``evalport run`` and the pytest plugin
-share, so a test and a case over the same agent mean the same thing.
-
-Rules:
-
-- **Left pending**: a case that ends with approvals or interrupts nothing answered is an
-  error, ``LeftPending``: silence is never consent.
-- **A failed turn**: each turn whose run ended ``failed`` (the agent raised) adds a failed
-  gate ``turn_failed`` naming the turn and the error (type, error id, message as the
-  trace policy lets it be seen), unless the case expected a failure: it asserted
-  ``ctx.failed()`` (a result named ``failed``), or its own check of the outcome
-  (``succeeded``, ``no_failed_actions``) failed already, saying so.
-- **Asserted nothing**: a case that made no assertion, called no judge and holds no
-  ``assert`` statement that can fail (``assert (cond, "msg")`` is always true; in its
-  function or one defined inside it; pytest's rewritten
-  asserts count) is an error, ``AssertedNothing``: a green run means something was
-  checked. The ``turn_failed`` gates are not checks the case made.
-- An error here is ``(type, message, None)``: these are no exceptions, they have no
-  traceback.
-- The context is read through :class:`Closing` only (its run, failed turns and judge
-  records): this module imports no context.
+"""What a case's end adds to its verdict, shared by ``evalport run`` and the pytest
+plugin; it reads the context through :class:`Closing` only. Rules: see ARCHITECTURE.md,
+"Verdicts".
 """
 
 from __future__ import annotations

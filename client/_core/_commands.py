@@ -1,9 +1,4 @@
-"""What the subcommands share: exit codes and error output.
-
-Exit codes: ``0`` success; ``1`` a failed (or errored) case, or a failed check; ``2`` a
-usage or configuration error (nothing was evaluated); ``3`` the target is unreachable;
-``130`` interrupted (Ctrl-C), after closing the sessions in flight.
-"""
+"""What the subcommands share: exit codes and error output."""
 
 from __future__ import annotations
 
@@ -11,10 +6,10 @@ import sys
 from typing import Final
 
 EXIT_OK: Final = 0
-EXIT_FAILED: Final = 1
-EXIT_USAGE: Final = 2
-EXIT_UNREACHABLE: Final = 3
-EXIT_INTERRUPTED: Final = 130
+EXIT_FAILED: Final = 1  # a failed (or errored) case, or a failed check
+EXIT_USAGE: Final = 2  # a usage or configuration error: nothing was evaluated
+EXIT_UNREACHABLE: Final = 3  # the target is unreachable
+EXIT_INTERRUPTED: Final = 130  # Ctrl-C, after closing the sessions in flight
 
 
 def fail(command: str, message: str, code: int = EXIT_USAGE) -> int:

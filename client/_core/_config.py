@@ -1,43 +1,6 @@
-"""Run settings from ``[tool.evalport]`` in ``pyproject.toml``.
-
-Rules:
-
-- Keys are the long command-line options in kebab-case (``pass-rate = 0.8``,
-  ``exclude-tags = ["slow"]``); a command-line option given explicitly wins over the file.
-- The file is the nearest ``pyproject.toml`` at or above the starting folder (the folder of
-  the suite, else the working directory). No file, or no table, means defaults.
-- Paths written in the file (``path``, ``cache-dir``, ``out``, ``json``, ``junit``, ``md``,
-  ``html``, ``baseline`` and the judge's ``judge-cache``) are relative to the
-  ``pyproject.toml`` that names them, wherever the command runs; paths given on the
-  command line (and the defaults) are relative to the working directory.
-- An unknown key or a value of the wrong type is a :class:`ConfigError` naming the file,
-  the key and what is expected; nothing is guessed.
-- ``cache-dependencies`` lists globs (``**`` spans folders) of files the run cache's
-  recordings depend on (prompts, tool data, the agent's own code when it is served over
-  HTTP); relative to the ``pyproject.toml``. A change to a matched file re-records.
-- ``cache-store`` keeps the run cache's recordings in a Redis URL or a
-  ``module:Name`` store instead of the ``cache-dir`` folder
-  (:mod:`evalport.client._cache_stores`).
-- ``reporters`` lists custom reporters: ``"package.module:Name"`` or a table
-  ``{use = "package.module:Name", ...keyword arguments}``.
-- ``bootstrap`` names a module (``package.module``) or a file (``path/to/file.py``)
-  imported once before the eval files load (Neuron's ``--autoload-file``): load
-  ``.env``, configure logging, build a container. ``factory`` names a callable
-  (``module:attr``) that builds evaluators and reporters from their class
-  (``factory(cls) -> instance``, Neuron's resolver), for constructors with dependencies.
-- Keys that name code (``local``, ``reporters``, ``bootstrap``, ``factory``) resolve
-  against the ``pyproject.toml`` that holds them, like paths: a file (``x.py:attr``,
-  ``dir/x.py``) is relative to its folder (and written relative to the working
-  directory, so a run started there names it as written), and that folder is importable
-  (first on ``sys.path`` once the settings are loaded), so a module name resolves there
-  and eval files import the project's modules, wherever the command runs.
-- ``judge`` configures the judge: ``{model = "...", base-url = "...", api-key-env = "...",
-  judge-cache = "..."}``; ``judge-cache`` is a folder of cached verdicts;
-  ``agent-loop = true`` makes it the agent-loop judge, bounded by ``max-steps`` and
-  ``max-tokens`` (which need it); its verdicts go into ``judge-cache`` as the single-call
-  judge's do. Keys of the table without a ``model`` are an error:
-  with no judge table the judge comes from ``EVALPORT_JUDGE_*`` variables (see
-  :func:`evalport.client.cli._targets.build_judge`).
+"""Run settings from ``[tool.evalport]`` in ``pyproject.toml``: nothing is guessed (an
+unknown key is a :class:`ConfigError`); the agent-loop judge's verdicts go into
+``judge-cache`` as the single-call judge's do. Rules: see ARCHITECTURE.md, "Settings".
 """
 
 from __future__ import annotations

@@ -1,45 +1,7 @@
-"""Conversations: scripted turns, approval policies, simulated users.
+"""Conversations: scripted turns, approval and interrupt policies, simulated users.
 
-Rules:
-
-- Scripted turns are delivered in order, each one only after the previous turn completed,
-  approvals included. The turn ``send`` returns covers the whole exchange: its message,
-  the final run, and the steps recorded before and after every suspension.
-- When a turn suspends (the run lists ``pendingApprovals``), the **approval policy**
-  decides: a callable ``policy(request, trajectory)`` (sync or async) that receives an
-  :class:`ApprovalRequest` and the :class:`~evalport.client.Trajectory` so
-  far, and returns a decision per pending call id, so decisions can depend on arguments.
-  The arguments are as redacted as the run: with ``TracePolicy.safe()`` they are digests,
-  which ``request.matches(call_id, key=value)`` compares; a policy that must read them
-  needs a verbatim or allow-listing trace policy. A policy that raises while the
-  arguments it saw hold digests (``amount > 100`` on a digest) is an
-  :class:`ApprovalError` that says so and names both ways out. The policy sees what the
-  target's trace policy left, in-process (``--local``) as over HTTP, so a case decides
-  the same on either.
-  The context posts them (``Session.decide``) and repeats until nothing is pending.
-- Fail loud: a suspension with no policy set, a policy that leaves a pending id
-  undecided, or one that decides an id that is not pending raises
-  :class:`ApprovalError` naming the ids; the trial records it as a case error. Silence
-  is never consent. A policy that keeps the agent suspended for ``MAX_APPROVAL_ROUNDS``
-  rounds in one turn is an error too.
-- A decision is any spelling :func:`evalport.client._turns.to_decision` accepts (the one
-  parser ``Session.decide`` uses too): ``"approve"``, ``"reject"``, ``True``/``False``,
-  ``("reject", reason)``, ``{"decision": ..., "reason": ...}`` or an
-  :class:`ApprovalDecision`.
-- **Interrupts** (the run lists ``pendingInterrupts``: the agent asks something that is
-  not a tool approval, a clarification, a choice, a form) are answered by the
-  **interrupt policy** when the context has one: a callable ``policy(interrupt,
-  trajectory)`` (sync or async) that receives each
-  :class:`~evalport.protocol.PendingInterrupt` and returns its answer (any JSON value);
-  :func:`answer_by_kind` answers by kind. Without one, ``send`` returns the suspended turn
-  and the case answers with ``ctx.resume(answer)``; pending approvals of the same
-  suspension are decided by the approval policy in the same call, since one call settles
-  a suspension. Payloads are as redacted as the run (digests under ``TracePolicy.safe()``).
-- Simulated users (:class:`UserSimulator`: ``next_message(transcript) -> str | None`` and
-  ``max_turns``) plug into the same loop through ``ctx.simulate``; they only ever write
-  user messages, never approval decisions.
-- Targets do not matter: the loop only uses the :class:`~evalport.client.Session`
-  protocol, so it runs the same on ``LocalTarget`` and ``HttpTarget``.
+Fail loud: silence is never consent. Rules: see ARCHITECTURE.md, "Conversations:
+approvals, interrupts, simulated users".
 """
 
 from __future__ import annotations

@@ -1,19 +1,5 @@
-"""Datasets: rows of data that expand one case into one case per row.
-
-Rules:
-
-- A dataset file's root is a list of objects (JSON, YAML) or one object per line
-  (JSONL; blank lines are skipped). ``Dataset.load(path)`` picks the format by suffix:
-  ``.json``, ``.jsonl``/``.ndjson``, ``.yaml``/``.yml``. A Python list of mappings works
-  through ``Dataset.from_list``.
-- Anything else fails with a :class:`DatasetError` naming the file, the row (index, and
-  line for JSONL) and what was wrong.
-- Every row gets a readable id: the value of its ``id`` field, else ``name``, else
-  ``key`` (slugified), else its zero-padded index (``0000``, as Instructor pads). Ids are
-  unique within a dataset; a repeated one is an error naming both rows.
-- A :class:`DatasetRow` reads like a mapping, plus Instructor's accessors ``value(key)``
-  and ``string(key)`` (which fails clearly when the value is not a string) and
-  ``to_dict()``.
+"""Datasets: rows of data that expand one case into one case per row. Rules: see
+ARCHITECTURE.md, "Cases, datasets and selection".
 """
 
 from __future__ import annotations

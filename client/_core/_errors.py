@@ -1,16 +1,7 @@
 """How a target's failures become typed errors, with texts kept free of secrets.
 
-Rules:
-
-- Every error a target raises is a :class:`~evalport.protocol.TargetError` (the tree is
-  drawn once, in :mod:`evalport.protocol`'s problems; :mod:`evalport.client` re-exports
-  it); its subclass says what went wrong, so callers branch on the class (or
-  ``status``/``problem_type``), never on text. :func:`error_for` picks the class for a
-  non-2xx answer.
-- No secret reaches an error text: a :class:`Secrets` scrubs the token and the values of
-  credential headers from every message, and a body excerpt quotes nothing of the body's
-  content (a JSON body's shape, a text body's size and hash) unless the target's trace
-  policy is verbatim (:func:`body_excerpt`).
+Every error text passes through :class:`Secrets`; a body excerpt quotes no content unless
+the trace policy is verbatim. Rules: see ARCHITECTURE.md, "Target errors".
 """
 
 from __future__ import annotations

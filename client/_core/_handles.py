@@ -1,17 +1,5 @@
-"""Handles: how an assertion made inside a case is tuned and later collected.
-
-Rules:
-
-- Every assertion made through the eval context returns a handle and registers it with
-  the context. The runner collects them when the case ends with ``await handle.resolve()``.
-- Deterministic assertions evaluate **at once**, on the run accumulated so far, so an
-  assertion written after the first ``send`` reads the first turn only. Their handle only
-  re-grades the stored score when ``at_least`` changes the threshold.
-- Assertions that need I/O (embedding similarity) evaluate **later**, once, when the case
-  ends or the handle is resolved: a :class:`DeferredHandle`.
-- Judge expectations evaluate **lazily**: the judge runs at most once, the first time the
-  result is read. They implement the same :class:`Expectation` protocol.
-- ``soft()``/``gate()``/``at_least(t)``/``label(s)`` return the handle, for chaining.
+"""Handles: how an assertion made inside a case is tuned and later collected. Rules: see
+ARCHITECTURE.md, "Verdicts".
 """
 
 from __future__ import annotations

@@ -1,29 +1,5 @@
 """Logged conversations as cases: evaluate conversation files, with no agent to call.
-
-Rules:
-
-- ``@eval_case(conversations="logs/*.json")`` expands into one case per matched file, in
-  path order (``**`` spans folders; a relative glob is resolved against the eval file's
-  folder). Each case's id is ``<name>[<file>]``, the file named by its path below the
-  glob's fixed part, and its description is the case's with ``{file}`` replaced by that
-  name (or ``": <file>"`` appended). A glob that matches no file is a load error naming
-  it. ``conversations`` excludes ``dataset``, ``messages`` and ``user``.
-- A file holds one conversation: a ``.json`` file a list of messages (OpenAI Chat
-  Completions, Responses items or Anthropic Messages) or an object with that list under
-  ``messages`` (or ``items``, ``input``) and optionally its ``format``; a ``.jsonl``
-  file one message per line. Without a ``format`` the format is told apart as
-  :func:`~evalport.client.run_from_chat` does.
-- The trial's session is the logged conversation: ``ctx.run`` is the run
-  :func:`~evalport.client.run_from_chat` builds from the file, under the run's trace
-  policy, so every assertion and judge reads it as it reads a live run. ``ctx.send`` and
-  ``ctx.decide`` raise :class:`LoggedConversationError` naming the file: nobody answers
-  a logged conversation.
-- A file that cannot be read or is not a conversation is that case's ``error`` verdict,
-  whose message names the file and, for a malformed conversation, the message index;
-  the other files' cases run as usual.
-- ``evalport run`` needs no ``--target`` when every selected case reads logged
-  conversations: the run's target is then :class:`LoggedConversations`, which names
-  itself ``conversation files (logged runs)`` in the reports and opens no session.
+Rules: see ARCHITECTURE.md, "Logged conversations".
 """
 
 from __future__ import annotations

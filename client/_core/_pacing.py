@@ -1,15 +1,6 @@
-"""Target wrappers the runner puts around the target under test.
-
-Rules:
-
-- :class:`RateLimitedTarget` spaces the requests a target receives (open, send, decide,
-  refresh, attach) at most ``rps`` per second, evenly, shared by every session of that
-  target: the limit is per target, whatever the concurrency.
-- :class:`TrackingTarget` remembers every session opened through it during one trial, so
-  the runner closes them all afterwards, even when the case crashed or was cancelled by
-  its timeout (closing twice is harmless by the Session contract).
-- :class:`AttachedTarget` answers ``open`` by attaching to one existing session (``evalport
-  run --attach ID``) and never deletes it: that session belongs to someone else.
+"""Target wrappers the runner puts around the target under test: pacing, tracking the
+sessions of a trial, attaching to one existing session (never deleted). Rules: see
+ARCHITECTURE.md, "Sessions of a trial: pacing, tracking, attaching".
 """
 
 from __future__ import annotations

@@ -1,23 +1,5 @@
 """Content parts from what a case passes to ``ctx.send``: images and files in a turn.
-
-Rules:
-
-- ``ctx.send(message, image=..., file=...)``: each of ``image`` and ``file`` is one source
-  or a list of them; ``message`` may also be a list of parts (``str`` items are text).
-  The turn's parts are the images, then the files, in the order given, after the
-  message (the wire's rule: ``message`` is the first text part). A list of text only
-  (``str`` and :class:`TextPart` items, no image or file) is sent as a plain ``message``,
-  its texts joined by a newline as the wire joins text parts: it needs no
-  ``content-parts`` capability and a run cache replays it like any message.
-- A source is an :class:`ImagePart`/:class:`FilePart` (sent as it is), ``bytes``, an
-  ``http(s)://`` or ``data:`` URL (sent by URL), or a path (``str`` or
-  :class:`os.PathLike`). A relative path resolves against the folder of the eval file
-  that defines the case (the working directory for a case with no file, or a context made
-  without ``base_dir``); a missing file is a :class:`FileNotFoundError` naming the path
-  as given and as resolved.
-- The media type of a path follows its extension; of ``bytes``, their first bytes (PNG,
-  JPEG, GIF, WebP, PDF), else ``application/octet-stream``. A file part keeps its file
-  name.
+Rules: see ARCHITECTURE.md, "Cases, datasets and selection".
 """
 
 from __future__ import annotations
@@ -41,7 +23,8 @@ _OCTETS: Final = "application/octet-stream"
 
 
 def media_type_of(data: bytes) -> str:
-    """The media type ``data`` starts like (see the module rules)."""
+    """The media type ``data`` starts like (see ARCHITECTURE.md, "Cases, datasets and
+    selection")."""
     for magic, media_type in _MAGIC:
         if data.startswith(magic):
             return media_type
@@ -90,7 +73,8 @@ def _part(kind: str, source: Any, base: Path | None) -> ContentPart:
 def turn_parts(
     message: str | Sequence[Any], image: Any, file: Any, base: Path | None
 ) -> tuple[str, list[ContentPart]]:
-    """The turn's ``message`` and its parts (see the module rules)."""
+    """The turn's ``message`` and its parts (see ARCHITECTURE.md, "Cases, datasets and
+    selection")."""
     parts: list[ContentPart] = []
     if isinstance(message, str):
         text = message

@@ -1,30 +1,6 @@
-"""Results: of one assertion, of one trial of a case, of a case over its trials.
-
-Rules (the verdicts follow Instructor's, so reports mean the same thing in both):
-
-- An assertion yields a score in [0, 1]; it passes when ``score >= threshold`` (default
-  1.0). An assertion that could not be evaluated (``evaluated=False``) never passes.
-- Severity is ``gate`` (a failure fails the trial; the default for deterministic
-  assertions) or ``soft`` (a failure only lowers the score; the default for judges).
-- A trial's verdict, first match wins: an error -> ``error``; a failed gate -> ``failed``;
-  a judge that could not run (``context["judge_error"]``, soft or gate) -> ``error``;
-  skipped -> ``skipped``; a failed soft assertion -> ``scored``; else ``passed``.
-  ``error`` counts as a failure for exit codes but stays distinct in every report.
-- A case repeated N times with pass rate r needs ``clamp(ceil(r*N - 1e-9), 1, N)`` passed
-  trials; only ``passed`` trials count; all trials skipped -> the case is skipped.
-  With ``min_lower_bound``, a case that passed fails when the Wilson lower bound of its
-  trials' pass rate (skipped trials are not samples) is below it.
-- A trial keeps its redacted run as :class:`RunData`: a read-only mapping of the run's
-  JSON data (what ``msgspec.to_builtins`` gives), held as the JSON text and decoded on
-  first read. Until a report reads it, a kept run is one bytes object the garbage
-  collector never visits: a run of thousands of trials keeps collections cheap.
-- The result Structs hold JSON-like data only and never form reference cycles, so they
-  are ``gc=False`` (like the summaries): the collector skips them too. A trial's
-  assertions, judges and timings and a case's tags are tuples, final once the result is
-  made: CPython stops tracking a tuple whose items it does not track, while a list is
-  tracked whatever it holds, and tens of thousands of them made every full collection of
-  a large run slower (issue 36). A trial's ``logs`` and a case's ``trials`` stay lists,
-  as callers use them.
+"""Results: of one assertion, of one trial of a case, of a case over its trials; every
+verdict is decided here. Result Structs hold JSON-like data only (``gc=False``). Rules:
+see ARCHITECTURE.md, "Verdicts".
 """
 
 from __future__ import annotations
@@ -124,7 +100,8 @@ _REPLY = msgspec.json.Decoder(_ReplyOnly)
 
 
 class RunData(Mapping[str, Any]):
-    """A trial's redacted run as plain JSON data, kept as its JSON text (see the rules).
+    """A trial's redacted run as plain JSON data, kept as its JSON text (see
+    ARCHITECTURE.md, "Verdicts").
 
     It reads like the dict ``msgspec.to_builtins(run)`` gives (``data["turns"]``,
     ``data.get("usage")``, equality with dicts) but cannot be changed. ``raw`` is the
@@ -247,7 +224,7 @@ class CaseResult(msgspec.Struct, kw_only=True, gc=False):
 def trial_verdict(
     assertions: list[AssertionResult], *, error: bool = False, skipped: bool = False
 ) -> str:
-    """A trial's verdict from its assertions (see the module rules)."""
+    """A trial's verdict from its assertions (see ARCHITECTURE.md, "Verdicts")."""
     if error:
         return Verdict.ERROR
     failed_soft = judge_down = False

@@ -1,14 +1,5 @@
-"""Choosing which cases run: tags, ``-k`` expressions and shards.
-
-Rules:
-
-- ``--tag T`` (repeatable) keeps cases that carry any of the given tags; ``--exclude-tag T``
-  drops cases that carry any of those; exclusion wins.
-- ``-k EXPR`` works like pytest's: words joined with ``and``, ``or``, ``not`` and
-  parentheses; a word matches when it is a case-insensitive substring of the case id or
-  equals one of its tags. Anything else in the expression is an error naming the position.
-- ``--shard I/N`` (1 <= I <= N) keeps every N-th case of the id-sorted list starting at the
-  I-th, so N shards cover every case exactly once whatever order discovery returned.
+"""Choosing which cases run: tags, ``-k`` expressions and shards. Rules: see
+ARCHITECTURE.md, "Cases, datasets and selection".
 """
 
 from __future__ import annotations

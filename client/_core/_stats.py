@@ -1,26 +1,5 @@
-"""Statistics of repeated trials and of run comparisons.
-
-Rules:
-
-- A trial is a Bernoulli sample: it succeeds when its verdict is ``passed``. Skipped
-  trials are not samples (nothing was judged); ``error``, ``failed`` and ``scored`` trials
-  are failures. ``n`` below is the number of samples, ``c`` the number of successes.
-- :func:`wilson` is the Wilson score interval (95% by default); it stays inside [0, 1] and
-  is meaningful for small ``n`` and for ``c`` of 0 or ``n``, unlike the normal interval.
-- :func:`pass_at_k` is the unbiased estimator of "at least one of k fresh trials passes",
-  ``1 - C(n-c, k) / C(n, k)``; :func:`pass_hat_k` (pass^k) the unbiased estimator of "all k
-  fresh trials pass", ``C(c, k) / C(n, k)``. Both need ``1 <= k <= n``.
-- A case is :func:`flaky` when some but not all of its samples passed.
-- :func:`percentile` interpolates linearly between the two nearest ranks of the sorted
-  values (numpy's default): p50 of ``[1, 2, 3, 4]`` is ``2.5``; one value is every
-  percentile of itself.
-- :func:`fisher_exact` (two-sided) compares two pass rates of independent samples (one case
-  in two runs); :func:`mcnemar_exact` tests whether flips between two runs of the same
-  cases lean one way (paired, exact binomial form). Both return a p-value.
-- :func:`rank_sum_greater` (one-sided) tests whether durations of one run tend to be
-  larger than another's (Wilcoxon-Mann-Whitney; ties as mid-ranks): exact over every
-  arrangement of the pooled ranks up to :data:`EXACT_RANKS` values, else the normal
-  approximation with the tie correction. One value each is never significant (p 0.5).
+"""Statistics of repeated trials and of run comparisons. Rules: see ARCHITECTURE.md,
+"Statistics".
 """
 
 from __future__ import annotations
@@ -144,7 +123,7 @@ EXACT_RANKS = 40
 
 def rank_sum_greater(before: Sequence[float], after: Sequence[float]) -> float:
     """One-sided p-value that ``after`` tends to be larger than ``before`` (the
-    Wilcoxon-Mann-Whitney rank-sum test; see the rules)."""
+    Wilcoxon-Mann-Whitney rank-sum test; see ARCHITECTURE.md, "Statistics")."""
     n1, n2 = len(before), len(after)
     if not n1 or not n2:
         return 1.0

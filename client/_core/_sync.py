@@ -1,12 +1,6 @@
-"""A blocking facade over any target, for scripts and notebooks without an event loop.
-
-Rules:
-
-- :class:`SyncTarget` owns one private event loop (``asyncio.Runner``) and runs every
-  call of the wrapped async target and of its sessions on it, so pooled connections stay
-  valid between calls. Close it (``close()`` or ``with``) to close the target and the loop.
-- It refuses to run inside a running event loop: use the async API there.
-- :func:`connect` is the shortcut for an :class:`~evalport.client.HttpTarget`.
+"""A blocking facade over any target, for scripts and notebooks without an event loop; it
+refuses to run inside a running one. Rules: see ARCHITECTURE.md, "Sessions of a trial:
+pacing, tracking, attaching".
 """
 
 from __future__ import annotations

@@ -1,30 +1,7 @@
 """What every target offers the evaluation layer: sessions that take turns.
 
-Rules:
-
-- A :class:`Target` opens sessions (``open``) or attaches to existing ones (``attach``);
-  :class:`HttpTarget` and :class:`LocalTarget` both implement it, and for the same agent
-  they yield the same decoded runs, so everything above this seam runs unchanged on both.
-- ``Session.run`` is always the **accumulated**, already **redacted** run: a target applies
-  its trace policy to every run before handing it out.
-- A :class:`Turn` carries that accumulated run plus the steps of this turn alone, and
-  ``timing`` (:class:`~evalport.client.TurnTiming`), when its answer came by the
-  client's clock (compared runs ignore it); and
-  :attr:`Turn.own` is the turn's own slice of the run (Instructor's ``EvalTurn``): an
-  :class:`~evalport.protocol.AgentRun` cut from the accumulated one on the client, the
-  wire unchanged. It holds this turn's steps, the tool calls, usage and error details
-  derived from them, the events and pending approvals numbered with the turn, its
-  message as the only user message, and the reply, status and stop signal of the run it
-  was cut from; ``turns``
-  keeps the turn's number (so ``own.steps_of_turn(own.turns)`` is its steps), and the
-  run's error text only when the turn is the run's latest. Every run assertion and
-  judge accepts it: ``ctx.check(MaxSteps(3), turn.own)``.
-- Async first. ``identity`` names what answers (URL or local agent, agent name and
-  version) for reports and the run cache.
-- ``open(faults=[ToolFault(...)])`` opens a session whose tool calls get those faults
-  injected (:mod:`evalport.protocol.runtime._faults`). A target that cannot honour them raises
-  before creating the session; wrappers pass ``faults`` on only when there are some, so
-  targets written before it keep working.
+``Session.run`` is always the accumulated, already redacted run. Rules: see
+ARCHITECTURE.md, "The target contract".
 """
 
 from __future__ import annotations
@@ -168,7 +145,7 @@ class Turn:
 
     @property
     def own(self) -> AgentRun:
-        """This turn's own slice of the run (see the module rules)."""
+        """This turn's own slice of the run (see ARCHITECTURE.md, "The target contract")."""
         run = self.run
         own = msgspec.structs.replace(
             run,

@@ -1,14 +1,7 @@
-"""What a traced trial leaves for the code under it: the ``traceparent`` its requests
-carry and the span its judge calls nest under (set by :mod:`evalport.client._tracing`).
-
-Rules:
-
-- Outside a traced trial nothing is set and :func:`trace_headers` and :func:`judge_span`
-  do nothing, without importing anything (OpenTelemetry is the ``otel`` extra).
-- :func:`judge_span` is a span ``evalport.judge <criterion>`` around one judge call
-  (``evalport.judge = true``, the judge's model, the verdict's score and tokens,
-  ``error.type`` when the call failed), a child of the trial span and the current span
-  while the call runs. What the verdict leaves out (no score, no model) is no attribute.
+"""What a traced trial (set by :mod:`evalport.client._tracing`) leaves for the code under
+it: the ``traceparent`` its requests carry and the span its judge calls nest under.
+Outside one, nothing here imports anything. Rules: see ARCHITECTURE.md, "Traced trials in
+the core".
 """
 
 from __future__ import annotations

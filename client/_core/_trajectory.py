@@ -1,20 +1,5 @@
-"""The trajectory: a read-only view of a run made for asserting and judging.
-
-Rules:
-
-- A :class:`Trajectory` is built from an :class:`~evalport.protocol.AgentRun` (already
-  redacted by the target's trace policy) and never changes it.
-- Tool calls come from the run's flat ``tools`` list (the list every server sends), with
-  each execution's result, error flag and approval state merged in; a call still waiting
-  for approval (``pendingApprovals``) appears too, with approval state ``pending`` and
-  ``executed=False``.
-- A call failed when its error is non-empty or its step execution says ``hasError``; it
-  was ``injected`` when its step execution says so (a tool fault, not the tool).
-- The final answer is the run's reply, else the last assistant text of the steps.
-- Token usage is summed over the steps, as Instructor counts it; a run without steps
-  falls back to the run's own ``usage`` totals.
-- ``Trajectory.of(run)`` memoises the view of the last few runs, so that thirty assertions
-  over one run build it once.
+"""The trajectory: a read-only view of a run made for asserting and judging; it never
+changes the run. Rules: see ARCHITECTURE.md, "Trajectories".
 """
 
 from __future__ import annotations

@@ -1,23 +1,6 @@
-"""What both targets share: a turn cut from two accumulated runs, and decision input.
-
-Rules:
-
-- A turn's index is the run's ``turns`` (as Instructor shows it). A turn's own steps are
-  the steps the accumulated run gained during the call; a server whose runs do not grow
-  step by step falls back to the steps numbered with the turn.
-- A session holds the moment of its run (:class:`~evalport.client._target.RunAt`):
-  ``run`` is built from it when read. A session reading deltas grows one run's lists in
-  place, and each turn keeps its moment (the head and the lists' lengths), so a turn
-  costs what it gained, and a run read later is still the run of its moment.
-- A turn answered by ``decide`` is the suspended turn resumed: its index and message are
-  those of the turn that suspended, and its steps are all of that turn's steps (the step
-  that asked for approval included), so a turn reads the same however often it paused.
-- Each turn a target sends records its :class:`~evalport.client.TurnTiming` through a
-  :class:`TurnClock`, made when the turn is sent: both targets time turns the same way.
-- A decision is parsed in one place (:func:`to_decision`), for ``Session.decide`` and
-  approval policies alike: an :class:`~evalport.protocol.ApprovalDecision`, ``"approve"``,
-  ``"reject"``, ``True``/``False``, ``("reject", reason)`` or ``{"decision": ...,
-  "reason": ...}``.
+"""What every target shares: a turn cut from the moments of its session's run, its timing
+(:class:`TurnClock`) and the one parser of decisions (:func:`to_decision`). Rules: see
+ARCHITECTURE.md, "The target contract".
 """
 
 from __future__ import annotations
@@ -106,8 +89,8 @@ class TurnClock:
 
 
 def to_decision(value: DecisionLike, call_id: str) -> ApprovalDecision:
-    """An :class:`ApprovalDecision` from any accepted spelling (see the module rules);
-    ``ValueError`` naming ``call_id`` for anything else."""
+    """An :class:`ApprovalDecision` from any accepted spelling (see ARCHITECTURE.md, "The
+    target contract"); ``ValueError`` naming ``call_id`` for anything else."""
     if isinstance(value, ApprovalDecision):
         return value
     verdict: object = value

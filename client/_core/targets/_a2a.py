@@ -1,41 +1,7 @@
-"""A2ATarget: evaluate an agent that speaks A2A (agent to agent), nothing of evalport on
-its side.
+"""A2ATarget: evaluate an agent that speaks A2A, nothing of evalport on its side.
 
-Rules:
-
-- ``check()`` reads the agent card (``_a2a_link.py`` says where); its name and version
-  are the target's identity, as ``/health``'s are an :class:`HttpTarget`'s. ``open``
-  reads it once per target.
-- A session is one A2A conversation: its id is the ``contextId`` every message of it
-  carries, chosen here when it opens (the agent's own, when it answers with another, is
-  used from then on). Each ``send`` is one message (streamed when the card says the agent
-  streams; the turn's :class:`~evalport.client.TurnTiming` then has its first event and
-  first token), and the session records the turn into its run: the user's message, the
-  reply (the task's text artifacts or final message), the status.
-- Task states: ``completed`` is a completed turn; ``failed``, ``rejected`` and
-  ``canceled`` are the agent's failure (status ``failed``, the error recorded with its
-  type ``A2ATaskFailed``/``A2ATaskRejected``/``A2ATaskCanceled`` and the status message),
-  never a transport error; ``input-required`` and ``auth-required`` suspend the turn with
-  a :class:`~evalport.protocol.PendingInterrupt` of that kind (id: the task's id,
-  payload: what the agent asked). The next message continues that task, whether it comes
-  from ``decide`` (an interrupt policy, ``ctx.resume``: the same turn resumed) or from
-  ``send`` (a new turn); either way the interrupt is recorded answered.
-- A2A carries no tool calls, steps, token usage or agent events: every run says so in
-  :attr:`~evalport.protocol.AgentRun.unreported`, so the assertions that need them are
-  *not evaluable*, never passed or failed.
-- What the protocol has no call for: ``attach`` raises :class:`NotImplementedError`
-  (an A2A agent keeps no conversation a client can read back), ``refresh`` returns the
-  run this session recorded, ``close`` cancels a task still waiting for input (best
-  effort: it is the conversation's only state on the agent we know of), ``open(faults=...)``
-  raises :class:`FaultsUnsupported`. Turns are never retried (A2A has no idempotency).
-- Every run goes through the target's trace policy (:meth:`TracePolicy.safe` unless told
-  otherwise) before anything sees it.
-- A session holds one of the target's ``httpx.AsyncClient`` objects for its life
-  (``client/_clients.py``: each pool stays small at any concurrency), passed to an SDK
-  client of its own; the token and ``headers`` go only to the origin of the URL given,
-  redirects are not followed. Timeouts: 5 s to connect, 300 s to read, as :class:`HttpTarget`'s; a task
-  that is polled (an agent that does not stream) may work for the read timeout.
-- Without the ``a2a`` extra the target raises :class:`MissingExtraError` when built.
+What A2A does not carry is *not evaluable* on its runs; turns are never retried. Rules:
+see ARCHITECTURE.md, "The A2A target".
 """
 
 from __future__ import annotations
@@ -144,7 +110,7 @@ def _clients(
 
 
 class A2ATarget:
-    """An agent behind the A2A protocol (see the module rules)."""
+    """An agent behind the A2A protocol (see ARCHITECTURE.md, "The A2A target")."""
 
     def __init__(
         self,
@@ -339,8 +305,8 @@ def _recorded(
     outcome: Outcome,
     content: Sequence[ContentPart],
 ) -> AgentRun:
-    """The run ``before`` with one exchange recorded (see the module rules); its lists are
-    new, so the runs of earlier turns never change."""
+    """The run ``before`` with one exchange recorded (see ARCHITECTURE.md, "The A2A
+    target"); its lists are new, so the runs of earlier turns never change."""
     now = utc_now()
     turns = before.turns + (1 if message is not None else 0)
     answered = [

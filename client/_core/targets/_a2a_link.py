@@ -1,31 +1,7 @@
-"""The A2A side of :class:`~evalport.client.targets.A2ATarget`: the agent card, one
-message's exchange and what it ended in, through the official ``a2a-sdk``.
-
-Rules:
-
-- This module is the only one that imports ``a2a`` (the ``a2a`` extra); the target loads it
-  when it is built (:func:`evalport.protocol.require`), so without the extra the target
-  says so in one line. Everything the agent sends is decoded by the SDK's own types and
-  client (``a2a.client``), never by a copy of their schemas here.
-- The card is ``.well-known/agent-card.json`` under the URL given, and under its origin
-  when the URL has a path and nothing is found there (RFC 8615 puts well-known URIs at
-  the origin; agents mounted under a path serve theirs under it).
-- Every request goes to the origin of the URL given. Cards often name the address the
-  agent was configured with (``localhost:8000``) rather than the one it is reached at,
-  and the token must never follow a card to another host: an interface on another host
-  keeps its path and binding on this origin, its path taken under the path the card
-  was found at unless it already lies there (an app mounted under ``/agent`` names its
-  routes from its own root).
-- One message is one exchange (:meth:`Link.exchange`): streamed when the card says the
-  agent streams (and the target allows it), else sent and, while the task is still
-  ``submitted`` or ``working``, polled with ``GetTask``. Its :class:`Outcome` is the task's
-  state and the text it answered: the text artifacts (streamed chunks joined as the
-  ``append`` flags say), else the final status message, else the agent's last message.
-- A stream that ends before the task reached a final or interrupted state is
-  :class:`TargetUnavailable`; the SDK's errors become the exception tree's
-  (:func:`translated`): 401/403 :class:`AuthFailed`, 5xx, 429 and network failures
-  :class:`TargetUnavailable`, an unknown task :class:`SessionNotFound`, other refusals
-  :class:`RequestRejected`, an answer the SDK cannot read :class:`ProtocolError`.
+"""The A2A side of the A2A target, through the official ``a2a-sdk``: the agent card, one
+message's exchange and what it ended in. The only module that imports ``a2a``; every
+request goes to the origin of the URL given. Rules: see ARCHITECTURE.md, "The A2A
+target".
 """
 
 from __future__ import annotations
@@ -209,8 +185,8 @@ def answer_parts(answer: Any) -> list[Part]:
 
 @contextlib.contextmanager
 def translated(where: str) -> Iterator[None]:
-    """The SDK's errors as the exception tree's (see the module rules), ``where`` naming
-    the call (``the agent card of http://...``)."""
+    """The SDK's errors as the exception tree's (see ARCHITECTURE.md, "The A2A target"),
+    ``where`` naming the call (``the agent card of http://...``)."""
     try:
         yield
     except TargetError:
@@ -289,8 +265,8 @@ class Link:
         return client
 
     async def read_card(self, http: httpx.AsyncClient) -> AgentCard:
-        """Read the agent card (see the module rules) through ``http``; an SDK client
-        is then made for it (a card no binding of the SDK can use raises here)."""
+        """Read the agent card (see ARCHITECTURE.md, "The A2A target") through ``http``; an
+        SDK client is then made for it (a card no binding of the SDK can use raises here)."""
         bases = [self.url] if self.url == self.origin else [self.url, self.origin]
         for base in bases:
             where = f"the agent card {base}/{CARD_PATH}"
@@ -308,7 +284,8 @@ class Link:
 
     def _on_origin(self, card: AgentCard, base: str) -> None:
         """Point every interface of ``card`` (found under ``base``) at this link's origin
-        (see the module rules); a card that names none gets JSON-RPC at the URL given."""
+        (see ARCHITECTURE.md, "The A2A target"); a card that names none gets JSON-RPC at the
+        URL given."""
         if not card.supported_interfaces:
             card.supported_interfaces.append(
                 AgentInterface(url=self.url, protocol_binding=TransportProtocol.JSONRPC)

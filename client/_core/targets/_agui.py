@@ -1,48 +1,7 @@
 """AgUiTarget: evaluate an agent that speaks AG-UI, with nothing of evalport on its side.
 
-Rules:
-
-- ``AgUiTarget(url)`` names the agent's AG-UI endpoint (``--target agui+https://host/path``
-  through :func:`~evalport.client.target_for`). It needs ``pip install
-  'evalport[agui]'``: without it, making one raises :class:`MissingExtraError` in one
-  line naming the missing module and that install line.
-- A session is an AG-UI thread (its id is the ``threadId``), held by this client as an
-  AG-UI client holds it: the conversation's messages and the agent's state. Each
-  ``send`` is one AG-UI run: ``POST`` of a ``RunAgentInput`` (a new ``runId``, the
-  conversation so far with the new user message, the state, no tools nor context) read
-  as a server-sent event stream into the session's run (what is sent and decoded:
-  :mod:`._agui_wire`; what is recorded, and how: :mod:`._agui_run`). The turn's
-  :class:`~evalport.client.TurnTiming` records its first event and its first text.
-- Approvals and interrupts: a run that ends on interrupts leaves them pending (approvals
-  for interrupts bound to a tool call, interrupts otherwise); ``decide`` answers all of
-  them in one new run whose ``resume[]`` carries an answer per interrupt (an approval is
-  ``{"approved": true|false, "reason"?}``, the payload AG-UI recommends for tool-bound
-  interrupts; an interrupt's ``answer`` is its payload). A ``send`` while they are open
-  raises :class:`SessionSuspended`, since AG-UI agents refuse new input then.
-- Retries (:mod:`evalport.client._retry`): a run is tried again only when it cannot run
-  twice: its connection was never made, or the agent refused to start it (429, 503, after
-  its ``Retry-After``). A run that started is never sent again: AG-UI has no idempotency
-  key.
-- What AG-UI has no call for is refused before anything is sent: ``attach`` (a thread
-  lives in the client that ran it) raises :class:`NotImplementedError` naming the
-  protocol, and tool faults raise :class:`FaultsUnsupported`. A turn's content parts go
-  as the user message's AG-UI parts (images as image parts, files as document parts,
-  inline bytes base64) and are recorded in the run as the runtime records them. ``close`` forgets the thread; there is nothing to
-  delete on the agent's side.
-- Every run handed out is a copy of the session's verbatim run, redacted by the target's
-  trace policy (:meth:`TracePolicy.safe` unless told otherwise); a failed turn (the
-  stream cut, a malformed event, a non-2xx answer) leaves the session as it was.
-- Errors: a non-2xx answer is the :class:`~evalport.protocol.TargetError` its status
-  means (401 :class:`AuthFailed`...), a transport failure or a stream cut before the
-  run's end :class:`TargetUnavailable`, an answer that is not an event stream or an
-  event that does not validate :class:`ProtocolError`. Texts never carry the token.
-- A session holds one of the target's ``httpx.AsyncClient`` objects from ``open`` to
-  ``close`` (``client/_clients.py``: each pool stays small at any concurrency), all made
-  in :meth:`AgUiTarget._make_client`; ``limits`` and ``transport`` go to each. The token
-  and headers go
-  only to the endpoint's origin: the client follows no redirect. A stream is read to its
-  end after the run's terminal event, so that its connection is reused, but for
-  :data:`AFTER_END` seconds at most.
+A session is an AG-UI thread held here; a run that started is never sent again. Rules:
+see ARCHITECTURE.md, "The AG-UI target".
 """
 
 from __future__ import annotations
@@ -112,7 +71,7 @@ and the docs say it per target)."""
 
 
 class AgUiTarget:
-    """An agent behind an AG-UI endpoint (see the module rules)."""
+    """An agent behind an AG-UI endpoint (see ARCHITECTURE.md, "The AG-UI target")."""
 
     kind: Final = "agui"
     protocol: Final = PROTOCOL
@@ -224,7 +183,7 @@ class AgUiTarget:
         return AgUiSession(self, thread_id, run, conversation=conversation, client=client)
 
     async def attach(self, session_id: str) -> AgUiSession:
-        """Not supported by AG-UI (see the module rules)."""
+        """Not supported by AG-UI (see ARCHITECTURE.md, "The AG-UI target")."""
         raise NotImplementedError(
             f"attach({session_id!r}): not supported by AG-UI targets; {LACKS['attach']}"
         )
@@ -255,7 +214,8 @@ class AgUiTarget:
         via: httpx.AsyncClient,
     ) -> None:
         """POST one run through ``via`` (the session's client) and feed its events to
-        ``reader`` until the stream ends (see the module rules for what is tried again)."""
+        ``reader`` until the stream ends (what is tried again: ARCHITECTURE.md, "The AG-UI
+        target")."""
         if self._clients.closed:
             raise RuntimeError(
                 f"cannot start an AG-UI run: this AgUiTarget ({self.url}) was closed "

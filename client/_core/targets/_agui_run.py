@@ -1,43 +1,7 @@
 """One AG-UI run read into evalport's run: the events an agent streams, the run they make.
 
-Rules (what :class:`AgUiTarget` records, and why):
-
-- Events arrive decoded with the AG-UI SDK's own types (:mod:`._agui_wire`).
-- Steps: one per model call. AG-UI says when the model wrote text (``TEXT_MESSAGE_*``)
-  and asked for tools (``TOOL_CALL_START/ARGS/END``) but not where one call to the model
-  ends; the agent's output after a tool result is the next call's. This is how
-  evalport's own adapters count steps, so ``max_steps`` gives the same verdict for the
-  same agent. ``STEP_STARTED``/``STEP_FINISHED`` name a framework's own stages (LangGraph
-  nodes), which are not model calls: they are kept as the events ``step_started`` /
-  ``step_finished`` (``{"name": ...}``), and ``CUSTOM`` events under their own name.
-- Tool calls: arguments are the ``TOOL_CALL_ARGS`` deltas joined and parsed as JSON (for
-  a call whose arguments came in no delta, those of the call in a later
-  ``MESSAGES_SNAPSHOT``, where some agents put them);
-  ``TOOL_CALL_RESULT`` is the execution, on the step that asked for the call (a resumed
-  run answers a call of the run it resumes). A result that is a JSON object or array
-  (as frameworks serialise a tool's return) is kept as that value, other text as text.
-  AG-UI marks no tool result as an error, so no execution is recorded as failed except a
-  call its approver rejected.
-- Usage: ``RUN_FINISHED.usage`` (or ``RUN_ERROR.usage``), summed over its entries and
-  made disjoint as every usage of a run is (:func:`step_usage`), on the run's last step.
-  A run without it marks the session's run ``unreported["usage"]``: token budgets are
-  then not evaluable, never passed on zeros.
-- ``RUN_ERROR`` is the agent's failure (status ``failed``, the error recorded as the
-  runtime records one), not a transport error. A stream that ends without
-  ``RUN_FINISHED`` or ``RUN_ERROR`` is: :class:`TargetUnavailable`, the run dropped.
-- Interrupts (``RUN_FINISHED.outcome.interrupts``): one with a ``toolCallId`` is a
-  pending approval of that call; any other is a pending interrupt (kind: its
-  ``reason``; payload: its message, response schema and metadata). The run is then
-  ``in_progress`` until :meth:`~AgUiSession.decide` answers them.
-- State: ``STATE_SNAPSHOT`` replaces it, ``STATE_DELTA`` applies its JSON Patch
-  (``jsonpatch``); a run that changed it records an event ``state`` whose data is the
-  state after the run, and the next run sends it back as AG-UI clients do. A patch that
-  does not apply is a :class:`ProtocolError`.
-- The conversation sent with each run is what an AG-UI client keeps: the user's
-  messages, the assistant's text and tool calls, the tool results, in order, replaced
-  whole by a ``MESSAGES_SNAPSHOT``. A run that fails on the way changes none of it. A run
-  that streamed no text but whose snapshot ends with a new assistant message (a LangGraph
-  node's own message) replies with that message, in a step of its own.
+A run that fails on the way changes nothing of the session. Rules: see ARCHITECTURE.md,
+"An AG-UI run".
 """
 
 from __future__ import annotations
@@ -55,7 +19,6 @@ from ag_ui.core import (
     CustomEvent,
     Event,
     FunctionCall,
-    Interrupt,
     Message,
     MessagesSnapshotEvent,
     RunErrorEvent,
@@ -70,7 +33,6 @@ from ag_ui.core import (
     TextMessageContentEvent,
     TextMessageEndEvent,
     TextMessageStartEvent,
-    TokenUsage,
     ToolCall,
     ToolCallArgsEvent,
     ToolCallChunkEvent,
@@ -85,9 +47,6 @@ from evalport.protocol import (
     ApprovalDecision,
     ApprovalState,
     ErrorInfo,
-    LlmProfile,
-    PendingApproval,
-    PendingInterrupt,
     ProtocolError,
     RunStatus,
     Step,
@@ -95,20 +54,17 @@ from evalport.protocol import (
     StopReason,
     StopSignal,
     ToolExecution,
-    Usage,
 )
 from evalport.protocol import Event as RunEvent
 from evalport.protocol import Message as RunMessage
 from evalport.protocol import ToolCall as RunToolCall
-from evalport.protocol._reported import arguments_of, step_usage
+from evalport.protocol._reported import arguments_of
 from evalport.protocol.runtime import utc_now
 
+from ._agui_outcome import record_interrupts, record_usage, requested
 from ._agui_wire import Conversation
 
 AGENT_ERROR: Final = "AgentError"  # the error class the runtime gives an agent's failure
-NO_USAGE: Final = (
-    "this AG-UI agent did not report token usage (its RUN_FINISHED or RUN_ERROR carried none)"
-)
 STATE_EVENT: Final = "state"
 
 
@@ -301,7 +257,7 @@ class RunReader:
             ToolMessage(id=event.message_id, tool_call_id=event.tool_call_id, content=event.content)
         )
         self.after_result = True
-        found = _requested(self.run, self.turn, event.tool_call_id)
+        found = requested(self.run, self.turn, event.tool_call_id)
         if found is None:
             return  # a result for a call this run never saw asked: nothing to attach it to
         step, call = found
@@ -328,7 +284,7 @@ class RunReader:
         """A rejected call is an execution that failed at once, whether or not the agent
         sends a result for it (as the runtime records a rejection)."""
         for call_id, decision in self.decisions.items():
-            found = _requested(self.run, self.turn, call_id)
+            found = requested(self.run, self.turn, call_id)
             if decision.decision != "reject" or found is None:
                 continue
             step, call = found
@@ -404,7 +360,8 @@ class RunReader:
     # -- the end -------------------------------------------------------------------------
 
     def finish(self) -> None:
-        """Record the run's outcome on ``run`` and commit the conversation (see the rules)."""
+        """Record the run's outcome on ``run`` and commit the conversation (see
+        ARCHITECTURE.md, "An AG-UI run")."""
         finished = self.finished
         if finished is None:
             raise ValueError("finish() before the run's terminal event")
@@ -418,12 +375,12 @@ class RunReader:
             self._call_end(ToolCallEndEvent(tool_call_id=call_id))
         self._close_step()
         run = self.run
-        self._usage(finished.usage)
+        record_usage(run, self.first_step, finished.usage)
         opened: dict[str, str] = {}
         if isinstance(finished, RunErrorEvent):
             self._failed(finished)
         elif isinstance(finished.outcome, RunFinishedInterruptOutcome):
-            opened = self._interrupted(finished.outcome.interrupts)
+            opened = record_interrupts(run, self.turn, finished.outcome.interrupts)
         elif isinstance(finished.outcome, RunFinishedCancelledOutcome):
             run.status, run.reply = RunStatus.STOPPED, self.reply
             run.stop_signal = StopSignal(
@@ -440,27 +397,6 @@ class RunReader:
         conversation.messages, conversation.state = self.messages, self.state
         conversation.open = opened
 
-    def _usage(self, reported: list[TokenUsage] | None) -> None:
-        run = self.run
-        if not reported:
-            unreported = {} if run.unreported is msgspec.UNSET else run.unreported
-            run.unreported = {**unreported, "usage": NO_USAGE}
-            return
-        total = Usage()
-        for entry in reported:
-            total = total + step_usage(
-                entry.input_tokens,
-                entry.output_tokens,
-                cache_read=entry.cached_input_tokens,
-                cache_write=entry.cache_write_input_tokens,
-                reasoning=entry.reasoning_tokens,
-            )
-            if run.llm_profile is None and (entry.model or entry.provider):
-                run.llm_profile = LlmProfile(driver=entry.provider, model=entry.model)
-        steps = run.steps[self.first_step :]
-        if steps:
-            steps[-1].usage = steps[-1].usage + total
-
     def _failed(self, error: RunErrorEvent) -> None:
         run = self.run
         info = ErrorInfo(message=error.message, error_class=AGENT_ERROR, type=error.code)
@@ -474,61 +410,9 @@ class RunReader:
         text = f"{error.code or AGENT_ERROR}: {error.message}"
         run.errors = f"{run.errors}\n{text}" if run.errors else text
 
-    def _interrupted(self, interrupts: list[Interrupt]) -> dict[str, str]:
-        """Record the run's interrupts as pending; returns the open ones (see
-        :attr:`Conversation.open`)."""
-        run, now = self.run, utc_now()
-        run.status, run.reply = RunStatus.IN_PROGRESS, ""
-        opened: dict[str, str] = {}
-        for interrupt in interrupts:
-            found = (
-                _requested(run, self.turn, interrupt.tool_call_id)
-                if interrupt.tool_call_id
-                else None
-            )
-            if found is not None:
-                _, call = found
-                opened[interrupt.id] = call.id or ""
-                run.pending_approvals.append(
-                    PendingApproval(
-                        call_id=call.id or "",
-                        tool=call.name,
-                        arguments=call.arguments,
-                        turn=self.turn,
-                        reason=interrupt.message,
-                        requested_at=now,
-                    )
-                )
-                continue
-            opened[interrupt.id] = ""
-            payload = interrupt.model_dump(
-                by_alias=True, include={"message", "response_schema", "metadata", "tool_call_id"}
-            )
-            run.pending_interrupts.append(
-                PendingInterrupt(
-                    id=interrupt.id,
-                    kind=interrupt.reason,
-                    payload=payload,
-                    turn=self.turn,
-                    requested_at=now,
-                )
-            )
-        return opened
-
-
-def _requested(run: AgentRun, turn: int, call_id: str) -> tuple[Step, Any] | None:
-    """The step of turn ``turn`` that asked for call ``call_id``, and the call."""
-    for step in reversed(run.steps):
-        if step.turn != turn:
-            break
-        for call in step.requested_tool_calls:
-            if call.id == call_id:
-                return step, call
-    return None
-
 
 def _result(content: Any) -> Any:
-    """A tool result as the run records it (see the rules)."""
+    """A tool result as the run records it (see ARCHITECTURE.md, "An AG-UI run")."""
     if isinstance(content, str):
         if content.lstrip()[:1] in ("{", "["):
             try:

@@ -1,20 +1,6 @@
 """What goes over the wire of an AG-UI thread: the run input a client sends, and the
-events it reads back.
-
-Rules:
-
-- Each event is decoded with the AG-UI Python SDK's own types (``ag_ui.core``, the
-  ``Event`` union), never a copy of their schema. An event of a type this SDK does not
-  know (a newer protocol's) is skipped, as AG-UI asks of readers; JSON that does not
-  parse, or a known event that does not validate, is a :class:`ProtocolError` naming the
-  event type and the fields at fault, never their values.
-- A run's input (:meth:`Conversation.run_input`) is what an AG-UI client sends: the
-  thread's id, a new run id, the protocol version, the conversation so far, the agent's
-  state, no tools nor context of the client's, and the answers to the open interrupts
-  (``resume``). The user's turn is a user message: its text, or its content parts.
-- Answers (:func:`resume_entries`): one resume entry per open interrupt; an approval is
-  ``{"approved": true|false, "reason"?}`` (the payload AG-UI recommends for tool-bound
-  interrupts), an interrupt's answer is its payload as given.
+events it reads back, decoded with the AG-UI SDK's own types. Rules: see
+ARCHITECTURE.md, "The AG-UI target".
 """
 
 from __future__ import annotations

@@ -1,40 +1,7 @@
 """HttpTarget: drive an agent through the evalport protocol over HTTP.
 
-Rules:
-
-- ``open`` checks ``GET /health`` once per target (protocol version, agent name and
-  version; skip it with ``health_check=False``), then ``POST /evals/sessions``. With
-  ``faults`` it checks health even then, and raises :class:`FaultsUnsupported` before
-  creating anything unless the server lists the ``faults`` capability. ``send`` is
-  ``POST .../turns``, ``decide`` ``POST .../approvals``, ``refresh`` and ``attach`` are
-  ``GET /evals/sessions/{id}``, ``close`` is ``DELETE`` (a session already gone is fine).
-- Every run a server returns is decoded leniently and passed through the target's trace
-  policy (:meth:`TracePolicy.safe` unless told otherwise) before anything sees it.
-- The token goes only to the base URL's origin: redirects are never followed (a 3xx is
-  an error that names where it pointed), and the token and credential headers are
-  scrubbed from every error text. ``repr`` never shows them.
-- Delta responses: when the server lists the ``delta`` capability, ``send`` and
-  ``refresh`` ask with ``?since=`` the settled turns of the session's run and reassemble
-  the answer (:func:`~evalport.protocol.apply_delta`): only the new steps are decoded and
-  redacted, the run so far is kept as it was redacted; the runs equal those of full
-  responses. The session's run grows in place (``apply_delta(..., grow=True)``) and each
-  turn keeps its moment of it (``client/_turns.py``), so a turn costs what it gained. An
-  answer that does not fit the session's run is logged and the whole run read instead
-  (``GET`` without ``since``). ``decide`` reads whole runs.
-- Streamed turns: when the server lists the ``streaming`` capability (and ``idempotency``,
-  which resuming a stream needs), ``send`` asks for the turn's events
-  (:meth:`~._channel.Channel.stream`; ``stream=False`` turns it off) and the turn's
-  :class:`~evalport.client.TurnTiming` records when the first event and the first text
-  of the reply arrived. Every turn records when its whole answer arrived, by the
-  client's clock.
-- Retries follow :mod:`evalport.client._retry`: a turn carries an ``Idempotency-Key`` and
-  is retried only if the server lists the ``idempotency`` capability.
-- Every request through the target's channel (``_channel.py``): a session holds one of
-  its ``httpx.AsyncClient`` objects from ``open`` (or ``attach``) to ``close``, so each
-  connection pool stays small at any concurrency; close them all with ``aclose()`` or
-  ``async with``. Timeouts: 5 s to connect, 300 s to read (an
-  agent turn may run many steps); pass ``timeout=`` (seconds or an ``httpx.Timeout``) to
-  change them.
+Every run is decoded leniently and redacted before anything sees it; the token goes only
+to the base URL's origin. Rules: see ARCHITECTURE.md, "The HTTP target".
 """
 
 from __future__ import annotations
@@ -189,7 +156,8 @@ class HttpTarget:
         metadata: Mapping[str, Any] | None = None,
         faults: Sequence[ToolFault] | None = None,
     ) -> HttpSession:
-        """Check health (once) and create a session (with ``faults``, see the rules)."""
+        """Check health (once) and create a session (with ``faults``, see ARCHITECTURE.md,
+        "The HTTP target")."""
         await self._ensure_checked()
         chosen = as_faults(faults)
         if chosen:

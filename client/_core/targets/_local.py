@@ -1,34 +1,7 @@
 """LocalTarget: the same agent, driven in-process through the server's agent interface.
 
-Rules:
-
-- ``agent`` is anything :func:`evalport.protocol.runtime.session_factory` accepts (a session
-  factory, a turn function, a turn handler): the very object you would hand the server
-  adapter. Each ``open`` starts a fresh session through the turn runtime
-  (:class:`evalport.protocol.runtime.AgentSession`), so sessions never share state
-  unless the agent shares it.
-- A turn's content parts take the path an HTTP turn's take (encoded and decoded as its
-  request is), so an ``ImagePart`` whose ``data`` is base64 text reaches the agent as
-  bytes, and a malformed part is :class:`RequestRejected` as the server's 422 is.
-- Every run takes the path an HTTP run takes: without its framework state (as the
-  server sends it: :func:`~evalport.protocol.runtime.without_framework_state`), encoded
-  as the server encodes it, decoded leniently as :class:`~evalport.client.HttpTarget`
-  decodes it, then redacted by the target's trace policy. For the same agent both
-  targets hand out the same runs, ids and timings aside.
-- Errors are the ones :class:`HttpTarget` raises for the same situation
-  (:class:`SessionBusy`, :class:`SessionSuspended`, :class:`NotSuspended`,
-  :class:`RequestRejected` for decisions that do not match the pending calls,
-  :class:`TurnTimedOut`, :class:`SessionNotFound` after ``close``), with the problem
-  ``type`` the server would send and no HTTP ``status``.
-- ``location`` names the agent as the user gave it (``evalport run --local``'s
-  ``path.py:attr``); without it the agent's module and qualified name stand in. Reports
-  and cache keys use it.
-- ``attach(session_id)`` reaches a session this target opened and has not closed.
-- ``open(faults=...)`` injects tool faults in-process; no opt-in is needed here (the
-  server's ``--allow-faults`` guards deployed services).
-- The target's identity carries a fingerprint of the agent's source: the module files of
-  the agent (its own module and its class's, outside evalport and installed packages).
-  The run cache keys recordings by it, so an edited agent records again.
+Every run takes the path an HTTP run takes, so both targets hand out the same runs.
+Rules: see ARCHITECTURE.md, "The local target".
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""A target named by a URL: its scheme says which protocol the agent speaks.
-
-Rules: ``http(s)://`` is the evalport protocol (:class:`HttpTarget`); a protocol of
-someone else's is named by a prefix joined with ``+``, as database URLs name their
-driver (``agui+https://host/path``, ``a2a+https://host``), and the rest of the URL is
-the agent's address. An unknown prefix is a :class:`ValueError` that lists the known
-ones. The options every kind takes (``token``, ``headers``, ``timeout``, ``policy``) go
-to the target as they are.
+"""A target named by a URL whose scheme says the protocol (``agui+https://...``); an
+unknown prefix is a :class:`ValueError` listing the known ones. Rules: see
+ARCHITECTURE.md, "The HTTP target".
 """
 
 from __future__ import annotations
@@ -37,7 +32,7 @@ def target_for(
     policy: TracePolicy | None = None,
     limits: httpx.Limits | None = None,
 ) -> HttpTarget | AgUiTarget | A2ATarget:
-    """The target that ``url`` names (see the module rules)."""
+    """The target that ``url`` names (see ARCHITECTURE.md, "The HTTP target")."""
     scheme, sep, rest = url.partition("://")
     prefix, plus, inner = scheme.lower().partition("+")
     if not sep or not plus:
