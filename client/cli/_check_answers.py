@@ -1,9 +1,7 @@
-"""What a conforming answer is, for ``evalport check`` (:mod:`._check` lists the checks):
-an accumulated run in its ``{"run": ...}`` envelope (evalport's client also reads a bare
-run, as Instructor's does, but generated clients read the envelope the spec requires) with
-valid status, UUID ids and known stop reasons, and an RFC 9457
-problem with its content type, ``type``, ``title`` and a ``status`` equal to the HTTP
-status, without a stack trace. :class:`CheckFailed` carries a failed check's line."""
+"""What a conforming answer is, for ``evalport check``: an accumulated run in the
+``{"run": ...}`` envelope the spec requires, and an RFC 9457 problem; :class:`CheckFailed`
+carries a failed check's line. See ARCHITECTURE.md, "evalport check".
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """The checks of ``evalport check`` that run only when ``/health`` lists their capability
-(``delta``, ``content-parts``, ``streaming``, ``interrupts``); :mod:`._check` lists what
-each one checks, in order."""
+(``delta``, ``content-parts``, ``streaming``, ``interrupts``). See ARCHITECTURE.md,
+"evalport check".
+"""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ from ._check_answers import CheckFailed, enveloped_run, expect, problem, validat
 
 
 class Checker(Protocol):
-    """What these checks use of the checker of :mod:`._check`."""
+    """What these checks use of the checker of ``evalport check`` (``_Checker``)."""
 
     client: httpx.AsyncClient
     message: str

@@ -1,24 +1,6 @@
 """``evalport check agui+URL`` (any target named by a protocol prefix): what that target
-can and cannot evaluate, learned from one real turn.
-
-The target is the one :func:`~evalport.client.target_for` names (``agui+https://...``,
-``a2a+https://...``), made as ``evalport run`` makes it (the token read the same way,
-the same waits). One turn (``--message``) is sent; a turn that suspends on approvals has
-them rejected (``--approve``: approved), again while it suspends, up to
-:data:`MAX_DECISIONS` rounds. Then, one line each:
-
-- ``PASS``/``FAIL turn``: the turn's status, its steps and tool calls, when its first
-  event and first token came; a turn the agent failed, or one that waits on an interrupt
-  the check cannot answer, fails;
-- ``CAN``: what assertions can evaluate on this target's runs (replies and status, and
-  steps, tool calls, token usage and events unless the run says it lacks them);
-- ``CANNOT``: what they cannot, with the reason the run gives
-  (:attr:`~evalport.protocol.AgentRun.unreported`), then what evalport's own protocol
-  offers and this one lacks (the target's ``lacks``: attach, delete, deltas, idempotent
-  retries, seeded faults, a server-side trace policy).
-
-Exit ``0`` when the turn passed, ``1`` when it failed, ``3`` when the agent cannot be
-reached, ``2`` for usage errors (an unknown prefix, a missing extra).
+can and cannot evaluate, learned from one real turn. See ARCHITECTURE.md, "evalport
+check".
 """
 
 from __future__ import annotations
@@ -75,7 +57,7 @@ async def check_target(
     transport: httpx.AsyncBaseTransport | None = None,
 ) -> tuple[bool, list[str]]:
     """One turn through the target ``url`` names; whether it passed, and the lines to
-    print (see the module docstring). Raises :class:`AgentUnreachable`, :class:`ValueError`
+    print (see ARCHITECTURE.md, "evalport check"). Raises :class:`AgentUnreachable`, :class:`ValueError`
     for an unknown prefix, :class:`MissingExtraError` without the target's extra."""
     from evalport.client import target_for
 

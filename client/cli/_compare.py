@@ -1,12 +1,7 @@
-"""``evalport compare BASE NEW``: flipped cases, pass-rate changes and cases slower to
-first token between two runs.
-
-Both arguments are files written by ``--json`` or run folders. The output lists
-regressions, fixes, other verdict changes and pass-rate changes with Fisher p-values, the
-McNemar p-value over the flips, and the cases whose time to first token (p95) grew by more
-than ``--ttft-tolerance`` (the rule: :mod:`evalport.client.reports._compare`). Exit ``0``;
-with ``--fail-on-regression``, ``1`` when a case that passed in BASE does not pass in NEW,
-or is not in NEW at all (a slower case alone does not fail it).
+"""``evalport compare BASE NEW``: flipped cases, pass-rate changes and cases slower to first
+token between two saved runs. With ``--fail-on-regression``, exit ``1`` when a case that
+passed in BASE does not pass in NEW or is gone; a slower case alone fails nothing. See
+ARCHITECTURE.md, "Comparing and merging runs".
 """
 
 from __future__ import annotations

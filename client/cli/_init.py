@@ -1,10 +1,5 @@
 """``evalport init``: an example eval, ``[tool.evalport]`` and a CI workflow for a project.
-
-Writes, in the working directory (the project's root), ``evals/example_eval.py``, the
-``[tool.evalport]`` section of ``pyproject.toml`` and ``.github/workflows/evals.yml``
-(which serves ``--agent`` and runs the evals against it); the rules are in
-:mod:`._scaffold`. Exit ``0`` when everything was written, ``2`` when something exists
-(nothing is written then).
+See ARCHITECTURE.md, "evalport init and evalport new".
 """
 
 from __future__ import annotations

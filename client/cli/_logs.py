@@ -1,14 +1,6 @@
-"""What ``evalport run`` prints of the agent's failures (``--local``).
-
-Rule: the turn runtime logs each exception an agent raises (logger ``evalport.agent``,
-level ERROR) with its error id, type, message and traceback. While ``evalport run`` runs,
-those records go to stderr **in full**, whatever the trace policy: only an in-process
-agent (``--local``, the user's own process) logs here, and its author is the one
-reading. The trace policy still governs what the run, its reports and the cache keep.
-Records that carry no exception are printed as they are, from WARNING up.
-
-A line is printed :func:`~evalport.client._core.printable`: an exception's message cannot
-move the cursor or clear the screen.
+"""What ``evalport run`` prints of a ``--local`` agent's failures: in full, whatever the
+trace policy (only the user's own process logs here), each line printable. See
+ARCHITECTURE.md, "evalport run".
 """
 
 from __future__ import annotations

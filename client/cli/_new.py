@@ -1,9 +1,5 @@
-"""``evalport new case NAME``: a new eval file, ``NAME_eval.py``, from a template.
-
-``NAME`` is the case function's name (a Python identifier: letters, digits, underscores).
-The file goes into ``--dir``, else the ``path`` of ``[tool.evalport]`` when it is a
-folder, else ``evals/``. It never overwrites a file (exit ``2``, naming it) unless
-``--force``; the rules are in :mod:`._scaffold`.
+"""``evalport new case NAME``: a new eval file, ``NAME_eval.py``, from a template that fails
+until edited. See ARCHITECTURE.md, "evalport init and evalport new".
 """
 
 from __future__ import annotations

@@ -1,18 +1,6 @@
-"""The project's own code that ``evalport run`` loads besides its eval files.
-
-Rules:
-
-- ``bootstrap`` (``[tool.evalport]`` or ``--bootstrap``) is imported once, before
-  discovery: a module name (``package.module``) or a file (``path/to/file.py``). A
-  bootstrap that fails to import is a :class:`~evalport.client._config.ConfigError`
-  naming the setting and the exception (exit 2): no eval file loads without it.
-- ``factory`` (``module:attr``) is a callable that builds an evaluator or a reporter from
-  its class: ``factory(cls) -> instance``. Evaluator classes found by discovery and
-  reporters named by a class (``reporters = ["module:Name"]``, without keyword
-  arguments) are built through it; without one they are built with ``cls()``.
-- Both resolve as the configuration says (:mod:`evalport.client._config`): against the
-  ``pyproject.toml`` that names them, or the working directory for an option (a module
-  name is imported from the folder the run starts in too, as ``--local``'s).
+"""The project's own code that ``evalport run`` loads besides its eval files: ``bootstrap``
+(imported once, before discovery) and ``factory`` (builds evaluators and reporters).
+See ARCHITECTURE.md, "evalport run".
 """
 
 from __future__ import annotations
@@ -34,7 +22,7 @@ Factory = Callable[[type], Any]
 
 
 def run_bootstrap(spec: str, named: str = CONFIG_BOOTSTRAP) -> None:
-    """Import the bootstrap module or file ``spec`` once (see the rules)."""
+    """Import the bootstrap module or file ``spec`` (see ARCHITECTURE.md, "evalport run")."""
     try:
         if spec.endswith(".py") or "/" in spec:
             path = Path(spec).resolve()

@@ -1,43 +1,6 @@
-"""The pytest plugin: evaluate agents from an existing test suite, with the same assertions.
-
-Rules:
-
-- The target is what ``evalport run`` reads: ``target``, ``local`` and ``token-env`` (and
-  the timeouts) under ``[tool.evalport]`` of the project's ``pyproject.toml`` (found from
-  pytest's root folder, ``local`` resolved beside it), overridden by the options
-  ``--evalport-target URL``, ``--evalport-local module:attr`` and ``--evalport-token-env
-  VAR``, or by the ini keys of the same names without dashes (``evalport_target``,
-  ``evalport_local``, ``evalport_token_env``). Without a token variable named,
-  ``EVALPORT_TOKEN`` is used when set. A test that asks for a fixture while no target is
-  configured **fails** with one line naming the settings: never a skip, so a CI run with
-  nothing configured is never green.
-- ``evalport_target`` is the target; ``evalport`` is an :class:`~evalport.client.EvalContext`
-  on a fresh session of that target, the context eval cases receive: ``await
-  evalport.send(...)``, then the same assertion methods. Both are for ``async def`` tests.
-- **No async plugin needed.** The fixtures themselves are plain: they check the settings
-  and build the target. Everything that awaits (the target's health check, the session,
-  the test, the verification, closing) runs inside one coroutine that wraps the test, on
-  the event loop the test runs on: pytest-asyncio's when it runs the test (auto mode, or
-  ``@pytest.mark.asyncio`` in strict mode), else a fresh loop of the plugin's own
-  (``asyncio.run``), so ``pip install 'evalport[client]' pytest`` is enough. The fixtures
-  are live only inside the test function (another fixture that asks for them gets a
-  placeholder that says so).
-- The test is held to ``evalport run``'s rules for a case (:mod:`evalport.client._closing`):
-  a test that made no assertion, called no judge and holds no ``assert`` fails
-  (``AssertedNothing``), and so does one that left approvals pending, or whose turn the
-  agent failed unless it asserted ``failed()``. Failed soft assertions pass the test
-  but are listed in pytest's summary, under ``evalport soft failures``.
-- A failed gate fails the test when it ends, with each failure listed. Deferred and
-  judged assertions are resolved as soon as the test function returns, on its event loop,
-  so a failure among them fails the test itself; ``await evalport.verify()`` resolves
-  everything made so far, judges included, earlier. A test that raised has failed
-  already: what it left pending is not resolved. Nothing passes unverified; the session,
-  the target and the judge the plugin made are closed in every case.
-- ``@pytest.mark.evalport(approval_policy=..., judge=..., strict=...)`` sets those for the
-  test's context. ``strict`` makes failed soft assertions fail too. Without a ``judge``
-  there, the one configured under ``[tool.evalport.judge]`` in the project's
-  ``pyproject.toml`` is used, else the one ``EVALPORT_JUDGE_*`` variables describe (a
-  fresh client per test, closed afterwards).
+"""The pytest plugin: the ``evalport`` and ``evalport_target`` fixtures, with no async plugin
+needed. A test with no target configured fails, never skips, and a test is held to
+``evalport run``'s rules for a case. See ARCHITECTURE.md, "The pytest plugin".
 """
 
 from __future__ import annotations
@@ -164,7 +127,7 @@ def _fail(failures: list[str]) -> None:
 
 
 class _Pending:
-    """A fixture's value until the test's coroutine makes it live (see the module rules)."""
+    """A fixture's value until the test's coroutine makes it live: it says so when used."""
 
     def __init__(self, fixture: str) -> None:
         self.fixture = fixture

@@ -1,47 +1,6 @@
 """``evalport run PATH``: discover cases, run them against a target, write every report.
-
-Rules:
-
-- Settings come from ``[tool.evalport]`` in the nearest ``pyproject.toml`` (see
-  :mod:`evalport.client._config`); an option given on the command line wins.
-- A run whose cases all read logged conversations (``@eval_case(conversations=...)``)
-  needs no target (:mod:`evalport.client._logged`).
-- The target is ``--target URL`` (the protocol over HTTP, token from ``$EVALPORT_TOKEN``
-  or the variable ``--token-env`` names) or ``--local module:attr`` (the agent
-  in-process), with the trace policy ``--trace-policy`` names (default ``safe``). An HTTP
-  target's ``/health`` is read before anything runs, within ``--timeout``: unreachable or
-  silent is exit ``3``; a refused token or a server speaking another protocol is exit
-  ``2`` (see :mod:`._targets`).
-- ``--otlp URL`` (else, when ``$OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` or
-  ``$OTEL_EXPORTER_OTLP_ENDPOINT`` is set, where it says) exports each trial as an
-  OpenTelemetry trace (:mod:`evalport.client._tracing`) through the SDK's batch
-  processor and OTLP/HTTP exporter, which read the other ``OTEL_*`` variables
-  themselves; the provider is shut down (what is queued sent) before the command ends.
-  It needs the ``otel`` extra: without it, or with a URL that is not http(s), exit ``2``.
-- ``--list`` prints the selected case ids and exits without a target.
-- ``--attach SESSION_ID`` evaluates the cases on that existing session over HTTP, one
-  trial at a time (in discovery order), and never deletes it; with ``--local`` or
-  ``--repeat`` above 1 it is a usage error (exit ``2``).
-- A ``--local`` agent's exceptions reach stderr in full, with their error id, message and
-  traceback, whatever the trace policy (:mod:`._logs`).
-- Nothing written (reports, ``provenance.command``) or printed holds the user and
-  password of a URL given on the command line.
-- Selecting no case at all is a usage error (exit ``2``), not a green run; an empty
-  shard is fine.
-- Reports: the console always (``-v`` adds every trial's assertions, the transcript of
-  each trial that did not pass, the judges' reasons and evidence, and why recordings
-  were not reused; ``-q`` prints the closing summary only, plus the comparison that
-  ``--baseline`` asks for; ``-v`` and ``-q`` together are a usage error); the run
-  folder (``--out``, default ``.evalport/runs/<UTC time>``); ``--json``, ``--junit``,
-  ``--md``, ``--html`` files; custom reporters from ``reporters`` in the configuration. ``--baseline F`` adds the
-  comparison with an earlier run to the console and Markdown output.
-- ``--json -`` writes the results summary to stdout, and nothing else goes there: the
-  console report, the run cache and run folder lines, and whatever the eval code or a
-  ``--local`` agent prints move to stderr, so ``evalport run … --json - | jq`` reads
-  clean JSON while the progress stays visible on the terminal.
-- Exit ``0`` when no case failed or errored (and, under ``--strict``, none was only
-  scored) and every file loaded; ``1`` otherwise; ``2`` usage or configuration errors;
-  ``3`` target unreachable.
+Selecting no case is a usage error, and with ``--json -`` nothing else goes to stdout.
+See ARCHITECTURE.md, "evalport run".
 """
 
 from __future__ import annotations

@@ -1,18 +1,6 @@
-"""What ``evalport init`` and ``evalport new case`` write, and how they write it.
-
-Rules:
-
-- Scaffolding never overwrites: every file it would write is checked first, and when one
-  exists nothing at all is written; each existing file gets one line on stderr naming it
-  and the fix, and the exit code is ``2``. ``--force`` overwrites the files evalport
-  writes whole (an eval file, the workflow).
-- ``pyproject.toml`` is never rewritten: its ``[tool.evalport]`` section is appended when
-  the file exists without one, and the file is created when there is none. A section that
-  exists already is kept as it is, with or without ``--force`` (it is the user's).
-- ``init``'s eval file works as written: its case sends a greeting and checks that the
-  agent completed its turn with a reply, which any agent does, so the first ``evalport
-  run`` is green; the lines to edit are marked. ``new case`` writes a case that fails
-  until it is edited (its check wants ``EDIT ME``): a new case never passes for any agent.
+"""What ``evalport init`` and ``evalport new case`` write, and how: nothing is written when
+one file exists, and ``pyproject.toml`` is never rewritten. See ARCHITECTURE.md,
+"evalport init and evalport new".
 """
 
 from __future__ import annotations

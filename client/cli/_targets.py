@@ -1,26 +1,6 @@
-"""Building the target and the judge that ``evalport run`` was told to use.
-
-Rules: ``--target URL`` is the target :func:`~evalport.client.target_for` names (an
-:class:`~evalport.client.HttpTarget` for ``http(s)://``, an AG-UI or A2A agent for
-``agui+``/``a2a+`` URLs), whose ``check()`` (``/health``, an agent card) is read first (:meth:`PreparedTarget.prepare`), within the run's ``--timeout``: a server
-that cannot be reached, or does not answer in that time, raises
-:class:`TargetUnreachable` (exit 3); a refused token or another protocol version is a
-:class:`~evalport.client._config.ConfigError` (exit 2). ``--local module:attr`` (or
-``path/to/file.py:attr``) is a :class:`~evalport.client.LocalTarget` over that
-agent. Both get the trace policy ``--trace-policy`` names.
-
-- Every request to an HTTP target waits at most ``--connect-timeout`` to connect and
-  ``--read-timeout`` (default: the ``--timeout``) for each answer.
-- The token is read from the environment only, never from the command line
-  (:func:`read_token`): the variable ``--token-env`` names, else ``EVALPORT_TOKEN`` when it
-  is set. A refused token names the variable it came from, or says that none was sent.
-- No text of these objects holds the credentials of a URL (``http://user:secret@host``):
-  they name the target by its address without them (:func:`without_credentials`).
-
-The judge (:func:`build_judge`) is the one ``[tool.evalport.judge]`` names; without that
-table it is :meth:`JudgeConfig.from_env() <evalport.client.judges.JudgeConfig.from_env>`'s
-(``EVALPORT_JUDGE_MODEL``, ``_BASE_URL``, ``_API_KEY_ENV``, ``_CACHE_DIR``); with neither
-there is no judge, and judged assertions are not evaluated (never passed).
+"""Building the target and the judge that ``evalport run`` (and ``check``) was told to use.
+The token comes from the environment only, and no text of these objects holds a URL's
+credentials. See ARCHITECTURE.md, "evalport run".
 """
 
 from __future__ import annotations
@@ -49,7 +29,7 @@ from .._core import NOT_HERE, ConfigError, Settings, Target, printable
 
 def add_server_options(add: Callable[..., object], connect_default: float | None) -> None:
     """The options by which ``run`` and ``check`` reach a server: the token's variable and
-    each request's waits (see the rules)."""
+    each request's waits (see ARCHITECTURE.md, "evalport run")."""
     add(
         "--token-env",
         metavar="VAR",
@@ -101,7 +81,7 @@ def without_credentials(text: str) -> str:
 def read_token(
     token_env: str | None, environ: Mapping[str, str] | None = None, named: str = "--token-env"
 ) -> tuple[str | None, str]:
-    """The bearer token and the variable it was read from (see the rules).
+    """The bearer token and the variable it was read from, never the command line.
 
     A variable named explicitly must be set (:class:`ConfigError`, naming it as ``named``,
     otherwise); the default one may be unset, and then no token is sent."""
