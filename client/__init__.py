@@ -1,12 +1,11 @@
 """evalport.client: drive agents locally or over HTTP, assert on their runs, judge them.
 
 Install with ``pip install 'evalport[client]'``. The names below are the supported API;
-the assertion classes live in :mod:`evalport.client.assertions`, the judges in
-:mod:`evalport.client.judges` (the criteria in ``judges.criteria``), the reporters in
-:mod:`evalport.client.reports`, the commands' exit codes in :mod:`evalport.client.cli`.
-Every other module is private (``_name.py``). The errors a target raises are one tree,
-defined in :mod:`evalport.protocol` and re-exported here (``TargetError`` and below):
-``except SessionBusy`` catches it from ``LocalTarget``, ``HttpTarget`` and the runtime.
+the assertion classes are in :mod:`evalport.client.assertions`, the judges in
+:mod:`evalport.client.judges`, the reporters in :mod:`evalport.client.reports`, the exit
+codes in :mod:`evalport.client.cli`. The errors a target raises are one tree, defined in
+:mod:`evalport.protocol` and re-exported here: ``except SessionBusy`` catches it from
+``LocalTarget``, ``HttpTarget`` and the runtime alike.
 """
 
 from evalport.protocol import require as _require

@@ -1,17 +1,5 @@
-"""A plain ``assert`` in a case: a check like any assertion.
-
-Rules:
-
-- An ``AssertionError`` raised by an ``assert`` statement of eval code (the innermost
-  frame of its traceback is the user's, not evalport's, Python's or a library's) ends the
-  case as a **failed gate** named ``assert``, not as an error: the trial is ``failed``.
-  An ``AssertionError`` raised anywhere else stays an error.
-- Its message is the statement, then the assert's own message when it has one (pytest's
-  rewritten asserts carry the compared values in it), else, for a comparison, the value
-  of each side: ``assert turn.reply == expected: turn.reply is 'Hi', expected is 'Bye'``.
-  Only sides made of names, attributes, subscripts and constants are evaluated again
-  (never a call), in the frame that raised.
-- Its location is the file and line of the statement.
+"""A plain ``assert`` in a case: a failed gate named ``assert``, not an error, when the
+statement is the eval's own code. See ARCHITECTURE.md, "The eval context".
 """
 
 from __future__ import annotations
@@ -41,7 +29,7 @@ _PLAIN = (
 
 def failed_assert(error: AssertionError) -> AssertionResult | None:
     """The failed gate of an ``assert`` statement of eval code, or ``None`` when ``error``
-    was raised elsewhere (see the module rules)."""
+    was raised elsewhere (see ARCHITECTURE.md, "The eval context")."""
     frames = list(traceback.walk_tb(error.__traceback__))
     if not frames or not is_eval_code(frames[-1][0].f_code.co_filename):
         return None

@@ -1,47 +1,6 @@
-"""The eval context: what a case function receives.
-
-Rules:
-
-- ``await ctx.send(message)`` sends one user turn and returns its
-  :class:`~evalport.client.Turn`; approvals the agent asks for are answered by the
-  approval policy before ``send`` returns (see :mod:`evalport.client._conversation`);
-  interrupts (questions that are not approvals) by ``ctx.interrupt_policy`` if set, else
-  ``send`` returns the suspended turn and ``await ctx.resume(answer)`` answers it. A send
-  or converse while interrupts wait unanswered, and a ``resume`` whose ``answers`` name
-  an id that is not pending, raise :class:`ApprovalError` naming the pending ids, before
-  anything is sent.
-  Every assertion made afterwards reads ``ctx.run``, the run accumulated over every turn
-  of the current session.
-- ``ctx.send`` returns a coroutine that must be awaited (``await ctx.send(...)``). An
-  assertion made while a send waits unawaited, or before anything was sent on the
-  session, raises (:class:`SendNotAwaited`, :class:`NothingSent`): the trial is an error
-  that names the line, never a silent ``'' lacks '18°C'``. A send still unawaited when
-  the case ends is an error too.
-- A turn whose run ended ``failed`` (the agent raised) is kept in ``failed_turns``; it
-  fails the trial unless the case asserted ``ctx.failed()`` (:mod:`._trial`).
-- A misspelt method (``ctx.contain``) raises an ``AttributeError`` that suggests the
-  closest name (``did you mean 'contains'?``).
-- ``ctx.turns`` lists the turns sent on the current session. ``await ctx.new_session()``
-  opens a fresh session (the case starts with one) and ``await ctx.attach(session_id)``
-  continues one opened elsewhere; both reset ``turns``. Sessions the context opened are
-  closed when the trial ends; attached ones are left alone.
-- ``ctx.record_output(value)`` keeps what the case produced as the trial's ``output`` (an
-  :class:`~evalport.client.Evaluator`'s ``run()`` return value is recorded this way),
-  shown in ``results.jsonl``, the reports and ``view``: text as is, a trajectory, turn
-  or run as its reply, mappings and lists item by item, anything else as its ``repr``.
-- ``ctx.log(text, context)`` keeps a line for the report; ``ctx.skip(reason)`` ends the
-  case as skipped; ``ctx.require(handle_or_bool, message)`` (or Instructor's
-  ``require(name, passed, message)``) ends the case when the condition failed, recorded
-  as a failed gate.
-- Instructor's method names exist in snake_case (``message_includes``,
-  ``output_equals``, ``output_matches``, ``event``, ``not_event``, ``event_order``,
-  ``events_satisfy``, ``expect(value)``, ``check(name, passed, message)``) beside the
-  catalogue's own.
-- A sync case function runs in a worker thread and receives a
-  :class:`~evalport.client.SyncEvalContext` (:mod:`evalport.client._sync_context`).
-- Judges: ``ctx.judge()`` returns :class:`evalport.client.judges.JudgeAssertions`; the
-  context is its host (``run``, ``turns``, ``case_judge``, ``strict``, ``register``,
-  ``record_judge``).
+"""The eval context a case function receives (``EvalContext``). Every assertion reads the
+run accumulated over the current session's turns, and only once a send was awaited. See
+ARCHITECTURE.md, "The eval context".
 """
 
 from __future__ import annotations
@@ -169,7 +128,11 @@ def _no_attribute(owner: object, name: str) -> str:
 
 
 class EvalContext(AssertionMethods):
-    """The async context (see the module rules)."""
+    """What an async case function receives: ``await ctx.send(message)`` sends a turn and
+    returns its :class:`~evalport.client.Turn`; the assertion methods then read
+    :attr:`run`, accumulated over the current session's turns. Approvals are answered by
+    the approval policy, interrupts by ``interrupt_policy`` or ``await ctx.resume(...)``.
+    Sessions it opened close when the trial ends; attached ones are left alone."""
 
     def __init__(
         self,
@@ -207,7 +170,7 @@ class EvalContext(AssertionMethods):
         self._sends: list[tuple[Coroutine[Any, Any, Turn], tuple[str, int]]] = []
         self.failed_turns: list[Turn] = []
         """The turns whose run ended ``failed``, every session's, in order: each fails the
-        trial unless the case asserted ``ctx.failed()`` (:mod:`evalport.client._trial`)."""
+        trial unless the case asserted ``ctx.failed()`` (``run_trial``)."""
 
     def __getattr__(self, name: str) -> Any:
         # only reached for a name the context lacks: say which method was meant
@@ -247,7 +210,8 @@ class EvalContext(AssertionMethods):
         policy before it returns. A send left unawaited is an error naming its line.
 
         ``image=`` and ``file=`` add images and documents (a path, bytes, a URL, or a list
-        of them), and ``message`` may be a list of parts (:mod:`._parts`)."""
+        of them), and ``message`` may be a list of ``str``, :class:`~evalport.protocol.TextPart`,
+        :class:`~evalport.protocol.ImagePart` and :class:`~evalport.protocol.FilePart` items."""
         if not isinstance(message, str | list | tuple):
             raise TypeError(f"send() takes a str or a list of parts, got {type(message).__name__}")
         text, parts = turn_parts(message, image, file, self.base_dir)
@@ -412,7 +376,8 @@ class EvalContext(AssertionMethods):
     # -- case control -----------------------------------------------------------------
 
     def record_output(self, value: Any) -> None:
-        """Keep ``value`` as the trial's output, for the reports (see the module rules)."""
+        """Keep ``value`` as the trial's output, for the reports: text as is, a trajectory,
+        turn or run as its reply, mappings and lists item by item, else its ``repr``."""
         self.output = _output_data(value)
 
     def log(self, text: str, context: Mapping[str, Any] | None = None) -> None:
@@ -479,7 +444,7 @@ _OUTPUT_REPR_LIMIT: Final = 2000
 
 
 def _output_data(value: Any) -> Any:
-    """``value`` as the JSON data a trial's output holds (see the module rules)."""
+    """``value`` as the JSON data a trial's output holds (see :meth:`EvalContext.record_output`)."""
     if isinstance(value, Trajectory):
         return value.final_answer
     if isinstance(value, AgentRun | Turn):

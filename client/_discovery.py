@@ -1,21 +1,6 @@
-"""Discovery: find eval files under a folder, import them, collect their cases.
-
-Rules:
-
-- Eval files are named ``*_eval.py`` or ``eval_*.py``. Folders whose names start with
-  ``.`` or ``_`` and virtual environments are not searched. Files load in sorted path order.
-- Cases are the functions marked with ``@eval_case`` and the :class:`Evaluator`
-  subclasses *defined* in the file (imported ones are not collected twice); an
-  evaluator is built by ``factory(cls)`` when one is given, else by ``cls()``.
-- A case's id is ``<path relative to the root, without .py>::<name>`` (``/``-separated
-  on every platform), plus ``[<row id>]`` per dataset row: stable across machines and
-  runs. Given a single file, the root is its folder.
-- A file that fails to import (or whose datasets fail to load) is reported as a
-  :class:`LoadError` with its file (relative to the project, the folder of the nearest
-  ``pyproject.toml``, when inside it) and error; the other files still load.
-- Two cases with the same id are an error (:class:`DuplicateCaseError`) naming both places.
-- While a file imports, its folder and the root are on ``sys.path``, so it can import
-  helpers next to it or packages under the root.
+"""Discovery: find eval files under a folder, import them, collect their cases under ids
+stable across machines and runs. A file that fails to load never stops the others. See
+ARCHITECTURE.md, "Discovery and evaluators".
 """
 
 from __future__ import annotations
@@ -121,7 +106,8 @@ def _shown(file: Path, pyproject: Path | None) -> str:
 def discover(
     path: str | Path, *, factory: Callable[[type], Any] | None = None
 ) -> tuple[list[Case], list[LoadError]]:
-    """Every case under ``path``, and the files that failed to load (see the rules).
+    """Every case under ``path``, and the files that failed to load (see ARCHITECTURE.md,
+    "Discovery and evaluators").
     ``factory(cls)`` builds each evaluator class found (default: ``cls()``)."""
     root = Path(path)
     if not root.exists():

@@ -1,31 +1,6 @@
-"""Class-based evaluators, for suites ported from Neuron AI.
-
-Rules:
-
-- Subclass :class:`Evaluator` and implement ``dataset()`` (a Dataset, a list of mappings,
-  or a path relative to the file that defines the class), ``run(item)`` (drive the agent
-  through ``self.ctx`` and return the output to judge) and ``evaluate(output, item)``
-  (assert with ``self.check(assertion, subject)`` or any ``self.ctx`` method).
-  ``set_up()`` runs once per evaluator, before its first item.
-- What ``run`` returns is the item's output, recorded with ``ctx.record_output`` (in
-  ``results.jsonl``, the reports and ``view``), as Neuron's ``EvaluatorResult.output``.
-- The evaluator is built once, by ``cls()`` or by the project's ``factory(cls)``
-  (``[tool.evalport] factory``) when its constructor takes dependencies; a constructor
-  that needs arguments and has no factory is an error that says so.
-- Each dataset item becomes one ordinary case, ``<ClassName>[<row id>]``, run by the same
-  machinery as function cases: fresh session, verdicts, timeouts, approvals, judges.
-  Class attributes ``description``, ``tags``, ``judge``, ``timeout`` and
-  ``approval_policy`` play the roles of ``@eval_case``'s options.
-- ``run``/``evaluate``/``set_up`` may be sync or async. When ``run`` is sync the whole
-  item runs in a worker thread and ``self.ctx`` is the blocking
-  :class:`~evalport.client.SyncEvalContext`.
-- ``self.ctx`` is the context of the item being evaluated (a context variable), so one
-  evaluator instance serves concurrent items safely.
-- Items run concurrently, like every case (``--concurrency``, 8 by default), all on the
-  one evaluator ``set_up()`` prepared: attributes set while an item runs are seen by the
-  others, and a sync evaluator's items share them across worker threads. Neuron runs
-  items one at a time: ``concurrency = 1`` on the class keeps that (any ``n`` caps the
-  items in flight at ``n``).
+"""Class-based evaluators, for suites ported from Neuron AI: each dataset item an ordinary
+case. One instance serves concurrent items (``self.ctx`` is a context variable). See
+ARCHITECTURE.md, "Discovery and evaluators".
 """
 
 from __future__ import annotations
@@ -56,7 +31,15 @@ _current: contextvars.ContextVar[Any] = contextvars.ContextVar("evalport_evaluat
 
 
 class Evaluator:
-    """Base class of Neuron-style evaluators (see the module rules).
+    """Base class of Neuron-style evaluators.
+
+    Implement ``dataset()`` (a Dataset, a list of mappings, or a path relative to the
+    defining file), ``run(item)`` (drive the agent through ``self.ctx``; what it returns is
+    the item's output) and ``evaluate(output, item)`` (``self.check(assertion, subject)`` or
+    any ``self.ctx`` method); ``set_up()`` runs once, first. Each may be sync or async. The
+    class attributes below play ``@eval_case``'s options; each item is a case
+    ``<ClassName>[<row id>]``. A constructor with dependencies needs the project's
+    ``factory``.
 
     Items run concurrently on the one evaluator ``set_up()`` prepared (a sync
     evaluator's in worker threads). Set ``concurrency = 1`` on the class to run its items

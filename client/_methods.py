@@ -1,27 +1,6 @@
-"""The assertion methods of the eval context, one per catalogue entry.
-
-Rules:
-
-- Each method builds the assertion, evaluates it **at once** on the run accumulated so
-  far (text assertions on its reply), registers the handle with the context and returns
-  it: ``ctx.called_tool("refund").soft()``. Before anything was sent, or while a
-  ``ctx.send(...)`` waits unawaited, there is nothing to assert on: the method raises
-  (:meth:`AssertionMethods.sent_run`), and the trial is an error naming the line.
-- An assertion about one tool (``called_tool``, ``not_called_tool``...) naming a tool the
-  agent does not declare (the target's ``identity.tools``: ``/health``'s list, or a local
-  agent's ``@tool`` functions) is flagged: its message says so, its context holds
-  ``undeclared_tool``, and the trial's log has a line; its verdict is unchanged. With no
-  list declared, nothing is flagged.
-- Assertions that need I/O (``similar_to``) are deferred: the subject is captured now,
-  the assertion runs when the case ends (or when the handle is resolved), at most once.
-- ``check(assertion, subject=None)`` does the same for any :class:`Assertion`, including
-  your own, on the run or on a subject you pass; a judge object
-  (:class:`~evalport.client.judges.JudgeCheck`) gives the ``ctx.judge()`` expectation.
-- A method's signature and docstring are its class's: each is a :class:`Delegate` that
-  forwards its arguments to the class (``ctx.contains(...)`` builds
-  ``Contains(...)``), so a signature lives once, and the type checker checks calls
-  against the class's ``__init__``. Only methods that adapt (Instructor's names,
-  ``tool_order``'s varargs form) are written out.
+"""The assertion methods of the eval context, one per catalogue entry, each a
+:class:`Delegate` of its class so that a signature lives once. See ARCHITECTURE.md, "The
+eval context".
 """
 
 from __future__ import annotations
@@ -61,7 +40,7 @@ def _on_run(ctx: AssertionMethods, assertion: Assertion) -> AssertionHandle:
 
 
 def _flag_undeclared(ctx: AssertionMethods, assertion: Assertion, result: AssertionResult) -> None:
-    """Flag an assertion about a tool the agent does not declare (see the module rules)."""
+    """Flag an assertion about a tool the agent does not declare (see ARCHITECTURE.md, "The eval context")."""
     tool = getattr(assertion, "tool", None)
     identity = getattr(getattr(ctx, "target", None), "identity", None)
     declared = getattr(identity, "tools", None)

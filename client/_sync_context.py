@@ -1,13 +1,5 @@
-"""The context a sync case function receives.
-
-Rules:
-
-- A sync case function runs in a worker thread and receives a :class:`SyncEvalContext`:
-  the same API as :class:`~evalport.client.EvalContext`, with ``send``/``resume``/
-  ``converse``/``simulate``/``new_session``/``attach``/``refresh`` blocking instead of
-  awaitable. Each blocking call runs its coroutine on the trial's event loop and waits
-  for it; :meth:`SyncEvalContext.cancel` (the trial's timeout) cancels what is pending,
-  and any later call raises at once.
+"""The blocking context a sync case function receives, in a worker thread; each call runs on
+the trial's event loop. See ARCHITECTURE.md, "The eval context".
 """
 
 from __future__ import annotations

@@ -1,28 +1,5 @@
-"""Traces of trials: each trial an OpenTelemetry trace.
-
-Rules:
-
-- :func:`traced_trials` wraps a trial function (``run_trial`` by default) for
-  :class:`~evalport.client.Runner`: each trial is a span ``evalport.trial <case id>``
-  (``evalport.case.id``, ``evalport.trial.index``, ``evalport.verdict``, ``error.type``
-  when the trial errored), the current span while the trial runs, with one
-  ``invoke_agent`` span per turn and, inside each, the steps and tool executions of the
-  run as :mod:`evalport.protocol.tracing` draws them. Each assertion result is a span
-  event ``evalport.assertion`` and each judge result an event ``evalport.judge``, both
-  with their score; each judge call is a span of its own (:mod:`._trace_context`).
-- A trial replayed from the run cache (``evalport.trial.cached = true``) or evaluating a
-  logged conversation (``evalport.trial.logged = true``) called no agent now: its trace
-  has the trial span with its assertion and judge events, and no ``invoke_agent``,
-  ``chat`` or ``execute_tool`` span (the recording's old times would show calls that
-  never happened).
-- The spans are drawn after the trial from the run the trial kept, after the target's
-  trace policy (the rules of drawing: :mod:`evalport.protocol.tracing`).
-- While a trial runs, every request a target sends carries the trial span as W3C
-  ``traceparent`` (:func:`~._trace_context.trace_headers`), so an agent service with
-  tracing on continues the same trace; its flag says whether the sampler sampled the
-  trial.
-- The spans go to an OpenTelemetry ``TracerProvider``: ``traced_trials(provider)``, or
-  the SDK's that ``evalport run --otlp URL`` builds; both need the ``otel`` extra.
+"""Traces of trials: each trial an OpenTelemetry trace, drawn after it from the redacted run;
+a cached or logged trial has no agent spans. See ARCHITECTURE.md, "Traces of trials".
 """
 
 from __future__ import annotations
