@@ -1,34 +1,7 @@
 """The runner: every trial of every case, concurrently, each in its own fresh session.
 
-Rules:
-
-- Trials run on at most ``concurrency`` workers; a trial is one call of the trial function
-  (:func:`evalport.client.run_trial` by default) on a fresh session of the target.
-- Each trial has a timeout (the case's own, else the run's). When it expires the trial's
-  task is **cancelled** (the pending request or agent call is abandoned) and the trial is
-  an ``error``. Sessions a trial opened are closed afterwards in every case.
-- Anything a trial raises (a crash in the case, a target error, a protocol error) is that
-  trial's ``error`` and never stops the run. Only cancelling the run itself stops it.
-- Before the first trial a target that learns its identity lazily is asked for it
-  (``HttpTarget.check()``), so that provenance and run-cache keys name the agent version;
-  the run's timeout bounds that call too (:class:`TargetUnavailable` when it expires).
-  Provenance also names the target's trace policy (``TracePolicy.describe()``), which
-  every report states in its header.
-- ``rps`` spaces the target's requests (per target, across all workers); ``attach`` makes
-  every case inspect one existing session, **one trial at a time** whatever the
-  concurrency (two turns at once in one session would meet a busy session), and refuses
-  ``repeat`` above 1 (each trial would see what the earlier ones sent); ``cache`` replays
-  recorded turns
-  (:mod:`evalport.client._cache`) and marks the trials it fully answered as cached; a
-  case whose code reads turn timings (``first_token_within``...), which no recording
-  holds, runs live.
-  Cases that share a concurrency limit (an evaluator's ``concurrency``) run at most that
-  many trials at once; a trial waits for its slot before its timeout starts. A
-  case that reads logged conversations (``conversations=``) never goes through the
-  cache: its trials read files already.
-- A case's verdict follows :func:`~evalport.client._results.case_verdict` with the run's
-  pass rate; ``min_lower_bound`` additionally fails a passing case whose Wilson lower
-  bound is below it. Reporters hear about every trial and case as they finish.
+Rule: a trial never stops the run (what it raises is its ``error``); only cancelling the
+run does. See ARCHITECTURE.md, "The runner".
 """
 
 from __future__ import annotations

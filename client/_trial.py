@@ -1,34 +1,7 @@
 """One trial of one case: open a session, run the case, collect, grade, close.
 
-Rules:
-
-- The case's session is opened with its tool ``faults`` (if any); a case of logged
-  ``conversations`` gets the conversation's session instead (:mod:`._logged`).
-- :func:`run_trial` never raises for anything the case or the agent did: an exception in
-  the case (including a wrong assertion subject, an unanswered approval, a failed
-  session open) is verdict ``error`` with its type and message; the message ends with
-  where the eval code raised it (``(at evals/x.py:12 in case: <source line>)``, the
-  innermost frame outside evalport, Python and libraries) and the result keeps the
-  traceback. A ``ctx.send(...)`` that was never awaited is an error naming its line,
-  even when nothing was asserted after it. ``ctx.skip`` is
-  ``skipped``; ``ctx.require`` that failed is a failed gate. Only cancellation of the
-  trial itself propagates (after the sessions are closed).
-- An async case function runs on the caller's event loop. A sync one runs in a worker
-  thread (``asyncio.to_thread``) with a :class:`~evalport.client.SyncEvalContext`
-  whose blocking calls hop back onto the loop.
-- The timeout (the case's own, else the one given) bounds the case function. On expiry
-  the trial is ``error`` (``TimeoutError``); a sync case's pending calls are cancelled,
-  but Python cannot stop a thread that is busy computing.
-- Expectations are resolved after the case function returns, in the order they were
-  made. Deferred and judged ones run only when the case ended normally or by a failed
-  requirement: an errored or skipped case spends no judge tokens.
-- What the case's end adds (``LeftPending``, ``turn_failed`` gates for turns the agent
-  failed, ``AssertedNothing``) is :mod:`._closing`'s, shared with the pytest plugin.
-- A failed plain ``assert`` of the case is a failed gate named ``assert`` with the
-  compared values (:mod:`._asserts`), not an error.
-- The verdict is :func:`evalport.client._results.trial_verdict`. The result keeps the
-  logs, the judge records, the current session's id, and its (already redacted) run as
-  :class:`~evalport.client.RunData` (plain JSON data, kept encoded).
+Rule: :func:`run_trial` never raises for what the case or the agent did; a trial's
+deadline is applied once (:func:`trial_deadline`). See ARCHITECTURE.md, "A trial".
 """
 
 from __future__ import annotations
@@ -153,7 +126,7 @@ async def run_trial(
     approval_policy: ApprovalPolicy | None = None,
     timeout: float | None = None,
 ) -> TrialResult:
-    """Run ``case`` once against ``target`` (see the module rules)."""
+    """Run ``case`` once against ``target`` (ARCHITECTURE.md, "A trial")."""
     started = time.perf_counter()
     try:
         session = await _open(case, target)

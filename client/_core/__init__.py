@@ -118,10 +118,10 @@ from ._trajectory import Trajectory as Trajectory
 from ._trajectory import TrajectoryToolCall as TrajectoryToolCall
 from ._turns import DecisionLike as DecisionLike
 from ._turns import moment as moment
-from ._walk import Attached as Attached
-from ._walk import Called as Called
-from ._walk import Failed as Failed
-from ._walk import Said as Said
+from ._walk import Attachment as Attachment
+from ._walk import Spoken as Spoken
+from ._walk import StepFailed as StepFailed
+from ._walk import ToolCalled as ToolCalled
 from ._walk import TranscriptPart as TranscriptPart
 from ._walk import step_parts as step_parts
 from ._walk import walk as walk

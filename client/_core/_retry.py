@@ -1,19 +1,7 @@
-"""When a target's call is tried again, and how long it waits first.
+"""When a call is tried again, and how long it waits first: :class:`RetryPolicy`.
 
-Rules:
-
-- A call is retried only when repeating it cannot do anything twice: ``GET`` and
-  ``DELETE`` always; creating a session when the server refused it (429, 503) or the
-  connection was never made; a turn only when the server's ``/health`` lists the
-  ``idempotency`` capability, and then under the same ``Idempotency-Key``. Without that
-  capability a turn is sent exactly once, whatever happens.
-- What is retried: connection failures and the answers in ``statuses`` (429 and 503 for a
-  target; a 409 busy session, a 504 turn timeout and every other status are answers, not
-  accidents). Every retry loop of the client (the targets' ``Channel``, the judges'
-  ``ChatClient``) asks this policy, and only it, whether and when to try again.
-- The wait doubles from ``backoff`` up to ``max_backoff``, with full jitter. A
-  ``Retry-After`` header (seconds or an HTTP date) replaces it; one longer than
-  ``max_retry_after`` is not waited for: the call fails at once.
+Rule: every retry loop of the client asks this policy, and only it; a call is retried
+only when repeating it cannot do anything twice. See ARCHITECTURE.md, "Retries".
 """
 
 from __future__ import annotations

@@ -13,6 +13,8 @@ from typing import Any, Final
 import msgspec
 from evalport.protocol import is_digest, matches_digest
 
+from .._core import digest_text
+
 # How to see digested values, for every message that shows or needs them.
 SEE_VALUES: Final = (
     'run with --trace-policy verbatim (or trace-policy = "verbatim" in [tool.evalport]; '
@@ -212,10 +214,7 @@ def one_of(*options: Any) -> OneOf:
 def _compact(value: Any) -> str:
     """A value holding digests, each shown as its shape and a short hash."""
     if is_digest(value):
-        preview = str(value["preview"])
-        if preview.startswith('"') and preview.endswith('"'):
-            preview = preview[1:-1]
-        return f"{preview}#{str(value['hash']).removeprefix('sha256:')[:8]}"
+        return digest_text(value)
     if isinstance(value, dict):
         return "{" + ", ".join(f"{key}: {_compact(item)}" for key, item in value.items()) + "}"
     if isinstance(value, list | tuple):

@@ -1,9 +1,9 @@
-"""Judges: semantic grading of agent output by a model, hardened and measurable.
+"""Judges: grade agent output with a model, hardened against injection and measurable.
 
-See :mod:`.base` for the protocol, :mod:`.loop` for the agent-loop judge,
-:mod:`.objects` for judges as objects (``ctx.check(Correctness(...))``), :mod:`.prompts` for the injection hardening,
-:mod:`.expectation` for how judges run inside a case, :mod:`.calibrate` for agreement with
-human labels.
+In a case, ``ctx.judge().correctness("4")`` or ``ctx.check(Correctness("4"), subject)``;
+any criterion from ``evalport.client.judges.criteria``. ``OpenAIJudge`` asks any
+OpenAI-compatible server, ``AgentLoopJudge`` reads the run with tools, ``FakeJudge``
+answers offline. A judge that could not run never passes.
 """
 
 import warnings as _warnings

@@ -1,22 +1,8 @@
-"""The judge protocol: what a judge is asked, what it answers, how it fails.
+"""The judge protocol: what a judge is asked (:class:`JudgeRequest`), what it answers
+(:class:`JudgeVerdict`), how it fails (:class:`JudgeError`).
 
-Rules:
-
-- A :class:`Judge` takes a :class:`JudgeRequest` (the criterion, the text under judgement,
-  the redacted run, the user's input, the reference) and returns a :class:`JudgeVerdict`:
-  a score in [0, 1], a reason, the evidence it quoted and the tokens it spent.
-- A judge that cannot produce a verdict (transport failure, a malformed answer after the
-  bounded retries, a score outside [0, 1]) raises :class:`JudgeError`. There is no
-  implicit pass: a missing or unparseable verdict never becomes a score.
-- ``verdict.usage`` (``error.usage`` when it failed) counts the judge's own tokens for
-  this call only: a verdict served
-  from the cache spent nothing and says so (``cached=True``, zero tokens). Judge tokens
-  are never added to the target's usage.
-- An agent-loop judge (:class:`~evalport.client.judges.AgentLoopJudge`) also returns its
-  own reads (``verdict.tool_calls``) and model calls (``verdict.steps``); they are the
-  judge's, recorded apart from the agent's tool calls.
-- ``request.sample`` numbers repeated samples of the same request (``samples=N``) so that
-  a cache keeps them apart.
+Rule: no implicit pass: a judge without a verdict raises, and counts only its own tokens.
+See ARCHITECTURE.md, "The judge protocol".
 """
 
 from __future__ import annotations

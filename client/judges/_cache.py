@@ -1,16 +1,7 @@
 """A judge cache on disk: the same question to the same model is paid for once.
 
-Rules:
-
-- The key is the SHA-256 of the compact JSON of ``{model, messages, params}``, where the
-  messages are rendered with the fixed cache nonce (real calls use fresh nonces) and the
-  params hold everything else that changes the answer (temperature, answer format, sample
-  index, the judge kind). Change any of them and the entry is different.
-- One file per entry, ``<dir>/<key[:2]>/<key>.json``, written atomically (temporary file
-  then rename), so concurrent runs and a crash mid-write never leave a torn entry. An
-  entry that cannot be read is treated as a miss and overwritten.
-- Only verdicts are cached, never judge errors. A hit returns the verdict with
-  ``cached=True`` and zero tokens (nothing was spent this time).
+Rule: only verdicts are cached, under a key of everything that changes the answer. See
+ARCHITECTURE.md, "The judge cache".
 """
 
 from __future__ import annotations

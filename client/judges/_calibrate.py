@@ -1,22 +1,7 @@
-"""Judge calibration: how far does a judge agree with people?
+"""Judge calibration: how far a judge agrees with human labels.
 
-Rules:
-
-- Input is JSONL, one human-labelled example per line: ``output`` (the text judged),
-  ``label`` (``true``/``false`` or a number in [0, 1]; 1 is best), optionally ``input``,
-  ``kind`` (a built-in criterion name, default ``custom``) and that criterion's own
-  arguments by name (``criteria``, ``question``, ``reference``, ``expected``, ``source``,
-  ``context``, ``goal``, ``levels``). A custom row without ``criteria`` uses the default
-  criterion given to :func:`load_labels` (``--criterion``). Bad lines are errors that
-  name the file, the line and the field; nothing is judged until every line is valid.
-- A human label counts as a pass when it is at least ``label_threshold`` (0.5); the judge
-  passes an example when its score reaches ``threshold``. Agreement is accuracy and
-  Cohen's kappa on those passes; when labels are graded (any label other than 0 and 1)
-  Spearman's rank correlation between scores and labels is reported too.
-- The best threshold is the one that maximises kappa (ties: accuracy, then the lowest),
-  chosen among the midpoints between consecutive distinct judge scores.
-- Examples the judge could not grade are listed as errors and left out of the metrics,
-  never counted as agreement.
+Rule: nothing is judged until every labelled line is valid; an example the judge could
+not grade is an error, never agreement. See ARCHITECTURE.md, "Judge calibration".
 """
 
 from __future__ import annotations
@@ -87,7 +72,7 @@ def _criterion(row: dict[str, Any], where: str, default: str | None) -> Criterio
 
 
 def load_labels(path: str | Path, *, default_criterion: str | None = None) -> list[LabelledExample]:
-    """Read and validate a labels file (see the module rules)."""
+    """Read and validate a labels file (ARCHITECTURE.md, "Judge calibration")."""
     examples = []
     text = Path(path).read_text(encoding="utf-8")
     for number, raw in enumerate(text.splitlines(), 1):

@@ -1,33 +1,7 @@
-"""A small client for OpenAI-compatible chat completions (judges and simulated users).
+"""The client of OpenAI-compatible chat completions (judges and simulated users).
 
-Rules:
-
-- One endpoint, ``POST {base_url}/chat/completions``, the API OpenAI, Azure (with
-  ``auth_header="api-key"`` and ``params={"api-version": ...}``), vLLM, Ollama, LM Studio
-  and llama.cpp all serve. Temperature 0 unless told otherwise.
-- The API key is read from the environment variable ``api_key_env`` at call time, never
-  stored in configuration, and scrubbed from every error text; ``api_key_env=None`` sends
-  no key (local servers). A named variable that is unset is a :class:`~.base.JudgeError`
-  naming it and the settings a user changes (``api-key-env`` under
-  ``[tool.evalport.judge]``, ``EVALPORT_JUDGE_API_KEY_ENV``).
-- 429, 500, 502, 503 and 504 answers and transport errors (timeouts included) are
-  retried up to ``max_retries`` times on a :class:`~evalport.client.RetryPolicy` (backoff
-  doubling to ``max_backoff``, jitter, ``Retry-After`` honoured up to 60 s, a longer one
-  not waited for). Other answers are not retried.
-- **A server that is down stops costing retries.** After :data:`BREAKER_FAILURES`
-  transport errors in a row (no answer between them, whichever call made them) the
-  client is open for the rest of its life, which is one run: every call fails at once
-  with a :class:`~.base.JudgeError` saying the server is down. Parallel trials share the
-  count, since a run builds one judge.
-- Optional features (a JSON-schema ``response_format``, ``logprobs``) are dropped once,
-  and for the client's lifetime, when the server answers 400/422 to a request using them;
-  callers then fall back to plain JSON parsing or to the chosen answer alone.
-- A 200 whose body is not a chat completion raises :class:`MalformedAnswer`, which the
-  callers count against their bounded retries on malformed output.
-- At most ``concurrency`` requests are in flight per client (judges run in parallel
-  trials; this keeps a local server or a rate limit from being flooded; ``evalport run``
-  sets it to its ``--concurrency``). They go through a
-  :class:`~evalport.client._clients.ClientSet`, so every connection pool stays small.
+Rule: its retries are its :class:`RetryPolicy`'s; the API key is read at call time and
+scrubbed from every error. See ARCHITECTURE.md, "The chat client".
 """
 
 from __future__ import annotations
@@ -158,7 +132,7 @@ class ChatClient:
         max_tokens: int | None = None,
         top_logprobs: int = 0,
     ) -> ChatCompletion:
-        """One completion; see the module rules for retries and fallbacks."""
+        """One completion; retries and fallbacks: ARCHITECTURE.md, "The chat client"."""
         headers = self._headers()
         async with self._slots:
             try:

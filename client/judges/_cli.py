@@ -2,7 +2,7 @@
 
 ``evalport judge calibrate LABELS.jsonl --model M [--base-url URL] [--api-key-env VAR]``
 runs a judge over human-labelled examples and prints its agreement with the labels
-(see :mod:`.calibrate`). Exit codes: 0 done, 1 no example could be judged, 2 bad input.
+(ARCHITECTURE.md, "Judge calibration"). Exit codes: 0 done, 1 no example could be judged, 2 bad input.
 """
 
 from __future__ import annotations

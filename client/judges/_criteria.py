@@ -1,22 +1,8 @@
-"""Built-in criteria: each returns a :class:`~evalport.client.judges.Criterion` for any judge.
+"""Built-in criteria, one function each: the one definition of a criterion.
 
-Rules:
-
-- Every criterion scores in [0, 1], 1 being fully met. Wording is ours and states what
-  partial credit means, so scores from different criteria read alike.
-- A criterion that compares against something (a reference, a source, a context, an
-  expected answer, a goal) requires it; an empty one is a coding error (``ValueError``).
-- ``task_completion`` reads the whole trajectory and is told how to weigh approvals: a
-  rejected tool call is the approver's decision, so the agent is graded on how it handled
-  the rejection, never penalised for the rejection itself.
-- **Every criterion accepts** ``trajectory=True``: the judge then reads the whole
-  conversation (user and assistant turns, tool calls with arguments and results, approval
-  decisions) beside the final answer, as the run arrived, under the active trace policy
-  (a digested payload is shown as redacted, never as its value). ``task_completion``
-  always reads it.
-- ``classify`` is the classifier form: ``levels`` ordered worst to best (a boolean question
-  when omitted). A judge that exposes the answer distribution (logprobs) scores the
-  expected level; otherwise the chosen level's position.
+Rule: a criterion is its function here (a row of :data:`BUILTIN`); its ``t.judge()``
+method and its judge object are made from that function, never written again. See
+ARCHITECTURE.md, "Judge criteria".
 """
 
 from __future__ import annotations

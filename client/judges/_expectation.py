@@ -1,45 +1,23 @@
 """Judge expectations in a case: ``t.judge().closed_qa("...").at_least(0.75)``.
 
-Rules:
-
-- What is judged is captured when the expectation is **made**: the latest reply and the
-  user's message of that turn, a copy of the run, and the conversation rendered as a
-  transcript (for criteria that read the whole trajectory). Later turns do not change it. ``.on(text)`` (or ``.on(turn)``)
-  judges that text instead, as a single output; ``.on(run)`` judges that run's whole
-  conversation.
-- The judge runs **lazily**, at most once, the first time :meth:`JudgeExpectation.resolve`
-  is called (the runner calls it when the case ends). ``samples(n, mode)`` asks ``n``
-  times: ``"mean"`` scores the mean; ``"majority"`` scores the lower median, so the
-  expectation passes only when a strict majority of samples reach the threshold.
-- Judge expectations are **soft** by default (a failure makes the trial ``scored``);
-  ``.gate()`` lets one fail the trial. The default threshold is :data:`DEFAULT_THRESHOLD`.
-- Which judge: the one passed to ``t.judge(judge)``, else the context's ``case_judge``
-  (the case's, else the suite's, else the configured one; the context resolves that).
-- Nothing passes without a verdict. A judge that **could not run** (none configured, its
-  key variable unset, its server down, no valid answer) gives one result whatever the
-  cause: ``evaluated=False``, the message ``judge could not run: <cause>`` and
-  ``context["judge_error"]`` the cause, which names the ``EVALPORT_JUDGE_*`` variables
-  and ``[tool.evalport.judge]`` keys to set. The trial's verdict is then ``error``
-  (unless a gate failed: ``failed``), counted under errors like any error
-  (:func:`~evalport.client._results.trial_verdict`), soft or gate, strict or not.
-- Every judge call, cached or not, failed or not, is reported through
-  ``host.record_judge`` with the judge's own tokens, apart from the target's usage (a
-  failed call with what its :class:`~.base.JudgeError` says it spent and read).
+Rule: nothing passes without a verdict; the judge runs lazily, at most once, on what was
+captured when the expectation was made. See ARCHITECTURE.md, "Judge expectations".
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Final, Literal, Protocol
+from collections.abc import Callable, Sequence
+from typing import Any, Concatenate, Final, Literal, ParamSpec, Protocol
 
 import msgspec
 from evalport.protocol import AgentRun
 
 from .._core import AssertionResult, Expectation, JudgeRecord, Severity, Turn, judge_span
 from . import _criteria as criteria
-from ._base import Criterion, Example, Judge, JudgeError, JudgeRequest, JudgeVerdict
+from ._base import Criterion, Judge, JudgeError, JudgeRequest, JudgeVerdict
 from ._transcript import render_transcript
 
 DEFAULT_THRESHOLD: Final = 0.7
@@ -49,6 +27,7 @@ NO_JUDGE: Final = (
     "pyproject.toml (base-url, api-key-env), or give the case or the suite a judge"
 )
 SampleMode = Literal["mean", "majority"]
+P = ParamSpec("P")
 
 
 class JudgeHost(Protocol):
@@ -310,8 +289,29 @@ class JudgeExpectation:
             )
 
 
+def _judged(
+    build: Callable[P, Criterion],
+) -> Callable[Concatenate[JudgeAssertions, P], JudgeExpectation]:
+    """The ``t.judge()`` method of criterion function ``build``: its signature, its
+    criterion, registered as an expectation."""
+
+    def method(self: JudgeAssertions, /, *args: P.args, **kwargs: P.kwargs) -> JudgeExpectation:
+        return self.criterion(build(*args, **kwargs))
+
+    method.__name__ = method.__qualname__ = build.__name__
+    method.__doc__ = build.__doc__
+    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)]
+    signature = inspect.signature(build)
+    params += signature.parameters.values()
+    method.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=params, return_annotation="JudgeExpectation"
+    )
+    return method
+
+
 class JudgeAssertions:
-    """The criterion methods of ``t.judge()``; each returns a registered expectation."""
+    """The criterion methods of ``t.judge()``, each made from its function in
+    :mod:`evalport.client.judges.criteria`; each returns a registered expectation."""
 
     def __init__(self, host: JudgeHost, judge: Judge | None = None) -> None:
         self._host = host
@@ -323,65 +323,14 @@ class JudgeAssertions:
         self._host.register(expectation)
         return expectation
 
-    def closed_qa(self, question: str, *, trajectory: bool = False) -> JudgeExpectation:
-        return self.criterion(criteria.closed_qa(question, trajectory=trajectory))
-
-    def factuality(self, reference: str, *, trajectory: bool = False) -> JudgeExpectation:
-        return self.criterion(criteria.factuality(reference, trajectory=trajectory))
-
-    def summarizes(self, source: str, *, trajectory: bool = False) -> JudgeExpectation:
-        return self.criterion(criteria.summarizes(source, trajectory=trajectory))
-
-    def sql(self, reference: str, *, trajectory: bool = False) -> JudgeExpectation:
-        return self.criterion(criteria.sql(reference, trajectory=trajectory))
-
-    def faithfulness(self, context: str, *, trajectory: bool = False) -> JudgeExpectation:
-        return self.criterion(criteria.faithfulness(context, trajectory=trajectory))
-
-    def correctness(self, expected: str, *, trajectory: bool = False) -> JudgeExpectation:
-        return self.criterion(criteria.correctness(expected, trajectory=trajectory))
-
-    def relevance(
-        self, question: str | None = None, *, trajectory: bool = False
-    ) -> JudgeExpectation:
-        return self.criterion(criteria.relevance(question, trajectory=trajectory))
-
-    def helpfulness(self, *, trajectory: bool = False) -> JudgeExpectation:
-        return self.criterion(criteria.helpfulness(trajectory=trajectory))
-
-    def task_completion(self, goal: str) -> JudgeExpectation:
-        return self.criterion(criteria.task_completion(goal))
-
-    def custom(
-        self,
-        criteria_text: str,
-        *,
-        examples: Iterable[Example | Mapping[str, Any]] = (),
-        reference: str | None = None,
-        trajectory: bool = False,
-        name: str = "custom",
-    ) -> JudgeExpectation:
-        return self.criterion(
-            criteria.custom(
-                criteria_text,
-                examples=examples,
-                reference=reference,
-                trajectory=trajectory,
-                name=name,
-            )
-        )
-
-    def classify(
-        self,
-        question: str,
-        levels: Sequence[str] | None = None,
-        *,
-        reference: str | None = None,
-        trajectory: bool = False,
-        name: str = "classify",
-    ) -> JudgeExpectation:
-        return self.criterion(
-            criteria.classify(
-                question, levels, reference=reference, trajectory=trajectory, name=name
-            )
-        )
+    closed_qa = _judged(criteria.closed_qa)
+    factuality = _judged(criteria.factuality)
+    summarizes = _judged(criteria.summarizes)
+    sql = _judged(criteria.sql)
+    faithfulness = _judged(criteria.faithfulness)
+    correctness = _judged(criteria.correctness)
+    relevance = _judged(criteria.relevance)
+    helpfulness = _judged(criteria.helpfulness)
+    task_completion = _judged(criteria.task_completion)
+    custom = _judged(criteria.custom)
+    classify = _judged(criteria.classify)

@@ -1,23 +1,7 @@
-"""FakeJudge and FakeChat: a scripted judge and a scripted chat model for offline tests.
+"""FakeJudge and FakeChat: a scripted judge and chat model for offline tests.
 
-Rules:
-
-- Scripted answers are consumed in order, one per call: a number (the score), a
-  :class:`~.base.JudgeVerdict`, an exception instance (raised, e.g. ``JudgeError(...)``), or
-  a callable ``request -> number | JudgeVerdict`` (for answers that depend on the request).
-- A classifier's answer distribution is a list of probabilities, one per level (worst
-  first; ``[p_no, p_yes]`` for a yes/no question): scored as the real judge scores one,
-  the expected level over ``len(levels) - 1`` (Neuron's ``FakeClassifier`` answer). A list
-  for a criterion that is not a classifier, or of another length, is a
-  :class:`~.base.JudgeError`.
-- ``default`` answers every call once the script is used up. Without a default, a call
-  past the end of the script raises :class:`~.base.JudgeError`: a fake never passes by
-  accident.
-- Every request is kept in ``requests``; ``calls`` counts them.
-- :class:`FakeChat` is the model under an :class:`~.loop.AgentLoopJudge`: the same
-  script rules, each answer a text or a mapping (sent as its JSON), an exception, or a
-  callable ``messages -> text | mapping`` (for a model that reacts to what it read).
-  Every call's messages are kept in ``conversations``.
+Rule: a fake never passes by accident: past its script, without a default, it raises.
+See ARCHITECTURE.md, "Fake judges".
 """
 
 from __future__ import annotations

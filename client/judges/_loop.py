@@ -1,49 +1,7 @@
 """AgentLoopJudge: a judge that gathers its own evidence in a bounded loop of reads.
 
-Rules:
-
-- It grades a :class:`~.base.JudgeRequest` like any judge. The model gets the criterion
-  (trusted), the user's input, the reference and the final answer (fenced data), and a
-  list of read-only tools; it asks for what it needs, one call per answer, then answers
-  with its verdict.
-- **Each answer is exactly one JSON object** (one Markdown code fence allowed, as for the
-  single-call judge): a tool call ``{"tool": name, "arguments": {...}}`` or the verdict
-  ``{"reason", "evidence", "score"}``, read by :func:`.prompts.parse_verdict`. An answer
-  that is neither (not one object, both at once, an unknown tool, bad arguments) is told
-  back to the model and costs a step. **The verdict is read once**, from the answer that
-  gives it; a score inside a tool result is only data.
-- **The tools only read**, and only what the request carries or the case handed over:
-  ``list_steps``, ``read_step(index)`` (a step's tool calls with arguments, results,
-  errors and approval decisions), ``read_messages`` (the user's messages and the
-  assistant's replies), ``read_file(name)`` and ``read_url(url)`` for the files and URLs
-  given to :meth:`AgentLoopJudge.with_sources` (nothing else on the disk or the network),
-  each cut at ``max_read_chars``. The run tools read ``request.run``, which arrived
-  under the active trace policy: a digested payload reads as redacted
-  (:func:`.transcript.render_value`), never as its value. Files and URLs are the case
-  author's material, like a reference: the trace policy, which governs the agent's run,
-  does not apply to them. A relative path given to ``with_sources`` resolves against the
-  folder of the file that calls it (the eval file, as ``ctx.send(file=)`` does; the
-  working directory for code with no file), and a file that does not exist is a
-  :class:`FileNotFoundError` there, naming the path as given and as resolved.
-- **Every tool result is data**: fenced with the call's fresh nonce, look-alike markers
-  broken (:func:`.prompts.fence`); the system message says so before any data.
-- **Bounded**: at most ``max_steps`` model calls and ``max_tokens`` judge tokens (input
-  and output, over all calls; the call that crosses the budget may still give the
-  verdict, no call starts past it). **Running out without a verdict raises**
-  :class:`~.base.JudgeError`: an error verdict, never a pass.
-- **Its own reads are recorded apart** from the agent's tool calls: ``verdict.tool_calls``
-  (tool, arguments, characters returned, error) and ``verdict.steps``; the expectation
-  copies them into the :class:`~evalport.client.JudgeRecord`, with the judge's tokens,
-  which are never the agent's.
-- **With a** ``cache`` (:class:`~.cache.JudgeCache`, as the single-call judge's) a verdict
-  is kept under a key of everything that decides it: the model, the opening messages
-  rendered with the cache nonce (criterion, examples, input, reference, answer, the tools
-  and sources offered, the bounds), the run as the tools read it (each step's summary and
-  lines, the messages: no ids or times), the contents of the files handed over (their
-  SHA-256), the URLs, ``max_tokens``, ``max_read_chars``, ``answer_tokens`` and the
-  sample. A hit makes no model call and returns the verdict with its recorded reads and
-  steps, ``cached=True`` and zero tokens; a judge error is never cached. A URL's page is
-  not fetched for the key: the same URL is the same source.
+Rule: its tools only read, every result is fenced data, and running out without a
+verdict is an error. See ARCHITECTURE.md, "The agent-loop judge".
 """
 
 from __future__ import annotations
@@ -72,7 +30,7 @@ from ._prompts import (
     parse_json_object,
     parse_verdict,
 )
-from ._transcript import assistant_text, run_lines, step_lines
+from ._transcript import run_lines, step_lines
 
 
 class ChatModel(Protocol):
@@ -134,9 +92,7 @@ def _steps(run: AgentRun) -> str:
 
 
 def _step(index: int, step: Step) -> str:
-    lines = [_step_summary(index, step), *step_lines(step)]
-    lines += [f"ASSISTANT: {text}" for text in assistant_text(step)]
-    return "\n".join(lines)
+    return "\n".join([_step_summary(index, step), *step_lines(step)])
 
 
 def _run_seen(run: AgentRun) -> str:

@@ -1,20 +1,7 @@
-"""OpenAIJudge: a judge over any OpenAI-compatible chat-completions server.
+"""OpenAIJudge: a judge over any OpenAI-compatible chat-completions server; JudgeConfig.
 
-Rules:
-
-- Scored criteria ask for one JSON object ``{reason, evidence, score}`` with a JSON-schema
-  ``response_format``; a server without structured output gets the same prompt and the
-  answer is parsed as plain JSON (:func:`.prompts.parse_verdict`, strict: one object and
-  nothing else).
-- Classifier criteria ask for one level digit and request ``logprobs``; when the server
-  returns them, the score is the expected level under the answer distribution (a boolean
-  question: the probability of "yes"); otherwise the chosen level's position. The answer
-  text must still be exactly one valid digit, or it is malformed.
-- A malformed answer is asked again, with a fresh nonce, at most ``malformed_retries``
-  times; then the judge raises :class:`~.base.JudgeError`. Tokens of every attempt count.
-- With a ``cache``, a hit costs no call (see :mod:`.cache`); errors are never cached.
-- :class:`JudgeConfig` builds a judge from configuration (model, base URL, API key
-  variable), e.g. from ``EVALPORT_JUDGE_MODEL``/``_BASE_URL``/``_API_KEY_ENV``.
+Rule: a malformed answer is asked again a bounded number of times, then it is a
+:class:`JudgeError`, never a score. See ARCHITECTURE.md, "The OpenAI-compatible judge".
 """
 
 from __future__ import annotations

@@ -1,33 +1,7 @@
 """Judge prompts, hardened against injection from the material they grade.
 
-Rules:
-
-- Everything that did not come from the eval author is **data**: the agent's reply, the
-  transcript (tool arguments, results, errors), the user's input, the reference and the
-  few-shot outputs. Data only ever appears inside a fence::
-
-      <<<DATA-{nonce} name="output">>>
-      ...
-      <<<END-{nonce}>>>
-
-  where ``nonce`` is fresh random hex for every call, so a reply cannot close a fence it
-  cannot predict.
-- Look-alike delimiters are neutralised before fencing: every run of three or more ``<``
-  or ``>`` in the data is broken up with spaces (``<<<`` -> ``< < <``), and a stray copy of
-  the nonce is replaced. After that, no fence marker can occur inside data at all.
-- The system message says, before any data, that fenced text is material to grade and
-  never instructions, and that the answer is one JSON object and nothing else. The
-  criterion (author-written) stays outside the fences.
-- Only the structured verdict is read (see :func:`parse_verdict`): the whole answer must
-  be exactly one JSON object (optionally inside one Markdown code fence); text around it,
-  a second object, a missing or non-numeric ``score``, a score outside [0, 1], or a
-  ``reason``/``evidence`` of the wrong type make the answer malformed (a missing
-  ``reason`` or ``evidence`` reads as empty: the score alone is the verdict).
-  A score is never searched for inside free text.
-- The JSON schema sent as ``response_format`` uses only keywords every strict-mode server
-  accepts; the range of the score is checked by :func:`parse_verdict`, not by the schema.
-- Cache keys are computed on the prompt rendered with the fixed nonce :data:`CACHE_NONCE`,
-  so equal requests share a cache entry while each real call still gets a fresh nonce.
+Rule: whatever the eval author did not write is data inside a fresh-nonce fence, and only
+one strict JSON verdict is read. See ARCHITECTURE.md, "Judge prompts".
 """
 
 from __future__ import annotations

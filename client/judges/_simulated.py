@@ -1,26 +1,7 @@
-"""Simulated users: a model plays the user, with a persona, a goal and a turn cap.
+"""Simulated users: a model plays the user, with a persona, a goal and a required turn cap.
 
-Rules:
-
-- A simulated user (a :class:`~evalport.client.UserSimulator`) offers ``max_turns`` (required, at least 1: there is no infinite
-  default) and ``async next_message(transcript) -> str | None``. ``transcript`` is the
-  conversation so far as ``(role, text)`` pairs, roles ``"user"`` and ``"assistant"``.
-  ``None`` means stop; :attr:`stop_reason` then says why (``"goal_met"``, ``"gave_up"``,
-  ``"max_turns"``). The eval context's ``simulate(user)`` loops over it.
-- Reaching the cap ends the conversation **normally** (``stop_reason="max_turns"``):
-  whether an unfinished goal is a failure is for the assertions (``task_completion``).
-- A simulated user never answers approvals: approving is the approval policy's job, a
-  different human. It has no API for it and its instructions say so.
-- Role leakage is guarded: the model answers with one JSON object (``{"action": "send" |
-  "stop", "message", "reason"}``), a leading ``User:`` label is dropped, the message is
-  cut where it starts writing another role's part (``Assistant:``, ``System:``), and a
-  message that repeats an earlier user message (a restart or a loop) is refused.
-  A refused or malformed answer is asked again, saying why, a bounded number of times;
-  then :class:`SimulatedUserError` is raised.
-- The assistant's words are untrusted data: they reach the model inside the same
-  random-nonce fences as judge material (:func:`._prompts.fence`).
-- :class:`ScriptedUser` is the offline fake: fixed messages, then stop
-  (``stop_reason="script_done"``, or ``"max_turns"`` when the cap comes first).
+Rule: a simulated user never answers approvals, and the assistant's words reach it as
+fenced data. See ARCHITECTURE.md, "Simulated users".
 """
 
 from __future__ import annotations

@@ -1,23 +1,7 @@
 """Live console progress and the closing summary.
 
-Rules: on a terminal one status line is redrawn as trials finish (done/total and the
-counts of trial outcomes so far); elsewhere (CI logs) one line per finished case is
-printed instead, so logs stay readable. Cases finish in any order (trials run
-concurrently); their lines are printed in discovery order all the same (the plan's
-``case_ids``), each as soon as every case before it has finished, so two runs of one
-suite print the same lines in the same order. A case that did not pass is named once,
-with its first reasons: in its per-case line when one was printed, else in the closing
-summary. The closing summary lists those cases, then the analytics (pass rates overall
-and per tag, trial time mean/p50/p95, time to first token p50/p95 when a turn streamed,
-assertion totals; :mod:`._analytics`), and last the five case counts, the cached trials
-and the wall time. With ``verbose`` the details come first: for every case, its time to
-first token p50/p95 when a turn streamed, each trial's duration and its turns' times to
-first token, its recorded output and ``ctx.log()`` lines, its assertions (outcome, severity, score against threshold, message), the
-transcript of each trial that did not pass (:mod:`._transcript`), and the judges'
-reasons and evidence, each distinct judgement once with the number of trials that got
-it. With ``quiet`` nothing is printed but the closing summary: no header, no progress,
-no per-case lines. Nothing here decides an exit code. Every line holding text of the run
-is printed :func:`~evalport.client._printable.printable`.
+Rule: case lines come in discovery order whatever order cases finish in; every text of
+the run is printed ``printable``. See ARCHITECTURE.md, "The console reporter".
 """
 
 from __future__ import annotations

@@ -1,17 +1,7 @@
-"""JUnit XML for CI: one ``testcase`` per case, pass rates as properties.
+"""JUnit XML for CI: one ``testcase`` per case, its statistics as properties.
 
-Rules: ``failed`` -> ``<failure>``, ``error`` -> ``<error>``, ``skipped`` -> ``<skipped>``;
-``scored`` is a pass with a ``verdict=scored`` property, or a ``<failure>`` under
-``strict``. Every testcase carries its statistics (passes, trials, required, pass rate,
-Wilson bounds, flaky, cached trials, and the time to first token p50 and p95 in seconds
-when a turn streamed) as ``<properties>``; the suite carries provenance
-(the trace policy as ``trace_policy``). Given the case results, a case whose trials
-recorded an output (an evaluator's ``run()``) carries it in ``<system-out>``, each
-distinct output once with its trial count and cut short as the Markdown summary cuts it
-(:func:`~._markdown.recorded_outputs`), and a failure's or error's text ends with it.
-Every text is written
-:func:`~evalport.client._printable.printable`, so no character of agent text (the ESC
-of a terminal colour) makes the document one XML cannot parse.
+Rule: every text is written ``printable``, so agent text never makes the document one XML
+cannot parse. See ARCHITECTURE.md, "JUnit XML".
 """
 
 from __future__ import annotations

@@ -1,23 +1,7 @@
 """A Markdown summary, sized for ``$GITHUB_STEP_SUMMARY``.
 
-Rules: a headline with the five counts and the cached-trial count; a table with one row
-per case (verdict, passes k/n against the required number, the Wilson interval, pass@k
-and pass^k at the largest k, the time to first token p50 / p95 when some turn of the run
-streamed (a dash for a case without one), flaky and cached marks); the first failure
-reasons of every case that did not pass; what the cases recorded as their output (an
-evaluator's ``run()``, :func:`recorded_outputs`: each distinct output once with its
-trial count, at most three a case, each cut to 200 characters) when the case results
-are given; the analytics (pass rates overall and per tag, trial durations, time to first
-token, assertion totals, as the console prints them); what the judges said (reason and
-evidence, each distinct judgement once with its trial count) when the case results are
-given; the comparison with a baseline when one is given. When the path is the file
-named by ``$GITHUB_STEP_SUMMARY`` the summary is appended, as GitHub expects.
-
-Agent text (failure reasons, errors, recorded outputs, what the judges said, case ids)
-is shown, never rendered: its control characters escaped (:func:`~evalport.client._printable.printable`), HTML is written as entities and Markdown's punctuation escaped (:func:`_cell`),
-a case id goes in a code span its backticks cannot close (:func:`_code`), and the
-comparison's fence is longer than any run of backticks inside it, so no reply can draw
-a heading, a link, an image or a fake verdict into the summary.
+Rule: agent text is shown, never rendered: escaped, in code spans and fences it cannot
+close. See ARCHITECTURE.md, "The Markdown summary".
 """
 
 from __future__ import annotations

@@ -17,7 +17,8 @@ from .._core import CaseResult, TrialResult, Verdict
 from ._analytics import assertion_outcome
 from ._base import RunReport, agent_label
 from ._compare import compare
-from ._html import STYLE, badge, case_details, cases_table, document, header
+from ._html import STYLE, cases_table, document, header
+from ._html_trial import badge, case_details
 from ._summary import CaseSummary, RunSummary
 from ._transcript import transcript_lines
 

@@ -1,39 +1,7 @@
 """The channel under HttpTarget: one origin, its credentials, retries, errors, decoding.
 
-Rules:
-
-- Every request goes through one of the channel's ``httpx.AsyncClient`` objects
-  (``client/_clients.py``: a session holds one for its life, so each pool stays small at
-  any concurrency), over httpx's own transport, or the caller's ``transport=`` in its
-  place (then one client). What a wire does is httpx's, untouched: the connection pool
-  and its keep-alive, the meaning of each timeout (``connect``, ``read``, ``write``,
-  ``pool``: the wait for one of a client's ``limits.max_connections``), the exception
-  types the retry rules read, proxies and certificates as httpx reads them from the environment, response heads of up to 100
-  KiB, cookies; a test that mocks httpx's transport sees every request.
-- Credentials (the token, and headers whose names look like credentials) can only reach
-  the base URL's origin: the channel follows no redirect, and the client attaches them by
-  an auth flow that checks the request's origin; every text a channel puts in an error
-  passes through :class:`Secrets`.
-- Every request says ``User-Agent: evalport/<version>``, so an agent service can tell
-  evals apart. Header names are case-insensitive: a caller's header replaces a default of
-  the same name in any case (``user-agent``, ``accept``), and the token replaces a
-  caller's ``Authorization``.
-- A closed channel sends nothing: a call after :meth:`Channel.aclose` raises
-  :class:`RuntimeError`.
-- :meth:`Channel.request` applies the retry rules of :mod:`evalport.client._retry` for
-  the call's mode and turns every non-2xx answer into a typed error.
-- :meth:`Channel.stream` sends a turn asking for its events (protocol 1.2,
-  :mod:`evalport.protocol._stream`), read with httpx-sse: each event's name goes to the
-  caller as it arrives, and the final event becomes the answer the same request gives
-  without the stream (a ``problem`` raises as its status would, a 429 or 503 one is
-  retried as that answer is). A stream lost on the way (a transport error, or an end
-  before the final event) is resumed with the same ``Idempotency-Key`` and
-  ``Last-Event-ID``, within the retry policy, whose attempts count the cuts in a row
-  without a new event (a long turn may be cut any number of times); an ``overflow``
-  (this reader fell behind) reads the answer without the stream, same key. A server that
-  answers JSON instead of a stream is answered as :meth:`Channel.request` does.
-- :meth:`Channel.run` decodes a run leniently and applies the trace policy in place; a
-  body it cannot use is a :class:`ProtocolError` whose excerpt is redacted.
+Rule: credentials reach only the base URL's origin; every request goes through httpx
+untouched; retries are the policy's. See ARCHITECTURE.md, "The HTTP channel".
 """
 
 from __future__ import annotations
@@ -243,7 +211,7 @@ class Channel:
         seen: Callable[[str], None],
         via: httpx.AsyncClient,
     ) -> httpx.Response:
-        """POST a turn asking for its events (see the module rules) through ``via``, the
+        """POST a turn asking for its events (ARCHITECTURE.md, "The HTTP channel") through ``via``, the
         session's client: ``seen`` gets each event's name as it arrives; returns the answer
         as :meth:`request` would."""
         headers = {**trace_headers(), "Content-Type": "application/json"}

@@ -20,7 +20,7 @@ def test_a_failed_argument_check_on_a_redacted_run_says_how_to_see_the_values() 
     outcome = CalledTool("get_weather", {"city": "Paris"}).evaluate(run)
     assert not outcome.passed and outcome.evaluated
     assert '{"hash"' not in outcome.message and "sha256:" not in outcome.message
-    assert f"{{city: <string:5>#{short_hash('paris')}}}" in outcome.message
+    assert f"{{city: <redacted <string:5> #{short_hash('paris')}>}}" in outcome.message
     assert all(words in outcome.message for words in HOW)
 
 

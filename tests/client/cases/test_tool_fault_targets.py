@@ -242,7 +242,7 @@ async def test_tool_was_injected_on_redacted_runs_and_its_messages() -> None:
 
 
 async def test_the_html_transcript_marks_injected_calls() -> None:
-    from evalport.client.reports._html import _transcript
+    from evalport.client.reports._html_trial import _transcript
     from evalport.protocol import RunEnvelope, encode
 
     faults = [ToolFault(tool="order_status", error="down", times=1)]

@@ -83,7 +83,7 @@ async def test_simulated_refund_with_rejected_approval_is_judged(
     # the judge read the whole redacted trajectory, with the rejected approval
     prompt = chat_server.requests[3]["messages"][1]["content"]
     assert "USER: Hi, I want a refund for order #123" in prompt
-    assert "TOOL CALL refund_order({order_id: <redacted sha256:" in prompt
+    assert "TOOL CALL refund_order({order_id: <redacted <string:" in prompt
     assert "approval rejected: above the auto-approve threshold" in prompt
     assert "do not count the rejection against the assistant" in prompt
     # judge tokens are reported apart from the agent's

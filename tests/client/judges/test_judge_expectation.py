@@ -195,8 +195,8 @@ async def test_task_completion_reads_the_trajectory_with_rejection_and_digests()
     request = judge.requests[0]
     transcript = request.transcript or ""
     assert "USER: refund A1" in transcript
-    assert "TOOL CALL refund({order_id: <redacted sha256:" in transcript
-    assert 'shape "<string:2>"' in transcript
+    assert "TOOL CALL refund({order_id: <redacted <string:" in transcript
+    assert "<redacted <string:2> #" in transcript
     assert "approval rejected: over the limit" in transcript
     assert "ASSISTANT: I could not refund it" in transcript
     assert "not count the rejection against the assistant" in request.criterion.instructions

@@ -217,7 +217,7 @@ async def test_every_criterion_reads_the_trajectory_and_never_a_digested_argumen
         text = "\n".join(message["content"] for message in body["messages"])
         assert "TOOL CALL charge(" in text  # the judge sees the tool call
         if safe:
-            assert CARD not in text and "<redacted sha256:" in text
+            assert CARD not in text and "<redacted <string:" in text
         else:
             assert CARD in text  # the same prompt under verbatim shows it: the test can fail
 

@@ -1,7 +1,7 @@
 """A judge that could not run reads "not judged" in the HTML report, never "null"."""
 
 from evalport.client import JudgeRecord, TrialResult
-from evalport.client.reports._html import _judges
+from evalport.client.reports._html_trial import _judges
 
 
 def test_a_judge_that_failed_is_not_judged_not_null() -> None:

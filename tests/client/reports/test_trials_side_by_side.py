@@ -10,7 +10,7 @@ import msgspec
 import pytest
 from evalport.client import AssertionResult, TrialResult
 from evalport.client.reports import RunReport, html_report, summarize, summarize_case
-from evalport.client.reports._html import case_details
+from evalport.client.reports._html_trial import case_details
 from report_data import sample_report
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
