@@ -1,6 +1,6 @@
 """Streamed turns (evalport addition): the events a turn sends as it runs, as tagged structs.
 
-Rules: see ARCHITECTURE.md, "Streamed turns".
+Rules: see ARCHITECTURE.md, "The stream on the wire".
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What a traced trial (set by :mod:`evalport.client._tracing`) leaves for the code under
 it: the ``traceparent`` its requests carry and the span its judge calls nest under.
-Outside one, nothing here imports anything. Rules: see ARCHITECTURE.md, "Traced trials in
-the core".
+Outside one, nothing here imports anything. Rules: see ARCHITECTURE.md, "Traces of
+trials".
 """
 
 from __future__ import annotations

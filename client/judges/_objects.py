@@ -2,8 +2,8 @@
 for ``ctx.check(obj, subject)``.
 
 Rule: each object is made from its criterion's function (``build=``) and makes the
-expectation ``ctx.judge()`` makes; it grades nothing itself. See ARCHITECTURE.md, "Judges
-as objects".
+expectation ``ctx.judge()`` makes; it grades nothing itself. See ARCHITECTURE.md, "Judge
+criteria".
 """
 
 from __future__ import annotations

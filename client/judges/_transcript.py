@@ -1,8 +1,8 @@
 """The transcript a judge reads: the one walk of a run (``_core.walk``) as plain text.
 
 Rule: a digest reads as redacted (``digest_text``), never as a value; an attachment never
-by its bytes; nothing here trusts the text. See ARCHITECTURE.md, "The transcript a judge
-reads".
+by its bytes; nothing here trusts the text. See ARCHITECTURE.md, "Transcripts: one
+walk".
 """
 
 from __future__ import annotations

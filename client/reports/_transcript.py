@@ -1,7 +1,7 @@
 """The transcript of one trial as lines of text (``evalport run -v``, ``evalport view``).
 
 Rule: it renders the one walk of a run (``_core.walk``), values as the trace policy left
-them. See ARCHITECTURE.md, "The -v transcript".
+them. See ARCHITECTURE.md, "Transcripts: one walk".
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def _line(part: TranscriptPart, width: int | None) -> str:
 
 
 def transcript_lines(trial: TrialResult, *, width: int | None = WIDTH) -> list[str]:
-    """The conversation of ``trial`` as lines of text (ARCHITECTURE.md, "The -v transcript")."""
+    """The conversation of ``trial`` as lines of text (ARCHITECTURE.md, "Transcripts: one walk")."""
     run = trial.run
     data = run.data() if isinstance(run, RunData) else run
     if not isinstance(data, dict):
