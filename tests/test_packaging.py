@@ -74,7 +74,7 @@ def test_wheel_holds_only_the_evalport_namespace(wheel: Path) -> None:
     assert [line.split()[1].split(">")[0] for line in base] == ["msgspec"]
     for extra in ("server", "client", "all", "dev"):
         assert f"Provides-Extra: {extra}" in metadata_text
-    client = [line for line in metadata_text.splitlines() if "extra == \"client\"" in line]
+    client = [line for line in metadata_text.splitlines() if 'extra == "client"' in line]
     assert any(line.startswith("Requires-Dist: jsonschema") for line in client), client
 
 
@@ -150,7 +150,9 @@ def test_pytest_runs_in_a_server_only_install(wheel: Path, tmp_path: Path) -> No
 
 
 def test_pytest_plugin_loads_with_the_client(wheel: Path, tmp_path: Path) -> None:
-    python = make_venv(tmp_path, wheel, ["msgspec", "httpx", "httpx-sse", "pyyaml", "jsonschema", "pytest"])
+    python = make_venv(
+        tmp_path, wheel, ["msgspec", "httpx", "httpx-sse", "pyyaml", "jsonschema", "pytest"]
+    )
     env = clean_env()
     done = subprocess.run(
         [str(python), "-I", "-m", "pytest", "--help"],
