@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import FrozenInstanceError, dataclass
-from typing import Any, Final, Protocol, runtime_checkable
+from types import TracebackType
+from typing import Any, Final, Protocol, Self, runtime_checkable
 
 import msgspec
 from evalport.protocol import AgentRun, ApprovalDecision, ContentPart, Step, ToolFault
@@ -242,3 +243,22 @@ class Target(Protocol):
     async def attach(self, session_id: str) -> Session: ...
 
     async def aclose(self) -> None: ...
+
+
+class ClosingTarget:
+    """``async with target:`` closes it with ``aclose()`` (as httpx's transports do); the
+    base of every target here."""
+
+    async def aclose(self) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        await self.aclose()

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections.abc import Generator, Mapping, Sequence
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
@@ -40,7 +39,7 @@ from evalport.protocol.runtime._content import user_parts
 from msgspec import UNSET
 
 from .._clients import PER_CLIENT, ClientSet, pool_limits, timeout_of, tls_context
-from .._target import TargetIdentity, Turn
+from .._target import ClosingTarget, TargetIdentity, Turn
 from .._turns import DecisionLike, SessionBase, TurnClock, decisions_of
 
 if TYPE_CHECKING:
@@ -109,7 +108,7 @@ def _clients(
     return ClientSet(make, per_client=None if transport is not None else PER_CLIENT)
 
 
-class A2ATarget:
+class A2ATarget(ClosingTarget):
     """An agent behind the A2A protocol (see ARCHITECTURE.md, "The A2A target")."""
 
     def __init__(
@@ -198,17 +197,6 @@ class A2ATarget:
             await self._link.aclose()
         finally:
             await self._clients.aclose()
-
-    async def __aenter__(self) -> A2ATarget:
-        return self
-
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
 
 class A2ASession(SessionBase["A2ATarget"]):

@@ -11,7 +11,6 @@ import contextlib
 import logging
 import uuid
 from collections.abc import Mapping, Sequence
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
 
 import httpx
@@ -41,7 +40,7 @@ from httpx_sse import EventSource
 from .._clients import PER_CLIENT, ClientSet, pool_limits, timeout_of, tls_context
 from .._errors import Secrets, body_excerpt, error_for
 from .._retry import RetryPolicy, parse_retry_after
-from .._target import TargetIdentity, Turn
+from .._target import ClosingTarget, TargetIdentity, Turn
 from .._turns import DecisionLike, SessionBase, TurnClock, decisions_of
 
 if TYPE_CHECKING:
@@ -70,7 +69,7 @@ LACKS: Final[Mapping[str, str]] = {
 and the docs say it per target)."""
 
 
-class AgUiTarget:
+class AgUiTarget(ClosingTarget):
     """An agent behind an AG-UI endpoint (see ARCHITECTURE.md, "The AG-UI target")."""
 
     kind: Final = "agui"
@@ -191,17 +190,6 @@ class AgUiTarget:
     async def aclose(self) -> None:
         """Close the connection pools."""
         await self._clients.aclose()
-
-    async def __aenter__(self) -> AgUiTarget:
-        return self
-
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     # -- what sessions use ---------------------------------------------------------------
 

@@ -10,7 +10,6 @@ import contextlib
 import logging
 import uuid
 from collections.abc import Mapping, Sequence
-from types import TracebackType
 from typing import Any, Final
 from urllib.parse import quote
 
@@ -43,7 +42,7 @@ from evalport.protocol.runtime import as_faults
 from msgspec import UNSET
 
 from .._retry import RetryPolicy
-from .._target import RunAt, TargetIdentity, Turn
+from .._target import ClosingTarget, RunAt, TargetIdentity, Turn
 from .._turns import DecisionLike, SessionBase, TurnClock, decisions_of
 from ._channel import Channel
 
@@ -53,7 +52,7 @@ IDEMPOTENCY_CAPABILITY: Final = "idempotency"
 FAULTS_CAPABILITY: Final = "faults"
 
 
-class HttpTarget:
+class HttpTarget(ClosingTarget):
     """An agent behind the evalport protocol (or an Instructor-compatible endpoint)."""
 
     def __init__(
@@ -215,17 +214,6 @@ class HttpTarget:
     async def aclose(self) -> None:
         """Close the connection pool (sessions stay open on the server)."""
         await self._channel.aclose()
-
-    async def __aenter__(self) -> HttpTarget:
-        return self
-
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     # -- plumbing (HttpSession uses these) ------------------------------------------------
 

@@ -11,7 +11,6 @@ import secrets
 import sys
 import sysconfig
 from collections.abc import Mapping, Sequence
-from types import TracebackType
 from typing import Any, Final
 
 from evalport.protocol import (
@@ -47,7 +46,7 @@ from evalport.protocol.runtime import (
 )
 
 from .._cache import files_fingerprint
-from .._target import RunAt, TargetIdentity, Turn
+from .._target import ClosingTarget, RunAt, TargetIdentity, Turn
 from .._turns import DecisionLike, SessionBase, TurnClock, decisions_of
 
 
@@ -84,7 +83,7 @@ def _location(agent: object) -> str:
     return f"{getattr(kind, '__module__', '?')}:{getattr(kind, '__qualname__', repr(kind))}"
 
 
-class LocalTarget:
+class LocalTarget(ClosingTarget):
     """An agent in this process, evaluated exactly as it would be over HTTP."""
 
     def __init__(
@@ -152,17 +151,6 @@ class LocalTarget:
         self._sessions.clear()
         for live in sessions:
             await live.close()
-
-    async def __aenter__(self) -> LocalTarget:
-        return self
-
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     # -- what sessions use ---------------------------------------------------------------
 
