@@ -9,7 +9,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import statistics
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Concatenate, Final, Literal, ParamSpec, Protocol
 
 import msgspec
@@ -290,12 +291,21 @@ class JudgeExpectation:
 
 
 def _judged(
-    build: Callable[P, Criterion],
+    build: Callable[P, Criterion], *, renamed: Mapping[str, str] | None = None
 ) -> Callable[Concatenate[JudgeAssertions, P], JudgeExpectation]:
     """The ``t.judge()`` method of criterion function ``build``: its signature, its
-    criterion, registered as an expectation."""
+    criterion, registered as an expectation. ``renamed`` maps a keyword the method once
+    had to the function's name for it (kept for one release, listed in CHANGELOG.md)."""
 
     def method(self: JudgeAssertions, /, *args: P.args, **kwargs: P.kwargs) -> JudgeExpectation:
+        for old, new in (renamed or {}).items():
+            if old in kwargs:
+                warnings.warn(
+                    f"t.judge().{build.__name__}({old}=...) is deprecated: name it {new}=",
+                    DeprecationWarning,
+                    stacklevel=2,
+                )
+                kwargs[new] = kwargs.pop(old)
         return self.criterion(build(*args, **kwargs))
 
     method.__name__ = method.__qualname__ = build.__name__
@@ -332,5 +342,5 @@ class JudgeAssertions:
     relevance = _judged(criteria.relevance)
     helpfulness = _judged(criteria.helpfulness)
     task_completion = _judged(criteria.task_completion)
-    custom = _judged(criteria.custom)
+    custom = _judged(criteria.custom, renamed={"criteria_text": "criteria"})
     classify = _judged(criteria.classify)

@@ -219,3 +219,11 @@ def test_custom_and_classify_methods_build_their_criteria() -> None:
     ):
         assert build(JudgeAssertions(host)).criterion.reference is not None
     assert len(host.registered) == 6
+
+
+def test_customs_old_keyword_still_works_for_a_release_and_says_so() -> None:
+    host = Host(FakeJudge())
+    with pytest.warns(DeprecationWarning, match=r"custom\(criteria_text=\.\.\.\).*criteria="):
+        old = JudgeAssertions(host).custom(criteria_text="Is it polite?")  # type: ignore[call-arg]
+    new = JudgeAssertions(host).custom(criteria="Is it polite?")
+    assert old.criterion.instructions == new.criterion.instructions
