@@ -61,11 +61,12 @@ class _Made(JudgeCheck):
     attribute of the object, by name."""
 
     build: ClassVar[Callable[..., Criterion]]
+    _signature: ClassVar[inspect.Signature]  # build's, read once per class
 
     def __init_subclass__(cls, *, build: Callable[..., Criterion], **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls.build = staticmethod(build)
-        signature = inspect.signature(build)
+        cls._signature = signature = inspect.signature(build)
         own = [
             inspect.Parameter(
                 "threshold", inspect.Parameter.KEYWORD_ONLY, default=DEFAULT_THRESHOLD
@@ -83,7 +84,7 @@ class _Made(JudgeCheck):
         judge: Judge | None = None,
         **kwargs: Any,
     ) -> None:
-        bound = inspect.signature(self.build).bind(*args, **kwargs)
+        bound = self._signature.bind(*args, **kwargs)
         bound.apply_defaults()
         for name, value in bound.arguments.items():
             setattr(self, name, value)

@@ -51,9 +51,11 @@ async def test_plain_and_streamed_turns_take_the_one_entry(traced: bool) -> None
 
 async def test_a_key_repeated_in_either_form_runs_the_agent_once() -> None:
     ran: list[str] = []
+    started = asyncio.Event()
 
     async def slow(message: str, history: list[Any], ctx: TurnContext) -> str:
         ran.append(message)
+        started.set()
         await asyncio.sleep(0.3)
         return f"slow {message}"
 
@@ -66,7 +68,7 @@ async def test_a_key_repeated_in_either_form_runs_the_agent_once() -> None:
         first = asyncio.create_task(
             http.post(path, json={"message": "pay"}, headers={**STREAM, **key})
         )
-        await asyncio.sleep(0.1)  # the streamed turn runs; a plain repeat waits for it
+        await started.wait()  # the streamed turn runs; a plain repeat waits for it
         plain = await http.post(path, json={"message": "pay"}, headers=key)
         joined = await http.post(path, json={"message": "pay"}, headers={**STREAM, **key})
         later = await http.post(path, json={"message": "pay"}, headers=key)
