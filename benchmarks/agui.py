@@ -62,6 +62,7 @@ class _Phase:
     def __init__(self) -> None:
         self.cpu = 0.0
         self.pauses: list[tuple[int, float]] = []  # (generation, seconds)
+        self.found: list[float] = []  # each counted turn's time to first token
         self._started = 0.0
 
     def _collected(self, phase: str, info: dict[str, int]) -> None:
@@ -70,17 +71,13 @@ class _Phase:
         else:
             self.pauses.append((info["generation"], time.perf_counter() - self._started))
 
-    async def measure(self, work: Awaitable[object]) -> None:
+    def begin(self) -> None:
         gc.callbacks.append(self._collected)
-        began = time.process_time()
-        try:
-            await work
-        finally:
-            self.cpu += time.process_time() - began
-            gc.callbacks.remove(self._collected)
+        self.cpu = time.process_time()
 
-
-PHASES: dict[str, _Phase] = {}
+    def end(self) -> None:
+        self.cpu = time.process_time() - self.cpu
+        gc.callbacks.remove(self._collected)
 
 
 def _free_port() -> int:
@@ -157,49 +154,61 @@ def _wait(url: str, process: subprocess.Popen[bytes]) -> None:
     raise SystemExit(f"{url} did not answer")
 
 
-async def _warm(call: Callable[[], Awaitable[object]], gate: asyncio.Semaphore) -> None:
+async def _warm(
+    call: Callable[[], Awaitable[object]], gate: asyncio.Semaphore, lost: type[Exception]
+) -> None:
     """One unmeasured call that opens a connection: ten at a time, retried when a connect
     is lost (see the module docstring)."""
-    from evalport.protocol import TargetUnavailable
-
     async with gate:
         for attempt in range(5):
             try:
                 await call()
                 return
-            except (httpx.TransportError, TargetUnavailable):
+            except lost:
                 await asyncio.sleep(0.2 * (attempt + 1))
     raise SystemExit("could not open a connection to the agent in 5 attempts")
 
 
-async def _target_round(url: str, sessions: int, turns: int, think: float) -> list[float]:
-    from evalport.client import AgUiTarget
+async def _target_round(url: str, sessions: int, turns: int, think: float) -> _Phase:
+    """The sessions as ``evalport run`` drives them: a case each, run by the ``Runner``."""
+    from evalport.client import AgUiTarget, Case, EvalContext, Runner, RunOptions
+    from evalport.protocol import TargetUnavailable
 
-    found: list[float] = []
+    phase = _Phase()
     gate = asyncio.Semaphore(10)
+    warm: list[object] = []
+    all_warm = asyncio.Event()
+
+    async def session(ctx: EvalContext) -> None:
+        await _warm(lambda: ctx.send("hello"), gate, TargetUnavailable)
+        warm.append(ctx)
+        if len(warm) == sessions:
+            phase.begin()
+            all_warm.set()
+        await all_warm.wait()
+        await asyncio.sleep(random.uniform(0, think))
+        for _ in range(turns):
+            timing = (await ctx.send("hello")).timing
+            if timing is not None and timing.first_token is not None:
+                phase.found.append(timing.first_token)
+        ctx.contains("word0")  # a case asserts on its run, as a user's does
+
+    cases = [Case(id=f"session{index}", func=session) for index in range(sessions)]
+    options = RunOptions(concurrency=sessions, timeout=600.0)
     async with AgUiTarget(url, timeout=60.0) as target:
-        opened = [await target.open() for _ in range(sessions)]
-        await asyncio.gather(*(_warm(lambda s=s: s.send("hello"), gate) for s in opened))
-
-        async def session(opened: Any) -> None:
-            await asyncio.sleep(random.uniform(0, think))
-            for _ in range(turns):
-                timing = (await opened.send("hello")).timing
-                if timing is not None and timing.first_token is not None:
-                    found.append(timing.first_token)
-            await opened.close()
-
-        await PHASES.setdefault("AgUiTarget", _Phase()).measure(
-            asyncio.gather(*(session(s) for s in opened))
-        )
-    return found
+        report = await Runner(target, options).run(cases)
+    phase.end()
+    errors = {trial.error for result in report.results for trial in result.trials if trial.error}
+    if errors:
+        raise SystemExit(f"the target's round failed: {sorted(errors)[:3]}")
+    return phase
 
 
-async def _raw_round(url: str, sessions: int, turns: int, think: float) -> list[float]:
+async def _raw_round(url: str, sessions: int, turns: int, think: float) -> _Phase:
     from httpx_sse import EventSource
 
+    phase = _Phase()
     headers = {"Accept": "text/event-stream", "Content-Type": "application/json"}
-    found: list[float] = []
     gate = asyncio.Semaphore(10)
     clients = [httpx.AsyncClient(headers=headers, timeout=60.0) for _ in range(sessions)]
     try:
@@ -228,7 +237,9 @@ async def _raw_round(url: str, sessions: int, turns: int, think: float) -> list[
             return first
 
         threads = [(client, uuid.uuid4().hex, []) for client in clients]
-        await asyncio.gather(*(_warm(lambda t=t: turn(*t), gate) for t in threads))
+        await asyncio.gather(
+            *(_warm(lambda t=t: turn(*t), gate, httpx.TransportError) for t in threads)
+        )
 
         async def session(
             client: httpx.AsyncClient, thread: str, messages: list[dict[str, str]]
@@ -237,15 +248,15 @@ async def _raw_round(url: str, sessions: int, turns: int, think: float) -> list[
             for _ in range(turns):
                 first = await turn(client, thread, messages)
                 if first is not None:
-                    found.append(first)
+                    phase.found.append(first)
 
-        await PHASES.setdefault("raw SSE", _Phase()).measure(
-            asyncio.gather(*(session(*t) for t in threads))
-        )
+        phase.begin()
+        await asyncio.gather(*(session(*t) for t in threads))
+        phase.end()
     finally:
         for client in clients:
             await client.aclose()
-    return found
+    return phase
 
 
 def _quantiles(values: list[float]) -> tuple[float, float, float]:
@@ -253,17 +264,40 @@ def _quantiles(values: list[float]) -> tuple[float, float, float]:
     return cuts[49] * 1000, cuts[94] * 1000, cuts[98] * 1000
 
 
-def _round(reader: Callable[..., Awaitable[list[float]]], args: argparse.Namespace) -> list[float]:
+READERS: dict[str, Callable[[str, int, int, float], Awaitable[_Phase]]] = {
+    "AgUiTarget": _target_round,
+    "raw SSE": _raw_round,
+}
+
+
+def _read(reader: str, url: str, args: argparse.Namespace) -> None:
+    """A round's reader, in a process of its own: it imports only what it needs (the raw
+    reader neither evalport nor the AG-UI SDK, whose objects a full collection walks)."""
+    phase = asyncio.run(READERS[reader](url, args.sessions, args.turns, args.think))
+    print(json.dumps({"cpu": phase.cpu, "pauses": phase.pauses, "found": phase.found}))
+
+
+def _round(reader: str, args: argparse.Namespace) -> dict[str, Any]:
     """One round of ``reader`` against an agent of its own, on a port of its own (a round
     after another on the same agent met connects refused for seconds on loopback)."""
     port = _free_port()
-    command = [sys.executable, str(Path(__file__).resolve()), "--serve", str(port)]
-    command += ["--think", str(args.think), "--deltas", str(args.deltas)]
-    agent = subprocess.Popen(command)
+    here = [sys.executable, str(Path(__file__).resolve())]
+    shape = ["--think", str(args.think), "--deltas", str(args.deltas)]
+    agent = subprocess.Popen([*here, "--serve", str(port), *shape])
     try:
         _wait(f"http://127.0.0.1:{port}/health", agent)
         url = f"http://127.0.0.1:{port}/agent"
-        return asyncio.run(reader(url, args.sessions, args.turns, args.think))
+        counts = ["--sessions", str(args.sessions), "--turns", str(args.turns)]
+        done = subprocess.run(
+            [*here, "--reader", reader, "--url", url, *shape, *counts],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise SystemExit(f"the {reader} round failed:\n{done.stderr}")
+        result: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+        return result
     finally:
         agent.terminate()
         agent.wait(10)
@@ -277,29 +311,35 @@ def main() -> None:
     parser.add_argument("--think", type=float, default=1.0, help="seconds to the first token")
     parser.add_argument("--deltas", type=int, default=5, help="text deltas after the first")
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--reader", choices=READERS, help=argparse.SUPPRESS)
+    parser.add_argument("--url", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve is not None:
         _serve(args.serve, args.think, args.deltas)
         return
-    target: list[float] = []
-    raw: list[float] = []
+    if args.reader is not None:
+        _read(args.reader, args.url, args)
+        return
+    rounds: dict[str, list[dict[str, Any]]] = {name: [] for name in READERS}
     for _ in range(args.rounds):
-        raw += _round(_raw_round, args)
-        target += _round(_target_round, args)
+        for name in ("raw SSE", "AgUiTarget"):
+            rounds[name].append(_round(name, args))
+    found = {name: [t for r in done for t in r["found"]] for name, done in rounds.items()}
     print(
         f"time to first token, {args.sessions} concurrent AG-UI sessions, "
-        f"{len(target)} and {len(raw)} turns, agent thinks {args.think * 1000:.0f} ms"
+        f"{len(found['AgUiTarget'])} and {len(found['raw SSE'])} turns, "
+        f"agent thinks {args.think * 1000:.0f} ms"
     )
     print(f"{'':>12} {'p50 ms':>9} {'p95 ms':>9} {'p99 ms':>9} {'CPU/turn':>9} {'GC pauses':>24}")
-    for name, values in (("AgUiTarget", target), ("raw SSE", raw)):
-        p50, p95, p99 = _quantiles(values)
-        phase = PHASES[name]
-        full = [seconds for generation, seconds in phase.pauses if generation == 2]
-        longest = max((seconds for _, seconds in phase.pauses), default=0.0)
+    for name, done in rounds.items():
+        p50, p95, p99 = _quantiles(found[name])
+        pauses = [pause for r in done for pause in r["pauses"]]
+        full = [seconds for generation, seconds in pauses if generation == 2]
+        longest = max((seconds for _, seconds in pauses), default=0.0)
         collector = f"{len(full)} full, longest {longest * 1000:.1f} ms"
-        cpu = phase.cpu / len(values) * 1000
+        cpu = sum(r["cpu"] for r in done) / len(found[name]) * 1000
         print(f"{name:>12} {p50:9.2f} {p95:9.2f} {p99:9.2f} {cpu:6.2f} ms {collector:>24}")
-    difference = _quantiles(target)[1] - _quantiles(raw)[1]
+    difference = _quantiles(found["AgUiTarget"])[1] - _quantiles(found["raw SSE"])[1]
     verdict = "within" if difference <= TARGET_MS else "over"
     print(f"p95 difference: {difference:+.2f} ms ({verdict} the {TARGET_MS:g} ms target)")
 

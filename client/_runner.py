@@ -7,12 +7,15 @@ run does. See ARCHITECTURE.md, "The runner".
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import os
 import platform
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -205,9 +208,10 @@ class Runner:
         workers = min(options.concurrency, len(cases) * options.repeat) or 1
         if options.attach:
             workers = 1  # one session: its trials take turns
-        async with asyncio.TaskGroup() as group:
-            for _ in range(workers):
-                group.create_task(worker())
+        with heap_set_aside():
+            async with asyncio.TaskGroup() as group:
+                for _ in range(workers):
+                    group.create_task(worker())
         provenance.finished_at = _now()
         ordered = range(len(cases))
         summary = summarize(
@@ -314,6 +318,32 @@ class Runner:
         )
         summary = summarize_case(result, min_lower_bound=self.options.min_lower_bound)
         return result, summary
+
+
+_aside_lock = threading.Lock()
+_aside_runs = 0  # runs in progress, in every thread
+_aside_ours = False  # whether the first of them froze the heap
+
+
+@contextlib.contextmanager
+def heap_set_aside() -> Iterator[None]:
+    """While cases run, the objects made before them (modules, the suite, the target) are
+    set aside from the garbage collector (``gc.freeze``), and given back when the last
+    run ends. See ARCHITECTURE.md, "The runner"."""
+    global _aside_runs, _aside_ours
+    with _aside_lock:
+        if _aside_runs == 0:
+            _aside_ours = gc.get_freeze_count() == 0  # a process that froze its own keeps it
+            if _aside_ours:
+                gc.freeze()
+        _aside_runs += 1
+    try:
+        yield
+    finally:
+        with _aside_lock:
+            _aside_runs -= 1
+            if _aside_runs == 0 and _aside_ours:
+                gc.unfreeze()
 
 
 async def _close(target: Any, tracking: TrackingTarget, bound: float | None = None) -> list[str]:

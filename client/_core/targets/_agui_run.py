@@ -10,7 +10,7 @@ import copy
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 import jsonpatch
 import msgspec
@@ -99,23 +99,6 @@ class RunReader:
         self.known = {message.id for message in messages}  # the messages before this run
         self.unstreamed = ""
         self.finished: RunFinishedEvent | RunErrorEvent | None = None
-        self._handlers: dict[type[Any], Callable[[Any], None]] = {
-            TextMessageStartEvent: self._text_start,
-            TextMessageContentEvent: self._text_content,
-            TextMessageEndEvent: self._text_end,
-            TextMessageChunkEvent: self._text_chunk,
-            ToolCallStartEvent: self._call_start,
-            ToolCallArgsEvent: self._call_args,
-            ToolCallEndEvent: self._call_end,
-            ToolCallChunkEvent: self._call_chunk,
-            ToolCallResultEvent: self._call_result,
-            StateSnapshotEvent: self._state_snapshot,
-            StateDeltaEvent: self._state_delta,
-            MessagesSnapshotEvent: self._messages_snapshot,
-            StepStartedEvent: self._framework_step,
-            StepFinishedEvent: self._framework_step,
-            CustomEvent: self._custom,
-        }
         self._record_rejections()
 
     # -- reading -------------------------------------------------------------------------
@@ -125,9 +108,9 @@ class RunReader:
         if isinstance(event, RunFinishedEvent | RunErrorEvent):
             self.finished = event
             return True
-        handler = self._handlers.get(type(event))
+        handler = self.HANDLERS.get(type(event))
         if handler is not None:
-            handler(event)
+            handler(self, event)
         return False
 
     def _model_step(self) -> Step:
@@ -409,6 +392,26 @@ class RunReader:
         run.error_details.append(info)
         text = f"{error.code or AGENT_ERROR}: {error.message}"
         run.errors = f"{run.errors}\n{text}" if run.errors else text
+
+    # Plain functions, not bound methods: a table of these on the instance would be a
+    # cycle per run, which only the collector frees (with the run's HTTP objects).
+    HANDLERS: ClassVar[dict[type[Any], Callable[[RunReader, Any], None]]] = {
+        TextMessageStartEvent: _text_start,
+        TextMessageContentEvent: _text_content,
+        TextMessageEndEvent: _text_end,
+        TextMessageChunkEvent: _text_chunk,
+        ToolCallStartEvent: _call_start,
+        ToolCallArgsEvent: _call_args,
+        ToolCallEndEvent: _call_end,
+        ToolCallChunkEvent: _call_chunk,
+        ToolCallResultEvent: _call_result,
+        StateSnapshotEvent: _state_snapshot,
+        StateDeltaEvent: _state_delta,
+        MessagesSnapshotEvent: _messages_snapshot,
+        StepStartedEvent: _framework_step,
+        StepFinishedEvent: _framework_step,
+        CustomEvent: _custom,
+    }
 
 
 def _result(content: Any) -> Any:
