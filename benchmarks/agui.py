@@ -6,30 +6,31 @@ An AG-UI agent runs in its own process on loopback: one Starlette route that ans
 message whose first delta comes after ``--think`` seconds, then ``--deltas`` more,
 ``RUN_FINISHED`` with usage), encoded by the AG-UI SDK's ``EventEncoder``.
 
-The client process drives ``--sessions`` concurrent sessions of ``--turns`` turns each,
-in rounds that alternate between the two readers (so that drift of the machine hits
-both alike), each round against an agent process of its own; each session starts at a random moment within the first ``--think``
-seconds, out of step as users are:
+Each round runs one reader, in a process of its own (so the raw reader imports neither
+evalport nor the AG-UI SDK), against an agent process of its own; rounds alternate
+between the readers, so that drift of the machine hits both alike. A reader drives
+``--sessions`` concurrent sessions of ``--turns`` turns each, each session starting at a
+random moment within the first ``--think`` seconds, out of step as users are:
 
-- **AgUiTarget**: ``session.send`` through the target (decoding with the SDK's types,
-  the run built and redacted); its time to first token is the turn's
+- **AgUiTarget**: as ``evalport run`` drives it, each session a case of one ``Runner``
+  run that sends its turns with ``ctx.send`` (decoding with the SDK's types, the run built
+  and redacted) and asserts on the reply; its time to first token is the turn's
   ``TurnTiming.first_token``;
 - **raw**: the same ``POST`` and the same body shape read with ``httpx-sse``, each event
   parsed with ``json.loads``; its time to first token runs from just before the
   ``POST`` to the first ``TEXT_MESSAGE_CONTENT``.
 
 The raw reader has an ``httpx.AsyncClient`` per session (one pool of one connection, the
-floor); the target its own clients, a few sessions each (``client/_clients.py``). Each session first sends one
-turn that is not counted, ten sessions at a time and retried if its connect is lost: it
-opens the session's connection, and on a loaded machine a burst of 100 connects can lose
-SYNs to the listen queue, whose retransmissions (a second and more) would measure the
-kernel, not the reader. It prints p50, p95 and p99 of both, and the difference of
-their p95s; and, to tell a reader's cost from the machine's noise, each reader's CPU per
-counted turn (this process's, the turns' phase only) and the garbage collector's pauses in
-that phase (a full collection of this process's heap takes tens of milliseconds and
-delays every first token due in it, whichever reader's round it falls in).
+floor); the target its own clients, a few sessions each (``client/_core/_clients.py``).
+Each session first sends one turn that is not counted, ten sessions at a time and retried
+if its connect is lost: it opens the session's connection, and on a loaded machine a
+burst of 100 connects can lose SYNs to the listen queue, whose retransmissions (a second
+and more) would measure the kernel, not the reader. It prints p50, p95 and p99 of both,
+and the difference of their p95s; and, to tell a reader's cost from the machine's noise,
+each reader's CPU per counted turn (its process's, the turns' phase only) and the garbage
+collector's pauses in that phase (a full collection holds every first token due in it).
 
-Run: ``.venv/bin/python benchmarks/agui.py`` (about half a minute). It prints figures;
+Run: ``.venv/bin/python benchmarks/agui.py`` (about a minute and a half). It prints figures;
 it never fails a build.
 """
 

@@ -208,7 +208,7 @@ class Runner:
         workers = min(options.concurrency, len(cases) * options.repeat) or 1
         if options.attach:
             workers = 1  # one session: its trials take turns
-        with heap_set_aside():
+        with _heap_set_aside():
             async with asyncio.TaskGroup() as group:
                 for _ in range(workers):
                     group.create_task(worker())
@@ -326,7 +326,7 @@ _aside_ours = False  # whether the first of them froze the heap
 
 
 @contextlib.contextmanager
-def heap_set_aside() -> Iterator[None]:
+def _heap_set_aside() -> Iterator[None]:
     """While cases run, the objects made before them (modules, the suite, the target) are
     set aside from the garbage collector (``gc.freeze``), and given back when the last
     run ends. See ARCHITECTURE.md, "The runner"."""

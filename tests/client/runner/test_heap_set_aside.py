@@ -1,8 +1,8 @@
 """While cases run, the heap made before them is frozen, and given back after (issue 37).
 
-A full collection of a process that imported the AG-UI and A2A SDKs walks every pydantic
-validator they hold: tens of milliseconds, during which no first token is read. Frozen
-objects are not walked; what the run itself makes is collected as before."""
+A full collection walks every object the process tracks, the imported modules' too: tens
+of milliseconds once the AG-UI and A2A SDKs are imported, during which no first token is
+read. Frozen objects are not walked; what the run itself makes is collected as before."""
 
 from __future__ import annotations
 
@@ -62,11 +62,12 @@ async def test_the_heap_before_a_run_is_frozen_while_it_runs_and_given_back_afte
 
 
 async def test_the_heap_is_given_back_when_the_last_of_two_runs_ends() -> None:
-    release = asyncio.Event()
+    started, release = asyncio.Event(), asyncio.Event()
     during: list[int] = []
 
     async def waits(ctx: EvalContext) -> None:
         await ctx.send("hello")
+        started.set()
         await release.wait()
         during.append(gc.get_freeze_count())
 
@@ -76,6 +77,7 @@ async def test_the_heap_is_given_back_when_the_last_of_two_runs_ends() -> None:
     slow = asyncio.create_task(
         Runner(LocalTarget(echo), RunOptions()).run([Case(id="slow", func=waits)])
     )
+    await started.wait()
     await Runner(LocalTarget(echo), RunOptions()).run([Case(id="quick", func=quick)])
     still = gc.get_freeze_count()  # the slow run is still going
     release.set()
