@@ -8,16 +8,17 @@ message whose first delta comes after ``--think`` seconds, then ``--deltas`` mor
 
 Each round runs one reader, in a process of its own (so the raw reader imports neither
 evalport nor the AG-UI SDK), against an agent process of its own; rounds alternate
-between the readers, so that drift of the machine hits both alike. A reader drives
-``--sessions`` concurrent sessions of ``--turns`` turns each, each session starting at a
-random moment within the first ``--think`` seconds, out of step as users are:
+between the readers (raw first, then the target first), so that drift of the machine hits
+both alike. A reader drives ``--sessions`` concurrent sessions of ``--turns`` turns each,
+each session starting at a random moment within the first ``--think`` seconds, out of
+step as users are (the same moments for both readers):
 
 - **AgUiTarget**: as ``evalport run`` drives it, each session a case of one ``Runner``
   run that sends its turns with ``ctx.send`` (decoding with the SDK's types, the run built
   and redacted) and asserts on the reply; its time to first token is the turn's
   ``TurnTiming.first_token``;
-- **raw**: the same ``POST`` and the same body shape read with ``httpx-sse``, each event
-  parsed with ``json.loads``; its time to first token runs from just before the
+- **raw**: the same ``POST`` with the same conversation (the replies too) read with
+  ``httpx-sse``, each event parsed with ``json.loads``; its time to first token runs from just before the
   ``POST`` to the first ``TEXT_MESSAGE_CONTENT``.
 
 The raw reader has an ``httpx.AsyncClient`` per session (one pool of one connection, the
@@ -170,6 +171,13 @@ async def _warm(
     raise SystemExit("could not open a connection to the agent in 5 attempts")
 
 
+def _offsets(sessions: int, think: float) -> list[float]:
+    """When each session starts, within the first ``think`` seconds: the same for both
+    readers (one seed), so both meet the same schedule."""
+    draw = random.Random(37)
+    return [draw.uniform(0, think) for _ in range(sessions)]
+
+
 async def _target_round(url: str, sessions: int, turns: int, think: float) -> _Phase:
     """The sessions as ``evalport run`` drives them: a case each, run by the ``Runner``."""
     from evalport.client import AgUiTarget, Case, EvalContext, Runner, RunOptions
@@ -178,27 +186,36 @@ async def _target_round(url: str, sessions: int, turns: int, think: float) -> _P
     phase = _Phase()
     gate = asyncio.Semaphore(10)
     warm: list[object] = []
+    done: list[object] = []
     all_warm = asyncio.Event()
 
-    async def session(ctx: EvalContext) -> None:
-        await _warm(lambda: ctx.send("hello"), gate, TargetUnavailable)
-        warm.append(ctx)
-        if len(warm) == sessions:
-            phase.begin()
-            all_warm.set()
-        await all_warm.wait()
-        await asyncio.sleep(random.uniform(0, think))
-        for _ in range(turns):
-            timing = (await ctx.send("hello")).timing
-            if timing is not None and timing.first_token is not None:
-                phase.found.append(timing.first_token)
-        ctx.contains("word0")  # a case asserts on its run, as a user's does
+    def session(offset: float) -> Callable[[EvalContext], Awaitable[None]]:
+        async def case(ctx: EvalContext) -> None:
+            await _warm(lambda: ctx.send("hello"), gate, TargetUnavailable)
+            warm.append(ctx)
+            if len(warm) == sessions:
+                phase.begin()
+                all_warm.set()
+            await all_warm.wait()
+            await asyncio.sleep(offset)
+            for _ in range(turns):
+                timing = (await ctx.send("hello")).timing
+                if timing is not None and timing.first_token is not None:
+                    phase.found.append(timing.first_token)
+            done.append(ctx)
+            if len(done) == sessions:
+                phase.end()  # the counted turns only, as the raw reader's phase
+            ctx.contains("word0")  # a case asserts on its run, as a user's does
 
-    cases = [Case(id=f"session{index}", func=session) for index in range(sessions)]
+        return case
+
+    cases = [
+        Case(id=f"session{index}", func=session(offset))
+        for index, offset in enumerate(_offsets(sessions, think))
+    ]
     options = RunOptions(concurrency=sessions, timeout=600.0)
     async with AgUiTarget(url, timeout=60.0) as target:
         report = await Runner(target, options).run(cases)
-    phase.end()
     errors = {trial.error for result in report.results for trial in result.trials if trial.error}
     if errors:
         raise SystemExit(f"the target's round failed: {sorted(errors)[:3]}")
@@ -230,11 +247,17 @@ async def _raw_round(url: str, sessions: int, turns: int, think: float) -> _Phas
             ).encode()
             sent = time.perf_counter()
             first = None
+            reply: dict[str, str] = {}
             async with client.stream("POST", url, content=body) as response:
                 async for event in EventSource(response).aiter_sse():
                     data = json.loads(event.data)
-                    if first is None and data["type"] == "TEXT_MESSAGE_CONTENT":
-                        first = time.perf_counter() - sent
+                    if data["type"] == "TEXT_MESSAGE_START":
+                        reply = {"id": data["messageId"], "role": "assistant", "content": ""}
+                    elif data["type"] == "TEXT_MESSAGE_CONTENT":
+                        if first is None:
+                            first = time.perf_counter() - sent
+                        reply["content"] += data["delta"]
+            messages.append(reply)  # the conversation the next run sends, as the target's
             return first
 
         threads = [(client, uuid.uuid4().hex, []) for client in clients]
@@ -243,16 +266,17 @@ async def _raw_round(url: str, sessions: int, turns: int, think: float) -> _Phas
         )
 
         async def session(
-            client: httpx.AsyncClient, thread: str, messages: list[dict[str, str]]
+            offset: float, client: httpx.AsyncClient, thread: str, messages: list[dict[str, str]]
         ) -> None:
-            await asyncio.sleep(random.uniform(0, think))
+            await asyncio.sleep(offset)
             for _ in range(turns):
                 first = await turn(client, thread, messages)
                 if first is not None:
                     phase.found.append(first)
 
         phase.begin()
-        await asyncio.gather(*(session(*t) for t in threads))
+        offsets = _offsets(sessions, think)
+        await asyncio.gather(*(session(o, *t) for o, t in zip(offsets, threads, strict=True)))
         phase.end()
     finally:
         for client in clients:
@@ -322,8 +346,9 @@ def main() -> None:
         _read(args.reader, args.url, args)
         return
     rounds: dict[str, list[dict[str, Any]]] = {name: [] for name in READERS}
-    for _ in range(args.rounds):
-        for name in ("raw SSE", "AgUiTarget"):
+    for index in range(args.rounds):  # raw first, then the target first: drift cancels
+        order = ("raw SSE", "AgUiTarget") if index % 2 == 0 else ("AgUiTarget", "raw SSE")
+        for name in order:
             rounds[name].append(_round(name, args))
     found = {name: [t for r in done for t in r["found"]] for name, done in rounds.items()}
     print(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import uuid
 from collections.abc import Mapping, Sequence
@@ -120,7 +121,7 @@ class AgUiTarget(ClosingTarget):
         self.credentials = bool(token or headers)
         waits = timeout_of(timeout)
         self._clients = ClientSet(
-            lambda: self._make_client(sent, waits, limits, transport),
+            functools.partial(self._make_client, sent, waits, limits, transport),
             per_client=None if transport is not None else PER_CLIENT,
         )
         self._identity = TargetIdentity(

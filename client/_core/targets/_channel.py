@@ -101,7 +101,7 @@ class Channel:
             ]
         )
         self.credentials = bool(credentials)
-        self.base_url = str(clean).rstrip("/") + "/"
+        self.base_url = base_url = str(clean).rstrip("/") + "/"
         self.policy = policy
         self.retry = retry
         auth = _OriginBoundHeaders(_origin(clean), credentials)
@@ -109,7 +109,7 @@ class Channel:
 
         def make() -> httpx.AsyncClient:
             return httpx.AsyncClient(
-                base_url=self.base_url,
+                base_url=base_url,
                 headers=plain,
                 auth=auth,
                 timeout=waits,

@@ -86,6 +86,39 @@ async def test_the_heap_is_given_back_when_the_last_of_two_runs_ends() -> None:
     assert gc.get_freeze_count() == 0
 
 
+async def test_the_heap_stays_frozen_while_a_later_run_outlives_the_one_that_froze_it() -> None:
+    during: list[int] = []
+
+    def held(entered: asyncio.Event, leave: asyncio.Event) -> Any:
+        async def case(ctx: EvalContext) -> None:
+            await ctx.send("hello")
+            entered.set()
+            await leave.wait()
+            during.append(gc.get_freeze_count())
+
+        return case
+
+    first_in, first_out, second_in, second_out = (asyncio.Event() for _ in range(4))
+    first = asyncio.create_task(
+        Runner(LocalTarget(echo), RunOptions()).run(
+            [Case(id="first", func=held(first_in, first_out))]
+        )
+    )
+    await first_in.wait()
+    second = asyncio.create_task(
+        Runner(LocalTarget(echo), RunOptions()).run(
+            [Case(id="second", func=held(second_in, second_out))]
+        )
+    )
+    await second_in.wait()
+    first_out.set()
+    await first  # the run that froze the heap ends first
+    second_out.set()
+    await second
+    assert len(during) == 2 and during[1] > 0  # still frozen for the run still going
+    assert gc.get_freeze_count() == 0
+
+
 async def test_a_cancelled_run_gives_the_heap_back() -> None:
     started = asyncio.Event()
 
