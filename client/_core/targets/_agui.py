@@ -120,7 +120,7 @@ class AgUiTarget(ClosingTarget):
         self.secrets = Secrets([token, parsed.password, *(headers or {}).values()])
         self.credentials = bool(token or headers)
         waits = timeout_of(timeout)
-        self._clients = ClientSet(
+        self._clients = ClientSet(  # a partial of the static maker holds no `self`
             functools.partial(self._make_client, sent, waits, limits, transport),
             per_client=None if transport is not None else PER_CLIENT,
         )

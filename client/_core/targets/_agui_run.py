@@ -394,7 +394,7 @@ class RunReader:
         run.errors = f"{run.errors}\n{text}" if run.errors else text
 
     # Plain functions, not bound methods: a table of these on the instance would be a
-    # cycle per run, which only the collector frees (with the run's HTTP objects).
+    # cycle per run, which only the collector frees (with the run's messages).
     HANDLERS: ClassVar[dict[type[Any], Callable[[RunReader, Any], None]]] = {
         TextMessageStartEvent: _text_start,
         TextMessageContentEvent: _text_content,

@@ -107,7 +107,7 @@ class Channel:
         auth = _OriginBoundHeaders(_origin(clean), credentials)
         waits = timeout_of(timeout)
 
-        def make() -> httpx.AsyncClient:
+        def make() -> httpx.AsyncClient:  # holds no `self`: a channel is no cycle
             return httpx.AsyncClient(
                 base_url=base_url,
                 headers=plain,
