@@ -257,7 +257,8 @@ async def _raw_round(url: str, sessions: int, turns: int, think: float) -> _Phas
                         if first is None:
                             first = time.perf_counter() - sent
                         reply["content"] += data["delta"]
-            messages.append(reply)  # the conversation the next run sends, as the target's
+            if reply:  # the conversation the next run sends, as the target's
+                messages.append(reply)
             return first
 
         threads = [(client, uuid.uuid4().hex, []) for client in clients]
