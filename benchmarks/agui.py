@@ -62,23 +62,24 @@ class _Phase:
     """The counted turns of a round: the CPU they took, the collector's pauses in them."""
 
     def __init__(self) -> None:
-        self.cpu = 0.0
+        self.cpu = 0.0  # seconds, once ended
+        self._cpu_began = 0.0
         self.pauses: list[tuple[int, float]] = []  # (generation, seconds)
         self.found: list[float] = []  # each counted turn's time to first token
-        self._started = 0.0
+        self._collection_began = 0.0
 
     def _collected(self, phase: str, info: dict[str, int]) -> None:
         if phase == "start":
-            self._started = time.perf_counter()
+            self._collection_began = time.perf_counter()
         else:
-            self.pauses.append((info["generation"], time.perf_counter() - self._started))
+            self.pauses.append((info["generation"], time.perf_counter() - self._collection_began))
 
     def begin(self) -> None:
         gc.callbacks.append(self._collected)
-        self.cpu = time.process_time()
+        self._cpu_began = time.process_time()
 
     def end(self) -> None:
-        self.cpu = time.process_time() - self.cpu
+        self.cpu = time.process_time() - self._cpu_began
         gc.callbacks.remove(self._collected)
 
 
